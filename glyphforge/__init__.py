@@ -1,0 +1,67 @@
+"""glyphforge: prepare, load and build handwritten-character image datasets.
+
+The public API is re-exported here. Names are imported lazily on first use, so
+``import glyphforge`` stays fast and a command such as ``glyphforge info`` never
+pays for numba or Dask it does not use.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # configuration and cache
+    "data_dir": "glyphforge.config",
+    "CacheStore": "glyphforge.cache",
+    "UnsafePickleError": "glyphforge.cache",
+    # downloading
+    "Resource": "glyphforge.pipelines.download",
+    "fetch": "glyphforge.pipelines.download",
+    "DownloadError": "glyphforge.pipelines.download",
+    "HashMismatchError": "glyphforge.pipelines.download",
+    # kernels
+    "resize": "glyphforge.pipelines.resize",
+    # datasets
+    "prepare_emnist": "glyphforge.datasets.emnist",
+    "load_emnist": "glyphforge.datasets.emnist",
+    "emnist_classes": "glyphforge.datasets.emnist",
+    "EMNIST": "glyphforge.datasets.emnist",
+    "prepare_omniglot": "glyphforge.datasets.omniglot",
+    "load_omniglot": "glyphforge.datasets.omniglot",
+    "omniglot_classes": "glyphforge.datasets.omniglot",
+    "omniglot_episodes": "glyphforge.datasets.omniglot",
+    "prepare_backgrounds": "glyphforge.datasets.backgrounds",
+    "load_backgrounds": "glyphforge.datasets.backgrounds",
+    "background_names": "glyphforge.datasets.backgrounds",
+    "hard_background_names": "glyphforge.datasets.backgrounds",
+    # parallel builds
+    "open_session": "glyphforge.session",
+    "BuiltDataset": "glyphforge.build",
+    "ScatteredGlyphs": "glyphforge.pipelines.scenes",
+    "preview": "glyphforge.visualize",
+    # loaders
+    "batches": "glyphforge.loaders",
+    "ImageList": "glyphforge.loaders",
+}
+
+__all__ = sorted([*_EXPORTS, "build", "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'glyphforge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+# ``glyphforge/build.py`` is a submodule *and* ``glyphforge.build`` is the build
+# function: importing the function last makes the package attribute the function.
+from glyphforge.build import build  # noqa: E402

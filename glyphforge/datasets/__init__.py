@@ -1,0 +1,1 @@
+"""Dataset modules: one per upstream dataset (EMNIST, Omniglot, backgrounds)."""

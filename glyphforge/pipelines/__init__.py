@@ -1,0 +1,1 @@
+"""Reusable preparation steps: download, archives, IDX, decoding, numba kernels."""

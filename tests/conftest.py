@@ -1,0 +1,31 @@
+"""Fixtures shared by the whole suite."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path_factory, monkeypatch):
+    """Point every test at a fresh data dir and clear mirror/offline settings.
+
+    No test may touch the user's real data directory or inherit a mirror.
+    """
+    monkeypatch.setenv("GLYPHFORGE_DATA_DIR", str(tmp_path_factory.mktemp("data-dir")))
+    monkeypatch.delenv("GLYPHFORGE_MIRROR", raising=False)
+    monkeypatch.delenv("GLYPHFORGE_OFFLINE", raising=False)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real upstream files in ``../shared/data``; skip when that folder is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(
+            f"real upstream files not found at {SHARED_DATA} "
+            "(a clone without ../shared/data beside it); CI always has them"
+        )
+    return SHARED_DATA
