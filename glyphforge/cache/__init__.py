@@ -1,0 +1,20 @@
+"""The content-addressed cache of gzipped pickles (see :mod:`glyphforge.cache.store`)."""
+from glyphforge.cache.keys import FORMAT_VERSION, cache_key
+from glyphforge.cache.pklz import DEFAULT_LEVEL, concat_pklz, dump_pklz, iter_pklz, load_pklz
+from glyphforge.cache.safe_pickle import UnsafePickleError
+from glyphforge.cache.store import CacheProblem, CacheStore, Entry, Writer
+
+__all__ = [
+    "DEFAULT_LEVEL",
+    "FORMAT_VERSION",
+    "CacheProblem",
+    "CacheStore",
+    "Entry",
+    "UnsafePickleError",
+    "Writer",
+    "cache_key",
+    "concat_pklz",
+    "dump_pklz",
+    "iter_pklz",
+    "load_pklz",
+]

@@ -1,0 +1,84 @@
+"""Cache keys: sha256 of a canonical JSON of ``(kind, params, format_version)``."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+import numpy as np
+
+FORMAT_VERSION = 1
+"""Bumped when the on-disk layout of entries changes; part of every key."""
+
+_KIND_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def check_kind(kind: str) -> str:
+    """Return ``kind`` if it is a safe directory name, else raise ValueError."""
+    if not isinstance(kind, str) or not _KIND_PATTERN.match(kind):
+        raise ValueError(
+            f"cache kind must be letters, digits, '.', '_' or '-' (not starting with a "
+            f"punctuation mark), got {kind!r}"
+        )
+    return kind
+
+
+def normalise(value: Any, where: str = "params") -> Any:
+    """Turn ``value`` into plain JSON data so equal parameters give equal keys.
+
+    Tuples and lists become lists, sets sorted lists, numpy scalars and arrays
+    Python numbers and lists, paths POSIX strings; mapping keys must be strings.
+
+    Raises
+    ------
+    TypeError
+        For a value with no canonical form (the message names where it is).
+    ValueError
+        For NaN or infinite floats.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.generic):
+        return normalise(value.item(), where)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where} is {value!r}: cache parameters must be finite numbers")
+        return float(value)
+    if isinstance(value, (PurePath, os.PathLike)):
+        return PurePath(os.fspath(value)).as_posix()
+    if isinstance(value, np.ndarray):
+        return normalise(value.tolist(), where)
+    if isinstance(value, Mapping):
+        result = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{where} has the key {key!r}: parameter names must be strings")
+            result[key] = normalise(item, f"{where}[{key!r}]")
+        return result
+    if isinstance(value, (set, frozenset)):
+        items = [normalise(item, f"{where} item") for item in value]
+        return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
+    if isinstance(value, (list, tuple)):
+        return [normalise(item, f"{where}[{index}]") for index, item in enumerate(value)]
+    raise TypeError(
+        f"{where} is a {type(value).__name__} ({value!r}), which has no canonical form for a "
+        "cache key: use numbers, strings, booleans, None, paths, lists/tuples, sets or dicts"
+    )
+
+
+def canonical_json(kind: str, params: Mapping[str, Any]) -> str:
+    """Return the canonical JSON text that a cache key hashes."""
+    document = [check_kind(kind), normalise(dict(params)), FORMAT_VERSION]
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def cache_key(kind: str, params: Mapping[str, Any]) -> str:
+    """Return the hex sha256 key of ``(kind, params, FORMAT_VERSION)``."""
+    return hashlib.sha256(canonical_json(kind, params).encode("ascii")).hexdigest()
