@@ -1,0 +1,51 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from glyphforge.cache import CacheStore, cache_key
+from glyphforge.cache.keys import canonical_json
+
+
+def test_equal_parameters_give_equal_keys():
+    a = cache_key("emnist", {"shape": (14, 14), "split": "byclass", "level": np.int64(3)})
+    b = cache_key("emnist", {"split": "byclass", "level": 3, "shape": [np.uint8(14), 14]})
+    assert a == b
+    assert len(a) == 64 and int(a, 16) >= 0
+
+
+def test_different_parameters_kinds_and_types_give_different_keys():
+    base = cache_key("emnist", {"shape": [14, 14]})
+    assert cache_key("emnist", {"shape": [14, 15]}) != base
+    assert cache_key("omniglot", {"shape": [14, 14]}) != base
+    assert cache_key("emnist", {"shape": ["14", "14"]}) != base
+
+
+def test_paths_sets_arrays_and_floats_are_normalised():
+    text = canonical_json(
+        "k", {"p": Path("/a/b"), "s": {3, 1, 2}, "arr": np.array([[1, 2]]), "f": np.float32(0.5)}
+    )
+    assert text == '["k",{"arr":[[1,2]],"f":0.5,"p":"/a/b","s":[1,2,3]},1]'
+
+
+def test_store_key_matches_module_function(tmp_path):
+    assert CacheStore(tmp_path).key("k", {"x": 1}) == cache_key("k", {"x": 1})
+
+
+@pytest.mark.parametrize(
+    "params, error, message",
+    [
+        ({"x": object()}, TypeError, r"params\['x'\] is a object"),
+        ({1: "x"}, TypeError, "parameter names must be strings"),
+        ({"x": float("nan")}, ValueError, "finite"),
+    ],
+)
+def test_parameters_without_canonical_form_are_refused(params, error, message):
+    with pytest.raises(error, match=message):
+        cache_key("k", params)
+
+
+@pytest.mark.parametrize("kind", ["", "../x", "a/b", ".hidden", "with space"])
+def test_unsafe_kinds_are_refused(kind):
+    with pytest.raises(ValueError, match="cache kind must be"):
+        cache_key(kind, {})

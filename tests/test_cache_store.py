@@ -1,0 +1,185 @@
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from glyphforge.cache import CacheStore, dump_pklz
+
+PARAMS = {"split": "digits", "shape": (14, 14)}
+
+
+def _fill(writer):
+    writer.write("A.pklz", np.arange(12, dtype=np.uint8).reshape(3, 4))
+    writer.write("B.pklz", {"x": np.ones(2)})
+    writer.meta["classes"] = ["A", "B"]
+
+
+def test_create_commits_a_complete_entry_with_manifest(tmp_path):
+    store = CacheStore(tmp_path)
+    assert store.get("k", PARAMS) is None
+    with store.create("k", PARAMS) as writer:
+        _fill(writer)
+        assert store.get("k", PARAMS) is None  # staged, not visible
+    entry = store.get("k", PARAMS)
+    assert entry.path == tmp_path / "k" / store.key("k", PARAMS)
+    assert entry.files == ["A.pklz", "B.pklz"]
+    assert entry.meta == {"classes": ["A", "B"]}
+    assert entry.params == {"split": "digits", "shape": [14, 14]}
+    manifest = json.loads((entry.path / "manifest.json").read_text())
+    assert manifest["kind"] == "k" and manifest["format_version"] == 1
+    assert manifest["glyphforge_version"] and manifest["created"].endswith("+00:00")
+    size = (entry.path / "A.pklz").stat().st_size
+    assert manifest["files"]["A.pklz"]["size"] == size == entry.size_bytes - (entry.path / "B.pklz").stat().st_size
+    assert np.array_equal(entry.load("A.pklz"), np.arange(12, dtype=np.uint8).reshape(3, 4))
+    assert sorted(p.name for p in (tmp_path / "k").iterdir()) == [f".{entry.key}.lock", entry.key]
+
+
+def test_exception_discards_the_staging_directory(tmp_path):
+    store = CacheStore(tmp_path)
+    with pytest.raises(RuntimeError, match="boom"):
+        with store.create("k", PARAMS) as writer:
+            writer.write("A.pklz", 1)
+            raise RuntimeError("boom")
+    assert store.get("k", PARAMS) is None
+    assert [p.name for p in (tmp_path / "k").iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_recreating_replaces_the_entry(tmp_path):
+    store = CacheStore(tmp_path)
+    with store.create("k", PARAMS) as writer:
+        writer.write("A.pklz", 1)
+    with store.create("k", PARAMS) as writer:
+        writer.write("B.pklz", 2)
+    assert store.get("k", PARAMS).files == ["B.pklz"]
+    assert len(store.ls()) == 1
+
+
+def test_get_or_create_fills_only_once(tmp_path):
+    store = CacheStore(tmp_path)
+    calls = []
+    for _ in range(2):
+        entry = store.get_or_create("k", PARAMS, lambda w: (calls.append(1), _fill(w)))
+    assert len(calls) == 1 and entry.files == ["A.pklz", "B.pklz"]
+
+
+def test_add_file_moves_a_finished_file_in(tmp_path):
+    store = CacheStore(tmp_path)
+    shard = dump_pklz([1, 2], tmp_path / "shard.pklz")
+    with store.create("k", PARAMS) as writer:
+        writer.add_file("all.pklz", shard)
+    assert not shard.exists()
+    assert store.get("k", PARAMS).load("all.pklz") == [1, 2]
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "../x.pklz", "a/b.pklz", ".hidden", ""])
+def test_bad_file_names_are_refused(tmp_path, name):
+    with pytest.raises(ValueError, match="is not allowed"):
+        with CacheStore(tmp_path).create("k", PARAMS) as writer:
+            writer.write(name, 1)
+
+
+def test_unknown_file_lists_the_files(tmp_path):
+    store = CacheStore(tmp_path)
+    entry = store.get_or_create("k", PARAMS, _fill)
+    with pytest.raises(KeyError, match=r"no file 'C.pklz'; files: \['A.pklz', 'B.pklz'\]"):
+        entry.load("C.pklz")
+
+
+def test_verify_finds_a_flipped_byte_and_a_truncated_file(tmp_path):
+    store = CacheStore(tmp_path)
+    first = store.get_or_create("k", PARAMS, _fill)
+    second = store.get_or_create("k", {"other": 1}, _fill)
+    assert store.verify() == []
+    target = first.path / "A.pklz"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    (second.path / "B.pklz").write_bytes((second.path / "B.pklz").read_bytes()[:-5])
+    problems = sorted(store.verify(), key=lambda p: str(p.path))
+    messages = {p.path: p.message for p in problems}
+    assert messages == {
+        target: "sha256 differs from the manifest (corrupted)",
+        second.path / "B.pklz": messages[second.path / "B.pklz"],
+    }
+    assert "manifest says" in messages[second.path / "B.pklz"] and "truncated" in messages[second.path / "B.pklz"]
+
+
+def test_ls_find_rm_and_gc(tmp_path):
+    store = CacheStore(tmp_path)
+    keep = store.get_or_create("k", PARAMS, _fill)
+    broken = store.get_or_create("k", {"other": 1}, _fill)
+    (broken.path / "A.pklz").unlink()
+    unreadable = tmp_path / "k" / ("f" * 64)
+    unreadable.mkdir()
+    (unreadable / "manifest.json").write_text("{not json")
+    abandoned = tmp_path / "k" / f".tmp-{'e' * 64}-xyz"
+    abandoned.mkdir()
+    assert {e.key for e in store.ls()} == {keep.key, broken.key}
+    removed = store.gc()
+    assert set(removed) == {abandoned, broken.path, unreadable}
+    assert [e.key for e in store.ls()] == [keep.key]
+    assert store.find(keep.key[:8]).path == keep.path
+    store.rm(keep.key[:8])
+    assert store.ls() == []
+    with pytest.raises(KeyError, match="no entry"):
+        store.rm(keep.key)
+    with pytest.raises(KeyError, match="at least 6 characters"):
+        store.find("abc")
+
+
+def _run_child(code: str, root) -> subprocess.Popen:
+    """Run ``code`` in a fresh interpreter; it finds the store root in ``sys.argv[1]``."""
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), str(root)])
+
+
+def test_writer_killed_mid_write_leaves_no_entry_and_next_write_succeeds(tmp_path):
+    started = tmp_path / "started"
+    child = _run_child(
+        f"""
+        import sys, time, numpy as np
+        from glyphforge.cache import CacheStore
+        store = CacheStore(sys.argv[1])
+        with store.create("k", {PARAMS!r}) as w:
+            w.write("A.pklz", np.zeros((100, 28, 28), np.uint8))
+            open({str(started)!r}, "w").close()
+            time.sleep(60)
+        """,
+        tmp_path / "store",
+    )
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert child.poll() is None and time.monotonic() < deadline, "child did not start writing"
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    store = CacheStore(tmp_path / "store")
+    assert store.get("k", PARAMS) is None and store.ls() == []
+    leftovers = [p for p in (tmp_path / "store" / "k").iterdir() if p.name.startswith(".tmp-")]
+    assert len(leftovers) == 1
+    entry = store.get_or_create("k", PARAMS, _fill)
+    assert entry.files == ["A.pklz", "B.pklz"]
+    assert not leftovers[0].exists()  # cleaned by the next writer
+
+
+def test_two_concurrent_processes_make_the_entry_once(tmp_path):
+    log = tmp_path / "fills.log"
+    code = f"""
+        import sys, time, numpy as np
+        from glyphforge.cache import CacheStore
+        def fill(w):
+            with open({str(log)!r}, "a") as f:
+                f.write("fill\\n")
+            time.sleep(1.0)
+            w.write("A.pklz", np.arange(5))
+        entry = CacheStore(sys.argv[1]).get_or_create("k", {PARAMS!r}, fill)
+        assert entry.load("A.pklz").tolist() == [0, 1, 2, 3, 4]
+        """
+    children = [_run_child(code, tmp_path / "store") for _ in range(2)]
+    assert [child.wait(timeout=120) for child in children] == [0, 0]
+    assert log.read_text() == "fill\n"
+    assert len(CacheStore(tmp_path / "store").ls()) == 1
