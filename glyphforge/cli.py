@@ -1,0 +1,301 @@
+"""The ``prepare-data`` and ``glyphforge`` commands.
+
+Errors are reported as one paragraph (what failed, why, what to do) with exit
+status 1; ``-v`` adds the Python traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from glyphforge import config
+from glyphforge.cache import CacheStore, Entry
+from glyphforge.textfmt import human_size, table
+
+DATASETS = ("emnist", "omniglot", "backgrounds")
+
+
+# -- shared argument parsing -----------------------------------------------
+def parse_shape(text: str) -> tuple[int, int]:
+    """Parse ``'14x14'`` or ``'14,14'`` into ``(14, 14)`` (argparse type)."""
+    parts = text.replace(",", "x").lower().split("x")
+    try:
+        shape = tuple(int(part) for part in parts)
+    except ValueError:
+        shape = ()
+    if len(shape) != 2 or min(shape) <= 0:
+        raise argparse.ArgumentTypeError(f"shape must be HEIGHTxWIDTH with positive integers, e.g. 14x14; got {text!r}")
+    return shape  # type: ignore[return-value]
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the example epilog's line breaks."""
+
+
+def _parser(prog: str, description: str, example: str) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(
+        prog=prog, description=description, epilog=f"example:\n  {example}", formatter_class=_Formatter
+    )
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=None, help="data directory (default: $GLYPHFORGE_DATA_DIR or the user data dir)")
+    noise = parser.add_mutually_exclusive_group()
+    noise.add_argument("-q", "--quiet", action="store_true", help="no progress bars or tables, errors only")
+    noise.add_argument("-v", "--verbose", action="store_true", help="show Python tracebacks on errors")
+
+
+def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    try:
+        return action(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # every failure ends as one readable paragraph
+        if args.verbose:
+            traceback.print_exc()
+        print(f"error: {error}", file=sys.stderr)
+        if not args.verbose:
+            print("(run again with -v for the Python traceback)", file=sys.stderr)
+        return 1
+
+
+# -- prepare-data ------------------------------------------------------------
+def _prepare_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "prepare-data",
+        "Download, verify and convert datasets into the cache, and make resized variants. "
+        "Running it again does nothing (cache hit).",
+        "prepare-data emnist omniglot --shape 14x14 --mirror file:///shared/mirror",
+    )
+    parser.add_argument("datasets", nargs="*", choices=[*DATASETS, "all"], default=["all"], metavar="DATASET",
+                        help=f"what to prepare: {', '.join(DATASETS)} or all")
+    parser.add_argument("--split", action="append", dest="splits", metavar="SPLIT",
+                        help="EMNIST split (repeatable; default byclass)")
+    parser.add_argument("--omniglot-sets", nargs="+", default=["background", "evaluation"], metavar="SET",
+                        help="Omniglot sets: background evaluation small1 small2")
+    parser.add_argument("--shape", action="append", dest="shapes", type=parse_shape, default=[], metavar="HxW",
+                        help="also make a resized variant (repeatable), e.g. 14x14")
+    parser.add_argument("--mirror", action="append", dest="mirrors", default=[], metavar="URL",
+                        help="mirror base URL or directory tried before the origin (repeatable; also $GLYPHFORGE_MIRROR)")
+    parser.add_argument("--offline", action="store_true", help="never use the network (files must be in place)")
+    parser.add_argument("--workers", type=int, default=None, help="processes for decoding (default: CPU count)")
+    _add_common(parser)
+    return parser
+
+
+def _prepare_jobs(args: argparse.Namespace) -> list[tuple[str, Callable[[], list[Entry]]]]:
+    from glyphforge.datasets import backgrounds, emnist, omniglot
+
+    wanted = DATASETS if "all" in args.datasets else tuple(dict.fromkeys(args.datasets))
+    common = dict(shapes=tuple(args.shapes), data_dir=args.data_dir, mirrors=tuple(args.mirrors) or None,
+                  progress=not args.quiet)
+    jobs: list[tuple[str, Callable[[], list[Entry]]]] = []
+    if "emnist" in wanted:
+        for split in args.splits or ["byclass"]:
+            jobs.append((f"emnist {split}", lambda split=split: emnist.prepare_emnist(split=split, **common)))
+    if "omniglot" in wanted:
+        sets = tuple(args.omniglot_sets)
+        jobs.append(("omniglot", lambda: omniglot.prepare_omniglot(sets=sets, workers=args.workers, **common)))
+    if "backgrounds" in wanted:
+        jobs.append(("backgrounds", lambda: backgrounds.prepare_backgrounds(**common)))
+    return jobs
+
+
+def _entry_images(entry: Entry) -> int | str:
+    return entry.meta.get("n_images", "?")
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    if args.offline:
+        os.environ[config.ENV_OFFLINE] = "1"
+    store = CacheStore.for_data_dir(args.data_dir)
+    rows = []
+    for name, job in _prepare_jobs(args):
+        known = {entry.key for entry in store.ls()}
+        started = time.perf_counter()
+        entries = job()
+        seconds = time.perf_counter() - started
+        if all(entry.key in known for entry in entries):
+            if not args.quiet:
+                print(f"{name}: already prepared (cache hit), nothing to do")
+            continue
+        for entry in entries:
+            shape = entry.params.get("shape")
+            label = f"{entry.kind} {'x'.join(map(str, shape)) if shape else ''}".strip()
+            rows.append([name, f"{label} {entry.key[:10]}", _entry_images(entry), human_size(entry.size_bytes), f"{seconds:.1f}"])
+    if rows and not args.quiet:
+        print(table(["dataset", "entry", "images", "size", "seconds"], rows))
+    return 0
+
+
+def prepare_data_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``prepare-data``."""
+    args = _prepare_parser().parse_args(argv)
+    return _run(_prepare, args)
+
+
+# -- glyphforge --------------------------------------------------------------
+def _cache_ls(args: argparse.Namespace) -> int:
+    store = CacheStore.for_data_dir(args.data_dir)
+    entries = store.ls()
+    rows = [[e.key[:12], e.kind, _describe_params(e.params), len(e.files), human_size(e.size_bytes), e.manifest["created"]]
+            for e in entries]
+    print(table(["key", "kind", "params", "files", "size", "created"], rows) if rows else f"the cache at {store.root} is empty")
+    return 0
+
+
+def _describe_params(params: dict[str, Any]) -> str:
+    return " ".join(f"{name}={value}" for name, value in sorted(params.items()) if value not in (None, [], {}))
+
+
+def _cache_verify(args: argparse.Namespace) -> int:
+    store = CacheStore.for_data_dir(args.data_dir)
+    problems = store.verify()
+    for problem in problems:
+        print(f"CORRUPT {problem}")
+    if problems:
+        print(f"{len(problems)} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again",
+              file=sys.stderr)
+        return 1
+    print(f"all {len(store.ls())} entries in {store.root} verified")
+    return 0
+
+
+def _cache_rm(args: argparse.Namespace) -> int:
+    entry = CacheStore.for_data_dir(args.data_dir).rm(args.key)
+    print(f"removed {entry.kind} {entry.key} ({human_size(entry.size_bytes)})")
+    return 0
+
+
+def _cache_gc(args: argparse.Namespace) -> int:
+    removed = CacheStore.for_data_dir(args.data_dir).gc()
+    for path in removed:
+        print(f"removed {path}")
+    print(f"{len(removed)} item(s) removed")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    root = config.data_dir(args.data_dir)
+    store = CacheStore.for_data_dir(args.data_dir)
+    entries = store.ls()
+    print(f"data dir:   {root}")
+    print(f"cache:      {store.root} ({len(entries)} entries, {human_size(sum(e.size_bytes for e in entries))})")
+    print(f"mirrors:    {' '.join(config.mirrors_from_env()) or '(none; set $GLYPHFORGE_MIRROR)'}")
+    print(f"offline:    {'yes' if config.offline_from_env() else 'no'}")
+    print("datasets:")
+    for dataset in DATASETS:
+        prepared = sorted({_describe_params(e.params) or "default" for e in entries if e.kind.startswith(dataset)})
+        print(f"  {dataset:12s} {'; '.join(prepared) if prepared else 'not prepared (prepare-data ' + dataset + ')'}")
+    return 0
+
+
+def _preview(args: argparse.Namespace) -> int:
+    from glyphforge.previews import preview_target
+
+    path = preview_target(args.target, out=args.out, n=args.n, data_dir=args.data_dir, seed=args.seed)
+    print(f"wrote {path}")
+    return 0
+
+
+def _add_scene_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--n-examples", type=int, default=10_000, help="number of scenes")
+    parser.add_argument("--image-shape", type=parse_shape, default=(48, 48), metavar="HxW", help="scene size")
+    parser.add_argument("--glyphs", choices=["emnist", "omniglot", "font"], default="emnist", help="glyph source")
+    parser.add_argument("--characters", default=None,
+                        help="EMNIST characters (e.g. 0123456789) or comma-separated Omniglot classes; default all")
+    parser.add_argument("--glyph-shape", type=parse_shape, default=(14, 14), metavar="HxW", help="glyph size")
+    parser.add_argument("--min-glyphs", type=int, default=1)
+    parser.add_argument("--max-glyphs", type=int, default=3)
+    parser.add_argument("--max-overlap", type=float, default=0.2, help="largest allowed box overlap, as a fraction of a box")
+    parser.add_argument("--backgrounds", default=None,
+                        help="none (black), all, hard, or comma-separated background names")
+    parser.add_argument("--colours", default="white", help="comma-separated glyph colours")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shard-size", type=int, default=1000)
+
+
+def _scene_spec(args: argparse.Namespace) -> Any:
+    from glyphforge.pipelines.scenes import ScatteredGlyphs
+
+    characters = args.characters
+    if characters is not None and args.glyphs == "omniglot":
+        characters = characters.split(",")
+    backgrounds = args.backgrounds
+    if backgrounds is not None and backgrounds.lower() == "none":
+        backgrounds = None
+    elif backgrounds not in (None, "all", "hard"):
+        backgrounds = backgrounds.split(",")
+    return ScatteredGlyphs(
+        args.n_examples, image_shape=args.image_shape, glyphs=args.glyphs, characters=characters,
+        glyph_shape=args.glyph_shape, min_glyphs=args.min_glyphs, max_glyphs=args.max_glyphs,
+        max_overlap=args.max_overlap, backgrounds=backgrounds, colours=tuple(args.colours.split(",")),
+        seed=args.seed, shard_size=args.shard_size,
+    )
+
+
+def _build_scenes(args: argparse.Namespace) -> int:
+    from glyphforge import build
+
+    spec = _scene_spec(args)
+    dataset = build(spec, session=args.session, data_dir=args.data_dir, progress=not args.quiet)
+    print(f"built {len(dataset)} scenes: entry {dataset.key} at {dataset.path}")
+    return 0
+
+
+def _glyphforge_parser() -> argparse.ArgumentParser:
+    parser = _parser("glyphforge", "Inspect the cache, preview data and build derived datasets.",
+                     "glyphforge build scenes --glyphs font --n-examples 2000")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str, example: str, action: Callable[[argparse.Namespace], int], parent=commands):
+        sub = parent.add_parser(name, help=help_text, description=help_text, epilog=f"example:\n  {example}",
+                                formatter_class=_Formatter)
+        _add_common(sub)
+        sub.set_defaults(action=action)
+        return sub
+
+    command("info", "show the data dir, the cache and what is prepared", "glyphforge info", _info)
+
+    cache = commands.add_parser("cache", help="list, verify and clean the cache",
+                                epilog="example:\n  glyphforge cache verify", formatter_class=_Formatter)
+    cache_commands = cache.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
+    command("ls", "list cache entries with their sizes", "glyphforge cache ls", _cache_ls, cache_commands)
+    command("verify", "re-hash every cached file against its manifest", "glyphforge cache verify", _cache_verify,
+            cache_commands)
+    rm = command("rm", "remove one entry by key (or a unique prefix of 6+ characters)", "glyphforge cache rm 3fa2c81b9d",
+                 _cache_rm, cache_commands)
+    rm.add_argument("key")
+    command("gc", "remove abandoned temporaries and broken entries", "glyphforge cache gc", _cache_gc, cache_commands)
+
+    preview = command("preview", "write a PNG grid of examples of a dataset or a cache entry",
+                      "glyphforge preview emnist --out emnist.png", _preview)
+    preview.add_argument("target", help="emnist, omniglot, backgrounds, or a cache key (prefix) of a built dataset")
+    preview.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG file to write")
+    preview.add_argument("-n", type=int, default=16, help="number of examples")
+    preview.add_argument("--seed", type=int, default=0, help="which examples to pick")
+
+    build = commands.add_parser("build", help="build a derived dataset in parallel",
+                                epilog="example:\n  glyphforge build scenes --glyphs font --n-examples 2000",
+                                formatter_class=_Formatter)
+    build_commands = build.add_subparsers(dest="build_command", required=True, metavar="DATASET")
+    scenes = command("scenes", "scattered glyphs on backgrounds, with boxes and labels",
+                     "glyphforge build scenes --n-examples 100000 --glyphs emnist --characters 0123456789 "
+                     "--backgrounds hard --session processes:8", _build_scenes, build_commands)
+    scenes.add_argument("--session", default="local",
+                        help="where to run: local, processes[:N], dask (a LocalCluster), dask://HOST:PORT, slurm, pbs")
+    _add_scene_arguments(scenes)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``glyphforge``."""
+    args = _glyphforge_parser().parse_args(argv)
+    return _run(args.action, args)

@@ -1,0 +1,14 @@
+import pytest
+
+from glyphforge.textfmt import human_size, table
+
+
+@pytest.mark.parametrize(
+    "n, text", [(0, "0 B"), (999, "999 B"), (1000, "1.0 KB"), (1_234_567, "1.2 MB"), (5 * 10**15, "5000.0 TB")]
+)
+def test_human_size(n, text):
+    assert human_size(n) == text
+
+
+def test_table_aligns_columns():
+    assert table(["a", "bee"], [["xx", 1], ["y", 22]]) == "a   bee\n--  ---\nxx  1\ny   22"
