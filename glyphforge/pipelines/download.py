@@ -1,0 +1,553 @@
+"""Resumable, verified, mirrored downloads: the only code in glyphforge that uses the network.
+
+``fetch(resource, dest_dir)`` makes ``<dest_dir>/<resource.filename>`` exist with the
+pinned hash, and never leaves a wrong or partial file there:
+
+1. a file already in place with the right hash is returned at once, with no network
+   (that is how files placed by hand on offline clusters are used);
+2. otherwise, under a per-file lock (other processes wait, then reuse the result),
+   each source is tried in order: the ``mirrors`` given, the mirrors in
+   ``$GLYPHFORGE_MIRROR``, then the origin URL. A mirror base ``M`` (``https://``,
+   ``http://``, ``file://`` or a plain directory) serves ``M/<dataset>/<filename>``;
+3. a source is streamed into ``<filename>.part`` (resumed with a Range request when the
+   server supports it), verified against the hash, and renamed into place.
+
+HTTP requests have connect and read timeouts; connection errors, timeouts, 408, 429 and
+5xx are retried with exponential backoff honouring Retry-After (see :class:`RetryPolicy`).
+A ``text/html`` answer is refused at once. In offline mode (``offline=True`` or
+``$GLYPHFORGE_OFFLINE=1``) only local mirrors are consulted. Every failure raises
+:class:`DownloadError` (or :class:`HashMismatchError`) listing each source tried and why,
+and the exact path where the file may be placed by hand.
+"""
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+from urllib.request import url2pathname
+
+import filelock
+import requests
+import urllib3
+from tqdm import tqdm
+
+from glyphforge import __version__, config
+from glyphforge.pipelines.hashes import check_hash, normalise_hash
+
+log = logging.getLogger(__name__)
+
+CHUNK_SIZE = 1 << 16
+_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+_UNSATISFIED_RANGE = re.compile(r"^bytes \*/(\d+)$")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to try one HTTP source.
+
+    Attributes
+    ----------
+    attempts
+        Failed attempts in a row (without new bytes arriving) before giving up on a source.
+    backoff
+        Delay in seconds after the first failure; doubled after each further one.
+    max_delay
+        Cap in seconds on any one delay, Retry-After included.
+    connect_timeout, read_timeout
+        Seconds allowed to connect, and between two bytes of an answer.
+    """
+
+    attempts: int = 5
+    backoff: float = 1.0
+    max_delay: float = 60.0
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+
+    def delay(self, failures: int, retry_after: float | None) -> float:
+        """Seconds to wait after the ``failures``-th failure in a row."""
+        wanted = retry_after if retry_after is not None else self.backoff * 2 ** (failures - 1)
+        return max(0.0, min(wanted, self.max_delay))
+
+
+DEFAULT_POLICY = RetryPolicy()
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One upstream file of a dataset.
+
+    Attributes
+    ----------
+    dataset
+        The dataset it belongs to (``"emnist"``); names its folder in ``raw/`` and on mirrors.
+    filename
+        A plain file name (``"gzip.zip"``).
+    url
+        The origin URL (``https://``, ``http://`` or ``file://``).
+    hash
+        ``"sha256:<hex>"``, ``"md5:<hex>"`` or ``"git-blob-sha1:<hex>"``.
+    size
+        The size in bytes, when known.
+    """
+
+    dataset: str
+    filename: str
+    url: str
+    hash: str
+    size: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("dataset", "filename"):
+            value = getattr(self, name)
+            if not value or value in (".", "..") or "/" in value or "\\" in value:
+                raise ValueError(f"Resource {name} {value!r} must be a plain name (no '/', not '.' or '..')")
+        try:
+            object.__setattr__(self, "hash", normalise_hash(self.hash))
+        except ValueError as error:
+            raise ValueError(f"Resource {self.dataset}/{self.filename}: {error}") from None
+        if urlsplit(self.url).scheme.lower() not in ("http", "https", "file"):
+            raise ValueError(f"Resource {self.dataset}/{self.filename}: url {self.url!r} must be http(s):// or file://")
+        if self.size is not None and self.size < 0:
+            raise ValueError(f"Resource {self.dataset}/{self.filename}: size must be >= 0, got {self.size}")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One source that was tried and failed.
+
+    ``actual_hash``, ``actual_size`` and ``final_url`` are set when the source
+    delivered a complete file with the wrong content.
+    """
+
+    source: str
+    reason: str
+    actual_hash: str | None = None
+    actual_size: int | None = None
+    final_url: str | None = None
+
+
+class DownloadError(RuntimeError):
+    """A file could not be obtained; the message lists what was tried and what to do.
+
+    Attributes
+    ----------
+    resource, target
+        The resource, and the path where it may be placed by hand.
+    mirrors
+        The mirror locations that were consulted, in order.
+    attempts
+        One :class:`Attempt` per source that failed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        resource: Resource | None = None,
+        target: Path | None = None,
+        mirrors: tuple[str, ...] = (),
+        attempts: tuple[Attempt, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.resource = resource
+        self.target = target
+        self.mirrors = mirrors
+        self.attempts = attempts
+
+
+class HashMismatchError(DownloadError):
+    """A source delivered a file with the wrong hash (it was deleted).
+
+    Attributes
+    ----------
+    expected, actual
+        Hash strings; ``expected_size`` (None when not pinned) and ``actual_size`` in bytes.
+    url, final_url
+        The source of the (first) bad file, and where redirects ended.
+    """
+
+    @property
+    def mismatch(self) -> Attempt:
+        """The first attempt that delivered wrong content."""
+        return next(attempt for attempt in self.attempts if attempt.actual_hash)
+
+    @property
+    def expected(self) -> str:
+        return self.resource.hash if self.resource else ""
+
+    @property
+    def expected_size(self) -> int | None:
+        return self.resource.size if self.resource else None
+
+    @property
+    def actual(self) -> str:
+        return self.mismatch.actual_hash or ""
+
+    @property
+    def actual_size(self) -> int | None:
+        return self.mismatch.actual_size
+
+    @property
+    def url(self) -> str:
+        return self.mismatch.source
+
+    @property
+    def final_url(self) -> str | None:
+        return self.mismatch.final_url
+
+
+class _SourceFailed(Exception):
+    def __init__(self, attempt: Attempt) -> None:
+        super().__init__(attempt.reason)
+        self.attempt = attempt
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class _Source:
+    location: str
+    path: Path | None = None
+
+
+def fetch(
+    resource: Resource,
+    dest_dir: str | os.PathLike[str],
+    *,
+    mirrors: Iterable[str] | None = (),
+    progress: bool = True,
+    offline: bool | None = None,
+    policy: RetryPolicy = DEFAULT_POLICY,
+) -> Path:
+    """Make ``<dest_dir>/<resource.filename>`` exist with the right hash, and return its path.
+
+    Parameters
+    ----------
+    resource
+        The file to get.
+    dest_dir
+        Its directory, normally ``glyphforge.config.raw_dir(resource.dataset)``; created if needed.
+    mirrors
+        Mirror bases tried in order before the origin, then those in ``$GLYPHFORGE_MIRROR``.
+    progress
+        Show a tqdm byte progress bar.
+    offline
+        Forbid network access (only files in place and local mirrors); None reads
+        ``$GLYPHFORGE_OFFLINE``.
+    policy
+        Retries, backoff and timeouts for HTTP sources.
+
+    Returns
+    -------
+    Path
+        The verified file.
+
+    Raises
+    ------
+    HashMismatchError
+        When a source delivered wrong content (deleted) and no source delivered the right one.
+    DownloadError
+        When no source delivered the file; the message says where to place it by hand.
+    ValueError
+        When a mirror is not a URL or directory glyphforge can read.
+    """
+    dest_dir = Path(dest_dir).expanduser()
+    target = dest_dir / resource.filename
+    if target.is_file() and _verified(target, resource):
+        return target
+    offline = config.offline_from_env() if offline is None else offline
+    mirror_sources = _mirror_sources(resource, mirrors)
+    sources = [*mirror_sources, _source_from_url(resource.url)]
+    if offline:
+        sources = [source for source in sources if source.path is not None]
+    mirror_names = tuple(source.location for source in mirror_sources)
+    try:
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        lock = _acquire(dest_dir / f".{resource.filename}.lock", target)
+    except OSError as error:
+        raise DownloadError(
+            f"cannot write to {dest_dir} ({error}). Place {resource.filename} there by hand "
+            f"({target}), or choose a writable data directory with GLYPHFORGE_DATA_DIR.",
+            resource=resource, target=target, mirrors=mirror_names,
+        ) from error
+    try:
+        attempts: list[Attempt] = []
+        if target.is_file():
+            if _verified(target, resource):
+                return target
+            attempts.append(_reject(target, resource, source=f"file already at {target}", final_url=None))
+        part = dest_dir / f"{resource.filename}.part"
+        with requests.Session() as session:
+            session.headers["User-Agent"] = f"glyphforge/{__version__} (+python-requests)"
+            for source in sources:
+                try:
+                    _get_verified(source, part, resource, session, policy, progress)
+                except _SourceFailed as failure:
+                    attempts.append(failure.attempt)
+                    continue
+                os.replace(part, target)
+                return target
+        raise _failure(resource, target, mirror_names, tuple(attempts), offline)
+    finally:
+        lock.release()
+
+
+def fetch_raw(resource: Resource, data_dir: str | os.PathLike[str] | None = None, **options: object) -> Path:
+    """:func:`fetch` into ``<data dir>/raw/<resource.dataset>/``; ``options`` go to :func:`fetch`."""
+    return fetch(resource, config.raw_dir(resource.dataset, data_dir), **options)  # type: ignore[arg-type]
+
+
+def _acquire(lock_path: Path, target: Path) -> filelock.FileLock:
+    """Take the per-file lock, saying so when another process holds it."""
+    lock = filelock.FileLock(lock_path)
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        log.info("another process is fetching %s; waiting for it", target)
+        lock.acquire()
+    return lock
+
+
+def _verified(path: Path, resource: Resource) -> bool:
+    if resource.size is not None and path.stat().st_size != resource.size:
+        return False
+    return check_hash(path, resource.hash)[0]
+
+
+def _mirror_sources(resource: Resource, mirrors: Iterable[str] | None) -> list[_Source]:
+    bases = list(dict.fromkeys([*(mirrors or ()), *config.mirrors_from_env()]))
+    sources = []
+    for base in bases:
+        if "://" in base and urlsplit(base).scheme.lower() in ("http", "https"):
+            location = f"{base.rstrip('/')}/{quote(resource.dataset)}/{quote(resource.filename)}"
+            sources.append(_Source(location))
+        else:
+            root = _local_path(base)
+            sources.append(_Source(str(root / resource.dataset / resource.filename), root / resource.dataset / resource.filename))
+    return sources
+
+
+def _source_from_url(url: str) -> _Source:
+    if urlsplit(url).scheme.lower() == "file":
+        path = _local_path(url)
+        return _Source(str(path), path)
+    return _Source(url)
+
+
+def _local_path(base: str) -> Path:
+    if "://" not in base:
+        return Path(base).expanduser()
+    parts = urlsplit(base)
+    if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
+        raise ValueError(
+            f"mirror {base!r} is not supported: use an https:// or http:// URL, a file:// URL "
+            "or a plain directory (space-separated in GLYPHFORGE_MIRROR)"
+        )
+    return Path(url2pathname(parts.path))
+
+
+def _get_verified(
+    source: _Source, part: Path, resource: Resource, session: requests.Session, policy: RetryPolicy, progress: bool
+) -> None:
+    if source.path is not None:
+        _copy_local(source.path, part, resource, progress)
+        _check_part(part, resource, source.location, final_url=None)
+        return
+    resumed = part.is_file() and part.stat().st_size > 0
+    final_url = _download(source.location, part, resource, session, policy, progress)
+    try:
+        _check_part(part, resource, source.location, final_url)
+    except _SourceFailed:
+        if not resumed:
+            raise
+        log.warning("resumed download of %s did not verify; downloading it again from the start", source.location)
+        final_url = _download(source.location, part, resource, session, policy, progress)
+        _check_part(part, resource, source.location, final_url)
+
+
+def _check_part(part: Path, resource: Resource, location: str, final_url: str | None) -> None:
+    ok, actual = check_hash(part, resource.hash)
+    if not ok:
+        raise _SourceFailed(_reject(part, resource, source=location, final_url=final_url, actual=actual))
+
+
+def _reject(path: Path, resource: Resource, *, source: str, final_url: str | None, actual: str | None = None) -> Attempt:
+    """Delete a file with the wrong content and describe it."""
+    actual = actual or check_hash(path, resource.hash)[1]
+    size = path.stat().st_size
+    path.unlink()
+    expected_size = f"{resource.size} bytes" if resource.size is not None else "not pinned"
+    redirected = f"; final URL after redirects: {final_url}" if final_url and final_url != source else ""
+    reason = (
+        f"wrong content: expected {resource.hash}, got {actual}; expected size {expected_size}, "
+        f"got {size} bytes{redirected}; the bad file was deleted"
+    )
+    return Attempt(source, reason, actual_hash=actual, actual_size=size, final_url=final_url or None)
+
+
+def _copy_local(path: Path, part: Path, resource: Resource, progress: bool) -> None:
+    try:
+        size = path.stat().st_size
+        if resource.size is not None and size != resource.size:
+            raise _SourceFailed(Attempt(str(path), f"has {size} bytes, expected {resource.size}"))
+        with open(path, "rb") as source, open(part, "wb") as out, _bar(resource, size, 0, progress) as bar:
+            while chunk := source.read(CHUNK_SIZE):
+                out.write(chunk)
+                bar.update(len(chunk))
+    except FileNotFoundError:
+        raise _SourceFailed(Attempt(str(path), "no such file")) from None
+    except OSError as error:
+        raise _SourceFailed(Attempt(str(path), f"cannot read it ({error})")) from error
+
+
+def _download(
+    url: str, part: Path, resource: Resource, session: requests.Session, policy: RetryPolicy, progress: bool
+) -> str:
+    """Fill ``part`` from ``url``, retrying; return the final URL after redirects."""
+    failures = 0
+    best = part.stat().st_size if part.is_file() else 0
+    while True:
+        try:
+            return _request(url, part, resource, session, policy, progress)
+        except _Retryable as error:
+            have = part.stat().st_size if part.is_file() else 0
+            failures = 1 if have > best else failures + 1
+            best = max(best, have)
+            if failures >= policy.attempts:
+                raise _SourceFailed(
+                    Attempt(url, f"gave up after {failures} failed attempts in a row; last: {error.reason}")
+                ) from error
+            delay = policy.delay(failures, error.retry_after)
+            log.info("%s: %s; retrying in %.3g s", url, error.reason, delay)
+            time.sleep(delay)
+
+
+def _request(
+    url: str, part: Path, resource: Resource, session: requests.Session, policy: RetryPolicy, progress: bool
+) -> str:
+    offset = part.stat().st_size if part.is_file() else 0
+    headers = {"Accept-Encoding": "identity"}
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    try:
+        with session.get(
+            url, headers=headers, stream=True, timeout=(policy.connect_timeout, policy.read_timeout)
+        ) as response:
+            status = f"{response.status_code} {response.reason}"
+            if response.status_code == 416 and offset:
+                return _range_not_satisfiable(response, part, offset)
+            if response.status_code in (408, 429) or response.status_code >= 500:
+                raise _Retryable(status, _retry_after(response.headers.get("Retry-After")))
+            if response.status_code not in (200, 206):
+                raise _SourceFailed(Attempt(url, status))
+            content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            if content_type == "text/html":
+                raise _SourceFailed(Attempt(
+                    url, f"answered with a web page (Content-Type text/html, final URL {response.url}), "
+                    "not the file: the address has probably moved",
+                ))
+            start, total = _body_range(response, offset)
+            if start != offset:
+                log.info("%s does not resume downloads; starting again from byte 0", url)
+            if resource.size is not None and total is not None and total != resource.size:
+                raise _SourceFailed(Attempt(url, f"announces {total} bytes, expected {resource.size}"))
+            _stream(response, part, start, total, resource, progress)
+            return response.url
+    except (requests.ConnectionError, requests.Timeout, urllib3.exceptions.HTTPError) as error:
+        raise _Retryable(f"{type(error).__name__}: {error}") from error
+    except requests.RequestException as error:
+        raise _SourceFailed(Attempt(url, f"{type(error).__name__}: {error}")) from error
+
+
+def _range_not_satisfiable(response: requests.Response, part: Path, offset: int) -> str:
+    match = _UNSATISFIED_RANGE.match(response.headers.get("Content-Range", ""))
+    if match and int(match.group(1)) == offset:
+        return response.url
+    part.unlink()
+    raise _Retryable("416 Range Not Satisfiable: the partial file does not fit the server's; starting again")
+
+
+def _body_range(response: requests.Response, offset: int) -> tuple[int, int | None]:
+    """Return (first byte of the body, total file size if known)."""
+    length = response.headers.get("Content-Length")
+    if response.status_code == 200:
+        return 0, int(length) if length and length.isdigit() else None
+    match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+    if not match or int(match.group(1)) != offset:
+        raise _Retryable(f"206 with an unexpected Content-Range {response.headers.get('Content-Range')!r}")
+    return offset, int(match.group(3)) if match.group(3) != "*" else None
+
+
+def _stream(
+    response: requests.Response, part: Path, start: int, total: int | None, resource: Resource, progress: bool
+) -> None:
+    """Append the body to ``part`` as it arrives (``read1``: a dropped connection keeps every byte received)."""
+    written = start
+    with open(part, "ab" if start else "wb") as out, _bar(resource, total, start, progress) as bar:
+        while chunk := response.raw.read1(CHUNK_SIZE, decode_content=True):
+            out.write(chunk)
+            written += len(chunk)
+            bar.update(len(chunk))
+            if resource.size is not None and written > resource.size:
+                out.close()
+                part.unlink()
+                raise _SourceFailed(Attempt(response.url, f"sent more than the expected {resource.size} bytes"))
+
+
+def _bar(resource: Resource, total: int | None, initial: int, progress: bool) -> tqdm:
+    return tqdm(
+        total=total, initial=initial, unit="B", unit_scale=True, unit_divisor=1024,
+        desc=f"{resource.dataset}/{resource.filename}", disable=not progress,
+    )
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _failure(
+    resource: Resource, target: Path, mirrors: tuple[str, ...], attempts: tuple[Attempt, ...], offline: bool
+) -> DownloadError:
+    lines = [f"could not get {resource.dataset}/{resource.filename} ({resource.hash}) from {resource.url}."]
+    if offline:
+        lines.append(
+            "Offline mode (GLYPHFORGE_OFFLINE=1 or offline=True) forbids network access: "
+            "only the file in place and local mirrors (directories, file://) were consulted."
+        )
+    lines.append("Mirrors tried: " + (", ".join(mirrors) if mirrors else "none (set GLYPHFORGE_MIRROR or use --mirror)"))
+    lines += [f"  - {attempt.source}: {attempt.reason}" for attempt in attempts]
+    if not attempts:
+        lines.append("  (no local source to try)")
+    first_step = (
+        "unset GLYPHFORGE_OFFLINE and run again on a machine with network access"
+        if offline else "check the network (and the mirrors) and run again"
+    )
+    lines.append(
+        f"What to do: {first_step}, or download {resource.url} yourself and place the file at:\n"
+        f"  {target}\nA file placed there is used without network access when its hash matches."
+    )
+    error_type = HashMismatchError if any(attempt.actual_hash for attempt in attempts) else DownloadError
+    return error_type("\n".join(lines), resource=resource, target=target, mirrors=mirrors, attempts=attempts)
