@@ -295,7 +295,7 @@ def _safe_relative_path(zip_path: PathLike, info: zipfile.ZipInfo) -> PurePosixP
             "(absolute path or '..'; zip slip). Nothing was extracted; do not use this archive."
         )
     mode = info.external_attr >> 16
-    if info.create_system == 3 and mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    if info.create_system == 3 and stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
         kind = "a symlink" if stat.S_ISLNK(mode) else "a special file"
         raise ArchiveError(
             f"{zip_path}: member {name!r} is {kind}, which extraction refuses (it could point "
