@@ -198,7 +198,7 @@ class LocalHTTPServer:
         return None
 
     def _record(self, method: str, path: str, range_header: str | None, status: int) -> None:
-        """Log an answered request (status -1: the client hung up)."""
+        """Log an answered request."""
         with self._lock:
             self.log.append(RequestRecord(method, path, range_header, status))
 
@@ -215,6 +215,7 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
+    _logged_path = ""
 
     def do_GET(self) -> None:  # noqa: N802 (http.server naming)
         self._respond(send_body=True)
@@ -225,6 +226,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         """Keep test output quiet; the owner's ``log`` records every request."""
 
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """Log the request before answering, so the log is complete when the client returns."""
+        self.server.owner._record(self.command, self._logged_path, self.headers.get("Range"), code)
+        super().send_response(code, message)
+
     def _respond(self, *, send_body: bool) -> None:
         owner = self.server.owner
         path = unquote(urlsplit(self.path).path).lstrip("/")
@@ -234,25 +240,28 @@ class _Handler(BaseHTTPRequestHandler):
         faults = owner._faults.get(path, _Faults())
         if faults.hold is not None:
             faults.hold.wait(_HOLD_TIMEOUT)
+        self._logged_path = path
         try:
-            status = self._answer(owner, path, faults, range_header, send_body)
+            self._answer(owner, path, faults, range_header, send_body)
         except (BrokenPipeError, ConnectionResetError):
-            status = -1
-        owner._record(self.command, path, range_header, status)
+            self.close_connection = True
 
-    def _answer(self, owner: LocalHTTPServer, path: str, faults: _Faults, range_header: str | None, send_body: bool) -> int:
+    def _answer(self, owner: LocalHTTPServer, path: str, faults: _Faults, range_header: str | None, send_body: bool) -> None:
         if faults.redirect_to is not None:
-            return self._short(faults.redirect_status, {"Location": owner.url(faults.redirect_to)})
+            self._short(faults.redirect_status, {"Location": owner.url(faults.redirect_to)})
+            return
         with owner._lock:
             failing = faults.fail_status and (faults.fail_times is None or faults.fail_times > 0)
             if failing and faults.fail_times is not None:
                 faults.fail_times -= 1
         if failing:
             extra = {"Retry-After": faults.retry_after} if faults.retry_after is not None else {}
-            return self._short(faults.fail_status, extra)
+            self._short(faults.fail_status, extra)
+            return
         data = owner._content(path)
         if data is None:
-            return self._short(404)
+            self._short(404)
+            return
         if faults.corrupt and data:
             middle = len(data) // 2
             data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
@@ -262,7 +271,8 @@ class _Handler(BaseHTTPRequestHandler):
             match = _RANGE.match(range_header.strip())
             first = int(match.group(1)) if match else len(data)
             if first >= len(data):
-                return self._short(416, {"Content-Range": f"bytes */{len(data)}"})
+                self._short(416, {"Content-Range": f"bytes */{len(data)}"})
+                return
             last = min(int(match.group(2)), len(data) - 1) if match.group(2) else len(data) - 1
             status, start, end = 206, first, last + 1
             headers["Content-Range"] = f"bytes {start}-{last}/{len(data)}"
@@ -272,7 +282,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if send_body:
             self._send_body(owner, path, faults, data[start:end])
-        return status
 
     def _send_body(self, owner: LocalHTTPServer, path: str, faults: _Faults, body: bytes) -> None:
         with owner._lock:
@@ -285,15 +294,16 @@ class _Handler(BaseHTTPRequestHandler):
             if faults.delay:
                 time.sleep(faults.delay)
             chunk = body[sent:min(sent + owner.chunk_size, limit)]
+            owner._count(path, len(chunk))  # before writing: counts are final when the client has the bytes
             self.wfile.write(chunk)
-            owner._count(path, len(chunk))
             sent += len(chunk)
         self.wfile.flush()
         if dropping:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
 
-    def _short(self, status: int, headers: Mapping[str, str] | None = None) -> int:
+    def _short(self, status: int, headers: Mapping[str, str] | None = None) -> None:
+        """Answer with a short text body."""
         body = f"{status} {self.responses.get(status, ('',))[0]}\n".encode()
         self.send_response(status)
         for name, value in {"Content-Type": "text/plain", **(headers or {}), "Content-Length": str(len(body))}.items():
@@ -301,7 +311,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
-        return status
 
 
 @pytest.fixture
