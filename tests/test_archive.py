@@ -65,7 +65,7 @@ def test_missing_member_names_archive_and_member(tmp_path):
 def test_member_larger_than_the_cap_is_refused_before_reading(tmp_path):
     path = make_zip(tmp_path / "a.zip", {"big.bin": bytes(5000)})
     assert len(read_member(path, "big.bin", max_bytes=5000)) == 5000
-    with pytest.raises(ArchiveError, match=r"member 'big.bin' declares 5000 uncompressed bytes, more than the cap of 4999"):
+    with pytest.raises(ArchiveError, match=r"'big.bin' declares 5000 uncompressed bytes, more than the cap of 4999"):
         read_member(path, "big.bin", max_bytes=4999)
 
 
@@ -152,7 +152,10 @@ def test_extract_refuses_a_non_empty_destination(tmp_path):
     assert leftovers(tmp_path / "out") == ["keep.txt"]
 
 
-@pytest.mark.parametrize("evil", ["../evil.txt", "/tmp/evil.txt", "a/../../evil.txt", "..\\evil.txt", "C:/evil.txt", "/"])
+ZIP_SLIP_NAMES = ["../evil.txt", "/tmp/evil.txt", "a/../../evil.txt", "..\\evil.txt", "C:/evil.txt", "/"]
+
+
+@pytest.mark.parametrize("evil", ZIP_SLIP_NAMES)
 def test_zip_slip_names_are_refused_and_nothing_is_written(tmp_path, evil):
     archive_dir = tmp_path / "archives"
     archive_dir.mkdir()

@@ -322,6 +322,22 @@ def test_every_mirror_and_the_origin_are_named_when_all_fail(http_server, tmp_pa
     ) in str(error)
 
 
+def test_http_mirror_serving_a_directory_tree(http_server, tmp_path):
+    (tmp_path / "tree" / "ds").mkdir(parents=True)
+    (tmp_path / "tree" / "ds" / "f.bin").write_bytes(DATA)
+    with LocalHTTPServer(directory=tmp_path / "tree") as mirror:
+        assert get(resource(http_server), tmp_path / "raw", mirrors=[mirror.base_url]).read_bytes() == DATA
+        assert mirror.bytes_served("ds/f.bin") == len(DATA)
+    assert http_server.requests() == 0
+
+
+def test_file_url_origin_is_local_and_allowed_offline(tmp_path):
+    (tmp_path / "upstream").mkdir()
+    (tmp_path / "upstream" / "f.bin").write_bytes(DATA)
+    res = Resource("ds", "f.bin", (tmp_path / "upstream" / "f.bin").as_uri(), bytes_hash(DATA, "sha256"))
+    assert get(res, tmp_path / "raw", offline=True).read_bytes() == DATA
+
+
 def test_unsupported_mirror_scheme_is_refused(http_server, tmp_path):
     with pytest.raises(ValueError, match=r"mirror 'ftp://example.org/data' is not supported: use an https:// or "
                                          r"http:// URL, a file:// URL or a plain directory"):
@@ -355,8 +371,16 @@ def test_offline_fails_fast_with_the_manual_placement_message(http_server, tmp_p
 def test_offline_still_uses_a_directory_mirror(http_server, tmp_path):
     (tmp_path / "mirror" / "ds").mkdir(parents=True)
     (tmp_path / "mirror" / "ds" / "f.bin").write_bytes(DATA)
-    path = get(resource(http_server), tmp_path / "raw", mirrors=[str(tmp_path / "mirror")], offline=True)
+    path = get(resource(http_server), tmp_path / "raw", mirrors=[tmp_path / "mirror"], offline=True)
     assert path.read_bytes() == DATA and http_server.requests() == 0
+
+
+def test_mirrors_given_as_one_string_are_split_on_spaces(http_server, tmp_path):
+    (tmp_path / "mirror" / "ds").mkdir(parents=True)
+    (tmp_path / "mirror" / "ds" / "f.bin").write_bytes(DATA)
+    mirrors = f"{http_server.url('m')} {tmp_path / 'mirror'}"
+    assert get(resource(http_server), tmp_path / "raw", mirrors=mirrors).read_bytes() == DATA
+    assert [(r.path, r.status) for r in http_server.log] == [("m/ds/f.bin", 404)]
 
 
 def test_offline_wrong_preplaced_file_is_deleted_and_reported(http_server, tmp_path):

@@ -112,7 +112,9 @@ class Resource:
         except ValueError as error:
             raise ValueError(f"Resource {self.dataset}/{self.filename}: {error}") from None
         if urlsplit(self.url).scheme.lower() not in ("http", "https", "file"):
-            raise ValueError(f"Resource {self.dataset}/{self.filename}: url {self.url!r} must be http(s):// or file://")
+            raise ValueError(
+                f"Resource {self.dataset}/{self.filename}: url {self.url!r} must be http(s):// or file://"
+            )
         if self.size is not None and self.size < 0:
             raise ValueError(f"Resource {self.dataset}/{self.filename}: size must be >= 0, got {self.size}")
 
@@ -225,7 +227,7 @@ def fetch(
     resource: Resource,
     dest_dir: str | os.PathLike[str],
     *,
-    mirrors: Iterable[str] | None = (),
+    mirrors: Iterable[str | os.PathLike[str]] | str | None = (),
     progress: bool = True,
     offline: bool | None = None,
     policy: RetryPolicy = DEFAULT_POLICY,
@@ -239,7 +241,8 @@ def fetch(
     dest_dir
         Its directory, normally ``glyphforge.config.raw_dir(resource.dataset)``; created if needed.
     mirrors
-        Mirror bases tried in order before the origin, then those in ``$GLYPHFORGE_MIRROR``.
+        Mirror bases (URLs or directories; a string is split on spaces) tried in order
+        before the origin, followed by those in ``$GLYPHFORGE_MIRROR``.
     progress
         Show a tqdm byte progress bar.
     offline
@@ -282,23 +285,7 @@ def fetch(
             resource=resource, target=target, mirrors=mirror_names,
         ) from error
     try:
-        attempts: list[Attempt] = []
-        if target.is_file():
-            if _verified(target, resource):
-                return target
-            attempts.append(_reject(target, resource, source=f"file already at {target}", final_url=None))
-        part = dest_dir / f"{resource.filename}.part"
-        with requests.Session() as session:
-            session.headers["User-Agent"] = f"glyphforge/{__version__} (+python-requests)"
-            for source in sources:
-                try:
-                    _get_verified(source, part, resource, session, policy, progress)
-                except _SourceFailed as failure:
-                    attempts.append(failure.attempt)
-                    continue
-                os.replace(part, target)
-                return target
-        raise _failure(resource, target, mirror_names, tuple(attempts), offline)
+        return _fetch_locked(resource, target, sources, mirror_names, offline, policy, progress)
     finally:
         lock.release()
 
@@ -306,6 +293,35 @@ def fetch(
 def fetch_raw(resource: Resource, data_dir: str | os.PathLike[str] | None = None, **options: object) -> Path:
     """:func:`fetch` into ``<data dir>/raw/<resource.dataset>/``; ``options`` go to :func:`fetch`."""
     return fetch(resource, config.raw_dir(resource.dataset, data_dir), **options)  # type: ignore[arg-type]
+
+
+def _fetch_locked(
+    resource: Resource,
+    target: Path,
+    sources: list[_Source],
+    mirror_names: tuple[str, ...],
+    offline: bool,
+    policy: RetryPolicy,
+    progress: bool,
+) -> Path:
+    """Try each source in turn, holding the per-file lock."""
+    attempts: list[Attempt] = []
+    if target.is_file():
+        if _verified(target, resource):
+            return target  # another process fetched it while we waited
+        attempts.append(_reject(target, resource, source=f"file already at {target}", final_url=None))
+    part = target.with_name(f"{resource.filename}.part")
+    with requests.Session() as session:
+        session.headers["User-Agent"] = f"glyphforge/{__version__} (+python-requests)"
+        for source in sources:
+            try:
+                _get_verified(source, part, resource, session, policy, progress)
+            except _SourceFailed as failure:
+                attempts.append(failure.attempt)
+                continue
+            os.replace(part, target)
+            return target
+    raise _failure(resource, target, mirror_names, tuple(attempts), offline)
 
 
 def _acquire(lock_path: Path, target: Path) -> filelock.FileLock:
@@ -325,8 +341,9 @@ def _verified(path: Path, resource: Resource) -> bool:
     return check_hash(path, resource.hash)[0]
 
 
-def _mirror_sources(resource: Resource, mirrors: Iterable[str] | None) -> list[_Source]:
-    bases = list(dict.fromkeys([*(mirrors or ()), *config.mirrors_from_env()]))
+def _mirror_sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]] | str | None) -> list[_Source]:
+    given = mirrors.split() if isinstance(mirrors, str) else [os.fspath(mirror) for mirror in mirrors or ()]
+    bases = list(dict.fromkeys([*given, *config.mirrors_from_env()]))
     sources = []
     for base in bases:
         if "://" in base and urlsplit(base).scheme.lower() in ("http", "https"):
@@ -334,7 +351,8 @@ def _mirror_sources(resource: Resource, mirrors: Iterable[str] | None) -> list[_
             sources.append(_Source(location))
         else:
             root = _local_path(base)
-            sources.append(_Source(str(root / resource.dataset / resource.filename), root / resource.dataset / resource.filename))
+            path = root / resource.dataset / resource.filename
+            sources.append(_Source(str(path), path))
     return sources
 
 
@@ -382,7 +400,9 @@ def _check_part(part: Path, resource: Resource, location: str, final_url: str | 
         raise _SourceFailed(_reject(part, resource, source=location, final_url=final_url, actual=actual))
 
 
-def _reject(path: Path, resource: Resource, *, source: str, final_url: str | None, actual: str | None = None) -> Attempt:
+def _reject(
+    path: Path, resource: Resource, *, source: str, final_url: str | None, actual: str | None = None
+) -> Attempt:
     """Delete a file with the wrong content and describe it."""
     actual = actual or check_hash(path, resource.hash)[1]
     size = path.stat().st_size
@@ -537,7 +557,8 @@ def _failure(
             "Offline mode (GLYPHFORGE_OFFLINE=1 or offline=True) forbids network access: "
             "only the file in place and local mirrors (directories, file://) were consulted."
         )
-    lines.append("Mirrors tried: " + (", ".join(mirrors) if mirrors else "none (set GLYPHFORGE_MIRROR or use --mirror)"))
+    tried = ", ".join(mirrors) if mirrors else "none (set GLYPHFORGE_MIRROR or use --mirror)"
+    lines.append(f"Mirrors tried: {tried}")
     lines += [f"  - {attempt.source}: {attempt.reason}" for attempt in attempts]
     if not attempts:
         lines.append("  (no local source to try)")

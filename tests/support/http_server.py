@@ -16,8 +16,7 @@ directory (``directory=``); anything else is a 404. Faults are per path and can 
 combined: ``fail`` (any status, N times, optional Retry-After), ``drop_after`` (close
 the connection after N body bytes, N times), ``corrupt`` (flip one byte, same size),
 ``ignore_range`` (always answer 200 with the whole file), ``content_type``
-(e.g. ``text/html``), ``redirect``, ``throttle`` (sleep between chunks) and ``hold``
-(answer only once an event is set). Every request is logged, and the body bytes
+(e.g. ``text/html``), ``redirect`` and ``hold`` (answer only once an event is set). Every request is logged, and the body bytes
 actually written are counted per path.
 """
 from __future__ import annotations
@@ -26,7 +25,6 @@ import os
 import re
 import socket
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -62,7 +60,6 @@ class _Faults:
     content_type: str = "application/octet-stream"
     redirect_to: str | None = None
     redirect_status: int = 302
-    delay: float = 0.0
     hold: threading.Event | None = None
 
 
@@ -76,7 +73,7 @@ class LocalHTTPServer:
     directory
         A directory whose files are served too (``<directory>/<path>``).
     chunk_size
-        Body bytes written per ``write`` (throttling sleeps between chunks).
+        Body bytes written per ``write``.
     """
 
     def __init__(
@@ -161,10 +158,6 @@ class LocalHTTPServer:
         """Redirect requests for ``path`` to ``target_path`` on this server."""
         self._set(path, redirect_to=target_path, redirect_status=status)
 
-    def throttle(self, path: str, delay: float) -> None:
-        """Sleep ``delay`` seconds before each body chunk."""
-        self._set(path, delay=delay)
-
     def hold(self, path: str) -> threading.Event:
         """Make requests for ``path`` wait until the returned event is set."""
         event = threading.Event()
@@ -246,7 +239,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
-    def _answer(self, owner: LocalHTTPServer, path: str, faults: _Faults, range_header: str | None, send_body: bool) -> None:
+    def _answer(
+        self, owner: LocalHTTPServer, path: str, faults: _Faults, range_header: str | None, send_body: bool
+    ) -> None:
         if faults.redirect_to is not None:
             self._short(faults.redirect_status, {"Location": owner.url(faults.redirect_to)})
             return
@@ -291,8 +286,6 @@ class _Handler(BaseHTTPRequestHandler):
         limit = faults.drop_after if dropping else len(body)
         sent = 0
         while sent < min(limit, len(body)):
-            if faults.delay:
-                time.sleep(faults.delay)
             chunk = body[sent:min(sent + owner.chunk_size, limit)]
             owner._count(path, len(chunk))  # before writing: counts are final when the client has the bytes
             self.wfile.write(chunk)
@@ -306,7 +299,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Answer with a short text body."""
         body = f"{status} {self.responses.get(status, ('',))[0]}\n".encode()
         self.send_response(status)
-        for name, value in {"Content-Type": "text/plain", **(headers or {}), "Content-Length": str(len(body))}.items():
+        all_headers = {"Content-Type": "text/plain", **(headers or {}), "Content-Length": str(len(body))}
+        for name, value in all_headers.items():
             self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
