@@ -477,7 +477,7 @@ def _request(
                     url, f"answered with a web page (Content-Type text/html, final URL {response.url}), "
                     "not the file: the address has probably moved",
                 ))
-            start, total = _body_range(response, offset)
+            start, total = _body_range(response, part, offset)
             if start != offset:
                 log.info("%s does not resume downloads; starting again from byte 0", url)
             if resource.size is not None and total is not None and total != resource.size:
@@ -498,14 +498,17 @@ def _range_not_satisfiable(response: requests.Response, part: Path, offset: int)
     raise _Retryable("416 Range Not Satisfiable: the partial file does not fit the server's; starting again")
 
 
-def _body_range(response: requests.Response, offset: int) -> tuple[int, int | None]:
-    """Return (first byte of the body, total file size if known)."""
+def _body_range(response: requests.Response, part: Path, offset: int) -> tuple[int, int | None]:
+    """Return (first byte of the body, total file size if known); restart on a surprising range."""
     length = response.headers.get("Content-Length")
     if response.status_code == 200:
         return 0, int(length) if length and length.isdigit() else None
     match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
     if not match or int(match.group(1)) != offset:
-        raise _Retryable(f"206 with an unexpected Content-Range {response.headers.get('Content-Range')!r}")
+        part.unlink(missing_ok=True)
+        raise _Retryable(
+            f"206 with an unexpected Content-Range {response.headers.get('Content-Range')!r}; starting again"
+        )
     return offset, int(match.group(3)) if match.group(3) != "*" else None
 
 
