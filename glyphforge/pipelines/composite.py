@@ -1,0 +1,205 @@
+"""numba kernels that lay glyphs out in scenes and composite them over backgrounds.
+
+Layouts shared by the kernels:
+
+* glyphs: uint8 ``(M, Hmax, Wmax)``, glyph ``k`` in ``[:heights[k], :widths[k]]``
+  (white on black; the intensity is the glyph's alpha);
+* scenes: glyphs ``starts[s] : starts[s] + counts[s]`` belong to scene ``s``;
+* boxes: int64 ``(top, left, bottom, right)``, bottom/right exclusive;
+* textures: one flat uint8 buffer, texture ``t`` being the ``(tex_heights[t],
+  tex_widths[t], 3)`` image that starts at ``tex_offsets[t]``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def ink_boxes(glyphs: np.ndarray, heights: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """Return int64 ``(M, 4)``: each glyph's tight box around its non-zero pixels.
+
+    A glyph without ink gets its whole ``(0, 0, height, width)`` rectangle.
+    """
+    m = glyphs.shape[0]
+    boxes = np.empty((m, 4), np.int64)
+    for k in range(m):
+        h, w = heights[k], widths[k]
+        top, left, bottom, right = h, w, 0, 0
+        for y in range(h):
+            for x in range(w):
+                if glyphs[k, y, x] != 0:
+                    top = min(top, y)
+                    bottom = max(bottom, y + 1)
+                    left = min(left, x)
+                    right = max(right, x + 1)
+        if bottom == 0:
+            top, left, bottom, right = 0, 0, h, w
+        boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3] = top, left, bottom, right
+    return boxes
+
+
+@njit(cache=True)
+def _too_close(boxes: np.ndarray, a: int, b: int, max_overlap: float) -> bool:
+    height = min(boxes[a, 2], boxes[b, 2]) - max(boxes[a, 0], boxes[b, 0])
+    width = min(boxes[a, 3], boxes[b, 3]) - max(boxes[a, 1], boxes[b, 1])
+    if height <= 0 or width <= 0:
+        return False
+    shared = height * width
+    area_a = (boxes[a, 2] - boxes[a, 0]) * (boxes[a, 3] - boxes[a, 1])
+    area_b = (boxes[b, 2] - boxes[b, 0]) * (boxes[b, 3] - boxes[b, 1])
+    return shared > max_overlap * area_a or shared > max_overlap * area_b
+
+
+@njit(cache=True)
+def place_glyphs(
+    rng: np.random.Generator,
+    starts: np.ndarray,
+    counts: np.ndarray,
+    ink: np.ndarray,
+    image_height: int,
+    image_width: int,
+    max_overlap: float,
+    attempts: int,
+    restarts: int,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Choose glyph positions by rejection sampling.
+
+    Each glyph's ink box is placed uniformly among the positions that keep it inside
+    the image; a position is rejected when the box shares more than ``max_overlap``
+    of its own area, or of the other's, with a box already placed in the scene.
+    A glyph gets ``attempts`` tries; when they all fail the scene starts over, at
+    most ``restarts`` times.
+
+    Parameters
+    ----------
+    rng
+        The shard's Generator (numba draws from its bit generator).
+    starts, counts
+        int64 ``(N,)``: the glyphs of each scene.
+    ink
+        int64 ``(M, 4)``: ink boxes within each glyph (`ink_boxes`).
+    image_height, image_width
+        Scene size; every ink box must fit in it.
+    max_overlap
+        Largest allowed shared area, as a fraction of either box's area.
+    attempts, restarts
+        The bounds of the search.
+
+    Returns
+    -------
+    positions : numpy.ndarray
+        int64 ``(M, 2)``: ``(top, left)`` of each glyph's array in the scene
+        (negative when the glyph's blank margin hangs over the edge).
+    boxes : numpy.ndarray
+        int64 ``(M, 4)``: each glyph's ink box in scene coordinates.
+    failed : int
+        -1, or the first scene whose glyphs could not be placed (the rest are unset).
+    """
+    m = ink.shape[0]
+    positions = np.zeros((m, 2), np.int64)
+    boxes = np.zeros((m, 4), np.int64)
+    for s in range(starts.shape[0]):
+        first, last = starts[s], starts[s] + counts[s]
+        placed = False
+        for _ in range(restarts + 1):
+            placed = True
+            for k in range(first, last):
+                box_h, box_w = ink[k, 2] - ink[k, 0], ink[k, 3] - ink[k, 1]
+                fits = False
+                for _ in range(attempts):
+                    top = rng.integers(0, image_height - box_h + 1)
+                    left = rng.integers(0, image_width - box_w + 1)
+                    boxes[k, 0], boxes[k, 1] = top, left
+                    boxes[k, 2], boxes[k, 3] = top + box_h, left + box_w
+                    fits = True
+                    for j in range(first, k):
+                        if _too_close(boxes, j, k, max_overlap):
+                            fits = False
+                            break
+                    if fits:
+                        positions[k, 0], positions[k, 1] = top - ink[k, 0], left - ink[k, 1]
+                        break
+                if not fits:
+                    placed = False
+                    break
+            if placed:
+                break
+        if not placed:
+            return positions, boxes, s
+    return positions, boxes, -1
+
+
+@njit(cache=True)
+def composite(
+    out: np.ndarray,
+    glyphs: np.ndarray,
+    heights: np.ndarray,
+    widths: np.ndarray,
+    starts: np.ndarray,
+    counts: np.ndarray,
+    positions: np.ndarray,
+    colours: np.ndarray,
+    background: np.ndarray,
+    crop: np.ndarray,
+    flat_colours: np.ndarray,
+    textures: np.ndarray,
+    tex_offsets: np.ndarray,
+    tex_heights: np.ndarray,
+    tex_widths: np.ndarray,
+) -> None:
+    """Paint every scene of ``out`` in place: background, then its glyphs in order.
+
+    A glyph pixel of intensity ``a`` in colour ``c`` over ``b`` becomes
+    ``(b * (255 - a) + c * a + 127) // 255`` per channel (alpha = intensity), so a
+    white glyph on black reproduces the glyph's intensities exactly and a zero
+    pixel leaves the background untouched.
+
+    Parameters
+    ----------
+    out
+        uint8 ``(N, H, W, 3)``, overwritten.
+    glyphs, heights, widths, starts, counts
+        The glyphs and which scene owns them (module docstring).
+    positions
+        int64 ``(M, 2)``: ``(top, left)`` of each glyph (`place_glyphs`); the parts
+        outside the scene are clipped.
+    colours
+        uint8 ``(M, 3)``: each glyph's RGB colour.
+    background
+        int64 ``(N,)``: the texture index of each scene, or -1 for a flat colour.
+    crop
+        int64 ``(N, 2)``: ``(top, left)`` of each scene's crop of its texture.
+    flat_colours
+        uint8 ``(N, 3)``: each flat-coloured scene's RGB colour.
+    textures, tex_offsets, tex_heights, tex_widths
+        The textures (module docstring); each at least as large as the scene.
+    """
+    n, height, width = out.shape[0], out.shape[1], out.shape[2]
+    for s in range(n):
+        t = background[s]
+        if t < 0:
+            for y in range(height):
+                for x in range(width):
+                    for c in range(3):
+                        out[s, y, x, c] = flat_colours[s, c]
+        else:
+            row_length = tex_widths[t] * 3
+            base = tex_offsets[t] + crop[s, 0] * row_length + crop[s, 1] * 3
+            for y in range(height):
+                row = base + y * row_length
+                for x in range(width):
+                    for c in range(3):
+                        out[s, y, x, c] = textures[row + x * 3 + c]
+        for k in range(starts[s], starts[s] + counts[s]):
+            top, left = positions[k, 0], positions[k, 1]
+            for gy in range(max(0, -top), min(heights[k], height - top)):
+                y = top + gy
+                for gx in range(max(0, -left), min(widths[k], width - left)):
+                    alpha = np.int32(glyphs[k, gy, gx])
+                    if alpha == 0:
+                        continue
+                    x = left + gx
+                    for c in range(3):
+                        mixed = np.int32(out[s, y, x, c]) * (255 - alpha) + np.int32(colours[k, c]) * alpha
+                        out[s, y, x, c] = (mixed + 127) // 255

@@ -1,0 +1,120 @@
+"""Glyphs rendered from the font Pillow bundles, so scenes need no data and no network.
+
+`render_font_glyphs` draws characters with ``PIL.ImageFont.load_default(size)``
+(the TrueType font shipped inside Pillow) at a seeded random size, stroke width
+and rotation, white on black, each centred on a square canvas like an EMNIST
+image, ready to be resized to a scene's glyph shape.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+#: Default characters: the 62 classes of EMNIST byclass (digits, upper, lower case).
+DEFAULT_CHARACTERS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+#: Font size, as a fraction of the canvas side, is drawn uniformly from this range.
+SIZE_RANGE = (0.6, 1.0)
+#: Rotation in degrees (counter-clockwise) is drawn uniformly from this range.
+ANGLE_RANGE = (-20.0, 20.0)
+#: The largest stroke width, as a fraction of the canvas side (0 means no stroke).
+MAX_STROKE = 1 / 16
+
+
+@functools.lru_cache(maxsize=64)
+def _font(size: int) -> ImageFont.FreeTypeFont:
+    return ImageFont.load_default(size)
+
+
+def render_glyph(character: str, *, size: int, stroke: int = 0, angle: float = 0.0) -> np.ndarray:
+    """Render one character, white on black, cropped tightly to its ink.
+
+    Parameters
+    ----------
+    character
+        One character.
+    size
+        Font size in pixels.
+    stroke
+        Extra stroke width in pixels (0 for the plain font).
+    angle
+        Counter-clockwise rotation in degrees (bilinear).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(h, w)``; ``(0, 0)`` when the character has no ink (e.g. a space).
+    """
+    font = _font(size)
+    left, top, right, bottom = font.getbbox(character, stroke_width=stroke)
+    image = Image.new("L", (right - left + 2, bottom - top + 2), 0)
+    ImageDraw.Draw(image).text(
+        (1 - left, 1 - top), character, fill=255, font=font, stroke_width=stroke, stroke_fill=255
+    )
+    if angle:
+        image = image.rotate(angle, resample=Image.Resampling.BILINEAR, expand=True)
+    box = image.getbbox()
+    if box is None:
+        return np.zeros((0, 0), np.uint8)
+    return np.asarray(image.crop(box))
+
+
+def check_characters(characters: Sequence[str]) -> None:
+    """Raise ValueError unless every entry is one character the font draws with ink."""
+    for character in characters:
+        if not isinstance(character, str) or len(character) != 1:
+            raise ValueError(
+                f"font glyph classes must be single characters, got {character!r}; "
+                "pass characters as a string such as '0123456789'"
+            )
+        if render_glyph(character, size=32).size == 0:
+            raise ValueError(
+                f"character {character!r} draws no ink in Pillow's bundled font, so it cannot be "
+                "a glyph; remove it from characters"
+            )
+
+
+def render_font_glyphs(
+    characters: Sequence[str], labels: np.ndarray, rng: np.random.Generator, canvas: int
+) -> np.ndarray:
+    """Render ``characters[labels[i]]`` for every ``i`` with seeded random style.
+
+    Each glyph gets a font size (`SIZE_RANGE` of ``canvas``), a stroke width
+    (0 to `MAX_STROKE` of ``canvas``) and a rotation (`ANGLE_RANGE`) drawn from
+    ``rng``, is cropped to its ink, shrunk (Pillow BOX, aspect kept) if it is
+    larger than the canvas, and centred on the canvas.
+
+    Parameters
+    ----------
+    characters
+        The class names, single characters.
+    labels
+        int ``(M,)`` indices into ``characters``.
+    rng
+        The source of every random choice.
+    canvas
+        Side of the square output images in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(M, canvas, canvas)``, white strokes on black.
+    """
+    m = len(labels)
+    sizes = rng.integers(round(SIZE_RANGE[0] * canvas), round(SIZE_RANGE[1] * canvas) + 1, m)
+    strokes = rng.integers(0, int(MAX_STROKE * canvas) + 1, m)
+    angles = rng.uniform(*ANGLE_RANGE, m)
+    out = np.zeros((m, canvas, canvas), np.uint8)
+    for i in range(m):
+        ink = render_glyph(characters[labels[i]], size=int(sizes[i]), stroke=int(strokes[i]), angle=float(angles[i]))
+        if max(ink.shape) > canvas:
+            image = Image.fromarray(ink)
+            image.thumbnail((canvas, canvas), Image.Resampling.BOX)
+            ink = np.asarray(image)
+        h, w = ink.shape
+        top, left = (canvas - h) // 2, (canvas - w) // 2
+        out[i, top : top + h, left : left + w] = ink
+    return out
