@@ -1,0 +1,178 @@
+"""ScatteredGlyphs: boxes, labels, overlap, counts, determinism, backgrounds, bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from glyphforge.cache import cache_key
+from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph
+from glyphforge.pipelines.scenes import ScatteredGlyphs
+
+
+def _shard(spec: ScatteredGlyphs, n: int | None = None, seed: int = 0, index: int = 0) -> dict[str, np.ndarray]:
+    return spec.make_shard(index, np.random.default_rng(seed), n or spec.n_examples)
+
+
+def _pairwise_worst_overlap(boxes: np.ndarray) -> float:
+    worst = 0.0
+    for i in range(len(boxes)):
+        for j in range(i):
+            a, b = boxes[i], boxes[j]
+            height = min(a[2], b[2]) - max(a[0], b[0])
+            width = min(a[3], b[3]) - max(a[1], b[1])
+            if height > 0 and width > 0:
+                shared = height * width
+                area_a = (a[2] - a[0]) * (a[3] - a[1])
+                area_b = (b[2] - b[0]) * (b[3] - b[1])
+                worst = max(worst, shared / area_a, shared / area_b)
+    return worst
+
+
+def test_each_box_tightly_contains_its_glyph_in_a_black_scene():
+    spec = ScatteredGlyphs(300, glyphs="font", image_shape=(40, 44), max_glyphs=4, max_overlap=0.0)
+    shard = _shard(spec)
+    for image, count, boxes in zip(shard["images"], shard["n_glyphs"], shard["boxes"]):
+        assert (image[..., 0] == image[..., 1]).all() and (image[..., 0] == image[..., 2]).all()  # white on black
+        ink = image[..., 0] > 0
+        covered = np.zeros_like(ink)
+        for top, left, bottom, right in boxes[:count].astype(int):
+            region = ink[top:bottom, left:right]
+            rows, cols = np.flatnonzero(region.any(1)), np.flatnonzero(region.any(0))
+            assert (rows[0], cols[0], rows[-1] + 1, cols[-1] + 1) == (0, 0, bottom - top, right - left)
+            covered[top:bottom, left:right] = True
+        assert not (ink & ~covered).any()  # no glyph pixel outside every box
+
+
+def test_overlap_never_exceeds_max_overlap():
+    spec = ScatteredGlyphs(300, glyphs="font", max_glyphs=6, min_glyphs=4, max_overlap=0.3, image_shape=(40, 40))
+    shard = _shard(spec)
+    worst = max(_pairwise_worst_overlap(boxes[:count]) for boxes, count in zip(shard["boxes"], shard["n_glyphs"]))
+    assert 0.1 < worst <= 0.3
+
+
+def test_counts_labels_names_and_padding():
+    spec = ScatteredGlyphs(400, glyphs="font", characters="XA7", min_glyphs=2, max_glyphs=4)
+    shard = _shard(spec)
+    assert spec.class_names() == ("7", "A", "X")
+    counts = shard["n_glyphs"]
+    assert counts.dtype == np.int64 and sorted(set(counts.tolist())) == [2, 3, 4]
+    assert shard["images"].shape == (400, 48, 48, 3) and shard["images"].dtype == np.uint8
+    assert shard["boxes"].shape == (400, 4, 4) and shard["boxes"].dtype == np.float32
+    assert shard["labels"].shape == (400, 4) and shard["labels"].dtype == np.int64
+    real = np.arange(4)[None, :] < counts[:, None]
+    assert (shard["labels"][~real] == -1).all() and (shard["boxes"][~real] == -1).all()
+    assert (shard["label_names"][~real] == "").all()
+    assert set(shard["labels"][real].tolist()) == {0, 1, 2}
+    np.testing.assert_array_equal(shard["label_names"][real], np.array(spec.class_names())[shard["labels"][real]])
+    boxes = shard["boxes"][real]
+    assert (boxes[:, :2] >= 0).all() and (boxes[:, 2:] <= 48).all() and (boxes[:, 2:] > boxes[:, :2]).all()
+
+
+def test_same_generator_same_bytes_different_seed_different_scenes():
+    spec = ScatteredGlyphs(50, glyphs="font", background_colours=["navy", "grey"], colours=["red", "white"],
+                           glyph_shape_jitter=0.3)
+    first, second, other = _shard(spec, seed=5), _shard(spec, seed=5), _shard(spec, seed=6)
+    for name in first:
+        assert first[name].tobytes() == second[name].tobytes()
+    assert first["images"].tobytes() != other["images"].tobytes()
+
+
+def test_glyph_and_background_colours():
+    spec = ScatteredGlyphs(100, glyphs="font", colours=[(255, 0, 0), "#00ff00"], background_colours=["#102030"],
+                           max_overlap=0.0)
+    shard = _shard(spec)
+    images = shard["images"].astype(int)
+    outside = np.ones(images.shape[:3], bool)
+    for i, (boxes, count) in enumerate(zip(shard["boxes"], shard["n_glyphs"])):
+        for top, left, bottom, right in boxes[:count].astype(int):
+            outside[i, top:bottom, left:right] = False
+    assert (images[outside] == [16, 32, 48]).all()
+    assert (images[..., 2] <= 48).all()  # neither glyph colour adds blue
+    red = (images[..., 0] == 255).any()
+    green = (images[..., 1] == 255).any()
+    assert red and green
+
+
+def test_glyph_shape_jitter_changes_sizes_within_bounds():
+    plain = _shard(ScatteredGlyphs(300, glyphs="font", characters="H"))
+    jittered = _shard(ScatteredGlyphs(300, glyphs="font", characters="H", glyph_shape_jitter=0.5))
+
+    def heights(shard):
+        real = shard["labels"] >= 0
+        return (shard["boxes"][real][:, 2] - shard["boxes"][real][:, 0]).astype(int)
+
+    assert heights(jittered).max() <= 21 and heights(jittered).min() < heights(plain).min()
+    assert heights(jittered).max() > heights(plain).max()
+
+
+def test_background_only_scenes_with_min_glyphs_zero():
+    shard = _shard(ScatteredGlyphs(200, glyphs="font", min_glyphs=0, max_glyphs=1))
+    empty = shard["n_glyphs"] == 0
+    assert 0 < empty.sum() < 200
+    assert not shard["images"][empty].any() and (shard["boxes"][empty] == -1).all()
+
+
+def test_impossible_constraints_give_a_clear_error():
+    spec = ScatteredGlyphs(10, glyphs="font", image_shape=(14, 14), min_glyphs=20, max_glyphs=20, max_overlap=0.0)
+    with pytest.raises(ValueError, match=r"could not place 20 glyphs in scene 0 of shard 3.*Lower min_glyphs"):
+        _shard(spec, index=3)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (dict(glyphs="kanji"), "glyphs must be one of emnist, omniglot, font"),
+        (dict(glyph_shape=(50, 10)), r"do not fit in image_shape \(48, 48\)"),
+        (dict(glyph_shape=(30, 30), glyph_shape_jitter=0.7), "glyphs of up to 51x51"),
+        (dict(glyph_shape_jitter=1.0), r"glyph_shape_jitter must be None or a number in \[0, 1\)"),
+        (dict(image_shape=(0, 48)), r"image_shape must be \(height, width\) with positive integers"),
+        (dict(min_glyphs=4, max_glyphs=3), "max_glyphs must be an integer >= 4"),
+        (dict(min_glyphs=-1), "min_glyphs must be an integer >= 0"),
+        (dict(max_overlap=1.5), r"max_overlap must be a number in \[0, 1\]"),
+        (dict(colours=["chartreuse-ish"]), "colours has 'chartreuse-ish', which is not a colour"),
+        (dict(colours=(255, 0, 0)), r"for one RGB colour write \[\(255, 0, 0\)\]"),
+        (dict(background_colours=[(0, 0, 300)]), "three integers in 0..255"),
+        (dict(backgrounds=[3]), "backgrounds must be None, 'all', 'hard' or a list"),
+        (dict(glyphs="font", glyph_example_range=(0, 0.5)), "font glyphs are rendered fresh"),
+        (dict(glyph_example_range=(0.5, 0.5)), r"0 <= a < b <= 1"),
+        (dict(glyphs="emnist", characters=["AB"]), "must be single characters"),
+        (dict(glyphs="font", characters="a b"), "character ' ' draws no ink"),
+        (dict(characters=""), "characters is empty"),
+        (dict(seed=-1), "seed must be an integer >= 0"),
+        (dict(shard_size=0), "shard_size must be an integer >= 1"),
+    ],
+)
+def test_bad_arguments_are_named(options, message):
+    with pytest.raises(ValueError, match=message):
+        ScatteredGlyphs(10, **options)
+
+
+def test_data_dir_is_not_part_of_the_parameters(tmp_path):
+    spec = ScatteredGlyphs(10, glyphs="font")
+    moved = ScatteredGlyphs(10, glyphs="font", data_dir=tmp_path)
+    assert spec.params() == moved.params() and "data_dir" not in spec.params()
+    assert cache_key(spec.kind, spec.params()) == cache_key(moved.kind, moved.params())
+    assert spec.params() != ScatteredGlyphs(10, glyphs="font", max_overlap=0.1).params()
+    assert ScatteredGlyphs(10, glyphs="font", characters="BA").params() == ScatteredGlyphs(
+        10, glyphs="font", characters=["A", "B", "A"]).params()
+
+
+def test_font_glyphs_are_centred_ink_on_black_and_follow_the_generator():
+    labels = np.array([0, 1, 1, 0, 2])
+    first = render_font_glyphs("gW1", labels, np.random.default_rng(2), 32)
+    again = render_font_glyphs("gW1", labels, np.random.default_rng(2), 32)
+    assert first.shape == (5, 32, 32) and first.dtype == np.uint8
+    assert first.tobytes() == again.tobytes()
+    for glyph in first:
+        rows, cols = np.flatnonzero(glyph.any(1)), np.flatnonzero(glyph.any(0))
+        assert glyph.max() >= 200  # strokes stay bright through rotation
+        assert abs((rows[0] + rows[-1] + 1) - 32) <= 1 and abs((cols[0] + cols[-1] + 1) - 32) <= 1
+    assert first[1].tobytes() != first[2].tobytes()  # same character, different style
+
+
+def test_render_glyph_crops_to_ink_and_rejects_blank_characters():
+    glyph = render_glyph("L", size=40)
+    assert glyph.any(0).all() and glyph.any(1).all()  # every row and column of the crop has ink
+    assert render_glyph(" ", size=20).shape == (0, 0)
+    with pytest.raises(ValueError, match="single characters"):
+        check_characters(["ab"])
