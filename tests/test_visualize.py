@@ -1,0 +1,94 @@
+"""preview: PNG grids of scenes (boxes and labels drawn) and of plain images."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from glyphforge.pipelines.scenes import ScatteredGlyphs
+from glyphforge.visualize import BACKDROP, BOX_COLOURS, CAPTION_HEIGHT, GAP, preview
+
+
+def _scene_arrays(boxes, names):
+    """One black 48x48 scene with the given (top, left, bottom, right) boxes."""
+    padded = np.full((1, 3, 4), -1, np.float32)
+    padded[0, : len(boxes)] = boxes
+    label_names = np.full((1, 3), "", "<U1")
+    label_names[0, : len(names)] = names
+    return {"images": np.zeros((1, 48, 48, 3), np.uint8), "boxes": padded, "label_names": label_names}
+
+
+def test_scene_preview_has_the_documented_size(tmp_path):
+    shard = ScatteredGlyphs(20, glyphs="font").make_shard(0, np.random.default_rng(0), 20)
+    path = preview(shard, n=16, path=tmp_path / "scenes.png")
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+        # 48x48 scenes zoomed 2x (128 // 48) in a 4x4 grid with 4-pixel gaps
+        assert image.size == (4 * 96 + 5 * GAP, 4 * 96 + 5 * GAP)
+
+
+def test_boxes_are_outlined_at_their_zoomed_position(tmp_path):
+    path = preview(_scene_arrays([(10, 20, 30, 25), (1, 2, 5, 9)], "QZ"), n=4, path=tmp_path / "one.png")
+    picture = np.asarray(Image.open(path))
+    assert picture.shape == (2 * 48 + 2 * GAP, 2 * 48 + 2 * GAP, 3)
+    origin = GAP
+    first, second = BOX_COLOURS[0], BOX_COLOURS[1]
+    # first box: zoomed x2 -> rows 20..59, columns 40..49 of the cell
+    assert picture[origin + 59, origin + 40].tolist() == list(first)  # bottom-left corner
+    assert picture[origin + 59, origin + 49].tolist() == list(first)  # bottom-right corner
+    assert picture[origin + 40, origin + 45].tolist() == [0, 0, 0]  # inside stays the scene's black
+    assert picture[origin + 9, origin + 17].tolist() == list(second)  # second box bottom-right corner
+    # the label of the first box is written above it, in its (anti-aliased) red
+    label_area = picture[origin + 20 - CAPTION_HEIGHT : origin + 20, origin + 40 : origin + 52].astype(int)
+    assert ((label_area[..., 0] > 128) & (label_area[..., 1] < label_area[..., 0] // 2)).any()
+    assert not picture[origin + 20 - CAPTION_HEIGHT : origin + 20, origin + 60 : origin + 96].any()  # nothing else there
+
+
+def test_labels_of_a_built_style_mapping_without_label_names_use_class_names(tmp_path):
+    arrays = _scene_arrays([(10, 20, 30, 25)], "")
+    del arrays["label_names"]
+    arrays["labels"] = np.array([[1, -1, -1]])
+    with_names = np.asarray(Image.open(preview(arrays, path=tmp_path / "a.png", class_names=["a", "b"])))
+    without = np.asarray(Image.open(preview(arrays, path=tmp_path / "b.png", class_names=["a", ""])))
+    assert (with_names != without).any()  # the name "b" was drawn
+
+
+def test_grey_images_with_captions_and_explicit_columns(tmp_path):
+    images = np.random.default_rng(0).integers(0, 256, (7, 28, 28)).astype(np.uint8)
+    path = preview(images, n=5, path=tmp_path / "grey.png", labels=[0, 1, 2, 3, 4, 5, 6],
+                   class_names="abcdefg", columns=2)
+    picture = np.asarray(Image.open(path))
+    # 28 * 4 = 112 pixel cells, 2 columns, 3 rows each with a caption line
+    assert picture.shape == (3 * (112 + CAPTION_HEIGHT) + 4 * GAP, 2 * 112 + 3 * GAP, 3)
+    top_left = picture[GAP : GAP + 112, GAP : GAP + 112, 0]
+    np.testing.assert_array_equal(top_left, np.repeat(np.repeat(images[0], 4, 0), 4, 1))  # nearest zoom
+    assert picture[-GAP - 1, -GAP - 1].tolist() == list(BACKDROP)  # the sixth cell is empty
+
+
+def test_a_list_of_images_of_different_sizes_is_shrunk_to_fit(tmp_path):
+    images = [np.full((300, 200, 3), 200, np.uint8), np.full((50, 400, 3), 90, np.uint8)]
+    picture = np.asarray(Image.open(preview(images, path=tmp_path / "textures.png")))
+    # scale 128 / 400: cells 300 * 0.32 = 96 high, 128 wide
+    assert picture.shape == (96 + 2 * GAP, 2 * 128 + 3 * GAP, 3)
+    assert picture[GAP + 10, GAP + 10].tolist() == [200, 200, 200]
+
+
+@pytest.mark.parametrize(
+    ("data", "options", "message"),
+    [
+        (np.zeros((4, 8, 8), np.float32), {}, "preview draws uint8"),
+        (np.zeros((8, 8), np.uint8), {}, r"for one image pass image\[None\]"),
+        ({"boxes": np.zeros((1, 1, 4))}, {}, "preview needs an 'images' array"),
+        (np.zeros((2, 8, 8), np.uint8), {"n": 0}, "n must be a positive integer"),
+        (np.zeros((2, 8, 8), np.uint8), {"labels": [1]}, "labels has 1 entries for 2 images"),
+        (np.zeros((2, 8, 8), np.uint8), {"columns": 0}, "columns must be a positive integer"),
+    ],
+)
+def test_bad_input(tmp_path, data, options, message):
+    with pytest.raises(ValueError, match=message):
+        preview(data, path=tmp_path / "x.png", **options)
+
+
+def test_unsupported_type(tmp_path):
+    with pytest.raises(TypeError, match="preview takes a built dataset"):
+        preview("scenes", path=tmp_path / "x.png")
