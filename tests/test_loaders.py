@@ -175,3 +175,222 @@ def test_mixin_batches_equal_function_batches():
     assert len(got) == len(want) == 8
     for (gx, gy), (wx, wy) in zip(got, want):
         assert np.array_equal(gx, wx) and np.array_equal(gy, wy)
+
+
+# ---------------------------------------------------------------------- ImageList
+
+from pathlib import Path  # noqa: E402
+
+from PIL import Image  # noqa: E402
+
+from glyphforge.loaders import ImageList  # noqa: E402
+from glyphforge.pipelines.decode import ImageDecodeError, decode_image  # noqa: E402
+
+
+def _grey(seed: int, shape=(6, 5)) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, size=shape, dtype=np.uint8)
+
+
+@pytest.fixture
+def grey_pngs(tmp_path) -> list[np.ndarray]:
+    """Four grey PNGs a.png..d.png in tmp_path/img, listed (relative) in tmp_path/img/list.txt."""
+    folder = tmp_path / "img"
+    folder.mkdir()
+    pixels = [_grey(seed) for seed in range(4)]
+    for name, array in zip("abcd", pixels):
+        Image.fromarray(array, "L").save(folder / f"{name}.png")
+    (folder / "list.txt").write_text("a.png\n  b.png \nc.png\r\nd.png\n\n\n")
+    (folder / "labels.txt").write_text("3\n-1\n+4\n1\n")
+    return pixels
+
+
+def test_list_file_relative_paths_and_int_labels(tmp_path, grey_pngs):
+    ds = ImageList(tmp_path / "img" / "list.txt", tmp_path / "img" / "labels.txt")
+    assert len(ds) == 4
+    assert [p.name for p in ds.paths] == ["a.png", "b.png", "c.png", "d.png"]
+    assert ds.labels.dtype == np.int64 and ds.labels.tolist() == [3, -1, 4, 1]
+    image, label = ds[1]
+    assert image.dtype == np.uint8 and np.array_equal(image, grey_pngs[1]) and label == -1
+    image, label = ds[-1]
+    assert np.array_equal(image, grey_pngs[3]) and label == 1
+    images, labels = ds[np.array([2, 0])]
+    assert np.array_equal(images, np.stack([grey_pngs[2], grey_pngs[0]])) and labels.tolist() == [4, 3]
+    assert [int(label) for _, label in ds] == [3, -1, 4, 1]
+    assert repr(ds) == "ImageList(4 images, lazy, labels=True)"
+
+
+def test_root_overrides_list_folder_and_absolute_paths_stay(tmp_path, grey_pngs):
+    (tmp_path / "lists").mkdir()
+    listing = tmp_path / "lists" / "mixed.txt"
+    listing.write_text(f"b.png\n{tmp_path / 'img' / 'd.png'}\n")
+    ds = ImageList(listing, [7, 8], root=tmp_path / "img")
+    assert ds.paths == [tmp_path / "img" / "b.png", tmp_path / "img" / "d.png"]
+    assert np.array_equal(ds.load(), np.stack([grey_pngs[1], grey_pngs[3]]))
+    assert ds.labels.tolist() == [7, 8]
+
+
+def test_python_lists_with_root_and_without(tmp_path, grey_pngs, monkeypatch):
+    folder = tmp_path / "img"
+    by_root = ImageList(["c.png", "a.png"], root=folder)
+    monkeypatch.chdir(folder)
+    by_cwd = ImageList(["c.png", Path("a.png")])
+    want = np.stack([grey_pngs[2], grey_pngs[0]])
+    assert np.array_equal(by_root.load(), want) and np.array_equal(by_cwd.load(), want)
+    assert by_root.labels is None and by_root[0][1] is None
+
+
+def test_lazy_reads_on_demand_and_load_caches(tmp_path, grey_pngs):
+    folder = tmp_path / "img"
+    ds = ImageList(folder / "list.txt")
+    (folder / "b.png").write_bytes(b"garbage written after construction")
+    assert np.array_equal(ds[0][0], grey_pngs[0])  # only a.png is read
+    with pytest.raises(ImageDecodeError, match=r"cannot decode image .*b\.png \(.*list\.txt line 2\)"):
+        ds[1]
+    Image.fromarray(grey_pngs[1], "L").save(folder / "b.png")
+    loaded = ds.load()
+    assert loaded.shape == (4, 6, 5) and np.array_equal(loaded, np.stack(grey_pngs))
+    assert ds.load() is loaded and ds.images is loaded
+    for name in "abcd":
+        (folder / f"{name}.png").unlink()
+    assert np.array_equal(ds[3][0], grey_pngs[3])  # served from memory now
+    assert repr(ds) == "ImageList(4 images, loaded, labels=False)"
+
+
+def test_image_list_batches_equal_batches_over_loaded_arrays(tmp_path, grey_pngs):
+    ds = ImageList(tmp_path / "img" / "list.txt", tmp_path / "img" / "labels.txt")
+    options = dict(batch_size=3, shuffle=True, seed=4, wrap=True, epochs=2)
+    lazy = list(ds.batches(**options))
+    eager = list(batches(np.stack(grey_pngs), np.array([3, -1, 4, 1]), **options))
+    assert len(lazy) == len(eager) == 3
+    for (lx, ly), (ex, ey) in zip(lazy, eager):
+        assert lx.dtype == np.uint8 and np.array_equal(lx, ex) and ly.tolist() == ey.tolist()
+    ds.load()
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(ds.batches(**options), eager))
+
+
+def test_png_rgb_rgba_and_jpeg_channel_conversion(tmp_path):
+    rgb = np.random.default_rng(1).integers(0, 256, size=(4, 3, 3), dtype=np.uint8)
+    rgba = np.dstack([rgb, np.full((4, 3), 255, np.uint8)])
+    rgba[0, 0, 3] = 0  # one transparent pixel: composited on black
+    Image.fromarray(rgb, "RGB").save(tmp_path / "rgb.png")
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "rgba.png")
+    flat = np.broadcast_to(np.array([200, 40, 90], np.uint8), (4, 3, 3))
+    Image.fromarray(np.ascontiguousarray(flat), "RGB").save(tmp_path / "flat.jpg", quality=95)
+    names = ["rgb.png", "rgba.png", "flat.jpg"]
+    colour = ImageList(names, root=tmp_path, channels=3).load()
+    grey = ImageList(names, root=tmp_path, channels=1).load()
+    assert colour.shape == (3, 4, 3, 3) and grey.shape == (3, 4, 3)
+    assert np.array_equal(colour[0], rgb)
+    assert colour[1, 0, 0].tolist() == [0, 0, 0] and np.array_equal(colour[1].reshape(-1, 3)[1:], rgb.reshape(-1, 3)[1:])
+    assert np.array_equal(grey[0], np.asarray(Image.fromarray(rgb, "RGB").convert("L")))
+    jpeg = tmp_path / "flat.jpg"
+    assert np.array_equal(colour[2], np.asarray(Image.open(jpeg).convert("RGB")))
+    assert np.array_equal(grey[2], decode_image(jpeg, channels=1))
+    assert np.abs(colour[2].astype(int) - flat).max() <= 3  # really the image written above
+
+
+@pytest.mark.parametrize(("text", "dtype", "expected"), [
+    ("1.5\n2\n-3e-1\n", np.float32, [1.5, 2.0, -0.3]),
+    ("1 2\n3 4\n-5 6\n", np.int64, [[1, 2], [3, 4], [-5, 6]]),
+    ("0.5 1\n1 0.25\n2 2\n", np.float32, [[0.5, 1.0], [1.0, 0.25], [2.0, 2.0]]),
+])
+def test_label_files_floats_and_columns(tmp_path, grey_pngs, text, dtype, expected):
+    (tmp_path / "labels.txt").write_text(text)
+    ds = ImageList(["a.png", "b.png", "c.png"], tmp_path / "labels.txt", root=tmp_path / "img")
+    assert ds.labels.dtype == dtype
+    assert np.array_equal(ds.labels, np.array(expected, dtype=dtype))
+    assert ds[1][1].tolist() == np.array(expected, dtype=dtype)[1].tolist()
+
+
+def test_unequal_sizes_need_a_shape(tmp_path, grey_pngs):
+    Image.fromarray(_grey(9, (3, 8)), "L").save(tmp_path / "img" / "wide.png")
+    ds = ImageList(["a.png", "b.png", "wide.png"], root=tmp_path / "img")
+    assert ds[2][0].shape == (3, 8)
+    message = (r"^images\[2\] \(.*wide\.png\) is 3x8 \(height x width\) but images\[0\] \(.*a\.png\) "
+               r"is 6x5 \(height x width\); pass shape=\(height, width\) to resize them to one size$")
+    with pytest.raises(ValueError, match=message):
+        ds.load()
+    with pytest.raises(ValueError, match=message):
+        list(ds.batches(batch_size=3))
+    assert ds[np.array([], dtype=int)][0].shape == (0, 6, 5)
+
+
+def test_missing_files_name_the_list_line(tmp_path, grey_pngs):
+    folder = tmp_path / "img"
+    (folder / "gaps.txt").write_text("a.png\nnope.png\nb.png\nalso-gone.png\n")
+    with pytest.raises(FileNotFoundError, match=r"^.*gaps\.txt line 2: no such image file .*img/nope\.png "
+                                                r"\(2 listed files are missing\)$"):
+        ImageList(folder / "gaps.txt")
+    with pytest.raises(FileNotFoundError, match=r"^images\[1\]: no such image file .*img/x\.png$"):
+        ImageList(["a.png", "x.png"], root=folder)
+    with pytest.raises(FileNotFoundError, match=r"absent\.txt"):
+        ImageList(folder / "absent.txt")
+    ds = ImageList(folder / "list.txt")
+    (folder / "c.png").unlink()
+    with pytest.raises(FileNotFoundError, match=r"^.*list\.txt line 3: no such image file .*img/c\.png$"):
+        ds.load()
+
+
+def test_undecodable_image_names_file_and_line(tmp_path, grey_pngs):
+    folder = tmp_path / "img"
+    (folder / "c.png").write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    ds = ImageList(folder / "list.txt")
+    with pytest.raises(ImageDecodeError, match=r"^cannot decode image .*img/c\.png \(.*list\.txt line 3\): "):
+        ds.load()
+    with pytest.raises(ImageDecodeError, match=r"c\.png \(images\[0\]\)"):
+        ImageList(["c.png"], root=folder)[0]
+
+
+@pytest.mark.parametrize(("images", "labels", "message"), [
+    ("a.png\nb.png\nc.png\n", "1\n2\n", r"^.*list\.txt line 3 has no label: 3 images but 2 labels$"),
+    ("a.png\nb.png\n", "1\n2\n3\n", r"^.*labels\.txt line 3 has no image: 2 images but 3 labels$"),
+    ("a.png\nb.png\n", "1\n\n", None),  # trailing blank lines are ignored: one label short
+    ("a.png\nb.png\n", "1\ntwo\n", r"^.*labels\.txt line 2: label is not a number \(could not convert "
+                                   r"string to float: 'two'\)$"),
+    ("a.png\nb.png\n", "1 2\n3\n", r"^.*labels\.txt line 2 has 1 values but line 1 has 2$"),
+    ("a.png\n\nb.png\n", "1\n2\n", r"^.*list\.txt line 2 is blank; every line must be an entry"),
+    ("a.png\nb.png\n", "\n1\n2\n", r"^.*labels\.txt line 1 is blank"),
+    ("\n\n", "", r"^.*list\.txt lists no images$"),
+])
+def test_list_and_label_file_errors(tmp_path, grey_pngs, images, labels, message):
+    folder = tmp_path / "img"
+    (folder / "list.txt").write_text(images)
+    (folder / "labels.txt").write_text(labels)
+    if message is None:
+        message = r"^.*list\.txt line 2 has no label: 2 images but 1 labels$"
+    with pytest.raises(ValueError, match=message):
+        ImageList(folder / "list.txt", folder / "labels.txt")
+
+
+def test_python_list_errors(tmp_path, grey_pngs):
+    folder = tmp_path / "img"
+    with pytest.raises(ValueError, match=r"^images\[2\] has no label: 3 images but 2 labels$"):
+        ImageList(["a.png", "b.png", "c.png"], [1, 2], root=folder)
+    with pytest.raises(ValueError, match=r"^labels\[1\] has no image: 1 images but 3 labels$"):
+        ImageList(["a.png"], np.array([1, 2, 3]), root=folder)
+    with pytest.raises(ValueError, match=r"^images lists no images$"):
+        ImageList([])
+    (folder / "binary.txt").write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(ValueError, match=r"^.*binary\.txt is not a UTF-8 text list: "):
+        ImageList(folder / "binary.txt")
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (dict(channels=2), r"^channels must be 1 \(grey\) or 3 \(RGB\), got 2$"),
+    (dict(channels=4), r"^channels must be 1 \(grey\) or 3 \(RGB\), got 4$"),
+    (dict(shape=(0, 5)), r"^shape must be \(height, width\) with positive integers, got \(0, 5\)$"),
+    (dict(shape=(5,)), r"^shape must be \(height, width\) with positive integers, got \(5,\)$"),
+    (dict(shape=32), r"^shape must be \(height, width\) with positive integers, got 32$"),
+    (dict(shape=(4.5, 4)), r"^shape must be \(height, width\) with positive integers, got \(4\.5, 4\)$"),
+])
+def test_bad_arguments(tmp_path, grey_pngs, options, message):
+    with pytest.raises(ValueError, match=message):
+        ImageList(["a.png"], root=tmp_path / "img", **options)
+
+
+def test_index_errors(tmp_path, grey_pngs):
+    ds = ImageList(tmp_path / "img" / "list.txt")
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        ds[4]
+    with pytest.raises(IndexError, match="index -5 is out of bounds"):
+        ds.images[np.array([0, -5])]
