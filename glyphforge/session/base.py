@@ -1,0 +1,134 @@
+"""The session interface every backend implements, and the errors a session raises."""
+from __future__ import annotations
+
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+#: What a worker sends back for one task: ``(True, result)`` or ``(False, traceback text)``.
+Outcome = tuple[bool, Any]
+
+
+class SessionError(RuntimeError):
+    """Base class of the errors a session raises while running tasks."""
+
+
+class TaskFailure(SessionError):
+    """A task failed; ``index`` is its item's position, ``reason`` says why.
+
+    The message is ``"task <index>: <reason>"``; a caller that knows what the task
+    was (the builder: a shard) can rephrase it with ``reason``.
+    """
+
+    def __init__(self, index: int, reason: str) -> None:
+        self.index = index
+        self.reason = reason
+        super().__init__(f"task {index}: {reason}")
+
+
+class TaskError(TaskFailure):
+    """A task raised an exception; ``traceback_text`` is the traceback from its worker."""
+
+    def __init__(self, index: int, traceback_text: str) -> None:
+        self.traceback_text = traceback_text
+        super().__init__(index, f"it raised an exception; the traceback from its worker:\n{traceback_text}")
+
+
+class WorkerDiedError(TaskFailure):
+    """A task's worker died (was killed, crashed) every time the task was tried."""
+
+    def __init__(self, index: int, detail: str) -> None:
+        super().__init__(
+            index,
+            f"its worker died every time the task ran ({detail}); the task probably kills "
+            "its worker (out of memory, a crash in native code, os._exit)",
+        )
+
+
+class NoWorkersError(SessionError):
+    """Tasks were waiting while the session had no live worker for too long."""
+
+
+def run_task(fn: Callable[[Any], Any], item: Any) -> Outcome:
+    """Call ``fn(item)`` where a worker runs it and capture an exception as traceback text.
+
+    Returning the text instead of raising keeps the error intact across process and
+    machine boundaries (exception objects do not always pickle).
+    """
+    try:
+        return True, fn(item)
+    except Exception:
+        return False, traceback.format_exc()
+
+
+def unwrap(index: int, outcome: Outcome) -> Any:
+    """Return the result inside ``outcome``, or raise `TaskError` for a failed task."""
+    ok, value = outcome
+    if not ok:
+        raise TaskError(index, value)
+    return value
+
+
+class Session(ABC):
+    """Runtime resources (workers, their scratch space) that run a build's tasks.
+
+    A session is a context manager: leaving the ``with`` block calls `close`, which
+    releases everything the session started (processes, clusters, batch jobs).
+    """
+
+    #: Backend name, as accepted by ``open_session``.
+    kind: str = ""
+
+    def __init__(self) -> None:
+        self._closed = False
+
+    @abstractmethod
+    def _map(self, fn: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[int, Any]]:
+        """Backend part of `map`: ``items`` is a list and the session is open."""
+
+    @property
+    @abstractmethod
+    def n_workers(self) -> int:
+        """Number of workers that can run tasks right now."""
+
+    def _release(self) -> None:
+        """Backend part of `close`: release what the session started (default: nothing)."""
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[int, Any]]:
+        """Run ``fn(item)`` for every item; yield ``(index, result)`` as tasks complete.
+
+        Parameters
+        ----------
+        fn
+            A picklable callable (dill for processes, cloudpickle for Dask), so closures
+            and locally defined classes work.
+        items
+            The task arguments; ``index`` in the output is an item's position here.
+
+        Raises
+        ------
+        TaskError
+            A task raised; the message holds its index and the worker's traceback.
+        WorkerDiedError, NoWorkersError
+            Workers died too often, or none was left to run the remaining tasks.
+        """
+        if self._closed:
+            raise SessionError(f"this {self.kind!r} session is closed; open a new one")
+        return self._map(fn, list(items))
+
+    def close(self) -> None:
+        """Release everything the session started; calling it again does nothing."""
+        if not self._closed:
+            self._closed = True
+            self._release()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{self.n_workers} workers"
+        return f"<{type(self).__name__} {state}>"

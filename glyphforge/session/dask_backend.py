@@ -1,0 +1,153 @@
+"""The ``dask`` session: tasks on a Dask distributed cluster (existing, or a LocalCluster it owns)."""
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from distributed import Client, Future, LocalCluster, as_completed
+from distributed.scheduler import KilledWorker
+
+from glyphforge.session.base import (
+    NoWorkersError,
+    Session,
+    SessionError,
+    WorkerDiedError,
+    run_task,
+    unwrap,
+)
+
+_POLL_SECONDS = 0.02
+_WORKER_CHECK_SECONDS = 1.0
+
+
+class DaskSession(Session):
+    """Run tasks on a Dask cluster.
+
+    Dask reruns the tasks of a worker that died (up to the scheduler's
+    ``distributed.scheduler.allowed-failures``). Waiting never hangs: when no worker
+    is connected for ``no_workers_timeout`` seconds while tasks remain, `map`
+    raises `NoWorkersError`.
+
+    Parameters
+    ----------
+    address
+        ``tcp://host:port`` of a running scheduler. None: start a
+        ``distributed.LocalCluster`` on 127.0.0.1, owned (closed) by the session.
+    n_workers
+        Workers of the owned LocalCluster (default: the CPU count), one thread each.
+    no_workers_timeout
+        Seconds without any connected worker before `map` gives up (None: wait forever).
+    connect_timeout
+        Seconds to wait for the scheduler at ``address``.
+    **cluster_options
+        Further ``LocalCluster`` keywords (only without ``address``).
+    """
+
+    kind = "dask"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        n_workers: int | None = None,
+        no_workers_timeout: float | None = 60.0,
+        connect_timeout: float = 30.0,
+        **cluster_options: Any,
+    ) -> None:
+        if address is not None:
+            if n_workers is not None or cluster_options:
+                raise ValueError(
+                    "n_workers and LocalCluster options only apply when the session starts its own "
+                    f"cluster; the scheduler at {address} runs the tasks on its own workers"
+                )
+            self._attach(Client(address, timeout=connect_timeout), None, no_workers_timeout)
+            return
+        n_workers = (os.cpu_count() or 1) if n_workers is None else n_workers
+        if not isinstance(n_workers, int) or n_workers < 1:
+            raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
+        options = {"threads_per_worker": 1, "processes": True, "host": "127.0.0.1", "dashboard_address": None}
+        cluster = LocalCluster(n_workers=n_workers, **{**options, **cluster_options})
+        self._attach(Client(cluster), cluster, no_workers_timeout)
+
+    def _attach(self, client: Client, cluster: Any, no_workers_timeout: float | None) -> None:
+        """Finish construction with a connected ``client`` and the ``cluster`` the session owns."""
+        super().__init__()
+        self.client = client
+        self.cluster = cluster
+        self.no_workers_timeout = no_workers_timeout
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.client.nthreads())
+
+    def _release(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def _on_worker_check(self, n_workers: int) -> None:
+        """Hook called about once a second while waiting (jobqueue replaces lost jobs)."""
+
+    def _map(self, fn: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[int, Any]]:
+        prefix = f"glyphforge-task-{uuid.uuid4().hex[:12]}"
+        futures = [
+            self.client.submit(run_task, fn, item, key=f"{prefix}-{index}", pure=False)
+            for index, item in enumerate(items)
+        ]
+        index_of = {future.key: index for index, future in enumerate(futures)}
+        pending = as_completed(futures)
+        next_check, workerless_since = time.monotonic(), None
+        try:
+            while not pending.is_empty():
+                batch = pending.next_batch(block=False)
+                for future in batch:
+                    index = index_of[future.key]
+                    outcome = self._outcome(future, index)
+                    future.release()
+                    yield index, unwrap(index, outcome)
+                now = time.monotonic()
+                if not batch and now >= next_check:
+                    next_check = now + _WORKER_CHECK_SECONDS
+                    workerless_since = self._check_workers(workerless_since, pending.count())
+                elif batch:
+                    workerless_since = None
+                if not batch:
+                    time.sleep(_POLL_SECONDS)
+        finally:
+            unfinished = [future for future in futures if not future.done()]
+            if unfinished and self.client.status == "running":
+                self.client.cancel(unfinished)
+
+    def _check_workers(self, workerless_since: float | None, remaining: int) -> float | None:
+        """Raise `NoWorkersError` once no worker was seen for ``no_workers_timeout`` seconds."""
+        if self.client.status != "running":
+            raise SessionError(f"lost the connection to the Dask scheduler with {remaining} tasks unfinished")
+        n_workers = self.n_workers
+        self._on_worker_check(n_workers)
+        if n_workers:
+            return None
+        now = time.monotonic()
+        workerless_since = now if workerless_since is None else workerless_since
+        if self.no_workers_timeout is not None and now - workerless_since >= self.no_workers_timeout:
+            raise NoWorkersError(
+                f"{remaining} tasks are waiting but the Dask cluster at {self.client.scheduler.address} "
+                f"has had no worker for {now - workerless_since:.0f} s (no_workers_timeout="
+                f"{self.no_workers_timeout:g}): all workers died or none could start. Start "
+                "workers (`dask worker ADDRESS`) and run again."
+            )
+        return workerless_since
+
+    @staticmethod
+    def _outcome(future: Future, index: int) -> Any:
+        """Return the worker's outcome for a done future, or raise why there is none."""
+        if future.status == "finished":
+            return future.result()
+        if future.status == "error":
+            error = future.exception()
+            if isinstance(error, KilledWorker):
+                raise WorkerDiedError(index, str(error))
+            raise SessionError(f"task {index} failed in the Dask cluster: {error!r}")
+        raise SessionError(f"task {index} was {future.status} by the Dask cluster (was it shut down?)")
+

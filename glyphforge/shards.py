@@ -1,0 +1,131 @@
+"""Shards of a build: how a spec is cut, seeded, written and verified (runs on workers).
+
+A shard file is written atomically (``dump_pklz``: temporary file + ``os.replace``),
+then a JSON record beside it with the file's sha256, size and array layout. A shard
+counts as complete only when its record exists and the file still matches it, so a
+build killed at any moment resumes from exactly the shards that were finished.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from glyphforge.cache import dump_pklz
+from glyphforge.cache.store import sha256_file
+
+#: One shard's record: ``{"shard", "n", "size", "sha256", "layout"}``.
+ShardRecord = dict[str, Any]
+
+
+def count_shards(n_examples: int, shard_size: int) -> int:
+    """Return ``ceil(n_examples / shard_size)``."""
+    return math.ceil(n_examples / shard_size)
+
+
+def shard_bounds(index: int, n_examples: int, shard_size: int) -> tuple[int, int]:
+    """Return ``(start, stop)`` of shard ``index``'s examples; the last shard gets the remainder."""
+    start = index * shard_size
+    return start, min(start + shard_size, n_examples)
+
+
+def shard_rng(seed: int, index: int) -> np.random.Generator:
+    """Return shard ``index``'s Generator: ``SeedSequence(seed).spawn(n_shards)[index]``.
+
+    A spawned child is ``SeedSequence(seed, spawn_key=(index,))`` whatever ``n_shards``
+    is, so each worker derives its own stream without spawning all the others.
+    """
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
+
+
+def shard_path(work_dir: Path, index: int) -> Path:
+    """Return the data file of shard ``index`` in ``work_dir``."""
+    return work_dir / f"shard-{index:06d}.pklz"
+
+
+def _record_path(work_dir: Path, index: int) -> Path:
+    return work_dir / f"shard-{index:06d}.json"
+
+
+def array_layout(arrays: Any, index: int, n: int) -> dict[str, dict[str, Any]]:
+    """Check what ``make_shard`` returned; return ``{name: {"dtype": descr, "shape": per-example}}``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the shard and what was wrong, unless ``arrays`` is a non-empty dict of
+        string names to numpy arrays that each hold ``n`` examples along the first axis.
+    """
+    where = f"make_shard({index}, rng, {n})"
+    if not isinstance(arrays, Mapping) or not arrays:
+        raise TypeError(f"{where} returned {type(arrays).__name__}; it must return a non-empty "
+                        "dict of name -> numpy array")
+    layout = {}
+    for name, array in arrays.items():
+        if not isinstance(name, str) or not isinstance(array, np.ndarray):
+            raise TypeError(f"{where} returned {name!r}: {type(array).__name__}; it must return "
+                            "string names mapped to numpy arrays")
+        if array.ndim == 0 or len(array) != n:
+            raise ValueError(f"{where} returned {name!r} of shape {array.shape}; the first axis of "
+                             f"every array must hold the shard's n={n} examples")
+        if array.dtype.hasobject:
+            raise TypeError(f"{where} returned {name!r} with dtype {array.dtype}; object arrays "
+                            "cannot be cached safely, use numeric, bool or fixed-width string dtypes")
+        layout[name] = {"dtype": np.lib.format.dtype_to_descr(array.dtype), "shape": list(array.shape[1:])}
+    return layout
+
+
+def _write_json(path: Path, document: Any) -> None:
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+        json.dump(document, stream)
+    os.replace(temporary, path)
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """Make and write one shard of ``spec`` into ``work_dir``: the function a session maps.
+
+    Called with a shard index, returns that shard's record (small, cheap to send back).
+    """
+
+    spec: Any
+    work_dir: str
+
+    def __call__(self, index: int) -> ShardRecord:
+        spec, work_dir = self.spec, Path(self.work_dir)
+        start, stop = shard_bounds(index, spec.n_examples, spec.shard_size)
+        arrays = spec.make_shard(index, shard_rng(spec.seed, index), stop - start)
+        layout = array_layout(arrays, index, stop - start)
+        path = dump_pklz(dict(arrays), shard_path(work_dir, index))
+        record = {"shard": index, "n": stop - start, "size": path.stat().st_size,
+                  "sha256": sha256_file(path), "layout": layout}
+        _write_json(_record_path(work_dir, index), record)
+        return record
+
+
+def completed_shards(work_dir: Path, n_shards: int) -> dict[int, ShardRecord]:
+    """Return the records of shards in ``work_dir`` whose files match them (re-hashed)."""
+    done = {}
+    for index in range(n_shards):
+        try:
+            record = json.loads(_record_path(work_dir, index).read_text(encoding="utf-8"))
+            path = shard_path(work_dir, index)
+            if path.stat().st_size == record["size"] and sha256_file(path) == record["sha256"]:
+                done[index] = record
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # missing, half-written or foreign: make it again
+    return done
+
+
+def remove_partial_files(work_dir: Path) -> None:
+    """Delete temporary files a killed writer left in ``work_dir``."""
+    for leftover in work_dir.glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
