@@ -394,3 +394,39 @@ def test_index_errors(tmp_path, grey_pngs):
         ds[4]
     with pytest.raises(IndexError, match="index -5 is out of bounds"):
         ds.images[np.array([0, -5])]
+
+
+def _textures(shared_data: Path) -> list[Path]:
+    folder = shared_data / "backgrounds"
+    paths = sorted([*folder.glob("*.jpg"), *folder.glob("*.png")])
+    assert len(paths) >= 2, f"expected JPEG and PNG textures in {folder}"
+    return paths
+
+
+def test_real_textures_lazy_equal_decoder(shared_data, tmp_path):
+    paths = _textures(shared_data)
+    listing = tmp_path / "textures.txt"
+    listing.write_text("".join(f"{path.name}\n" for path in paths))
+    labels = np.arange(len(paths)) % 3
+    ds = ImageList(listing, labels, channels=3, root=shared_data / "backgrounds")
+    for i in (0, len(paths) - 1):
+        image, label = ds[i]
+        assert np.array_equal(image, decode_image(paths[i], channels=3)) and label == labels[i]
+    small = [i for i, path in enumerate(paths) if path.suffix == ".png"]  # the 99x99 PNG textures
+    images, got = ds[np.array(small)]
+    assert images.shape == (len(small), 99, 99, 3) and got.tolist() == labels[small].tolist()
+    assert np.array_equal(images[-1], decode_image(paths[small[-1]], channels=3))
+
+
+def test_real_svg_is_reported_undecodable(shared_data):
+    ds = ImageList(["red_x.svg"], root=shared_data / "backgrounds")
+    with pytest.raises(ImageDecodeError, match=r"^cannot decode image .*backgrounds/red_x\.svg \(images\[0\]\)"):
+        ds[0]
+
+
+def test_image_list_pickles_for_worker_processes(tmp_path, grey_pngs):
+    import pickle
+
+    ds = ImageList(tmp_path / "img" / "list.txt", tmp_path / "img" / "labels.txt")
+    clone = pickle.loads(pickle.dumps(ds))
+    assert np.array_equal(clone[2][0], grey_pngs[2]) and clone[2][1] == 4
