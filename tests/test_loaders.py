@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import itertools
+import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
-from glyphforge.loaders import MapStyleDataset, batch_indices, batches
+from glyphforge.loaders import ImageList, MapStyleDataset, batch_indices, batches
+from glyphforge.pipelines.decode import ImageDecodeError, decode_image
 
 
 def _r(start: int, stop: int) -> list[int]:
@@ -178,13 +182,6 @@ def test_mixin_batches_equal_function_batches():
 
 
 # ---------------------------------------------------------------------- ImageList
-
-from pathlib import Path  # noqa: E402
-
-from PIL import Image  # noqa: E402
-
-from glyphforge.loaders import ImageList  # noqa: E402
-from glyphforge.pipelines.decode import ImageDecodeError, decode_image  # noqa: E402
 
 
 def _grey(seed: int, shape=(6, 5)) -> np.ndarray:
@@ -425,8 +422,6 @@ def test_real_svg_is_reported_undecodable(shared_data):
 
 
 def test_image_list_pickles_for_worker_processes(tmp_path, grey_pngs):
-    import pickle
-
     ds = ImageList(tmp_path / "img" / "list.txt", tmp_path / "img" / "labels.txt")
     clone = pickle.loads(pickle.dumps(ds))
     assert np.array_equal(clone[2][0], grey_pngs[2]) and clone[2][1] == 4
