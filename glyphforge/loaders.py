@@ -1,4 +1,4 @@
-"""Framework-neutral loading: seeded mini-batches and a map-style dataset mixin.
+"""Framework-neutral loading: seeded mini-batches, a map-style mixin, image lists.
 
 Every dataset in glyphforge (EMNIST, Omniglot, built scenes, :class:`ImageList`)
 is *map-style*: ``len(ds)`` and ``ds[i] -> (image, label)``. That is the whole
