@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import glyphforge
 from glyphforge.cache import cache_key
 from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph
 from glyphforge.pipelines.scenes import ScatteredGlyphs
@@ -75,6 +76,21 @@ def test_same_generator_same_bytes_different_seed_different_scenes():
     for name in first:
         assert first[name].tobytes() == second[name].tobytes()
     assert first["images"].tobytes() != other["images"].tobytes()
+
+
+def test_the_same_spec_gives_the_same_bytes_through_local_and_processes_sessions(tmp_path):
+    spec = ScatteredGlyphs(250, glyphs="font", shard_size=60, seed=11, background_colours=["olive"], colours=["red", "cyan"])
+    local = glyphforge.build(spec, session="local", data_dir=tmp_path / "a", progress=False)
+    with glyphforge.open_session("processes", n_workers=2) as session:
+        spread = glyphforge.build(spec, session=session, data_dir=tmp_path / "b", progress=False)
+    assert len(local) == len(spread) == 250 and local.key == spread.key
+    assert set(local.arrays) == {"images", "n_glyphs", "boxes", "labels", "label_names"}
+    for name, array in local.arrays.items():
+        assert array.tobytes() == spread[name].tobytes(), name
+    assert spec.data_dir is None  # build filled in a copy's data dir, not the user's spec
+    # shard i is make_shard(i, SeedSequence(seed).spawn(n)[i], n_i): check the last, short one
+    rng = np.random.default_rng(np.random.SeedSequence(11).spawn(5)[4])
+    assert spec.make_shard(4, rng, 10)["images"].tobytes() == local["images"][240:].tobytes()
 
 
 def test_glyph_and_background_colours():

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import glyphforge
 from glyphforge.pipelines.scenes import ScatteredGlyphs
 from glyphforge.visualize import BACKDROP, BOX_COLOURS, CAPTION_HEIGHT, GAP, preview
 
@@ -25,6 +26,22 @@ def test_scene_preview_has_the_documented_size(tmp_path):
         assert image.format == "PNG"
         # 48x48 scenes zoomed 2x (128 // 48) in a 4x4 grid with 4-pixel gaps
         assert image.size == (4 * 96 + 5 * GAP, 4 * 96 + 5 * GAP)
+
+
+def test_a_built_dataset_previews_its_first_examples(tmp_path):
+    dataset = glyphforge.build(ScatteredGlyphs(30, glyphs="font", image_shape=(32, 64)), progress=False)
+    path = glyphforge.preview(dataset, n=6, path=tmp_path / "built.png", columns=3)
+    with Image.open(path) as image:
+        # 64 wide -> zoom 2 (128 // 64); 3 columns, 2 rows
+        assert image.size == (3 * 128 + 4 * GAP, 2 * 64 + 3 * GAP)
+        cell = np.asarray(image)[GAP : GAP + 64, GAP : GAP + 128]
+    zoomed = np.repeat(np.repeat(dataset["images"][0], 2, 0), 2, 1)
+    untouched = np.ones(cell.shape[:2], bool)  # away from outlines and the labels beside them
+    for top, left, bottom, right in dataset["boxes"][0][: dataset["n_glyphs"][0]].astype(int) * 2:
+        untouched[max(0, top - CAPTION_HEIGHT) : bottom + CAPTION_HEIGHT, left : max(right, left + 20)] = False
+    assert untouched.mean() > 0.5
+    np.testing.assert_array_equal(cell[untouched], zoomed[untouched])
+    assert (cell != zoomed).any()  # and something was drawn
 
 
 def test_boxes_are_outlined_at_their_zoomed_position(tmp_path):
