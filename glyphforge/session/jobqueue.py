@@ -1,0 +1,101 @@
+"""The ``slurm`` and ``pbs`` sessions: Dask workers submitted as batch jobs by dask-jobqueue."""
+from __future__ import annotations
+
+from typing import Any
+
+from distributed import Client
+
+from glyphforge.session.dask_backend import DaskSession
+
+_SYSTEMS = ("slurm", "pbs")
+
+
+def make_cluster(system: str = "slurm", cores: int = 1, memory: str = "2GB", **jobqueue_kwargs: Any) -> Any:
+    """Return a dask-jobqueue cluster (scheduler started here, no job submitted yet).
+
+    Parameters
+    ----------
+    system
+        ``"slurm"`` (``SLURMCluster``) or ``"pbs"`` (``PBSCluster``).
+    cores, memory
+        Per job: cores and memory (``"4GB"``) requested from the batch system.
+    **jobqueue_kwargs
+        Any keyword of the dask-jobqueue cluster class: ``processes``, ``queue``,
+        ``account``, ``walltime``, ``interface``, ``python``, ``job_extra_directives``,
+        ``job_script_prologue``, ``local_directory``, ``scheduler_options``, ...
+    """
+    if system == "slurm":
+        from dask_jobqueue import SLURMCluster as cluster_class
+    elif system == "pbs":
+        from dask_jobqueue import PBSCluster as cluster_class
+    else:
+        raise ValueError(f"unknown batch system {system!r}; use one of {', '.join(_SYSTEMS)}")
+    return cluster_class(cores=cores, memory=memory, **jobqueue_kwargs)
+
+
+def job_script(system: str = "slurm", **options: Any) -> str:
+    """Return the batch script a ``system`` session with ``options`` submits for each job.
+
+    Nothing is submitted, so this works where the batch system is not installed.
+    The options are those of `make_cluster`; the scheduler started to render the
+    script serves its dashboard on a random local port unless told otherwise.
+    """
+    options.setdefault("scheduler_options", {"dashboard_address": "127.0.0.1:0"})
+    cluster = make_cluster(system, **options)
+    try:
+        return cluster.job_script()
+    finally:
+        cluster.close()
+
+
+class JobQueueSession(DaskSession):
+    """Dask workers running as SLURM or PBS jobs, submitted (and cancelled) by the session.
+
+    A job that is lost (``scancel``, node failure, walltime) has its tasks rerun by
+    Dask on the remaining workers, and is replaced by a new job once Dask declares it
+    lost (``distributed.deploy.lost-worker-timeout``, 15 s by default).
+
+    Parameters
+    ----------
+    system
+        ``"slurm"`` or ``"pbs"``.
+    cores, memory
+        Per job (see `make_cluster`).
+    jobs
+        Number of jobs to keep running.
+    no_workers_timeout
+        Seconds without any connected worker (for example while jobs wait in the
+        queue) before `map` raises `NoWorkersError`; None waits forever.
+    **jobqueue_kwargs
+        Passed to the dask-jobqueue cluster (see `make_cluster`).
+    """
+
+    def __init__(
+        self,
+        system: str = "slurm",
+        cores: int = 1,
+        memory: str = "2GB",
+        jobs: int = 1,
+        no_workers_timeout: float | None = 3600.0,
+        **jobqueue_kwargs: Any,
+    ) -> None:
+        if not isinstance(jobs, int) or jobs < 1:
+            raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+        cluster = make_cluster(system, cores=cores, memory=memory, **jobqueue_kwargs)
+        try:
+            cluster.scale(jobs=jobs)
+            client = Client(cluster)
+        except BaseException:
+            cluster.close()
+            raise
+        self._attach(client, cluster, no_workers_timeout)
+        self.kind = system
+        self.jobs = jobs
+
+    def job_script(self) -> str:
+        """Return the batch script submitted for each job of this session."""
+        return self.cluster.job_script()
+
+    def _on_worker_check(self, n_workers: int) -> None:
+        # Resubmits jobs that Dask has declared lost; a no-op while all are alive or queued.
+        self.cluster.scale(jobs=self.jobs)

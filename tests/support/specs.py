@@ -1,0 +1,56 @@
+"""Small numpy-only build specs for the session and builder tests."""
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class NoiseSpec:
+    """Random glyph-like arrays; knobs that do not change the output stay out of params().
+
+    Parameters
+    ----------
+    delay
+        Seconds each shard sleeps (keeps a build running long enough to interrupt).
+    touch_dir
+        When set, every make_shard call creates a file ``made-<shard>-<unique>`` there,
+        so a test can count the shards that were actually made.
+    fail_shard
+        Shard index whose make_shard raises ValueError.
+    """
+
+    n_examples: int = 50
+    shard_size: int = 8
+    seed: int = 0
+    delay: float = 0.0
+    touch_dir: str | None = None
+    fail_shard: int | None = None
+    data_dir: Any = None
+    kind: str = "test-noise"
+
+    def params(self) -> dict[str, Any]:
+        return {"version": 1, "fail_shard": self.fail_shard}
+
+    def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        if self.touch_dir is not None:
+            Path(self.touch_dir, f"made-{index:04d}-{os.getpid()}-{uuid.uuid4().hex[:8]}").touch()
+        if index == self.fail_shard:
+            raise ValueError(f"shard {index} refuses to be made")
+        time.sleep(self.delay)
+        return {
+            "images": rng.integers(0, 256, size=(n, 6, 5), dtype=np.uint8),
+            "labels": rng.integers(0, 10, size=n).astype(np.int16),
+            "shard": np.full(n, index, dtype=np.int32),
+        }
+
+
+def made_shards(touch_dir: Path) -> list[int]:
+    """Return the shard index of every make_shard call recorded in ``touch_dir``, sorted."""
+    return sorted(int(path.name.split("-")[1]) for path in touch_dir.glob("made-*"))
