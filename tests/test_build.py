@@ -1,0 +1,273 @@
+"""The parallel builder on the local and processes sessions, resuming, and bad specs."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import glyphforge
+from glyphforge.build import ARRAYS_FILE, BuiltDataset, ShardError, build, cache_params
+from glyphforge.cache import CacheStore, iter_pklz
+from glyphforge.session import open_session
+from glyphforge.shards import completed_shards, count_shards, shard_bounds, shard_path, shard_rng
+from support.specs import NoiseSpec, made_shards
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def _expected_arrays(spec: NoiseSpec) -> dict[str, np.ndarray]:
+    """The arrays a build must produce, made here shard by shard from the definition."""
+    seeds = np.random.SeedSequence(spec.seed).spawn(count_shards(spec.n_examples, spec.shard_size))
+    shards = []
+    for index, seed in enumerate(seeds):
+        start, stop = shard_bounds(index, spec.n_examples, spec.shard_size)
+        shards.append(spec.make_shard(index, np.random.default_rng(seed), stop - start))
+    return {name: np.concatenate([shard[name] for shard in shards]) for name in shards[0]}
+
+
+def _work_dir(spec: NoiseSpec, data_dir: Path) -> Path:
+    return CacheStore.for_data_dir(data_dir).work_dir(spec.kind, cache_params(spec))
+
+
+def _assert_same_arrays(actual: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
+    assert sorted(actual) == sorted(expected)
+    for name in expected:
+        assert actual[name].dtype == expected[name].dtype
+        assert actual[name].tobytes() == expected[name].tobytes()
+
+
+# -- shards -------------------------------------------------------------------
+def test_shard_plan_gives_the_last_shard_the_remainder():
+    assert count_shards(50, 8) == 7
+    assert [shard_bounds(i, 50, 8) for i in (0, 1, 6)] == [(0, 8), (8, 16), (48, 50)]
+    assert count_shards(48, 8) == 6 and shard_bounds(5, 48, 8) == (40, 48)
+
+
+def test_shard_rng_is_the_spawned_child_of_the_seed():
+    children = np.random.SeedSequence(1234).spawn(40)
+    for index in (0, 1, 17, 39):
+        expected = np.random.default_rng(children[index]).integers(0, 2**63, size=8)
+        assert np.array_equal(shard_rng(1234, index).integers(0, 2**63, size=8), expected)
+
+
+# -- building -------------------------------------------------------------------
+def test_local_build_concatenates_shards_in_order_and_caches(tmp_path, capsys):
+    spec = NoiseSpec(n_examples=50, shard_size=8, seed=5)
+    dataset = build(spec, data_dir=tmp_path)
+    _assert_same_arrays(dataset.arrays, _expected_arrays(spec))
+    assert np.array_equal(dataset["shard"], np.repeat(np.arange(7), [8] * 6 + [2]))
+    assert len(dataset) == 50 and dataset["images"].shape == (50, 6, 5)
+    assert dataset.path == tmp_path / "cache" / "test-noise" / dataset.key
+    assert dataset.meta["n_shards"] == 7
+    assert dataset.meta["layout"]["images"] == {"dtype": "|u1", "shape": [6, 5]}
+    # the entry's single data file holds one gzip member per shard, in order
+    assert [int(shard["shard"][0]) for shard in iter_pklz(dataset.path / ARRAYS_FILE)] == list(range(7))
+    assert sum(dataset.meta["shard_bytes"]) == (dataset.path / ARRAYS_FILE).stat().st_size
+    # the shards' work dir is gone once the entry is committed
+    assert sorted(path.name for path in dataset.path.parent.iterdir() if not path.name.startswith(".")) == [
+        dataset.key
+    ]
+    err = capsys.readouterr().err
+    assert f"built test-noise {dataset.key[:12]}: 7 shards (7 made, 0 reused), 50 examples in " in err
+    assert " on 1 workers (" in err and "shards 7/7" in err
+
+
+def test_a_cache_hit_does_no_work_and_opens_no_session(tmp_path):
+    spec = NoiseSpec(n_examples=20, shard_size=4, touch_dir=str(tmp_path / "made"))
+    (tmp_path / "made").mkdir()
+    first = build(spec, data_dir=tmp_path / "data", progress=False)
+    assert made_shards(tmp_path / "made") == [0, 1, 2, 3, 4]
+    again = build(spec, session="dask://127.0.0.1:1", data_dir=tmp_path / "data", progress=False)
+    assert made_shards(tmp_path / "made") == [0, 1, 2, 3, 4]  # nothing made, no cluster contacted
+    assert again.key == first.key
+    _assert_same_arrays(again.arrays, first.arrays)
+
+
+def test_output_depends_only_on_the_spec(tmp_path):
+    spec = NoiseSpec(n_examples=33, shard_size=5, seed=9)
+    local = build(spec, data_dir=tmp_path / "a", progress=False)
+    with open_session("processes:2") as session:
+        assert session.n_workers == 2
+        parallel = build(spec, session=session, data_dir=tmp_path / "b", progress=False)
+    assert parallel.key == local.key
+    assert [shard["images"].tobytes() for shard in iter_pklz(parallel.path / ARRAYS_FILE)] == [
+        shard["images"].tobytes() for shard in iter_pklz(local.path / ARRAYS_FILE)
+    ]
+    _assert_same_arrays(parallel.arrays, _expected_arrays(spec))
+    # what changes the output changes the key; what does not, does not
+    assert build(replace(spec, delay=0.001), data_dir=tmp_path / "a", progress=False).key == local.key
+    other = [replace(spec, seed=10), replace(spec, shard_size=6), replace(spec, n_examples=34)]
+    assert len({build(s, data_dir=tmp_path / "c", progress=False).key for s in other} | {local.key}) == 4
+
+
+def test_processes_session_string_and_locally_defined_spec(tmp_path):
+    class Squares:  # defined in the test: travels to the workers by value (dill)
+        kind = "test-squares"
+        n_examples, shard_size, seed = 10, 3, 0
+
+        def params(self):
+            return {}
+
+        def make_shard(self, index, rng, n):
+            start = index * self.shard_size
+            return {"x": np.arange(start, start + n) ** 2}
+
+    dataset = build(Squares(), session="processes:2", data_dir=tmp_path, progress=False)
+    assert dataset["x"].tolist() == [i * i for i in range(10)]
+
+
+def test_build_fills_in_data_dir_without_changing_the_key(tmp_path):
+    seen = []
+
+    class Recorder(NoiseSpec):
+        def make_shard(self, index, rng, n):
+            seen.append(self.data_dir)
+            return super().make_shard(index, rng, n)
+
+    spec = Recorder(n_examples=4, shard_size=2)
+    dataset = build(spec, data_dir=tmp_path, progress=False)
+    assert seen == [tmp_path, tmp_path] and spec.data_dir is None  # the caller's spec is untouched
+    assert dataset.key == build(NoiseSpec(n_examples=4, shard_size=2), data_dir=tmp_path / "x",
+                                progress=False).key
+
+
+def test_default_data_dir_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("GLYPHFORGE_DATA_DIR", str(tmp_path))
+    dataset = glyphforge.build(NoiseSpec(n_examples=3, shard_size=2), progress=False)
+    assert dataset.path.is_relative_to(tmp_path / "cache")
+    assert isinstance(dataset, glyphforge.BuiltDataset)
+
+
+def test_built_dataset_indexing_errors(tmp_path):
+    dataset = build(NoiseSpec(n_examples=3, shard_size=2), data_dir=tmp_path, progress=False)
+    with pytest.raises(KeyError, match="test-noise has no array 'pixels'; it has images, labels, shard"):
+        dataset["pixels"]
+    with pytest.raises(TypeError, match=r"index a BuiltDataset by array name .*for one example use ds\[name\]\[i\]"):
+        dataset[0]
+    assert repr(dataset).startswith(f"<BuiltDataset test-noise {dataset.key[:12]}: 3 examples")
+    assert BuiltDataset(dataset.entry).arrays["labels"].tolist() == dataset["labels"].tolist()
+
+
+# -- failures -----------------------------------------------------------------
+@pytest.mark.parametrize("session", ["local", "processes:2"])
+def test_a_raising_shard_fails_the_build_with_its_index_and_traceback(tmp_path, session):
+    spec = NoiseSpec(n_examples=40, shard_size=4, fail_shard=6)
+    with pytest.raises(ShardError) as error:
+        build(spec, session=session, data_dir=tmp_path, progress=False)
+    message = str(error.value)
+    assert error.value.shard == 6
+    assert message.startswith("shard 6 of 'test-noise' (examples 24 to 27) failed: it raised an exception; "
+                              "the traceback from its worker:\nTraceback (most recent call last):")
+    assert 'raise ValueError(f"shard {index} refuses to be made")' in message
+    assert "ValueError: shard 6 refuses to be made\n" in message
+    assert "run the build again to resume" in message
+    assert CacheStore.for_data_dir(tmp_path).get(spec.kind, cache_params(spec)) is None
+
+
+@pytest.mark.parametrize(
+    ("arrays", "error", "message"),
+    [
+        ([1, 2], TypeError, "make_shard(0, rng, 2) returned list; it must return a non-empty dict"),
+        ({}, TypeError, "make_shard(0, rng, 2) returned dict; it must return a non-empty dict"),
+        ({"x": [1, 2]}, TypeError, "make_shard(0, rng, 2) returned 'x': list; it must return string names"),
+        ({"x": np.zeros(3)}, ValueError, "make_shard(0, rng, 2) returned 'x' of shape (3,); the first axis"),
+        ({"x": np.array([None, 1])}, TypeError, "make_shard(0, rng, 2) returned 'x' with dtype object; object arrays cannot be cached"),
+    ],
+)
+def test_bad_make_shard_output_is_named(tmp_path, arrays, error, message):
+    class Bad(NoiseSpec):
+        def make_shard(self, index, rng, n):
+            return arrays
+
+    with pytest.raises(ShardError) as failure:
+        build(Bad(n_examples=2, shard_size=2), data_dir=tmp_path, progress=False)
+    assert f"{error.__name__}: {message}" in str(failure.value)
+
+
+def test_shards_with_different_arrays_are_refused(tmp_path):
+    class Drifting(NoiseSpec):
+        def make_shard(self, index, rng, n):
+            return {"x": np.zeros(n, dtype=np.int32 if index < 2 else np.int64)}
+
+    with pytest.raises(ShardError, match=r"shard 2 of 'test-noise' returned arrays \{'x': \{'dtype': '<i8'"):
+        build(Drifting(n_examples=12, shard_size=4), data_dir=tmp_path, progress=False)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"n_examples": 0}, ValueError, "spec.n_examples must be an integer >= 1, got 0"),
+        ({"shard_size": 2.5}, ValueError, "spec.shard_size must be an integer >= 1, got 2.5"),
+        ({"seed": -1}, ValueError, "spec.seed must be an integer >= 0, got -1"),
+        ({"kind": "a/b"}, ValueError, "cache kind must be letters, digits"),
+    ],
+)
+def test_bad_specs_are_named(tmp_path, change, error, message):
+    with pytest.raises(error, match=message.replace("(", r"\(")):
+        build(replace(NoiseSpec(), **change), data_dir=tmp_path, progress=False)
+
+
+def test_an_object_that_is_not_a_spec_is_refused(tmp_path):
+    with pytest.raises(TypeError, match="dict is not a build spec: it lacks kind, n_examples, shard_size, seed, "
+                                        "params, make_shard. A spec needs kind"):
+        build({"kind": "x"}, data_dir=tmp_path)
+
+
+# -- resuming -------------------------------------------------------------------
+def test_a_killed_build_resumes_with_only_the_missing_shards(tmp_path):
+    spec = NoiseSpec(n_examples=48, shard_size=4, seed=3, delay=0.15)
+    first_made, rerun_made = tmp_path / "first", tmp_path / "rerun"
+    first_made.mkdir(), rerun_made.mkdir()
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({
+        "spec": {"n_examples": 48, "shard_size": 4, "seed": 3, "delay": 0.15, "touch_dir": str(first_made)},
+        "session": "local", "data_dir": str(tmp_path / "data"),
+    }))
+    child = subprocess.Popen([sys.executable, "-m", "support.build_child", str(request)],
+                             env={**os.environ, "PYTHONPATH": str(TESTS_DIR)}, stdout=subprocess.PIPE)
+    work_dir = _work_dir(spec, tmp_path / "data")
+    deadline = time.monotonic() + 60
+    while len(list(work_dir.glob("shard-*.json"))) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert child.returncode == -signal.SIGKILL
+
+    finished = sorted(completed_shards(work_dir, 12))
+    assert 4 <= len(finished) < 12 and finished == list(range(len(finished)))
+    # a shard file without its record (killed between the two writes) is made again
+    shard_path(work_dir, finished[-1]).with_suffix(".json").unlink()
+    kept = finished[:-1]
+
+    dataset = build(replace(spec, touch_dir=str(rerun_made)), data_dir=tmp_path / "data", progress=False)
+    assert made_shards(rerun_made) == [index for index in range(12) if index not in kept]
+    _assert_same_arrays(dataset.arrays, _expected_arrays(spec))
+    assert not work_dir.exists()
+
+
+def test_a_corrupted_finished_shard_is_made_again(tmp_path):
+    spec = NoiseSpec(n_examples=12, shard_size=4, fail_shard=2)
+    with pytest.raises(ShardError):
+        build(spec, data_dir=tmp_path, progress=False)
+    work_dir = _work_dir(spec, tmp_path)
+    assert sorted(completed_shards(work_dir, 3)) == [0, 1]
+    damaged = bytearray(shard_path(work_dir, 1).read_bytes())
+    damaged[20] ^= 0xFF
+    shard_path(work_dir, 1).write_bytes(bytes(damaged))
+    assert sorted(completed_shards(work_dir, 3)) == [0]
+
+    (tmp_path / "made").mkdir()
+    fixed = replace(spec, fail_shard=None, touch_dir=str(tmp_path / "made"))
+    # fail_shard is part of params(): reuse the work dir of the failed key by moving it
+    work_dir.rename(_work_dir(fixed, tmp_path))
+    dataset = build(fixed, data_dir=tmp_path, progress=False)
+    assert made_shards(tmp_path / "made") == [1, 2]
+    _assert_same_arrays(dataset.arrays, _expected_arrays(replace(fixed, touch_dir=None)))
