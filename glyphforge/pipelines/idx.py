@@ -1,0 +1,162 @@
+"""IDX files (the MNIST/EMNIST array format), parsed with numpy and validated.
+
+An IDX file is a big-endian header, ``0x00 0x00 <type> <ndim>`` then one uint32 per
+dimension, followed by the array's bytes. Only unsigned-byte data is used here:
+images (magic 2051 = ``0x0803``: count, rows, cols) and labels (magic 2049 =
+``0x0801``: count).
+
+The arrays are read with ``readinto`` straight into one preallocated numpy array, with
+no intermediate copy. Gzipped files are decompressed with python-isal's ``igzip``
+(about twice as fast as the standard library) when it is installed, else ``gzip``.
+
+Everything wrong with a file raises :class:`IDXError` naming the file (the ``name``
+given, e.g. the zip member) and what was wrong: a bad gzip stream, a truncated or
+unexpected header, a wrong magic number or image size, fewer bytes than the header
+declares, or bytes after the declared data.
+"""
+from __future__ import annotations
+
+import gzip
+import struct
+import zlib
+from typing import IO
+
+import numpy as np
+
+try:
+    from isal import igzip as _gzip_module
+except ImportError:  # pragma: no cover - exercised only where isal is missing
+    _gzip_module = gzip  # type: ignore[assignment]
+
+IMAGES_MAGIC = 2051
+LABELS_MAGIC = 2049
+#: Refuse headers declaring more data than this (a corrupt count would allocate terabytes).
+MAX_DATA_BYTES = 8 << 30
+
+_CHUNK = 1 << 24
+_GZIP_ERRORS: tuple[type[BaseException], ...] = (gzip.BadGzipFile, zlib.error)
+if _gzip_module is not gzip:
+    _GZIP_ERRORS += (_gzip_module.BadGzipFile, _gzip_module.isal_zlib.error)
+
+
+class IDXError(ValueError):
+    """An IDX file is corrupt, truncated or not what was expected; the message names it."""
+
+
+def read_images(
+    stream: IO[bytes], name: str, *, gzipped: bool = True, dims: tuple[int, int] | None = (28, 28)
+) -> np.ndarray:
+    """Read an IDX image file (magic 2051).
+
+    Parameters
+    ----------
+    stream
+        A binary file object positioned at the start of the (gzipped) IDX file.
+    name
+        What to call the file in errors, e.g. the zip member's name.
+    gzipped
+        Whether ``stream`` is a gzip stream of the IDX bytes.
+    dims
+        The required ``(rows, cols)`` of every image; None accepts any.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 array of shape ``(count, rows, cols)``, exactly as stored (writable).
+
+    Raises
+    ------
+    IDXError
+        When the file is not a complete image IDX file of the required dimensions.
+    """
+    array = _read(stream, name, gzipped, IMAGES_MAGIC, ndim=3)
+    if dims is not None and array.shape[1:] != tuple(dims):
+        rows, cols = array.shape[1:]
+        raise IDXError(
+            f"{name} holds {rows}x{cols} images, expected {dims[0]}x{dims[1]}: "
+            "it is not an EMNIST/MNIST image file, or its header is corrupt"
+        )
+    return array
+
+
+def read_labels(stream: IO[bytes], name: str, *, gzipped: bool = True) -> np.ndarray:
+    """Read an IDX label file (magic 2049) as a uint8 vector; see :func:`read_images`."""
+    return _read(stream, name, gzipped, LABELS_MAGIC, ndim=1)
+
+
+def _read(stream: IO[bytes], name: str, gzipped: bool, magic: int, ndim: int) -> np.ndarray:
+    source = _gzip_module.GzipFile(fileobj=stream, mode="rb") if gzipped else stream
+    try:
+        shape = _read_header(source, name, magic, ndim)
+        array = np.empty(shape, np.uint8)
+        received = _fill(source, memoryview(array.reshape(-1)))
+        if received < array.nbytes:
+            raise IDXError(
+                f"{name} is truncated: its header declares {_describe(shape)} "
+                f"({array.nbytes:,} bytes of data) but only {received:,} bytes follow. "
+                "The file is incomplete: get a complete copy"
+            )
+        extra = len(source.read(_CHUNK))
+        if extra:
+            raise IDXError(
+                f"{name} has {'at least ' if extra == _CHUNK else ''}{extra:,} bytes after the "
+                f"{array.nbytes:,} bytes of data its header declares ({_describe(shape)}): "
+                "the header's count is wrong or the file is corrupt"
+            )
+    except EOFError as error:
+        raise IDXError(
+            f"{name} is truncated: its gzip stream ends early ({error}). The file is incomplete: get a complete copy"
+        ) from error
+    except _GZIP_ERRORS as error:
+        raise IDXError(
+            f"{name} is not a valid gzip stream ({type(error).__name__}: {error}): "
+            "it is truncated or corrupt; get a complete copy"
+        ) from error
+    finally:
+        if source is not stream:
+            source.close()
+    return array
+
+
+def _read_header(source: IO[bytes], name: str, magic: int, ndim: int) -> tuple[int, ...]:
+    size = 4 * (1 + ndim)
+    header = source.read(4)
+    found = struct.unpack(">I", header)[0] if len(header) == 4 else magic
+    if found != magic:
+        expected = "an image file" if magic == IMAGES_MAGIC else "a label file"
+        known = {IMAGES_MAGIC: " (that of an image file)", LABELS_MAGIC: " (that of a label file)"}
+        raise IDXError(
+            f"{name} has magic number {found}{known.get(found, '')}, expected {magic} for "
+            f"{expected}: the file is corrupt or not the file it should be"
+        )
+    header += source.read(size - len(header))
+    if len(header) < size:
+        raise IDXError(
+            f"{name} is truncated: an IDX {'image' if ndim == 3 else 'label'} header needs "
+            f"{size} bytes but the file holds only {len(header)}"
+        )
+    shape = struct.unpack(f">{ndim}I", header[4:])
+    declared = int(np.prod(shape, dtype=np.int64))
+    if declared > MAX_DATA_BYTES:
+        raise IDXError(
+            f"{name} declares {_describe(tuple(shape))} ({declared:,} bytes), more than the "
+            f"{MAX_DATA_BYTES:,}-byte cap: its header is corrupt"
+        )
+    return tuple(shape)
+
+
+def _fill(source: IO[bytes], buffer: memoryview) -> int:
+    """Read into ``buffer`` until it is full or the data ends; return the bytes read."""
+    received = 0
+    while received < len(buffer):
+        count = source.readinto(buffer[received:received + _CHUNK])  # type: ignore[attr-defined]
+        if not count:
+            break
+        received += count
+    return received
+
+
+def _describe(shape: tuple[int, ...]) -> str:
+    if len(shape) == 3:
+        return f"{shape[0]:,} images of {shape[1]}x{shape[2]}"
+    return f"{shape[0]:,} labels"

@@ -1,0 +1,124 @@
+import gzip
+import io
+
+import numpy as np
+import pytest
+
+from glyphforge.pipelines import idx
+from glyphforge.pipelines.idx import IDXError, read_images, read_labels
+from support.synthetic_emnist import gzip_bytes, idx_header
+
+NAME = "gzip/emnist-digits-test-images-idx3-ubyte.gz"
+
+
+def _images(n: int = 5, rows: int = 28, cols: int = 28) -> np.ndarray:
+    return (np.arange(n * rows * cols, dtype=np.int64) * 7 % 251).astype(np.uint8).reshape(n, rows, cols)
+
+
+def _image_file(images: np.ndarray, *, count: int | None = None, extra: bytes = b"") -> bytes:
+    n, rows, cols = images.shape
+    return idx_header(2051, n if count is None else count, rows, cols) + images.tobytes() + extra
+
+
+@pytest.fixture(params=["isal", "stdlib"])
+def decompressor(request, monkeypatch):
+    """Run each test with python-isal's igzip and with the standard library's gzip."""
+    if request.param == "stdlib":
+        monkeypatch.setattr(idx, "_gzip_module", gzip)
+    return request.param
+
+
+def test_images_are_read_as_stored(decompressor):
+    images = _images()
+    parsed = read_images(io.BytesIO(gzip_bytes(_image_file(images))), NAME)
+    assert parsed.dtype == np.uint8 and parsed.shape == (5, 28, 28)
+    assert np.array_equal(parsed, images)
+    parsed[0, 0, 0] = 1  # writable: read into our own array, not a read-only view
+
+
+def test_labels_and_uncompressed_files(decompressor):
+    labels = np.array([3, 0, 9, 255, 1], np.uint8)
+    data = idx_header(2049, 5) + labels.tobytes()
+    assert np.array_equal(read_labels(io.BytesIO(gzip_bytes(data)), NAME), labels)
+    assert np.array_equal(read_labels(io.BytesIO(data), NAME, gzipped=False), labels)
+    images = _images(2, 5, 3)
+    assert np.array_equal(read_images(io.BytesIO(_image_file(images)), NAME, gzipped=False, dims=None), images)
+
+
+def test_multi_chunk_files_are_read_completely(monkeypatch, decompressor):
+    monkeypatch.setattr(idx, "_CHUNK", 1000)  # many readinto calls, one partial at the end
+    images = _images(13)
+    assert np.array_equal(read_images(io.BytesIO(gzip_bytes(_image_file(images))), NAME), images)
+
+
+def test_wrong_magic_names_the_file_and_both_numbers(decompressor):
+    label_file = gzip_bytes(idx_header(2049, 3) + bytes(3))
+    with pytest.raises(IDXError, match=rf"^{NAME} has magic number 2049 \(that of a label file\), expected 2051 for an image file"):
+        read_images(io.BytesIO(label_file), NAME)
+    with pytest.raises(IDXError, match=rf"^{NAME} has magic number 2051 \(that of an image file\), expected 2049"):
+        read_labels(io.BytesIO(gzip_bytes(_image_file(_images(1)))), NAME)
+    with pytest.raises(IDXError, match=r"has magic number 1234, expected 2049 for a label file"):
+        read_labels(io.BytesIO(gzip_bytes(idx_header(1234, 3) + bytes(3))), NAME)
+
+
+def test_truncated_data_names_declared_and_actual_bytes(decompressor):
+    images = _images(10)
+    short = _image_file(images)[: 16 + 7 * 784]
+    with pytest.raises(IDXError) as caught:
+        read_images(io.BytesIO(gzip_bytes(short)), NAME)
+    assert str(caught.value) == (
+        f"{NAME} is truncated: its header declares 10 images of 28x28 (7,840 bytes of data) but only "
+        "5,488 bytes follow. The file is incomplete: get a complete copy"
+    )
+    with pytest.raises(IDXError, match=r"declares 9 labels \(9 bytes of data\) but only 4 bytes follow"):
+        read_labels(io.BytesIO(gzip_bytes(idx_header(2049, 9) + bytes(4))), NAME)
+
+
+def test_truncated_header(decompressor):
+    with pytest.raises(IDXError, match=rf"^{NAME} is truncated: an IDX image header needs 16 bytes but the file holds only 7$"):
+        read_images(io.BytesIO(gzip_bytes(idx_header(2051, 1)[:7])), NAME)
+    with pytest.raises(IDXError, match=r"an IDX label header needs 8 bytes but the file holds only 0$"):
+        read_labels(io.BytesIO(gzip_bytes(b"")), NAME)
+
+
+def test_truncated_gzip_stream(decompressor):
+    compressed = gzip_bytes(_image_file(_images(40)))
+    message = rf"^{NAME} is truncated: its gzip stream ends early \(.+\)\. The file is incomplete: get a complete copy$"
+    with pytest.raises(IDXError, match=message):
+        read_images(io.BytesIO(compressed[: len(compressed) // 2]), NAME)
+    with pytest.raises(IDXError, match=message):  # all data there, but the gzip trailer is cut off
+        read_images(io.BytesIO(compressed[:-4]), NAME)
+
+
+def test_corrupt_gzip_stream(decompressor):
+    compressed = bytearray(gzip_bytes(_image_file(_images(40))))
+    compressed[len(compressed) // 2] ^= 0xFF
+    compressed[len(compressed) // 2 + 1] ^= 0x55
+    with pytest.raises(IDXError, match=rf"^{NAME} (is not a valid gzip stream|is truncated|has at least)"):
+        read_images(io.BytesIO(bytes(compressed)), NAME)
+    with pytest.raises(IDXError, match=rf"^{NAME} is not a valid gzip stream \(BadGzipFile: .*get a complete copy$"):
+        read_images(io.BytesIO(b"<html>not gzip</html>"), NAME)
+
+
+def test_bytes_after_the_declared_data(decompressor):
+    data = _image_file(_images(3), count=2)
+    with pytest.raises(IDXError, match=rf"^{NAME} has 784 bytes after the 1,568 bytes of data its header declares \(2 images of 28x28\)"):
+        read_images(io.BytesIO(gzip_bytes(data)), NAME)
+
+
+def test_empty_files():
+    assert read_images(io.BytesIO(gzip_bytes(idx_header(2051, 0, 28, 28))), NAME).shape == (0, 28, 28)
+    assert read_labels(io.BytesIO(gzip_bytes(idx_header(2049, 0))), NAME).shape == (0,)
+
+
+def test_wrong_image_size():
+    data = gzip_bytes(_image_file(_images(2, 32, 32)))
+    with pytest.raises(IDXError, match=rf"^{NAME} holds 32x32 images, expected 28x28"):
+        read_images(io.BytesIO(data), NAME)
+    assert read_images(io.BytesIO(data), NAME, dims=(32, 32)).shape == (2, 32, 32)
+
+
+def test_absurd_counts_are_refused_before_allocating():
+    header = idx_header(2051, 4_000_000_000, 28, 28)
+    with pytest.raises(IDXError, match=r"declares 4,000,000,000 images of 28x28 \(3,136,000,000,000 bytes\), more than the"):
+        read_images(io.BytesIO(gzip_bytes(header)), NAME)
