@@ -6,8 +6,10 @@ import pytest
 
 import glyphforge
 from glyphforge.cache import cache_key
+from glyphforge.datasets.emnist import prepare_emnist
 from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph
 from glyphforge.pipelines.scenes import ScatteredGlyphs
+from support.synthetic_emnist import write_synthetic_emnist
 
 
 def _shard(spec: ScatteredGlyphs, n: int | None = None, seed: int = 0, index: int = 0) -> dict[str, np.ndarray]:
@@ -192,3 +194,36 @@ def test_render_glyph_crops_to_ink_and_rejects_blank_characters():
     assert render_glyph(" ", size=20).shape == (0, 0)
     with pytest.raises(ValueError, match="single characters"):
         check_characters(["ab"])
+
+
+def _ink(image: np.ndarray) -> bytes:
+    rows, cols = np.flatnonzero(image.any(1)), np.flatnonzero(image.any(0))
+    return image[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1].tobytes()
+
+
+def test_emnist_glyphs_and_disjoint_glyph_example_ranges(tmp_path):
+    synthetic = write_synthetic_emnist(tmp_path / "gzip.zip")
+    prepare_emnist(archive=synthetic.path, verify=False, progress=False)
+    data = synthetic.splits["byclass"]
+    halves: dict[str, tuple[set[bytes], set[bytes]]] = {}
+    for char in "A0z":  # each class's images: test first, then train (load_emnist's order)
+        label = data.first_label + data.classes.index(char)
+        images = np.concatenate([data.test_images[data.test_labels == label], data.train_images[data.train_labels == label]])
+        cut = int(0.5 * len(images))
+        halves[char] = ({_ink(image) for image in images[:cut]}, {_ink(image) for image in images[cut:]})
+    used = []
+    for half, example_range in enumerate([(0, 0.5), (0.5, 1)]):
+        # 28x28 glyphs keep the source pixels, so each scene glyph's box crop is an EMNIST image's ink
+        spec = ScatteredGlyphs(60, glyphs="emnist", characters="z0A", glyph_shape=(28, 28), image_shape=(64, 64),
+                               max_glyphs=2, max_overlap=0.0, glyph_example_range=example_range)
+        assert spec.class_names() == ("0", "A", "z")
+        shard = _shard(spec)
+        crops = set()
+        for image, boxes, names in zip(shard["images"], shard["boxes"], shard["label_names"]):
+            for (top, left, bottom, right), name in zip(boxes.astype(int), names):
+                if name:
+                    crop = image[top:bottom, left:right, 0].tobytes()
+                    assert crop in halves[name][half] and crop not in halves[name][1 - half]
+                    crops.add(crop)
+        used.append(crops)
+    assert len(used[0]) > 5 and len(used[1]) > 5 and not used[0] & used[1]

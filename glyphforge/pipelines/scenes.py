@@ -75,7 +75,7 @@ class Textures:
     def from_images(cls, images: Sequence[np.ndarray], image_shape: tuple[int, int]) -> Textures:
         """Flatten RGB ``images``, first resizing (box) any smaller than ``image_shape`` to it."""
         fitted = [
-            resize(image, image_shape) if image.shape[0] < image_shape[0] or image.shape[1] < image_shape[1] else image
+            resize(image, image_shape, batch=False) if image.shape[0] < image_shape[0] or image.shape[1] < image_shape[1] else image
             for image in images
         ]
         sizes = np.array([image.size for image in fitted], np.int64)
@@ -310,7 +310,7 @@ class ScatteredGlyphs:
         glyphs = np.zeros((total, int(heights.max(initial=1)), int(widths.max(initial=1))), np.uint8)
         for h, w in sorted(set(zip(heights.tolist(), widths.tolist()))):
             chosen = np.flatnonzero((heights == h) & (widths == w))
-            glyphs[chosen, :h, :w] = resize(sources[chosen], (h, w))
+            glyphs[chosen, :h, :w] = resize(sources[chosen], (h, w), batch=True)
         return glyphs, heights, widths
 
     def _background_choices(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -438,11 +438,10 @@ def _glyph_pool(
     if glyphs == "font":
         return GlyphPool(class_names=characters)
     if glyphs == "emnist":
-        from glyphforge.datasets.emnist import emnist_classes, load_emnist
+        from glyphforge.datasets.emnist import load_emnist
 
-        wanted = characters if characters is not None else emnist_classes(emnist_split)
         images, labels, names = load_emnist(
-            wanted, split=emnist_split, example_range=example_range, seed=0, data_dir=data_dir
+            characters, split=emnist_split, example_range=example_range, seed=0, data_dir=data_dir
         )
     else:
         from glyphforge.datasets.omniglot import load_omniglot
