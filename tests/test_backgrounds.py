@@ -1,0 +1,159 @@
+"""Backgrounds on the real files of e2crawfo/backgrounds: registry, decoding, names, resizing, bad input."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
+
+from glyphforge.cache import CacheStore
+from glyphforge.datasets.backgrounds import (
+    COMMIT,
+    RESOURCES,
+    background_names,
+    hard_background_names,
+    load_backgrounds,
+    prepare_backgrounds,
+)
+from glyphforge.pipelines.download import DownloadError
+from glyphforge.pipelines.hashes import check_hash
+from glyphforge.pipelines.resize import resize
+
+ALL = ["blue_circle", "blue_x", "circles", "curves", "floor", "gravel", "green_circle", "green_x", "ice",
+       "red_circle", "red_x", "space", "water"]
+HARD = ["circles", "curves", "floor", "gravel", "ice", "space", "water"]
+CARRIED = [name for name in ALL if name != "space"]  # space.jpg is not in ../shared/data
+
+
+def source(shared_data: Path, name: str) -> Path:
+    return next((shared_data / "backgrounds").glob(f"{name}.[jp][pn]g"))
+
+
+def pillow_rgb(path: Path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.array(image.convert("RGB"))
+
+
+@pytest.fixture(scope="module")
+def prepared(shared_data, tmp_path_factory) -> Path:
+    """A data dir with the 12 carried backgrounds decoded from the file:// mirror."""
+    data_dir = tmp_path_factory.mktemp("backgrounds")
+    prepare_backgrounds(names=CARRIED, data_dir=data_dir, mirrors=shared_data.as_uri(), progress=False)
+    return data_dir
+
+
+def test_names():
+    assert background_names() == ALL
+    assert hard_background_names() == HARD
+
+
+def test_registry_pins_the_real_files(shared_data):
+    assert len(RESOURCES) == 14
+    for path in sorted((shared_data / "backgrounds").iterdir()):
+        resource = RESOURCES[path.name]
+        assert resource.url == f"https://raw.githubusercontent.com/e2crawfo/backgrounds/{COMMIT}/{path.name}"
+        assert resource.hash.startswith("sha256:") and resource.size == path.stat().st_size
+        assert check_hash(path, resource.hash)[0]
+    assert RESOURCES["space.jpg"].hash == "git-blob-sha1:c8ed07e95d4e345c1b77350b510ca19f895bd5e7"
+
+
+def test_prepare_over_http_equals_pillow_and_skips_svg(shared_data, http_server, tmp_path):
+    http_server.directory = shared_data
+    entry, = prepare_backgrounds(names=CARRIED, data_dir=tmp_path, mirrors=[http_server.base_url], progress=False)
+    assert sorted(entry.meta["backgrounds"]) == CARRIED
+    for name in CARRIED:
+        image = entry.load(entry.meta["backgrounds"][name]["file"])
+        expected = pillow_rgb(source(shared_data, name))
+        assert image.dtype == np.uint8 and image.shape == expected.shape and image.shape[2] == 3
+        np.testing.assert_array_equal(image, expected)
+        assert http_server.requests(f"backgrounds/{source(shared_data, name).name}") == 1
+    assert http_server.requests("backgrounds/red_x.svg") == 0
+    assert http_server.requests() == 12
+    again, = prepare_backgrounds(names=CARRIED, data_dir=tmp_path, mirrors=[http_server.base_url], progress=False)
+    assert again.key == entry.key and http_server.requests() == 12
+    assert [image.shape for image in load_backgrounds(["water", "ice"], data_dir=tmp_path, download=False)] == [
+        (265, 398, 3), (1080, 1920, 3)]
+
+
+def test_name_forms_and_order(shared_data, prepared):
+    by_list = load_backgrounds(["water", "red_x", "water"], data_dir=prepared, download=False)
+    by_string = load_backgrounds("water red_x.png water.jpg", data_dir=prepared, download=False)
+    assert len(by_list) == len(by_string) == 3
+    for image, other, name in zip(by_list, by_string, ["water", "red_x", "water"]):
+        expected = pillow_rgb(source(shared_data, name))
+        np.testing.assert_array_equal(image, expected)
+        np.testing.assert_array_equal(other, expected)
+
+
+def test_shape_resizes_each_image_with_the_kernel(shared_data, prepared):
+    images = load_backgrounds(["curves", "blue_x"], shape=(48, 64), data_dir=prepared, download=False)
+    for image, name in zip(images, ["curves", "blue_x"]):
+        original = pillow_rgb(source(shared_data, name))
+        assert image.shape == (48, 64, 3)
+        np.testing.assert_array_equal(image, resize(original, (48, 64), method="bilinear", batch=False))
+        with Image.open(source(shared_data, name)) as pil:  # the kernel's bilinear is Pillow's
+            np.testing.assert_array_equal(image, np.array(pil.convert("RGB").resize((64, 48), Image.BILINEAR)))
+    area = load_backgrounds(["curves"], shape=(48, 64), method="area", data_dir=prepared, download=False)[0]
+    np.testing.assert_array_equal(area, resize(pillow_rgb(source(shared_data, "curves")), (48, 64), method="area",
+                                               batch=False))
+    store = CacheStore.for_data_dir(prepared)
+    variant = store.get("backgrounds", {"commit": COMMIT, "shape": [48, 64], "resize": "bilinear"})
+    assert sorted(variant.meta["backgrounds"]) == ["blue_x", "curves"]
+
+
+def test_a_subset_grows_into_one_entry(shared_data, tmp_path):
+    first, = prepare_backgrounds(names=["water"], data_dir=tmp_path, mirrors=shared_data.as_uri(), progress=False)
+    water = first.load("water.pklz")
+    second, = prepare_backgrounds(names="ice green_x", data_dir=tmp_path, mirrors=shared_data.as_uri(), progress=False)
+    assert second.key == first.key
+    assert sorted(second.meta["backgrounds"]) == ["green_x", "ice", "water"]
+    np.testing.assert_array_equal(second.load("water.pklz"), water)
+    kind_dir = CacheStore.for_data_dir(tmp_path).root / "backgrounds"
+    assert sorted(p.name for p in kind_dir.iterdir() if not p.name.endswith(".lock")) == [first.key]
+
+
+def test_missing_file_fails_clearly_and_keeps_the_entry(shared_data, prepared, monkeypatch):
+    monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
+    with pytest.raises(DownloadError, match=r"(?s)could not get backgrounds/space\.jpg.*place the file at:\n.*raw/backgrounds/space\.jpg"):
+        load_backgrounds("hard", data_dir=prepared, mirrors=shared_data.as_uri())
+    with pytest.raises(FileNotFoundError, match=r"backgrounds \['space'\] are not prepared.*prepare_backgrounds"):
+        load_backgrounds("all", data_dir=prepared, download=False)
+    entry = CacheStore.for_data_dir(prepared).get("backgrounds", {"commit": COMMIT})
+    assert sorted(entry.meta["backgrounds"]) == CARRIED
+
+
+def test_png_transparency_is_composited_on_black(tmp_path):
+    rgba = np.zeros((4, 5, 4), np.uint8)
+    rgba[..., 0], rgba[..., 3] = 200, 255
+    rgba[:2, :, 3] = 0  # top half transparent
+    rgba[3, 4] = (100, 50, 250, 128)
+    raw = tmp_path / "raw" / "backgrounds"
+    raw.mkdir(parents=True)
+    Image.fromarray(rgba, "RGBA").save(raw / "blue_x.png")  # a custom file: used as is with verify=False
+    prepare_backgrounds(names=["blue_x"], data_dir=tmp_path, verify=False, progress=False)
+    image, = load_backgrounds(["blue_x"], data_dir=tmp_path, download=False)
+    expected = np.zeros((4, 5, 3), np.uint8)
+    expected[2:, :, 0] = 200
+    expected[3, 4] = (50, 25, 125)  # (value * 128 + 127) // 255
+    np.testing.assert_array_equal(image, expected)
+
+
+@pytest.mark.parametrize(
+    ("names", "options", "message"),
+    [
+        (["lava"], {}, r"unknown backgrounds 'lava': the known ones are blue_circle, blue_x, .* water \(or 'all', 'hard'\)"),
+        (["red_x.svg"], {}, r"unknown backgrounds 'red_x.svg'.*red_x.svg is not loaded, red_x is its PNG rendering"),
+        (["water.png"], {}, r"unknown backgrounds 'water.png'"),
+        ([3], {}, r"unknown backgrounds 3"),
+        ([], {}, r"names is empty"),
+        ("", {}, r"names is empty"),
+        (["water"], {"shape": (48,)}, r"shape \(48,\) is invalid"),
+        (["water"], {"shape": (48, 48), "method": "nearest"}, r"resize method 'nearest' is unknown"),
+    ],
+)
+def test_bad_arguments(tmp_path, names, options, message):
+    with pytest.raises(ValueError, match=message):
+        load_backgrounds(names, data_dir=tmp_path, download=False, **options)
+    assert not (tmp_path / "cache").exists()
