@@ -9,7 +9,11 @@ from glyphforge.cache import cache_key
 from glyphforge.datasets.emnist import prepare_emnist
 from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph
 from glyphforge.pipelines.scenes import ScatteredGlyphs
+from PIL import Image
 from support.synthetic_emnist import write_synthetic_emnist
+
+#: The "hard" textures carried in ../shared/data (space.jpg is not: too large).
+CARRIED_TEXTURES = ["circles", "curves", "floor", "gravel", "ice", "water"]
 
 
 def _shard(spec: ScatteredGlyphs, n: int | None = None, seed: int = 0, index: int = 0) -> dict[str, np.ndarray]:
@@ -227,3 +231,57 @@ def test_emnist_glyphs_and_disjoint_glyph_example_ranges(tmp_path):
                     crops.add(crop)
         used.append(crops)
     assert len(used[0]) > 5 and len(used[1]) > 5 and not used[0] & used[1]
+
+
+@pytest.fixture
+def texture_mirror(shared_data, monkeypatch):
+    """Serve the real backgrounds from ../shared/data, offline; return Pillow's RGB decodes by name."""
+    monkeypatch.setenv("GLYPHFORGE_MIRROR", str(shared_data))
+    monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
+
+    def decoded(name: str) -> np.ndarray:
+        [path] = (shared_data / "backgrounds").glob(f"{name}.*[gp]")
+        with Image.open(path) as image:
+            return np.asarray(image.convert("RGB"))
+
+    return decoded
+
+
+def _find_crop(scene: np.ndarray, keep: np.ndarray, textures: dict[str, np.ndarray]) -> tuple[str, int, int] | None:
+    """Where ``scene`` equals a texture crop on the pixels ``keep`` marks, or None."""
+    height, width = scene.shape[:2]
+    ay, ax = np.argwhere(keep)[0]
+    for name, texture in textures.items():
+        anchors = texture[ay : texture.shape[0] - height + 1 + ay, ax : texture.shape[1] - width + 1 + ax]
+        for y, x in zip(*np.nonzero((anchors == scene[ay, ax]).all(-1))):
+            if (texture[y : y + height, x : x + width][keep] == scene[keep]).all():
+                return name, int(y), int(x)
+    return None
+
+
+def test_backgrounds_are_crops_of_the_real_textures(texture_mirror):
+    spec = ScatteredGlyphs(60, glyphs="font", min_glyphs=0, max_glyphs=1, backgrounds=" ".join(CARRIED_TEXTURES))
+    shard = _shard(spec)
+    textures = {name: texture_mirror(name) for name in CARRIED_TEXTURES}
+    found = []
+    for image, boxes, count in zip(shard["images"], shard["boxes"], shard["n_glyphs"]):
+        keep = np.ones((48, 48), bool)
+        if count:  # everything but the glyph's box is the texture crop
+            top, left, bottom, right = boxes[0].astype(int)
+            keep[top:bottom, left:right] = False
+        found.append(_find_crop(image, keep, textures))
+    assert None not in found
+    assert len({name for name, _, _ in found}) == len(CARRIED_TEXTURES) and len(set(found)) == len(found)
+    assert 15 < (shard["n_glyphs"] == 0).sum() < 45
+
+
+def test_textures_smaller_than_the_scene_are_resized_to_it_and_flat_colours_mix_in(texture_mirror):
+    spec = ScatteredGlyphs(40, glyphs="font", image_shape=(120, 110), min_glyphs=0, max_glyphs=1,
+                           backgrounds=["blue_circle"], background_colours=["#123456"])
+    shard = _shard(spec)
+    with_texture = np.asarray(Image.fromarray(texture_mirror("blue_circle")).resize((110, 120), Image.Resampling.BOX))
+    empty = shard["images"][shard["n_glyphs"] == 0]
+    textured = [(image == with_texture).all() for image in empty]
+    flat = [(image == [0x12, 0x34, 0x56]).all() for image in empty]
+    assert all(a != b for a, b in zip(textured, flat))  # each empty scene is exactly one of the two
+    assert 3 < sum(textured) < len(empty) - 3

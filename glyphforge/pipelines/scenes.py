@@ -115,8 +115,8 @@ class ScatteredGlyphs:
         In ``[0, 1]``: the largest area two glyph boxes may share, as a fraction
         of either box's area (0: boxes never intersect).
     backgrounds
-        None, ``"all"``, ``"hard"`` (the textures) or a list of background names
-        (see `glyphforge.background_names`): each texture scene is a random crop of
+        None, ``"all"``, ``"hard"`` (the textures) or background names, a list or
+        one space-separated string (see `glyphforge.background_names`): each texture scene is a random crop of
         a random texture (textures smaller than the scene are resized to it).
     background_colours
         None, or colours (Pillow names, ``"#rrggbb"`` or RGB triples) for flat
@@ -415,7 +415,7 @@ def _colours(name: str, value: Any) -> tuple[tuple[int, int, int], ...]:
 def _background_names(value: Any) -> str | tuple[str, ...] | None:
     if value is None or value in ("all", "hard"):
         return value
-    names = [value] if isinstance(value, str) else list(value)
+    names = value.split() if isinstance(value, str) else list(value)
     if not names or any(not isinstance(name, str) for name in names):
         raise ValueError(f"backgrounds must be None, 'all', 'hard' or a list of background names, got {value!r}")
     return tuple(names)
