@@ -303,32 +303,36 @@ class _Split:
 
 
 def _read_split(zip_path: Path, split: str, progress: bool) -> _Split:
-    """Read and validate the mapping and the four IDX members of ``split``."""
+    """Read and validate the mapping and the four IDX members of ``split`` (test and train in parallel)."""
     classes, first = _read_mapping(zip_path, split), _FIRST_LABEL.get(split, 0)
-    subsets = {}
-    with tqdm(total=4, desc=f"EMNIST {split}: reading {zip_path.name}", unit="file", disable=not progress) as bar:
-        for subset in ("test", "train"):
-            images_name, labels_name = member_name(split, f"{subset}-images"), member_name(split, f"{subset}-labels")
-            with open_member(zip_path, labels_name) as stream:
-                labels = read_labels(stream, f"{labels_name} in {zip_path}")
-            bar.update()
-            with open_member(zip_path, images_name) as stream:
-                images = read_images(stream, f"{images_name} in {zip_path}", dims=NATIVE_SHAPE)
-            bar.update()
-            if len(images) != len(labels):
-                raise EMNISTFormatError(
-                    f"{zip_path}: {images_name} holds {len(images):,} images but {labels_name} holds "
-                    f"{len(labels):,} labels; the archive is corrupt"
-                )
-            outside = np.unique(labels[(labels < first) | (labels >= first + len(classes))])
-            if outside.size:
-                raise EMNISTFormatError(
-                    f"{zip_path}: {labels_name} holds labels {outside.tolist()} that "
-                    f"{member_name(split, 'mapping')} does not define (labels {first}-{first + len(classes) - 1}); "
-                    "the archive is corrupt"
-                )
-            subsets[subset] = _Subset(images, labels.astype(np.intp) - first)
-    return _Split(split, classes, first, subsets["test"], subsets["train"])
+    with tqdm(total=4, desc=f"EMNIST {split}: reading {zip_path.name}", unit="file", disable=not progress) as bar, \
+            ThreadPoolExecutor(2) as pool:
+        test, train = pool.map(lambda subset: _read_subset(zip_path, split, subset, len(classes), bar), ("test", "train"))
+    return _Split(split, classes, first, test, train)
+
+
+def _read_subset(zip_path: Path, split: str, subset: str, n_classes: int, bar: tqdm) -> _Subset:
+    """Read one subset's labels and images, checking they agree with each other and the mapping."""
+    first = _FIRST_LABEL.get(split, 0)
+    images_name, labels_name = member_name(split, f"{subset}-images"), member_name(split, f"{subset}-labels")
+    with open_member(zip_path, labels_name) as stream:
+        labels = read_labels(stream, f"{labels_name} in {zip_path}")
+    bar.update()
+    outside = np.unique(labels[(labels < first) | (labels >= first + n_classes)])
+    if outside.size:
+        raise EMNISTFormatError(
+            f"{zip_path}: {labels_name} holds labels {outside.tolist()} that {member_name(split, 'mapping')} "
+            f"does not define (labels {first}-{first + n_classes - 1}); the archive is corrupt"
+        )
+    with open_member(zip_path, images_name) as stream:
+        images = read_images(stream, f"{images_name} in {zip_path}", dims=NATIVE_SHAPE)
+    bar.update()
+    if len(images) != len(labels):
+        raise EMNISTFormatError(
+            f"{zip_path}: {images_name} holds {len(images):,} images but {labels_name} holds "
+            f"{len(labels):,} labels; the archive is corrupt"
+        )
+    return _Subset(images, labels.astype(np.intp) - first)
 
 
 def _read_mapping(zip_path: Path, split: str) -> str:
@@ -385,15 +389,23 @@ def _write_native(writer: Writer, split: _Split, verified: bool, progress: bool)
 
 
 def _write_resized(writer: Writer, base: Entry, shape: tuple[int, int], progress: bool) -> None:
-    """Write the box resize of every image of every class file of ``base``."""
-    from glyphforge.pipelines.resize import resize  # numba: imported only when resizing
+    """Write the box resize of every image of every class file of ``base``.
 
-    kernel_lock = threading.Lock()  # one resize call at a time: numba's thread pool is shared
+    Worker threads load, resize and write classes; one resize runs at a time, on one
+    numba thread (not every threading layer allows concurrent launches), so the other
+    cores decompress and compress meanwhile.
+    """
+    import numba
+
+    from glyphforge.pipelines.resize import resize  # numba kernels: imported only when resizing
+
+    kernel_lock = threading.Lock()
     records = base.meta["classes"]
 
     def resize_class(index: int) -> int:
         name = records[index]["file"]
         images = _load_class(base, name)
+        numba.set_num_threads(1)  # for this worker thread only
         with kernel_lock:
             small = resize(images, shape, method=RESIZE_METHOD, batch=True)
         writer.write(name, small)

@@ -1,0 +1,274 @@
+"""EMNIST byclass: conversion, 14x14 variant and loading, against the old script's approach.
+
+    python benchmarks/bench_emnist.py [--quick] [--workdir DIR] [--repeats 3]
+
+Builds a full-size synthetic byclass ``gzip.zip`` (697,932 + 116,323 stroke-like images in
+NIST's layout, tests/support/synthetic_emnist.py) once in ``--workdir`` and reuses it, then
+times, each step in a fresh process (so peak RSS is that step's own):
+
+* conversion: ``prepare_emnist(archive=..., verify=False)`` from the local zip;
+* the 14x14 variant from the 28x28 entry (numba's first call, which loads its on-disk
+  cache, is made and reported before timing);
+* ``load_emnist`` of the 10 digit classes and of all 62 classes (median of ``--repeats``).
+
+The old approach is re-implemented straightforwardly (``unzip``/``gunzip`` equivalents
+through zipfile and stdlib gzip, ``array('B')`` + a per-image Python loop to parse,
+boolean masks per class, ``gzip.open`` level 9 + ``dill.dump`` per class; per-image
+scikit-image ``resize(preserve_range=True)`` for 14x14; ``gzip.open`` + ``dill.load`` per
+class, ``np.concatenate`` and a permutation to load), run on a subset and extrapolated by
+image count or bytes; its decompression, concatenation and shuffling are timed at full size.
+``--quick`` uses an archive an eighth of the size and smaller subsets (ratios only).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from array import array
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+FULL = (697_932, 116_323)
+QUICK = (87_242, 14_540)
+GOALS = {"conversion": 20.0, "14x14": 50.0, "load 62": 3.0}
+PEAK_GOAL_MB = 1300
+DIGITS = "0123456789"
+TRAIN_IMAGES = "gzip/emnist-byclass-train-images-idx3-ubyte.gz"
+TRAIN_LABELS = "gzip/emnist-byclass-train-labels-idx1-ubyte.gz"
+TEST_IMAGES = "gzip/emnist-byclass-test-images-idx3-ubyte.gz"
+
+
+def peak_mb() -> float:
+    """This process's peak RSS in MB (VmHWM: unlike ru_maxrss, not inherited from the parent)."""
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1024)
+
+
+# -- new path (children) ---------------------------------------------------------
+def child_convert(archive: Path, data_dir: Path) -> dict:
+    from glyphforge.datasets.emnist import prepare_emnist
+
+    started = time.perf_counter()
+    [entry] = prepare_emnist(archive=archive, verify=False, data_dir=data_dir, progress=False)
+    return {"seconds": time.perf_counter() - started, "peak_mb": peak_mb(), "n_images": entry.meta["n_images"],
+            "bytes": entry.size_bytes}
+
+
+def child_resize(data_dir: Path) -> dict:
+    from glyphforge.datasets.emnist import prepare_emnist
+    from glyphforge.pipelines.resize import resize
+
+    started = time.perf_counter()
+    resize(np.zeros((4, 28, 28), np.uint8), (14, 14), method="box", batch=True)
+    first_call = time.perf_counter() - started
+    started = time.perf_counter()
+    prepare_emnist(shapes=[(14, 14)], data_dir=data_dir, progress=False)
+    return {"seconds": time.perf_counter() - started, "first_call": first_call, "peak_mb": peak_mb()}
+
+
+def child_load(classes: str | None, data_dir: Path, repeats: int) -> dict:
+    from glyphforge.datasets.emnist import load_emnist
+
+    times = []
+    for repeat in range(repeats):
+        started = time.perf_counter()
+        x, y, _ = load_emnist(classes, data_dir=data_dir, seed=repeat, download=False)
+        times.append(time.perf_counter() - started)
+        del x, y
+    return {"seconds": statistics.median(times), "all": times, "peak_mb": peak_mb()}
+
+
+# -- the old approach, on subsets (child) ----------------------------------------------
+def old_parse(raw: bytes) -> np.ndarray:
+    """The old tool's parse: ``array('B')`` and one Python iteration per image."""
+    size, rows, cols = (int.from_bytes(raw[i:i + 4], "big") for i in (4, 8, 12))
+    image_data = array("B", raw[16:])
+    images = np.zeros((size, rows * cols), dtype=np.uint8)
+    for i in range(size):
+        images[i][:] = image_data[i * rows * cols:(i + 1) * rows * cols]
+    return np.array(images, dtype=np.uint8)
+
+
+def old_write(path: Path, images: np.ndarray) -> None:
+    import dill
+
+    with gzip.open(path, "wb") as stream:  # level 9, the gzip module's default
+        dill.dump(images, stream, protocol=dill.HIGHEST_PROTOCOL)
+
+
+def old_read(path: Path) -> np.ndarray:
+    import dill
+
+    with gzip.open(path, "rb") as stream:
+        return dill.load(stream)
+
+
+def child_old(archive: Path, data_dir: Path, subset: int) -> dict:
+    """Time the old approach's parts; return per-image and per-byte rates to extrapolate."""
+    from skimage.transform import resize as skimage_resize
+
+    from glyphforge.datasets.emnist import load_emnist
+
+    scratch = Path(tempfile.mkdtemp(prefix="old-", dir=data_dir))
+    result: dict[str, float] = {}
+    started = time.perf_counter()  # unzip + gunzip of the four byclass members, full size
+    with zipfile.ZipFile(archive) as zf:
+        for name in (TRAIN_IMAGES, TRAIN_LABELS, TEST_IMAGES, TRAIN_LABELS.replace("train", "test")):
+            packed = scratch / Path(name).name
+            packed.write_bytes(zf.read(name))
+            with gzip.open(packed) as stream:
+                packed.with_suffix("").write_bytes(stream.read())
+    result["extract_s"] = time.perf_counter() - started
+    raw = (scratch / Path(TRAIN_IMAGES).name).with_suffix("").read_bytes()
+    labels = np.frombuffer((scratch / Path(TRAIN_LABELS).name).with_suffix("").read_bytes()[8:], np.uint8)[:subset]
+    head = raw[:4] + subset.to_bytes(4, "big") + raw[8:16 + subset * 784]
+    del raw
+    started = time.perf_counter()
+    flat = old_parse(head)
+    result["parse_s_per_image"] = (time.perf_counter() - started) / subset
+    started = time.perf_counter()  # the old grouping: concatenate train and test, moveaxis, one mask per class
+    x = np.moveaxis(np.concatenate((flat[: subset // 2], flat[subset // 2:]), 0).reshape(-1, 28, 28), 1, 2)
+    per_class = [x[labels == label] for label in range(62)]
+    result["group_s_per_image"] = (time.perf_counter() - started) / subset
+    written = sorted(per_class, key=len)[-3:]
+    started = time.perf_counter()
+    for index, images in enumerate(written):
+        old_write(scratch / f"{index}.pklz", images)
+    result["write9_s_per_byte"] = (time.perf_counter() - started) / sum(a.nbytes for a in written)
+    started = time.perf_counter()
+    reread = [old_read(scratch / f"{index}.pklz") for index in range(len(written))]
+    result["read9_s_per_byte"] = (time.perf_counter() - started) / sum(a.nbytes for a in reread)
+    sample = np.concatenate(reread)[: max(1, subset // 16)]
+    started = time.perf_counter()
+    small = np.array([skimage_resize(image, (14, 14), preserve_range=True) for image in sample]).astype("uint8")
+    result["skimage_s_per_image"] = (time.perf_counter() - started) / len(sample)
+    started = time.perf_counter()
+    old_write(scratch / "small.pklz", small)
+    result["write9_small_s_per_byte"] = (time.perf_counter() - started) / small.nbytes
+    result["level9_mb_per_s"] = 1e-6 / result["write9_s_per_byte"]
+    for name, classes in (("digits", DIGITS), ("all", None)):  # the old loader's in-memory part, full size
+        blocks = [load_emnist(c, data_dir=data_dir, seed=0, download=False)[0] for c in (classes or _all_classes())]
+        started = time.perf_counter()
+        x = np.concatenate(blocks, axis=0)
+        y = np.concatenate([np.full((len(b), 1), i) for i, b in enumerate(blocks)])
+        order = np.random.permutation(x.shape[0])
+        x, y = x[order, :], y[order, :]
+        result[f"shuffle_{name}_s"] = time.perf_counter() - started
+        result[f"bytes_{name}"] = x.nbytes
+        del blocks, x, y
+    return result
+
+
+def _all_classes() -> list[str]:
+    from glyphforge.datasets.emnist import emnist_classes
+
+    return emnist_classes("byclass")
+
+
+# -- orchestration -------------------------------------------------------------------
+def run_child(step: str, archive: Path, data_dir: Path, extra: str, repeats: int = 1) -> dict:
+    command = [sys.executable, __file__, "--child", step, "--archive", str(archive), "--data-dir", str(data_dir),
+               "--child-arg", extra, "--repeats", str(repeats)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"the {step} step failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def build_archive(workdir: Path, counts: tuple[int, int]) -> Path:
+    from support.synthetic_emnist import write_synthetic_emnist
+
+    path = workdir / f"gzip-byclass-{counts[0]}-{counts[1]}.zip"
+    if not path.is_file():
+        print(f"writing the synthetic archive {path} (once) ...", flush=True)
+        started = time.perf_counter()
+        partial = path.with_suffix(".partial")
+        write_synthetic_emnist(partial, {"byclass": counts}, keep_arrays=False)
+        partial.rename(path)
+        print(f"  {path.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - started:.0f} s", flush=True)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="an archive 1/8 the size, smaller subsets")
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "glyphforge-bench-emnist")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--archive", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-arg", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        steps = {
+            "convert": lambda: child_convert(args.archive, args.data_dir),
+            "resize": lambda: child_resize(args.data_dir),
+            "load": lambda: child_load(args.child_arg or None, args.data_dir, args.repeats),
+            "old": lambda: child_old(args.archive, args.data_dir, int(args.child_arg)),
+        }
+        print(json.dumps(steps[args.child]()))
+        return
+    report(args)
+
+
+def report(args: argparse.Namespace) -> None:
+    counts = QUICK if args.quick else FULL
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    archive = build_archive(args.workdir, counts)
+    data_dir = Path(tempfile.mkdtemp(prefix="data-", dir=args.workdir))
+    n_images = sum(counts)
+    print(f"EMNIST byclass, {n_images:,} synthetic images{' (QUICK: 1/8 size)' if args.quick else ''}; "
+          f"{os.cpu_count()} cores", flush=True)
+    convert = run_child("convert", archive, data_dir, "")
+    resized = run_child("resize", archive, data_dir, "")
+    loads = {name: run_child("load", archive, data_dir, classes, args.repeats) for name, classes in (("digits", DIGITS), ("all", ""))}
+    old = run_child("old", archive, data_dir, str(10_000 if args.quick else 50_000))
+    raw_bytes = n_images * 784
+    old_convert = (old["extract_s"] + n_images * (old["parse_s_per_image"] + old["group_s_per_image"])
+                   + raw_bytes * old["write9_s_per_byte"])
+    old_resize = (raw_bytes * old["read9_s_per_byte"] + n_images * old["skimage_s_per_image"]
+                  + n_images * 196 * old["write9_small_s_per_byte"])
+    old_load = {name: old[f"bytes_{name}"] * old["read9_s_per_byte"] + old[f"shuffle_{name}_s"] for name in loads}
+    rows = [
+        ("conversion", convert["seconds"], old_convert),
+        ("14x14", resized["seconds"], old_resize),
+        ("load 10", loads["digits"]["seconds"], old_load["digits"]),
+        ("load 62", loads["all"]["seconds"], old_load["all"]),
+    ]
+    print(f"\n{'step':<12}{'new s':>9}{'old s':>9}{'ratio':>8}  goal")
+    for name, new, before in rows:
+        goal = f">= {GOALS[name]:.0f}x {'met' if before / new >= GOALS[name] else 'MISSED'}" if name in GOALS else ""
+        print(f"{name:<12}{new:>9.2f}{before:>9.1f}{before / new:>7.1f}x  {goal}")
+    verdict = "met" if convert["peak_mb"] <= PEAK_GOAL_MB else "MISSED"
+    print(f"\npeak RSS: conversion {convert['peak_mb']:.0f} MB (goal <= {PEAK_GOAL_MB} MB: {verdict}), "
+          f"14x14 {resized['peak_mb']:.0f} MB, load 62 {loads['all']['peak_mb']:.0f} MB")
+    print(f"numba first resize call (on-disk cache load or compile, not timed above): {resized['first_call']:.2f} s")
+    print(f"load runs (s): digits {[round(t, 2) for t in loads['digits']['all']]}, "
+          f"all {[round(t, 2) for t in loads['all']['all']]}")
+    print("old approach, measured parts: "
+          f"unzip+gunzip {old['extract_s']:.1f} s (full), parse {1e6 * old['parse_s_per_image']:.1f} us/image, "
+          f"level-9 writes {old['level9_mb_per_s']:.1f} MB/s, level-9 reads {1e-6 / old['read9_s_per_byte']:.0f} MB/s, "
+          f"scikit-image resize {1 / old['skimage_s_per_image']:,.0f} images/s, "
+          f"concat+shuffle {old['shuffle_all_s']:.2f} s (all, full size)")
+    print(f"cache entries: 28x28 {convert['bytes'] / 1e6:.0f} MB; data dir {data_dir} (delete when done)")
+
+
+if __name__ == "__main__":
+    main()
