@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import time
+from asyncio import CancelledError
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,6 +13,7 @@ from distributed.scheduler import KilledWorker
 
 from glyphforge.session.base import (
     NoWorkersError,
+    Outcome,
     Session,
     SessionError,
     WorkerDiedError,
@@ -97,22 +99,24 @@ class DaskSession(Session):
             for index, item in enumerate(items)
         ]
         index_of = {future.key: index for index, future in enumerate(futures)}
-        pending = as_completed(futures)
+        # with_results: results are fetched in the background, so a worker dying while
+        # holding one (Dask then computes it again) never blocks the loop below.
+        pending = as_completed(futures, with_results=True, raise_errors=False)
         next_check, workerless_since = time.monotonic(), None
         try:
             while not pending.is_empty():
                 batch = pending.next_batch(block=False)
-                for future in batch:
+                for future, result in batch:
                     index = index_of[future.key]
-                    outcome = self._outcome(future, index)
+                    outcome = self._outcome(future, result, index)
                     future.release()
                     yield index, unwrap(index, outcome)
                 now = time.monotonic()
-                if not batch and now >= next_check:
+                if batch:
+                    workerless_since = None
+                elif now >= next_check:
                     next_check = now + _WORKER_CHECK_SECONDS
                     workerless_since = self._check_workers(workerless_since, pending.count())
-                elif batch:
-                    workerless_since = None
                 if not batch:
                     time.sleep(_POLL_SECONDS)
         finally:
@@ -140,14 +144,17 @@ class DaskSession(Session):
         return workerless_since
 
     @staticmethod
-    def _outcome(future: Future, index: int) -> Any:
-        """Return the worker's outcome for a done future, or raise why there is none."""
-        if future.status == "finished":
-            return future.result()
+    def _outcome(future: Future, result: Any, index: int) -> Outcome:
+        """Return the worker's outcome from a fetched ``result``, or raise why there is none.
+
+        Judged by ``result``, not only ``future.status``: a worker that dies after its
+        result was fetched turns the future "lost", yet the result in hand is good.
+        """
+        if isinstance(result, CancelledError):
+            raise SessionError(f"task {index} was cancelled by the Dask cluster (was it shut down?)")
         if future.status == "error":
-            error = future.exception()
+            error = result[1]  # (type, exception, traceback)
             if isinstance(error, KilledWorker):
                 raise WorkerDiedError(index, str(error))
             raise SessionError(f"task {index} failed in the Dask cluster: {error!r}")
-        raise SessionError(f"task {index} was {future.status} by the Dask cluster (was it shut down?)")
-
+        return result

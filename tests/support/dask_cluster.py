@@ -25,9 +25,9 @@ class DaskProcesses:
     workers: list[subprocess.Popen] = field(default_factory=list)
 
 
-def _environment() -> dict[str, str]:
-    # Test specs live in test modules: scheduler and workers must import them by name.
-    env = dict(os.environ)
+def _environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    # Test specs live in tests/support: scheduler and workers must import them by name.
+    env = {**os.environ, **(extra or {})}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS_DIR), env.get("PYTHONPATH")]))
     return env
 
@@ -89,8 +89,13 @@ def _stop(process: subprocess.Popen, timeout: float) -> None:
 
 
 @contextmanager
-def dask_cluster(scratch: Path, n_workers: int = 2, nanny: bool = True) -> Iterator[DaskProcesses]:
+def dask_cluster(
+    scratch: Path, n_workers: int = 2, nanny: bool = True, scheduler_env: dict[str, str] | None = None
+) -> Iterator[DaskProcesses]:
     """Run ``dask scheduler`` plus ``n_workers`` ``dask worker`` processes on free ports.
+
+    ``scheduler_env`` adds environment variables for the scheduler (Dask reads its
+    config from ``DASK_*`` variables, e.g. ``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES``).
 
     Teardown stops the scheduler first (workers then exit quickly), then each worker,
     with SIGKILL of the process group on timeout.
@@ -101,7 +106,7 @@ def dask_cluster(scratch: Path, n_workers: int = 2, nanny: bool = True) -> Itera
     scheduler = subprocess.Popen(
         [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address",
          "127.0.0.1:0", "--scheduler-file", str(scheduler_file)],
-        env=_environment(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env=_environment(scheduler_env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     log.close()
     cluster = DaskProcesses(address="", scheduler=scheduler)
