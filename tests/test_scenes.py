@@ -7,6 +7,7 @@ import pytest
 import glyphforge
 from glyphforge.cache import cache_key
 from glyphforge.datasets.emnist import prepare_emnist
+from glyphforge.datasets.omniglot import load_omniglot
 from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph
 from glyphforge.pipelines.scenes import ScatteredGlyphs
 from PIL import Image
@@ -231,6 +232,28 @@ def test_emnist_glyphs_and_disjoint_glyph_example_ranges(tmp_path):
                     crops.add(crop)
         used.append(crops)
     assert len(used[0]) > 5 and len(used[1]) > 5 and not used[0] & used[1]
+
+
+def test_omniglot_glyphs_use_only_the_drawers_of_glyph_example_range(shared_data, monkeypatch):
+    monkeypatch.setenv("GLYPHFORGE_MIRROR", str(shared_data))  # serves omniglot/images_background_small1.zip
+    monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
+    classes = ["Balinese,2", "Balinese,1"]
+    for drawers, example_range in [(range(0, 10), (0, 0.5)), (range(10, 20), (0.5, 1))]:
+        spec = ScatteredGlyphs(30, glyphs="omniglot", characters=classes, omniglot_sets=("small1",),
+                               glyph_shape=(105, 105), image_shape=(112, 112), max_glyphs=1,
+                               glyph_example_range=example_range)
+        assert spec.class_names() == ("Balinese,1", "Balinese,2")
+        inks: dict[str, set[bytes]] = {name: set() for name in classes}
+        for drawer in range(20):
+            images, labels, class_map = load_omniglot(classes, sets=("small1",), indices=[drawer], seed=0)
+            for image, label in zip(images, labels):
+                inks[next(name for name, value in class_map.items() if value == label)].add((drawer, _ink(image)))
+        shard = _shard(spec)
+        for image, (top, left, bottom, right), name in zip(shard["images"], shard["boxes"][:, 0].astype(int),
+                                                           shard["label_names"][:, 0]):
+            crop = image[top:bottom, left:right, 0].tobytes()
+            matching = {drawer for drawer, ink in inks[name] if ink == crop}
+            assert matching and matching <= set(drawers)
 
 
 @pytest.fixture
