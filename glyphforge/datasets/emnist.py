@@ -177,7 +177,9 @@ def _check_example_range(example_range: tuple[float, float] | None) -> tuple[flo
     except (TypeError, ValueError):
         low, high = 1.0, 0.0
     if not 0.0 <= low < high <= 1.0:
-        raise ValueError(f"example_range {example_range!r} is invalid: give (a, b) with 0 <= a < b <= 1, e.g. (0.0, 0.9)")
+        raise ValueError(
+            f"example_range {example_range!r} is invalid: give (a, b) with 0 <= a < b <= 1, e.g. (0.0, 0.9)"
+        )
     return low, high
 
 
@@ -237,32 +239,37 @@ def prepare_emnist(
         When the archive is truncated or corrupt (nothing is cached).
     """
     _check_split(split)
-    wanted = list(dict.fromkeys(_check_shape(shape) for shape in shapes))
+    wanted = [shape for shape in dict.fromkeys(_check_shape(shape) for shape in shapes) if shape != NATIVE_SHAPE]
     store = CacheStore.for_data_dir(data_dir)
     base = store.get(KIND, _params(split, NATIVE_SHAPE))
     if base is None:
-        zip_path = _archive_path(archive, verify, data_dir, mirrors, progress)
-        parsed = _read_split(zip_path, split, progress)
-        base = store.get_or_create(
-            KIND, _params(split, NATIVE_SHAPE), lambda writer: _write_native(writer, parsed, verify, progress)
+        base = _convert(store, split, *_archive_path(archive, verify, data_dir, mirrors, progress), progress)
+    variants = [
+        store.get_or_create(
+            KIND, _params(split, shape), lambda writer, shape=shape: _write_resized(writer, base, shape, progress)
         )
-    entries = [base]
-    for shape in wanted:
-        if shape != NATIVE_SHAPE:
-            entries.append(
-                store.get_or_create(KIND, _params(split, shape), lambda writer, shape=shape: _write_resized(writer, base, shape, progress))
-            )
-    return entries
+        for shape in wanted
+    ]
+    return [base, *variants]
+
+
+def _convert(store: CacheStore, split: str, zip_path: Path, verified: bool, progress: bool) -> Entry:
+    """Read ``split`` from the archive (validating everything) and write its 28x28 entry."""
+    parsed = _read_split(zip_path, split, progress)  # before the cache is touched: errors leave no trace
+    return store.get_or_create(
+        KIND, _params(split, NATIVE_SHAPE), lambda writer: _write_native(writer, parsed, verified, progress)
+    )
 
 
 def _archive_path(
     archive: PathLike | None, verify: bool, data_dir: PathLike | None, mirrors: Sequence[str] | None, progress: bool
-) -> Path:
+) -> tuple[Path, bool]:
+    """Return the archive to convert, and whether its md5 was checked."""
     if archive is None:
         placed = config.raw_dir(EMNIST_ZIP.dataset, data_dir) / EMNIST_ZIP.filename
         if not verify and placed.is_file():
-            return placed
-        return fetch(EMNIST_ZIP, placed.parent, mirrors=mirrors or (), progress=progress)
+            return placed, False
+        return fetch(EMNIST_ZIP, placed.parent, mirrors=mirrors or (), progress=progress), True
     path = Path(archive)
     if not path.is_file():
         raise FileNotFoundError(f"archive {path} does not exist: give the path of a copy of NIST's gzip.zip")
@@ -278,7 +285,7 @@ def _archive_path(
                 target=path,
                 attempts=(Attempt(str(path), "md5 mismatch", actual_hash=actual, actual_size=size),),
             )
-    return path
+    return path, verify
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,7 +314,7 @@ def _read_split(zip_path: Path, split: str, progress: bool) -> _Split:
     classes, first = _read_mapping(zip_path, split), _FIRST_LABEL.get(split, 0)
     with tqdm(total=4, desc=f"EMNIST {split}: reading {zip_path.name}", unit="file", disable=not progress) as bar, \
             ThreadPoolExecutor(2) as pool:
-        test, train = pool.map(lambda subset: _read_subset(zip_path, split, subset, len(classes), bar), ("test", "train"))
+        test, train = pool.map(lambda part: _read_subset(zip_path, split, part, len(classes), bar), ("test", "train"))
     return _Split(split, classes, first, test, train)
 
 
@@ -431,7 +438,8 @@ def _load_class(entry: Entry, name: str) -> np.ndarray:
 
 def _run_per_class(task: Callable[[int], int], n_classes: int, n_images: int, label: str, progress: bool) -> None:
     """Run ``task(class_index) -> n_images_done`` for every class on a few threads, with a bar."""
-    with ThreadPoolExecutor(_WORKERS) as pool, tqdm(total=n_images, desc=label, unit="img", disable=not progress) as bar:
+    bar = tqdm(total=n_images, desc=label, unit="img", disable=not progress)
+    with ThreadPoolExecutor(_WORKERS) as pool, bar:
         for done in pool.map(task, range(n_classes)):
             bar.update(done)
 
@@ -450,7 +458,7 @@ def _entry(
             f"EMNIST {split} is not prepared in {store.root}: run prepare_emnist(split={split!r}) or "
             f"`prepare-data emnist --split {split}`, or pass download=True"
         )
-    return prepare_emnist(split=split, shapes=[shape], data_dir=data_dir, mirrors=mirrors, progress=False)[-1]
+    return prepare_emnist(split=split, shapes=[shape], data_dir=data_dir, mirrors=mirrors)[-1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -473,7 +481,12 @@ def _check_subset(subset: str) -> str:
 
 
 def _select(
-    entry: Entry, names: list[str], subset: str, example_range: tuple[float, float] | None, balance: bool, include_blank: bool
+    entry: Entry,
+    names: list[str],
+    subset: str,
+    example_range: tuple[float, float] | None,
+    balance: bool,
+    include_blank: bool,
 ) -> list[_Block]:
     """Decide which images of each class to take (without reading any class file)."""
     records = {record["char"]: record for record in entry.meta["classes"]}
