@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
+from support.http_server import http_server  # noqa: F401 (fixture)
 
 from glyphforge.cache import CacheStore
 from glyphforge.datasets.backgrounds import (
@@ -116,7 +116,8 @@ def test_a_subset_grows_into_one_entry(shared_data, tmp_path):
 
 def test_missing_file_fails_clearly_and_keeps_the_entry(shared_data, prepared, monkeypatch):
     monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
-    with pytest.raises(DownloadError, match=r"(?s)could not get backgrounds/space\.jpg.*place the file at:\n.*raw/backgrounds/space\.jpg"):
+    where = r"(?s)could not get backgrounds/space\.jpg.*place the file at:\n.*raw/backgrounds/space\.jpg"
+    with pytest.raises(DownloadError, match=where):
         load_backgrounds("hard", data_dir=prepared, mirrors=shared_data.as_uri())
     with pytest.raises(FileNotFoundError, match=r"backgrounds \['space'\] are not prepared.*prepare_backgrounds"):
         load_backgrounds("all", data_dir=prepared, download=False)
@@ -143,7 +144,8 @@ def test_png_transparency_is_composited_on_black(tmp_path):
 @pytest.mark.parametrize(
     ("names", "options", "message"),
     [
-        (["lava"], {}, r"unknown backgrounds 'lava': the known ones are blue_circle, blue_x, .* water \(or 'all', 'hard'\)"),
+        (["lava"], {}, r"unknown backgrounds 'lava': the known ones are blue_circle, blue_x, .* water "
+                       r"\(or 'all', 'hard'\)"),
         (["red_x.svg"], {}, r"unknown backgrounds 'red_x.svg'.*red_x.svg is not loaded, red_x is its PNG rendering"),
         (["water.png"], {}, r"unknown backgrounds 'water.png'"),
         ([3], {}, r"unknown backgrounds 3"),

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
+from support.http_server import http_server  # noqa: F401 (fixture)
 
 from glyphforge.cache import CacheStore
 from glyphforge.datasets.omniglot import (
@@ -65,7 +65,8 @@ def test_registry_pins_the_real_zips(shared_data):
         assert resource.hash.startswith("sha256:")
         assert check_hash(zip_of(shared_data, set_name), resource.hash)[0]
         assert zip_of(shared_data, set_name).stat().st_size == resource.size
-        assert resource.url == f"https://raw.githubusercontent.com/brendenlake/omniglot/master/python/{resource.filename}"
+        base = "https://raw.githubusercontent.com/brendenlake/omniglot/master/python/"
+        assert resource.url == base + resource.filename
     assert RESOURCES["background"].hash == "md5:68d2efa1b9178cc56df9314c21c6e718"
     assert RESOURCES["evaluation"].hash == "md5:6b91aef0f799c5bb55b94e3f2daec811"
 
@@ -299,7 +300,9 @@ def test_bad_episode_arguments(prepared, arguments, options, message):
 
 
 # -- bad archives never leave a cache entry ---------------------------------------------------
-def rewrite_zip(source: Path, target: Path, *, drop: str | None = None, replace: dict[str, bytes] | None = None) -> Path:
+def rewrite_zip(
+    source: Path, target: Path, *, drop: str | None = None, replace: dict[str, bytes] | None = None
+) -> Path:
     """Copy the real zip member by member, dropping or replacing some members."""
     with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
         for info in old.infolist():

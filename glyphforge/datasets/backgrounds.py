@@ -26,7 +26,15 @@ from typing import Any
 import numpy as np
 
 from glyphforge.cache import CacheStore, Entry
-from glyphforge.datasets._prepare import PathLike, check_method, check_shape, check_shapes, resized, unknown, upstream_file
+from glyphforge.datasets._prepare import (
+    PathLike,
+    check_method,
+    check_shape,
+    check_shapes,
+    resized,
+    unknown,
+    upstream_file,
+)
 from glyphforge.pipelines.decode import decode_image
 from glyphforge.pipelines.download import Resource
 

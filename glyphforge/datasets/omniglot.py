@@ -3,7 +3,7 @@
 Sets
 ----
 ``background`` (30 alphabets, 964 characters), ``evaluation`` (20 alphabets, 659
-characters), ``small1`` and ``small2`` (5 alphabets each, subsets of ``background``).
+characters), ``small1`` and ``small2`` (smaller training sets, 5 alphabets each).
 Every character has 20 drawings, one per drawer, as 105x105 PNGs in
 ``<set folder>/<alphabet>/characterNN/<id>_<drawer>.png``.
 
@@ -23,7 +23,7 @@ Class names
 -----------
 A class is ``"<alphabet>,<character number>"`` (``"Latin,3"``; numbers start at 1).
 Sets that share an alphabet (``small1`` and ``small2`` both hold ``Greek`` and
-``Latin``, and both are part of ``background``) are never merged: when the selected
+``Latin``, with the same drawings, and so does ``background``) are never merged: when the selected
 sets share an alphabet, each of its classes is qualified by its set,
 ``"small1/Latin,3"`` and ``"small2/Latin,3"``, and the bare ``"Latin,3"`` is refused as
 ambiguous. Alphabets found in one selected set keep the bare form (the qualified form
@@ -32,11 +32,7 @@ is accepted too and means the same class).
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
-import os
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +40,14 @@ import numpy as np
 from tqdm import tqdm
 
 from glyphforge.cache import CacheStore, Entry, Writer
+from glyphforge.datasets._omniglot_archive import (
+    N_DRAWERS,
+    NATIVE_SHAPE,
+    PARALLEL_MIN_IMAGES,
+    OmniglotFormatError,
+    convert_set,
+)
+from glyphforge.datasets._omniglot_catalog import Catalog, check_indices
 from glyphforge.datasets._prepare import (
     PathLike,
     check_method,
@@ -53,20 +57,18 @@ from glyphforge.datasets._prepare import (
     unknown,
     upstream_file,
 )
-from glyphforge.pipelines.archive import iter_members, list_members
-from glyphforge.pipelines.decode import decode_image
 from glyphforge.pipelines.download import Resource
 
+__all__ = [
+    "BLANK", "DEFAULT_METHOD", "DEFAULT_SETS", "KIND", "N_DRAWERS", "NATIVE_SHAPE", "PARALLEL_MIN_IMAGES",
+    "RESOURCES", "SETS", "Episode", "OmniglotFormatError", "load_omniglot", "omniglot_classes",
+    "omniglot_episodes", "prepare_omniglot",
+]
+
 KIND = "omniglot"
-NATIVE_SHAPE = (105, 105)
-N_DRAWERS = 20
 DEFAULT_SETS = ("background", "evaluation")
 DEFAULT_METHOD = "area"
 BLANK = " "
-#: Sets with at least this many images are decoded in worker processes by default.
-PARALLEL_MIN_IMAGES = 10_000
-#: Threads that read alphabet files during a load (gzip and copies release the GIL).
-_LOAD_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 _BASE_URL = "https://raw.githubusercontent.com/brendenlake/omniglot/master/python/"
 
@@ -92,12 +94,6 @@ RESOURCES: dict[str, Resource] = {
 }
 SETS = tuple(RESOURCES)
 
-_CLASS = re.compile(r"^(?:(?P<set>[^/,]+)/)?(?P<alphabet>[^/,]+),(?P<number>\d+)$")
-
-
-class OmniglotFormatError(ValueError):
-    """A zip does not have Omniglot's layout; the message names the archive and the member."""
-
 
 # -- argument checks -----------------------------------------------------------------
 def _check_sets(sets: str | Iterable[str]) -> tuple[str, ...]:
@@ -110,104 +106,6 @@ def _check_sets(sets: str | Iterable[str]) -> tuple[str, ...]:
     return names
 
 
-def _check_indices(indices: Iterable[int] | None) -> np.ndarray:
-    if indices is None:
-        return np.arange(N_DRAWERS)
-    values = list(indices)
-    if any(isinstance(value, bool) or not isinstance(value, (int, np.integer)) for value in values):
-        raise ValueError(f"indices {values!r} must be drawer numbers: integers from 0 to {N_DRAWERS - 1}")
-    outside = sorted({int(value) for value in values if not 0 <= value < N_DRAWERS})
-    if outside:
-        raise ValueError(
-            f"drawer indices {outside} are outside 0-{N_DRAWERS - 1}: every Omniglot character has "
-            f"{N_DRAWERS} drawings, indexed 0 to {N_DRAWERS - 1}"
-        )
-    if not values:
-        raise ValueError(f"indices is empty: give drawer numbers from 0 to {N_DRAWERS - 1}, or None for all")
-    return np.array(values, dtype=np.intp)
-
-
-# -- reading an archive ----------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class _Alphabet:
-    """The members of one alphabet: ``members[c][d]`` is character ``c``'s drawer ``d``."""
-
-    name: str
-    characters: list[str]
-    ids: list[str]
-    members: list[list[str]]
-
-    @property
-    def file(self) -> str:
-        return f"{self.name}.pklz"
-
-
-def _layout(zip_path: Path, folder: str) -> list[_Alphabet]:
-    """Group the PNG members of ``zip_path`` by alphabet and character, checking Omniglot's layout."""
-    pattern = re.compile(rf"^{re.escape(folder)}/([^/.][^/]*)/(character(\d+))/(\d+)_(\d+)\.png$")
-    found: dict[str, dict[int, dict[int, tuple[str, str]]]] = {}
-    for member in list_members(zip_path):
-        if not member.startswith(f"{folder}/"):
-            continue
-        match = pattern.match(member)
-        if match is None:
-            if member.endswith(".png"):
-                raise OmniglotFormatError(
-                    f"{zip_path}: member {member!r} is not '{folder}/<alphabet>/characterNN/<id>_<drawer>.png'; "
-                    "the archive is not an Omniglot image set"
-                )
-            continue
-        alphabet, _, number, character_id, drawer = match.groups()
-        drawers = found.setdefault(alphabet, {}).setdefault(int(number), {})
-        drawers[int(drawer)] = (character_id, member)
-    if not found:
-        raise OmniglotFormatError(
-            f"{zip_path} holds no images under {folder}/: it is not the Omniglot zip it should be "
-            "(delete it and download it again)"
-        )
-    return [_alphabet(zip_path, name, found[name]) for name in sorted(found)]
-
-
-def _alphabet(zip_path: Path, name: str, characters: dict[int, dict[int, tuple[str, str]]]) -> _Alphabet:
-    numbers = sorted(characters)
-    if numbers != list(range(1, len(numbers) + 1)):
-        raise OmniglotFormatError(
-            f"{zip_path}: alphabet {name} has characters {numbers}, expected character01 to character{len(numbers):02d}"
-        )
-    ids, members, names = [], [], []
-    for number in numbers:
-        drawers = characters[number]
-        character_ids = {character_id for character_id, _ in drawers.values()}
-        if sorted(drawers) != list(range(1, N_DRAWERS + 1)) or len(character_ids) != 1:
-            raise OmniglotFormatError(
-                f"{zip_path}: {name}/character{number:02d} has drawers {sorted(drawers)} and ids "
-                f"{sorted(character_ids)}; expected drawers 1-{N_DRAWERS} of one character id"
-            )
-        ids.append(character_ids.pop())
-        members.append([drawers[drawer][1] for drawer in range(1, N_DRAWERS + 1)])
-        names.append(f"character{number:02d}")
-    return _Alphabet(name, names, ids, members)
-
-
-def _convert_alphabet(writer: Writer, zip_path: Path, alphabet: _Alphabet) -> int:
-    """Decode one alphabet's PNGs to white-on-black and write its array; return the image count.
-
-    Runs in worker processes for the large sets, so it takes and returns only picklable values.
-    """
-    flat = [member for character in alphabet.members for member in character]
-    images = np.empty((len(flat), *NATIVE_SHAPE), np.uint8)
-    for index, (member, data) in enumerate(iter_members(zip_path, flat)):
-        image = decode_image(data, channels=1, name=f"{member} in {zip_path}")
-        if image.shape != NATIVE_SHAPE:
-            raise OmniglotFormatError(
-                f"{zip_path}: {member} is {image.shape[1]}x{image.shape[0]} pixels, Omniglot images are "
-                f"{NATIVE_SHAPE[1]}x{NATIVE_SHAPE[0]}; the archive is not Omniglot's"
-            )
-        np.subtract(255, image, out=images[index])  # black strokes on white -> white on black
-    writer.write(alphabet.file, images.reshape(len(alphabet.members), N_DRAWERS, *NATIVE_SHAPE))
-    return len(flat)
-
-
 # -- prepare ------------------------------------------------------------------------------
 def _params(set_name: str, shape: tuple[int, int], method: str) -> dict[str, Any]:
     params: dict[str, Any] = {"set": set_name, "shape": list(shape), "source": RESOURCES[set_name].hash}
@@ -216,42 +114,21 @@ def _params(set_name: str, shape: tuple[int, int], method: str) -> dict[str, Any
     return params
 
 
-def _worker_count(workers: int | None, n_images: int, n_alphabets: int) -> int:
-    if workers is None:
-        workers = (os.cpu_count() or 1) if n_images >= PARALLEL_MIN_IMAGES else 1
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers {workers!r} is invalid: give a positive number of processes, or None")
-    return min(workers, n_alphabets)
-
-
 def _write_native(
     writer: Writer, set_name: str, zip_path: Path, workers: int | None, verified: bool, progress: bool
 ) -> None:
-    """Convert every alphabet of ``zip_path`` into ``writer`` (in worker processes when asked or large)."""
-    alphabets = _layout(zip_path, Path(RESOURCES[set_name].filename).stem)
-    n_images = sum(len(alphabet.members) for alphabet in alphabets) * N_DRAWERS
-    n_workers = _worker_count(workers, n_images, len(alphabets))
+    """Convert every alphabet of ``zip_path`` into ``writer`` and describe them in its meta."""
+    folder = Path(RESOURCES[set_name].filename).stem
     label = f"Omniglot {set_name}: decoding {zip_path.name}"
-    with tqdm(total=n_images, desc=label, unit="img", disable=not progress) as bar:
-        if n_workers == 1:
-            for alphabet in alphabets:
-                bar.update(_convert_alphabet(writer, zip_path, alphabet))
-        else:
-            context = multiprocessing.get_context("spawn")  # no fork of a process running numba/dask threads
-            with ProcessPoolExecutor(n_workers, mp_context=context) as pool:
-                jobs = [pool.submit(_convert_alphabet, writer, zip_path, alphabet) for alphabet in alphabets]
-                for job in jobs:
-                    bar.update(job.result())
+    alphabets = convert_set(writer, zip_path, folder, workers=workers, label=label, progress=progress)
+    n_characters = sum(len(alphabet.characters) for alphabet in alphabets)
     writer.meta.update(
         set=set_name,
         shape=list(NATIVE_SHAPE),
-        n_characters=sum(len(alphabet.characters) for alphabet in alphabets),
-        n_images=n_images,
+        n_characters=n_characters,
+        n_images=n_characters * N_DRAWERS,
         verified_archive=verified,
-        alphabets=[
-            {"name": alphabet.name, "file": alphabet.file, "characters": alphabet.characters, "ids": alphabet.ids}
-            for alphabet in alphabets
-        ],
+        alphabets=[alphabet.record() for alphabet in alphabets],
     )
 
 
@@ -365,130 +242,20 @@ def _entries(
     store = CacheStore.for_data_dir(data_dir)
     entries = {name: store.get(KIND, _params(name, shape, method)) for name in sets}
     missing = [name for name, entry in entries.items() if entry is None]
-    if missing and not download:
+    if missing:
         absent = [name for name in missing if store.get(KIND, _params(name, NATIVE_SHAPE, method)) is None]
-        if absent:
+        if absent and not download:
             raise FileNotFoundError(
                 f"Omniglot sets {absent} are not prepared in {store.root}: run "
                 f"prepare_omniglot(sets={absent!r}) or `prepare-data omniglot --omniglot-sets {' '.join(absent)}`, "
                 "or pass download=True"
             )
-    if missing:
         prepared = prepare_omniglot(
             sets=missing, shapes=[shape], method=method, data_dir=data_dir, mirrors=mirrors, progress=False
         )
-        entries.update(zip(missing, prepared[1::2] if shape != NATIVE_SHAPE else prepared))
-    return {name: entry for name, entry in entries.items() if entry is not None}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Class:
-    """One character of one set: ``name`` is its class name among the selected sets."""
-
-    name: str
-    set: str
-    alphabet: str
-    file: str
-    index: int  # 0-based character index in the alphabet's array
-
-
-class _Catalog:
-    """The alphabets of the selected sets, and the class naming rule (see the module docstring)."""
-
-    def __init__(self, entries: Mapping[str, Entry]) -> None:
-        self.entries = dict(entries)
-        self.records = {
-            name: {record["name"]: record for record in entry.meta["alphabets"]} for name, entry in entries.items()
-        }
-        homes: dict[str, list[str]] = {}
-        for set_name, alphabets in self.records.items():
-            for alphabet in alphabets:
-                homes.setdefault(alphabet, []).append(set_name)
-        self.homes = homes
-        self.shape: tuple[int, int] = tuple(next(iter(entries.values())).meta["shape"])
-
-    def class_name(self, set_name: str, alphabet: str, number: int) -> str:
-        prefix = f"{set_name}/" if len(self.homes[alphabet]) > 1 else ""
-        return f"{prefix}{alphabet},{number}"
-
-    def all_classes(self) -> list[_Class]:
-        return [
-            self._make(set_name, record, index)
-            for set_name, alphabets in self.records.items()
-            for record in alphabets.values()
-            for index in range(len(record["characters"]))
-        ]
-
-    def _make(self, set_name: str, record: dict[str, Any], index: int) -> _Class:
-        name = self.class_name(set_name, record["name"], index + 1)
-        return _Class(name, set_name, record["name"], record["file"], index)
-
-    def resolve(self, spec: Any) -> _Class:
-        """Return the class ``spec`` names (``"Latin,3"`` or ``"small1/Latin,3"``), or raise a ValueError."""
-        match = _CLASS.match(spec.strip()) if isinstance(spec, str) else None
-        if match is None:
-            raise ValueError(
-                f"class {spec!r} is not understood: write '<alphabet>,<character number>' such as 'Latin,3' "
-                "(or '<set>/<alphabet>,<number>' such as 'small1/Latin,3'); see omniglot_classes()"
-            )
-        set_name, alphabet, number = match["set"], match["alphabet"], int(match["number"])
-        homes = self.homes.get(alphabet)
-        if homes is None:
-            hint = f" in sets {', '.join(self.records)} (class {spec!r})"
-            raise unknown("Omniglot alphabet", [alphabet], self.homes, hint=hint)
-        if set_name is None:
-            if len(homes) > 1:
-                options = " or ".join(repr(f"{home}/{alphabet},{number}") for home in homes)
-                raise ValueError(
-                    f"class {spec!r} is ambiguous: alphabet {alphabet} is in sets {', '.join(homes)}, which "
-                    f"are never merged; write {options}"
-                )
-            set_name = homes[0]
-        elif set_name not in homes:
-            raise ValueError(
-                f"class {spec!r} names set {set_name!r}, but alphabet {alphabet} is in the selected sets "
-                f"{', '.join(homes)} only; pass sets=... including {set_name!r} or change the prefix"
-            )
-        record = self.records[set_name][alphabet]
-        count = len(record["characters"])
-        if not 1 <= number <= count:
-            raise ValueError(
-                f"class {spec!r}: {alphabet} in set {set_name} has characters 1 to {count}; "
-                f"character {number} does not exist"
-            )
-        return self._make(set_name, record, number - 1)
-
-    def select(self, classes: Iterable[str] | None) -> list[_Class]:
-        """Resolve ``classes`` (None: all), drop repeats and sort by class name."""
-        if classes is None:
-            chosen = self.all_classes()
-        else:
-            specs = [classes] if isinstance(classes, str) else list(classes)
-            if not specs:
-                raise ValueError("classes is empty: give at least one class such as 'Latin,3', or None for all")
-            chosen = [self.resolve(spec) for spec in specs]
-        return sorted({item.name: item for item in chosen}.values(), key=lambda item: item.name)
-
-    def fill(self, chosen: Sequence[_Class], indices: np.ndarray, out: np.ndarray, where: np.ndarray) -> None:
-        """Copy drawer ``indices[j]`` of class ``chosen[i]`` to ``out[where[i, j]]``, reading each alphabet once."""
-        by_file: dict[tuple[str, str], list[int]] = {}
-        for position, item in enumerate(chosen):
-            by_file.setdefault((item.set, item.file), []).append(position)
-
-        def copy(key: tuple[str, str]) -> None:
-            positions = by_file[key]
-            images = self.entries[key[0]].load(key[1])
-            rows = np.array([chosen[position].index for position in positions])
-            out[where[positions].ravel()] = images[rows[:, None], indices[None, :]].reshape(-1, *out.shape[1:])
-
-        with ThreadPoolExecutor(_LOAD_THREADS) as pool:
-            list(pool.map(copy, by_file))
-
-    def stack(self, chosen: Sequence[_Class], indices: np.ndarray) -> np.ndarray:
-        """Return uint8 ``(len(chosen), len(indices), H, W)``: each class's drawers ``indices``."""
-        out = np.empty((len(chosen) * len(indices), *self.shape), np.uint8)
-        self.fill(chosen, indices, out, np.arange(len(out)).reshape(len(chosen), len(indices)))
-        return out.reshape(len(chosen), len(indices), *self.shape)
+        per_set = 1 if shape == NATIVE_SHAPE else 2  # the 105x105 entry, then the resized one
+        entries.update(zip(missing, prepared[per_set - 1::per_set]))
+    return entries  # type: ignore[return-value]  # every set has its entry now
 
 
 def _catalog(
@@ -498,11 +265,11 @@ def _catalog(
     data_dir: PathLike | None,
     download: bool,
     mirrors: Sequence[str] | str | None,
-) -> _Catalog:
+) -> Catalog:
     names = _check_sets(sets)
     shape = NATIVE_SHAPE if shape is None else check_shape(shape)
     check_method(method)
-    return _Catalog(_entries(names, shape, method, data_dir, download, mirrors))
+    return Catalog(_entries(names, shape, method, data_dir, download, mirrors))
 
 
 def omniglot_classes(
@@ -572,7 +339,7 @@ def load_omniglot(
     class_map : dict
         Each class name to its label: labels follow the sorted class names, then ``' '``.
     """
-    drawers = _check_indices(indices)
+    drawers = check_indices(indices)
     catalog = _catalog(sets, shape, method, data_dir, download, mirrors)
     chosen = catalog.select(classes)
     n_labels, per_class = len(chosen) + include_blank, len(drawers)
@@ -653,7 +420,7 @@ def omniglot_episodes(
             raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
     if n_episodes is not None and (not isinstance(n_episodes, (int, np.integer)) or n_episodes < 0):
         raise ValueError(f"n_episodes must be a non-negative integer or None, got {n_episodes!r}")
-    drawers = _check_indices(indices)
+    drawers = check_indices(indices)
     if k_shot + n_query > len(drawers):
         raise ValueError(
             f"k_shot + n_query = {k_shot + n_query} drawings per class, but only {len(drawers)} drawers "
