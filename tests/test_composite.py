@@ -6,7 +6,7 @@ import pytest
 
 from glyphforge.pipelines.composite import composite, ink_boxes, place_glyphs
 
-NO_TEXTURES = (np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+NO_TEXTURES = (np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 def _glyph_batch(shapes_and_pixels):
@@ -86,7 +86,8 @@ def test_placement_is_deterministic_given_the_generator():
 
 def _composite(n, size, glyphs, heights, widths, starts, counts, positions, colours, background, crop, flat, textures):
     out = np.full((n, *size, 3), 77, np.uint8)  # garbage that must all be overwritten
-    composite(out, glyphs, heights, widths, starts, counts, positions, colours, background, crop, flat, *textures)
+    ink = ink_boxes(glyphs, heights, widths)
+    composite(out, glyphs, starts, counts, ink, positions, colours, background, crop, flat, *textures)
     return out
 
 
@@ -110,7 +111,7 @@ def test_alpha_blend_of_coloured_glyphs_over_a_texture_crop_and_flat_colour():
     texture = np.random.default_rng(4).integers(0, 256, (9, 12, 3)).astype(np.uint8)
     other = np.full((5, 5, 3), 9, np.uint8)
     flat_textures = np.concatenate([other.ravel(), texture.ravel()])
-    textures = (flat_textures, np.array([0, other.size], np.int64), np.array([5, 9], np.int64), np.array([5, 12], np.int64))
+    textures = (flat_textures, np.array([0, other.size], np.int64), np.array([5, 12], np.int64))
     glyphs, heights, widths = _glyph_batch([(2, 2, [(0, 0, 255), (0, 1, 128), (1, 1, 1)]), (1, 1, [(0, 0, 100)])])
     colour = np.array([[200, 10, 0], [0, 255, 40]], np.uint8)
     out = _composite(

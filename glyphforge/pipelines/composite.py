@@ -134,10 +134,9 @@ def place_glyphs(
 def composite(
     out: np.ndarray,
     glyphs: np.ndarray,
-    heights: np.ndarray,
-    widths: np.ndarray,
     starts: np.ndarray,
     counts: np.ndarray,
+    ink: np.ndarray,
     positions: np.ndarray,
     colours: np.ndarray,
     background: np.ndarray,
@@ -145,7 +144,6 @@ def composite(
     flat_colours: np.ndarray,
     textures: np.ndarray,
     tex_offsets: np.ndarray,
-    tex_heights: np.ndarray,
     tex_widths: np.ndarray,
 ) -> None:
     """Paint every scene of ``out`` in place: background, then its glyphs in order.
@@ -159,8 +157,11 @@ def composite(
     ----------
     out
         uint8 ``(N, H, W, 3)``, overwritten.
-    glyphs, heights, widths, starts, counts
+    glyphs, starts, counts
         The glyphs and which scene owns them (module docstring).
+    ink
+        int64 ``(M, 4)``: each glyph's ink box (`ink_boxes`); only its pixels are
+        blended (the rest of a glyph is zero, or padding).
     positions
         int64 ``(M, 2)``: ``(top, left)`` of each glyph (`place_glyphs`); the parts
         outside the scene are clipped.
@@ -172,30 +173,30 @@ def composite(
         int64 ``(N, 2)``: ``(top, left)`` of each scene's crop of its texture.
     flat_colours
         uint8 ``(N, 3)``: each flat-coloured scene's RGB colour.
-    textures, tex_offsets, tex_heights, tex_widths
-        The textures (module docstring); each at least as large as the scene.
+    textures, tex_offsets, tex_widths
+        The textures (module docstring); each crop must lie inside its texture.
     """
     n, height, width = out.shape[0], out.shape[1], out.shape[2]
+    rows = out.reshape((n, height, width * 3))  # a view: whole rows are copied at once
     for s in range(n):
         t = background[s]
         if t < 0:
-            for y in range(height):
-                for x in range(width):
-                    for c in range(3):
-                        out[s, y, x, c] = flat_colours[s, c]
+            for x in range(width):
+                for c in range(3):
+                    rows[s, 0, x * 3 + c] = flat_colours[s, c]
+            for y in range(1, height):
+                rows[s, y, :] = rows[s, 0, :]
         else:
             row_length = tex_widths[t] * 3
             base = tex_offsets[t] + crop[s, 0] * row_length + crop[s, 1] * 3
             for y in range(height):
-                row = base + y * row_length
-                for x in range(width):
-                    for c in range(3):
-                        out[s, y, x, c] = textures[row + x * 3 + c]
+                start = base + y * row_length
+                rows[s, y, :] = textures[start : start + width * 3]
         for k in range(starts[s], starts[s] + counts[s]):
             top, left = positions[k, 0], positions[k, 1]
-            for gy in range(max(0, -top), min(heights[k], height - top)):
+            for gy in range(max(ink[k, 0], -top), min(ink[k, 2], height - top)):
                 y = top + gy
-                for gx in range(max(0, -left), min(widths[k], width - left)):
+                for gx in range(max(ink[k, 1], -left), min(ink[k, 3], width - left)):
                     alpha = np.int32(glyphs[k, gy, gx])
                     if alpha == 0:
                         continue

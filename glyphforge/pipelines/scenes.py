@@ -253,8 +253,8 @@ class ScatteredGlyphs:
         textures = self.textures()
         images = np.empty((n, *self.image_shape, 3), np.uint8)
         composite.composite(
-            images, glyphs, heights, widths, starts, counts, positions, colours, background, crop, flat_colours,
-            textures.flat, textures.offsets, textures.heights, textures.widths,
+            images, glyphs, starts, counts, ink, positions, colours, background, crop, flat_colours,
+            textures.flat, textures.offsets, textures.widths,
         )
         scene = np.repeat(np.arange(n), counts)
         slot = np.arange(total) - starts[scene]
