@@ -1,7 +1,6 @@
 import dataclasses
 import gzip
 import os
-from pathlib import Path
 
 import dill
 import numpy as np
