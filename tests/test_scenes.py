@@ -232,6 +232,17 @@ def test_emnist_glyphs_and_disjoint_glyph_example_ranges(tmp_path):
                     crops.add(crop)
         used.append(crops)
     assert len(used[0]) > 5 and len(used[1]) > 5 and not used[0] & used[1]
+    # smaller glyphs are Pillow's BOX resize of the EMNIST images
+    small = ScatteredGlyphs(40, glyphs="emnist", characters="A", glyph_shape=(14, 12), max_overlap=0.0)
+    label = data.first_label + data.classes.index("A")
+    sources = np.concatenate([data.test_images[data.test_labels == label], data.train_images[data.train_labels == label]])
+    resized = {_ink(np.asarray(Image.fromarray(image).resize((12, 14), Image.Resampling.BOX))) for image in sources}
+    shard = _shard(small)
+    crops = set()
+    for i, k in np.argwhere(shard["labels"] >= 0):
+        top, left, bottom, right = shard["boxes"][i, k].astype(int)
+        crops.add(shard["images"][i, top:bottom, left:right, 0].tobytes())
+    assert len(crops) > 3 and crops <= resized
 
 
 def test_omniglot_glyphs_use_only_the_drawers_of_glyph_example_range(shared_data, monkeypatch):

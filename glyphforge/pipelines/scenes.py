@@ -280,8 +280,11 @@ class ScatteredGlyphs:
 
     def glyph_pool(self) -> GlyphPool:
         """The glyph images of this spec, loaded once per process."""
+        # Without jitter every glyph has glyph_shape: load the cached box-resized variant
+        # (the same pixels as resizing each glyph, in a fraction of the memory).
         return _glyph_pool(
             self.glyphs, self.characters, self.emnist_split, self.omniglot_sets, self.glyph_example_range,
+            self.glyph_shape if self.glyph_shape_jitter is None else None,
             None if self.data_dir is None else str(self.data_dir),
         )
 
@@ -433,6 +436,7 @@ def _glyph_pool(
     emnist_split: str,
     omniglot_sets: tuple[str, ...],
     example_range: tuple[float, float] | None,
+    shape: tuple[int, int] | None,
     data_dir: str | None,
 ) -> GlyphPool:
     if glyphs == "font":
@@ -441,7 +445,7 @@ def _glyph_pool(
         from glyphforge.datasets.emnist import load_emnist
 
         images, labels, names = load_emnist(
-            characters, split=emnist_split, example_range=example_range, seed=0, data_dir=data_dir
+            characters, split=emnist_split, shape=shape, example_range=example_range, seed=0, data_dir=data_dir
         )
     else:
         from glyphforge.datasets.omniglot import load_omniglot
@@ -456,7 +460,7 @@ def _glyph_pool(
                 )
         images, labels, class_map = load_omniglot(
             None if characters is None else list(characters), sets=omniglot_sets, indices=drawers, seed=0,
-            data_dir=data_dir,
+            shape=shape, method="box", data_dir=data_dir,
         )
         names = sorted(class_map, key=class_map.__getitem__)
     order = np.argsort(labels, kind="stable")
