@@ -13,7 +13,7 @@ so. Textures: the real ones, served from ``../shared/data`` as an offline mirror
 Both sides run on one core (``NUMBA_NUM_THREADS=1``, set before numba is imported) and
 produce the same kind of scenes from the same glyph images and textures: the spec's
 ``make_shard`` (numba kernels) and `loop_scenes`, the same sampling and compositing
-written as a plain numpy/Python loop (Pillow BOX per glyph, as the spec's resize).
+written as a plain numpy/Python loop over scenes and glyphs.
 """
 from __future__ import annotations
 
@@ -86,7 +86,9 @@ def loop_scenes(
         for k in range(rng.integers(spec.min_glyphs, spec.max_glyphs + 1)):
             label = rng.integers(len(pool.class_names))
             source = pool.images[pool.starts[label] + rng.integers(pool.counts[label])]
-            glyph = np.asarray(Image.fromarray(source).resize((glyph_w, glyph_h), Image.Resampling.BOX))
+            glyph = source  # the spec loads glyphs already at glyph_shape; resize any that are not
+            if source.shape != (glyph_h, glyph_w):
+                glyph = np.asarray(Image.fromarray(source).resize((glyph_w, glyph_h), Image.Resampling.BOX))
             rows, cols = np.flatnonzero(glyph.any(1)), np.flatnonzero(glyph.any(0))
             ink = (rows[0], cols[0], rows[-1] + 1, cols[-1] + 1) if len(rows) else (0, 0, glyph_h, glyph_w)
             box_h, box_w = ink[2] - ink[0], ink[3] - ink[1]

@@ -130,6 +130,13 @@ def place_glyphs(
     return positions, boxes, -1
 
 
+@njit(cache=True, inline="always")
+def _copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[:] = src`` for 1-D contiguous rows, as a loop numba vectorises (slice assignment does not)."""
+    for i in range(dst.shape[0]):
+        dst[i] = src[i]
+
+
 @njit(cache=True)
 def composite(
     out: np.ndarray,
@@ -177,30 +184,29 @@ def composite(
         The textures (module docstring); each crop must lie inside its texture.
     """
     n, height, width = out.shape[0], out.shape[1], out.shape[2]
-    rows = out.reshape((n, height, width * 3))  # a view: whole rows are copied at once
+    row_bytes = width * 3
+    rows = out.reshape((n, height, row_bytes))  # a view; 1-D row views below let numba vectorise
     for s in range(n):
         t = background[s]
         if t < 0:
-            for x in range(width):
-                for c in range(3):
-                    rows[s, 0, x * 3 + c] = flat_colours[s, c]
+            first = rows[s, 0]
+            for i in range(row_bytes):
+                first[i] = flat_colours[s, i % 3]
             for y in range(1, height):
-                rows[s, y, :] = rows[s, 0, :]
+                _copy(rows[s, y], first)
         else:
-            row_length = tex_widths[t] * 3
-            base = tex_offsets[t] + crop[s, 0] * row_length + crop[s, 1] * 3
+            stride = tex_widths[t] * 3
+            start = tex_offsets[t] + crop[s, 0] * stride + crop[s, 1] * 3
             for y in range(height):
-                start = base + y * row_length
-                rows[s, y, :] = textures[start : start + width * 3]
+                _copy(rows[s, y], textures[start + y * stride : start + y * stride + row_bytes])
         for k in range(starts[s], starts[s] + counts[s]):
             top, left = positions[k, 0], positions[k, 1]
             for gy in range(max(ink[k, 0], -top), min(ink[k, 2], height - top)):
-                y = top + gy
+                dst = rows[s, top + gy]
+                glyph_row = glyphs[k, gy]
                 for gx in range(max(ink[k, 1], -left), min(ink[k, 3], width - left)):
-                    alpha = np.int32(glyphs[k, gy, gx])
-                    if alpha == 0:
-                        continue
-                    x = left + gx
+                    alpha = np.int32(glyph_row[gx])  # 0 leaves the pixel as it is: no branch needed
+                    x = (left + gx) * 3
                     for c in range(3):
-                        mixed = np.int32(out[s, y, x, c]) * (255 - alpha) + np.int32(colours[k, c]) * alpha
-                        out[s, y, x, c] = (mixed + 127) // 255
+                        mixed = np.int32(dst[x + c]) * (255 - alpha) + np.int32(colours[k, c]) * alpha
+                        dst[x + c] = (mixed + 127) // 255
