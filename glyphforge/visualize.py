@@ -20,9 +20,6 @@ CAPTION_HEIGHT = 14
 BOX_COLOURS = ((255, 64, 64), (64, 224, 64), (64, 160, 255), (255, 200, 0), (224, 64, 224), (0, 224, 224))
 BACKDROP = (32, 32, 32)
 
-Images = Union[np.ndarray, Sequence[np.ndarray]]
-
-
 def preview(
     data: Any,
     n: int = 16,

@@ -75,7 +75,9 @@ class Textures:
     def from_images(cls, images: Sequence[np.ndarray], image_shape: tuple[int, int]) -> Textures:
         """Flatten RGB ``images``, first resizing (box) any smaller than ``image_shape`` to it."""
         fitted = [
-            resize(image, image_shape, batch=False) if image.shape[0] < image_shape[0] or image.shape[1] < image_shape[1] else image
+            resize(image, image_shape, batch=False)
+            if image.shape[0] < image_shape[0] or image.shape[1] < image_shape[1]
+            else image
             for image in images
         ]
         sizes = np.array([image.size for image in fitted], np.int64)
@@ -126,8 +128,9 @@ class ScatteredGlyphs:
         Glyph colours (same forms); each glyph picks one uniformly.
     glyph_example_range
         None, or ``(a, b)`` with ``0 <= a < b <= 1``: only the fraction ``[a, b)`` of
-        each class's images is used (EMNIST examples, Omniglot drawers), so train
-        and test scenes can use disjoint glyph images.
+        each class's images is used (EMNIST: as `glyphforge.load_emnist`'s
+        ``example_range``; Omniglot: drawers ``ceil(20 a)`` to ``ceil(20 b) - 1``), so
+        train and test scenes can use disjoint glyph images.
     emnist_split
         The EMNIST split the characters come from.
     omniglot_sets
@@ -409,7 +412,9 @@ def _colours(name: str, value: Any) -> tuple[tuple[int, int, int], ...]:
                 ) from None
         else:
             rgb = tuple(item)
-            if len(rgb) != 3 or any(isinstance(c, bool) or not isinstance(c, numbers.Integral) or not 0 <= c <= 255 for c in rgb):
+            if len(rgb) != 3 or any(
+                isinstance(c, bool) or not isinstance(c, numbers.Integral) or not 0 <= c <= 255 for c in rgb
+            ):
                 raise ValueError(f"{name} has {item!r}; an RGB colour is three integers in 0..255")
         result.append(tuple(int(c) for c in rgb))
     return tuple(result)
@@ -452,7 +457,8 @@ def _glyph_pool(
 
         drawers = None
         if example_range is not None:
-            drawers = list(range(math.ceil(example_range[0] * OMNIGLOT_DRAWERS), math.ceil(example_range[1] * OMNIGLOT_DRAWERS)))
+            first, stop = (math.ceil(fraction * OMNIGLOT_DRAWERS) for fraction in example_range)
+            drawers = list(range(first, stop))
             if not drawers:
                 raise ValueError(
                     f"glyph_example_range {example_range} holds none of Omniglot's {OMNIGLOT_DRAWERS} drawers; "
