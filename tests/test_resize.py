@@ -328,3 +328,11 @@ def test_bad_method_and_batch():
 def test_area_uint8_side_limit():
     with pytest.raises(ValueError, match="method='area' on uint8 images takes at most 65793 pixels per side"):
         resize(np.zeros((1, 65794), np.uint8), (1, 10), method="area")
+
+
+@pytest.mark.parametrize("method", [*PILLOW_FILTERS, "area"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_threaded_batches_equal_single_image_calls(method, dtype):
+    images = _random((150, 30, 25, 3), seed=15).astype(dtype)  # large enough for the thread pool
+    batched = resize(images, (17, 40), method=method)
+    assert np.array_equal(batched, np.stack([resize(image, (17, 40), method=method) for image in images]))

@@ -86,35 +86,47 @@ def _horizontal_pass(rows_in, rows_out, count, starts, weights, channels, rule, 
     _transpose_block(columns_out, rows_out, count)
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def resample(
-    src, dst, channels, vertical_first, x_starts, x_weights, y_starts, y_weights, first_rule, second_rule, between, block, chunks
+    src, dst, start, stop, channels, vertical_first, x_starts, x_weights, y_starts, y_weights,
+    first_rule, second_rule, between, block,
 ):
-    """Resize ``src`` ``(N, H, W * C)`` into ``dst`` ``(N, Ho, Wo * C)``.
+    """Resize images ``start:stop`` of ``src`` ``(N, H, W * C)`` into ``dst`` ``(N, Ho, Wo * C)``.
 
     ``x_*``/``y_*`` are the `AxisWeights` of width and height; ``first_rule`` and
-    ``second_rule`` settle the passes; ``between`` is an empty array of the dtype that holds the
-    first pass's result; ``block`` images are processed together, and the batch is
-    cut into ``chunks`` runs of blocks for the threads.
+    ``second_rule`` settle the passes; ``between`` is an empty array of the dtype that
+    holds the first pass's result; ``block`` images are processed together.
     """
-    count, height, line_in = src.shape
+    height, line_in = src.shape[1], src.shape[2]
     out_height, line_out = dst.shape[1], dst.shape[2]
     mid_height, mid_line = (out_height, line_in) if vertical_first else (height, line_out)
-    for chunk in prange(chunks):
-        stop = (chunk + 1) * count // chunks
-        acc = np.empty(block * max(height, line_in, line_out), x_weights.dtype)
-        for start in range(chunk * count // chunks, stop, block):
-            n = min(block, stop - start)
-            rows_in = np.empty((height, n * line_in), src.dtype)
-            for b in range(n):
-                rows_in[:, b * line_in : (b + 1) * line_in] = src[start + b]
-            rows_mid = np.empty((mid_height, n * mid_line), between.dtype)
-            rows_out = np.empty((out_height, n * line_out), dst.dtype)
-            if vertical_first:
-                _resample_lines(rows_in, rows_mid, y_starts, y_weights, 1, first_rule, acc)
-                _horizontal_pass(rows_mid, rows_out, n, x_starts, x_weights, channels, second_rule, acc)
-            else:
-                _horizontal_pass(rows_in, rows_mid, n, x_starts, x_weights, channels, first_rule, acc)
-                _resample_lines(rows_mid, rows_out, y_starts, y_weights, 1, second_rule, acc)
-            for b in range(n):
-                dst[start + b] = rows_out[:, b * line_out : (b + 1) * line_out]
+    acc = np.empty(block * max(height, line_in, line_out), x_weights.dtype)
+    for first in range(start, stop, block):
+        n = min(block, stop - first)
+        rows_in = np.empty((height, n * line_in), src.dtype)
+        for b in range(n):
+            rows_in[:, b * line_in : (b + 1) * line_in] = src[first + b]
+        rows_mid = np.empty((mid_height, n * mid_line), between.dtype)
+        rows_out = np.empty((out_height, n * line_out), dst.dtype)
+        if vertical_first:
+            _resample_lines(rows_in, rows_mid, y_starts, y_weights, 1, first_rule, acc)
+            _horizontal_pass(rows_mid, rows_out, n, x_starts, x_weights, channels, second_rule, acc)
+        else:
+            _horizontal_pass(rows_in, rows_mid, n, x_starts, x_weights, channels, first_rule, acc)
+            _resample_lines(rows_mid, rows_out, y_starts, y_weights, 1, second_rule, acc)
+        for b in range(n):
+            dst[first + b] = rows_out[:, b * line_out : (b + 1) * line_out]
+
+
+@njit(parallel=True, cache=True)
+def resample_parallel(
+    src, dst, parts, channels, vertical_first, x_starts, x_weights, y_starts, y_weights,
+    first_rule, second_rule, between, block,
+):
+    """`resample` of the whole batch, cut into ``parts`` runs of images shared by the threads."""
+    count = src.shape[0]
+    for part in prange(parts):
+        resample(
+            src, dst, part * count // parts, (part + 1) * count // parts, channels, vertical_first,
+            x_starts, x_weights, y_starts, y_weights, first_rule, second_rule, between, block,
+        )

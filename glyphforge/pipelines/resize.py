@@ -31,7 +31,7 @@ from typing import Literal, NamedTuple
 import numba
 import numpy as np
 
-from glyphforge.pipelines.resample_kernel import Rule, resample
+from glyphforge.pipelines.resample_kernel import Rule, resample, resample_parallel
 from glyphforge.pipelines.resample_weights import (
     METHODS,
     PILLOW_METHODS,
@@ -50,14 +50,25 @@ AREA_UINT8_MAX_SIDE = (1 << 24) // 255
 #: kernel's per-block buffers are recycled from the heap instead of freshly mapped memory.
 _BLOCK_BYTES = 96 * 1024
 _MAX_BLOCK = 64
+#: Batches up to this many input values run on the calling thread: waking the pool
+#: costs more than the work (and much more when another process holds a core).
+_SERIAL_PIXELS = 1 << 16
+#: Runs of blocks per thread, handed out one at a time so a slowed thread does less.
+_PARTS_PER_THREAD = 8
 
 
 class _Plan(NamedTuple):
+    channels: int
     vertical_first: bool
     x: AxisWeights
     y: AxisWeights
     rules: tuple[Rule, Rule]
     between: np.ndarray
+    block: int
+
+    def kernel_arguments(self) -> tuple:
+        """The arguments `resample` takes after ``src, dst, start, stop``."""
+        return (self.channels, self.vertical_first, *self.x, *self.y, *self.rules, self.between, self.block)
 
 
 def resize(
@@ -114,22 +125,15 @@ def resize(
     channels = array.shape[-1] if has_channels else 1
     if count == 0:
         return result
-    plan = _plan(in_height, in_width, height, width, method, array.dtype == np.uint8)
-    largest = max(in_height * in_width, height * width, in_height * width, height * in_width) * channels
-    block = max(1, min(_MAX_BLOCK, _BLOCK_BYTES // (largest * plan.x.weights.itemsize)))
-    chunks = min(-(-count // block), 4 * numba.get_num_threads())
-    resample(
-        np.ascontiguousarray(array).reshape(count, in_height, in_width * channels),
-        result.reshape(count, height, width * channels),
-        channels,
-        plan.vertical_first,
-        *plan.x,
-        *plan.y,
-        *plan.rules,
-        plan.between,
-        block,
-        chunks,
-    )
+    plan = _plan(in_height, in_width, height, width, channels, method, array.dtype == np.uint8)
+    src = np.ascontiguousarray(array).reshape(count, in_height, in_width * channels)
+    dst = result.reshape(count, height, width * channels)
+    if count * in_height * in_width * channels <= _SERIAL_PIXELS:
+        resample(src, dst, 0, count, *plan.kernel_arguments())
+    else:
+        parts = min(-(-count // plan.block), _PARTS_PER_THREAD * numba.get_num_threads())
+        with numba.parallel_chunksize(1):
+            resample_parallel(src, dst, parts, *plan.kernel_arguments())
     return result
 
 
@@ -187,24 +191,28 @@ def _check_out(out: np.ndarray, shape: tuple[int, ...], images: np.ndarray) -> n
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(in_height: int, in_width: int, height: int, width: int, method: str, is_uint8: bool) -> _Plan:
-    """Weights, pass order and settle rules of one resize."""
+def _plan(in_height: int, in_width: int, height: int, width: int, channels: int, method: str, is_uint8: bool) -> _Plan:
+    """Weights, pass order, settle rules and block size of one resize."""
     vertical_first = height < in_height and in_height - height > 2 * (in_width - width)
     if method in PILLOW_METHODS:
         x = pillow_weights(in_width, width, method, fixed_point=is_uint8)
         y = pillow_weights(in_height, height, method, fixed_point=is_uint8)
-        # int32 (fixed-point) sums always settle as Pillow's 8-bit path: no rule needed
+        rules = (_UNCHANGED, _UNCHANGED)  # int32 (fixed-point) sums settle as Pillow's 8-bit path
         between = np.empty(0, np.uint8 if is_uint8 else np.float32)
-        return _Plan(vertical_first, x, y, (_UNCHANGED, _UNCHANGED), between)
-    x = area_weights(in_width, width, exact=is_uint8)
-    y = area_weights(in_height, height, exact=is_uint8)
-    if not is_uint8:
-        return _Plan(vertical_first, x, y, (_UNCHANGED, _UNCHANGED), np.empty(0, np.float32))
-    if max(in_height, in_width) > AREA_UINT8_MAX_SIDE:
-        raise ValueError(
-            f"method='area' on uint8 images takes at most {AREA_UINT8_MAX_SIDE} pixels per side, "
-            f"got {in_height}x{in_width} (resize in two steps, or use float32)"
-        )
-    area = float(in_height * in_width)
-    # integer overlaps sum to in_size per axis: the mean is sum / area, rounded half up
-    return _Plan(vertical_first, x, y, (_UNCHANGED, (area / 2, area, 1.0, 0.0, 255.0)), np.empty(0, np.float32))
+    else:
+        x = area_weights(in_width, width, exact=is_uint8)
+        y = area_weights(in_height, height, exact=is_uint8)
+        between = np.empty(0, np.float32)
+        if not is_uint8:
+            rules = (_UNCHANGED, _UNCHANGED)
+        elif max(in_height, in_width) > AREA_UINT8_MAX_SIDE:
+            raise ValueError(
+                f"method='area' on uint8 images takes at most {AREA_UINT8_MAX_SIDE} pixels per side, "
+                f"got {in_height}x{in_width} (resize in two steps, or use float32)"
+            )
+        else:  # integer overlaps sum to in_size per axis: the mean is sum / area, rounded half up
+            area = float(in_height * in_width)
+            rules = (_UNCHANGED, (area / 2, area, 1.0, 0.0, 255.0))
+    largest = max(in_height * in_width, height * width, in_height * width, height * in_width) * channels
+    block = max(1, min(_MAX_BLOCK, _BLOCK_BYTES // (largest * x.weights.itemsize)))
+    return _Plan(channels, vertical_first, x, y, rules, between, block)
