@@ -18,6 +18,7 @@ from typing import Any, Protocol, Union
 import numpy as np
 
 from glyphforge.pipelines.decode import decode_image
+from glyphforge.pipelines.resample_weights import METHODS
 
 __all__ = ["ImageList", "Indexable", "MapStyleDataset", "batch_indices", "batches"]
 
@@ -243,7 +244,7 @@ class ImageList(MapStyleDataset):
         One number per line gives a 1-D array, *k* numbers an ``(N, k)`` array;
         int64 when every number is an integer literal, else float32.
     shape
-        ``(height, width)`` every image is resized to with
+        ``(height, width)`` every image is resized to, when it is read, with
         :func:`glyphforge.pipelines.resize.resize`; ``None`` keeps native sizes
         (then only equally sized images can be stacked into batches).
     channels
@@ -252,9 +253,12 @@ class ImageList(MapStyleDataset):
     root
         Folder that relative image paths are resolved against.
     method
-        Resize method passed to ``resize``. The default ``"box"`` averages every
-        source pixel under an output pixel, which keeps downscaled textures and
-        strokes free of aliasing.
+        ``"box"`` (default), ``"bilinear"``, ``"lanczos"`` or ``"area"``, passed
+        to ``resize``. ``"box"`` averages the source pixels under each output
+        pixel (no aliasing when shrinking) and equals Pillow's
+        ``Image.resize(..., Image.BOX)`` exactly; prefer ``"area"`` for exact
+        coverage-weighted means at non-integer shrink factors, and
+        ``"bilinear"`` for enlarging.
 
     Attributes
     ----------
@@ -271,7 +275,7 @@ class ImageList(MapStyleDataset):
     FileNotFoundError
         A listed image (or the list file) is missing; names the list line.
     ValueError
-        Bad ``shape``/``channels``, an empty image list, a blank line, a label
+        Bad ``shape``/``channels``/``method``, an empty image list, a blank line, a label
         that is not a number, a labels line with a different count of numbers,
         or a different number of labels and images (names the first unpaired line).
 
@@ -291,6 +295,8 @@ class ImageList(MapStyleDataset):
     ) -> None:
         if channels not in (1, 3):
             raise ValueError(f"channels must be 1 (grey) or 3 (RGB), got {channels!r}")
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
         paths, source = _image_paths(images, root)
         if not paths:
             raise ValueError(f"{source.name} lists no images")
@@ -355,7 +361,7 @@ class _ImageFiles:
             return image
         from glyphforge.pipelines.resize import resize  # numba: imported only when resizing
 
-        return resize(image, self.shape, method=self.method)
+        return resize(image, self.shape, method=self.method, batch=False)
 
     def _stack(self, positions: np.ndarray) -> np.ndarray:
         batch = None

@@ -11,6 +11,7 @@ from PIL import Image
 
 from glyphforge.loaders import ImageList, MapStyleDataset, batch_indices, batches
 from glyphforge.pipelines.decode import ImageDecodeError, decode_image
+from glyphforge.pipelines.resize import resize
 
 
 def _r(start: int, stop: int) -> list[int]:
@@ -312,6 +313,34 @@ def test_unequal_sizes_need_a_shape(tmp_path, grey_pngs):
     assert ds[np.array([], dtype=int)][0].shape == (0, 6, 5)
 
 
+def test_box_resize_by_hand(tmp_path):
+    blocks = np.array([[0, 2, 10, 30], [4, 6, 50, 70], [9, 9, 100, 200], [9, 9, 100, 200]], np.uint8)
+    Image.fromarray(blocks, "L").save(tmp_path / "blocks.png")
+    image, _ = ImageList(["blocks.png"], root=tmp_path, shape=(2, 2))[0]
+    assert image.tolist() == [[3, 40], [9, 150]]  # the mean of each 2x2 block
+
+
+@pytest.mark.parametrize("method", ["box", "bilinear", "lanczos", "area"])
+@pytest.mark.parametrize("channels", [1, 3])
+def test_resizing_equals_resize_of_decoded_images(tmp_path, grey_pngs, method, channels):
+    Image.fromarray(_grey(9, (9, 14)), "L").save(tmp_path / "img" / "wide.png")
+    Image.fromarray(_grey(8, (5, 5, 3)), "RGB").save(tmp_path / "img" / "colour.jpg")
+    names = ["a.png", "wide.png", "colour.jpg", "d.png"]
+    ds = ImageList(names, [0, 1, 2, 3], root=tmp_path / "img", shape=(4, 7), channels=channels, method=method)
+    decoded = [decode_image(tmp_path / "img" / name, channels=channels) for name in names]
+    want = np.stack([resize(image, (4, 7), method=method, batch=False) for image in decoded])
+    assert want.shape == (4, 4, 7) + ((3,) if channels == 3 else ())
+    assert np.array_equal(ds[1][0], want[1])
+    (xb, yb), = ds.batches(batch_size=4, shuffle=True, seed=2)
+    order = yb.tolist()
+    assert sorted(order) == [0, 1, 2, 3] and np.array_equal(xb, want[order])
+    assert np.array_equal(ds.load(), want)
+    if method == "box":  # box is Pillow's BOX filter, pixel for pixel
+        mode = "L" if channels == 1 else "RGB"
+        pillow = np.asarray(Image.fromarray(decoded[1], mode).resize((7, 4), Image.Resampling.BOX))
+        assert np.array_equal(want[1], pillow)
+
+
 def test_missing_files_name_the_list_line(tmp_path, grey_pngs):
     folder = tmp_path / "img"
     (folder / "gaps.txt").write_text("a.png\nnope.png\nb.png\nalso-gone.png\n")
@@ -379,6 +408,8 @@ def test_python_list_errors(tmp_path, grey_pngs):
     (dict(shape=(5,)), r"^shape must be \(height, width\) with positive integers, got \(5,\)$"),
     (dict(shape=32), r"^shape must be \(height, width\) with positive integers, got 32$"),
     (dict(shape=(4.5, 4)), r"^shape must be \(height, width\) with positive integers, got \(4\.5, 4\)$"),
+    (dict(shape=(4, 4), method="nearest"),
+     r"^method must be one of 'box', 'bilinear', 'lanczos', 'area', got 'nearest'$"),
 ])
 def test_bad_arguments(tmp_path, grey_pngs, options, message):
     with pytest.raises(ValueError, match=message):
@@ -413,6 +444,22 @@ def test_real_textures_lazy_equal_decoder(shared_data, tmp_path):
     images, got = ds[np.array(small)]
     assert images.shape == (len(small), 99, 99, 3) and got.tolist() == labels[small].tolist()
     assert np.array_equal(images[-1], decode_image(paths[small[-1]], channels=3))
+
+
+def test_real_textures_resized_and_batched(shared_data):
+    paths = _textures(shared_data)
+    ds = ImageList(paths, np.arange(len(paths)), shape=(24, 32), channels=3)
+    loaded = ds.load()
+    assert loaded.shape == (len(paths), 24, 32, 3) and loaded.dtype == np.uint8
+    for i, path in enumerate(paths):
+        decoded = decode_image(path, channels=3)
+        assert np.array_equal(loaded[i], resize(decoded, (24, 32), batch=False)), path.name
+        pillow = Image.fromarray(decoded).resize((32, 24), Image.Resampling.BOX)
+        assert np.array_equal(loaded[i], np.asarray(pillow)), path.name
+    got = list(ds.batches(batch_size=5, shuffle=True, seed=0, wrap=True, epochs=2))
+    assert len(got) == -(-2 * len(paths) // 5)
+    for xb, yb in got:
+        assert xb.shape == (5, 24, 32, 3) and np.array_equal(xb, loaded[yb])
 
 
 def test_real_svg_is_reported_undecodable(shared_data):
