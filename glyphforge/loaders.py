@@ -297,13 +297,14 @@ class ImageList(MapStyleDataset):
             raise ValueError(f"channels must be 1 (grey) or 3 (RGB), got {channels!r}")
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
+        shape = _check_shape(shape)
         paths, source = _image_paths(images, root)
         if not paths:
             raise ValueError(f"{source.name} lists no images")
         _check_files_exist(paths, source)
         self.paths = paths
         self.images: _ImageFiles | np.ndarray = _ImageFiles(
-            paths, source, channels=channels, shape=_check_shape(shape), method=method
+            paths, source, channels=channels, shape=shape, method=method
         )
         self.labels = None if labels is None else _paired_labels(labels, source, len(paths))
 
