@@ -8,6 +8,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from glyphforge.pipelines.numba_threads import prefer_passive_waiting
+
+prefer_passive_waiting()
+
 # Pillow's RGB -> "L" conversion: ITU-R 601-2 luma in 16-bit fixed point, rounded.
 _RED, _GREEN, _BLUE, _HALF, _SHIFT = 19595, 38470, 7471, 1 << 15, 16
 

@@ -31,6 +31,7 @@ from typing import Literal, NamedTuple
 import numba
 import numpy as np
 
+from glyphforge.pipelines.numba_threads import prefer_passive_waiting
 from glyphforge.pipelines.resample_kernel import Rule, resample, resample_parallel
 from glyphforge.pipelines.resample_weights import (
     METHODS,
@@ -39,6 +40,8 @@ from glyphforge.pipelines.resample_weights import (
     area_weights,
     pillow_weights,
 )
+
+prefer_passive_waiting()
 
 Method = Literal["box", "bilinear", "lanczos", "area"]
 
@@ -174,7 +177,8 @@ def _check_shape(shape: tuple[int, int]) -> tuple[int, int]:
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 2:
         raise ValueError(f"shape must be (height, width), got {shape!r}")
     for size in shape:
-        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
+        integer = type(size) is int or (isinstance(size, numbers.Integral) and not isinstance(size, bool))
+        if not integer or size < 1:
             raise ValueError(f"shape must be two positive integers (height, width), got {shape!r}")
     return int(shape[0]), int(shape[1])
 
