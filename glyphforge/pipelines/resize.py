@@ -5,21 +5,29 @@ Methods
 ``"box"``, ``"bilinear"``, ``"lanczos"``
     Equal, pixel for pixel, to Pillow's ``Image.resize`` with ``Image.BOX``,
     ``Image.BILINEAR``, ``Image.LANCZOS`` (Pillow >= 13, which runs the vertical pass
-    first when the height shrinks by more than twice as many pixels as the width).
-    uint8 images follow Pillow's 8-bit path (22-bit fixed-point weights, the
-    intermediate rounded and clipped to 0..255); float32 images follow Pillow's
-    ``"F"`` mode (float64 sums, float32 intermediate, no rounding and no clipping, so
-    lanczos can overshoot the input range).
+    first when the height shrinks by more than twice as many pixels as the width;
+    older Pillow always starts with the horizontal pass). uint8 images follow
+    Pillow's 8-bit path: 22-bit fixed-point weights, the intermediate rounded and
+    clipped to 0..255. float32 images follow Pillow's ``"F"`` mode: float64 sums, a
+    float32 intermediate, no rounding and no clipping (lanczos can overshoot the
+    input range); values must be finite (a NaN or inf spreads to its neighbours).
 ``"area"``
     True area averaging: each output pixel is the mean of the input area it covers,
-    fractional pixels weighted by their coverage; equal to OpenCV's ``INTER_AREA``
-    when shrinking. uint8 results are computed in exact integer arithmetic and
-    rounded half up; float32 results are not rounded.
+    partly covered pixels weighted by their coverage. uint8 results are exact
+    (integer arithmetic) and rounded half up, float32 results are not rounded. Equal
+    to OpenCV's ``INTER_AREA`` when shrinking, except on exact .5 ties, which OpenCV
+    rounds half to even unless the factor is exactly 2x2; when enlarging by a
+    non-integer factor OpenCV's 11-bit fixed-point weights differ by up to 1.
 
-Which to use: ``"box"`` for whole-factor shrinking of glyphs (28 -> 14) where the
-result must match Pillow; ``"area"`` for non-integer shrinking (105 -> 28), where
-Pillow's BOX is not an average of the covered area; ``"lanczos"`` for the sharpest
-result; ``"bilinear"`` for smooth enlargement.
+Which to use: ``"box"`` (the default) to shrink glyphs by a whole factor (28 -> 14)
+or wherever results must match Pillow; ``"area"`` to shrink by a non-integer factor
+(105 -> 28), where Pillow's BOX is not an average of the covered area (up to 69 grey
+levels away from it); ``"lanczos"`` for the sharpest shrinking; ``"bilinear"`` for
+smooth enlarging.
+
+Speed: one numba kernel (`glyphforge.pipelines.resample_kernel`) with per-axis
+weights computed once per size pair. Batches of more than 65,536 input values run on
+numba's threads; smaller ones on the calling thread. Reuse ``out=`` in hot loops.
 """
 from __future__ import annotations
 
