@@ -14,7 +14,7 @@ import pytest
 
 from glyphforge.build import build, cache_params
 from glyphforge.cache import CacheStore
-from glyphforge.session import NoWorkersError, open_session
+from glyphforge.session import NoWorkersError, SessionError, open_session
 from glyphforge.shards import completed_shards
 from support.dask_cluster import dask_cluster, wait_for_workers
 from support.specs import NoiseSpec, made_shards
@@ -119,3 +119,28 @@ def test_no_hang_when_every_worker_is_gone_and_the_rerun_resumes(tmp_path):
     assert made_shards(rerun_dir) == list(range(3, 10))
     expected = build(replace(spec, delay=0.0, touch_dir=None), data_dir=tmp_path / "fresh", progress=False)
     _assert_same_arrays(dataset.arrays, expected.arrays)
+
+
+def test_a_lost_scheduler_fails_the_build_at_once_and_the_rerun_resumes(tmp_path):
+    touch_dir = tmp_path / "made"
+    touch_dir.mkdir()
+    spec = NoiseSpec(n_examples=40, shard_size=4, seed=4, delay=0.2, touch_dir=str(touch_dir))
+    with dask_cluster(tmp_path / "doomed", n_workers=1) as doomed:
+        def kill_scheduler() -> None:
+            _kill_when_made(touch_dir, 4, [])  # the worker dies too: no result after shard 3 gets back
+            os.killpg(doomed.scheduler.pid, signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_scheduler)
+        killer.start()
+        with open_session(doomed.address) as session:
+            lost = (rf"^(task \d+ was cancelled: the Dask scheduler at {doomed.address} was shut down or lost"
+                    rf"|lost the connection to the Dask scheduler at {doomed.address} with \d+ tasks unfinished)")
+            with pytest.raises(SessionError, match=lost):
+                build(spec, session=session, data_dir=tmp_path / "data", progress=False)
+        killer.join()
+    work_dir = CacheStore.for_data_dir(tmp_path / "data").work_dir(spec.kind, cache_params(spec))
+    assert sorted(completed_shards(work_dir, 10)) == [0, 1, 2, 3]
+    rerun_dir = tmp_path / "rerun"
+    rerun_dir.mkdir()
+    build(replace(spec, delay=0.0, touch_dir=str(rerun_dir)), data_dir=tmp_path / "data", progress=False)
+    assert made_shards(rerun_dir) == list(range(4, 10))

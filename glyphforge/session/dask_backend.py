@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import time
-from asyncio import CancelledError
+from concurrent.futures import CancelledError
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -23,6 +23,7 @@ from glyphforge.session.base import (
 
 _POLL_SECONDS = 0.02
 _WORKER_CHECK_SECONDS = 1.0
+_RPC_SECONDS = 5.0
 
 
 class DaskSession(Session):
@@ -77,6 +78,7 @@ class DaskSession(Session):
         """Finish construction with a connected ``client`` and the ``cluster`` the session owns."""
         super().__init__()
         self.client = client
+        self.address: str = client.scheduler.address
         self.cluster = cluster
         self.no_workers_timeout = no_workers_timeout
 
@@ -126,9 +128,15 @@ class DaskSession(Session):
 
     def _check_workers(self, workerless_since: float | None, remaining: int) -> float | None:
         """Raise `NoWorkersError` once no worker was seen for ``no_workers_timeout`` seconds."""
+        lost = SessionError(
+            f"lost the connection to the Dask scheduler at {self.address} with {remaining} tasks unfinished"
+        )
         if self.client.status != "running":
-            raise SessionError(f"lost the connection to the Dask scheduler with {remaining} tasks unfinished")
-        n_workers = self.n_workers
+            raise lost
+        try:  # bounded: a vanished scheduler must not stall us for the 30 s connect timeout
+            n_workers = len(self.client.nthreads(callback_timeout=_RPC_SECONDS))
+        except (OSError, TimeoutError) as error:
+            raise lost from error
         self._on_worker_check(n_workers)
         if n_workers:
             return None
@@ -136,22 +144,24 @@ class DaskSession(Session):
         workerless_since = now if workerless_since is None else workerless_since
         if self.no_workers_timeout is not None and now - workerless_since >= self.no_workers_timeout:
             raise NoWorkersError(
-                f"{remaining} tasks are waiting but the Dask cluster at {self.client.scheduler.address} "
+                f"{remaining} tasks are waiting but the Dask cluster at {self.address} "
                 f"has had no worker for {now - workerless_since:.0f} s (no_workers_timeout="
                 f"{self.no_workers_timeout:g}): all workers died or none could start. Start "
                 "workers (`dask worker ADDRESS`) and run again."
             )
         return workerless_since
 
-    @staticmethod
-    def _outcome(future: Future, result: Any, index: int) -> Outcome:
+    def _outcome(self, future: Future, result: Any, index: int) -> Outcome:
         """Return the worker's outcome from a fetched ``result``, or raise why there is none.
 
         Judged by ``result``, not only ``future.status``: a worker that dies after its
         result was fetched turns the future "lost", yet the result in hand is good.
         """
         if isinstance(result, CancelledError):
-            raise SessionError(f"task {index} was cancelled by the Dask cluster (was it shut down?)")
+            raise SessionError(
+                f"task {index} was cancelled: the Dask scheduler at {self.address} was shut down or "
+                "lost (or another client cancelled the task)"
+            )
         if future.status == "error":
             error = result[1]  # (type, exception, traceback)
             if isinstance(error, KilledWorker):
