@@ -69,6 +69,7 @@ def test_prepare_over_http_equals_pillow_and_skips_svg(shared_data, http_server,
         assert image.dtype == np.uint8 and image.shape == expected.shape and image.shape[2] == 3
         np.testing.assert_array_equal(image, expected)
         assert http_server.requests(f"backgrounds/{source(shared_data, name).name}") == 1
+        assert entry.meta["backgrounds"][name]["verified"] is True
     assert http_server.requests("backgrounds/red_x.svg") == 0
     assert http_server.requests() == 12
     again, = prepare_backgrounds(names=CARRIED, data_dir=tmp_path, mirrors=[http_server.base_url], progress=False)
@@ -133,7 +134,8 @@ def test_png_transparency_is_composited_on_black(tmp_path):
     raw = tmp_path / "raw" / "backgrounds"
     raw.mkdir(parents=True)
     Image.fromarray(rgba, "RGBA").save(raw / "blue_x.png")  # a custom file: used as is with verify=False
-    prepare_backgrounds(names=["blue_x"], data_dir=tmp_path, verify=False, progress=False)
+    entry, = prepare_backgrounds(names=["blue_x"], data_dir=tmp_path, verify=False, progress=False)
+    assert entry.meta["backgrounds"]["blue_x"]["verified"] is False
     image, = load_backgrounds(["blue_x"], data_dir=tmp_path, download=False)
     expected = np.zeros((4, 5, 3), np.uint8)
     expected[2:, :, 0] = 200

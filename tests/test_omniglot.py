@@ -13,8 +13,10 @@ from PIL import Image
 from support.http_server import http_server  # noqa: F401 (fixture)
 
 from glyphforge.cache import CacheStore
+from glyphforge.datasets._omniglot_archive import PARALLEL_MIN_IMAGES, worker_count
 from glyphforge.datasets.omniglot import (
     RESOURCES,
+    Omniglot,
     OmniglotFormatError,
     load_omniglot,
     omniglot_classes,
@@ -115,11 +117,20 @@ def test_every_image_equals_a_pillow_decode(shared_data, prepared):
         assert seen == entry.meta["n_images"]
 
 
+def test_worker_count():
+    assert worker_count(None, 5_840, 5) == 1  # small sets are decoded inline
+    assert worker_count(None, PARALLEL_MIN_IMAGES, 30) >= 1
+    assert worker_count(2, 100, 5) == 2 and worker_count(8, 100, 5) == 5
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="workers .* is invalid: give a positive number of processes"):
+            worker_count(bad, 100, 5)
+
+
 def test_worker_processes_write_the_same_arrays(shared_data, prepared, tmp_path):
     entry = prepare_omniglot(sets="small1", data_dir=tmp_path, mirrors=[shared_data.as_uri()], progress=False,
                              workers=2)[0]
     inline = native(prepared, "small1")
-    assert entry.meta == inline.meta
+    assert entry.meta == inline.meta and entry.meta["verified_archive"] is True
     for name in inline.files:
         np.testing.assert_array_equal(entry.load(name), inline.load(name))
 
@@ -246,7 +257,26 @@ def test_placed_zip_is_used_offline(shared_data, tmp_path, monkeypatch):
     raw = tmp_path / "raw" / "omniglot"
     shutil.copyfile(zip_of(shared_data, "small1"), raw / RESOURCES["small1"].filename)
     entry = prepare_omniglot(sets="small1", data_dir=tmp_path, progress=False)[0]
-    assert entry.meta["n_characters"] == 136
+    assert entry.meta["n_characters"] == 136 and entry.meta["verified_archive"] is True
+    unchecked = prepare_omniglot(sets="small1", data_dir=tmp_path / "other", verify=False, progress=False,
+                                 archives={"small1": raw / RESOURCES["small1"].filename})[0]
+    assert unchecked.meta["verified_archive"] is False
+
+
+def test_dataset_object_in_class_order(prepared):
+    ds = Omniglot(["Latin,2", "Greek,1"], sets="small2", indices=[3, 4], include_blank=True,
+                  transform=lambda image: image[:2], data_dir=prepared, download=False)
+    assert ds.classes == ["Greek,1", "Latin,2", " "] and ds.class_map == {"Greek,1": 0, "Latin,2": 1, " ": 2}
+    assert len(ds) == 6 and ds.images.shape == (6, 105, 105)
+    expected = np.concatenate([class_array(prepared, "small2", "Greek", 1)[[3, 4]],
+                               class_array(prepared, "small2", "Latin", 2)[[3, 4]], np.zeros((2, 105, 105), np.uint8)])
+    np.testing.assert_array_equal(ds.images, expected)
+    np.testing.assert_array_equal(ds.labels, [0, 0, 1, 1, 2, 2])
+    image, label = ds[2]
+    assert image.shape == (2, 105) and label == 1  # the transform applies to ds[i]
+    seen = np.concatenate([labels for _, labels in ds.batches(batch_size=4, shuffle=True, seed=0)])
+    np.testing.assert_array_equal(np.sort(seen), ds.labels)
+    assert repr(ds) == "Omniglot(sets=('small2',), shape=(105, 105), 6 images, 3 classes)"
 
 
 # -- episodes -------------------------------------------------------------------------------
@@ -335,12 +365,13 @@ def test_missing_drawer_is_a_format_error(shared_data, tmp_path):
     assert_no_entry(tmp_path / "d")
 
 
-def test_undecodable_png_late_in_the_set_leaves_no_entry(shared_data, tmp_path):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_undecodable_png_late_in_the_set_leaves_no_entry(shared_data, tmp_path, workers):
     member = "images_background_small1/Latin/character26/0708_20.png"
     broken = rewrite_zip(zip_of(shared_data, "small1"), tmp_path / "broken.zip", replace={member: b"not a png"})
     with pytest.raises(ValueError, match=rf"cannot decode image {re.escape(member)} in .*broken\.zip"):
         prepare_omniglot(sets="small1", archives={"small1": broken}, verify=False, data_dir=tmp_path / "d",
-                         progress=False)
+                         progress=False, workers=workers)
     assert_no_entry(tmp_path / "d")
 
 

@@ -60,8 +60,8 @@ def upstream_file(
     verify: bool,
     progress: bool,
     given: PathLike | None = None,
-) -> Path:
-    """Return a local copy of ``resource``, fetching it when needed.
+) -> tuple[Path, bool]:
+    """Return a local copy of ``resource`` (fetched when needed) and whether its hash was checked.
 
     Parameters
     ----------
@@ -79,6 +79,11 @@ def upstream_file(
     given
         A local copy to use in place (not copied) instead of the raw dir.
 
+    Returns
+    -------
+    tuple of (Path, bool)
+        The file, and False when it is used unchecked (``verify=False``).
+
     Raises
     ------
     FileNotFoundError
@@ -91,8 +96,8 @@ def upstream_file(
     if given is None:
         placed = config.raw_dir(resource.dataset, data_dir) / resource.filename
         if not verify and placed.is_file():
-            return placed
-        return fetch(resource, placed.parent, mirrors=mirrors or (), progress=progress)
+            return placed, False
+        return fetch(resource, placed.parent, mirrors=mirrors or (), progress=progress), True
     path = Path(given).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist: give the path of a copy of {resource.url}")
@@ -109,7 +114,7 @@ def upstream_file(
                 target=path,
                 attempts=(Attempt(str(path), "hash mismatch", actual_hash=actual, actual_size=size),),
             )
-    return path
+    return path, verify
 
 
 def resized(images: np.ndarray, shape: tuple[int, int], method: str, *, batch: bool) -> np.ndarray:

@@ -12,14 +12,15 @@ One entry of kind ``"backgrounds"`` per ``(shape, method)``: the native entry
 (``shape`` None) holds each image as decoded, uint8 RGB ``(H, W, 3)`` (transparency
 composited on black); a resized entry holds the resize of each native image. Each
 image is its own ``<name>.pklz``, and ``entry.meta["backgrounds"]`` maps each name to
-``{"file", "source", "hash", "shape"}``. Users may fetch only some backgrounds: an
+``{"file", "source", "hash", "verified", "shape"}`` (``verified``: whether the
+source file's hash was checked). Users may fetch only some backgrounds: an
 entry then holds those, and preparing more names replaces it atomically by an entry
 holding the union (existing files are copied, never decoded again).
 """
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +116,17 @@ def _holding(store: CacheStore, params: dict[str, Any], names: Iterable[str]) ->
 
 
 def _grow(
-    store: CacheStore, params: dict[str, Any], names: Sequence[str], make: Callable[[str], np.ndarray]
+    store: CacheStore,
+    params: dict[str, Any],
+    names: Sequence[str],
+    make: Callable[[str], np.ndarray],
+    verified: Mapping[str, bool],
 ) -> Entry:
     """Return the entry of ``params`` holding ``names``, replacing it by one with ``make(name)`` added if needed.
 
     The new entry is staged under the key's lock from the entry found there (its files
-    copied) plus the images it lacks, and committed atomically.
+    copied) plus the images it lacks, and committed atomically. ``verified[name]``
+    records whether the image's source file had its hash checked.
     """
     entry = _holding(store, params, names)
     if entry is not None:
@@ -134,7 +140,7 @@ def _grow(
             if name not in records:
                 image = make(name)
                 record = {"file": f"{name}.pklz", "source": IMAGES[name].filename, "hash": IMAGES[name].hash,
-                          "shape": list(image.shape)}
+                          "verified": verified[name], "shape": list(image.shape)}
                 writer.write(record["file"], image)
                 records[name] = record
         writer.meta.update(
@@ -192,21 +198,22 @@ def prepare_backgrounds(
     store = CacheStore.for_data_dir(data_dir)
     native = _holding(store, _params(None, method), wanted)
     if native is None:
-        paths = {
+        files = {
             name: upstream_file(IMAGES[name], data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress)
             for name in dict.fromkeys(wanted)
         }
         native = _grow(
             store, _params(None, method), wanted,
-            lambda name: decode_image(paths[name], channels=3, name=str(paths[name])),
+            lambda name: decode_image(files[name][0], channels=3, name=str(files[name][0])),
+            {name: checked for name, (_, checked) in files.items()},
         )
+    records = native.meta["backgrounds"]
     entries = [native]
     for shape in variants:
         entries.append(_grow(
             store, _params(shape, method), wanted,
-            lambda name, shape=shape: resized(
-                native.load(native.meta["backgrounds"][name]["file"]), shape, method, batch=False
-            ),
+            lambda name, shape=shape: resized(native.load(records[name]["file"]), shape, method, batch=False),
+            {name: records[name]["verified"] for name in wanted},
         ))
     return entries
 
@@ -266,8 +273,7 @@ def load_backgrounds(
                 "or `prepare-data backgrounds`, or pass download=True"
             )
         prepared = prepare_backgrounds(
-            names=wanted, shapes=[] if size is None else [size], method=method, data_dir=data_dir,
-            mirrors=mirrors, progress=False,
+            names=wanted, shapes=[] if size is None else [size], method=method, data_dir=data_dir, mirrors=mirrors
         )
         entry = prepared[-1]
     return [entry.load(entry.meta["backgrounds"][name]["file"]) for name in wanted]

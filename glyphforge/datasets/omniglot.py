@@ -32,7 +32,7 @@ is accepted too and means the same class).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +57,12 @@ from glyphforge.datasets._prepare import (
     unknown,
     upstream_file,
 )
+from glyphforge.loaders import MapStyleDataset
 from glyphforge.pipelines.download import Resource
 
 __all__ = [
     "BLANK", "DEFAULT_METHOD", "DEFAULT_SETS", "KIND", "N_DRAWERS", "NATIVE_SHAPE", "PARALLEL_MIN_IMAGES",
-    "RESOURCES", "SETS", "Episode", "OmniglotFormatError", "load_omniglot", "omniglot_classes",
+    "RESOURCES", "SETS", "Episode", "Omniglot", "OmniglotFormatError", "load_omniglot", "omniglot_classes",
     "omniglot_episodes", "prepare_omniglot",
 ]
 
@@ -212,13 +213,13 @@ def prepare_omniglot(
     for name in names:
         base = store.get(KIND, _params(name, NATIVE_SHAPE, method))
         if base is None:
-            zip_path = upstream_file(
+            zip_path, verified = upstream_file(
                 RESOURCES[name], data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress,
                 given=archives.get(name),
             )
             base = store.get_or_create(
                 KIND, _params(name, NATIVE_SHAPE, method),
-                lambda writer: _write_native(writer, name, zip_path, workers, verify, progress),
+                lambda writer: _write_native(writer, name, zip_path, workers, verified, progress),
             )
         entries.append(base)
         for shape in wanted:
@@ -250,9 +251,7 @@ def _entries(
                 f"prepare_omniglot(sets={absent!r}) or `prepare-data omniglot --omniglot-sets {' '.join(absent)}`, "
                 "or pass download=True"
             )
-        prepared = prepare_omniglot(
-            sets=missing, shapes=[shape], method=method, data_dir=data_dir, mirrors=mirrors, progress=False
-        )
+        prepared = prepare_omniglot(sets=missing, shapes=[shape], method=method, data_dir=data_dir, mirrors=mirrors)
         per_set = 1 if shape == NATIVE_SHAPE else 2  # the 105x105 entry, then the resized one
         entries.update(zip(missing, prepared[per_set - 1::per_set]))
     return entries  # type: ignore[return-value]  # every set has its entry now
@@ -358,6 +357,59 @@ def load_omniglot(
     if include_blank:
         class_map[BLANK] = len(chosen)
     return x, y, class_map
+
+
+class Omniglot(MapStyleDataset):
+    """Omniglot classes as a map-style dataset: ``len(ds)``, ``ds[i] -> (image, label)``, ``ds.batches(...)``.
+
+    Images are in a fixed order (classes in sorted name order, each class's drawers in
+    ``indices`` order), so a PyTorch ``DataLoader`` (which shuffles) or :meth:`batches`
+    takes it as is. ``images`` is uint8 ``(n, H, W)``, ``labels`` int64 indices into
+    ``classes``, and ``class_map`` maps each class name to its label (as
+    :func:`load_omniglot` returns it).
+
+    Parameters
+    ----------
+    classes, sets, shape, indices, include_blank, method, data_dir, download, mirrors
+        As in :func:`load_omniglot`.
+    transform
+        Applied to each image by ``ds[i]`` (e.g. a torchvision transform).
+    """
+
+    def __init__(
+        self,
+        classes: str | Iterable[str] | None = None,
+        *,
+        sets: str | Iterable[str] = DEFAULT_SETS,
+        shape: tuple[int, int] | None = None,
+        indices: Iterable[int] | None = None,
+        include_blank: bool = False,
+        method: str = DEFAULT_METHOD,
+        transform: Callable[[np.ndarray], Any] | None = None,
+        data_dir: PathLike | None = None,
+        download: bool = True,
+        mirrors: Sequence[str] | str | None = None,
+    ) -> None:
+        drawers = check_indices(indices)
+        catalog = _catalog(sets, shape, method, data_dir, download, mirrors)
+        chosen = catalog.select(classes)
+        images = catalog.stack(chosen, drawers).reshape(-1, *catalog.shape)
+        if include_blank:
+            images = np.concatenate([images, np.zeros((len(drawers), *catalog.shape), np.uint8)])
+        self.classes = [item.name for item in chosen] + [BLANK] * include_blank
+        self.class_map = {name: label for label, name in enumerate(self.classes)}
+        self.images = images
+        self.labels = np.repeat(np.arange(len(self.classes), dtype=np.int64), len(drawers))
+        self.sets, self.shape, self.transform = _check_sets(sets), catalog.shape, transform
+
+    def __getitem__(self, index: Any) -> tuple[Any, Any]:
+        image, label = super().__getitem__(index)
+        return (image if self.transform is None else self.transform(image)), label
+
+    def __repr__(self) -> str:
+        return (
+            f"Omniglot(sets={self.sets}, shape={self.shape}, {len(self)} images, {len(self.classes)} classes)"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
