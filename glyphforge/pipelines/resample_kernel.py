@@ -65,25 +65,24 @@ def _resample_lines(src, dst, starts, weights, channels, rule, acc):
 
 
 @njit(inline="always")
-def _transpose_block(src, dst, count):
-    """``dst[j, b * R + r] = src[r, b * X + j]`` for ``src`` ``(R, count * X)``."""
-    rows, width = src.shape[0], src.shape[1] // count
-    for b in range(count):
-        for r in range(rows):
-            line = src[r]
-            for j in range(width):
-                dst[j, b * rows + r] = line[b * width + j]
+def _copy_stack(src, dst):
+    """``dst[b, r, j] = src[b, r, j]`` for two ``(n, R, X)`` views (any strides)."""
+    for b in range(src.shape[0]):
+        for r in range(src.shape[1]):
+            for j in range(src.shape[2]):
+                dst[b, r, j] = src[b, r, j]
 
 
 @njit(inline="always")
-def _horizontal_pass(rows_in, rows_out, count, starts, weights, channels, rule, acc):
-    """Resample the rows of a block along their width, through a transposed copy."""
-    height = rows_in.shape[0]
-    columns = np.empty((rows_in.shape[1] // count, count * height), rows_in.dtype)
-    _transpose_block(rows_in, columns, count)
-    columns_out = np.empty((rows_out.shape[1] // count, count * height), rows_out.dtype)
-    _resample_lines(columns, columns_out, starts, weights, channels, rule, acc)
-    _transpose_block(columns_out, rows_out, count)
+def _rows_view(rows, count):
+    """The ``(count, R, X)`` images of a rows block ``(R, count * X)``."""
+    return rows.reshape((rows.shape[0], count, rows.shape[1] // count)).transpose(1, 0, 2)
+
+
+@njit(inline="always")
+def _columns_view(columns, count):
+    """The ``(count, R, X)`` images of a columns block ``(X, count * R)``."""
+    return columns.reshape((columns.shape[0], count, columns.shape[1] // count)).transpose(1, 2, 0)
 
 
 @njit(cache=True)
@@ -99,23 +98,30 @@ def resample(
     """
     height, line_in = src.shape[1], src.shape[2]
     out_height, line_out = dst.shape[1], dst.shape[2]
-    mid_height, mid_line = (out_height, line_in) if vertical_first else (height, line_out)
     acc = np.empty(block * max(height, line_in, line_out), x_weights.dtype)
     for first in range(start, stop, block):
         n = min(block, stop - first)
-        rows_in = np.empty((height, n * line_in), src.dtype)
-        for b in range(n):
-            rows_in[:, b * line_in : (b + 1) * line_in] = src[first + b]
-        rows_mid = np.empty((mid_height, n * mid_line), between.dtype)
-        rows_out = np.empty((out_height, n * line_out), dst.dtype)
+        images, resized = src[first : first + n], dst[first : first + n]
         if vertical_first:
-            _resample_lines(rows_in, rows_mid, y_starts, y_weights, 1, first_rule, acc)
-            _horizontal_pass(rows_mid, rows_out, n, x_starts, x_weights, channels, second_rule, acc)
+            rows = np.empty((height, n * line_in), src.dtype)
+            _copy_stack(images, _rows_view(rows, n))
+            rows_mid = np.empty((out_height, n * line_in), between.dtype)
+            _resample_lines(rows, rows_mid, y_starts, y_weights, 1, first_rule, acc)
+            columns_mid = np.empty((line_in, n * out_height), between.dtype)
+            _copy_stack(_rows_view(rows_mid, n), _columns_view(columns_mid, n))
+            columns_out = np.empty((line_out, n * out_height), dst.dtype)
+            _resample_lines(columns_mid, columns_out, x_starts, x_weights, channels, second_rule, acc)
+            _copy_stack(_columns_view(columns_out, n), resized)
         else:
-            _horizontal_pass(rows_in, rows_mid, n, x_starts, x_weights, channels, first_rule, acc)
+            columns = np.empty((line_in, n * height), src.dtype)
+            _copy_stack(images, _columns_view(columns, n))
+            columns_mid = np.empty((line_out, n * height), between.dtype)
+            _resample_lines(columns, columns_mid, x_starts, x_weights, channels, first_rule, acc)
+            rows_mid = np.empty((height, n * line_out), between.dtype)
+            _copy_stack(_columns_view(columns_mid, n), _rows_view(rows_mid, n))
+            rows_out = np.empty((out_height, n * line_out), dst.dtype)
             _resample_lines(rows_mid, rows_out, y_starts, y_weights, 1, second_rule, acc)
-        for b in range(n):
-            dst[first + b] = rows_out[:, b * line_out : (b + 1) * line_out]
+            _copy_stack(_rows_view(rows_out, n), resized)
 
 
 @njit(parallel=True, cache=True)
