@@ -1,11 +1,11 @@
 """The numba kernel behind `glyphforge.resize`: two separable passes over blocks of images.
 
-A block of ``n`` images is laid out as *rows*: a 2-D buffer ``(height, n * width *
-channels)`` whose line ``r`` holds row ``r`` of every image side by side. The
-vertical pass combines whole lines; the horizontal pass transposes the block to
-*columns* ``(width * channels, n * height)``, combines those lines, and transposes
-back. Either way the innermost loop is one weight times a long contiguous line,
-which LLVM vectorises.
+A block of ``n`` images is copied into *columns*, a 2-D buffer ``(width * channels,
+n * height)`` whose line ``j`` holds column ``j`` of every image side by side, and the
+horizontal pass combines whole lines of it; its result is copied into *rows*
+``(height, n * width * channels)`` for the vertical pass, which combines whole rows.
+Either way the innermost loop is one weight times a long contiguous line, which LLVM
+vectorises. When the vertical pass comes first, the block starts as rows instead.
 
 Sums are settled after each pass. Integer (int32) sums are Pillow's 8-bit fixed
 point: ``clip((sum + 2**21) >> 22, 0, 255)``. Float sums follow a rule ``(bias,
@@ -29,7 +29,7 @@ def _settle(acc: np.ndarray, out: np.ndarray, rule: Rule) -> None:
 
 
 @overload(_settle)
-def _settle_for(acc, out, rule):
+def _settle_for(acc, out, rule):  # numba types; returns the implementation for them
     if isinstance(acc.dtype, types.Integer):
         half, shift = 1 << (FIXED_POINT_BITS - 1), FIXED_POINT_BITS
 
@@ -49,7 +49,9 @@ def _settle_for(acc, out, rule):
 
 
 @njit(inline="always")
-def _resample_lines(src, dst, starts, weights, channels, rule, acc):
+def _resample_lines(
+    src: np.ndarray, dst: np.ndarray, starts: np.ndarray, weights: np.ndarray, channels: int, rule: Rule, acc: np.ndarray
+) -> None:
     """``dst[o] = settle(sum_t weights[p, t] * src[(starts[p] + t) * channels + c])``, ``o = p * channels + c``."""
     length = src.shape[1]
     for o in range(dst.shape[0]):
@@ -65,7 +67,7 @@ def _resample_lines(src, dst, starts, weights, channels, rule, acc):
 
 
 @njit(inline="always")
-def _copy_stack(src, dst):
+def _copy_stack(src: np.ndarray, dst: np.ndarray) -> None:
     """``dst[b, r, j] = src[b, r, j]`` for two ``(n, R, X)`` views (any strides)."""
     for b in range(src.shape[0]):
         for r in range(src.shape[1]):
@@ -74,22 +76,23 @@ def _copy_stack(src, dst):
 
 
 @njit(inline="always")
-def _rows_view(rows, count):
+def _rows_view(rows: np.ndarray, count: int) -> np.ndarray:
     """The ``(count, R, X)`` images of a rows block ``(R, count * X)``."""
     return rows.reshape((rows.shape[0], count, rows.shape[1] // count)).transpose(1, 0, 2)
 
 
 @njit(inline="always")
-def _columns_view(columns, count):
+def _columns_view(columns: np.ndarray, count: int) -> np.ndarray:
     """The ``(count, R, X)`` images of a columns block ``(X, count * R)``."""
     return columns.reshape((columns.shape[0], count, columns.shape[1] // count)).transpose(1, 2, 0)
 
 
 @njit(cache=True)
 def resample(
-    src, dst, start, stop, channels, vertical_first, x_starts, x_weights, y_starts, y_weights,
-    first_rule, second_rule, between, block,
-):
+    src: np.ndarray, dst: np.ndarray, start: int, stop: int, channels: int, vertical_first: bool,
+    x_starts: np.ndarray, x_weights: np.ndarray, y_starts: np.ndarray, y_weights: np.ndarray,
+    first_rule: Rule, second_rule: Rule, between: np.ndarray, block: int,
+) -> None:
     """Resize images ``start:stop`` of ``src`` ``(N, H, W * C)`` into ``dst`` ``(N, Ho, Wo * C)``.
 
     ``x_*``/``y_*`` are the `AxisWeights` of width and height; ``first_rule`` and
@@ -126,9 +129,10 @@ def resample(
 
 @njit(parallel=True, cache=True)
 def resample_parallel(
-    src, dst, parts, channels, vertical_first, x_starts, x_weights, y_starts, y_weights,
-    first_rule, second_rule, between, block,
-):
+    src: np.ndarray, dst: np.ndarray, parts: int, channels: int, vertical_first: bool,
+    x_starts: np.ndarray, x_weights: np.ndarray, y_starts: np.ndarray, y_weights: np.ndarray,
+    first_rule: Rule, second_rule: Rule, between: np.ndarray, block: int,
+) -> None:
     """`resample` of the whole batch, cut into ``parts`` runs of images shared by the threads."""
     count = src.shape[0]
     for part in prange(parts):
