@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import logging
 import numbers
+import os
 import shutil
 import sys
 import time
@@ -172,7 +173,10 @@ def cache_params(spec: Any) -> dict[str, Any]:
     }
 
 
-def build(spec: Any, session: Any = None, data_dir: Any = None, progress: bool = True) -> BuiltDataset:
+def build(
+    spec: Spec, session: Session | str | None = None, data_dir: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+) -> BuiltDataset:
     """Build ``spec`` shard by shard through ``session``; return the cached dataset.
 
     Parameters
@@ -224,7 +228,9 @@ def build(spec: Any, session: Any = None, data_dir: Any = None, progress: bool =
     return BuiltDataset(entry)
 
 
-def _build_shards(spec: Any, key: str, work_dir: Path, writer: Writer, session: Any, progress: bool) -> None:
+def _build_shards(
+    spec: Spec, key: str, work_dir: Path, writer: Writer, session: Session | str | None, progress: bool
+) -> None:
     """Make the missing shards, then concatenate all of them into ``writer``'s entry."""
     started = time.perf_counter()
     n_shards = count_shards(spec.n_examples, spec.shard_size)
@@ -271,7 +277,7 @@ def _build_shards(spec: Any, key: str, work_dir: Path, writer: Writer, session: 
 
 
 def _run_shards(
-    spec: Any, work_dir: Path, missing: list[int], records: dict[int, ShardRecord], session: Any, progress: bool
+    spec: Spec, work_dir: Path, missing: list[int], records: dict[int, ShardRecord], session: Session, progress: bool
 ) -> None:
     """Map `ShardTask` over the ``missing`` shards, adding each finished one to ``records``."""
     from tqdm import tqdm

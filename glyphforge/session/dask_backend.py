@@ -1,6 +1,7 @@
 """The ``dask`` session: tasks on a Dask distributed cluster (existing, or a LocalCluster it owns)."""
 from __future__ import annotations
 
+import functools
 import os
 import time
 from concurrent.futures import CancelledError
@@ -70,8 +71,10 @@ class DaskSession(Session):
         n_workers = (os.cpu_count() or 1) if n_workers is None else n_workers
         if not isinstance(n_workers, int) or n_workers < 1:
             raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
-        options = {"threads_per_worker": 1, "processes": True, "host": "127.0.0.1", "dashboard_address": None}
-        cluster = LocalCluster(n_workers=n_workers, **{**options, **cluster_options})
+        options = {"threads_per_worker": 1, "processes": True, "dashboard_address": None, **cluster_options}
+        if options["processes"]:  # in-process workers talk over inproc://, not TCP
+            options.setdefault("host", "127.0.0.1")
+        cluster = LocalCluster(n_workers=n_workers, **options)
         self._attach(Client(cluster), cluster, no_workers_timeout)
 
     def _attach(self, client: Client, cluster: Any, no_workers_timeout: float | None) -> None:
@@ -96,10 +99,11 @@ class DaskSession(Session):
 
     def _map(self, fn: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[int, Any]]:
         prefix = f"glyphforge-task-{uuid.uuid4().hex[:12]}"
-        futures = [
-            self.client.submit(run_task, fn, item, key=f"{prefix}-{index}", pure=False)
-            for index, item in enumerate(items)
-        ]
+        # One map call: one graph message, in which ``fn`` is pickled once, not per task.
+        futures = self.client.map(
+            functools.partial(run_task, fn), items, key=[f"{prefix}-{index}" for index in range(len(items))],
+            pure=False,
+        )
         index_of = {future.key: index for index, future in enumerate(futures)}
         # with_results: results are fetched in the background, so a worker dying while
         # holding one (Dask then computes it again) never blocks the loop below.
@@ -135,7 +139,9 @@ class DaskSession(Session):
             raise lost
         try:  # bounded: a vanished scheduler must not stall us for the 30 s connect timeout
             n_workers = len(self.client.nthreads(callback_timeout=_RPC_SECONDS))
-        except (OSError, TimeoutError) as error:
+        except TimeoutError:
+            return workerless_since  # a busy scheduler: ask again at the next check
+        except OSError as error:
             raise lost from error
         self._on_worker_check(n_workers)
         if n_workers:

@@ -1,0 +1,213 @@
+"""Benchmark the parallel builder: speed-up, efficiency and per-shard overhead per backend.
+
+    python benchmarks/bench_build.py                       # CPU-bound spec + sleep simulation
+    python benchmarks/bench_build.py --spec pkg.mod:make   # your spec: make(n_examples, shard_size, seed)
+    python benchmarks/bench_build.py --skip-simulation --examples 10000
+
+Part 1 builds a CPU-bound spec with 1, 2 and all cores on the processes backend and
+on a Dask LocalCluster (sessions opened before timing, so worker start-up is not
+counted), against the bare compute time of every ``make_shard`` run serially here.
+Per-shard overhead = (wall time x workers - compute time) / shards: everything the
+builder adds (sending tasks, writing, hashing, concatenating, committing).
+
+Part 2 simulates machines this one does not have: shards whose work is a fixed sleep,
+16 rounds of them per worker, on 2, 32 and 128 Dask workers, against the ideal makespan
+16 x sleep. 2 and 32 workers are single-threaded worker processes; 128 worker processes
+do not fit in a small machine's memory, so 128 is 32 processes x 4 threads (a sleep
+releases the GIL). All of them share this machine's cores for the per-shard work
+(sending tasks, writing and hashing shard files) that real machines would do in parallel.
+"""
+from __future__ import annotations
+
+import os
+
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")  # one core per worker: no hidden thread pools
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from glyphforge.build import build  # noqa: E402
+from glyphforge.session import Session, open_session  # noqa: E402
+from glyphforge.shards import count_shards, shard_bounds, shard_rng  # noqa: E402
+
+
+@dataclass
+class CpuSpec:
+    """CPU-bound stand-in for a scene generator: FFT-filtered noise images, ~0.5 ms each."""
+
+    n_examples: int = 10_000
+    shard_size: int = 1_000
+    seed: int = 0
+    kind: str = "bench-cpu"
+
+    def params(self) -> dict[str, Any]:
+        return {"version": 1}
+
+    def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        noise = rng.standard_normal((n, 64, 64), dtype=np.float32)
+        kernel = np.exp(-np.add.outer(np.arange(64) ** 2, np.arange(33) ** 2) / 40.0)
+        spectrum = np.fft.rfft2(noise) * kernel
+        for _ in range(2):
+            spectrum = np.fft.rfft2(np.tanh(np.fft.irfft2(spectrum, s=(64, 64)))) * kernel
+        images = np.fft.irfft2(spectrum, s=(64, 64))[:, ::2, ::2]
+        scaled = (images - images.min()) / (np.ptp(images) + 1e-9) * 255
+        return {"images": scaled.astype(np.uint8), "labels": rng.integers(0, 10, n).astype(np.int16)}
+
+
+@dataclass
+class SleepSpec:
+    """One example per shard; making it is a fixed sleep (compute on a machine we lack)."""
+
+    n_examples: int
+    sleep: float
+    shard_size: int = 1
+    seed: int = 0
+    kind: str = "bench-sleep"
+
+    def params(self) -> dict[str, Any]:
+        return {"sleep": self.sleep}
+
+    def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        time.sleep(self.sleep)
+        return {"x": rng.integers(0, 255, size=(n, 8), dtype=np.uint8)}
+
+
+def load_spec_factory(text: str | None) -> Callable[[int, int, int], Any]:
+    """Return ``make(n_examples, shard_size, seed) -> spec`` from ``module:callable`` (None: CpuSpec)."""
+    if text is None:
+        return CpuSpec
+    module, _, name = text.partition(":")
+    if not name:
+        raise SystemExit(f"--spec {text!r}: write it as module:callable, e.g. mypkg.specs:make_spec")
+    return getattr(importlib.import_module(module), name)
+
+
+def compute_seconds(spec: Any, repeat: int) -> float:
+    """Best-of-``repeat`` seconds to run every make_shard serially here, with no builder around it."""
+    spec.make_shard(0, shard_rng(spec.seed, 0), min(spec.shard_size, spec.n_examples))  # warm-up
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        for index in range(count_shards(spec.n_examples, spec.shard_size)):
+            start, stop = shard_bounds(index, spec.n_examples, spec.shard_size)
+            spec.make_shard(index, shard_rng(spec.seed, index), stop - start)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def timed_build(spec: Any, session: Session | str, scratch: Path, repeat: int = 1) -> float:
+    """Best-of-``repeat`` wall seconds of an uncached build (a fresh data dir each time)."""
+    best = float("inf")
+    for _ in range(repeat):
+        data_dir = Path(tempfile.mkdtemp(dir=scratch))
+        started = time.perf_counter()
+        build(spec, session=session, data_dir=data_dir, progress=False)
+        best = min(best, time.perf_counter() - started)
+        shutil.rmtree(data_dir)
+    return best
+
+
+def open_timed_session(backend: str, workers: int) -> Session:
+    if backend == "local":
+        return open_session("local")
+    if backend == "processes":
+        return open_session("processes", n_workers=workers)
+    return open_session("dask", n_workers=workers)
+
+
+def part1(spec: Any, scratch: Path, repeat: int) -> None:
+    n_shards = count_shards(spec.n_examples, spec.shard_size)
+    compute = compute_seconds(spec, repeat)
+    per_shard = compute / n_shards
+    print(f"spec {type(spec).__name__}: {spec.n_examples} examples, {n_shards} shards of {spec.shard_size}; "
+          f"bare compute {compute:.2f} s ({per_shard * 1000:.0f} ms per shard)\n")
+    counts = sorted({1, 2, os.cpu_count() or 1})
+    runs = [("local", 1)] + [(backend, n) for backend in ("processes", "dask") for n in counts]
+    print(f"{'backend':<10} {'workers':>7} {'seconds':>8} {'examples/s':>11} {'speed-up':>9} "
+          f"{'vs local':>9} {'efficiency':>10} {'overhead/shard':>18}")
+    baseline: dict[str, float] = {}
+    for backend, workers in runs:
+        with open_timed_session(backend, workers) as session:
+            wall = timed_build(spec, session, scratch, repeat)
+        baseline.setdefault(backend, wall)
+        speedup = baseline[backend] / wall
+        overhead = (wall * workers - compute) / n_shards
+        print(f"{backend:<10} {workers:>7} {wall:>8.2f} {spec.n_examples / wall:>11,.0f} {speedup:>8.2f}x "
+              f"{baseline['local'] / wall:>8.2f}x {speedup / workers:>9.0%} "
+              f"{overhead * 1000:>8.1f} ms {overhead / per_shard:>6.1%}")
+    print()
+
+
+def _nap(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def part2(sleep: float, layouts: list[tuple[int, int]], rounds: int, scratch: Path) -> None:
+    """Sleep shards, ``rounds`` per worker thread, for each ``(processes, threads)`` layout.
+
+    Each layout first runs a plain ``Session.map`` of the same sleeps (the cost of Dask
+    and the session alone), then the build (adding shard writing, hashing, concatenation).
+    """
+    ideal = rounds * sleep
+    print(f"simulation: {rounds} rounds of {sleep:g} s sleep shards per worker; ideal makespan {ideal:.2f} s")
+    print(f"{'workers':>7} {'procs x threads':>15} {'shards':>6} {'map s':>7} {'map overhead':>12} "
+          f"{'build s':>8} {'build overhead':>14} {'start-up':>8}")
+    for processes, threads in layouts:
+        workers = processes * threads
+        started = time.perf_counter()
+        with open_session("dask", n_workers=processes, threads_per_worker=threads) as session:
+            startup = time.perf_counter() - started
+            timed_build(SleepSpec(n_examples=2 * workers, sleep=0.0, seed=1), session, scratch)  # warm-up
+            started = time.perf_counter()
+            for _ in session.map(_nap, [sleep] * (rounds * workers)):
+                pass
+            plain = time.perf_counter() - started
+            wall = timed_build(SleepSpec(n_examples=rounds * workers, sleep=sleep), session, scratch)
+        print(f"{workers:>7} {f'{processes} x {threads}':>15} {rounds * workers:>6} {plain:>7.2f} "
+              f"{plain / ideal - 1:>12.1%} {wall:>8.2f} {wall / ideal - 1:>14.1%} {startup:>7.1f}s")
+
+
+def parse_layouts(text: str) -> list[tuple[int, int]]:
+    """``"2x1,32x1,32x4"`` -> ``[(2, 1), (32, 1), (32, 4)]`` (worker processes x threads each)."""
+    layouts = []
+    for part in text.split(","):
+        processes, _, threads = part.partition("x")
+        layouts.append((int(processes), int(threads or 1)))
+    return layouts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spec", help="module:callable making a spec from (n_examples, shard_size, seed)")
+    parser.add_argument("--examples", type=int, default=10_000)
+    parser.add_argument("--shard-size", type=int, default=1_000)
+    parser.add_argument("--skip-build", action="store_true", help="only the sleep simulation")
+    parser.add_argument("--skip-simulation", action="store_true", help="only the CPU-bound builds")
+    parser.add_argument("--repeat", type=int, default=1, help="CPU-bound runs: best of this many")
+    parser.add_argument("--sleep", type=float, default=0.5, help="seconds per simulated shard")
+    parser.add_argument("--rounds", type=int, default=16, help="simulated shards per worker")
+    parser.add_argument("--sim-workers", default="2x1,32x1,32x4",
+                        help="worker layouts, PROCESSESxTHREADS, comma-separated")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="glyphforge-bench-"))
+    try:
+        if not args.skip_build:
+            part1(load_spec_factory(args.spec)(args.examples, args.shard_size, 0), scratch, args.repeat)
+        if not args.skip_simulation:
+            part2(args.sleep, parse_layouts(args.sim_workers), args.rounds, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":  # required: the processes backend spawns workers that import this file
+    main()
