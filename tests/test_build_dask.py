@@ -17,7 +17,7 @@ from glyphforge.cache import CacheStore
 from glyphforge.session import NoWorkersError, SessionError, open_session
 from glyphforge.shards import completed_shards
 from support.dask_cluster import dask_cluster, wait_for_workers
-from support.specs import NoiseSpec, made_shards
+from support.specs import NoiseSpec, made_shards, shard_makers
 
 pytestmark = [pytest.mark.dask, pytest.mark.timeout(120)]
 
@@ -45,9 +45,9 @@ def _kill_when_made(touch_dir: Path, shard: int, killed: list[int]) -> None:
     """SIGKILL the worker process that starts making ``shard`` (its pid is in the file name)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        started = list(touch_dir.glob(f"made-{shard:04d}-*"))
-        if started:
-            pid = int(started[0].name.split("-")[2])
+        makers = shard_makers(touch_dir, shard)
+        if makers:
+            pid = makers[0][0]
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
             return

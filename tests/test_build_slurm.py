@@ -19,7 +19,7 @@ import pytest
 from glyphforge.build import BuiltDataset, build, cache_params
 from glyphforge.cache import CacheStore
 from support.slurm_cluster import REQUIRE_ENV, slurm_cluster, unavailable_reason
-from support.specs import NoiseSpec, made_shards
+from support.specs import NoiseSpec, made_shards, shard_makers
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
@@ -46,7 +46,7 @@ def slurm():
         _cannot_run(str(error))
 
 
-def _slurm_build(slurm, tmp_path: Path, spec: dict, data_dir: Path) -> subprocess.Popen:
+def _slurm_build(slurm, tmp_path: Path, spec: dict, data_dir: Path, env: dict | None = None) -> subprocess.Popen:
     """Start a child process that builds NoiseSpec(**spec) on two SLURM jobs."""
     request = tmp_path / "request.json"
     request.write_text(json.dumps({
@@ -60,7 +60,7 @@ def _slurm_build(slurm, tmp_path: Path, spec: dict, data_dir: Path) -> subproces
         },
         "data_dir": str(data_dir),
     }))
-    env = {**slurm.env, "PYTHONPATH": str(TESTS_DIR)}  # sbatch passes it on to the jobs
+    env = {**slurm.env, "PYTHONPATH": str(TESTS_DIR), **(env or {})}  # sbatch passes it on to the jobs
     return subprocess.Popen(slurm.command(sys.executable, "-m", "support.build_child", str(request)), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -89,8 +89,10 @@ def test_a_slurm_build_gives_the_same_bytes_as_local(slurm, tmp_path):
     _assert_same_as_local(NoiseSpec(n_examples=45, shard_size=5, seed=11), tmp_path / "data", tmp_path, key)
     assert made_shards(touch_dir) == list(range(9))
     # the shards were made by workers in SLURM jobs (whose logs dask-jobqueue directs here)
-    worker_pids = {int(path.name.split("-")[2]) for path in touch_dir.iterdir()}
-    assert os.getpid() not in worker_pids
+    makers = [maker for shard in range(9) for maker in shard_makers(touch_dir, shard)]
+    assert os.getpid() not in {pid for pid, _ in makers}
+    jobs = {job for _, job in makers}
+    assert "0" not in jobs and 1 <= len(jobs) <= 2  # the first job up may make them all
     assert len(list((tmp_path / "job-logs").glob("*.err"))) == 2
     assert slurm.run("squeue", "-h").strip() == ""  # closing the session cancelled its jobs
 
@@ -99,22 +101,23 @@ def _scancel_job_making(slurm, touch_dir: Path, shard: int, cancelled: list[str]
     """scancel the SLURM job whose worker starts making ``shard``."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        started = list(touch_dir.glob(f"made-{shard:04d}-*"))
-        if started:
-            pid = started[0].name.split("-")[2]
-            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            job_id = next(item for item in environ if item.startswith(b"SLURM_JOB_ID=")).split(b"=")[1].decode()
+        makers = shard_makers(touch_dir, shard)
+        if makers:
+            job_id = makers[0][1]
             slurm.run("scancel", job_id)
             cancelled.append(job_id)
             return
         time.sleep(0.01)
 
 
-def test_a_slurm_build_survives_scancel_of_a_worker_job(slurm, tmp_path):
+def test_a_slurm_build_survives_scancel_of_a_worker_job_and_replaces_it(slurm, tmp_path):
     touch_dir = tmp_path / "made"
     touch_dir.mkdir()
-    spec = {"n_examples": 48, "shard_size": 4, "seed": 6, "delay": 0.3, "touch_dir": str(touch_dir)}
-    child = _slurm_build(slurm, tmp_path, spec, tmp_path / "data")
+    spec = {"n_examples": 96, "shard_size": 4, "seed": 6, "delay": 0.3, "touch_dir": str(touch_dir)}
+    # Dask declares the cancelled job's worker lost after 1 s (default 15 s); the session
+    # then submits a replacement job.
+    child = _slurm_build(slurm, tmp_path, spec, tmp_path / "data",
+                         env={"DASK_DISTRIBUTED__DEPLOY__LOST_WORKER_TIMEOUT": "1s"})
     cancelled: list[str] = []
     canceller = threading.Thread(target=_scancel_job_making, args=(slurm, touch_dir, 4, cancelled))
     canceller.start()
@@ -122,5 +125,8 @@ def test_a_slurm_build_survives_scancel_of_a_worker_job(slurm, tmp_path):
     canceller.join()
     assert len(cancelled) == 1
     made = made_shards(touch_dir)
-    assert made.count(4) == 2 and set(made) == set(range(12))  # shard 4 ran again on the other job
-    _assert_same_as_local(NoiseSpec(n_examples=48, shard_size=4, seed=6), tmp_path / "data", tmp_path, key)
+    assert made.count(4) == 2 and set(made) == set(range(24))  # shard 4 ran again on another job
+    assert [job for _, job in shard_makers(touch_dir, 4)].count(cancelled[0]) == 1
+    jobs = {job for shard in range(24) for _, job in shard_makers(touch_dir, shard)}
+    assert len(jobs) == 3 and cancelled[0] in jobs  # two at the start, one replacement
+    _assert_same_as_local(NoiseSpec(n_examples=96, shard_size=4, seed=6), tmp_path / "data", tmp_path, key)

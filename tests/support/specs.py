@@ -20,8 +20,9 @@ class NoiseSpec:
     delay
         Seconds each shard sleeps (keeps a build running long enough to interrupt).
     touch_dir
-        When set, every make_shard call creates a file ``made-<shard>-<unique>`` there,
-        so a test can count the shards that were actually made.
+        When set, every make_shard call creates a file ``made-<shard>-<pid>-<SLURM job
+        id or 0>-<unique>`` there, so a test can count the shards that were actually
+        made, and by which process and batch job.
     fail_shard
         Shard index whose make_shard raises ValueError.
     """
@@ -40,7 +41,8 @@ class NoiseSpec:
 
     def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         if self.touch_dir is not None:
-            Path(self.touch_dir, f"made-{index:04d}-{os.getpid()}-{uuid.uuid4().hex[:8]}").touch()
+            job = os.environ.get("SLURM_JOB_ID", "0")
+            Path(self.touch_dir, f"made-{index:04d}-{os.getpid()}-{job}-{uuid.uuid4().hex[:8]}").touch()
         if index == self.fail_shard:
             raise ValueError(f"shard {index} refuses to be made")
         time.sleep(self.delay)
@@ -49,6 +51,11 @@ class NoiseSpec:
             "labels": rng.integers(0, 10, size=n).astype(np.int16),
             "shard": np.full(n, index, dtype=np.int32),
         }
+
+
+def shard_makers(touch_dir: Path, shard: int) -> list[tuple[int, str]]:
+    """Return ``(pid, SLURM job id)`` of every process that started making ``shard``."""
+    return [(int(path.name.split("-")[2]), path.name.split("-")[3]) for path in touch_dir.glob(f"made-{shard:04d}-*")]
 
 
 def made_shards(touch_dir: Path) -> list[int]:
