@@ -60,8 +60,9 @@ def unavailable_reason() -> str | None:
         return "the SLURM test cluster needs root (it runs slurmd and a network namespace)"
     missing = [name for name in REQUIRED_PROGRAMS if shutil.which(name) is None]
     if missing:
-        return (f"SLURM is not installed ({', '.join(missing)} not found); install it with "
-                "`apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge`")
+        return (f"programs not found: {', '.join(missing)}; install SLURM with `apt-get install -y "
+                "--no-install-recommends slurmctld slurmd slurm-client munge` (unshare, nsenter, runuser: "
+                "util-linux; ip: iproute2)")
     if not MUNGE_KEY.is_file():
         return f"{MUNGE_KEY} is missing (the munge package creates it)"
     return None
