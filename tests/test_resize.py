@@ -243,6 +243,13 @@ def test_non_contiguous_input():
     assert np.array_equal(resize(images, (14, 14), method="lanczos"), expected)
 
 
+def test_read_only_input_and_the_callers_flags():
+    images = _random((100, 28, 28), seed=16)
+    frozen = np.frombuffer(images.tobytes(), np.uint8).reshape(images.shape)  # as IDX parsing gives
+    assert np.array_equal(resize(frozen, (14, 14)), resize(images, (14, 14)))
+    assert images.flags.writeable
+
+
 def test_out_is_filled_and_returned():
     images = _random((7, 28, 28), seed=13)
     out = np.full((7, 14, 14), 99, np.uint8)

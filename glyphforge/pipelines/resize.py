@@ -138,6 +138,7 @@ def resize(
         return result
     plan = _plan(in_height, in_width, height, width, channels, method, array.dtype == np.uint8)
     src = np.ascontiguousarray(array).reshape(count, in_height, in_width * channels)
+    src.flags.writeable = False  # one compiled kernel for writeable and read-only inputs
     dst = result.reshape(count, height, width * channels)
     if count * in_height * in_width * channels <= _SERIAL_PIXELS:
         resample(src, dst, 0, count, *plan.kernel_arguments())
