@@ -117,11 +117,13 @@ def bench_workload(images: np.ndarray, shape: tuple[int, int], repeat: int, cv2)
     out = np.empty((count, *shape), np.uint8)
     rates: dict[str, float] = {}
     for method in PILLOW:
-        rates[f"Pillow {method.upper()} loop"] = median_rate(lambda: pillow_loop(images, shape, method, out), count, repeat)
+        run = lambda: pillow_loop(images, shape, method, out)  # noqa: E731
+        rates[f"Pillow {method.upper()} loop"] = median_rate(run, count, repeat)
     if cv2 is not None:
         for name in ("INTER_AREA", "INTER_LINEAR"):
             flag = getattr(cv2, name)
-            rates[f"OpenCV {name} loop"] = median_rate(lambda: opencv_loop(cv2, images, shape, flag, out), count, repeat)
+            run = lambda: opencv_loop(cv2, images, shape, flag, out)  # noqa: E731
+            rates[f"OpenCV {name} loop"] = median_rate(run, count, repeat)
     try:
         subset, sk_out = images[:SKIMAGE_SUBSET], out[:SKIMAGE_SUBSET]
         rates[f"scikit-image anti_aliasing loop ({SKIMAGE_SUBSET:,})"] = median_rate(
@@ -131,7 +133,8 @@ def bench_workload(images: np.ndarray, shape: tuple[int, int], repeat: int, cv2)
         pass
     for method in (*PILLOW, "area"):
         resize(images[:64], shape, method=method)  # compile or load from numba's cache
-        rates[f"glyphforge {method}"] = median_rate(lambda: resize(images, shape, method=method, out=out), count, repeat)
+        run = lambda: resize(images, shape, method=method, out=out)  # noqa: E731
+        rates[f"glyphforge {method}"] = median_rate(run, count, repeat)
     rates["glyphforge box, fresh output"] = median_rate(lambda: resize(images, shape, method="box"), count, repeat)
     reused = np.empty_like(images)
     rates["np.copyto into reused buffer"] = median_rate(lambda: np.copyto(reused, images), count, repeat)
@@ -157,8 +160,9 @@ def call_costs(images: np.ndarray, shape: tuple[int, int]) -> dict[str, float]:
 def describe_machine() -> str:
     import numba
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), platform.processor())
     versions = [f"Python {platform.python_version()}", f"numpy {np.__version__}", f"numba {numba.__version__}",
                 f"Pillow {Image.__version__}"]
     for module in ("cv2", "skimage"):
@@ -200,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     header = " | ".join(f"{name} ({len(workloads[name][0]):,})" for name in workloads)
     print(f"\n| images/s (ratio to {reference}) | {header} |\n| --- |" + " --- |" * len(workloads))
     for row in results[next(iter(workloads))]:
-        cells = [f"{results[name][row]:,.0f} ({results[name][row] / results[name][reference]:.2f})" for name in workloads]
+        cells = [f"{rates[row]:,.0f} ({rates[row] / rates[reference]:.2f})" for rates in map(results.get, workloads)]
         print(f"| {row} | " + " | ".join(cells) + " |")
     print("\nexactness on the first 2,000 images: " + "; ".join(f"{name}: {check}" for name, check in checks.items()))
     print("\n| cost of one call, 28x28 -> 14x14 | us |\n| --- | --- |")

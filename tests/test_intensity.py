@@ -40,8 +40,8 @@ def test_to_grey_into_out_and_from_a_view():
     "call, message",
     [
         (lambda: invert(np.zeros(3, np.float32)), "images must be uint8, got dtype float32"),
-        (lambda: invert(np.zeros(3, np.uint8), out=np.zeros(4, np.uint8)), r"out must be a uint8 array of shape \(3,\)"),
-        (lambda: to_grey(np.zeros((2, 4), np.uint8)), r"images must end with an RGB axis of length 3, got shape \(2, 4\)"),
+        (lambda: invert(np.zeros(3, np.uint8), out=np.zeros(4, np.uint8)), r"out must be a uint8 array of shape \(3,"),
+        (lambda: to_grey(np.zeros((2, 4), np.uint8)), r"must end with an RGB axis of length 3, got shape \(2, 4\)"),
         (lambda: to_grey(np.zeros((2, 3), np.int32)), "images must be uint8"),
         (lambda: to_grey(np.zeros((2, 3), np.uint8), out=np.zeros((2,), np.float32)), "out must be a uint8 array"),
         (lambda: to_grey(np.zeros((2, 2, 3), np.uint8), out=np.zeros((2, 4), np.uint8)[:, ::2]), "C-contiguous"),

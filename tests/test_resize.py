@@ -300,7 +300,10 @@ def test_empty_batch():
         (np.zeros((28, 28), np.float64), "images must be uint8 or float32, got dtype float64"),
         (np.zeros((28, 28), np.int16), "images must be uint8 or float32"),
         (np.zeros((28, 28), bool), "images must be uint8 or float32"),
-        (np.zeros(28, np.uint8), r"images must be \(N, H, W\), \(N, H, W, C\), \(H, W\) or \(H, W, C\), got an array of shape \(28,\)"),
+        (
+            np.zeros(28, np.uint8),
+            r"images must be \(N, H, W\), \(N, H, W, C\), \(H, W\) or \(H, W, C\), got an array of shape \(28,\)",
+        ),
         (np.zeros((1, 2, 3, 4, 5), np.uint8), "images must be"),
         (np.zeros((3, 0, 28), np.uint8), "images must be at least 1x1 pixels"),
         (np.zeros((0, 28), np.uint8), "images must be at least 1x1 pixels"),

@@ -66,7 +66,8 @@ def to_grey(images: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
 @njit(parallel=True, cache=True)
 def _luma(rgb: np.ndarray, grey: np.ndarray) -> None:
     for i in prange(grey.shape[0]):
-        grey[i] = (np.uint32(rgb[i, 0]) * _RED + np.uint32(rgb[i, 1]) * _GREEN + np.uint32(rgb[i, 2]) * _BLUE + _HALF) >> _SHIFT
+        red, green, blue = np.uint32(rgb[i, 0]), np.uint32(rgb[i, 1]), np.uint32(rgb[i, 2])
+        grey[i] = (red * _RED + green * _GREEN + blue * _BLUE + _HALF) >> _SHIFT
 
 
 def _check_uint8(images: np.ndarray, name: str) -> np.ndarray:

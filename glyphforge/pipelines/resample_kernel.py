@@ -50,7 +50,8 @@ def _settle_for(acc, out, rule):  # numba types; returns the implementation for 
 
 @njit(inline="always")
 def _resample_lines(
-    src: np.ndarray, dst: np.ndarray, starts: np.ndarray, weights: np.ndarray, channels: int, rule: Rule, acc: np.ndarray
+    src: np.ndarray, dst: np.ndarray, starts: np.ndarray, weights: np.ndarray, channels: int, rule: Rule,
+    acc: np.ndarray,
 ) -> None:
     """``dst[o] = settle(sum_t weights[p, t] * src[(starts[p] + t) * channels + c])``, ``o = p * channels + c``."""
     length = src.shape[1]
