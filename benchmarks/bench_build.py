@@ -4,11 +4,12 @@
     python benchmarks/bench_build.py --spec pkg.mod:make   # your spec: make(n_examples, shard_size, seed)
     python benchmarks/bench_build.py --skip-simulation --examples 10000
 
-Part 1 builds a CPU-bound spec with 1, 2 and all cores on the processes backend and
-on a Dask LocalCluster (sessions opened before timing, so worker start-up is not
-counted), against the bare compute time of every ``make_shard`` run serially here.
-Per-shard overhead = (wall time x workers - compute time) / shards: everything the
-builder adds (sending tasks, writing, hashing, concatenating, committing).
+Part 1 builds a CPU-bound spec with 1, 2 and all cores, in process, on the processes
+backend and on a Dask LocalCluster. Sessions are opened and warmed up before timing
+(worker start-up is not counted). The per-shard overhead is reported twice: against
+the bare compute of every ``make_shard`` run serially here (everything: session,
+builder, cores slowing each other down), and against a bare map of the same compute on
+the same session (the builder alone: writing, hashing, concatenating, committing).
 
 Part 2 simulates machines this one does not have: shards whose work is a fixed sleep,
 16 rounds of them per worker, on 2, 32 and 128 Dask workers, against the ideal makespan
@@ -25,7 +26,9 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", 
     os.environ.setdefault(_variable, "1")  # one core per worker: no hidden thread pools
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import importlib  # noqa: E402
+import logging  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -45,7 +48,7 @@ from glyphforge.shards import count_shards, shard_bounds, shard_rng  # noqa: E40
 class CpuSpec:
     """CPU-bound stand-in for a scene generator: FFT-filtered noise images, ~0.5 ms each."""
 
-    n_examples: int = 10_000
+    n_examples: int = 20_000
     shard_size: int = 1_000
     seed: int = 0
     kind: str = "bench-cpu"
@@ -117,15 +120,37 @@ def timed_build(spec: Any, session: Session | str, scratch: Path, repeat: int = 
     return best
 
 
-def open_timed_session(backend: str, workers: int) -> Session:
+def open_bench_session(backend: str, workers: int, **options: Any) -> Session:
+    """Open ``backend`` with ``workers`` workers; Dask's shutdown chatter silenced."""
     if backend == "local":
         return open_session("local")
-    if backend == "processes":
-        return open_session("processes", n_workers=workers)
-    return open_session("dask", n_workers=workers)
+    if backend == "dask":
+        options["silence_logs"] = logging.CRITICAL
+    return open_session(backend, n_workers=workers, **options)
 
 
-def part1(spec: Any, scratch: Path, repeat: int) -> None:
+@dataclass
+class BareShard:
+    """Run one ``make_shard`` and drop its arrays: a shard's compute without the builder."""
+
+    spec: Any
+
+    def __call__(self, index: int) -> None:
+        start, stop = shard_bounds(index, self.spec.n_examples, self.spec.shard_size)
+        self.spec.make_shard(index, shard_rng(self.spec.seed, index), stop - start)
+
+
+def part1(make_spec: Callable[[int, int, int], Any], n_examples: int, shard_size: int, scratch: Path,
+          repeat: int) -> None:
+    """Build ``make_spec(n_examples, shard_size, 0)`` on each backend with 1, 2 and all cores.
+
+    Each session is warmed up first (one shard per worker of another seed), then runs a
+    bare map of the shards' compute, then the build. Overhead per shard, as a share of
+    one shard's compute time: the build against the bare compute here (everything: the
+    session, the builder and cores slowing each other down), and against the bare map
+    on the same session (the builder alone: writing, hashing, concatenating, committing).
+    """
+    spec = make_spec(n_examples, shard_size, 0)
     n_shards = count_shards(spec.n_examples, spec.shard_size)
     compute = compute_seconds(spec, repeat)
     per_shard = compute / n_shards
@@ -133,22 +158,33 @@ def part1(spec: Any, scratch: Path, repeat: int) -> None:
           f"bare compute {compute:.2f} s ({per_shard * 1000:.0f} ms per shard)\n")
     counts = sorted({1, 2, os.cpu_count() or 1})
     runs = [("local", 1)] + [(backend, n) for backend in ("processes", "dask") for n in counts]
-    print(f"{'backend':<10} {'workers':>7} {'seconds':>8} {'examples/s':>11} {'speed-up':>9} "
-          f"{'vs local':>9} {'efficiency':>10} {'overhead/shard':>18}")
+    print(f"{'backend':<10} {'workers':>7} {'seconds':>8} {'examples/s':>11} {'speed-up':>9} {'vs local':>9} "
+          f"{'efficiency':>10} {'overhead/shard vs compute':>26} {'vs bare map':>20}")
     baseline: dict[str, float] = {}
     for backend, workers in runs:
-        with open_timed_session(backend, workers) as session:
+        with open_bench_session(backend, workers) as session:
+            timed_build(make_spec(workers * shard_size, shard_size, 1), session, scratch)  # warm-up
+            bare = min(_timed_map(session, BareShard(spec), n_shards) for _ in range(repeat))
             wall = timed_build(spec, session, scratch, repeat)
         baseline.setdefault(backend, wall)
         speedup = baseline[backend] / wall
         overhead = (wall * workers - compute) / n_shards
+        builder = (wall - bare) * workers / n_shards
         print(f"{backend:<10} {workers:>7} {wall:>8.2f} {spec.n_examples / wall:>11,.0f} {speedup:>8.2f}x "
               f"{baseline['local'] / wall:>8.2f}x {speedup / workers:>9.0%} "
-              f"{overhead * 1000:>8.1f} ms {overhead / per_shard:>6.1%}")
+              f"{overhead * 1000:>15.1f} ms {overhead / per_shard:>7.1%} "
+              f"{builder * 1000:>9.1f} ms {builder / per_shard:>7.1%}")
     print()
 
 
-def _nap(seconds: float) -> None:
+def _timed_map(session: Session, fn: Callable[[int], Any], n: int) -> float:
+    started = time.perf_counter()
+    for _ in session.map(fn, range(n)):
+        pass
+    return time.perf_counter() - started
+
+
+def _nap(seconds: float, index: int) -> None:
     time.sleep(seconds)
 
 
@@ -165,13 +201,10 @@ def part2(sleep: float, layouts: list[tuple[int, int]], rounds: int, scratch: Pa
     for processes, threads in layouts:
         workers = processes * threads
         started = time.perf_counter()
-        with open_session("dask", n_workers=processes, threads_per_worker=threads) as session:
+        with open_bench_session("dask", processes, threads_per_worker=threads) as session:
             startup = time.perf_counter() - started
             timed_build(SleepSpec(n_examples=2 * workers, sleep=0.0, seed=1), session, scratch)  # warm-up
-            started = time.perf_counter()
-            for _ in session.map(_nap, [sleep] * (rounds * workers)):
-                pass
-            plain = time.perf_counter() - started
+            plain = _timed_map(session, functools.partial(_nap, sleep), rounds * workers)
             wall = timed_build(SleepSpec(n_examples=rounds * workers, sleep=sleep), session, scratch)
         print(f"{workers:>7} {f'{processes} x {threads}':>15} {rounds * workers:>6} {plain:>7.2f} "
               f"{plain / ideal - 1:>12.1%} {wall:>8.2f} {wall / ideal - 1:>14.1%} {startup:>7.1f}s")
@@ -189,7 +222,7 @@ def parse_layouts(text: str) -> list[tuple[int, int]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spec", help="module:callable making a spec from (n_examples, shard_size, seed)")
-    parser.add_argument("--examples", type=int, default=10_000)
+    parser.add_argument("--examples", type=int, default=20_000)
     parser.add_argument("--shard-size", type=int, default=1_000)
     parser.add_argument("--skip-build", action="store_true", help="only the sleep simulation")
     parser.add_argument("--skip-simulation", action="store_true", help="only the CPU-bound builds")
@@ -202,7 +235,7 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="glyphforge-bench-"))
     try:
         if not args.skip_build:
-            part1(load_spec_factory(args.spec)(args.examples, args.shard_size, 0), scratch, args.repeat)
+            part1(load_spec_factory(args.spec), args.examples, args.shard_size, scratch, args.repeat)
         if not args.skip_simulation:
             part2(args.sleep, parse_layouts(args.sim_workers), args.rounds, scratch)
     finally:
