@@ -116,7 +116,8 @@ class BuiltDataset:
         return self.arrays[name]
 
     def __repr__(self) -> str:
-        return f"<BuiltDataset {self.entry.kind} {self.key[:12]}: {len(self)} examples, arrays {list(self.meta['layout'])}>"
+        arrays = list(self.meta["layout"])
+        return f"<BuiltDataset {self.entry.kind} {self.key[:12]}: {len(self)} examples, arrays {arrays}>"
 
 
 def _load_arrays(entry: Entry) -> dict[str, np.ndarray]:

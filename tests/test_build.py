@@ -179,7 +179,8 @@ def test_a_raising_shard_fails_the_build_with_its_index_and_traceback(tmp_path, 
         ({}, TypeError, "make_shard(0, rng, 2) returned dict; it must return a non-empty dict"),
         ({"x": [1, 2]}, TypeError, "make_shard(0, rng, 2) returned 'x': list; it must return string names"),
         ({"x": np.zeros(3)}, ValueError, "make_shard(0, rng, 2) returned 'x' of shape (3,); the first axis"),
-        ({"x": np.array([None, 1])}, TypeError, "make_shard(0, rng, 2) returned 'x' with dtype object; object arrays cannot be cached"),
+        ({"x": np.array([None, 1])}, TypeError,
+         "make_shard(0, rng, 2) returned 'x' with dtype object; object arrays cannot be cached"),
     ],
 )
 def test_bad_make_shard_output_is_named(tmp_path, arrays, error, message):
