@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from glyphforge.session import (
-    NoWorkersError,
     SessionError,
     TaskError,
     WorkerDiedError,
@@ -167,10 +166,6 @@ def test_processes_close_stops_every_worker():
             os.kill(pid, 0)
     with pytest.raises(ValueError, match="n_workers must be a positive integer, got 0"):
         open_session("processes", n_workers=0)
-
-
-def test_no_workers_error_is_a_session_error():
-    assert issubclass(NoWorkersError, SessionError)
 
 
 # -- batch job scripts (dask-jobqueue renders them; nothing is submitted) ----
