@@ -10,6 +10,8 @@ A *spec* is any object with these members (duck typing, see `Spec`)::
         data_dir = None          # optional; `build` fills it in when None (not in the key)
         def params(self) -> dict: ...          # everything that determines the output
         def make_shard(self, index, rng, n) -> dict[str, numpy.ndarray]: ...
+        def metadata(self) -> dict: ...        # optional: JSON facts about the output,
+                                               # kept as BuiltDataset.metadata
 
 Shard ``i`` holds examples ``[i * shard_size, min((i + 1) * shard_size, n_examples))``
 and draws from ``numpy.random.SeedSequence(seed).spawn(n_shards)[i]``, so the output
@@ -33,6 +35,7 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge.cache import CacheStore, Entry, Writer, concat_pklz
+from glyphforge.loaders import MapStyleDataset
 from glyphforge.session import Session, TaskFailure, open_session
 from glyphforge.shards import (
     ShardRecord,
@@ -74,11 +77,19 @@ class ShardError(RuntimeError):
         super().__init__(message)
 
 
-class BuiltDataset:
+class BuiltDataset(MapStyleDataset):
     """A built dataset in the cache: its arrays, concatenated over all shards.
 
     ``ds["images"]`` is one array, ``ds.arrays`` all of them (loaded once, lazily),
-    ``len(ds)`` the number of examples; ``ds.key`` and ``ds.path`` locate the entry.
+    ``len(ds)`` the number of examples; ``ds.key`` and ``ds.path`` locate the entry;
+    ``ds.metadata`` is what the spec's optional ``metadata()`` returned (for scenes:
+    ``class_names``).
+
+    It is also map-style, like the EMNIST and Omniglot datasets: ``ds[i]`` (an int,
+    slice or index array) is ``(image, target)`` with ``image = ds.images[i]`` and
+    ``target`` a dict of the other arrays' rows ``i``; ``ds.batches(...)`` yields
+    ``(images, targets)`` the same way. ``images`` is the ``"images"`` array, or
+    the first array when the spec makes none of that name.
     """
 
     def __init__(self, entry: Entry) -> None:
@@ -97,6 +108,11 @@ class BuiltDataset:
     def meta(self) -> dict[str, Any]:
         return self.entry.meta
 
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """What the spec described of its output (``spec.metadata()``); empty if it has no such method."""
+        return self.meta.get("metadata", {})
+
     def __len__(self) -> int:
         return int(self.meta["n_examples"])
 
@@ -107,13 +123,30 @@ class BuiltDataset:
             self._arrays = _load_arrays(self.entry)
         return self._arrays
 
-    def __getitem__(self, name: str) -> np.ndarray:
-        if not isinstance(name, str):
-            raise TypeError(f"index a BuiltDataset by array name ({', '.join(self.meta['layout'])}), "
-                            f"not {type(name).__name__}; for one example use ds[name][i]")
-        if name not in self.meta["layout"]:
-            raise KeyError(f"{self.entry.kind} has no array {name!r}; it has {', '.join(self.meta['layout'])}")
-        return self.arrays[name]
+    @property
+    def _image_name(self) -> str:
+        layout = self.meta["layout"]
+        return "images" if "images" in layout else next(iter(layout))
+
+    @property
+    def images(self) -> np.ndarray:  # type: ignore[override]
+        """The ``"images"`` array (or the first array when there is none of that name)."""
+        return self.arrays[self._image_name]
+
+    @property
+    def labels(self) -> dict[str, np.ndarray] | None:  # type: ignore[override]
+        """Every array but :attr:`images`, by name (None when there is no other array)."""
+        targets = {name: array for name, array in self.arrays.items() if name != self._image_name}
+        return targets or None
+
+    def __getitem__(self, index: Any) -> Any:
+        """``ds[name]``: one whole array; ``ds[i]``: the example ``(image, target dict)``."""
+        if isinstance(index, str):
+            if index not in self.meta["layout"]:
+                raise KeyError(f"{self.entry.kind} has no array {index!r}; it has {', '.join(self.meta['layout'])}")
+            return self.arrays[index]
+        targets = self.labels
+        return self.images[index], None if targets is None else {name: array[index] for name, array in targets.items()}
 
     def __repr__(self) -> str:
         arrays = list(self.meta["layout"])
@@ -265,6 +298,7 @@ def _build_shards(
         n_shards=n_shards,
         layout=layout,
         shard_bytes=[records[index]["size"] for index in range(n_shards)],
+        metadata=records[0].get("metadata", {}),
     )
     seconds = time.perf_counter() - started
     summary = (

@@ -10,7 +10,7 @@ import itertools
 import operator
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Union
@@ -33,7 +33,7 @@ class Indexable(Protocol):
 
 def batches(
     x: Indexable,
-    y: Indexable | None = None,
+    y: Indexable | Mapping[str, Indexable] | None = None,
     *,
     batch_size: int,
     shuffle: bool = False,
@@ -78,7 +78,9 @@ def batches(
     x, y
         Numpy arrays, Python lists/tuples (converted with ``numpy.asarray``), or
         any map-style sequence with ``len()`` that accepts an integer index array
-        (for example ``ImageList.images``). ``y`` is optional.
+        (for example ``ImageList.images``). ``y`` is optional; it may also be a
+        dict of such arrays (several targets, e.g. a built scenes dataset's
+        ``boxes`` and ``labels``), batched to a dict of the same names.
     batch_size
         Items per batch, a positive integer.
     shuffle
@@ -95,7 +97,7 @@ def batches(
     ------
     tuple
         ``(x[idx], y[idx])`` for an int64 index array ``idx``; ``y_batch`` is
-        ``None`` when ``y`` is ``None``. For numpy arrays these are fresh copies.
+        ``None`` when ``y`` is ``None``, and ``{name: y[name][idx]}`` for a dict ``y``. For numpy arrays these are fresh copies.
 
     Raises
     ------
@@ -105,14 +107,26 @@ def batches(
         ``batch_size`` exceeds the data (an endless loop yielding nothing).
     """
     x = _as_indexable(x)
-    y = None if y is None else _as_indexable(y)
-    if y is not None and len(y) != len(x):
-        raise ValueError(f"x has {len(x)} items but y has {len(y)}; they must pair up one to one")
+    named = isinstance(y, Mapping)
+    columns = dict(y) if named else {} if y is None else {"y": y}
+    for name, column in columns.items():
+        columns[name] = column = _as_indexable(column)
+        if len(column) != len(x):
+            what = f"y[{name!r}]" if named else "y"
+            raise ValueError(f"x has {len(x)} items but {what} has {len(column)}; they must pair up one to one")
     indices = batch_indices(
         len(x), batch_size=batch_size, shuffle=shuffle, seed=seed,
         drop_last=drop_last, wrap=wrap, epochs=epochs,
     )
-    return ((x[idx], None if y is None else y[idx]) for idx in indices)
+    return _take_batches(x, columns, named, indices)
+
+
+def _take_batches(
+    x: Indexable, columns: dict[str, Indexable], named: bool, indices: Iterator[np.ndarray]
+) -> Iterator[tuple[Any, Any]]:
+    for idx in indices:
+        taken = {name: column[idx] for name, column in columns.items()}
+        yield x[idx], taken if named else taken.get("y")
 
 
 def batch_indices(

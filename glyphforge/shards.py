@@ -21,7 +21,8 @@ import numpy as np
 from glyphforge.cache import dump_pklz
 from glyphforge.cache.store import sha256_file
 
-#: One shard's record: ``{"shard", "n", "size", "sha256", "layout"}``.
+#: One shard's record: ``{"shard", "n", "size", "sha256", "layout"}``, plus ``"metadata"``
+#: (what ``spec.metadata()`` returned) for specs that have that optional method.
 ShardRecord = dict[str, Any]
 
 
@@ -107,6 +108,8 @@ class ShardTask:
         path = dump_pklz(dict(arrays), shard_path(work_dir, index))
         record = {"shard": index, "n": stop - start, "size": path.stat().st_size,
                   "sha256": sha256_file(path), "layout": layout}
+        if callable(getattr(spec, "metadata", None)):
+            record["metadata"] = spec.metadata()
         _write_json(_record_path(work_dir, index), record)
         return record
 

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -150,10 +150,46 @@ def test_built_dataset_indexing_errors(tmp_path):
     dataset = build(NoiseSpec(n_examples=3, shard_size=2), data_dir=tmp_path, progress=False)
     with pytest.raises(KeyError, match="test-noise has no array 'pixels'; it has images, labels, shard"):
         dataset["pixels"]
-    with pytest.raises(TypeError, match=r"index a BuiltDataset by array name .*for one example use ds\[name\]\[i\]"):
-        dataset[0]
+    with pytest.raises(IndexError):
+        dataset[3]
     assert repr(dataset).startswith(f"<BuiltDataset test-noise {dataset.key[:12]}: 3 examples")
     assert BuiltDataset(dataset.entry).arrays["labels"].tolist() == dataset["labels"].tolist()
+
+
+def test_built_dataset_is_map_style(tmp_path):
+    spec = NoiseSpec(n_examples=11, shard_size=4)
+    dataset = build(spec, data_dir=tmp_path, progress=False)
+    expected = _expected_arrays(spec)
+    image, targets = dataset[9]
+    assert np.array_equal(image, expected["images"][9])
+    assert sorted(targets) == ["labels", "shard"]
+    assert targets["labels"] == expected["labels"][9] and targets["shard"] == 2
+    images, targets = dataset[np.array([10, 0])]
+    assert np.array_equal(images, expected["images"][[10, 0]])
+    assert targets["shard"].tolist() == [2, 0]
+    assert [len(pair[0]) for pair in [dataset[i] for i in range(len(dataset))]] == [6] * 11
+    assert dataset.metadata == {}  # NoiseSpec has no metadata()
+    batches = list(dataset.batches(batch_size=4, shuffle=True, seed=3, wrap=True))
+    rng = np.random.default_rng(3)
+    stream = np.concatenate([rng.permutation(11), rng.permutation(11)])  # the wrapped batch borrows from epoch 2
+    assert len(batches) == 3
+    for number, (images, targets) in enumerate(batches):
+        indices = stream[4 * number : 4 * number + 4]
+        assert np.array_equal(images, expected["images"][indices])
+        assert np.array_equal(targets["labels"], expected["labels"][indices])
+        assert np.array_equal(targets["shard"], expected["shard"][indices])
+
+
+def test_built_dataset_keeps_the_spec_metadata(tmp_path):
+    @dataclass
+    class Described(NoiseSpec):
+        def metadata(self) -> dict:
+            return {"class_names": ["a", "b"], "shards_of": self.shard_size}
+
+    dataset = build(Described(n_examples=5, shard_size=2), data_dir=tmp_path, progress=False)
+    assert dataset.metadata == {"class_names": ["a", "b"], "shards_of": 2}
+    assert BuiltDataset(CacheStore.for_data_dir(tmp_path).get(dataset.entry.kind, dataset.entry.params)).metadata \
+        == {"class_names": ["a", "b"], "shards_of": 2}
 
 
 # -- failures -----------------------------------------------------------------

@@ -65,10 +65,20 @@ def test_no_shuffle_tables_spelled_out():
         [0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
 
 
-def test_shuffled_orders_are_distinct_permutations():
-    first, second = _orders(True, seed=7, count=2)
-    assert sorted(first) == sorted(second) == list(range(10))
-    assert first != second and first != list(range(10))
+def test_dict_targets_are_batched_by_name():
+    x = np.arange(10) * 10
+    targets = {"boxes": np.arange(20).reshape(10, 2), "labels": [5, 4, 3, 2, 1, 0, 9, 8, 7, 6]}
+    order = np.random.default_rng(2).permutation(10)
+    got = list(batches(x, targets, batch_size=4, shuffle=True, seed=2, drop_last=True))
+    assert len(got) == 2
+    for number, (xb, yb) in enumerate(got):
+        indices = order[4 * number : 4 * number + 4]
+        assert xb.tolist() == (indices * 10).tolist()
+        assert sorted(yb) == ["boxes", "labels"]
+        assert yb["boxes"].tolist() == targets["boxes"][indices].tolist()
+        assert yb["labels"].tolist() == np.asarray(targets["labels"])[indices].tolist()
+    with pytest.raises(ValueError, match=r"^x has 10 items but y\['labels'\] has 3; they must pair up"):
+        batches(x, {"boxes": targets["boxes"], "labels": [1, 2, 3]}, batch_size=2)
 
 
 @pytest.mark.parametrize(("drop_last", "wrap", "expected"), [

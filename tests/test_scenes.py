@@ -98,6 +98,13 @@ def test_the_same_spec_gives_the_same_bytes_through_local_and_processes_sessions
     # shard i is make_shard(i, SeedSequence(seed).spawn(n)[i], n_i): check the last, short one
     rng = np.random.default_rng(np.random.SeedSequence(11).spawn(5)[4])
     assert spec.make_shard(4, rng, 10)["images"].tobytes() == local["images"][240:].tobytes()
+    # the class list labels index is kept with the data, and examples come out map-style
+    assert local.metadata == spread.metadata == {"class_names": list(spec.class_names())}
+    names = np.array(local.metadata["class_names"])
+    image, targets = local[7]
+    assert np.array_equal(image, local["images"][7])
+    count = targets["n_glyphs"]
+    assert names[targets["labels"][:count]].tolist() == targets["label_names"][:count].tolist()
 
 
 def test_glyph_and_background_colours():

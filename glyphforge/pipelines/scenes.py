@@ -17,6 +17,10 @@ Arrays of a shard of ``n`` scenes (``G = max_glyphs``):
                 and right exclusive, the tight box of the glyph's non-zero pixels; -1 pads
 ``labels``      int64 ``(n, G)``: index into `ScatteredGlyphs.class_names`; -1 pads
 ``label_names`` str ``(n, G)``: the class name of each glyph; ``""`` pads
+
+A built dataset keeps the sorted class list that ``labels`` index, classes no scene
+drew included, as ``ds.metadata["class_names"]``; ``ds[i]`` is ``(image, targets)``
+with the other arrays' rows in ``targets`` (see `glyphforge.build.BuiltDataset`).
 """
 from __future__ import annotations
 
@@ -275,6 +279,10 @@ class ScatteredGlyphs:
             "labels": padded_labels,
             "label_names": label_names,
         }
+
+    def metadata(self) -> dict[str, Any]:
+        """What a built dataset keeps beside its arrays: ``class_names``, which ``labels`` index."""
+        return {"class_names": list(self.class_names())}
 
     # -- data -------------------------------------------------------------------
     def class_names(self) -> tuple[str, ...]:
