@@ -16,6 +16,11 @@ def human_size(n_bytes: int) -> str:
     raise AssertionError("unreachable")
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """Return ``'1 entry'`` / ``'3 entries'``: ``n`` with the noun in the right number."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Return rows as a left-aligned text table with a header and a rule."""
     cells = [[str(cell) for cell in row] for row in [header, *rows]]

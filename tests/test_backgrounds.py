@@ -111,6 +111,7 @@ def test_a_subset_grows_into_one_entry(shared_data, tmp_path):
     assert second.key == first.key
     assert sorted(second.meta["backgrounds"]) == ["green_x", "ice", "water"]
     np.testing.assert_array_equal(second.load("water.pklz"), water)
+    np.testing.assert_array_equal(first.load("water.pklz"), water)  # a reader's older handle still reads
     kind_dir = CacheStore.for_data_dir(tmp_path).root / "backgrounds"
     assert sorted(p.name for p in kind_dir.iterdir() if not p.name.endswith(".lock")) == [first.key]
 

@@ -266,15 +266,20 @@ class CacheStore:
         }
         (writer.path / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         final = self._entry_dir(kind, key)
-        if final.exists():
-            self._discard(final)
-        os.rename(writer.path, final)
+        replaced = self._hide(final) if final.exists() else None
+        os.rename(writer.path, final)  # right after hiding: the key is without an entry only between two renames
+        if replaced is not None:
+            shutil.rmtree(replaced, ignore_errors=True)
+
+    def _hide(self, path: Path) -> Path:
+        """Move ``path`` out of sight atomically; return the trash directory now holding it."""
+        trash = Path(tempfile.mkdtemp(prefix=f"{_TRASH_PREFIX}{path.name}-", dir=path.parent))
+        os.rename(path, trash / path.name)
+        return trash
 
     def _discard(self, path: Path) -> None:
         """Move ``path`` out of sight atomically, then delete it."""
-        trash = Path(tempfile.mkdtemp(prefix=f"{_TRASH_PREFIX}{path.name}-", dir=path.parent))
-        os.rename(path, trash / path.name)
-        shutil.rmtree(trash, ignore_errors=True)
+        shutil.rmtree(self._hide(path), ignore_errors=True)
 
     def _remove_stale_staging(self, kind: str, key: str) -> None:
         for leftover in (self.root / kind).glob(f"{_STAGING_PREFIX}{key}-*"):
