@@ -354,13 +354,13 @@ def test_offline_fails_fast_with_the_manual_placement_message(http_server, tmp_p
     res = resource(http_server)
     started = time.monotonic()
     error = raised(res, tmp_path, mirrors=[http_server.url("m")], offline=True if how == "argument" else None)
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 5  # no retries or backoff; no request at all, below
     assert http_server.requests() == 0
     assert str(error) == (
         f"could not get ds/f.bin ({res.hash}) from {res.url}.\n"
         "Offline mode (GLYPHFORGE_OFFLINE=1 or offline=True) forbids network access: only the file in place "
         "and local mirrors (directories, file://) were consulted.\n"
-        f"Mirrors tried: {http_server.url('m/ds/f.bin')}\n"
+        "Mirrors tried: none (offline, only directory and file:// mirrors are tried)\n"
         "  (no local source to try)\n"
         "What to do: unset GLYPHFORGE_OFFLINE and run again on a machine with network access, or download "
         f"{res.url} yourself and place the file at:\n  {tmp_path / 'f.bin'}\n"

@@ -272,8 +272,9 @@ def fetch(
     offline = config.offline_from_env() if offline is None else offline
     mirror_sources = _mirror_sources(resource, mirrors)
     sources = [*mirror_sources, _source_from_url(resource.url)]
-    if offline:
+    if offline:  # local sources only; network mirrors are neither tried nor reported as tried
         sources = [source for source in sources if source.path is not None]
+        mirror_sources = [source for source in mirror_sources if source.path is not None]
     mirror_names = tuple(source.location for source in mirror_sources)
     try:
         dest_dir.mkdir(parents=True, exist_ok=True)
@@ -560,7 +561,9 @@ def _failure(
             "Offline mode (GLYPHFORGE_OFFLINE=1 or offline=True) forbids network access: "
             "only the file in place and local mirrors (directories, file://) were consulted."
         )
-    tried = ", ".join(mirrors) if mirrors else "none (set GLYPHFORGE_MIRROR or use --mirror)"
+    no_mirror = "none (offline, only directory and file:// mirrors are tried)" if offline else (
+        "none (set GLYPHFORGE_MIRROR or use --mirror)")
+    tried = ", ".join(mirrors) if mirrors else no_mirror
     lines.append(f"Mirrors tried: {tried}")
     lines += [f"  - {attempt.source}: {attempt.reason}" for attempt in attempts]
     if not attempts:
