@@ -16,7 +16,7 @@ from typing import Any
 
 from glyphforge import config
 from glyphforge.cache import CacheStore, Entry
-from glyphforge.textfmt import human_size, table
+from glyphforge.textfmt import count, human_size, table
 
 DATASETS = ("emnist", "omniglot", "backgrounds")
 
@@ -60,7 +60,8 @@ def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
     except Exception as error:  # every failure ends as one readable paragraph
         if args.verbose:
             traceback.print_exc()
-        print(f"error: {error}", file=sys.stderr)
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
+        print(f"error: {message}", file=sys.stderr)
         if not args.verbose:
             print("(run again with -v for the Python traceback)", file=sys.stderr)
         return 1
@@ -84,6 +85,13 @@ def _prepare_parser() -> argparse.ArgumentParser:
                         help="also make a resized variant (repeatable), e.g. 14x14")
     parser.add_argument("--mirror", action="append", dest="mirrors", default=[], metavar="URL",
                         help="mirror base URL or directory tried before the origin (repeatable; also $GLYPHFORGE_MIRROR)")
+    parser.add_argument("--backgrounds", nargs="+", default=["all"], metavar="NAME",
+                        help="backgrounds to fetch: all, hard (the .jpg textures) or names such as water ice")
+    parser.add_argument("--emnist-archive", type=Path, default=None, metavar="ZIP",
+                        help="convert this local copy of NIST's gzip.zip instead of fetching it")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="do not check the md5 of --emnist-archive or of hand-placed files (custom archives); "
+                             "downloads are always checked")
     parser.add_argument("--offline", action="store_true", help="never use the network (files must be in place)")
     parser.add_argument("--workers", type=int, default=None, help="processes for decoding (default: CPU count)")
     _add_common(parser)
@@ -97,19 +105,31 @@ def _prepare_jobs(args: argparse.Namespace) -> list[tuple[str, Callable[[], list
     common = dict(shapes=tuple(args.shapes), data_dir=args.data_dir, mirrors=tuple(args.mirrors) or None,
                   progress=not args.quiet)
     jobs: list[tuple[str, Callable[[], list[Entry]]]] = []
+    verify = not args.no_verify
     if "emnist" in wanted:
         for split in args.splits or ["byclass"]:
-            jobs.append((f"emnist {split}", lambda split=split: emnist.prepare_emnist(split=split, **common)))
+            jobs.append((f"emnist {split}", lambda split=split: emnist.prepare_emnist(
+                split=split, archive=args.emnist_archive, verify=verify, **common)))
     if "omniglot" in wanted:
         sets = tuple(args.omniglot_sets)
-        jobs.append(("omniglot", lambda: omniglot.prepare_omniglot(sets=sets, workers=args.workers, **common)))
+        jobs.append(("omniglot", lambda: omniglot.prepare_omniglot(
+            sets=sets, workers=args.workers, verify=verify, **common)))
     if "backgrounds" in wanted:
-        jobs.append(("backgrounds", lambda: backgrounds.prepare_backgrounds(**common)))
+        names = args.backgrounds[0] if args.backgrounds in (["all"], ["hard"]) else args.backgrounds
+        jobs.append(("backgrounds", lambda: backgrounds.prepare_backgrounds(names=names, verify=verify, **common)))
     return jobs
 
 
 def _entry_images(entry: Entry) -> int | str:
     return entry.meta.get("n_images", "?")
+
+
+def _entry_label(entry: Entry) -> str:
+    """``'small1 28x28 3fa2c81b9d'``: which split or set, the image size, the key's start."""
+    shape = entry.params.get("shape")
+    which = entry.params.get("split") or entry.params.get("set")
+    size = "x".join(map(str, shape)) if shape else "native sizes"
+    return " ".join(part for part in (which, size, entry.key[:10]) if part)
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -127,9 +147,7 @@ def _prepare(args: argparse.Namespace) -> int:
                 print(f"{name}: already prepared (cache hit), nothing to do")
             continue
         for entry in entries:
-            shape = entry.params.get("shape")
-            label = f"{entry.kind} {'x'.join(map(str, shape)) if shape else ''}".strip()
-            rows.append([name, f"{label} {entry.key[:10]}", _entry_images(entry), human_size(entry.size_bytes), f"{seconds:.1f}"])
+            rows.append([name, _entry_label(entry), _entry_images(entry), human_size(entry.size_bytes), f"{seconds:.1f}"])
     if rows and not args.quiet:
         print(table(["dataset", "entry", "images", "size", "seconds"], rows))
     return 0
@@ -151,8 +169,20 @@ def _cache_ls(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe_params(params: dict[str, Any]) -> str:
-    return " ".join(f"{name}={value}" for name, value in sorted(params.items()) if value not in (None, [], {}))
+def _describe_params(params: dict[str, Any], width: int = 60) -> str:
+    """One short line of the parameters that are set: nested dicts flattened, long lists counted."""
+    def items(mapping: dict[str, Any], prefix: str = "") -> list[str]:
+        parts = []
+        for name, value in sorted(mapping.items()):
+            if isinstance(value, dict):
+                parts.extend(items(value, f"{prefix}{name}."))
+            elif value not in (None, [], {}):
+                shown = f"[{len(value)} items]" if isinstance(value, list) and len(value) > 4 else value
+                parts.append(f"{prefix}{name}={shown}".replace(" ", ""))
+        return parts
+
+    text = " ".join(items(params))
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _cache_verify(args: argparse.Namespace) -> int:
@@ -164,7 +194,7 @@ def _cache_verify(args: argparse.Namespace) -> int:
         print(f"{len(problems)} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again",
               file=sys.stderr)
         return 1
-    print(f"all {len(store.ls())} entries in {store.root} verified")
+    print(f"all {count(len(store.ls()), 'entry', 'entries')} in {store.root} verified")
     return 0
 
 
@@ -187,14 +217,27 @@ def _info(args: argparse.Namespace) -> int:
     store = CacheStore.for_data_dir(args.data_dir)
     entries = store.ls()
     print(f"data dir:   {root}")
-    print(f"cache:      {store.root} ({len(entries)} entries, {human_size(sum(e.size_bytes for e in entries))})")
+    print(f"cache:      {store.root} ({count(len(entries), 'entry', 'entries')}, "
+          f"{human_size(sum(e.size_bytes for e in entries))})")
     print(f"mirrors:    {' '.join(config.mirrors_from_env()) or '(none; set $GLYPHFORGE_MIRROR)'}")
     print(f"offline:    {'yes' if config.offline_from_env() else 'no'}")
     print("datasets:")
     for dataset in DATASETS:
-        prepared = sorted({_describe_params(e.params) or "default" for e in entries if e.kind.startswith(dataset)})
+        prepared = sorted({_describe_params(_without_sources(e.params)) for e in entries if e.kind == dataset})
         print(f"  {dataset:12s} {'; '.join(prepared) if prepared else 'not prepared (prepare-data ' + dataset + ')'}")
+    built = sorted({e.kind for e in entries} - set(DATASETS))
+    print("built:" if built else "built:      nothing yet (glyphforge build scenes --help)")
+    for kind in built:
+        of_kind = [e for e in entries if e.kind == kind]
+        newest = of_kind[-1]  # `ls` sorts each kind by creation time
+        print(f"  {kind:12s} {count(len(of_kind), 'entry', 'entries')}, {human_size(sum(e.size_bytes for e in of_kind))}; "
+              f"newest {newest.key[:12]} ({newest.meta.get('n_examples', '?')} examples)")
     return 0
+
+
+def _without_sources(params: dict[str, Any]) -> dict[str, Any]:
+    """A dataset entry's parameters without the upstream hash or commit (the same for every entry)."""
+    return {name: value for name, value in params.items() if name not in ("source", "commit")}
 
 
 def _preview(args: argparse.Namespace) -> int:
@@ -205,19 +248,44 @@ def _preview(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fraction_range(text: str) -> tuple[float, float]:
+    """Parse ``'0,0.8'`` into ``(0.0, 0.8)`` (argparse type)."""
+    try:
+        first, stop = (float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give two fractions separated by a comma, e.g. 0,0.8; got {text!r}") from None
+    return first, stop
+
+
+def _names(text: str) -> list[str]:
+    """Split a list given as one argument: by commas, or by spaces."""
+    return [name for name in text.replace(",", " ").split() if name]
+
+
 def _add_scene_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-examples", type=int, default=10_000, help="number of scenes")
     parser.add_argument("--image-shape", type=parse_shape, default=(48, 48), metavar="HxW", help="scene size")
     parser.add_argument("--glyphs", choices=["emnist", "omniglot", "font"], default="emnist", help="glyph source")
     parser.add_argument("--characters", default=None,
-                        help="EMNIST characters (e.g. 0123456789) or comma-separated Omniglot classes; default all")
+                        help="EMNIST or font characters as one string (e.g. 0123456789), or Omniglot classes "
+                             "separated by spaces (e.g. 'Latin,1 Latin,2'); default all")
+    parser.add_argument("--emnist-split", default="byclass", help="EMNIST split the glyphs come from")
+    parser.add_argument("--omniglot-sets", nargs="+", default=["background", "evaluation"], metavar="SET",
+                        help="Omniglot sets the glyphs come from")
     parser.add_argument("--glyph-shape", type=parse_shape, default=(14, 14), metavar="HxW", help="glyph size")
+    parser.add_argument("--glyph-shape-jitter", type=float, default=None,
+                        help="vary each glyph's size by up to this fraction, e.g. 0.2")
+    parser.add_argument("--glyph-example-range", type=_fraction_range, default=None, metavar="A,B",
+                        help="use only the fraction [A, B) of each class's images, e.g. 0,0.8 for training scenes")
     parser.add_argument("--min-glyphs", type=int, default=1)
     parser.add_argument("--max-glyphs", type=int, default=3)
     parser.add_argument("--max-overlap", type=float, default=0.2, help="largest allowed box overlap, as a fraction of a box")
     parser.add_argument("--backgrounds", default=None,
-                        help="none (black), all, hard, or comma-separated background names")
-    parser.add_argument("--colours", default="white", help="comma-separated glyph colours")
+                        help="none (black), all, hard, or background names separated by commas")
+    parser.add_argument("--background-colours", type=_names, default=None, metavar="COLOURS",
+                        help="flat background colours to mix in, separated by commas (e.g. navy,#203040)")
+    parser.add_argument("--colours", type=_names, default=["white"], metavar="COLOURS",
+                        help="glyph colours, separated by commas")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shard-size", type=int, default=1000)
 
@@ -227,17 +295,19 @@ def _scene_spec(args: argparse.Namespace) -> Any:
 
     characters = args.characters
     if characters is not None and args.glyphs == "omniglot":
-        characters = characters.split(",")
+        characters = characters.split()
     backgrounds = args.backgrounds
     if backgrounds is not None and backgrounds.lower() == "none":
         backgrounds = None
     elif backgrounds not in (None, "all", "hard"):
-        backgrounds = backgrounds.split(",")
+        backgrounds = _names(backgrounds)
     return ScatteredGlyphs(
         args.n_examples, image_shape=args.image_shape, glyphs=args.glyphs, characters=characters,
-        glyph_shape=args.glyph_shape, min_glyphs=args.min_glyphs, max_glyphs=args.max_glyphs,
-        max_overlap=args.max_overlap, backgrounds=backgrounds, colours=tuple(args.colours.split(",")),
-        seed=args.seed, shard_size=args.shard_size,
+        glyph_shape=args.glyph_shape, glyph_shape_jitter=args.glyph_shape_jitter, min_glyphs=args.min_glyphs,
+        max_glyphs=args.max_glyphs, max_overlap=args.max_overlap, backgrounds=backgrounds,
+        background_colours=args.background_colours, colours=tuple(args.colours),
+        glyph_example_range=args.glyph_example_range, emnist_split=args.emnist_split,
+        omniglot_sets=tuple(args.omniglot_sets), seed=args.seed, shard_size=args.shard_size,
     )
 
 
@@ -277,7 +347,8 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
 
     preview = command("preview", "write a PNG grid of examples of a dataset or a cache entry",
                       "glyphforge preview emnist --out emnist.png", _preview)
-    preview.add_argument("target", help="emnist, omniglot, backgrounds, or a cache key (prefix) of a built dataset")
+    preview.add_argument("target", help="emnist, omniglot, backgrounds, the kind of a built dataset (scenes: the "
+                                        "newest build), or a cache key (prefix) of any entry")
     preview.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG file to write")
     preview.add_argument("-n", type=int, default=16, help="number of examples")
     preview.add_argument("--seed", type=int, default=0, help="which examples to pick")
