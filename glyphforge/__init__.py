@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "load_omniglot": "glyphforge.datasets.omniglot",
     "omniglot_classes": "glyphforge.datasets.omniglot",
     "omniglot_episodes": "glyphforge.datasets.omniglot",
+    "Omniglot": "glyphforge.datasets.omniglot",
     "prepare_backgrounds": "glyphforge.datasets.backgrounds",
     "load_backgrounds": "glyphforge.datasets.backgrounds",
     "background_names": "glyphforge.datasets.backgrounds",

@@ -35,7 +35,7 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge.cache import CacheStore, Entry, Writer, concat_pklz
-from glyphforge.loaders import MapStyleDataset
+from glyphforge.batching import MapStyleDataset
 from glyphforge.session import Session, TaskFailure, open_session
 from glyphforge.shards import (
     ShardRecord,

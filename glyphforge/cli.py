@@ -314,10 +314,29 @@ def _scene_spec(args: argparse.Namespace) -> Any:
 def _build_scenes(args: argparse.Namespace) -> int:
     from glyphforge import build
 
+    from glyphforge.session import open_session
+
     spec = _scene_spec(args)
-    dataset = build(spec, session=args.session, data_dir=args.data_dir, progress=not args.quiet)
+    if args.session_options:
+        with open_session(args.session, **dict(args.session_options)) as session:
+            dataset = build(spec, session=session, data_dir=args.data_dir, progress=not args.quiet)
+    else:  # the builder opens the session only when there is work to do
+        dataset = build(spec, session=args.session, data_dir=args.data_dir, progress=not args.quiet)
     print(f"built {len(dataset)} scenes: entry {dataset.key} at {dataset.path}")
     return 0
+
+
+def _session_option(text: str) -> tuple[str, Any]:
+    """Parse ``'memory=16GB'`` or ``'cores=4'`` into ``('memory', '16GB')`` / ``('cores', 4)`` (argparse type)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"give NAME=VALUE, e.g. cores=4 or memory=16GB; got {text!r}")
+    for convert in (int, float):
+        try:
+            return name, convert(value)
+        except ValueError:
+            continue
+    return name, value
 
 
 def _glyphforge_parser() -> argparse.ArgumentParser:
@@ -361,7 +380,12 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
                      "glyphforge build scenes --n-examples 100000 --glyphs emnist --characters 0123456789 "
                      "--backgrounds hard --session processes:8", _build_scenes, build_commands)
     scenes.add_argument("--session", default="local",
-                        help="where to run: local, processes[:N], dask (a LocalCluster), dask://HOST:PORT, slurm, pbs")
+                        help="where to run: local, processes[:N], dask[:N] (a LocalCluster), dask://HOST:PORT, "
+                             "slurm[:JOBS], pbs[:JOBS]")
+    scenes.add_argument("--session-option", action="append", dest="session_options", type=_session_option,
+                        default=[], metavar="NAME=VALUE",
+                        help="a session option (repeatable), e.g. cores=4 memory=16GB queue=normal walltime=02:00:00 "
+                             "for slurm/pbs (any dask-jobqueue keyword)")
     _add_scene_arguments(scenes)
     return parser
 

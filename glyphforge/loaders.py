@@ -1,237 +1,26 @@
-"""Framework-neutral loading: seeded mini-batches, a map-style mixin, image lists.
+"""Framework-neutral loading: `ImageList` for users' own image files, plus the batching layer.
 
-Every dataset in glyphforge (EMNIST, Omniglot, built scenes, :class:`ImageList`)
-is *map-style*: ``len(ds)`` and ``ds[i] -> (image, label)``. That is the whole
-protocol a PyTorch ``DataLoader`` needs, so none of this imports torch.
+:func:`batches`, :func:`batch_indices` and :class:`MapStyleDataset` live in
+`glyphforge.batching` and are re-exported here: every dataset in glyphforge
+(EMNIST, Omniglot, built scenes, :class:`ImageList`) is map-style, ``len(ds)`` and
+``ds[i] -> (image, label)``, with ``ds.batches(...)``.
 """
 from __future__ import annotations
 
-import itertools
 import operator
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Union
+from typing import Any, Union
 
 import numpy as np
 
-from glyphforge.pipelines.decode import decode_image
+from glyphforge.batching import Indexable, MapStyleDataset, batch_indices, batches
 from glyphforge.pipelines.resample_weights import METHODS
 
 __all__ = ["ImageList", "Indexable", "MapStyleDataset", "batch_indices", "batches"]
-
-
-class Indexable(Protocol):
-    """Anything with ``len()`` that accepts an integer index array in ``[]``."""
-
-    def __len__(self) -> int: ...
-
-    def __getitem__(self, index: Any) -> Any: ...
-
-
-def batches(
-    x: Indexable,
-    y: Indexable | Mapping[str, Indexable] | None = None,
-    *,
-    batch_size: int,
-    shuffle: bool = False,
-    seed: int | np.random.Generator | None = None,
-    drop_last: bool = False,
-    wrap: bool = False,
-    epochs: int | None = 1,
-) -> Iterator[tuple[Any, Any]]:
-    """Yield ``(x_batch, y_batch)`` mini-batches over one or more epochs.
-
-    Each epoch visits every item once, in order ``0..n-1`` or, with ``shuffle``,
-    in a fresh permutation. All permutations come from one
-    ``numpy.random.default_rng(seed)``, drawn one per epoch, so a seed fixes the
-    whole sequence and ``epochs=k`` yields a prefix of ``epochs=k+1``.
-
-    How the items are cut into batches:
-
-    ============  ==========  ==============================================
-    ``wrap``      drop_last   batches
-    ============  ==========  ==============================================
-    False         False       per epoch; each epoch's last batch may be short
-    False         True        per epoch; each epoch's short last batch dropped
-    True          False       the epochs form one stream cut every
-                              ``batch_size`` items, so a batch may span two
-                              epochs; a short final batch is completed from
-                              the start of the next order (the permutation
-                              the next epoch would use), so **every** batch
-                              has ``batch_size`` items
-    True          True        the same stream, but the short final batch is
-                              dropped: every batch is full and no item comes
-                              from beyond the last epoch
-    ============  ==========  ==============================================
-
-    With ``wrap`` items borrowed from the next epoch are consumed, not repeated:
-    ``epochs=2, wrap=True`` over 10 items with ``batch_size=4`` yields
-    ``[0 1 2 3] [4 5 6 7] [8 9 0 1] [2 3 4 5] [6 7 8 9]``. A ``batch_size``
-    larger than the data is allowed; a wrapped batch then spans several orders.
-    An empty ``x`` yields nothing.
-
-    Parameters
-    ----------
-    x, y
-        Numpy arrays, Python lists/tuples (converted with ``numpy.asarray``), or
-        any map-style sequence with ``len()`` that accepts an integer index array
-        (for example ``ImageList.images``). ``y`` is optional; it may also be a
-        dict of such arrays (several targets, e.g. a built scenes dataset's
-        ``boxes`` and ``labels``), batched to a dict of the same names.
-    batch_size
-        Items per batch, a positive integer.
-    shuffle
-        Visit each epoch in a fresh random permutation.
-    seed
-        Seed (or Generator) for ``numpy.random.default_rng``; ``None`` draws
-        fresh entropy. Ignored without ``shuffle``.
-    drop_last, wrap
-        What to do with a short last batch; see the table above.
-    epochs
-        Number of passes (>= 1), or ``None`` to repeat forever.
-
-    Yields
-    ------
-    tuple
-        ``(x[idx], y[idx])`` for an int64 index array ``idx``; ``y_batch`` is
-        ``None`` when ``y`` is ``None``, and ``{name: y[name][idx]}`` for a dict ``y``. For numpy arrays these are fresh copies.
-
-    Raises
-    ------
-    ValueError
-        A bad ``batch_size`` or ``epochs``, ``x`` and ``y`` of different lengths,
-        or ``drop_last`` without ``wrap`` and ``epochs=None`` when
-        ``batch_size`` exceeds the data (an endless loop yielding nothing).
-    """
-    x = _as_indexable(x)
-    named = isinstance(y, Mapping)
-    columns = dict(y) if named else {} if y is None else {"y": y}
-    for name, column in columns.items():
-        columns[name] = column = _as_indexable(column)
-        if len(column) != len(x):
-            what = f"y[{name!r}]" if named else "y"
-            raise ValueError(f"x has {len(x)} items but {what} has {len(column)}; they must pair up one to one")
-    indices = batch_indices(
-        len(x), batch_size=batch_size, shuffle=shuffle, seed=seed,
-        drop_last=drop_last, wrap=wrap, epochs=epochs,
-    )
-    return _take_batches(x, columns, named, indices)
-
-
-def _take_batches(
-    x: Indexable, columns: dict[str, Indexable], named: bool, indices: Iterator[np.ndarray]
-) -> Iterator[tuple[Any, Any]]:
-    for idx in indices:
-        taken = {name: column[idx] for name, column in columns.items()}
-        yield x[idx], taken if named else taken.get("y")
-
-
-def batch_indices(
-    n: int,
-    *,
-    batch_size: int,
-    shuffle: bool = False,
-    seed: int | np.random.Generator | None = None,
-    drop_last: bool = False,
-    wrap: bool = False,
-    epochs: int | None = 1,
-) -> Iterator[np.ndarray]:
-    """The int64 index arrays :func:`batches` uses for ``n`` items (same keywords)."""
-    batch_size = _positive_int("batch_size", batch_size)
-    if epochs is not None:
-        epochs = _positive_int("epochs", epochs)
-    elif drop_last and not wrap and 0 < n < batch_size:
-        raise ValueError(
-            f"drop_last=True with batch_size={batch_size} > {n} items drops every batch; "
-            "with epochs=None that loops forever. Use a smaller batch_size or wrap=True"
-        )
-    rng = np.random.default_rng(seed) if shuffle else None
-    if n == 0:
-        return iter(())
-    if wrap:
-        return _stream_batches(_orders(n, rng), batch_size, epochs, drop_last)
-    return _epoch_batches(itertools.islice(_orders(n, rng), epochs), batch_size, drop_last)
-
-
-def _orders(n: int, rng: np.random.Generator | None) -> Iterator[np.ndarray]:
-    """Endless per-epoch visiting orders: permutations from ``rng``, or ``0..n-1``."""
-    while True:
-        yield np.arange(n, dtype=np.int64) if rng is None else rng.permutation(n)
-
-
-def _epoch_batches(orders: Iterator[np.ndarray], size: int, drop_last: bool) -> Iterator[np.ndarray]:
-    for order in orders:
-        stop = len(order) - len(order) % size if drop_last else len(order)
-        for start in range(0, stop, size):
-            yield order[start : start + size]
-
-
-def _stream_batches(
-    orders: Iterator[np.ndarray], size: int, epochs: int | None, drop_last: bool
-) -> Iterator[np.ndarray]:
-    pending = np.empty(0, dtype=np.int64)
-    for order in itertools.islice(orders, epochs):
-        pending = np.concatenate([pending, order])
-        full = len(pending) - len(pending) % size
-        for start in range(0, full, size):
-            yield pending[start : start + size]
-        pending = pending[full:]
-    if len(pending) and not drop_last:
-        while len(pending) < size:
-            pending = np.concatenate([pending, next(orders)])
-        yield pending[:size]
-
-
-def _positive_int(name: str, value: Any) -> int:
-    try:
-        number = operator.index(value)
-    except TypeError:
-        number = 0
-    if isinstance(value, bool) or number <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return number
-
-
-def _as_indexable(data: Any) -> Indexable:
-    return np.asarray(data) if isinstance(data, (list, tuple)) else data
-
-
-class MapStyleDataset:
-    """Mixin giving a dataset ``len``, ``[i]``, iteration and :meth:`batches`.
-
-    A subclass sets two attributes, typically in ``__init__``:
-
-    ``images``
-        A numpy array (or memmap) with one item per row, or any sequence with
-        ``len()`` that accepts an int or an int index array.
-    ``labels``
-        An array of the same length, or ``None`` for unlabelled data.
-
-    and inherits ``len(ds)``, ``ds[i] -> (image, label)`` (``ds[index_array]``
-    gives stacked batches), ``for image, label in ds`` and ``ds.batches(...)``.
-    It may override ``__len__``/``__getitem__``; :meth:`batches` only uses
-    ``images`` and ``labels``. ``len`` plus ``[i]`` is all a PyTorch
-    ``DataLoader`` needs.
-    """
-
-    images: Any
-    labels: Any
-
-    def __len__(self) -> int:
-        return len(self.images)
-
-    def __getitem__(self, index: Any) -> tuple[Any, Any]:
-        return self.images[index], None if self.labels is None else self.labels[index]
-
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        return (self[i] for i in range(len(self)))
-
-    def batches(self, *, batch_size: int, **options: Any) -> Iterator[tuple[Any, Any]]:
-        """``batches(self.images, self.labels, ...)``: same keywords as :func:`batches`."""
-        return batches(self.images, self.labels, batch_size=batch_size, **options)
 
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -369,6 +158,8 @@ class _ImageFiles:
     def _read(self, i: int) -> np.ndarray:
         path = self.paths[i]
         try:
+            from glyphforge.pipelines.decode import decode_image  # Pillow only once images are read
+
             image = decode_image(path, channels=self.channels, name=f"{path} ({self.source.at(i)})")
         except FileNotFoundError:
             raise FileNotFoundError(_missing(self.source, i, path)) from None

@@ -198,8 +198,8 @@ def test_preview_of_what_is_not_prepared_says_what_to_run(tmp_path):
 
 def test_build_scenes_with_font_glyphs_then_preview_them(tmp_path):
     built = run("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "60", "--shard-size", "25",
-                "--image-shape", "32x32", "--colours", "red,#00ff00", "--session", "processes:2",
-                "--data-dir", tmp_path, "-q")
+                "--image-shape", "32x32", "--colours", "red,#00ff00", "--session", "processes",
+                "--session-option", "n_workers=2", "--data-dir", tmp_path, "-q")
     assert built.returncode == 0, built.stderr
     entry, = CacheStore.for_data_dir(tmp_path).ls()
     assert entry.kind == "scenes" and entry.meta["n_examples"] == 60 and entry.meta["n_shards"] == 3
@@ -215,6 +215,17 @@ def test_build_scenes_with_font_glyphs_then_preview_them(tmp_path):
         with Image.open(out) as picture:
             # 2 x 2 cells of 32x32 scenes zoomed 4x to 128, with 4-pixel gaps
             assert picture.size == (2 * 128 + 3 * 4, 2 * 128 + 3 * 4)
+
+
+def test_build_scenes_session_errors_are_one_paragraph(tmp_path):
+    bad_option = run("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "5", "--session",
+                     "processes", "--session-option", "workers=2", "--data-dir", tmp_path)
+    assert bad_option.returncode == 1 and "workers" in bad_option.stderr and "Traceback" not in bad_option.stderr
+    malformed = run("glyphforge", "build", "scenes", "--session-option", "cores", "--data-dir", tmp_path)
+    assert malformed.returncode == 2 and "give NAME=VALUE, e.g. cores=4" in malformed.stderr
+    unknown = run("glyphforge", "build", "scenes", "--glyphs", "font", "--session", "mpi", "--data-dir", tmp_path)
+    assert unknown.returncode == 1 and unknown.stderr.startswith("error: unknown session 'mpi'; use one of: local")
+    assert CacheStore.for_data_dir(tmp_path).ls() == []
 
 
 def test_build_scenes_reports_impossible_constraints_without_a_traceback(tmp_path):
