@@ -27,6 +27,7 @@ from glyphforge.pipelines.resize import resize
 from support.http_server import http_server  # noqa: F401 (fixture)
 from support.synthetic_emnist import (
     ASYMMETRIC_GLYPH,
+    DEFAULT_COUNTS,
     gunzip,
     gzip_bytes,
     idx_header,
@@ -333,8 +334,9 @@ def test_a_partial_download_is_refused(synthetic, monkeypatch, http_server, stor
 
 
 def test_a_wrong_hash_archive_or_mirror_file_fails_and_caches_nothing(synthetic, tmp_path, monkeypatch, store):
-    with pytest.raises(HashMismatchError, match=rf"is not NIST's EMNIST gzip.zip: its md5 is {synthetic.md5} "
-                       rf"\({synthetic.size:,} bytes\), expected 58c8d27c78d21e728a6bc7b3cc06412e \(561,753,746 bytes\)"):
+    with pytest.raises(HashMismatchError, match=rf"gzip.zip is not https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip: "
+                       rf"its hash is md5:{synthetic.md5} \({synthetic.size:,} bytes\), expected "
+                       r"md5:58c8d27c78d21e728a6bc7b3cc06412e \(561,753,746 bytes\)\. .*pass verify=False"):
         prepare_emnist(archive=synthetic.path, progress=False)
     monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
     (tmp_path / "emnist").mkdir()
@@ -377,7 +379,7 @@ def test_emnist_class_object(synthetic):
 
 
 # -- bad input: clear errors, nothing cached ----------------------------------------
-@pytest.mark.parametrize("shape", [(0, 14), (14, -1), (14,), (14.5, 14), "14x14"])
+@pytest.mark.parametrize("shape", [(0, 14), (14, -1), (14,), (14.5, 14), (14.0, 14), (True, 3), "14x14"])
 def test_bad_shapes(synthetic, shape, store):
     with pytest.raises(ValueError, match=r"shape .* is invalid: give \(height, width\) as two positive integers"):
         prepare_emnist(archive=synthetic.path, verify=False, shapes=[shape], progress=False)
@@ -466,7 +468,7 @@ def test_truncated_archive_wrong_image_size_and_missing_archive(synthetic, tmp_p
     big = gzip_bytes(idx_header(2051, 30, 32, 32) + bytes(30 * 32 * 32))
     with pytest.raises(IDXError, match=rf"{member} in .* holds 32x32 images, expected 28x28"):
         prepare_emnist(split="digits", archive=_broken(synthetic, tmp_path, member, big), verify=False, progress=False)
-    with pytest.raises(FileNotFoundError, match=r"archive .*missing.zip does not exist"):
+    with pytest.raises(FileNotFoundError, match=r"missing.zip does not exist: give the path of a copy of https://"):
         prepare_emnist(archive=tmp_path / "missing.zip", verify=False, progress=False)
     assert_cache_empty(store)
 
@@ -482,3 +484,12 @@ def test_load_reads_only_the_requested_class_files_and_reports_damage(synthetic,
     x, _, _ = load_emnist("6", split="digits", seed=0)  # digit_7.pklz is never opened
     sixes = entry.load("digit_6.pklz")
     assert np.array_equal(x, sixes[np.random.default_rng(0).permutation(len(sixes))])
+
+
+def test_a_local_archive_path_may_start_with_the_home_folder(synthetic, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "gzip.zip").write_bytes(synthetic.path.read_bytes())
+    monkeypatch.setenv("HOME", str(home))
+    entry, = prepare_emnist(split="digits", archive="~/gzip.zip", verify=False, progress=False)
+    assert entry.meta["verified_archive"] is False and entry.meta["n_images"] == sum(DEFAULT_COUNTS["digits"])

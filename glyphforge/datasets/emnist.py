@@ -38,15 +38,13 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from glyphforge import config
+from glyphforge.batching import MapStyleDataset
 from glyphforge.cache import CacheStore, Entry, Writer
-from glyphforge.loaders import MapStyleDataset
+from glyphforge.datasets._prepare import PathLike, check_shape, upstream_file
 from glyphforge.pipelines.archive import open_member, read_member
-from glyphforge.pipelines.download import Attempt, HashMismatchError, Resource, fetch
-from glyphforge.pipelines.hashes import check_hash
+from glyphforge.pipelines.download import Resource
 from glyphforge.pipelines.idx import read_images, read_labels
 
-PathLike = str | os.PathLike[str]
 
 #: The upstream archive (size and md5 as pinned by torchvision).
 EMNIST_ZIP = Resource(
@@ -145,17 +143,6 @@ def _check_split(split: str) -> str:
     return split
 
 
-def _check_shape(shape: Any) -> tuple[int, int]:
-    try:
-        height, width = (int(side) for side in shape)
-        valid = (height, width) == tuple(shape) and height > 0 and width > 0
-    except (TypeError, ValueError):
-        valid = False
-    if not valid:
-        raise ValueError(f"shape {shape!r} is invalid: give (height, width) as two positive integers, e.g. (14, 14)")
-    return height, width
-
-
 def _check_classes(classes: Iterable[str | int] | None, split: str) -> list[str]:
     known = _CLASSES[split]
     if classes is None:
@@ -239,11 +226,14 @@ def prepare_emnist(
         When the archive is truncated or corrupt (nothing is cached).
     """
     _check_split(split)
-    wanted = [shape for shape in dict.fromkeys(_check_shape(shape) for shape in shapes) if shape != NATIVE_SHAPE]
+    wanted = [shape for shape in dict.fromkeys(check_shape(shape) for shape in shapes) if shape != NATIVE_SHAPE]
     store = CacheStore.for_data_dir(data_dir)
     base = store.get(KIND, _params(split, NATIVE_SHAPE))
     if base is None:
-        base = _convert(store, split, *_archive_path(archive, verify, data_dir, mirrors, progress), progress)
+        zip_path, verified = upstream_file(
+            EMNIST_ZIP, data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress, given=archive
+        )
+        base = _convert(store, split, zip_path, verified, progress)
     variants = [
         store.get_or_create(
             KIND, _params(split, shape), lambda writer, shape=shape: _write_resized(writer, base, shape, progress)
@@ -259,33 +249,6 @@ def _convert(store: CacheStore, split: str, zip_path: Path, verified: bool, prog
     return store.get_or_create(
         KIND, _params(split, NATIVE_SHAPE), lambda writer: _write_native(writer, parsed, verified, progress)
     )
-
-
-def _archive_path(
-    archive: PathLike | None, verify: bool, data_dir: PathLike | None, mirrors: Sequence[str] | None, progress: bool
-) -> tuple[Path, bool]:
-    """Return the archive to convert, and whether its md5 was checked."""
-    if archive is None:
-        placed = config.raw_dir(EMNIST_ZIP.dataset, data_dir) / EMNIST_ZIP.filename
-        if not verify and placed.is_file():
-            return placed, False
-        return fetch(EMNIST_ZIP, placed.parent, mirrors=mirrors or (), progress=progress), True
-    path = Path(archive)
-    if not path.is_file():
-        raise FileNotFoundError(f"archive {path} does not exist: give the path of a copy of NIST's gzip.zip")
-    if verify:
-        matches, actual = check_hash(path, EMNIST_ZIP.hash)
-        if not matches:
-            size = path.stat().st_size
-            raise HashMismatchError(
-                f"{path} is not NIST's EMNIST gzip.zip: its md5 is {actual.split(':')[1]} ({size:,} bytes), "
-                f"expected {EMNIST_ZIP.hash.split(':')[1]} ({EMNIST_ZIP.size:,} bytes). It is incomplete or a "
-                "different file: get a complete copy, or pass verify=False for a custom archive.",
-                resource=EMNIST_ZIP,
-                target=path,
-                attempts=(Attempt(str(path), "md5 mismatch", actual_hash=actual, actual_size=size),),
-            )
-    return path, verify
 
 
 @dataclasses.dataclass(frozen=True)
@@ -587,7 +550,7 @@ def load_emnist(
     _check_split(split)
     _check_subset(subset)
     names = _check_classes(classes, split)
-    shape = NATIVE_SHAPE if shape is None else _check_shape(shape)
+    shape = NATIVE_SHAPE if shape is None else check_shape(shape)
     example_range = _check_example_range(example_range)
     if n_examples is not None and (not isinstance(n_examples, (int, np.integer)) or n_examples < 0):
         raise ValueError(f"n_examples {n_examples!r} is invalid: give a non-negative integer or None")
@@ -645,7 +608,7 @@ class EMNIST(MapStyleDataset):
         _check_split(split)
         names = _check_classes(classes, split)
         self.split, self.subset = split, _check_subset(subset)
-        self.shape = NATIVE_SHAPE if shape is None else _check_shape(shape)
+        self.shape = NATIVE_SHAPE if shape is None else check_shape(shape)
         entry = _entry(split, self.shape, data_dir, download, mirrors)
         blocks = _select(entry, names, subset, _check_example_range(example_range), balance, include_blank)
         sizes = np.array([block.size for block in blocks])

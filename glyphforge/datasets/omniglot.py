@@ -57,7 +57,7 @@ from glyphforge.datasets._prepare import (
     unknown,
     upstream_file,
 )
-from glyphforge.loaders import MapStyleDataset
+from glyphforge.batching import MapStyleDataset
 from glyphforge.pipelines.download import Resource
 
 __all__ = [
