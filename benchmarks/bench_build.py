@@ -1,10 +1,12 @@
 """Benchmark the parallel builder: speed-up, efficiency and per-shard overhead per backend.
 
-    python benchmarks/bench_build.py                       # CPU-bound spec + sleep simulation
+    python benchmarks/bench_build.py                       # 200,000 scenes + sleep simulation
+    python benchmarks/bench_build.py --spec cpu            # the FFT-noise stand-in spec
     python benchmarks/bench_build.py --spec pkg.mod:make   # your spec: make(n_examples, shard_size, seed)
     python benchmarks/bench_build.py --skip-simulation --examples 10000
 
-Part 1 builds a CPU-bound spec with 1, 2 and all cores, in process, on the processes
+Part 1 builds a CPU-bound spec (by default `ScatteredGlyphs` with font glyphs on flat
+colours, which needs no data: 48x48 scenes, 1-3 glyphs) with 1, 2 and all cores, in process, on the processes
 backend and on a Dask LocalCluster. Sessions are opened and warmed up before timing
 (worker start-up is not counted). The per-shard overhead is reported twice: against
 the bare compute of every ``make_shard`` run serially here (everything: session,
@@ -85,10 +87,18 @@ class SleepSpec:
         return {"x": rng.integers(0, 255, size=(n, 8), dtype=np.uint8)}
 
 
-def load_spec_factory(text: str | None) -> Callable[[int, int, int], Any]:
-    """Return ``make(n_examples, shard_size, seed) -> spec`` from ``module:callable`` (None: CpuSpec)."""
-    if text is None:
-        return CpuSpec
+def font_scenes(n_examples: int, shard_size: int, seed: int) -> Any:
+    """The scenes spec with glyphs rendered from Pillow's font on random flat colours (no data needed)."""
+    from glyphforge.pipelines.scenes import ScatteredGlyphs
+
+    return ScatteredGlyphs(n_examples, glyphs="font", background_colours=["navy", "olive", "grey", "black"],
+                           colours=["white", "yellow"], shard_size=shard_size, seed=seed)
+
+
+def load_spec_factory(text: str) -> Callable[[int, int, int], Any]:
+    """Return ``make(n_examples, shard_size, seed) -> spec``: ``scenes``, ``cpu`` or ``module:callable``."""
+    if text in ("scenes", "cpu"):
+        return font_scenes if text == "scenes" else CpuSpec
     module, _, name = text.partition(":")
     if not name:
         raise SystemExit(f"--spec {text!r}: write it as module:callable, e.g. mypkg.specs:make_spec")
@@ -221,8 +231,10 @@ def parse_layouts(text: str) -> list[tuple[int, int]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spec", help="module:callable making a spec from (n_examples, shard_size, seed)")
-    parser.add_argument("--examples", type=int, default=20_000)
+    parser.add_argument("--spec", default="scenes",
+                        help="scenes (font glyphs), cpu (FFT noise), or module:callable making a spec from "
+                             "(n_examples, shard_size, seed)")
+    parser.add_argument("--examples", type=int, default=200_000)
     parser.add_argument("--shard-size", type=int, default=1_000)
     parser.add_argument("--skip-build", action="store_true", help="only the sleep simulation")
     parser.add_argument("--skip-simulation", action="store_true", help="only the CPU-bound builds")

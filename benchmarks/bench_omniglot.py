@@ -4,7 +4,7 @@
 
 Sets ``small1`` and ``small2`` (the default) come from ``../shared/data`` as a file://
 mirror into a temporary data dir. The full sets (``background``, ``evaluation``) need
-``--data-dir`` holding their zips in ``raw/omniglot/`` (or a prepared cache).
+``--data-dir`` holding their zips in ``raw/omniglot/`` (the old approach decodes their PNGs).
 
 The old approach (what the old scripts did on every load): read every PNG file of the
 extracted set from disk, decode it with Pillow, invert it, resize it (Pillow ``BOX``,
