@@ -14,6 +14,12 @@ def test_equal_parameters_give_equal_keys():
     assert len(a) == 64 and int(a, 16) >= 0
 
 
+def test_equal_numbers_of_different_types_give_equal_keys():
+    assert cache_key("k", {"range": (0, 1)}) == cache_key("k", {"range": [0.0, np.float32(1.0)]})
+    assert canonical_json("k", {"x": -2.0, "y": 0.25}) == '["k",{"x":-2,"y":0.25},1]'
+    assert cache_key("k", {"x": 1}) != cache_key("k", {"x": True})  # a flag is not a count
+
+
 def test_different_parameters_kinds_and_types_give_different_keys():
     base = cache_key("emnist", {"shape": [14, 14]})
     assert cache_key("emnist", {"shape": [14, 15]}) != base

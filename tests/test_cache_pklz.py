@@ -6,7 +6,7 @@ import dill
 import numpy as np
 import pytest
 
-from glyphforge.cache import UnsafePickleError, concat_pklz, dump_pklz, iter_pklz, load_pklz
+from glyphforge.cache import CorruptPklzError, UnsafePickleError, concat_pklz, dump_pklz, iter_pklz, load_pklz
 
 
 def test_round_trip_of_arrays_and_dicts_is_exact(tmp_path):
@@ -104,3 +104,18 @@ def test_empty_file_is_an_error(tmp_path):
         pass
     with pytest.raises(ValueError, match="holds 0 pickles"):
         load_pklz(path)
+
+
+def test_truncated_or_damaged_files_raise_an_error_naming_the_file(tmp_path):
+    path = dump_pklz(np.arange(50_000), tmp_path / "a.pklz")
+    data = path.read_bytes()
+    (tmp_path / "short.pklz").write_bytes(data[: len(data) // 2])
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0xFF
+    (tmp_path / "flipped.pklz").write_bytes(bytes(flipped))
+    (tmp_path / "text.pklz").write_bytes(b"not gzip at all")
+    for name, why in (("short", "Compressed file ended"), ("flipped", "CRC check failed"), ("text", "Not a gzipped")):
+        with pytest.raises(CorruptPklzError, match=rf"^{tmp_path / name}\.pklz is truncated or damaged \({why}.*"
+                                                    r"`glyphforge cache verify`"):
+            load_pklz(tmp_path / f"{name}.pklz")
+    assert issubclass(CorruptPklzError, ValueError)

@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,6 +165,34 @@ def test_writer_killed_mid_write_leaves_no_entry_and_next_write_succeeds(tmp_pat
     entry = store.get_or_create("k", PARAMS, _fill)
     assert entry.files == ["A.pklz", "B.pklz"]
     assert not leftovers[0].exists()  # cleaned by the next writer
+
+
+def test_writer_killed_inside_a_file_write_leaves_no_entry(tmp_path):
+    """SIGKILL while a data file is half written (a slow level-9 write of 64 MB of noise)."""
+    child = _run_child(
+        f"""
+        import sys, numpy as np
+        from glyphforge.cache import CacheStore
+        store = CacheStore(sys.argv[1])
+        noise = np.random.default_rng(0).integers(0, 256, 64 << 20, dtype=np.uint8)
+        with store.create("k", {PARAMS!r}) as w:
+            w.write("A.pklz", noise, level=9)
+        """,
+        tmp_path / "store",
+    )
+    deadline = time.monotonic() + 60
+    partial: list[Path] = []
+    while not partial:  # the temporary data file exists and has some bytes, but not all
+        assert child.poll() is None and time.monotonic() < deadline, "child finished or never started writing"
+        partial = [p for p in (tmp_path / "store").glob("k/.tmp-*/.A.pklz.*.tmp") if p.stat().st_size > 1 << 20]
+        time.sleep(0.02)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert partial[0].exists() and partial[0].stat().st_size < 64 << 20  # killed mid-file
+    store = CacheStore(tmp_path / "store")
+    assert store.get("k", PARAMS) is None and store.ls() == [] and store.verify() == []
+    entry = store.get_or_create("k", PARAMS, _fill)
+    assert entry.files == ["A.pklz", "B.pklz"] and not partial[0].exists()
 
 
 def test_two_concurrent_processes_make_the_entry_once(tmp_path):

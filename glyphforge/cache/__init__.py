@@ -1,6 +1,6 @@
 """The content-addressed cache of gzipped pickles (see :mod:`glyphforge.cache.store`)."""
 from glyphforge.cache.keys import FORMAT_VERSION, cache_key
-from glyphforge.cache.pklz import DEFAULT_LEVEL, concat_pklz, dump_pklz, iter_pklz, load_pklz
+from glyphforge.cache.pklz import DEFAULT_LEVEL, CorruptPklzError, concat_pklz, dump_pklz, iter_pklz, load_pklz
 from glyphforge.cache.safe_pickle import UnsafePickleError
 from glyphforge.cache.store import CacheProblem, CacheStore, Entry, Writer
 
@@ -10,6 +10,7 @@ __all__ = [
     "CacheProblem",
     "CacheStore",
     "Entry",
+    "CorruptPklzError",
     "UnsafePickleError",
     "Writer",
     "cache_key",

@@ -32,7 +32,8 @@ def normalise(value: Any, where: str = "params") -> Any:
     """Turn ``value`` into plain JSON data so equal parameters give equal keys.
 
     Tuples and lists become lists, sets sorted lists, numpy scalars and arrays
-    Python numbers and lists, paths POSIX strings; mapping keys must be strings.
+    Python numbers and lists, whole floats ints (``1.0 == 1``, so they share a key),
+    paths POSIX strings; mapping keys must be strings.
 
     Raises
     ------
@@ -50,7 +51,7 @@ def normalise(value: Any, where: str = "params") -> Any:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"{where} is {value!r}: cache parameters must be finite numbers")
-        return float(value)
+        return int(value) if value.is_integer() else float(value)
     if isinstance(value, (PurePath, os.PathLike)):
         return PurePath(os.fspath(value)).as_posix()
     if isinstance(value, np.ndarray):

@@ -14,6 +14,7 @@ import gzip
 import os
 import shutil
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -21,6 +22,10 @@ from typing import IO, Any
 import dill
 
 from glyphforge.cache.safe_pickle import RestrictedUnpickler
+
+
+class CorruptPklzError(ValueError):
+    """A ``.pklz`` file is truncated or damaged (its gzip stream does not decode)."""
 
 try:  # isal writes and reads standard gzip, much faster than zlib
     from isal import igzip as _isal_gzip
@@ -93,8 +98,17 @@ def iter_pklz(path: str | os.PathLike[str], trusted: bool = False) -> Iterator[A
     path = Path(path)
     with _open_for_reading(path) as stream:
         unpickler = dill.Unpickler(stream) if trusted else RestrictedUnpickler(stream, str(path))
-        while stream.peek(1):
-            yield unpickler.load()
+        while True:
+            try:
+                if not stream.peek(1):
+                    return
+                item = unpickler.load()
+            except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+                raise CorruptPklzError(
+                    f"{path} is truncated or damaged ({error}). If it is a cache file, `glyphforge cache verify` "
+                    "lists such files and `glyphforge cache gc` removes their entries; then prepare or build again"
+                ) from error
+            yield item
 
 
 def load_pklz(path: str | os.PathLike[str], trusted: bool = False) -> Any:
