@@ -200,15 +200,21 @@ def test_two_concurrent_processes_make_the_entry_once(tmp_path):
     code = f"""
         import sys, time, numpy as np
         from glyphforge.cache import CacheStore
-        def fill(w):
+        def note(word):
             with open({str(log)!r}, "a") as f:
-                f.write("fill\\n")
-            time.sleep(1.0)
+                f.write(word + "\\n")
+        def fill(w):
+            note("fill")
+            time.sleep(3.0)
             w.write("A.pklz", np.arange(5))
+        note("begin")
         entry = CacheStore(sys.argv[1]).get_or_create("k", {PARAMS!r}, fill)
         assert entry.load("A.pklz").tolist() == [0, 1, 2, 3, 4]
+        note("done")
         """
     children = [_run_child(code, tmp_path / "store") for _ in range(2)]
     assert [child.wait(timeout=120) for child in children] == [0, 0]
-    assert log.read_text() == "fill\n"
+    words = log.read_text().split()
+    assert words.count("fill") == 1 and words.count("done") == 2
+    assert words[: words.index("done")].count("begin") == 2  # both were asking while the entry was being made
     assert len(CacheStore(tmp_path / "store").ls()) == 1
