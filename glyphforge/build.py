@@ -28,14 +28,15 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from glyphforge import config
-from glyphforge.cache import CacheStore, Entry, Writer, concat_pklz
 from glyphforge.batching import MapStyleDataset
+from glyphforge.cache import CacheStore, Entry, Writer, concat_pklz
 from glyphforge.session import Session, TaskFailure, open_session
 from glyphforge.shards import (
     ShardRecord,
@@ -209,7 +210,7 @@ def cache_params(spec: Any) -> dict[str, Any]:
 
 def build(
     spec: Spec, session: Session | str | None = None, data_dir: str | os.PathLike[str] | None = None,
-    progress: bool = True,
+    progress: bool = True, session_options: Mapping[str, Any] | None = None,
 ) -> BuiltDataset:
     """Build ``spec`` shard by shard through ``session``; return the cached dataset.
 
@@ -227,6 +228,9 @@ def build(
         Workers write shards there: on a cluster it must be on a shared filesystem.
     progress
         Show a progress bar over shards and print a summary line (stderr).
+    session_options
+        Options for `glyphforge.open_session` when ``session`` is a string, e.g.
+        ``{"cores": 4, "memory": "16GB"}`` for ``"slurm:8"``.
 
     Returns
     -------
@@ -241,6 +245,9 @@ def build(
         its worker kept dying. Finished shards are kept: run again to resume.
     """
     check_spec(spec)
+    if session_options and isinstance(session, Session):
+        raise ValueError("session_options apply when build opens the session from a string; "
+                         "this session is already open: give its options to open_session instead")
     root = config.data_dir(data_dir)
     if getattr(spec, "data_dir", False) is None:
         spec = copy.copy(spec)
@@ -254,7 +261,8 @@ def build(
 
     def fill(writer: Writer) -> None:
         work_dirs.append(store.work_dir(spec.kind, params))
-        _build_shards(spec, store.key(spec.kind, params), work_dirs[0], writer, session, progress)
+        _build_shards(spec, store.key(spec.kind, params), work_dirs[0], writer, session, dict(session_options or {}),
+                      progress)
 
     entry = store.get_or_create(spec.kind, params, fill)
     for work_dir in work_dirs:
@@ -263,7 +271,8 @@ def build(
 
 
 def _build_shards(
-    spec: Spec, key: str, work_dir: Path, writer: Writer, session: Session | str | None, progress: bool
+    spec: Spec, key: str, work_dir: Path, writer: Writer, session: Session | str | None,
+    session_options: dict[str, Any], progress: bool,
 ) -> None:
     """Make the missing shards, then concatenate all of them into ``writer``'s entry."""
     started = time.perf_counter()
@@ -276,7 +285,7 @@ def _build_shards(
     workers = 0
     if missing:
         owned = not isinstance(session, Session)
-        active = open_session(session or "local") if owned else session
+        active = open_session(session or "local", **session_options) if owned else session
         try:
             _run_shards(spec, work_dir, missing, records, active, progress)
             workers = active.n_workers

@@ -314,14 +314,8 @@ def _scene_spec(args: argparse.Namespace) -> Any:
 def _build_scenes(args: argparse.Namespace) -> int:
     from glyphforge import build
 
-    from glyphforge.session import open_session
-
-    spec = _scene_spec(args)
-    if args.session_options:
-        with open_session(args.session, **dict(args.session_options)) as session:
-            dataset = build(spec, session=session, data_dir=args.data_dir, progress=not args.quiet)
-    else:  # the builder opens the session only when there is work to do
-        dataset = build(spec, session=args.session, data_dir=args.data_dir, progress=not args.quiet)
+    dataset = build(_scene_spec(args), session=args.session, data_dir=args.data_dir, progress=not args.quiet,
+                    session_options=dict(args.session_options))
     print(f"built {len(dataset)} scenes: entry {dataset.key} at {dataset.path}")
     return 0
 

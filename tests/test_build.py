@@ -91,6 +91,18 @@ def test_a_cache_hit_does_no_work_and_opens_no_session(tmp_path):
     _assert_same_arrays(again.arrays, first.arrays)
 
 
+def test_session_options_open_the_session_only_when_there_is_work(tmp_path, capsys):
+    spec = NoiseSpec(n_examples=12, shard_size=4)
+    build(spec, session="processes", session_options={"n_workers": 2}, data_dir=tmp_path, progress=True)
+    summary = capsys.readouterr().err
+    assert "3 shards (3 made, 0 reused), 12 examples" in summary and " on 2 workers " in summary
+    hit = build(spec, session="dask://127.0.0.1:1", session_options={"connect_timeout": 1}, data_dir=tmp_path,
+                progress=False)
+    assert len(hit) == 12  # a cache hit: the unreachable scheduler was never contacted
+    with open_session("local") as session, pytest.raises(ValueError, match="session_options apply when build"):
+        build(spec, session=session, session_options={"n_workers": 2}, data_dir=tmp_path / "other")
+
+
 def test_output_depends_only_on_the_spec(tmp_path):
     spec = NoiseSpec(n_examples=33, shard_size=5, seed=9)
     local = build(spec, data_dir=tmp_path / "a", progress=False)
