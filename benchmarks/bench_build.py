@@ -32,6 +32,7 @@ import functools  # noqa: E402
 import importlib  # noqa: E402
 import logging  # noqa: E402
 import shutil  # noqa: E402
+import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -43,7 +44,7 @@ import numpy as np  # noqa: E402
 
 from glyphforge.build import build  # noqa: E402
 from glyphforge.session import Session, open_session  # noqa: E402
-from glyphforge.shards import count_shards, shard_bounds, shard_rng  # noqa: E402
+from glyphforge.shards import ShardTask, count_shards, shard_bounds, shard_rng  # noqa: E402
 
 
 @dataclass
@@ -118,6 +119,22 @@ def compute_seconds(spec: Any, repeat: int) -> float:
     return best
 
 
+def interleaved_shard_cost(spec: Any, scratch: Path, rounds: int = 4, shards: int = 3) -> tuple[float, float]:
+    """Median ms of ``make_shard`` alone and of the builder's `ShardTask`, alternated so drift hits both alike."""
+    task = ShardTask(spec, tempfile.mkdtemp(dir=scratch))
+    bare, full = [], []
+    for _ in range(rounds):
+        for index in range(shards):
+            start, stop = shard_bounds(index, spec.n_examples, spec.shard_size)
+            started = time.perf_counter()
+            spec.make_shard(index, shard_rng(spec.seed, index), stop - start)
+            bare.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            task(index)
+            full.append(time.perf_counter() - started)
+    return statistics.median(bare) * 1000, statistics.median(full) * 1000
+
+
 def timed_build(spec: Any, session: Session | str, scratch: Path, repeat: int = 1) -> float:
     """Best-of-``repeat`` wall seconds of an uncached build (a fresh data dir each time)."""
     best = float("inf")
@@ -165,7 +182,10 @@ def part1(make_spec: Callable[[int, int, int], Any], n_examples: int, shard_size
     compute = compute_seconds(spec, repeat)
     per_shard = compute / n_shards
     print(f"spec {type(spec).__name__}: {spec.n_examples} examples, {n_shards} shards of {spec.shard_size}; "
-          f"bare compute {compute:.2f} s ({per_shard * 1000:.0f} ms per shard)\n")
+          f"bare compute {compute:.2f} s ({per_shard * 1000:.0f} ms per shard)")
+    bare_ms, task_ms = interleaved_shard_cost(spec, scratch)
+    print(f"one shard here, interleaved (medians of 12): make_shard {bare_ms:.1f} ms, the builder's ShardTask "
+          f"(make, write, hash, record) {task_ms:.1f} ms: {task_ms - bare_ms:+.1f} ms ({task_ms / bare_ms - 1:+.1%})\n")
     counts = sorted({1, 2, os.cpu_count() or 1})
     runs = [("local", 1)] + [(backend, n) for backend in ("processes", "dask") for n in counts]
     print(f"{'backend':<10} {'workers':>7} {'seconds':>8} {'examples/s':>11} {'speed-up':>9} {'vs local':>9} "
