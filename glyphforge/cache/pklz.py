@@ -23,10 +23,6 @@ import dill
 
 from glyphforge.cache.safe_pickle import RestrictedUnpickler
 
-
-class CorruptPklzError(ValueError):
-    """A ``.pklz`` file is truncated or damaged (its gzip stream does not decode)."""
-
 try:  # isal writes and reads standard gzip, much faster than zlib
     from isal import igzip as _isal_gzip
 except ImportError:  # pragma: no cover - exercised only where isal is missing
@@ -38,6 +34,10 @@ DEFAULT_LEVEL = 1
 for a file only 13% larger; isal level 1 ~475 MB/s)."""
 
 _ISAL_MAX_LEVEL = 3
+
+
+class CorruptPklzError(ValueError):
+    """A ``.pklz`` file is truncated or damaged (its gzip stream does not decode)."""
 
 
 def _open_for_writing(path: Path, level: int) -> IO[bytes]:
