@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from glyphforge.build import build, cache_params
+from glyphforge.build import ShardError, build, cache_params
 from glyphforge.cache import CacheStore
 from glyphforge.session import NoWorkersError, SessionError, open_session
 from glyphforge.shards import completed_shards
@@ -60,6 +60,18 @@ def test_dask_build_gives_the_same_bytes_as_local(tmp_path, address):
     distributed = build(spec, session=address, data_dir=tmp_path / "dask", progress=False)
     assert distributed.key == local.key and distributed.meta["n_shards"] == 12
     _assert_same_arrays(distributed.arrays, local.arrays)
+
+
+def test_a_raising_shard_on_dask_fails_the_build_with_its_index_and_traceback(tmp_path, address):
+    spec = NoiseSpec(n_examples=40, shard_size=4, fail_shard=6)
+    with pytest.raises(ShardError) as error:
+        build(spec, session=address, data_dir=tmp_path, progress=False)
+    message = str(error.value)
+    assert error.value.shard == 6
+    assert message.startswith("shard 6 of 'test-noise' (examples 24 to 27) failed: it raised an exception; "
+                              "the traceback from its worker:\nTraceback (most recent call last):")
+    assert "ValueError: shard 6 refuses to be made\n" in message and "run the build again to resume" in message
+    assert CacheStore.for_data_dir(tmp_path).get(spec.kind, cache_params(spec)) is None
 
 
 def test_a_spec_defined_in_the_test_travels_by_value(tmp_path, address):
