@@ -1,12 +1,13 @@
 """The ``dask`` session: tasks on a Dask distributed cluster (existing, or a LocalCluster it owns)."""
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import time
-from concurrent.futures import CancelledError
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError
 from typing import Any
 
 from distributed import Client, Future, LocalCluster, as_completed
@@ -75,7 +76,12 @@ class DaskSession(Session):
         if options["processes"]:  # in-process workers talk over inproc://, not TCP
             options.setdefault("host", "127.0.0.1")
         cluster = LocalCluster(n_workers=n_workers, **options)
-        self._attach(Client(cluster), cluster, no_workers_timeout)
+        try:
+            client = Client(cluster)
+        except BaseException:
+            cluster.close()  # the session never existed: release what it started
+            raise
+        self._attach(client, cluster, no_workers_timeout)
 
     def _attach(self, client: Client, cluster: Any, no_workers_timeout: float | None) -> None:
         """Finish construction with a connected ``client`` and the ``cluster`` the session owns."""
@@ -139,7 +145,7 @@ class DaskSession(Session):
             raise lost
         try:  # bounded: a vanished scheduler must not stall us for the 30 s connect timeout
             n_workers = len(self.client.nthreads(callback_timeout=_RPC_SECONDS))
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):  # distinct classes on Python 3.10
             return workerless_since  # a busy scheduler: ask again at the next check
         except OSError as error:
             raise lost from error
