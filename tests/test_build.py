@@ -18,7 +18,7 @@ from glyphforge.build import ARRAYS_FILE, BuiltDataset, ShardError, build, cache
 from glyphforge.cache import CacheStore, iter_pklz
 from glyphforge.session import open_session
 from glyphforge.shards import completed_shards, count_shards, shard_bounds, shard_path, shard_rng
-from support.specs import NoiseSpec, made_shards
+from support.specs import NoiseSpec, assert_shard_6_fails_with_its_traceback, made_shards
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -207,17 +207,7 @@ def test_built_dataset_keeps_the_spec_metadata(tmp_path):
 # -- failures -----------------------------------------------------------------
 @pytest.mark.parametrize("session", ["local", "processes:2"])
 def test_a_raising_shard_fails_the_build_with_its_index_and_traceback(tmp_path, session):
-    spec = NoiseSpec(n_examples=40, shard_size=4, fail_shard=6)
-    with pytest.raises(ShardError) as error:
-        build(spec, session=session, data_dir=tmp_path, progress=False)
-    message = str(error.value)
-    assert error.value.shard == 6
-    assert message.startswith("shard 6 of 'test-noise' (examples 24 to 27) failed: it raised an exception; "
-                              "the traceback from its worker:\nTraceback (most recent call last):")
-    assert 'raise ValueError(f"shard {index} refuses to be made")' in message
-    assert "ValueError: shard 6 refuses to be made\n" in message
-    assert "run the build again to resume" in message
-    assert CacheStore.for_data_dir(tmp_path).get(spec.kind, cache_params(spec)) is None
+    assert_shard_6_fails_with_its_traceback(session, tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from glyphforge.build import ShardError, build, cache_params
+from glyphforge.build import build, cache_params
 from glyphforge.cache import CacheStore
 from glyphforge.session import NoWorkersError, SessionError, open_session
 from glyphforge.shards import completed_shards
 from support.dask_cluster import dask_cluster, wait_for_workers
-from support.specs import NoiseSpec, made_shards, shard_makers
+from support.specs import NoiseSpec, assert_shard_6_fails_with_its_traceback, made_shards, shard_makers
 
 pytestmark = [pytest.mark.dask, pytest.mark.timeout(120)]
 
@@ -63,15 +63,7 @@ def test_dask_build_gives_the_same_bytes_as_local(tmp_path, address):
 
 
 def test_a_raising_shard_on_dask_fails_the_build_with_its_index_and_traceback(tmp_path, address):
-    spec = NoiseSpec(n_examples=40, shard_size=4, fail_shard=6)
-    with pytest.raises(ShardError) as error:
-        build(spec, session=address, data_dir=tmp_path, progress=False)
-    message = str(error.value)
-    assert error.value.shard == 6
-    assert message.startswith("shard 6 of 'test-noise' (examples 24 to 27) failed: it raised an exception; "
-                              "the traceback from its worker:\nTraceback (most recent call last):")
-    assert "ValueError: shard 6 refuses to be made\n" in message and "run the build again to resume" in message
-    assert CacheStore.for_data_dir(tmp_path).get(spec.kind, cache_params(spec)) is None
+    assert_shard_6_fails_with_its_traceback(address, tmp_path)
 
 
 def test_a_spec_defined_in_the_test_travels_by_value(tmp_path, address):

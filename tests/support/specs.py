@@ -61,3 +61,23 @@ def shard_makers(touch_dir: Path, shard: int) -> list[tuple[int, str]]:
 def made_shards(touch_dir: Path) -> list[int]:
     """Return the shard index of every make_shard call recorded in ``touch_dir``, sorted."""
     return sorted(int(path.name.split("-")[1]) for path in touch_dir.glob("made-*"))
+
+
+def assert_shard_6_fails_with_its_traceback(session: Any, data_dir: Path) -> None:
+    """Build a spec whose shard 6 raises through ``session``; check the error names it and caches nothing."""
+    import pytest
+
+    from glyphforge.build import ShardError, build, cache_params
+    from glyphforge.cache import CacheStore
+
+    spec = NoiseSpec(n_examples=40, shard_size=4, fail_shard=6)
+    with pytest.raises(ShardError) as error:
+        build(spec, session=session, data_dir=data_dir, progress=False)
+    message = str(error.value)
+    assert error.value.shard == 6
+    assert message.startswith("shard 6 of 'test-noise' (examples 24 to 27) failed: it raised an exception; "
+                              "the traceback from its worker:\nTraceback (most recent call last):")
+    assert 'raise ValueError(f"shard {index} refuses to be made")' in message
+    assert "ValueError: shard 6 refuses to be made\n" in message
+    assert "run the build again to resume" in message
+    assert CacheStore.for_data_dir(data_dir).get(spec.kind, cache_params(spec)) is None
