@@ -124,6 +124,20 @@ class BuiltDataset(MapStyleDataset):
             self._arrays = _load_arrays(self.entry)
         return self._arrays
 
+    def take(self, indices: Any) -> dict[str, np.ndarray]:
+        """Return examples ``indices`` of every array, in that order, reading one shard at a time.
+
+        Unlike ``ds.arrays`` this never holds the whole dataset in memory (a preview
+        of 16 scenes out of millions reads only what it needs).
+        """
+        wanted = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if wanted.size and (wanted.min() < 0 or wanted.max() >= len(self)):
+            raise IndexError(f"example indices must be in 0..{len(self) - 1}, got {indices!r}")
+        if self._arrays is not None:
+            return {name: array[wanted] for name, array in self._arrays.items()}
+        rows, order = np.unique(wanted, return_inverse=True)
+        return {name: array[order] for name, array in _load_arrays(self.entry, rows).items()}
+
     @property
     def _image_name(self) -> str:
         layout = self.meta["layout"]
@@ -154,18 +168,27 @@ class BuiltDataset(MapStyleDataset):
         return f"<BuiltDataset {self.entry.kind} {self.key[:12]}: {len(self)} examples, arrays {arrays}>"
 
 
-def _load_arrays(entry: Entry) -> dict[str, np.ndarray]:
-    """Fill preallocated arrays shard by shard (peak memory: the result plus one shard)."""
+def _load_arrays(entry: Entry, rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Fill preallocated arrays shard by shard (peak memory: the result plus one shard).
+
+    ``rows``, sorted unique example indices, keeps only those examples; None keeps all.
+    """
     n_examples, layout = entry.meta["n_examples"], entry.meta["layout"]
+    count = n_examples if rows is None else len(rows)
     arrays = {
-        name: np.empty((n_examples, *info["shape"]), dtype=np.lib.format.descr_to_dtype(_descr(info["dtype"])))
+        name: np.empty((count, *info["shape"]), dtype=np.lib.format.descr_to_dtype(_descr(info["dtype"])))
         for name, info in layout.items()
     }
     start = 0
     for shard in entry.iter(ARRAYS_FILE):
         stop = start + len(next(iter(shard.values())))
+        if rows is None:
+            target, source = slice(start, stop), slice(None)
+        else:
+            first, last = np.searchsorted(rows, [start, stop])
+            target, source = slice(first, last), rows[first:last] - start
         for name, array in arrays.items():
-            array[start:stop] = shard[name]
+            array[target] = shard[name][source]
         start = stop
     if start != n_examples:
         raise ValueError(f"{entry.path / ARRAYS_FILE} holds {start} examples, its manifest says "

@@ -106,4 +106,4 @@ def _preview_omniglot(
 
 def _preview_built(dataset: BuiltDataset, out: PathLike, n: int, rng: np.random.Generator) -> Path:
     picked = np.sort(rng.choice(len(dataset), size=min(n, len(dataset)), replace=False))
-    return preview({name: array[picked] for name, array in dataset.arrays.items()}, n, out)
+    return preview(dataset.take(picked), n, out)

@@ -192,6 +192,22 @@ def test_built_dataset_is_map_style(tmp_path):
         assert np.array_equal(targets["shard"], expected["shard"][indices])
 
 
+def test_take_reads_only_the_requested_examples_in_order(tmp_path):
+    spec = NoiseSpec(n_examples=11, shard_size=4)
+    expected = _expected_arrays(spec)
+    build(spec, data_dir=tmp_path, progress=False)
+    for wanted in ([10, 0, 4, 4], [], [3]):
+        fresh = BuiltDataset(CacheStore.for_data_dir(tmp_path).get(spec.kind, cache_params(spec)))
+        taken = fresh.take(wanted)
+        assert fresh._arrays is None  # nothing but the requested rows was kept
+        _assert_same_arrays(taken, {name: array[wanted] for name, array in expected.items()})
+    loaded = build(spec, data_dir=tmp_path, progress=False)
+    loaded.arrays
+    _assert_same_arrays(loaded.take([7, 1]), {name: array[[7, 1]] for name, array in expected.items()})
+    with pytest.raises(IndexError, match=r"example indices must be in 0\.\.10, got \[11\]"):
+        loaded.take([11])
+
+
 def test_built_dataset_keeps_the_spec_metadata(tmp_path):
     @dataclass
     class Described(NoiseSpec):
