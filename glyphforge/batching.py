@@ -91,7 +91,8 @@ def batches(
     ------
     tuple
         ``(x[idx], y[idx])`` for an int64 index array ``idx``; ``y_batch`` is
-        ``None`` when ``y`` is ``None``, and ``{name: y[name][idx]}`` for a dict ``y``. For numpy arrays these are fresh copies.
+        ``None`` when ``y`` is ``None``, and ``{name: y[name][idx]}`` for a dict ``y``. For numpy arrays these
+        are fresh copies.
 
     Raises
     ------
@@ -102,7 +103,7 @@ def batches(
     """
     x = _as_indexable(x)
     named = isinstance(y, Mapping)
-    columns = dict(y) if named else {} if y is None else {"y": y}
+    columns: dict[str, Indexable] = dict(y) if isinstance(y, Mapping) else {} if y is None else {"y": y}
     for name, column in columns.items():
         columns[name] = column = _as_indexable(column)
         if len(column) != len(x):

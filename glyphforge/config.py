@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Union
 
 import platformdirs
 
-PathLike = Union[str, "os.PathLike[str]"]
+from glyphforge._checks import PathLike
 
 ENV_DATA_DIR = "GLYPHFORGE_DATA_DIR"
 ENV_MIRROR = "GLYPHFORGE_MIRROR"

@@ -7,23 +7,20 @@
 """
 from __future__ import annotations
 
-import operator
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
+from glyphforge._checks import PathLike, check_shape
 from glyphforge.batching import Indexable, MapStyleDataset, batch_indices, batches
-from glyphforge.pipelines.resample_weights import METHODS
+from glyphforge.pipelines.resample_weights import METHODS, Method
 
 __all__ = ["ImageList", "Indexable", "MapStyleDataset", "batch_indices", "batches"]
-
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 
 class ImageList(MapStyleDataset):
@@ -94,13 +91,13 @@ class ImageList(MapStyleDataset):
         shape: tuple[int, int] | None = None,
         channels: int = 1,
         root: PathLike | None = None,
-        method: str = "box",
+        method: Method = "box",
     ) -> None:
         if channels not in (1, 3):
             raise ValueError(f"channels must be 1 (grey) or 3 (RGB), got {channels!r}")
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
-        shape = _check_shape(shape)
+        shape = None if shape is None else check_shape(shape)
         paths, source = _image_paths(images, root)
         if not paths:
             raise ValueError(f"{source.name} lists no images")
@@ -144,7 +141,7 @@ class _ImageFiles:
     """An :class:`ImageList`'s images before ``load()``, read on demand."""
 
     def __init__(self, paths: list[Path], source: _Source, *, channels: int,
-                 shape: tuple[int, int] | None, method: str) -> None:
+                 shape: tuple[int, int] | None, method: Method) -> None:
         self.paths, self.source = paths, source
         self.channels, self.shape, self.method = channels, shape, method
 
@@ -228,7 +225,7 @@ _INTEGER = re.compile(r"[+-]?\d+")
 
 
 def _parse_labels(path: Path) -> np.ndarray:
-    rows = []
+    rows: list[list[int | float]] = []
     for number, line in enumerate(_read_lines(path), 1):
         tokens = line.split()
         if rows and len(tokens) != len(rows[0]):
@@ -253,15 +250,3 @@ def _paired_labels(labels: PathLike | Any, images: _Source, count: int) -> np.nd
     if len(values) > count:
         raise ValueError(f"{source.at(count)} has no image: {count} images but {len(values)} labels")
     return values
-
-
-def _check_shape(shape: Any) -> tuple[int, int] | None:
-    if shape is None:
-        return None
-    try:
-        checked = tuple(operator.index(side) for side in shape)
-    except TypeError:
-        checked = ()
-    if len(checked) != 2 or min(checked) <= 0:
-        raise ValueError(f"shape must be (height, width) with positive integers, got {shape!r}")
-    return checked

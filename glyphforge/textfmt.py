@@ -25,6 +25,6 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Return rows as a left-aligned text table with a header and a rule."""
     cells = [[str(cell) for cell in row] for row in [header, *rows]]
     widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)

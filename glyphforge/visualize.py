@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+
+from glyphforge._checks import PathLike, check_int
 
 #: Pixels between cells and around the grid.
 GAP = 4
@@ -20,10 +21,11 @@ CAPTION_HEIGHT = 14
 BOX_COLOURS = ((255, 64, 64), (64, 224, 64), (64, 160, 255), (255, 200, 0), (224, 64, 224), (0, 224, 224))
 BACKDROP = (32, 32, 32)
 
+
 def preview(
     data: Any,
     n: int = 16,
-    path: Union[str, "os.PathLike[str]"] = "scenes.png",
+    path: PathLike = "scenes.png",
     *,
     labels: np.ndarray | Sequence[Any] | None = None,
     class_names: Sequence[str] | None = None,
@@ -62,8 +64,7 @@ def preview(
         ``rows * (cell_h + caption) + (rows + 1) * 4`` high, where ``cell_h x cell_w``
         is the largest image's zoomed size and ``caption`` 14 with labels, else 0.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive integer (how many examples to show), got {n!r}")
+    n = check_int("n (how many examples to show)", n, 1)
     images, boxes, glyph_names = _examples(data, n, class_names)
     captions = None if labels is None else [_name(label, class_names) for label in list(labels)[: len(images)]]
     if captions is not None and len(captions) != len(images):
@@ -76,10 +77,7 @@ def preview(
     cell_h = math.ceil(max(image.shape[0] for image in images) * scale)
     cell_w = math.ceil(max(image.shape[1] for image in images) * scale)
     caption_h = CAPTION_HEIGHT if captions is not None else 0
-    if columns is None:
-        columns = math.ceil(math.sqrt(len(images)))
-    elif isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
-        raise ValueError(f"columns must be a positive integer, got {columns!r}")
+    columns = math.ceil(math.sqrt(len(images))) if columns is None else check_int("columns", columns, 1)
     rows = math.ceil(len(images) / columns)
     sheet = Image.new(
         "RGB", (columns * cell_w + (columns + 1) * GAP, rows * (cell_h + caption_h) + (rows + 1) * GAP), BACKDROP
@@ -109,6 +107,7 @@ def _examples(data: Any, n: int, class_names: Sequence[str] | None) -> tuple[lis
         boxes = arrays.get("boxes")
         if boxes is None:
             return _checked(images), None, None
+        names: np.ndarray | list[list[str]]
         if "label_names" in arrays:
             names = np.asarray(arrays["label_names"][:n])
         elif "labels" in arrays:
@@ -162,14 +161,14 @@ def _zoomed(image: np.ndarray, scale: float) -> Image.Image:
 
 def _draw_boxes(
     draw: ImageDraw.ImageDraw,
-    font: ImageFont.FreeTypeFont,
+    font: ImageFont.FreeTypeFont | ImageFont.ImageFont,
     boxes: np.ndarray,
     names: Sequence[str],
     scale: float,
     origin: tuple[int, int],
 ) -> None:
     """Outline each real box (padding rows are -1) and write its class name at its corner."""
-    for slot, (box, name) in enumerate(zip(boxes, names)):
+    for slot, (box, name) in enumerate(zip(boxes, names, strict=True)):
         if box[0] < 0:
             continue
         top, left, bottom, right = (float(value) * scale for value in box)

@@ -43,7 +43,7 @@ def test_every_level_reads_back(tmp_path, level):
 
 
 def test_bad_level_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="level must be a gzip level from 0 to 9"):
+    with pytest.raises(ValueError, match=r"level \(the gzip level\) must be an integer >= 0 and <= 9, got 10"):
         dump_pklz(1, tmp_path / "x.pklz", level=10)
     assert not list(tmp_path.iterdir())
 

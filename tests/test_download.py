@@ -10,18 +10,17 @@ import time
 from pathlib import Path
 
 import pytest
-from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
 
-from glyphforge import config
 from glyphforge.pipelines.download import (
     DownloadError,
     HashMismatchError,
     Resource,
     RetryPolicy,
     fetch,
-    fetch_raw,
 )
 from glyphforge.pipelines.hashes import bytes_hash
+
+from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
 
 FAST = RetryPolicy(attempts=3, backoff=0.01, max_delay=0.05, connect_timeout=2.0, read_timeout=5.0)
 DATA = random.Random(7).randbytes(100_000)
@@ -71,13 +70,6 @@ def test_preplaced_correct_file_needs_no_request(http_server, tmp_path):
     assert get(resource(http_server, size=len(DATA)), tmp_path) == tmp_path / "f.bin"
     assert get(resource(http_server), tmp_path, offline=True) == tmp_path / "f.bin"
     assert http_server.requests() == 0
-
-
-def test_fetch_raw_uses_the_data_dir_raw_folder(http_server, tmp_path):
-    http_server.add(PATH, DATA)
-    path = fetch_raw(resource(http_server), tmp_path / "data", progress=False, policy=FAST)
-    assert path == config.raw_dir("ds", tmp_path / "data") / "f.bin" == tmp_path / "data" / "raw" / "ds" / "f.bin"
-    assert path.read_bytes() == DATA
 
 
 def test_progress_bar_shows_bytes_on_stderr(http_server, tmp_path, capsys):

@@ -6,6 +6,7 @@ import pytest
 
 from glyphforge.pipelines import idx
 from glyphforge.pipelines.idx import IDXError, read_images, read_labels
+
 from support.synthetic_emnist import gzip_bytes, idx_header
 
 NAME = "gzip/emnist-digits-test-images-idx3-ubyte.gz"
@@ -53,7 +54,8 @@ def test_multi_chunk_files_are_read_completely(monkeypatch, decompressor):
 
 def test_wrong_magic_names_the_file_and_both_numbers(decompressor):
     label_file = gzip_bytes(idx_header(2049, 3) + bytes(3))
-    with pytest.raises(IDXError, match=rf"^{NAME} has magic number 2049 \(that of a label file\), expected 2051 for an image file"):
+    wrong_magic = rf"^{NAME} has magic number 2049 \(that of a label file\), expected 2051 for an image file"
+    with pytest.raises(IDXError, match=wrong_magic):
         read_images(io.BytesIO(label_file), NAME)
     with pytest.raises(IDXError, match=rf"^{NAME} has magic number 2051 \(that of an image file\), expected 2049"):
         read_labels(io.BytesIO(gzip_bytes(_image_file(_images(1)))), NAME)
@@ -75,7 +77,8 @@ def test_truncated_data_names_declared_and_actual_bytes(decompressor):
 
 
 def test_truncated_header(decompressor):
-    with pytest.raises(IDXError, match=rf"^{NAME} is truncated: an IDX image header needs 16 bytes but the file holds only 7$"):
+    short_header = rf"^{NAME} is truncated: an IDX image header needs 16 bytes but the file holds only 7$"
+    with pytest.raises(IDXError, match=short_header):
         read_images(io.BytesIO(gzip_bytes(idx_header(2051, 1)[:7])), NAME)
     with pytest.raises(IDXError, match=r"an IDX label header needs 8 bytes but the file holds only 0$"):
         read_labels(io.BytesIO(gzip_bytes(b"")), NAME)
@@ -102,7 +105,8 @@ def test_corrupt_gzip_stream(decompressor):
 
 def test_bytes_after_the_declared_data(decompressor):
     data = _image_file(_images(3), count=2)
-    with pytest.raises(IDXError, match=rf"^{NAME} has 784 bytes after the 1,568 bytes of data its header declares \(2 images of 28x28\)"):
+    extra = rf"^{NAME} has 784 bytes after the 1,568 bytes of data its header declares \(2 images of 28x28\)"
+    with pytest.raises(IDXError, match=extra):
         read_images(io.BytesIO(gzip_bytes(data)), NAME)
 
 
@@ -120,5 +124,6 @@ def test_wrong_image_size():
 
 def test_absurd_counts_are_refused_before_allocating():
     header = idx_header(2051, 4_000_000_000, 28, 28)
-    with pytest.raises(IDXError, match=r"declares 4,000,000,000 images of 28x28 \(3,136,000,000,000 bytes\), more than the"):
+    absurd = r"declares 4,000,000,000 images of 28x28 \(3,136,000,000,000 bytes\), more than the"
+    with pytest.raises(IDXError, match=absurd):
         read_images(io.BytesIO(gzip_bytes(header)), NAME)

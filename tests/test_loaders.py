@@ -188,7 +188,7 @@ def test_mixin_batches_equal_function_batches():
     got = list(ds.batches(**options))
     want = list(batches(ds.images, ds.labels, **options))
     assert len(got) == len(want) == 8
-    for (gx, gy), (wx, wy) in zip(got, want):
+    for (gx, gy), (wx, wy) in zip(got, want, strict=True):
         assert np.array_equal(gx, wx) and np.array_equal(gy, wy)
 
 
@@ -205,7 +205,7 @@ def grey_pngs(tmp_path) -> list[np.ndarray]:
     folder = tmp_path / "img"
     folder.mkdir()
     pixels = [_grey(seed) for seed in range(4)]
-    for name, array in zip("abcd", pixels):
+    for name, array in zip("abcd", pixels, strict=True):
         Image.fromarray(array, "L").save(folder / f"{name}.png")
     (folder / "list.txt").write_text("a.png\n  b.png \nc.png\r\nd.png\n\n\n")
     (folder / "labels.txt").write_text("3\n-1\n+4\n1\n")
@@ -270,10 +270,10 @@ def test_image_list_batches_equal_batches_over_loaded_arrays(tmp_path, grey_pngs
     lazy = list(ds.batches(**options))
     eager = list(batches(np.stack(grey_pngs), np.array([3, -1, 4, 1]), **options))
     assert len(lazy) == len(eager) == 3
-    for (lx, ly), (ex, ey) in zip(lazy, eager):
+    for (lx, ly), (ex, ey) in zip(lazy, eager, strict=True):
         assert lx.dtype == np.uint8 and np.array_equal(lx, ex) and ly.tolist() == ey.tolist()
     ds.load()
-    assert all(np.array_equal(a[0], b[0]) for a, b in zip(ds.batches(**options), eager))
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(ds.batches(**options), eager, strict=True))
 
 
 def test_png_rgb_rgba_and_jpeg_channel_conversion(tmp_path):
@@ -289,7 +289,9 @@ def test_png_rgb_rgba_and_jpeg_channel_conversion(tmp_path):
     grey = ImageList(names, root=tmp_path, channels=1).load()
     assert colour.shape == (3, 4, 3, 3) and grey.shape == (3, 4, 3)
     assert np.array_equal(colour[0], rgb)
-    assert colour[1, 0, 0].tolist() == [0, 0, 0] and np.array_equal(colour[1].reshape(-1, 3)[1:], rgb.reshape(-1, 3)[1:])
+    assert colour[1, 0, 0].tolist() == [0, 0, 0] and np.array_equal(
+        colour[1].reshape(-1, 3)[1:], rgb.reshape(-1, 3)[1:]
+    )
     assert np.array_equal(grey[0], np.asarray(Image.fromarray(rgb, "RGB").convert("L")))
     jpeg = tmp_path / "flat.jpg"
     assert np.array_equal(colour[2], np.asarray(Image.open(jpeg).convert("RGB")))
@@ -414,10 +416,13 @@ def test_python_list_errors(tmp_path, grey_pngs):
 @pytest.mark.parametrize(("options", "message"), [
     (dict(channels=2), r"^channels must be 1 \(grey\) or 3 \(RGB\), got 2$"),
     (dict(channels=4), r"^channels must be 1 \(grey\) or 3 \(RGB\), got 4$"),
-    (dict(shape=(0, 5)), r"^shape must be \(height, width\) with positive integers, got \(0, 5\)$"),
-    (dict(shape=(5,)), r"^shape must be \(height, width\) with positive integers, got \(5,\)$"),
-    (dict(shape=32), r"^shape must be \(height, width\) with positive integers, got 32$"),
-    (dict(shape=(4.5, 4)), r"^shape must be \(height, width\) with positive integers, got \(4\.5, 4\)$"),
+    (dict(shape=(0, 5)),
+     r"^shape \(0, 5\) is invalid: give \(height, width\) as two positive integers, e\.g\. \(28, 28\)$"),
+    (dict(shape=(5,)),
+     r"^shape \(5,\) is invalid: give \(height, width\) as two positive integers, e\.g\. \(28, 28\)$"),
+    (dict(shape=32), r"^shape 32 is invalid: give \(height, width\) as two positive integers, e\.g\. \(28, 28\)$"),
+    (dict(shape=(4.5, 4)),
+     r"^shape \(4\.5, 4\) is invalid: give \(height, width\) as two positive integers, e\.g\. \(28, 28\)$"),
     (dict(shape=(4, 4), method="nearest"),
      r"^method must be one of 'box', 'bilinear', 'lanczos', 'area', got 'nearest'$"),
 ])

@@ -164,7 +164,7 @@ def test_processes_close_stops_every_worker():
     for pid in pids:  # stopped and reaped
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-    with pytest.raises(ValueError, match="n_workers must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="n_workers must be an integer >= 1, got 0"):
         open_session("processes", n_workers=0)
 
 

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from glyphforge.session import TaskError, WorkerDiedError, open_session
+
 from support.dask_cluster import dask_cluster, wait_for_workers
 
 pytestmark = [pytest.mark.dask, pytest.mark.timeout(120)]

@@ -6,7 +6,7 @@ import pytest
 from PIL import Image
 
 import glyphforge
-from glyphforge.pipelines.scenes import ScatteredGlyphs
+from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.visualize import BACKDROP, BOX_COLOURS, CAPTION_HEIGHT, GAP, preview
 
 
@@ -58,7 +58,7 @@ def test_boxes_are_outlined_at_their_zoomed_position(tmp_path):
     # the label of the first box is written above it, in its (anti-aliased) red
     label_area = picture[origin + 20 - CAPTION_HEIGHT : origin + 20, origin + 40 : origin + 52].astype(int)
     assert ((label_area[..., 0] > 128) & (label_area[..., 1] < label_area[..., 0] // 2)).any()
-    assert not picture[origin + 20 - CAPTION_HEIGHT : origin + 20, origin + 60 : origin + 96].any()  # nothing else there
+    assert not picture[origin + 20 - CAPTION_HEIGHT : origin + 20, origin + 60 : origin + 96].any()  # nothing else
 
 
 def test_labels_of_a_built_style_mapping_without_label_names_use_class_names(tmp_path):
@@ -96,9 +96,9 @@ def test_a_list_of_images_of_different_sizes_is_shrunk_to_fit(tmp_path):
         (np.zeros((4, 8, 8), np.float32), {}, "preview draws uint8"),
         (np.zeros((8, 8), np.uint8), {}, r"for one image pass image\[None\]"),
         ({"boxes": np.zeros((1, 1, 4))}, {}, "preview needs an 'images' array"),
-        (np.zeros((2, 8, 8), np.uint8), {"n": 0}, "n must be a positive integer"),
+        (np.zeros((2, 8, 8), np.uint8), {"n": 0}, r"n \(how many examples to show\) must be an integer >= 1, got 0"),
         (np.zeros((2, 8, 8), np.uint8), {"labels": [1]}, "labels has 1 entries for 2 images"),
-        (np.zeros((2, 8, 8), np.uint8), {"columns": 0}, "columns must be a positive integer"),
+        (np.zeros((2, 8, 8), np.uint8), {"columns": 0}, "columns must be an integer >= 1, got 0"),
     ],
 )
 def test_bad_input(tmp_path, data, options, message):

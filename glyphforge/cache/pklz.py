@@ -11,18 +11,20 @@ and byte-compatible gzip) when it is installed, else the standard library.
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from types import ModuleType
+from typing import Any
 
 import dill
 
+from glyphforge._checks import PathLike, check_int
+from glyphforge._files import atomic_path
 from glyphforge.cache.safe_pickle import RestrictedUnpickler
 
+_isal_gzip: ModuleType | None
 try:  # isal writes and reads standard gzip, much faster than zlib
     from isal import igzip as _isal_gzip
 except ImportError:  # pragma: no cover - exercised only where isal is missing
@@ -40,17 +42,19 @@ class CorruptPklzError(ValueError):
     """A ``.pklz`` file is truncated or damaged (its gzip stream does not decode)."""
 
 
-def _open_for_writing(path: Path, level: int) -> IO[bytes]:
+def _open_for_writing(path: Path, level: int) -> gzip.GzipFile:
     if _isal_gzip is not None and level <= _ISAL_MAX_LEVEL:
-        return _isal_gzip.open(path, "wb", compresslevel=level)
-    return gzip.open(path, "wb", compresslevel=level)
+        stream: gzip.GzipFile = _isal_gzip.open(path, "wb", compresslevel=level)
+        return stream
+    return gzip.GzipFile(path, "wb", compresslevel=level)
 
 
-def _open_for_reading(path: Path) -> IO[bytes]:
-    return (_isal_gzip or gzip).open(path, "rb")
+def _open_for_reading(path: Path) -> gzip.GzipFile:
+    stream: gzip.GzipFile = (_isal_gzip or gzip).open(path, "rb")
+    return stream
 
 
-def dump_pklz(obj: Any, path: str | os.PathLike[str], level: int | None = None) -> Path:
+def dump_pklz(obj: Any, path: PathLike, level: int | None = None) -> Path:
     """Write ``obj`` as a gzipped dill pickle, atomically.
 
     Parameters
@@ -68,23 +72,14 @@ def dump_pklz(obj: Any, path: str | os.PathLike[str], level: int | None = None) 
     Path
         The written path.
     """
-    level = DEFAULT_LEVEL if level is None else level
-    if not 0 <= level <= 9:
-        raise ValueError(f"level must be a gzip level from 0 to 9, got {level!r}")
+    level = DEFAULT_LEVEL if level is None else check_int("level (the gzip level)", level, 0, 9)
     path = Path(path)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(descriptor)
-    try:
-        with _open_for_writing(Path(temporary), level) as stream:
-            dill.dump(obj, stream, protocol=PICKLE_PROTOCOL)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as temporary, _open_for_writing(temporary, level) as stream:
+        dill.dump(obj, stream, protocol=PICKLE_PROTOCOL)
     return path
 
 
-def iter_pklz(path: str | os.PathLike[str], trusted: bool = False) -> Iterator[Any]:
+def iter_pklz(path: PathLike, trusted: bool = False) -> Iterator[Any]:
     """Yield every pickle of a (possibly multi-member) ``.pklz`` file, in order.
 
     Parameters
@@ -111,7 +106,7 @@ def iter_pklz(path: str | os.PathLike[str], trusted: bool = False) -> Iterator[A
             yield item
 
 
-def load_pklz(path: str | os.PathLike[str], trusted: bool = False) -> Any:
+def load_pklz(path: PathLike, trusted: bool = False) -> Any:
     """Load the single pickle of a ``.pklz`` file (see :func:`iter_pklz`)."""
     objects = list(iter_pklz(path, trusted=trusted))
     if len(objects) != 1:
@@ -122,20 +117,14 @@ def load_pklz(path: str | os.PathLike[str], trusted: bool = False) -> Any:
     return objects[0]
 
 
-def concat_pklz(sources: Iterable[str | os.PathLike[str]], dest: str | os.PathLike[str]) -> Path:
+def concat_pklz(sources: Iterable[PathLike], dest: PathLike) -> Path:
     """Join ``.pklz`` files into one multi-member file without recompressing.
 
     The destination appears atomically, once complete.
     """
     dest = Path(dest)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as out:
-            for source in sources:
-                with open(source, "rb") as part:
-                    shutil.copyfileobj(part, out, length=1 << 22)
-        os.replace(temporary, dest)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_path(dest) as temporary, open(temporary, "wb") as out:
+        for source in sources:
+            with open(source, "rb") as part:
+                shutil.copyfileobj(part, out, length=1 << 22)
     return dest

@@ -9,7 +9,7 @@ built-in containers need.
 from __future__ import annotations
 
 import pickle
-from typing import IO, Any
+from typing import Any, Protocol
 
 _NUMPY_CORE = ("numpy._core", "numpy.core")  # numpy >= 2 and numpy 1.x spellings
 
@@ -31,6 +31,14 @@ ALLOWED_GLOBALS: frozenset[tuple[str, str]] = frozenset(
 )
 
 
+class ReadableFile(Protocol):
+    """What an unpickler reads from: a binary file object (a plain file, a ``GzipFile``, ...)."""
+
+    def read(self, n: int, /) -> bytes: ...
+
+    def readline(self) -> bytes: ...
+
+
 class UnsafePickleError(pickle.UnpicklingError):
     """A cache file asked to load a global that is not plain data."""
 
@@ -46,7 +54,7 @@ class RestrictedUnpickler(pickle.Unpickler):
         The file's name, quoted in errors.
     """
 
-    def __init__(self, file: IO[bytes], source: str) -> None:
+    def __init__(self, file: ReadableFile, source: str) -> None:
         super().__init__(file)
         self._source = source
 

@@ -15,7 +15,6 @@ the next writer of that key (it holds the key's lock) or by :meth:`CacheStore.gc
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,13 +23,16 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import filelock
 
-from glyphforge import __version__, config
+from glyphforge import config
+from glyphforge._checks import PathLike
+from glyphforge._files import sha256_file
+from glyphforge._version import __version__
 from glyphforge.cache.keys import FORMAT_VERSION, cache_key, check_kind, normalise
 from glyphforge.cache.pklz import dump_pklz, iter_pklz, load_pklz
 
@@ -38,15 +40,6 @@ MANIFEST = "manifest.json"
 _STAGING_PREFIX = ".tmp-"
 _TRASH_PREFIX = ".trash-"
 _WORK_SUFFIX = ".work"
-
-
-def sha256_file(path: Path, chunk_size: int = 1 << 22) -> str:
-    """Return the hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        while chunk := stream.read(chunk_size):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _check_file_name(name: str) -> str:
@@ -142,7 +135,7 @@ class Writer:
         """Write ``obj`` as the gzipped pickle ``name`` (see :func:`dump_pklz`)."""
         return dump_pklz(obj, self.path / _check_file_name(name), level=level)
 
-    def add_file(self, name: str, source: str | os.PathLike[str]) -> Path:
+    def add_file(self, name: str, source: PathLike) -> Path:
         """Move an already written file into the entry as ``name``."""
         destination = self.path / _check_file_name(name)
         shutil.move(os.fspath(source), destination)
@@ -158,13 +151,13 @@ class CacheStore:
         The store's directory (default: ``<data dir>/cache``, see :mod:`glyphforge.config`).
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, root: PathLike | None = None) -> None:
         self.root = Path(root) if root is not None else config.cache_dir()
         self._locks: dict[Path, filelock.FileLock] = {}
         self._locks_guard = threading.Lock()
 
     @classmethod
-    def for_data_dir(cls, data_dir: str | os.PathLike[str] | None = None) -> CacheStore:
+    def for_data_dir(cls, data_dir: PathLike | None = None) -> CacheStore:
         """Return the store under ``<data dir>/cache``."""
         return cls(config.cache_dir(data_dir))
 
@@ -260,10 +253,11 @@ class CacheStore:
             "params": normalise(dict(params)),
             "format_version": FORMAT_VERSION,
             "glyphforge_version": __version__,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "files": files,
             "meta": normalise(writer.meta, "meta"),
         }
+        # A plain write, not _files.atomic_path: the staging directory is invisible until the rename below.
         (writer.path / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         final = self._entry_dir(kind, key)
         replaced = self._hide(final) if final.exists() else None

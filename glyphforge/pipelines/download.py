@@ -18,14 +18,14 @@ A ``text/html`` answer is refused at once. In offline mode (``offline=True`` or
 ``$GLYPHFORGE_OFFLINE=1``) only local mirrors are consulted. Every failure raises
 :class:`DownloadError` (or :class:`HashMismatchError`) listing each source tried and why,
 and the exact path where the file may be placed by hand.
+
+The transfer from one HTTP source lives in :mod:`glyphforge.pipelines.http_source`
+(``RetryPolicy`` and ``Attempt`` are re-exported here).
 """
 from __future__ import annotations
 
-import email.utils
 import logging
 import os
-import re
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,48 +34,24 @@ from urllib.request import url2pathname
 
 import filelock
 import requests
-import urllib3
-from tqdm import tqdm
 
-from glyphforge import __version__, config
+from glyphforge import config
+from glyphforge._checks import check_int
+from glyphforge._version import __version__
 from glyphforge.pipelines.hashes import check_hash, normalise_hash
+from glyphforge.pipelines.http_source import (
+    CHUNK_SIZE,
+    DEFAULT_POLICY,
+    Attempt,
+    RetryPolicy,
+    SourceFailed,
+    download,
+    progress_bar,
+)
+
+__all__ = ["Attempt", "DownloadError", "HashMismatchError", "Resource", "RetryPolicy", "fetch"]
 
 log = logging.getLogger(__name__)
-
-CHUNK_SIZE = 1 << 16
-_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
-_UNSATISFIED_RANGE = re.compile(r"^bytes \*/(\d+)$")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How hard to try one HTTP source.
-
-    Attributes
-    ----------
-    attempts
-        Failed attempts in a row (without new bytes arriving) before giving up on a source.
-    backoff
-        Delay in seconds after the first failure; doubled after each further one.
-    max_delay
-        Cap in seconds on any one delay, Retry-After included.
-    connect_timeout, read_timeout
-        Seconds allowed to connect, and between two bytes of an answer.
-    """
-
-    attempts: int = 5
-    backoff: float = 1.0
-    max_delay: float = 60.0
-    connect_timeout: float = 10.0
-    read_timeout: float = 60.0
-
-    def delay(self, failures: int, retry_after: float | None) -> float:
-        """Seconds to wait after the ``failures``-th failure in a row."""
-        wanted = retry_after if retry_after is not None else self.backoff * 2 ** (failures - 1)
-        return max(0.0, min(wanted, self.max_delay))
-
-
-DEFAULT_POLICY = RetryPolicy()
 
 
 @dataclass(frozen=True)
@@ -115,23 +91,8 @@ class Resource:
             raise ValueError(
                 f"Resource {self.dataset}/{self.filename}: url {self.url!r} must be http(s):// or file://"
             )
-        if self.size is not None and self.size < 0:
-            raise ValueError(f"Resource {self.dataset}/{self.filename}: size must be >= 0, got {self.size}")
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One source that was tried and failed.
-
-    ``actual_hash``, ``actual_size`` and ``final_url`` are set when the source
-    delivered a complete file with the wrong content.
-    """
-
-    source: str
-    reason: str
-    actual_hash: str | None = None
-    actual_size: int | None = None
-    final_url: str | None = None
+        if self.size is not None:
+            object.__setattr__(self, "size", check_int(f"Resource {self.dataset}/{self.filename}: size", self.size, 0))
 
 
 class DownloadError(RuntimeError):
@@ -202,19 +163,6 @@ class HashMismatchError(DownloadError):
     @property
     def final_url(self) -> str | None:
         return self.mismatch.final_url
-
-
-class _SourceFailed(Exception):
-    def __init__(self, attempt: Attempt) -> None:
-        super().__init__(attempt.reason)
-        self.attempt = attempt
-
-
-class _Retryable(Exception):
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -291,11 +239,6 @@ def fetch(
         lock.release()
 
 
-def fetch_raw(resource: Resource, data_dir: str | os.PathLike[str] | None = None, **options: object) -> Path:
-    """:func:`fetch` into ``<data dir>/raw/<resource.dataset>/``; ``options`` go to :func:`fetch`."""
-    return fetch(resource, config.raw_dir(resource.dataset, data_dir), **options)  # type: ignore[arg-type]
-
-
 def _fetch_locked(
     resource: Resource,
     target: Path,
@@ -317,7 +260,7 @@ def _fetch_locked(
         for source in sources:
             try:
                 _get_verified(source, part, resource, session, policy, progress)
-            except _SourceFailed as failure:
+            except SourceFailed as failure:
                 attempts.append(failure.attempt)
                 continue
             os.replace(part, target)
@@ -387,7 +330,7 @@ def _get_verified(
     final_url = _download(source.location, part, resource, session, policy, progress)
     try:
         _check_part(part, resource, source.location, final_url)
-    except _SourceFailed:
+    except SourceFailed:
         if not resumed:
             raise
         log.warning("resumed download of %s did not verify; downloading it again from the start", source.location)
@@ -395,10 +338,17 @@ def _get_verified(
         _check_part(part, resource, source.location, final_url)
 
 
+def _download(
+    url: str, part: Path, resource: Resource, session: requests.Session, policy: RetryPolicy, progress: bool
+) -> str:
+    label = f"{resource.dataset}/{resource.filename}"
+    return download(url, part, size=resource.size, label=label, session=session, policy=policy, progress=progress)
+
+
 def _check_part(part: Path, resource: Resource, location: str, final_url: str | None) -> None:
     ok, actual = check_hash(part, resource.hash)
     if not ok:
-        raise _SourceFailed(_reject(part, resource, source=location, final_url=final_url, actual=actual))
+        raise SourceFailed(_reject(part, resource, source=location, final_url=final_url, actual=actual))
 
 
 def _reject(
@@ -421,135 +371,16 @@ def _copy_local(path: Path, part: Path, resource: Resource, progress: bool) -> N
     try:
         size = path.stat().st_size
         if resource.size is not None and size != resource.size:
-            raise _SourceFailed(Attempt(str(path), f"has {size} bytes, expected {resource.size}"))
-        with open(path, "rb") as source, open(part, "wb") as out, _bar(resource, size, 0, progress) as bar:
+            raise SourceFailed(Attempt(str(path), f"has {size} bytes, expected {resource.size}"))
+        label = f"{resource.dataset}/{resource.filename}"
+        with open(path, "rb") as source, open(part, "wb") as out, progress_bar(label, size, 0, progress) as bar:
             while chunk := source.read(CHUNK_SIZE):
                 out.write(chunk)
                 bar.update(len(chunk))
     except FileNotFoundError:
-        raise _SourceFailed(Attempt(str(path), "no such file")) from None
+        raise SourceFailed(Attempt(str(path), "no such file")) from None
     except OSError as error:
-        raise _SourceFailed(Attempt(str(path), f"cannot read it ({error})")) from error
-
-
-def _download(
-    url: str, part: Path, resource: Resource, session: requests.Session, policy: RetryPolicy, progress: bool
-) -> str:
-    """Fill ``part`` from ``url``, retrying; return the final URL after redirects."""
-    failures = 0
-    best = part.stat().st_size if part.is_file() else 0
-    while True:
-        try:
-            return _request(url, part, resource, session, policy, progress)
-        except _Retryable as error:
-            have = part.stat().st_size if part.is_file() else 0
-            failures = 1 if have > best else failures + 1
-            best = max(best, have)
-            if failures >= policy.attempts:
-                raise _SourceFailed(
-                    Attempt(url, f"gave up after {failures} failed attempts in a row; last: {error.reason}")
-                ) from error
-            delay = policy.delay(failures, error.retry_after)
-            log.info("%s: %s; retrying in %.3g s", url, error.reason, delay)
-            time.sleep(delay)
-
-
-def _request(
-    url: str, part: Path, resource: Resource, session: requests.Session, policy: RetryPolicy, progress: bool
-) -> str:
-    offset = part.stat().st_size if part.is_file() else 0
-    headers = {"Accept-Encoding": "identity"}
-    if offset:
-        headers["Range"] = f"bytes={offset}-"
-    try:
-        with session.get(
-            url, headers=headers, stream=True, timeout=(policy.connect_timeout, policy.read_timeout)
-        ) as response:
-            status = f"{response.status_code} {response.reason}"
-            if response.status_code == 416 and offset:
-                return _range_not_satisfiable(response, part, offset)
-            if response.status_code in (408, 429) or response.status_code >= 500:
-                raise _Retryable(status, _retry_after(response.headers.get("Retry-After")))
-            if response.status_code not in (200, 206):
-                raise _SourceFailed(Attempt(url, status))
-            content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
-            if content_type == "text/html":
-                raise _SourceFailed(Attempt(
-                    url, f"answered with a web page (Content-Type text/html, final URL {response.url}), "
-                    "not the file: the address has probably moved",
-                ))
-            start, total = _body_range(response, part, offset)
-            if start != offset:
-                log.info("%s does not resume downloads; starting again from byte 0", url)
-            if resource.size is not None and total is not None and total != resource.size:
-                raise _SourceFailed(Attempt(url, f"announces {total} bytes, expected {resource.size}"))
-            _stream(response, part, start, total, resource, progress)
-            return response.url
-    except (requests.ConnectionError, requests.Timeout, urllib3.exceptions.HTTPError) as error:
-        raise _Retryable(f"{type(error).__name__}: {error}") from error
-    except requests.RequestException as error:
-        raise _SourceFailed(Attempt(url, f"{type(error).__name__}: {error}")) from error
-
-
-def _range_not_satisfiable(response: requests.Response, part: Path, offset: int) -> str:
-    match = _UNSATISFIED_RANGE.match(response.headers.get("Content-Range", ""))
-    if match and int(match.group(1)) == offset:
-        return response.url
-    part.unlink()
-    raise _Retryable("416 Range Not Satisfiable: the partial file does not fit the server's; starting again")
-
-
-def _body_range(response: requests.Response, part: Path, offset: int) -> tuple[int, int | None]:
-    """Return (first byte of the body, total file size if known); restart on a surprising range."""
-    length = response.headers.get("Content-Length")
-    if response.status_code == 200:
-        return 0, int(length) if length and length.isdigit() else None
-    match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
-    if not match or int(match.group(1)) != offset:
-        part.unlink(missing_ok=True)
-        raise _Retryable(
-            f"206 with an unexpected Content-Range {response.headers.get('Content-Range')!r}; starting again"
-        )
-    return offset, int(match.group(3)) if match.group(3) != "*" else None
-
-
-def _stream(
-    response: requests.Response, part: Path, start: int, total: int | None, resource: Resource, progress: bool
-) -> None:
-    """Append the body to ``part`` as it arrives (``read1``: a dropped connection keeps every byte received)."""
-    written = start
-    with open(part, "ab" if start else "wb") as out, _bar(resource, total, start, progress) as bar:
-        while chunk := response.raw.read1(CHUNK_SIZE, decode_content=True):
-            out.write(chunk)
-            written += len(chunk)
-            bar.update(len(chunk))
-            if resource.size is not None and written > resource.size:
-                out.close()
-                part.unlink()
-                raise _SourceFailed(Attempt(response.url, f"sent more than the expected {resource.size} bytes"))
-
-
-def _bar(resource: Resource, total: int | None, initial: int, progress: bool) -> tqdm:
-    return tqdm(
-        total=total, initial=initial, unit="B", unit_scale=True, unit_divisor=1024,
-        desc=f"{resource.dataset}/{resource.filename}", disable=not progress,
-    )
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+        raise SourceFailed(Attempt(str(path), f"cannot read it ({error})")) from error
 
 
 def _failure(

@@ -26,7 +26,14 @@ MAX_STROKE = 1 / 16
 
 @functools.lru_cache(maxsize=64)
 def _font(size: int) -> ImageFont.FreeTypeFont:
-    return ImageFont.load_default(size)
+    font = ImageFont.load_default(size)
+    if not isinstance(font, ImageFont.FreeTypeFont):
+        raise RuntimeError(
+            "Pillow's bundled font cannot be drawn at a chosen size because this Pillow was built "
+            "without FreeType; install a Pillow wheel from PyPI (pip install --force-reinstall pillow) "
+            "or use EMNIST/Omniglot glyphs instead of font glyphs"
+        )
+    return font
 
 
 def render_glyph(character: str, *, size: int, stroke: int = 0, angle: float = 0.0) -> np.ndarray:
@@ -50,7 +57,7 @@ def render_glyph(character: str, *, size: int, stroke: int = 0, angle: float = 0
     """
     font = _font(size)
     left, top, right, bottom = font.getbbox(character, stroke_width=stroke)
-    image = Image.new("L", (right - left + 2, bottom - top + 2), 0)
+    image = Image.new("L", (int(right - left) + 2, int(bottom - top) + 2), 0)
     ImageDraw.Draw(image).text(
         (1 - left, 1 - top), character, fill=255, font=font, stroke_width=stroke, stroke_fill=255
     )

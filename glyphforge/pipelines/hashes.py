@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
-from pathlib import Path
-from typing import Union
+from typing import TYPE_CHECKING
 
-PathLike = Union[str, "os.PathLike[str]"]
+from glyphforge._checks import PathLike
+from glyphforge._files import hash_file
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
 
 #: Hex digest length of each supported algorithm.
 ALGORITHMS: dict[str, int] = {"sha256": 64, "md5": 32, "git-blob-sha1": 40}
 
-_CHUNK = 1 << 22
 _HEX = set("0123456789abcdef")
 
 
@@ -58,7 +59,9 @@ def normalise_hash(spec: str) -> str:
 
 def bytes_hash(data: bytes, algorithm: str) -> str:
     """Return the hash string (``"<algorithm>:<hex>"``) of ``data``."""
-    return _hash_chunks([data], len(data), algorithm)
+    digest = _new_digest(algorithm, len(data))
+    digest.update(data)
+    return f"{algorithm}:{digest.hexdigest()}"
 
 
 def file_hash(path: PathLike, algorithm: str) -> str:
@@ -71,10 +74,8 @@ def file_hash(path: PathLike, algorithm: str) -> str:
     algorithm
         One of :data:`ALGORITHMS`.
     """
-    path = Path(path)
-    with open(path, "rb") as stream:
-        size = os.fstat(stream.fileno()).st_size
-        return _hash_chunks(iter(lambda: stream.read(_CHUNK), b""), size, algorithm)
+    digest = _new_digest(algorithm, os.stat(path).st_size)
+    return f"{algorithm}:{hash_file(path, digest).hexdigest()}"
 
 
 def check_hash(path: PathLike, expected: str) -> tuple[bool, str]:
@@ -97,13 +98,10 @@ def check_hash(path: PathLike, expected: str) -> tuple[bool, str]:
     return actual == f"{algorithm}:{digest}", actual
 
 
-def _hash_chunks(chunks: Iterable[bytes], size: int, algorithm: str) -> str:
+def _new_digest(algorithm: str, size: int) -> _Hash:
+    """Return a fresh hash object for ``algorithm``; a git blob's is already fed its header (``size`` bytes)."""
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown hash algorithm {algorithm!r}: use one of {', '.join(ALGORITHMS)}")
     if algorithm == "git-blob-sha1":
-        digest = hashlib.sha1(f"blob {size}\0".encode("ascii"), usedforsecurity=False)
-    else:
-        digest = hashlib.new(algorithm, usedforsecurity=False)
-    for chunk in chunks:
-        digest.update(chunk)
-    return f"{algorithm}:{digest.hexdigest()}"
+        return hashlib.sha1(f"blob {size}\0".encode("ascii"), usedforsecurity=False)
+    return hashlib.new(algorithm, usedforsecurity=False)

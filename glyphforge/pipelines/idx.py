@@ -19,14 +19,16 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
+from types import ModuleType
 from typing import IO
 
 import numpy as np
 
+_gzip_module: ModuleType
 try:
     from isal import igzip as _gzip_module
 except ImportError:  # pragma: no cover - exercised only where isal is missing
-    _gzip_module = gzip  # type: ignore[assignment]
+    _gzip_module = gzip
 
 IMAGES_MAGIC = 2051
 LABELS_MAGIC = 2049
@@ -89,7 +91,7 @@ def _read(stream: IO[bytes], name: str, gzipped: bool, magic: int, ndim: int) ->
     try:
         shape = _read_header(source, name, magic, ndim)
         array = np.empty(shape, np.uint8)
-        received = _fill(source, memoryview(array.reshape(-1)))
+        received = _fill(source, array.reshape(-1).data)
         if received < array.nbytes:
             raise IDXError(
                 f"{name} is truncated: its header declares {_describe(shape)} "
@@ -149,7 +151,7 @@ def _fill(source: IO[bytes], buffer: memoryview) -> int:
     """Read into ``buffer`` until it is full or the data ends; return the bytes read."""
     received = 0
     while received < len(buffer):
-        count = source.readinto(buffer[received:received + _CHUNK])  # type: ignore[attr-defined]
+        count = source.readinto(buffer[received:received + _CHUNK])  # type: ignore[attr-defined]  # IO lacks readinto
         if not count:
             break
         received += count

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
 
-PILLOW_METHODS = ("box", "bilinear", "lanczos")
-METHODS = (*PILLOW_METHODS, "area")
+#: A resize method, as `glyphforge.pipelines.resize.resize` and `glyphforge.loaders.ImageList` take it.
+Method = Literal["box", "bilinear", "lanczos", "area"]
+
+PILLOW_METHODS: tuple[Method, ...] = ("box", "bilinear", "lanczos")
+METHODS: tuple[Method, ...] = (*PILLOW_METHODS, "area")
 
 #: Pillow's fixed point for 8-bit images: 32 bits minus 8 for the pixel, 2 for overflow.
 FIXED_POINT_BITS = 22
@@ -90,10 +93,10 @@ def _to_fixed_point(weight: float) -> int:
     return int(scaled - 0.5) if weight < 0 else int(scaled + 0.5)
 
 
-def _pack(windows: list[tuple[int, list[float]]], in_size: int, dtype: type) -> AxisWeights:
+def _pack(windows: Sequence[tuple[int, Sequence[float]]], in_size: int, dtype: type[np.generic]) -> AxisWeights:
     taps = max(len(weights) for _, weights in windows)
     starts = np.empty(len(windows), np.int64)
-    packed = np.zeros((len(windows), taps), dtype)
+    packed: np.ndarray = np.zeros((len(windows), taps), dtype)
     for o, (first, weights) in enumerate(windows):
         start = min(first, in_size - taps)
         starts[o] = start
@@ -125,8 +128,9 @@ def pillow_weights(in_size: int, out_size: int, method: str, fixed_point: bool) 
     else:
         windows = _pillow_windows(in_size, out_size, method)
     if fixed_point:
-        windows = [(first, [_to_fixed_point(w) for w in weights]) for first, weights in windows]
-    return _read_only(_pack(windows, in_size, np.int32 if fixed_point else np.float64))
+        fixed = [(first, [_to_fixed_point(w) for w in weights]) for first, weights in windows]
+        return _read_only(_pack(fixed, in_size, np.int32))
+    return _read_only(_pack(windows, in_size, np.float64))
 
 
 @functools.lru_cache(maxsize=256)

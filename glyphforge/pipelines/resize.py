@@ -33,25 +33,24 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
+from glyphforge._checks import check_shape
 from glyphforge.pipelines.numba_threads import prefer_passive_waiting
 from glyphforge.pipelines.resample_kernel import Rule, resample, resample_parallel
 from glyphforge.pipelines.resample_weights import (
     METHODS,
     PILLOW_METHODS,
     AxisWeights,
+    Method,
     area_weights,
     pillow_weights,
 )
 
 prefer_passive_waiting()
-
-Method = Literal["box", "bilinear", "lanczos", "area"]
 
 _DTYPES = (np.dtype(np.uint8), np.dtype(np.float32))
 _UNCHANGED: Rule = (0.0, 1.0, 0.0, -math.inf, math.inf)
@@ -121,7 +120,7 @@ def resize(
         For a bad ``images``, ``shape``, ``method``, ``out`` or ``batch``.
     """
     array = _check_images(images)
-    height, width = _check_shape(shape)
+    height, width = check_shape(shape)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
     is_batch, has_channels = _layout(array, batch)
@@ -180,16 +179,6 @@ def _layout(array: np.ndarray, batch: bool | None) -> tuple[bool, bool]:
     if min(array.shape[axis : axis + 2]) < 1 or (layout[1] and array.shape[-1] < 1):
         raise ValueError(f"images must be at least 1x1 pixels with 1 channel, got shape {array.shape}")
     return layout
-
-
-def _check_shape(shape: tuple[int, int]) -> tuple[int, int]:
-    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 2:
-        raise ValueError(f"shape must be (height, width), got {shape!r}")
-    for size in shape:
-        integer = type(size) is int or (isinstance(size, numbers.Integral) and not isinstance(size, bool))
-        if not integer or size < 1:
-            raise ValueError(f"shape must be two positive integers (height, width), got {shape!r}")
-    return int(shape[0]), int(shape[1])
 
 
 def _check_out(out: np.ndarray, shape: tuple[int, ...], images: np.ndarray) -> np.ndarray:

@@ -92,7 +92,7 @@ class Session(ABC):
     def n_workers(self) -> int:
         """Number of workers that can run tasks right now."""
 
-    def _release(self) -> None:
+    def _release(self) -> None:  # noqa: B027  # a deliberate no-op default: the local session starts nothing
         """Backend part of `close`: release what the session started (default: nothing)."""
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[tuple[int, Any]]:

@@ -1,9 +1,7 @@
 """The ``dask`` session: tasks on a Dask distributed cluster (existing, or a LocalCluster it owns)."""
 from __future__ import annotations
 
-import asyncio
 import functools
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -13,6 +11,7 @@ from typing import Any
 from distributed import Client, Future, LocalCluster, as_completed
 from distributed.scheduler import KilledWorker
 
+from glyphforge._checks import check_int, worker_count
 from glyphforge.session.base import (
     NoWorkersError,
     Outcome,
@@ -69,9 +68,7 @@ class DaskSession(Session):
                 )
             self._attach(Client(address, timeout=connect_timeout), None, no_workers_timeout)
             return
-        n_workers = (os.cpu_count() or 1) if n_workers is None else n_workers
-        if not isinstance(n_workers, int) or n_workers < 1:
-            raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
+        n_workers = worker_count(None if n_workers is None else check_int("n_workers", n_workers, 1))
         options = {"threads_per_worker": 1, "processes": True, "dashboard_address": None, **cluster_options}
         if options["processes"]:  # in-process workers talk over inproc://, not TCP
             options.setdefault("host", "127.0.0.1")
@@ -87,7 +84,9 @@ class DaskSession(Session):
         """Finish construction with a connected ``client`` and the ``cluster`` the session owns."""
         super().__init__()
         self.client = client
-        self.address: str = client.scheduler.address
+        scheduler = client.scheduler
+        assert scheduler is not None and scheduler.address is not None, "a connected Client knows its scheduler"
+        self.address: str = scheduler.address
         self.cluster = cluster
         self.no_workers_timeout = no_workers_timeout
 
@@ -145,7 +144,7 @@ class DaskSession(Session):
             raise lost
         try:  # bounded: a vanished scheduler must not stall us for the 30 s connect timeout
             n_workers = len(self.client.nthreads(callback_timeout=_RPC_SECONDS))
-        except (TimeoutError, asyncio.TimeoutError):  # distinct classes on Python 3.10
+        except TimeoutError:  # also asyncio's (the same class since Python 3.11)
             return workerless_since  # a busy scheduler: ask again at the next check
         except OSError as error:
             raise lost from error

@@ -5,6 +5,7 @@ from typing import Any
 
 from distributed import Client
 
+from glyphforge._checks import check_int
 from glyphforge.session.dask_backend import DaskSession
 
 _SYSTEMS = ("slurm", "pbs")
@@ -24,12 +25,11 @@ def make_cluster(system: str = "slurm", cores: int = 1, memory: str = "2GB", **j
         ``account``, ``walltime``, ``interface``, ``python``, ``job_extra_directives``,
         ``job_script_prologue``, ``local_directory``, ``scheduler_options``, ...
     """
-    if system == "slurm":
-        from dask_jobqueue import SLURMCluster as cluster_class
-    elif system == "pbs":
-        from dask_jobqueue import PBSCluster as cluster_class
-    else:
+    if system not in _SYSTEMS:
         raise ValueError(f"unknown batch system {system!r}; use one of {', '.join(_SYSTEMS)}")
+    import dask_jobqueue  # imported only when a batch session is made
+
+    cluster_class = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[system]
     return cluster_class(cores=cores, memory=memory, **jobqueue_kwargs)
 
 
@@ -79,8 +79,7 @@ class JobQueueSession(DaskSession):
         no_workers_timeout: float | None = 3600.0,
         **jobqueue_kwargs: Any,
     ) -> None:
-        if not isinstance(jobs, int) or jobs < 1:
-            raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+        jobs = check_int("jobs", jobs, 1)
         cluster = make_cluster(system, cores=cores, memory=memory, **jobqueue_kwargs)
         try:
             cluster.scale(jobs=jobs)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
-import os
 import signal
 import traceback
 import weakref
@@ -14,6 +13,7 @@ from typing import Any
 
 import dill
 
+from glyphforge._checks import check_int, worker_count
 from glyphforge.session.base import Session, WorkerDiedError, run_task, unwrap
 
 _CONTEXT = multiprocessing.get_context("spawn")
@@ -101,12 +101,8 @@ class ProcessesSession(Session):
 
     def __init__(self, n_workers: int | None = None, max_retries: int = 2) -> None:
         super().__init__()
-        n_workers = (os.cpu_count() or 1) if n_workers is None else n_workers
-        if not isinstance(n_workers, int) or n_workers < 1:
-            raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
-        if not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
-        self.max_retries = max_retries
+        n_workers = worker_count(None if n_workers is None else check_int("n_workers", n_workers, 1))
+        self.max_retries = check_int("max_retries", max_retries, 0)
         self._workers = [_Worker() for _ in range(n_workers)]
         # Also stop the workers when the session is dropped unclosed or at exit.
         self._finalizer = weakref.finalize(self, _stop_all, self._workers)
@@ -131,9 +127,10 @@ class ProcessesSession(Session):
                 busy = [w for w in self._workers if w.task is not None]
                 ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
                 for worker in busy:
-                    if worker.conn not in ready and worker.process.sentinel not in ready:
+                    task = worker.task
+                    if task is None or (worker.conn not in ready and worker.process.sentinel not in ready):
                         continue
-                    index, item = worker.task
+                    index, item = task
                     try:
                         reply = worker.conn.recv_bytes()
                     except (EOFError, OSError):

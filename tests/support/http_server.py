@@ -16,8 +16,8 @@ directory (``directory=``); anything else is a 404. Faults are per path and can 
 combined: ``fail`` (any status, N times, optional Retry-After), ``drop_after`` (close
 the connection after N body bytes, N times), ``corrupt`` (flip one byte, same size),
 ``ignore_range`` (always answer 200 with the whole file), ``content_type``
-(e.g. ``text/html``), ``redirect`` and ``hold`` (answer only once an event is set). Every request is logged, and the body bytes
-actually written are counted per path.
+(e.g. ``text/html``), ``redirect`` and ``hold`` (answer only once an event is set).
+Every request is logged, and the body bytes actually written are counted per path.
 """
 from __future__ import annotations
 

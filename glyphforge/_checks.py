@@ -1,0 +1,94 @@
+"""Argument checks shared by every layer: one copy of each rule and of its error message.
+
+Each check returns the normalised value (plain ``int``, ``float`` or tuples) or raises
+a ``ValueError`` that names the argument, shows what was given and says what to give.
+This module imports nothing from glyphforge, so anything may use it.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from typing import Any, Union
+
+PathLike = Union[str, "os.PathLike[str]"]
+"""A file system path: a string or an ``os.PathLike``."""
+
+#: Threads a loader uses at most to read cache files in parallel.
+MAX_READ_THREADS = 4
+
+
+def is_integer(value: Any) -> bool:
+    """Return True for ints and numpy integers, False for bools and everything else."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_int(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as an int if it is an integer within ``[minimum, maximum]``, else raise.
+
+    Bools are refused (``True`` is not a count).
+    """
+    within = (minimum is None or value >= minimum) if is_integer(value) else False
+    within = within and (maximum is None or value <= maximum)
+    if not within:
+        bounds = " and ".join(
+            text for text in (
+                None if minimum is None else f">= {minimum}", None if maximum is None else f"<= {maximum}"
+            ) if text
+        )
+        raise ValueError(f"{name} must be an integer{' ' + bounds if bounds else ''}, got {value!r}")
+    return int(value)
+
+
+def check_real(name: str, value: Any, low: float, high: float, *, high_inclusive: bool = True) -> float:
+    """Return ``value`` as a float if it is a real number in ``[low, high]`` (or ``[low, high)``), else raise."""
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    inside = math.isfinite(number) and low <= number and (number <= high if high_inclusive else number < high)
+    if not inside:
+        interval = f"[{low:g}, {high:g}{']' if high_inclusive else ')'}"
+        raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
+    return float(value)
+
+
+def check_shape(value: Any, name: str = "shape") -> tuple[int, int]:
+    """Return ``value`` as ``(height, width)`` of positive ints, or raise saying how to write it."""
+    try:
+        sides = tuple(value)
+    except TypeError:
+        sides = ()
+    if len(sides) != 2 or not all(is_integer(side) and side >= 1 for side in sides):
+        raise ValueError(f"{name} {value!r} is invalid: give (height, width) as two positive integers, e.g. (28, 28)")
+    return int(sides[0]), int(sides[1])
+
+
+def check_example_range(value: Any, name: str = "example_range") -> tuple[float, float] | None:
+    """Return ``value`` as ``(a, b)`` with ``0 <= a < b <= 1`` (None passes), or raise."""
+    if value is None:
+        return None
+    try:
+        low, high = (float(bound) for bound in value)
+    except (TypeError, ValueError):
+        low, high = 1.0, 0.0
+    if not 0.0 <= low < high <= 1.0:
+        raise ValueError(f"{name} {value!r} is invalid: give (a, b) with 0 <= a < b <= 1, e.g. (0.0, 0.9)")
+    return low, high
+
+
+def example_bounds(n: int, example_range: tuple[float, float] | None) -> tuple[int, int]:
+    """Return ``(start, stop)``: the part ``[int(a * n), int(b * n))`` of ``n`` examples that ``(a, b)`` selects.
+
+    Adjacent ranges such as ``(0, 0.9)`` and ``(0.9, 1)`` partition the examples exactly,
+    whatever ``n``. The same rule holds for every dataset (EMNIST images of a class,
+    Omniglot drawers of a character).
+    """
+    if example_range is None:
+        return 0, n
+    return int(example_range[0] * n), int(example_range[1] * n)
+
+
+def worker_count(requested: int | None, cap: int | None = None) -> int:
+    """Return the number of workers to use: ``requested``, else the CPU count (at most ``cap``)."""
+    if requested is not None:
+        return check_int("workers", requested, 1)
+    available = os.cpu_count() or 1
+    return max(1, available if cap is None else min(cap, available))
