@@ -6,10 +6,10 @@ Builds a full-size synthetic byclass ``gzip.zip`` (697,932 + 116,323 stroke-like
 NIST's layout, tests/support/synthetic_emnist.py) once in ``--workdir`` and reuses it, then
 times, each step in a fresh process (so peak RSS is that step's own):
 
-* conversion: ``prepare_emnist(archive=..., verify=False)`` from the local zip;
+* conversion: ``prepare_emnist(archives={"gzip.zip": ...}, verify=False)`` from the local zip;
 * the 14x14 variant from the 28x28 entry (numba's first call, which loads its on-disk
   cache, is made and reported before timing);
-* ``load_emnist`` of the 10 digit classes and of all 62 classes (median of ``--repeats``).
+* ``load_emnist(subset="all")`` of the 10 digit classes and of all 62 classes (median of ``--repeats``).
 
 The old approach is re-implemented straightforwardly (``unzip``/``gunzip`` equivalents
 through zipfile and stdlib gzip, ``array('B')`` + a per-image Python loop to parse,
@@ -72,7 +72,7 @@ def child_convert(archive: Path, data_dir: Path) -> dict:
     from glyphforge.datasets.emnist import prepare_emnist
 
     started, cpu = time.perf_counter(), time.process_time()
-    [entry] = prepare_emnist(archive=archive, verify=False, data_dir=data_dir, progress=False)
+    [entry] = prepare_emnist(archives={"gzip.zip": archive}, verify=False, data_dir=data_dir, progress=False)
     return {"seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu, "peak_mb": peak_mb(),
             "n_images": entry.meta["n_images"], "bytes": entry.size_bytes}
 
@@ -96,7 +96,7 @@ def child_load(classes: str | None, data_dir: Path, repeats: int) -> dict:
     times, cpus = [], []
     for repeat in range(repeats):
         started, cpu = time.perf_counter(), time.process_time()
-        x, y, _ = load_emnist(classes, data_dir=data_dir, seed=repeat, download=False)
+        x, y, _ = load_emnist(classes, subset="all", data_dir=data_dir, seed=repeat, download=False)
         times.append(time.perf_counter() - started)
         cpus.append(time.process_time() - cpu)
         del x, y
@@ -172,7 +172,8 @@ def child_old(archive: Path, data_dir: Path, subset: int) -> dict:
     result["write9_small_s_per_byte"] = (time.perf_counter() - started) / small.nbytes
     result["level9_mb_per_s"] = 1e-6 / result["write9_s_per_byte"]
     for name, classes in (("digits", DIGITS), ("all", None)):  # the old loader's in-memory part, full size
-        blocks = [load_emnist(c, data_dir=data_dir, seed=0, download=False)[0] for c in (classes or _all_classes())]
+        blocks = [load_emnist(c, subset="all", data_dir=data_dir, seed=0, download=False)[0]
+                  for c in (classes or _all_classes())]
         started = time.perf_counter()
         x = np.concatenate(blocks, axis=0)
         y = np.concatenate([np.full((len(b), 1), i) for i, b in enumerate(blocks)])
@@ -247,7 +248,8 @@ def report(args: argparse.Namespace) -> None:
           f"{os.cpu_count()} cores", flush=True)
     convert = run_child("convert", archive, data_dir, "")
     resized = run_child("resize", archive, data_dir, "")
-    loads = {name: run_child("load", archive, data_dir, classes, args.repeats) for name, classes in (("digits", DIGITS), ("all", ""))}
+    loads = {name: run_child("load", archive, data_dir, classes, args.repeats)
+             for name, classes in (("digits", DIGITS), ("all", ""))}
     old = run_child("old", archive, data_dir, str(10_000 if args.quick else 50_000))
     raw_bytes = n_images * 784
     old_convert = (old["extract_s"] + n_images * (old["parse_s_per_image"] + old["group_s_per_image"])
@@ -262,7 +264,8 @@ def report(args: argparse.Namespace) -> None:
         ("load 62", loads["all"], old_load["all"]),
     ]
     print(f"\nload average before: {load_before}, after: {os.getloadavg()[0]:.2f} (other processes slow every figure)")
-    print(f"{'step':<12}{'new s':>7}{'cpu s':>7}{'old s':>8}{'ratio':>8}{'ref old s':>11}{'vs ref':>8}  goal (on both ratios)")
+    print(f"{'step':<12}{'new s':>7}{'cpu s':>7}{'old s':>8}{'ratio':>8}{'ref old s':>11}{'vs ref':>8}"
+          "  goal (on both ratios)")
     for name, measured, before in rows:
         new = measured["seconds"]
         reference = REFERENCE_OLD_S[name] * n_images / sum(FULL)  # scaled down for --quick

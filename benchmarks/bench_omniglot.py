@@ -99,10 +99,11 @@ def main() -> None:
 
         print(f"\n{'shape':>9} {'decode PNGs (old)':>18} {'cache load':>11} {'speed-up':>9}")
         for shape in (None, args.shape):
-            old = median_seconds(lambda: old_load(pngs, shape, seed=0), args.old_repeat)
+            old = median_seconds(lambda shape=shape: old_load(pngs, shape, seed=0), args.old_repeat)
             load_omniglot(sets=sets, shape=shape, seed=0, data_dir=data_dir, download=False)  # warm the page cache
             new = median_seconds(
-                lambda: load_omniglot(sets=sets, shape=shape, seed=0, data_dir=data_dir, download=False), args.repeat
+                lambda shape=shape: load_omniglot(sets=sets, shape=shape, seed=0, data_dir=data_dir, download=False),
+                args.repeat,
             )
             label = "105x105" if shape is None else f"{shape[0]}x{shape[1]}"
             print(f"{label:>9} {old * 1e3:>15.1f} ms {new * 1e3:>8.1f} ms {old / new:>8.1f}x")

@@ -1,12 +1,13 @@
 """Backgrounds on the real files of e2crawfo/backgrounds: registry, decoding, names, resizing, bad input."""
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
-from support.http_server import http_server  # noqa: F401 (fixture)
 
 from glyphforge.cache import CacheStore
 from glyphforge.datasets.backgrounds import (
@@ -16,10 +17,13 @@ from glyphforge.datasets.backgrounds import (
     hard_background_names,
     load_backgrounds,
     prepare_backgrounds,
+    preview_examples,
 )
-from glyphforge.pipelines.download import DownloadError
+from glyphforge.pipelines.download import DownloadError, HashMismatchError
 from glyphforge.pipelines.hashes import check_hash
 from glyphforge.pipelines.resize import resize
+
+from support.http_server import http_server  # noqa: F401 (fixture)
 
 ALL = ["blue_circle", "blue_x", "circles", "curves", "floor", "gravel", "green_circle", "green_x", "ice",
        "red_circle", "red_x", "space", "water"]
@@ -82,7 +86,7 @@ def test_name_forms_and_order(shared_data, prepared):
     by_list = load_backgrounds(["water", "red_x", "water"], data_dir=prepared, download=False)
     by_string = load_backgrounds("water red_x.png water.jpg", data_dir=prepared, download=False)
     assert len(by_list) == len(by_string) == 3
-    for image, other, name in zip(by_list, by_string, ["water", "red_x", "water"]):
+    for image, other, name in zip(by_list, by_string, ["water", "red_x", "water"], strict=True):
         expected = pillow_rgb(source(shared_data, name))
         np.testing.assert_array_equal(image, expected)
         np.testing.assert_array_equal(other, expected)
@@ -90,7 +94,7 @@ def test_name_forms_and_order(shared_data, prepared):
 
 def test_shape_resizes_each_image_with_the_kernel(shared_data, prepared):
     images = load_backgrounds(["curves", "blue_x"], shape=(48, 64), data_dir=prepared, download=False)
-    for image, name in zip(images, ["curves", "blue_x"]):
+    for image, name in zip(images, ["curves", "blue_x"], strict=True):
         original = pillow_rgb(source(shared_data, name))
         assert image.shape == (48, 64, 3)
         np.testing.assert_array_equal(image, resize(original, (48, 64), method="bilinear", batch=False))
@@ -104,10 +108,15 @@ def test_shape_resizes_each_image_with_the_kernel(shared_data, prepared):
     assert sorted(variant.meta["backgrounds"]) == ["blue_x", "curves"]
 
 
-def test_a_subset_grows_into_one_entry(shared_data, tmp_path):
-    first, = prepare_backgrounds(names=["water"], data_dir=tmp_path, mirrors=shared_data.as_uri(), progress=False)
+def test_a_subset_grows_into_one_entry(shared_data, http_server, tmp_path):
+    http_server.directory = shared_data
+    first, = prepare_backgrounds(names=["water"], data_dir=tmp_path, mirrors=http_server.base_url, progress=False)
     water = first.load("water.pklz")
-    second, = prepare_backgrounds(names="ice green_x", data_dir=tmp_path, mirrors=shared_data.as_uri(), progress=False)
+    (tmp_path / "raw" / "backgrounds" / "water.jpg").unlink()  # what the entry holds is neither fetched nor read
+    second, = prepare_backgrounds(names="ice water green_x", data_dir=tmp_path, mirrors=http_server.base_url,
+                                  progress=False)
+    fetched = [http_server.requests(f"backgrounds/{name}") for name in ("water.jpg", "ice.jpg", "green_x.png")]
+    assert fetched == [1, 1, 1]
     assert second.key == first.key
     assert sorted(second.meta["backgrounds"]) == ["green_x", "ice", "water"]
     np.testing.assert_array_equal(second.load("water.pklz"), water)
@@ -142,6 +151,78 @@ def test_png_transparency_is_composited_on_black(tmp_path):
     expected[2:, :, 0] = 200
     expected[3, 4] = (50, 25, 125)  # (value * 128 + 127) // 255
     np.testing.assert_array_equal(image, expected)
+
+
+def test_all_and_hard_as_one_element_lists(prepared):
+    for names in ("all", ["all"], ("all",)):
+        with pytest.raises(FileNotFoundError, match=r"backgrounds \['space'\] are not prepared"):
+            load_backgrounds(names, data_dir=prepared, download=False)
+    with pytest.raises(FileNotFoundError, match=r"backgrounds \['space'\] are not prepared"):
+        load_backgrounds(["hard"], data_dir=prepared, download=False)
+    # the CLI passes ["hard"]: only space.jpg is missing from the entry, so only it is fetched
+    with pytest.raises(DownloadError, match=r"could not get backgrounds/space\.jpg"):
+        prepare_backgrounds(names=["hard"], data_dir=prepared, offline=True, progress=False)
+    with pytest.raises(ValueError, match=r"unknown backgrounds 'all'"):  # only a list of exactly "all" means all
+        load_backgrounds(["all", "water"], data_dir=prepared, download=False)
+
+
+@pytest.mark.parametrize("keys", [("water", "ice"), ("water.jpg", "ice.jpg")])
+def test_archives_are_used_in_place_and_verified(shared_data, tmp_path, keys):
+    archives = {key: source(shared_data, Path(key).stem) for key in keys}
+    entry, = prepare_backgrounds(names=["ice", "water"], archives=archives, data_dir=tmp_path, offline=True,
+                                 progress=False)
+    assert sorted(entry.meta["backgrounds"]) == ["ice", "water"]
+    assert not (tmp_path / "raw" / "backgrounds").exists()  # given files are not copied
+    for name in ("ice", "water"):
+        assert entry.meta["backgrounds"][name]["verified"] is True
+        np.testing.assert_array_equal(entry.load(f"{name}.pklz"), pillow_rgb(source(shared_data, name)))
+
+
+def test_archives_of_another_file_need_verify_false(shared_data, tmp_path):
+    ice = source(shared_data, "ice")
+    with pytest.raises(HashMismatchError, match=r"ice\.jpg is not .*water\.jpg.*pass verify=False"):
+        prepare_backgrounds(names=["water"], archives={"water": ice}, data_dir=tmp_path, progress=False)
+    assert CacheStore.for_data_dir(tmp_path).ls() == []
+    entry, = prepare_backgrounds(names=["water"], archives={"water.jpg": ice}, verify=False, data_dir=tmp_path,
+                                 progress=False)
+    assert entry.meta["backgrounds"]["water"]["verified"] is False
+    np.testing.assert_array_equal(entry.load("water.pklz"), pillow_rgb(ice))
+
+
+@pytest.mark.parametrize(
+    ("names", "archives", "message"),
+    [
+        (["water"], {"lava": "x.jpg"}, r"archives has 'lava', which is not a file of backgrounds: use one of "
+                                       r"blue_circle, blue_circle\.png, .* water, water\.jpg$"),
+        (["water"], {"red_x.svg": "x.svg"}, r"archives has 'red_x\.svg', which is not a file of backgrounds"),
+        (["water"], {"ice": "ice.jpg"}, r"archives names backgrounds \['ice'\] that are not in names \['water'\]"),
+    ],
+)
+def test_bad_archives(tmp_path, names, archives, message):
+    with pytest.raises(ValueError, match=message):
+        prepare_backgrounds(names=names, archives=archives, data_dir=tmp_path, progress=False)
+
+
+def test_offline_with_nothing_placed_fails_fast_naming_the_placement_path(tmp_path):
+    placed = tmp_path / "raw" / "backgrounds" / "water.jpg"
+    where = rf"(?s)could not get backgrounds/water\.jpg.*Offline mode.*place the file at:\n  {re.escape(str(placed))}\n"
+    start = time.monotonic()
+    with pytest.raises(DownloadError, match=where):
+        prepare_backgrounds(names=["water"], data_dir=tmp_path, offline=True, progress=False)
+    with pytest.raises(DownloadError, match=where):
+        load_backgrounds(["water"], data_dir=tmp_path, offline=True)
+    assert time.monotonic() - start < 5
+    assert CacheStore.for_data_dir(tmp_path).ls() == []
+
+
+def test_preview_examples_are_the_first_backgrounds_of_the_entry(shared_data, prepared):
+    entry = CacheStore.for_data_dir(prepared).get("backgrounds", {"commit": COMMIT})
+    images, names = preview_examples(entry, 4, np.random.default_rng(0), prepared)
+    assert names == ["blue_circle", "blue_x", "circles", "curves"]
+    for image, name in zip(images, names, strict=True):
+        np.testing.assert_array_equal(image, pillow_rgb(source(shared_data, name)))
+    images, names = preview_examples(entry, 50, np.random.default_rng(1), prepared)
+    assert names == CARRIED and len(images) == 12
 
 
 @pytest.mark.parametrize(

@@ -1,1 +1,8 @@
-"""Dataset modules: one per upstream dataset (EMNIST, Omniglot, backgrounds)."""
+"""Dataset modules, one per upstream dataset, and the registry that declares them.
+
+``registered()`` lists the datasets (``["backgrounds", "emnist", "omniglot"]``);
+`glyphforge.datasets.registry` says what a dataset module provides and how to add one.
+"""
+from glyphforge.datasets.registry import DatasetRecord, Option, get, register, registered, unregister
+
+__all__ = ["DatasetRecord", "Option", "get", "register", "registered", "unregister"]

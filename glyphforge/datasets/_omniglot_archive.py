@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
-import os
 import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -17,11 +16,13 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from glyphforge import _checks
 from glyphforge.cache import Writer
 from glyphforge.pipelines.archive import iter_members, list_members
 from glyphforge.pipelines.decode import decode_image
 
 NATIVE_SHAPE = (105, 105)
+#: Drawings per character, one by each of 20 drawers (the one definition of this number).
 N_DRAWERS = 20
 #: Sets with at least this many images are decoded in worker processes by default.
 PARALLEL_MIN_IMAGES = 10_000
@@ -126,12 +127,13 @@ def convert_alphabet(writer: Writer, zip_path: Path, alphabet: Alphabet) -> int:
 
 
 def worker_count(workers: int | None, n_images: int, n_alphabets: int) -> int:
-    """Processes to use: ``workers``, else one per CPU for large sets and 1 (inline) for small ones."""
-    if workers is None:
-        workers = (os.cpu_count() or 1) if n_images >= PARALLEL_MIN_IMAGES else 1
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers {workers!r} is invalid: give a positive number of processes, or None")
-    return min(workers, n_alphabets)
+    """Processes to use: ``workers``, else 1 (inline) below :data:`PARALLEL_MIN_IMAGES` images, else one per CPU.
+
+    Never more than one per alphabet (an alphabet is one task).
+    """
+    if workers is None and n_images < PARALLEL_MIN_IMAGES:
+        return 1
+    return max(1, min(_checks.worker_count(workers), n_alphabets))
 
 
 def convert_set(

@@ -7,21 +7,21 @@ in every one of them, so same-named classes of different sets are never merged.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from glyphforge._checks import MAX_READ_THREADS, check_example_range, example_bounds, worker_count
 from glyphforge.cache import Entry
 from glyphforge.datasets._omniglot_archive import N_DRAWERS
 from glyphforge.datasets._prepare import unknown
 
 _CLASS = re.compile(r"^(?:(?P<set>[^/,]+)/)?(?P<alphabet>[^/,]+),(?P<number>\d+)$")
 #: Threads that read alphabet files during a load (gzip inflation and copies release the GIL).
-_LOAD_THREADS = max(1, min(4, os.cpu_count() or 1))
+_LOAD_THREADS = worker_count(None, cap=MAX_READ_THREADS)
 
 
 def check_indices(indices: Iterable[int] | None) -> np.ndarray:
@@ -40,6 +40,31 @@ def check_indices(indices: Iterable[int] | None) -> np.ndarray:
     if not values:
         raise ValueError(f"indices is empty: give drawer numbers from 0 to {N_DRAWERS - 1}, or None for all")
     return np.array(values, dtype=np.intp)
+
+
+def select_drawers(indices: Iterable[int] | None, example_range: tuple[float, float] | None) -> np.ndarray:
+    """Return the drawers to take from every character: ``indices``, or those of ``example_range``.
+
+    ``example_range=(a, b)`` selects drawers ``int(a * 20)`` to ``int(b * 20) - 1``
+    (:func:`glyphforge._checks.example_bounds`, EMNIST's rule), so adjacent ranges
+    partition the drawers. Giving both, or a range that holds no drawer, is a ValueError.
+    """
+    if example_range is None:
+        return check_indices(indices)
+    if indices is not None:
+        raise ValueError(
+            "give indices (the drawers 0-19 themselves) or example_range (a fraction of every character's "
+            "drawers), not both"
+        )
+    bounds = check_example_range(example_range)
+    start, stop = example_bounds(N_DRAWERS, bounds)
+    if start >= stop:
+        raise ValueError(
+            f"example_range {example_range!r} holds none of the {N_DRAWERS} drawers of a character (it selects "
+            f"drawers int(a * {N_DRAWERS}) to int(b * {N_DRAWERS}) - 1): widen it, at least {1 / N_DRAWERS:g} "
+            "(one drawer) wide"
+        )
+    return np.arange(start, stop, dtype=np.intp)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,17 +152,40 @@ class Catalog:
             chosen = [self.resolve(spec) for spec in specs]
         return sorted({item.name: item for item in chosen}.values(), key=lambda item: item.name)
 
-    def fill(self, chosen: Sequence[OmniglotClass], indices: np.ndarray, out: np.ndarray, where: np.ndarray) -> None:
-        """Copy drawer ``indices[j]`` of class ``chosen[i]`` to ``out[where[i, j]]``, reading each alphabet once."""
+    def fill(
+        self,
+        chosen: Sequence[OmniglotClass],
+        indices: np.ndarray,
+        out: np.ndarray,
+        where: np.ndarray,
+        resize: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> None:
+        """Copy drawer ``indices[j]`` of class ``chosen[i]`` to ``out[where[i, j]]``, reading each alphabet once.
+
+        ``resize`` (given a uint8 ``(n, H, W)`` batch, return ``(n, h, w)``) is applied to the
+        drawings first, for ``out`` of another shape than the entries': then the alphabets are
+        read one after the other, so that one alphabet's drawings at most are in memory.
+        """
         by_file: dict[tuple[str, str], list[int]] = {}
         for position, item in enumerate(chosen):
             by_file.setdefault((item.set, item.file), []).append(position)
 
         def copy(key: tuple[str, str]) -> None:
             images = self.entries[key[0]].load(key[1])
+            if resize is not None:
+                rows = [chosen[position].index for position in by_file[key]]
+                picked = images[rows][:, indices]
+                images = resize(picked.reshape(-1, *picked.shape[2:])).reshape(*picked.shape[:2], *out.shape[1:])
+                for row, position in enumerate(by_file[key]):
+                    out[where[position]] = images[row]
+                return
             for position in by_file[key]:  # one class at a time: its drawings stay in the CPU cache
                 out[where[position]] = images[chosen[position].index, indices]
 
+        if resize is not None:
+            for key in by_file:
+                copy(key)
+            return
         with ThreadPoolExecutor(_LOAD_THREADS) as pool:
             list(pool.map(copy, by_file))
 

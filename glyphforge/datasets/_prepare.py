@@ -1,37 +1,20 @@
-"""Steps shared by the Omniglot and backgrounds modules: argument checks, upstream files, resizing.
+"""Steps every dataset module shares: upstream files (fetched, given or placed), archives, resizing.
 
-EMNIST has its own copies of a few checks (it was written in parallel); these are the
-ones :mod:`glyphforge.datasets.omniglot` and :mod:`glyphforge.datasets.backgrounds` share.
+Argument checks that are not about datasets live in :mod:`glyphforge._checks`.
 """
 from __future__ import annotations
 
-import numbers
-import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from glyphforge import config
+from glyphforge._checks import PathLike, check_shape
 from glyphforge.pipelines.download import Attempt, HashMismatchError, Resource, fetch
 from glyphforge.pipelines.hashes import check_hash
-from glyphforge.pipelines.resample_weights import METHODS
-
-PathLike = str | os.PathLike[str]
-
-
-def check_shape(shape: Any) -> tuple[int, int]:
-    """Return ``shape`` as ``(height, width)`` of positive ints, or raise a ValueError saying how to write it."""
-    try:
-        sides = tuple(shape)
-    except TypeError:
-        sides = ()
-    if len(sides) != 2 or any(
-        isinstance(side, bool) or not isinstance(side, numbers.Integral) or side < 1 for side in sides
-    ):
-        raise ValueError(f"shape {shape!r} is invalid: give (height, width) as two positive integers, e.g. (28, 28)")
-    return int(sides[0]), int(sides[1])
+from glyphforge.pipelines.resample_weights import METHODS, Method
 
 
 def check_shapes(shapes: Iterable[Any]) -> list[tuple[int, int]]:
@@ -39,11 +22,12 @@ def check_shapes(shapes: Iterable[Any]) -> list[tuple[int, int]]:
     return list(dict.fromkeys(check_shape(shape) for shape in shapes))
 
 
-def check_method(method: str) -> str:
+def check_method(method: str) -> Method:
     """Return ``method`` if :func:`glyphforge.pipelines.resize.resize` knows it, else raise a ValueError."""
-    if method not in METHODS:
-        raise ValueError(f"resize method {method!r} is unknown: use one of {', '.join(map(repr, METHODS))}")
-    return method
+    for known in METHODS:
+        if method == known:
+            return known
+    raise ValueError(f"resize method {method!r} is unknown: use one of {', '.join(map(repr, METHODS))}")
 
 
 def unknown(what: str, names: Sequence[str], known: Iterable[str], hint: str = "") -> ValueError:
@@ -60,6 +44,7 @@ def upstream_file(
     verify: bool,
     progress: bool,
     given: PathLike | None = None,
+    offline: bool | None = None,
 ) -> tuple[Path, bool]:
     """Return a local copy of ``resource`` (fetched when needed) and whether its hash was checked.
 
@@ -78,6 +63,9 @@ def upstream_file(
         Show a download progress bar.
     given
         A local copy to use in place (not copied) instead of the raw dir.
+    offline
+        True: never touch the network (placed files and local mirrors only); None:
+        ``$GLYPHFORGE_OFFLINE`` decides (see :func:`glyphforge.pipelines.download.fetch`).
 
     Returns
     -------
@@ -97,7 +85,7 @@ def upstream_file(
         placed = config.raw_dir(resource.dataset, data_dir) / resource.filename
         if not verify and placed.is_file():
             return placed, False
-        return fetch(resource, placed.parent, mirrors=mirrors or (), progress=progress), True
+        return fetch(resource, placed.parent, mirrors=mirrors or (), progress=progress, offline=offline), True
     path = Path(given).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist: give the path of a copy of {resource.url}")
@@ -131,4 +119,40 @@ def resized(images: np.ndarray, shape: tuple[int, int], method: str, *, batch: b
     """
     from glyphforge.pipelines.resize import resize
 
-    return resize(images, shape, method=method, batch=batch)
+    return resize(images, shape, method=check_method(method), batch=batch)
+
+
+def given_archives(
+    archives: Mapping[str, PathLike] | None, resources: Mapping[str, Resource], dataset: str
+) -> dict[str, PathLike]:
+    """Check ``archives`` (what the user has locally) against a dataset's upstream files.
+
+    Parameters
+    ----------
+    archives
+        ``{name: local path}``; a name is a key of ``resources`` (EMNIST: ``"gzip.zip"``;
+        Omniglot: a set name such as ``"small1"``) or the upstream file name of one.
+    resources
+        The dataset's upstream files by name.
+    dataset
+        The dataset's name, for the error message.
+
+    Returns
+    -------
+    dict
+        ``{key of resources: path}``.
+
+    Raises
+    ------
+    ValueError
+        For a name that is none of the dataset's files (the message lists them).
+    """
+    by_file = {resource.filename: key for key, resource in resources.items()}
+    chosen: dict[str, PathLike] = {}
+    for name, path in (archives or {}).items():
+        key = name if name in resources else by_file.get(name)
+        if key is None:
+            known = sorted({*resources, *by_file})
+            raise ValueError(f"archives has {name!r}, which is not a file of {dataset}: use one of {', '.join(known)}")
+        chosen[key] = path
+    return chosen

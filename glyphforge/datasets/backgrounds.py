@@ -19,6 +19,7 @@ holding the union (existing files are copied, never decoded again).
 """
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -26,16 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from glyphforge._checks import PathLike, check_shape
 from glyphforge.cache import CacheStore, Entry
-from glyphforge.datasets._prepare import (
-    PathLike,
-    check_method,
-    check_shape,
-    check_shapes,
-    resized,
-    unknown,
-    upstream_file,
-)
+from glyphforge.datasets._prepare import check_method, check_shapes, given_archives, resized, unknown, upstream_file
 from glyphforge.pipelines.decode import decode_image
 from glyphforge.pipelines.download import Resource
 
@@ -83,10 +77,10 @@ def hard_background_names() -> list[str]:
 
 
 def _check_names(names: str | Iterable[str]) -> list[str]:
-    """Resolve ``"all"``, ``"hard"``, a space-separated string or a list into background names, in order."""
-    if isinstance(names, str) and names in ("all", "hard"):
-        return background_names() if names == "all" else hard_background_names()
+    """Resolve ``"all"``, ``"hard"`` (or ``["all"]``, ``["hard"]``), a space-separated string or a list, in order."""
     items = names.split() if isinstance(names, str) else list(names)
+    if len(items) == 1 and items[0] in ("all", "hard"):
+        return background_names() if items[0] == "all" else hard_background_names()
     if not items:
         raise ValueError("names is empty: give 'all', 'hard' or background names such as ['water', 'ice']")
     resolved, bad = [], []
@@ -119,28 +113,29 @@ def _grow(
     store: CacheStore,
     params: dict[str, Any],
     names: Sequence[str],
-    make: Callable[[str], np.ndarray],
-    verified: Mapping[str, bool],
+    make: Callable[[str], tuple[np.ndarray, bool]],
 ) -> Entry:
-    """Return the entry of ``params`` holding ``names``, replacing it by one with ``make(name)`` added if needed.
+    """Return the entry of ``params`` holding ``names``, replacing it by one with the missing images added if needed.
 
     The new entry is staged under the key's lock from the entry found there (its files
-    copied) plus the images it lacks, and committed atomically. ``verified[name]``
-    records whether the image's source file had its hash checked.
+    copied) plus ``make(name)`` of each image it lacks: the image, and whether its
+    source file had its hash checked. It is committed atomically.
     """
     entry = _holding(store, params, names)
     if entry is not None:
         return entry
     with store.create(KIND, params) as writer:
         current = store.get(KIND, params)  # re-read under the lock: another process may have grown it
-        records = dict(current.meta["backgrounds"]) if current is not None else {}
-        for record in records.values():
-            shutil.copyfile(current.file(record["file"]), writer.path / record["file"])
+        records: dict[str, dict[str, Any]] = {}
+        if current is not None:
+            records.update(current.meta["backgrounds"])
+            for record in records.values():
+                shutil.copyfile(current.file(record["file"]), writer.path / record["file"])
         for name in names:
             if name not in records:
-                image = make(name)
+                image, verified = make(name)
                 record = {"file": f"{name}.pklz", "source": IMAGES[name].filename, "hash": IMAGES[name].hash,
-                          "verified": verified[name], "shape": list(image.shape)}
+                          "verified": verified, "shape": list(image.shape)}
                 writer.write(record["file"], image)
                 records[name] = record
         writer.meta.update(
@@ -161,18 +156,22 @@ def prepare_backgrounds(
     method: str = DEFAULT_METHOD,
     data_dir: PathLike | None = None,
     mirrors: Sequence[str] | str | None = None,
+    archives: Mapping[str, PathLike] | None = None,
     verify: bool = True,
     progress: bool = True,
+    offline: bool | None = None,
 ) -> list[Entry]:
     """Fetch, verify and decode backgrounds, and make resized variants.
 
     Idempotent: when the entries already hold ``names``, they are returned without
-    touching the raw files or the network.
+    touching the raw files or the network; only the backgrounds missing from the
+    native entry are fetched.
 
     Parameters
     ----------
     names
-        ``"all"``, ``"hard"``, or background names (a list, or one space-separated string).
+        ``"all"``, ``"hard"``, or background names (a list, or one space-separated string);
+        ``["all"]`` and ``["hard"]`` mean ``"all"`` and ``"hard"``.
     shapes
         ``(height, width)`` variants: each image resized to exactly that shape.
     method
@@ -181,41 +180,74 @@ def prepare_backgrounds(
         The data dir (see :mod:`glyphforge.config`).
     mirrors
         Mirror bases tried before the origin (see :func:`glyphforge.pipelines.download.fetch`).
+    archives
+        Local copies to decode instead of fetching them (used in place), by background
+        name or file name: ``{"water": path}`` or ``{"water.jpg": path}``. Each must be
+        one of ``names``.
     verify
-        Check the hash of files already in ``<data dir>/raw/backgrounds/``; False
-        decodes such files as they are. Downloads are always verified.
+        Check the hash of ``archives`` and of files already in ``<data dir>/raw/backgrounds/``;
+        False decodes such files as they are. Downloads are always verified.
     progress
         Show download progress bars.
+    offline
+        True: never use the network (files placed in ``<data dir>/raw/backgrounds/``,
+        local mirrors and ``archives`` only); None: ``$GLYPHFORGE_OFFLINE`` decides.
 
     Returns
     -------
     list of Entry
         The native entry, then one entry per distinct requested shape.
+
+    Raises
+    ------
+    ValueError
+        For unknown names, a bad shape or method, or ``archives`` naming an unknown file
+        or a background not in ``names``.
+    DownloadError, HashMismatchError
+        When a file cannot be fetched or is not the pinned file (the entry is left as it
+        was); the message says where to place the file by hand.
     """
     wanted = _check_names(names)
     variants = check_shapes(shapes)
     check_method(method)
+    given = given_archives(archives, IMAGES, "backgrounds")
+    stray = [name for name in given if name not in wanted]
+    if stray:
+        raise ValueError(f"archives names backgrounds {stray} that are not in names {wanted}: add them to names")
     store = CacheStore.for_data_dir(data_dir)
     native = _holding(store, _params(None, method), wanted)
     if native is None:
-        files = {
-            name: upstream_file(IMAGES[name], data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress)
-            for name in dict.fromkeys(wanted)
-        }
-        native = _grow(
-            store, _params(None, method), wanted,
-            lambda name: decode_image(files[name][0], channels=3, name=str(files[name][0])),
-            {name: checked for name, (_, checked) in files.items()},
-        )
-    records = native.meta["backgrounds"]
+        current = store.get(KIND, _params(None, method))
+        held = current.meta["backgrounds"] if current is not None else {}
+        files: dict[str, tuple[Path, bool]] = {}
+
+        def fetch(name: str) -> tuple[Path, bool]:
+            if name not in files:
+                files[name] = upstream_file(IMAGES[name], data_dir=data_dir, mirrors=mirrors, verify=verify,
+                                            progress=progress, given=given.get(name), offline=offline)
+            return files[name]
+
+        for name in wanted:  # every missing file is fetched before the entry is staged
+            if name not in held:
+                fetch(name)
+
+        def decode(name: str) -> tuple[np.ndarray, bool]:
+            path, checked = fetch(name)
+            return decode_image(path, channels=3, name=str(path)), checked
+
+        native = _grow(store, _params(None, method), wanted, decode)
     entries = [native]
     for shape in variants:
-        entries.append(_grow(
-            store, _params(shape, method), wanted,
-            lambda name, shape=shape: resized(native.load(records[name]["file"]), shape, method, batch=False),
-            {name: records[name]["verified"] for name in wanted},
-        ))
+        entries.append(_grow(store, _params(shape, method), wanted, functools.partial(
+            _resized_image, native=native, shape=shape, method=method,
+        )))
     return entries
+
+
+def _resized_image(name: str, *, native: Entry, shape: tuple[int, int], method: str) -> tuple[np.ndarray, bool]:
+    """The resize of background ``name`` of the native entry, and whether its source file was verified."""
+    record = native.meta["backgrounds"][name]
+    return resized(native.load(record["file"]), shape, method, batch=False), record["verified"]
 
 
 def load_backgrounds(
@@ -226,6 +258,7 @@ def load_backgrounds(
     data_dir: PathLike | None = None,
     download: bool = True,
     mirrors: Sequence[str] | str | None = None,
+    offline: bool | None = None,
 ) -> list[np.ndarray]:
     """Load backgrounds as uint8 RGB arrays.
 
@@ -233,14 +266,15 @@ def load_backgrounds(
     ----------
     names
         ``"all"`` (:func:`background_names`), ``"hard"`` (:func:`hard_background_names`),
-        or background names: a list, or one space-separated string (``"water ice"``).
-        A name may carry its file's extension (``"water.jpg"``).
+        or background names: a list, or one space-separated string (``"water ice"``);
+        ``["all"]`` and ``["hard"]`` mean ``"all"`` and ``"hard"``. A name may carry its
+        file's extension (``"water.jpg"``).
     shape
         ``(height, width)``: every image resized to it (with ``method``); None keeps
         each image's own size.
     method
         The resize method for ``shape``.
-    data_dir, mirrors
+    data_dir, mirrors, offline
         As in :func:`prepare_backgrounds`.
     download
         Fetch and decode the backgrounds missing from the cache first. False reads only
@@ -273,7 +307,20 @@ def load_backgrounds(
                 "or `prepare-data backgrounds`, or pass download=True"
             )
         prepared = prepare_backgrounds(
-            names=wanted, shapes=[] if size is None else [size], method=method, data_dir=data_dir, mirrors=mirrors
+            names=wanted, shapes=[] if size is None else [size], method=method, data_dir=data_dir, mirrors=mirrors,
+            offline=offline,
         )
         entry = prepared[-1]
     return [entry.load(entry.meta["backgrounds"][name]["file"]) for name in wanted]
+
+
+def preview_examples(
+    entry: Entry, n: int, rng: np.random.Generator, data_dir: PathLike | None
+) -> tuple[list[np.ndarray], list[str]]:
+    """Return the first ``n`` backgrounds of ``entry`` (in name order) and their names (registry ``preview``).
+
+    Reads the entry only; ``rng`` and ``data_dir`` are part of the contract and unused
+    (a preview shows the backgrounds themselves, in a fixed order).
+    """
+    names = list(entry.meta["backgrounds"])[:n]
+    return [entry.load(entry.meta["backgrounds"][name]["file"]) for name in names], names

@@ -151,7 +151,8 @@ class _GlyphBank:
     """Per-class templates of three anti-aliased segments, and jittered, shifted variants."""
 
     def __init__(self, n_classes: int, n_variants: int, rng: np.random.Generator) -> None:
-        grid = np.stack(np.meshgrid(np.arange(28, dtype=np.float32), np.arange(28, dtype=np.float32), indexing="ij"), -1)
+        axis = np.arange(28, dtype=np.float32)
+        grid = np.stack(np.meshgrid(axis, axis, indexing="ij"), -1)
         templates = rng.uniform(5, 22, size=(n_classes, 1, 3, 2, 2))
         jitter = rng.normal(0, 1.2, size=(n_classes, n_variants, 3, 2, 2))
         shift = rng.integers(-3, 4, size=(n_classes, n_variants, 1, 1, 2))
@@ -176,7 +177,9 @@ class _GlyphBank:
         return np.where(glyphs > 0, np.clip(noisy, 1, 255), 0).astype(np.uint8)
 
 
-def _image_chunks(labels: np.ndarray, bank: _GlyphBank, rng: np.random.Generator, glyph_first: bool) -> Iterator[np.ndarray]:
+def _image_chunks(
+    labels: np.ndarray, bank: _GlyphBank, rng: np.random.Generator, glyph_first: bool
+) -> Iterator[np.ndarray]:
     for start in range(0, len(labels), _CHUNK):
         chunk = bank.draw(labels[start:start + _CHUNK], rng)
         if start == 0 and glyph_first:
@@ -189,7 +192,8 @@ def _write_gzip_member(archive: zipfile.ZipFile, name: str, header: bytes, chunk
     info.compress_type = zipfile.ZIP_DEFLATED
     info.external_attr = 0o644 << 16
     with archive.open(info, "w", force_zip64=True) as member:
-        with gzip.GzipFile(filename=name.rsplit("/", 1)[-1][:-3], mode="wb", fileobj=member, compresslevel=6, mtime=0) as gz:
+        filename = name.rsplit("/", 1)[-1][:-3]
+        with gzip.GzipFile(filename=filename, mode="wb", fileobj=member, compresslevel=6, mtime=0) as gz:
             gz.write(header)
             for chunk in chunks:
                 gz.write(np.ascontiguousarray(chunk.transpose(0, 2, 1)) if chunk.ndim == 3 else chunk)
@@ -243,18 +247,19 @@ def _write_split(
     bank = _GlyphBank(n_classes, min(_VARIANTS, 1 + sum(counts) // n_classes), rng)
     names = member_names(split)
     data = SplitData(CLASSES[split], first, np.empty(0, np.uint8), np.empty(0, np.uint8))
-    for subset, n in zip(("train", "test"), counts):
+    for subset, n in zip(("train", "test"), counts, strict=True):
         indices = rng.permutation(np.repeat(np.arange(n_classes), class_counts(n, n_classes)))
         labels = (indices + first).astype(np.uint8)
         kept: list[np.ndarray] = []
 
-        def chunks() -> Iterator[np.ndarray]:
+        def chunks(indices: np.ndarray, subset: str, kept: list[np.ndarray]) -> Iterator[np.ndarray]:
             for chunk in _image_chunks(indices, bank, rng, glyph_first=subset == "test"):
                 if keep_arrays:
                     kept.append(chunk)
                 yield chunk
 
-        _write_gzip_member(archive, names[f"{subset}-images"], idx_header(2051, n, 28, 28), chunks())
+        images = chunks(indices, subset, kept)
+        _write_gzip_member(archive, names[f"{subset}-images"], idx_header(2051, n, 28, 28), images)
         _write_gzip_member(archive, names[f"{subset}-labels"], idx_header(2049, n), iter([labels]))
         setattr(data, f"{subset}_labels", labels)
         if keep_arrays:

@@ -1,0 +1,259 @@
+"""NIST's EMNIST ``gzip.zip``: its layout, its validation, and the cache entries written from it.
+
+The archive
+-----------
+``gzip.zip`` holds the folder ``gzip/`` with, for each split (see
+:mod:`glyphforge.datasets._emnist_catalog`), five members (:func:`member_name`):
+
+- ``gzip/emnist-<split>-{test,train}-images-idx3-ubyte.gz``: gzipped IDX files of
+  uint8 ``(n, 28, 28)`` images, white strokes on black, stored **transposed**
+  (``image.T`` is upright);
+- ``gzip/emnist-<split>-{test,train}-labels-idx1-ubyte.gz``: gzipped IDX files of one
+  uint8 label per image;
+- ``gzip/emnist-<split>-mapping.txt``: lines ``label ascii_code [more codes]``; the
+  class is the character of the first code (``letters`` lists the upper- and
+  lower-case codes, and labels from 1).
+
+Members are read one by one, without extracting the archive. Everything is checked
+before the cache is touched, so a bad archive leaves nothing behind: the mapping must
+give the split's classes with consecutive labels, every label must be one of them,
+each IDX file must be complete with 28x28 images, and images and labels must agree in
+number (:class:`~glyphforge.pipelines.idx.IDXError`,
+:class:`~glyphforge.pipelines.archive.ArchiveError`, :class:`EMNISTFormatError`).
+
+What is written
+---------------
+:func:`write_native` writes one file per class (:func:`class_file_name`): its images
+upright, the test images first, then the train images, each in archive order.
+:func:`write_resized` writes the same files with every image resized.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from glyphforge._checks import MAX_READ_THREADS, worker_count
+from glyphforge.cache import Entry, Writer
+from glyphforge.datasets._emnist_catalog import CLASSES, EMNISTFormatError, class_file_name, first_label, load_class
+from glyphforge.datasets._prepare import resized
+from glyphforge.pipelines.archive import open_member, read_member
+from glyphforge.pipelines.download import Resource
+from glyphforge.pipelines.idx import read_images, read_labels
+
+#: The upstream archive (size and md5 as pinned by torchvision).
+EMNIST_ZIP = Resource(
+    dataset="emnist",
+    filename="gzip.zip",
+    url="https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip",
+    hash="md5:58c8d27c78d21e728a6bc7b3cc06412e",
+    size=561_753_746,
+)
+NATIVE_SHAPE = (28, 28)
+
+
+def member_name(split: str, part: str) -> str:
+    """Return the archive member of ``split``: ``part`` is e.g. ``"train-images"`` or ``"mapping"``."""
+    if part == "mapping":
+        return f"gzip/emnist-{split}-mapping.txt"
+    subset, kind = part.split("-")
+    return f"gzip/emnist-{split}-{subset}-{kind}-idx{3 if kind == 'images' else 1}-ubyte.gz"
+
+
+def parse_mapping(text: str, name: str) -> dict[int, str]:
+    """Parse a mapping file's ``label ascii_code [more codes]`` lines into ``{label: char}``.
+
+    The class is the character of the first code; further columns are ignored, blank
+    lines skipped. ``name`` is quoted in errors.
+
+    Raises
+    ------
+    EMNISTFormatError
+        For a line that is not at least two integers, or a repeated label.
+    """
+    mapping: dict[int, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        try:
+            label, code = int(fields[0]), int(fields[1])
+            char = chr(code)
+        except (ValueError, IndexError, OverflowError):
+            raise EMNISTFormatError(
+                f"{name} line {number} is {line!r}: expected 'label ascii_code [more codes]' "
+                "(integers separated by spaces); the file is corrupt"
+            ) from None
+        if label in mapping:
+            raise EMNISTFormatError(f"{name} line {number} repeats label {label}; the file is corrupt")
+        mapping[label] = char
+    return mapping
+
+
+# -- reading ---------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class ParsedSubset:
+    """The test or train images of a split as the archive stores them."""
+
+    images: np.ndarray  # (n, 28, 28), transposed
+    labels: np.ndarray  # the class index 0 .. n_classes - 1 of every image
+
+    def class_order(self, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return the image indices grouped by class (archive order kept), and where each class starts."""
+        order = np.argsort(self.labels, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(np.bincount(self.labels, minlength=n_classes))])
+        return order, starts
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedSplit:
+    """One split read from the archive and validated."""
+
+    name: str
+    classes: str
+    test: ParsedSubset
+    train: ParsedSubset
+
+
+def read_split(zip_path: Path, split: str, progress: bool) -> ParsedSplit:
+    """Read and validate the mapping and the four IDX members of ``split`` (test and train in parallel).
+
+    Raises
+    ------
+    IDXError, ArchiveError, EMNISTFormatError
+        When a member is missing, truncated or corrupt, or the members disagree.
+    """
+    classes = _read_mapping(zip_path, split)
+    with tqdm(total=4, desc=f"EMNIST {split}: reading {zip_path.name}", unit="file", disable=not progress) as bar, \
+            ThreadPoolExecutor(2) as pool:
+        test, train = pool.map(lambda part: _read_subset(zip_path, split, part, len(classes), bar), ("test", "train"))
+    return ParsedSplit(split, classes, test, train)
+
+
+def _read_subset(zip_path: Path, split: str, subset: str, n_classes: int, bar: tqdm) -> ParsedSubset:
+    """Read one subset's labels and images, checking they agree with each other and the mapping."""
+    first = first_label(split)
+    images_name, labels_name = member_name(split, f"{subset}-images"), member_name(split, f"{subset}-labels")
+    with open_member(zip_path, labels_name) as stream:
+        labels = read_labels(stream, f"{labels_name} in {zip_path}")
+    bar.update()
+    outside = np.unique(labels[(labels < first) | (labels >= first + n_classes)])
+    if outside.size:
+        raise EMNISTFormatError(
+            f"{zip_path}: {labels_name} holds labels {outside.tolist()} that {member_name(split, 'mapping')} "
+            f"does not define (labels {first}-{first + n_classes - 1}); the archive is corrupt"
+        )
+    with open_member(zip_path, images_name) as stream:
+        images = read_images(stream, f"{images_name} in {zip_path}", dims=NATIVE_SHAPE)
+    bar.update()
+    if len(images) != len(labels):
+        raise EMNISTFormatError(
+            f"{zip_path}: {images_name} holds {len(images):,} images but {labels_name} holds "
+            f"{len(labels):,} labels; the archive is corrupt"
+        )
+    return ParsedSubset(images, labels.astype(np.intp) - first)
+
+
+def _read_mapping(zip_path: Path, split: str) -> str:
+    """Return the split's classes in label order from its mapping file, checked against EMNIST's."""
+    name = member_name(split, "mapping")
+    mapping = parse_mapping(read_member(zip_path, name).decode("ascii", errors="replace"), f"{name} in {zip_path}")
+    first, expected = first_label(split), CLASSES[split]
+    found = "".join(mapping[label] for label in sorted(mapping))
+    if sorted(mapping) != list(range(first, first + len(expected))) or found != expected:
+        raise EMNISTFormatError(
+            f"{name} in {zip_path} maps labels {min(mapping, default=None)}-{max(mapping, default=None)} to "
+            f"{found!r}, but EMNIST {split} has labels {first}-{first + len(expected) - 1} for {expected!r}; "
+            "the archive is corrupt or not EMNIST"
+        )
+    return found
+
+
+# -- writing ---------------------------------------------------------------------------
+def write_native(writer: Writer, split: ParsedSplit, verified: bool, progress: bool) -> None:
+    """Write one upright class file per class (test images first, then train) and the entry's meta.
+
+    Parameters
+    ----------
+    writer
+        The cache writer of the split's 28x28 entry.
+    split
+        What :func:`read_split` read.
+    verified
+        Whether the archive's hash was checked (recorded as ``meta["verified_archive"]``).
+    progress
+        Show a progress bar.
+    """
+    n_classes, first = len(split.classes), first_label(split.name)
+    (test_order, test_starts), (train_order, train_starts) = (
+        split.test.class_order(n_classes), split.train.class_order(n_classes)
+    )
+
+    def write_class(index: int) -> int:
+        test_index = test_order[test_starts[index]:test_starts[index + 1]]
+        train_index = train_order[train_starts[index]:train_starts[index + 1]]
+        images = np.empty((len(test_index) + len(train_index), *NATIVE_SHAPE), np.uint8)
+        images[:len(test_index)] = split.test.images[test_index].transpose(0, 2, 1)
+        images[len(test_index):] = split.train.images[train_index].transpose(0, 2, 1)
+        writer.write(class_file_name(split.classes[index]), images)
+        return len(images)
+
+    n_images = len(split.test.labels) + len(split.train.labels)
+    _run_per_class(write_class, n_classes, n_images, f"EMNIST {split.name}: writing 28x28", progress)
+    writer.meta.update(
+        split=split.name,
+        shape=list(NATIVE_SHAPE),
+        n_images=n_images,
+        n_train=len(split.train.labels),
+        n_test=len(split.test.labels),
+        verified_archive=verified,
+        classes=[
+            {
+                "char": char,
+                "label": first + index,
+                "file": class_file_name(char),
+                "n_test": int(test_starts[index + 1] - test_starts[index]),
+                "n_train": int(train_starts[index + 1] - train_starts[index]),
+            }
+            for index, char in enumerate(split.classes)
+        ],
+    )
+
+
+def write_resized(writer: Writer, base: Entry, shape: tuple[int, int], method: str, progress: bool) -> None:
+    """Write the resize (``method``) of every image of every class file of ``base``, and the meta.
+
+    Worker threads load, resize and write classes; one resize runs at a time, on one
+    numba thread (not every threading layer allows concurrent launches), so the other
+    cores decompress and compress meanwhile.
+    """
+    import numba
+
+    kernel_lock = threading.Lock()
+    records = base.meta["classes"]
+
+    def resize_class(index: int) -> int:
+        name = records[index]["file"]
+        images = load_class(base, name)
+        numba.set_num_threads(1)  # for this worker thread only
+        with kernel_lock:
+            small = resized(images, shape, method, batch=True)
+        writer.write(name, small)
+        return len(small)
+
+    label = f"EMNIST {base.meta['split']}: writing {shape[0]}x{shape[1]}"
+    _run_per_class(resize_class, len(records), base.meta["n_images"], label, progress)
+    writer.meta.update({**base.meta, "shape": list(shape), "resized_from": base.key, "resize": method})
+
+
+def _run_per_class(task: Callable[[int], int], n_classes: int, n_images: int, label: str, progress: bool) -> None:
+    """Run ``task(class_index) -> n_images_done`` for every class on a few threads, with a bar."""
+    bar = tqdm(total=n_images, desc=label, unit="img", disable=not progress)
+    with ThreadPoolExecutor(worker_count(None, cap=MAX_READ_THREADS)) as pool, bar:
+        for done in pool.map(task, range(n_classes)):
+            bar.update(done)

@@ -1,0 +1,240 @@
+"""Omniglot in the cache: the upstream zips, the entries' params, `prepare_omniglot`, and opening prepared sets.
+
+The entry format is described in :mod:`glyphforge.datasets.omniglot`; the conversion
+of one zip is :mod:`glyphforge.datasets._omniglot_archive`.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from glyphforge._checks import PathLike, check_shape
+from glyphforge.cache import CacheStore, Entry, Writer
+from glyphforge.datasets._omniglot_archive import N_DRAWERS, NATIVE_SHAPE, convert_set
+from glyphforge.datasets._omniglot_catalog import Catalog
+from glyphforge.datasets._prepare import check_method, check_shapes, given_archives, resized, unknown, upstream_file
+from glyphforge.pipelines.download import Resource
+
+KIND = "omniglot"
+DEFAULT_SETS = ("background", "evaluation")
+DEFAULT_METHOD = "area"
+
+_BASE_URL = "https://raw.githubusercontent.com/brendenlake/omniglot/master/python/"
+
+
+def _resource(filename: str, hash_: str, size: int | None = None) -> Resource:
+    return Resource("omniglot", filename, _BASE_URL + filename, hash_, size)
+
+
+#: The upstream zip of each set (md5 of the full sets as torchvision pins them).
+RESOURCES: dict[str, Resource] = {
+    "background": _resource("images_background.zip", "md5:68d2efa1b9178cc56df9314c21c6e718"),
+    "evaluation": _resource("images_evaluation.zip", "md5:6b91aef0f799c5bb55b94e3f2daec811"),
+    "small1": _resource(
+        "images_background_small1.zip",
+        "sha256:f38eb80f801274ac2b4dff5b24289016bfaba4a7d5bb50deebf27104ad6cb8a4",
+        1_319_022,
+    ),
+    "small2": _resource(
+        "images_background_small2.zip",
+        "sha256:3ccaa407515a8778e5d0861875af38b17e418f301ad5bb3b5a6b65d901a41c7f",
+        1_580_917,
+    ),
+}
+SETS = tuple(RESOURCES)
+
+
+def check_sets(sets: str | Iterable[str]) -> tuple[str, ...]:
+    """Return the set names of ``sets`` (one name or several) without repeats, or raise a ValueError."""
+    names = (sets,) if isinstance(sets, str) else tuple(dict.fromkeys(sets))
+    if not names:
+        raise ValueError(f"sets is empty: give at least one of {', '.join(SETS)}")
+    bad = [name for name in names if name not in RESOURCES]
+    if bad:
+        raise unknown("Omniglot sets", bad, SETS, hint=" (the default is ('background', 'evaluation'))")
+    return names
+
+
+def params(set_name: str, shape: tuple[int, int], method: str) -> dict[str, Any]:
+    """The cache params of a set's entry at ``shape`` (``method`` only counts for resized shapes)."""
+    values: dict[str, Any] = {"set": set_name, "shape": list(shape), "source": RESOURCES[set_name].hash}
+    if shape != NATIVE_SHAPE:
+        values["resize"] = method
+    return values
+
+
+def _write_native(
+    writer: Writer, set_name: str, zip_path: Path, workers: int | None, verified: bool, progress: bool
+) -> None:
+    """Convert every alphabet of ``zip_path`` into ``writer`` and describe them in its meta."""
+    folder = Path(RESOURCES[set_name].filename).stem
+    label = f"Omniglot {set_name}: decoding {zip_path.name}"
+    alphabets = convert_set(writer, zip_path, folder, workers=workers, label=label, progress=progress)
+    n_characters = sum(len(alphabet.characters) for alphabet in alphabets)
+    writer.meta.update(
+        set=set_name,
+        shape=list(NATIVE_SHAPE),
+        n_characters=n_characters,
+        n_images=n_characters * N_DRAWERS,
+        verified_archive=verified,
+        alphabets=[alphabet.record() for alphabet in alphabets],
+    )
+
+
+def _write_resized(writer: Writer, base: Entry, shape: tuple[int, int], method: str, progress: bool) -> None:
+    """Write the resize of every image of every alphabet of ``base``."""
+    label = f"Omniglot {base.meta['set']}: resizing to {shape[0]}x{shape[1]}"
+    with tqdm(total=base.meta["n_images"], desc=label, unit="img", disable=not progress) as bar:
+        for record in base.meta["alphabets"]:
+            images = base.load(record["file"])
+            small = resized(images.reshape(-1, *images.shape[2:]), shape, method, batch=True)
+            writer.write(record["file"], small.reshape(*images.shape[:2], *shape))
+            bar.update(images.shape[0] * images.shape[1])
+    writer.meta.update({**base.meta, "shape": list(shape), "resized_from": base.key, "resize": method})
+
+
+def prepare_omniglot(
+    *,
+    sets: str | Iterable[str] = DEFAULT_SETS,
+    shapes: Iterable[tuple[int, int]] = (),
+    method: str = DEFAULT_METHOD,
+    data_dir: PathLike | None = None,
+    mirrors: Sequence[str] | str | None = None,
+    archives: Mapping[str, PathLike] | None = None,
+    verify: bool = True,
+    progress: bool = True,
+    workers: int | None = None,
+    offline: bool | None = None,
+) -> list[Entry]:
+    """Fetch, verify and convert Omniglot sets, and make resized variants.
+
+    Idempotent: entries already in the cache are returned without touching the
+    archives or the network.
+
+    Parameters
+    ----------
+    sets
+        Names from :data:`SETS` (a single name may be given as a string).
+    shapes
+        Extra ``(height, width)`` variants, each the resize of the 105x105 entry.
+    method
+        The resize method of the variants (see :func:`glyphforge.pipelines.resize.resize`).
+    data_dir
+        The data dir (see :mod:`glyphforge.config`).
+    mirrors
+        Mirror bases tried before the origin (see :func:`glyphforge.pipelines.download.fetch`).
+    archives
+        Local zips to convert instead of fetching them (used in place), by set name
+        (``{"small1": path}``) or by upstream file name (``{"images_background_small1.zip": path}``).
+    verify
+        Check the hash of ``archives`` and of zips already in ``<data dir>/raw/omniglot/``;
+        False converts such files as they are. Downloads are always verified and the
+        layout is always checked.
+    progress
+        Show progress bars.
+    workers
+        Processes that decode a set's PNGs (one alphabet per task). None: one per CPU for
+        sets of at least :data:`PARALLEL_MIN_IMAGES` images (the full sets), else decode
+        in this process (``small1``, ``small2``).
+    offline
+        True: never use the network (zips placed in ``<data dir>/raw/omniglot/``, local
+        mirrors and ``archives`` only); None: ``$GLYPHFORGE_OFFLINE`` decides.
+
+    Returns
+    -------
+    list of Entry
+        For each set in order: its 105x105 entry, then one entry per distinct other shape.
+
+    Raises
+    ------
+    ValueError
+        For an unknown set, a bad shape or method, or ``archives`` naming an unknown file
+        or a set not in ``sets``.
+    DownloadError, HashMismatchError
+        When a zip cannot be fetched or is not the pinned file (nothing is cached); the
+        message says where to place the zip by hand.
+    OmniglotFormatError, ArchiveError
+        When a zip is not laid out as Omniglot's or is corrupt (nothing is cached).
+    """
+    names = check_sets(sets)
+    wanted = [shape for shape in check_shapes(shapes) if shape != NATIVE_SHAPE]
+    check_method(method)
+    given = given_archives(archives, RESOURCES, "Omniglot")
+    stray = [name for name in given if name not in names]
+    if stray:
+        raise ValueError(f"archives names sets {stray} that are not in sets {list(names)}: add them to sets")
+    store = CacheStore.for_data_dir(data_dir)
+    entries = []
+    for name in names:
+        base = store.get(KIND, params(name, NATIVE_SHAPE, method))
+        if base is None:
+            zip_path, verified = upstream_file(
+                RESOURCES[name], data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress,
+                given=given.get(name), offline=offline,
+            )
+            base = store.get_or_create(KIND, params(name, NATIVE_SHAPE, method), functools.partial(
+                _write_native, set_name=name, zip_path=zip_path, workers=workers, verified=verified, progress=progress,
+            ))
+        entries.append(base)
+        for shape in wanted:
+            entries.append(store.get_or_create(KIND, params(name, shape, method), functools.partial(
+                _write_resized, base=base, shape=shape, method=method, progress=progress,
+            )))
+    return entries
+
+
+def not_prepared(sets: Sequence[str], root: Path, hint: str) -> FileNotFoundError:
+    """The error for Omniglot ``sets`` missing from the cache at ``root``, naming the command that prepares them."""
+    return FileNotFoundError(
+        f"Omniglot sets {list(sets)} are not prepared in {root}: run prepare_omniglot(sets={list(sets)!r}) "
+        f"or `prepare-data omniglot --omniglot-sets {' '.join(sets)}`{hint}"
+    )
+
+
+def set_entries(
+    sets: tuple[str, ...],
+    shape: tuple[int, int],
+    method: str,
+    data_dir: PathLike | None,
+    download: bool,
+    mirrors: Sequence[str] | str | None,
+    offline: bool | None,
+) -> dict[str, Entry]:
+    """Return the entry of each set at ``shape``, preparing what is missing.
+
+    A missing resized variant is always made from the cached 105x105 entry; a set
+    whose 105x105 entry is missing is fetched and converted only when ``download``.
+    """
+    store = CacheStore.for_data_dir(data_dir)
+    entries = {name: store.get(KIND, params(name, shape, method)) for name in sets}
+    missing = [name for name, entry in entries.items() if entry is None]
+    if missing:
+        absent = [name for name in missing if store.get(KIND, params(name, NATIVE_SHAPE, method)) is None]
+        if absent and not download:
+            raise not_prepared(absent, store.root, ", or pass download=True")
+        prepared = prepare_omniglot(
+            sets=missing, shapes=[shape], method=method, data_dir=data_dir, mirrors=mirrors, offline=offline
+        )
+        per_set = 1 if shape == NATIVE_SHAPE else 2  # the 105x105 entry, then the resized one
+        entries.update(zip(missing, prepared[per_set - 1::per_set], strict=True))
+    return entries  # type: ignore[return-value]  # every set has its entry now
+
+
+def open_catalog(
+    sets: str | Iterable[str],
+    shape: tuple[int, int] | None,
+    method: str,
+    data_dir: PathLike | None,
+    download: bool,
+    mirrors: Sequence[str] | str | None,
+    offline: bool | None,
+) -> Catalog:
+    """Check the arguments and return the catalog of ``sets`` at ``shape`` (None: 105x105)."""
+    names = check_sets(sets)
+    size = NATIVE_SHAPE if shape is None else check_shape(shape)
+    check_method(method)
+    return Catalog(set_entries(names, size, method, data_dir, download, mirrors, offline))

@@ -1,0 +1,160 @@
+"""The dataset registry: one record per dataset, read by the CLI, ``glyphforge info``, previews and scenes.
+
+A record names a dataset and says where its parts are; the parts are named as
+``"module:function"`` strings (imported on first use, so reading the registry, as
+``prepare-data --help`` does, imports no dataset code) or given as callables.
+
+Adding a dataset is one module (``glyphforge/datasets/<name>.py``) and one
+`register` call (in this module's list :data:`BUILT_IN` for the datasets glyphforge
+ships). Its parts follow these contracts:
+
+``prepare(*, shapes, data_dir, mirrors, verify, progress, offline, **options) -> list[Entry]``
+    Fetch, verify and convert into the cache (kind ``name``); idempotent. ``options``
+    are the keywords of the record's `Option` s (what ``prepare-data NAME`` offers).
+``load(...)``
+    The loader users call (``glyphforge.load_<name>``); listed by ``glyphforge info``.
+``preview(entry, n, rng, data_dir) -> (images, labels)``
+    ``n`` examples of a prepared entry picked with ``rng`` (reading the cache only):
+    an image array or a list of images, and one label string per image.
+``glyphs(classes, *, example_range, shape, data_dir, **options) -> (images, labels, class_names)``
+    Optional: glyph images scenes may draw, read from the cache only (the build's
+    driver prepares them first with ``prepare(shapes=[shape], **glyph_prepare, **options)``).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: A part of a dataset: a callable, or ``"module:attribute"`` naming one (imported on use).
+Ref = str | Callable[..., Any]
+
+
+def resolve(ref: Ref) -> Callable[..., Any]:
+    """Return the callable ``ref`` names (imports its module the first time)."""
+    if callable(ref):
+        return ref
+    module, _, name = ref.partition(":")
+    found: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return found
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``prepare-data`` option of a dataset: its flag, the prepare keyword it fills, argparse settings."""
+
+    flag: str
+    param: str
+    help: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    """Extra ``ArgumentParser.add_argument`` keywords (``nargs``, ``type``, ``default``, ``metavar``...)."""
+
+    def add_to(self, parser: argparse.ArgumentParser | argparse._ArgumentGroup, dest: str) -> None:
+        """Add this option to ``parser`` (an ArgumentParser or an argument group), stored as ``dest``."""
+        settings = {"metavar": self.param.upper(), **self.settings}
+        parser.add_argument(self.flag, dest=dest, help=self.help, default=None, **settings)
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """What glyphforge knows of one dataset (see the module docstring for the parts' contracts)."""
+
+    name: str
+    summary: str
+    prepare: Ref
+    load: Ref
+    preview: Ref
+    glyphs: Ref | None = None
+    glyph_prepare: Mapping[str, Any] = field(default_factory=dict)
+    """Extra ``prepare`` keywords that make the entries ``glyphs`` reads (Omniglot: ``method="box"``)."""
+    options: tuple[Option, ...] = ()
+    default_resize: str = "box"
+    """The resize method of the dataset's resized variants and loaders (README: "Resizing")."""
+
+
+_REGISTRY: dict[str, DatasetRecord] = {}
+
+
+def register(record: DatasetRecord) -> DatasetRecord:
+    """Add ``record`` (replacing one of the same name); return it."""
+    if not record.name.isidentifier() or record.name != record.name.lower():
+        raise ValueError(f"dataset name {record.name!r} must be a lowercase identifier such as 'emnist'")
+    _REGISTRY[record.name] = record
+    return record
+
+
+def unregister(name: str) -> None:
+    """Remove the dataset ``name`` (for tests that register a toy dataset)."""
+    _REGISTRY.pop(name, None)
+
+
+def registered() -> list[str]:
+    """Return the names of the registered datasets, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> DatasetRecord:
+    """Return the record of dataset ``name``; a KeyError lists the registered names."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(registered())
+        raise KeyError(f"no dataset {name!r} is registered; the registered ones are {known}") from None
+
+
+def glyph_sources() -> list[str]:
+    """Return the registered datasets that scenes can draw glyphs from, sorted."""
+    return [name for name in registered() if _REGISTRY[name].glyphs is not None]
+
+
+BUILT_IN = (
+    DatasetRecord(
+        name="emnist",
+        summary="EMNIST handwritten digits and letters (NIST's gzip.zip, every split)",
+        prepare="glyphforge.datasets.emnist:prepare_emnist",
+        load="glyphforge.datasets.emnist:load_emnist",
+        preview="glyphforge.datasets.emnist:preview_examples",
+        glyphs="glyphforge.datasets.emnist:glyph_images",
+        options=(
+            Option("--split", "split", "EMNIST split (repeatable; default byclass)",
+                   {"action": "append", "metavar": "SPLIT"}),
+            Option("--emnist-archive", "archives", "convert this local copy of NIST's gzip.zip instead of fetching it",
+                   {"type": lambda path: {"gzip.zip": path}, "metavar": "ZIP"}),
+        ),
+        default_resize="box",
+    ),
+    DatasetRecord(
+        name="omniglot",
+        summary="Omniglot characters of 50 alphabets, 20 drawers each (Brenden Lake's zips)",
+        prepare="glyphforge.datasets.omniglot:prepare_omniglot",
+        load="glyphforge.datasets.omniglot:load_omniglot",
+        preview="glyphforge.datasets.omniglot:preview_examples",
+        glyphs="glyphforge.datasets.omniglot:glyph_images",
+        glyph_prepare={"method": "box"},
+        options=(
+            Option("--omniglot-sets", "sets", "Omniglot sets: background evaluation small1 small2 "
+                   "(default background evaluation)", {"nargs": "+", "metavar": "SET"}),
+            Option("--workers", "workers", "processes for decoding Omniglot (default: one per CPU for sets of "
+                   "10,000 images or more, else none)",
+                   {"type": int, "metavar": "N"}),
+        ),
+        default_resize="area",
+    ),
+    DatasetRecord(
+        name="backgrounds",
+        summary="texture and shape backgrounds of e2crawfo/backgrounds (a pinned commit)",
+        prepare="glyphforge.datasets.backgrounds:prepare_backgrounds",
+        load="glyphforge.datasets.backgrounds:load_backgrounds",
+        preview="glyphforge.datasets.backgrounds:preview_examples",
+        options=(
+            Option("--backgrounds", "names", "backgrounds to fetch: all, hard (the .jpg textures) or names "
+                   "such as water ice (default all)", {"nargs": "+", "metavar": "NAME"}),
+        ),
+        default_resize="bilinear",
+    ),
+)
+
+for _record in BUILT_IN:
+    register(_record)
