@@ -42,9 +42,15 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from glyphforge.build import build  # noqa: E402
+from glyphforge.builds.builder import build  # noqa: E402
+from glyphforge.builds.shards import (  # noqa: E402
+    ShardTask,
+    call_with_data_dir,
+    count_shards,
+    shard_bounds,
+    shard_rng,
+)
 from glyphforge.session import Session, open_session  # noqa: E402
-from glyphforge.shards import ShardTask, count_shards, shard_bounds, shard_rng  # noqa: E402
 
 
 @dataclass
@@ -90,7 +96,7 @@ class SleepSpec:
 
 def font_scenes(n_examples: int, shard_size: int, seed: int) -> Any:
     """The scenes spec with glyphs rendered from Pillow's font on random flat colours (no data needed)."""
-    from glyphforge.pipelines.scenes import ScatteredGlyphs
+    from glyphforge.builds.scenes import ScatteredGlyphs
 
     return ScatteredGlyphs(n_examples, glyphs="font", background_colours=["navy", "olive", "grey", "black"],
                            colours=["white", "yellow"], shard_size=shard_size, seed=seed)
@@ -121,13 +127,16 @@ def compute_seconds(spec: Any, repeat: int) -> float:
 
 def interleaved_shard_cost(spec: Any, scratch: Path, rounds: int = 4, shards: int = 3) -> tuple[float, float]:
     """Median ms of ``make_shard`` alone and of the builder's `ShardTask`, alternated so drift hits both alike."""
-    task = ShardTask(spec, tempfile.mkdtemp(dir=scratch))
+    data_dir = tempfile.mkdtemp(dir=scratch)
+    if callable(getattr(spec, "prepare", None)):
+        spec.prepare(data_dir)
+    task = ShardTask(spec, tempfile.mkdtemp(dir=scratch), data_dir)
     bare, full = [], []
     for _ in range(rounds):
         for index in range(shards):
             start, stop = shard_bounds(index, spec.n_examples, spec.shard_size)
             started = time.perf_counter()
-            spec.make_shard(index, shard_rng(spec.seed, index), stop - start)
+            call_with_data_dir(spec.make_shard, index, shard_rng(spec.seed, index), stop - start, data_dir=data_dir)
             bare.append(time.perf_counter() - started)
             started = time.perf_counter()
             task(index)

@@ -117,12 +117,12 @@ def bench_workload(images: np.ndarray, shape: tuple[int, int], repeat: int, cv2)
     out = np.empty((count, *shape), np.uint8)
     rates: dict[str, float] = {}
     for method in PILLOW:
-        run = lambda: pillow_loop(images, shape, method, out)  # noqa: E731
+        run = lambda method=method: pillow_loop(images, shape, method, out)  # noqa: E731
         rates[f"Pillow {method.upper()} loop"] = median_rate(run, count, repeat)
     if cv2 is not None:
         for name in ("INTER_AREA", "INTER_LINEAR"):
             flag = getattr(cv2, name)
-            run = lambda: opencv_loop(cv2, images, shape, flag, out)  # noqa: E731
+            run = lambda flag=flag: opencv_loop(cv2, images, shape, flag, out)  # noqa: E731
             rates[f"OpenCV {name} loop"] = median_rate(run, count, repeat)
     try:
         subset, sk_out = images[:SKIMAGE_SUBSET], out[:SKIMAGE_SUBSET]
@@ -133,7 +133,7 @@ def bench_workload(images: np.ndarray, shape: tuple[int, int], repeat: int, cv2)
         pass
     for method in (*PILLOW, "area"):
         resize(images[:1024], shape, method=method)  # compile or load from numba's cache; start the threads
-        run = lambda: resize(images, shape, method=method, out=out)  # noqa: E731
+        run = lambda method=method: resize(images, shape, method=method, out=out)  # noqa: E731
         rates[f"glyphforge {method}"] = median_rate(run, count, repeat)
     rates["glyphforge box, fresh output"] = median_rate(lambda: resize(images, shape, method="box"), count, repeat)
     reused = np.empty_like(images)
@@ -149,10 +149,12 @@ def call_costs(images: np.ndarray, shape: tuple[int, int]) -> dict[str, float]:
         resize(batch, shape, out=out)
         calls = 2_000
         costs[f"glyphforge box, {label}"] = 1e6 / median_rate(
-            lambda: [resize(batch, shape, out=out) for _ in range(calls)], calls, 5
+            lambda batch=batch, out=out, calls=calls: [resize(batch, shape, out=out) for _ in range(calls)], calls, 5
         )
         costs[f"Pillow BOX loop, {label}"] = 1e6 / median_rate(
-            lambda: [pillow_loop(batch, shape, "box", out) for _ in range(calls)], calls, 5
+            lambda batch=batch, out=out, calls=calls: [pillow_loop(batch, shape, "box", out) for _ in range(calls)],
+            calls,
+            5,
         )
     return costs
 

@@ -33,8 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
 
-from glyphforge.pipelines.scenes import GlyphPool, ScatteredGlyphs  # noqa: E402
-from glyphforge.shards import shard_rng  # noqa: E402
+from glyphforge.builds.scene_sources import GlyphPool  # noqa: E402
+from glyphforge.builds.scenes import ScatteredGlyphs  # noqa: E402
+from glyphforge.builds.shards import shard_rng  # noqa: E402
 
 
 def hard_textures() -> list[str]:
@@ -44,11 +45,11 @@ def hard_textures() -> list[str]:
     return [name for name in hard_background_names() if (SHARED_DATA / "backgrounds" / f"{name}.jpg").exists()]
 
 
-def spec_for(n_scenes: int, data_dir: Path) -> ScatteredGlyphs:
+def spec_for(n_scenes: int) -> ScatteredGlyphs:
     """The benchmark's workload as a spec."""
     return ScatteredGlyphs(
         n_scenes, image_shape=(48, 48), glyphs="emnist", glyph_shape=(14, 14), min_glyphs=1, max_glyphs=3,
-        max_overlap=0.2, backgrounds=hard_textures(), seed=0, shard_size=1000, data_dir=data_dir,
+        max_overlap=0.2, backgrounds=hard_textures(), seed=0, shard_size=1000,
     )
 
 
@@ -63,7 +64,7 @@ def prepare_glyphs(data_dir: Path | None, scratch: Path) -> tuple[Path, str]:
     from support.synthetic_emnist import write_synthetic_emnist
 
     archive = write_synthetic_emnist(scratch / "gzip.zip", counts={"byclass": (40_000, 6_000)}, keep_arrays=False)
-    prepare_emnist(split="byclass", archive=archive.path, verify=False, data_dir=scratch, progress=False)
+    prepare_emnist(split="byclass", archives={"gzip.zip": archive.path}, verify=False, data_dir=scratch, progress=False)
     return scratch, "SYNTHETIC EMNIST-shaped glyphs (real EMNIST not available: pass --data-dir)"
 
 
@@ -115,7 +116,10 @@ def _overlap_ok(a: tuple[int, ...], b: tuple[int, ...], max_overlap: float) -> b
     if height <= 0 or width <= 0:
         return True
     shared = height * width
-    return shared <= max_overlap * (a[2] - a[0]) * (a[3] - a[1]) and shared <= max_overlap * (b[2] - b[0]) * (b[3] - b[1])
+    return (
+        shared <= max_overlap * (a[2] - a[0]) * (a[3] - a[1])
+        and shared <= max_overlap * (b[2] - b[0]) * (b[3] - b[1])
+    )
 
 
 def rate(make, n_scenes: int, repeats: int = 3) -> float:
@@ -140,25 +144,30 @@ def main() -> None:
     os.environ["GLYPHFORGE_OFFLINE"] = "1"
     with tempfile.TemporaryDirectory(prefix="bench-scenes-") as scratch:
         data_dir, source = prepare_glyphs(args.data_dir, Path(scratch))
-        spec = spec_for(args.scenes, data_dir)
-        pool, textures = spec.glyph_pool(), spec.textures()
+        spec = spec_for(args.scenes)
+        spec.prepare(data_dir)  # as build's driver does: the glyphs at 14x14 and the textures
+        pool, textures = spec.glyph_pool(data_dir), spec.textures(data_dir)
         print(f"glyphs: {source}; {len(pool.images):,} images, {len(pool.class_names)} classes")
-        print(f"textures: the hard backgrounds in ../shared/data ({', '.join(spec.backgrounds)}); 48x48 scenes, 1-3 glyphs of 14x14; 1 core")
-        spec.make_shard(0, shard_rng(0, 0), 10)  # numba: load the on-disk cache (or compile once)
+        print(
+            f"textures: the hard backgrounds in ../shared/data ({', '.join(spec.backgrounds)}); "
+            "48x48 scenes, 1-3 glyphs of 14x14; 1 core"
+        )
+        spec.make_shard(0, shard_rng(0, 0), 10, data_dir=data_dir)  # numba: load the on-disk cache (or compile once)
 
         def kernels() -> None:
             for index in range(-(-args.scenes // spec.shard_size)):
-                spec.make_shard(index, shard_rng(spec.seed, index), min(spec.shard_size, args.scenes - index * spec.shard_size))
+                n = min(spec.shard_size, args.scenes - index * spec.shard_size)
+                spec.make_shard(index, shard_rng(spec.seed, index), n, data_dir=data_dir)
 
         texture_list = [
             textures.flat[o : o + h * w * 3].reshape(h, w, 3)
-            for o, h, w in zip(textures.offsets, textures.heights, textures.widths)
+            for o, h, w in zip(textures.offsets, textures.heights, textures.widths, strict=True)
         ]
         fast = rate(kernels, args.scenes)
         slow = rate(lambda: loop_scenes(pool, texture_list, args.loop_scenes, np.random.default_rng(0), spec),
                     args.loop_scenes)
-        font = ScatteredGlyphs(2000, glyphs="font", backgrounds=spec.backgrounds, data_dir=data_dir)
-        font_rate = rate(lambda: font.make_shard(0, shard_rng(0, 0), 2000), 2000, repeats=1)
+        font = ScatteredGlyphs(2000, glyphs="font", backgrounds=spec.backgrounds)
+        font_rate = rate(lambda: font.make_shard(0, shard_rng(0, 0), 2000, data_dir=data_dir), 2000, repeats=1)
     print(f"{'method':42s} {'scenes/s':>10s} {'ratio':>7s}")
     print(f"{'ScatteredGlyphs.make_shard (numba)':42s} {fast:10,.0f} {fast / slow:6.1f}x")
     print(f"{'straightforward numpy/Python loop':42s} {slow:10,.0f} {1:6.1f}x")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from glyphforge._version import __version__ as __version__
 
 _EXPORTS: dict[str, str] = {
     # configuration and cache
@@ -37,17 +37,20 @@ _EXPORTS: dict[str, str] = {
     "load_backgrounds": "glyphforge.datasets.backgrounds",
     "background_names": "glyphforge.datasets.backgrounds",
     "hard_background_names": "glyphforge.datasets.backgrounds",
+    "ClassNames": "glyphforge.datasets._classes",
     # parallel builds
     "open_session": "glyphforge.session",
-    "BuiltDataset": "glyphforge.build",
-    "ScatteredGlyphs": "glyphforge.pipelines.scenes",
+    "build": "glyphforge.builds.builder",
+    "BuiltDataset": "glyphforge.builds.dataset",
+    "ShardError": "glyphforge.builds.builder",
+    "ScatteredGlyphs": "glyphforge.builds.scenes",
     "preview": "glyphforge.visualize",
     # loaders
     "batches": "glyphforge.loaders",
     "ImageList": "glyphforge.loaders",
 }
 
-__all__ = sorted([*_EXPORTS, "build", "__version__"])
+__all__ = sorted([*_EXPORTS, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
@@ -62,7 +65,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return __all__
 
-
-# ``glyphforge/build.py`` is a submodule *and* ``glyphforge.build`` is the build
-# function: importing the function last makes the package attribute the function.
-from glyphforge.build import build  # noqa: E402

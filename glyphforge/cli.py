@@ -6,7 +6,8 @@ status 1; ``-v`` adds the Python traceback.
 from __future__ import annotations
 
 import argparse
-import os
+import dataclasses
+import functools
 import sys
 import time
 import traceback
@@ -16,9 +17,8 @@ from typing import Any
 
 from glyphforge import config
 from glyphforge.cache import CacheStore, Entry
+from glyphforge.datasets import registry
 from glyphforge.textfmt import count, human_size, table
-
-DATASETS = ("emnist", "omniglot", "backgrounds")
 
 
 # -- shared argument parsing -----------------------------------------------
@@ -31,7 +31,7 @@ def parse_shape(text: str) -> tuple[int, int]:
         shape = ()
     if len(shape) != 2 or min(shape) <= 0:
         raise argparse.ArgumentTypeError(f"shape must be HEIGHTxWIDTH with positive integers, e.g. 14x14; got {text!r}")
-    return shape  # type: ignore[return-value]
+    return shape[0], shape[1]
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -45,7 +45,8 @@ def _parser(prog: str, description: str, example: str) -> argparse.ArgumentParse
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", type=Path, default=None, help="data directory (default: $GLYPHFORGE_DATA_DIR or the user data dir)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="data directory (default: $GLYPHFORGE_DATA_DIR or the user data dir)")
     noise = parser.add_mutually_exclusive_group()
     noise.add_argument("-q", "--quiet", action="store_true", help="no progress bars or tables, errors only")
     noise.add_argument("-v", "--verbose", action="store_true", help="show Python tracebacks on errors")
@@ -69,54 +70,52 @@ def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
 
 # -- prepare-data ------------------------------------------------------------
 def _prepare_parser() -> argparse.ArgumentParser:
+    names = registry.registered()
     parser = _parser(
         "prepare-data",
         "Download, verify and convert datasets into the cache, and make resized variants. "
-        "Running it again does nothing (cache hit).",
+        "Running it again does nothing (cache hit).\n\ndatasets:\n"
+        + "\n".join(f"  {name:12s} {registry.get(name).summary}" for name in names),
         "prepare-data emnist omniglot --shape 14x14 --mirror file:///shared/mirror",
     )
-    parser.add_argument("datasets", nargs="*", choices=[*DATASETS, "all"], default=["all"], metavar="DATASET",
-                        help=f"what to prepare: {', '.join(DATASETS)} or all")
-    parser.add_argument("--split", action="append", dest="splits", metavar="SPLIT",
-                        help="EMNIST split (repeatable; default byclass)")
-    parser.add_argument("--omniglot-sets", nargs="+", default=["background", "evaluation"], metavar="SET",
-                        help="Omniglot sets: background evaluation small1 small2")
+    parser.add_argument("datasets", nargs="*", choices=[*names, "all"], default=["all"], metavar="DATASET",
+                        help=f"what to prepare: {', '.join(names)} or all (default all)")
     parser.add_argument("--shape", action="append", dest="shapes", type=parse_shape, default=[], metavar="HxW",
                         help="also make a resized variant (repeatable), e.g. 14x14")
     parser.add_argument("--mirror", action="append", dest="mirrors", default=[], metavar="URL",
-                        help="mirror base URL or directory tried before the origin (repeatable; also $GLYPHFORGE_MIRROR)")
-    parser.add_argument("--backgrounds", nargs="+", default=["all"], metavar="NAME",
-                        help="backgrounds to fetch: all, hard (the .jpg textures) or names such as water ice")
-    parser.add_argument("--emnist-archive", type=Path, default=None, metavar="ZIP",
-                        help="convert this local copy of NIST's gzip.zip instead of fetching it")
+                        help="mirror base URL or directory tried before the origin (repeatable; also "
+                             "$GLYPHFORGE_MIRROR)")
     parser.add_argument("--no-verify", action="store_true",
-                        help="do not check the md5 of --emnist-archive or of hand-placed files (custom archives); "
-                             "downloads are always checked")
-    parser.add_argument("--offline", action="store_true", help="never use the network (files must be in place)")
-    parser.add_argument("--workers", type=int, default=None, help="processes for decoding (default: CPU count)")
+                        help="do not check the hash of a local archive given on the command line or of hand-placed "
+                             "files (custom archives); downloads are always checked")
+    parser.add_argument("--offline", action="store_true",
+                        help="never use the network: files must be in place or on local mirrors (also "
+                             "$GLYPHFORGE_OFFLINE=1)")
+    for name in names:
+        record = registry.get(name)
+        if record.options:
+            group = parser.add_argument_group(f"{name} options")
+            for option in record.options:
+                option.add_to(group, dest=_option_dest(name, option))
     _add_common(parser)
     return parser
 
 
-def _prepare_jobs(args: argparse.Namespace) -> list[tuple[str, Callable[[], list[Entry]]]]:
-    from glyphforge.datasets import backgrounds, emnist, omniglot
+def _option_dest(dataset: str, option: registry.Option) -> str:
+    return f"{dataset}:{option.param}"
 
-    wanted = DATASETS if "all" in args.datasets else tuple(dict.fromkeys(args.datasets))
+
+def _prepare_jobs(args: argparse.Namespace) -> list[tuple[str, Callable[[], list[Entry]]]]:
+    """One job per dataset to prepare: its record's ``prepare`` with the options given on the command line."""
+    wanted = registry.registered() if "all" in args.datasets else list(dict.fromkeys(args.datasets))
     common = dict(shapes=tuple(args.shapes), data_dir=args.data_dir, mirrors=tuple(args.mirrors) or None,
-                  progress=not args.quiet)
+                  progress=not args.quiet, verify=not args.no_verify, offline=True if args.offline else None)
     jobs: list[tuple[str, Callable[[], list[Entry]]]] = []
-    verify = not args.no_verify
-    if "emnist" in wanted:
-        for split in args.splits or ["byclass"]:
-            jobs.append((f"emnist {split}", lambda split=split: emnist.prepare_emnist(
-                split=split, archive=args.emnist_archive, verify=verify, **common)))
-    if "omniglot" in wanted:
-        sets = tuple(args.omniglot_sets)
-        jobs.append(("omniglot", lambda: omniglot.prepare_omniglot(
-            sets=sets, workers=args.workers, verify=verify, **common)))
-    if "backgrounds" in wanted:
-        names = args.backgrounds[0] if args.backgrounds in (["all"], ["hard"]) else args.backgrounds
-        jobs.append(("backgrounds", lambda: backgrounds.prepare_backgrounds(names=names, verify=verify, **common)))
+    for name in wanted:
+        record = registry.get(name)
+        given = {option.param: getattr(args, _option_dest(name, option)) for option in record.options}
+        options = {param: value for param, value in given.items() if value is not None}
+        jobs.append((name, functools.partial(registry.resolve(record.prepare), **common, **options)))
     return jobs
 
 
@@ -133,8 +132,6 @@ def _entry_label(entry: Entry) -> str:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    if args.offline:
-        os.environ[config.ENV_OFFLINE] = "1"
     store = CacheStore.for_data_dir(args.data_dir)
     rows = []
     for name, job in _prepare_jobs(args):
@@ -147,7 +144,8 @@ def _prepare(args: argparse.Namespace) -> int:
                 print(f"{name}: already prepared (cache hit), nothing to do")
             continue
         for entry in entries:
-            rows.append([name, _entry_label(entry), _entry_images(entry), human_size(entry.size_bytes), f"{seconds:.1f}"])
+            rows.append([name, _entry_label(entry), _entry_images(entry), human_size(entry.size_bytes),
+                         f"{seconds:.1f}"])
     if rows and not args.quiet:
         print(table(["dataset", "entry", "images", "size", "seconds"], rows))
     return 0
@@ -163,9 +161,10 @@ def prepare_data_main(argv: Sequence[str] | None = None) -> int:
 def _cache_ls(args: argparse.Namespace) -> int:
     store = CacheStore.for_data_dir(args.data_dir)
     entries = store.ls()
-    rows = [[e.key[:12], e.kind, _describe_params(e.params), len(e.files), human_size(e.size_bytes), e.manifest["created"]]
-            for e in entries]
-    print(table(["key", "kind", "params", "files", "size", "created"], rows) if rows else f"the cache at {store.root} is empty")
+    rows = [[e.key[:12], e.kind, _describe_params(e.params), len(e.files), human_size(e.size_bytes),
+             e.manifest["created"]] for e in entries]
+    print(table(["key", "kind", "params", "files", "size", "created"], rows) if rows
+          else f"the cache at {store.root} is empty")
     return 0
 
 
@@ -222,15 +221,17 @@ def _info(args: argparse.Namespace) -> int:
     print(f"mirrors:    {' '.join(config.mirrors_from_env()) or '(none; set $GLYPHFORGE_MIRROR)'}")
     print(f"offline:    {'yes' if config.offline_from_env() else 'no'}")
     print("datasets:")
-    for dataset in DATASETS:
+    datasets = registry.registered()
+    for dataset in datasets:
         prepared = sorted({_describe_params(_without_sources(e.params)) for e in entries if e.kind == dataset})
         print(f"  {dataset:12s} {'; '.join(prepared) if prepared else 'not prepared (prepare-data ' + dataset + ')'}")
-    built = sorted({e.kind for e in entries} - set(DATASETS))
+    built = sorted({e.kind for e in entries} - set(datasets))
     print("built:" if built else "built:      nothing yet (glyphforge build scenes --help)")
     for kind in built:
         of_kind = [e for e in entries if e.kind == kind]
         newest = of_kind[-1]  # `ls` sorts each kind by creation time
-        print(f"  {kind:12s} {count(len(of_kind), 'entry', 'entries')}, {human_size(sum(e.size_bytes for e in of_kind))}; "
+        size = human_size(sum(e.size_bytes for e in of_kind))
+        print(f"  {kind:12s} {count(len(of_kind), 'entry', 'entries')}, {size}; "
               f"newest {newest.key[:12]} ({newest.meta.get('n_examples', '?')} examples)")
     return 0
 
@@ -263,52 +264,72 @@ def _names(text: str) -> list[str]:
 
 
 def _add_scene_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--n-examples", type=int, default=10_000, help="number of scenes")
-    parser.add_argument("--image-shape", type=parse_shape, default=(48, 48), metavar="HxW", help="scene size")
-    parser.add_argument("--glyphs", choices=["emnist", "omniglot", "font"], default="emnist", help="glyph source")
-    parser.add_argument("--characters", default=None,
-                        help="EMNIST or font characters as one string (e.g. 0123456789), or Omniglot classes "
-                             "separated by spaces (e.g. 'Latin,1 Latin,2'); default all")
-    parser.add_argument("--emnist-split", default="byclass", help="EMNIST split the glyphs come from")
-    parser.add_argument("--omniglot-sets", nargs="+", default=["background", "evaluation"], metavar="SET",
-                        help="Omniglot sets the glyphs come from")
-    parser.add_argument("--glyph-shape", type=parse_shape, default=(14, 14), metavar="HxW", help="glyph size")
-    parser.add_argument("--glyph-shape-jitter", type=float, default=None,
-                        help="vary each glyph's size by up to this fraction, e.g. 0.2")
-    parser.add_argument("--glyph-example-range", type=_fraction_range, default=None, metavar="A,B",
-                        help="use only the fraction [A, B) of each class's images, e.g. 0,0.8 for training scenes")
-    parser.add_argument("--min-glyphs", type=int, default=1)
-    parser.add_argument("--max-glyphs", type=int, default=3)
-    parser.add_argument("--max-overlap", type=float, default=0.2, help="largest allowed box overlap, as a fraction of a box")
-    parser.add_argument("--backgrounds", default=None,
-                        help="none (black), all, hard, or background names separated by commas")
-    parser.add_argument("--background-colours", type=_names, default=None, metavar="COLOURS",
-                        help="flat background colours to mix in, separated by commas (e.g. navy,#203040)")
-    parser.add_argument("--colours", type=_names, default=["white"], metavar="COLOURS",
-                        help="glyph colours, separated by commas")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--shard-size", type=int, default=1000)
+    """The options of `ScatteredGlyphs`; an option not given keeps the spec's default (shown in --help)."""
+    from glyphforge.builds.scene_sources import glyph_sources
+    from glyphforge.builds.scenes import ScatteredGlyphs
+
+    defaults = {spec_field.name: spec_field.default for spec_field in dataclasses.fields(ScatteredGlyphs)}
+
+    def option(flag: str, help_text: str, shown: Any = None, **settings: Any) -> None:
+        default = defaults.get(flag[2:].replace("-", "_")) if shown is None else shown
+        if isinstance(default, tuple) and len(default) == 2 and all(isinstance(side, int) for side in default):
+            default = "x".join(map(str, default))  # a shape, as it is typed
+        parser.add_argument(flag, default=argparse.SUPPRESS, help=f"{help_text} (default: {default})", **settings)
+
+    parser.add_argument("--n-examples", type=int, default=10_000, help="number of scenes (default: 10000)")
+    option("--image-shape", "scene size", type=parse_shape, metavar="HxW")
+    option("--glyphs", "glyph source", choices=glyph_sources())
+    option("--characters", "EMNIST or font characters as one string (e.g. 0123456789), or Omniglot classes "
+           "separated by spaces (e.g. 'Latin,1 Latin,2')", shown="all")
+    option("--glyph-option", "a keyword of the glyph dataset (repeatable), e.g. split=letters for EMNIST",
+           shown="the dataset's", action="append", dest="glyph_options", type=_name_value, metavar="NAME=VALUE")
+    option("--emnist-split", "EMNIST split the glyphs come from (short for --glyph-option split=SPLIT)",
+           shown="byclass")
+    option("--omniglot-sets", "Omniglot sets the glyphs come from (short for --glyph-option sets=...)",
+           shown="background evaluation", nargs="+", metavar="SET")
+    option("--glyph-shape", "glyph size", type=parse_shape, metavar="HxW")
+    option("--glyph-shape-jitter", "vary each glyph's size by up to this fraction, e.g. 0.2", type=float)
+    option("--glyph-example-range", "use only the fraction [A, B) of each class's images, e.g. 0,0.8 for "
+           "training scenes", type=_fraction_range, metavar="A,B")
+    option("--min-glyphs", "fewest glyphs in a scene", type=int)
+    option("--max-glyphs", "most glyphs in a scene", type=int)
+    option("--max-overlap", "largest allowed box overlap, as a fraction of a box", type=float)
+    option("--backgrounds", "none (black), all, hard, or background names separated by commas", shown="none")
+    option("--background-colours", "flat background colours to mix in, separated by commas (e.g. navy,#203040)",
+           shown="none", type=_names, metavar="COLOURS")
+    option("--colours", "glyph colours, separated by commas", shown="white", type=_names, metavar="COLOURS")
+    option("--seed", "seed of every random choice", type=int)
+    option("--shard-size", "scenes per shard", type=int)
+
+
+#: ``--emnist-split`` and ``--omniglot-sets``: the glyph dataset and keyword each one fills.
+_GLYPH_SHORTHANDS = {"emnist_split": ("emnist", "split"), "omniglot_sets": ("omniglot", "sets")}
 
 
 def _scene_spec(args: argparse.Namespace) -> Any:
-    from glyphforge.pipelines.scenes import ScatteredGlyphs
+    from glyphforge.builds.scenes import ScatteredGlyphs
 
-    characters = args.characters
-    if characters is not None and args.glyphs == "omniglot":
-        characters = characters.split()
-    backgrounds = args.backgrounds
+    given = {name: value for name, value in vars(args).items() if name in
+             {spec_field.name for spec_field in dataclasses.fields(ScatteredGlyphs)}}
+    glyphs = given.get("glyphs", ScatteredGlyphs.glyphs)
+    options = dict(given.pop("glyph_options", []))
+    for flag, (source, name) in _GLYPH_SHORTHANDS.items():
+        value = given.pop(flag, None)
+        if value is not None and glyphs == source:  # a shorthand applies to its own dataset only
+            options.setdefault(name, value)
+    if options:
+        given["glyph_options"] = options
+    if "characters" in given and glyphs == "omniglot":
+        given["characters"] = given["characters"].split()
+    backgrounds = given.get("backgrounds")
     if backgrounds is not None and backgrounds.lower() == "none":
-        backgrounds = None
+        given["backgrounds"] = None
     elif backgrounds not in (None, "all", "hard"):
-        backgrounds = _names(backgrounds)
-    return ScatteredGlyphs(
-        args.n_examples, image_shape=args.image_shape, glyphs=args.glyphs, characters=characters,
-        glyph_shape=args.glyph_shape, glyph_shape_jitter=args.glyph_shape_jitter, min_glyphs=args.min_glyphs,
-        max_glyphs=args.max_glyphs, max_overlap=args.max_overlap, backgrounds=backgrounds,
-        background_colours=args.background_colours, colours=tuple(args.colours),
-        glyph_example_range=args.glyph_example_range, emnist_split=args.emnist_split,
-        omniglot_sets=tuple(args.omniglot_sets), seed=args.seed, shard_size=args.shard_size,
-    )
+        given["backgrounds"] = _names(backgrounds)
+    for name in ("colours", "background_colours"):
+        if name in given:
+            given[name] = tuple(given[name])
+    return ScatteredGlyphs(args.n_examples, **{name: value for name, value in given.items() if name != "n_examples"})
 
 
 def _build_scenes(args: argparse.Namespace) -> int:
@@ -320,7 +341,7 @@ def _build_scenes(args: argparse.Namespace) -> int:
     return 0
 
 
-def _session_option(text: str) -> tuple[str, Any]:
+def _name_value(text: str) -> tuple[str, Any]:
     """Parse ``'memory=16GB'`` or ``'cores=4'`` into ``('memory', '16GB')`` / ``('cores', 4)`` (argparse type)."""
     name, sep, value = text.partition("=")
     if not sep or not name.isidentifier():
@@ -353,15 +374,15 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     command("ls", "list cache entries with their sizes", "glyphforge cache ls", _cache_ls, cache_commands)
     command("verify", "re-hash every cached file against its manifest", "glyphforge cache verify", _cache_verify,
             cache_commands)
-    rm = command("rm", "remove one entry by key (or a unique prefix of 6+ characters)", "glyphforge cache rm 3fa2c81b9d",
-                 _cache_rm, cache_commands)
+    rm = command("rm", "remove one entry by key (or a unique prefix of 6+ characters)",
+                 "glyphforge cache rm 3fa2c81b9d", _cache_rm, cache_commands)
     rm.add_argument("key")
     command("gc", "remove abandoned temporaries and broken entries", "glyphforge cache gc", _cache_gc, cache_commands)
 
     preview = command("preview", "write a PNG grid of examples of a dataset or a cache entry",
                       "glyphforge preview emnist --out emnist.png", _preview)
-    preview.add_argument("target", help="emnist, omniglot, backgrounds, the kind of a built dataset (scenes: the "
-                                        "newest build), or a cache key (prefix) of any entry")
+    preview.add_argument("target", help=f"a dataset ({', '.join(registry.registered())}), the kind of a built dataset "
+                                        "(scenes: the newest build), or a cache key (prefix) of any entry")
     preview.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG file to write")
     preview.add_argument("-n", type=int, default=16, help="number of examples")
     preview.add_argument("--seed", type=int, default=0, help="which examples to pick")
@@ -376,7 +397,7 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     scenes.add_argument("--session", default="local",
                         help="where to run: local, processes[:N], dask[:N] (a LocalCluster), dask://HOST:PORT, "
                              "slurm[:JOBS], pbs[:JOBS]")
-    scenes.add_argument("--session-option", action="append", dest="session_options", type=_session_option,
+    scenes.add_argument("--session-option", action="append", dest="session_options", type=_name_value,
                         default=[], metavar="NAME=VALUE",
                         help="a session option (repeatable), e.g. cores=4 memory=16GB queue=normal walltime=02:00:00 "
                              "for slurm/pbs (any dask-jobqueue keyword)")

@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from glyphforge.build import build, cache_params
+from glyphforge.builds.builder import build, cache_params
+from glyphforge.builds.shards import completed_shards
 from glyphforge.cache import CacheStore
 from glyphforge.session import NoWorkersError, SessionError, open_session
-from glyphforge.shards import completed_shards
+
 from support.dask_cluster import dask_cluster, wait_for_workers
 from support.specs import NoiseSpec, assert_shard_6_fails_with_its_traceback, made_shards, shard_makers
 
@@ -58,7 +59,7 @@ def test_dask_build_gives_the_same_bytes_as_local(tmp_path, address):
     spec = NoiseSpec(n_examples=70, shard_size=6, seed=21)
     local = build(spec, data_dir=tmp_path / "local", progress=False)
     distributed = build(spec, session=address, data_dir=tmp_path / "dask", progress=False)
-    assert distributed.key == local.key and distributed.meta["n_shards"] == 12
+    assert distributed.key == local.key and distributed.entry.meta["n_shards"] == 12
     _assert_same_arrays(distributed.arrays, local.arrays)
 
 

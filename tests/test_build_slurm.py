@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from glyphforge.build import BuiltDataset, build, cache_params
+from glyphforge.builds import BuiltDataset, build, cache_params
 from glyphforge.cache import CacheStore
+
 from support.slurm_cluster import REQUIRE_ENV, slurm_cluster, unavailable_reason
 from support.specs import NoiseSpec, made_shards, shard_makers
 

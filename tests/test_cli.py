@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from support.synthetic_emnist import write_synthetic_emnist
 
+from glyphforge import cli
+from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 from glyphforge.datasets.backgrounds import background_names
 from glyphforge.textfmt import human_size
+
+from support.synthetic_emnist import write_synthetic_emnist
 
 BIN = Path(sys.executable).parent
 #: The backgrounds ../shared/data carries (all but space.jpg).
@@ -56,7 +59,7 @@ def parse_table(text: str) -> list[dict[str, str]]:
         spans.append((start, start + len(dashes)))
         start += len(dashes) + 2
     names = [header[a:b].strip() for a, b in spans]
-    return [{name: line[a:b].strip() for name, (a, b) in zip(names, spans)} for line in lines]
+    return [{name: line[a:b].strip() for name, (a, b) in zip(names, spans, strict=True)} for line in lines]
 
 
 def test_a_first_run_prepares_everything_and_prints_the_table(prepared):
@@ -69,7 +72,7 @@ def test_a_first_run_prepares_everything_and_prints_the_table(prepared):
     assert len(keys) == len(rows) == 8
     described = [(row["dataset"], row["entry"].rsplit(" ", 1)[0], row["images"]) for row in rows]
     assert described == [
-        ("emnist byclass", "byclass 28x28", "380"), ("emnist byclass", "byclass 14x14", "380"),  # 250 + 130
+        ("emnist", "byclass 28x28", "380"), ("emnist", "byclass 14x14", "380"),  # 250 + 130
         ("omniglot", "small1 105x105", "2720"), ("omniglot", "small1 14x14", "2720"),  # the real small sets
         ("omniglot", "small2 105x105", "3120"), ("omniglot", "small2 14x14", "3120"),
         ("backgrounds", "native sizes", "12"), ("backgrounds", "14x14", "12"),
@@ -85,7 +88,7 @@ def test_a_second_run_is_a_no_op_with_one_line_per_dataset(prepared):
     again = run("prepare-data", *[a for a in argv if a != "-q"])
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines() == [
-        "emnist byclass: already prepared (cache hit), nothing to do",
+        "emnist: already prepared (cache hit), nothing to do",
         "omniglot: already prepared (cache hit), nothing to do",
         "backgrounds: already prepared (cache hit), nothing to do",
     ]
@@ -192,7 +195,9 @@ def test_preview_writes_a_png_of_a_prepared_dataset(prepared, tmp_path, target):
 def test_preview_of_what_is_not_prepared_says_what_to_run(tmp_path):
     result = run("glyphforge", "preview", "omniglot", "--out", tmp_path / "x.png", "--data-dir", tmp_path)
     assert result.returncode == 1
-    assert result.stderr.startswith(f"error: omniglot is not prepared in {tmp_path / 'cache'}: run `prepare-data omniglot`")
+    assert result.stderr.startswith(
+        f"error: omniglot is not prepared in {tmp_path / 'cache'}: run `prepare-data omniglot`"
+    )
     assert not (tmp_path / "x.png").exists()
 
 
@@ -251,3 +256,23 @@ def test_the_script_wrapper_runs_prepare_data(tmp_path):
     script = Path(__file__).resolve().parents[1] / "scripts" / "prepare_data.py"
     result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.startswith("usage: prepare-data")
+
+
+def test_offline_is_passed_as_an_argument_not_written_to_the_environment(tmp_path, capsys):
+    argv = ["omniglot", "--omniglot-sets", "small1", "--offline", "--data-dir", str(tmp_path)]
+    assert cli.prepare_data_main(argv) == 1
+    assert "GLYPHFORGE_OFFLINE" not in os.environ
+    assert "Offline mode (GLYPHFORGE_OFFLINE=1 or offline=True) forbids network access" in capsys.readouterr().err
+
+
+def test_scene_options_not_given_keep_the_spec_defaults_and_shorthands_fill_glyph_options():
+    parse = cli._glyphforge_parser().parse_args
+    assert cli._scene_spec(parse(["build", "scenes"])) == ScatteredGlyphs(10_000)
+    spec = cli._scene_spec(parse(["build", "scenes", "--glyphs", "omniglot", "--omniglot-sets", "small1", "small2",
+                                  "--emnist-split", "letters", "--characters", "Latin,1 Latin,2", "--n-examples", "7",
+                                  "--colours", "red,#00ff00", "--backgrounds", "water,ice", "--image-shape", "64x60"]))
+    assert spec == ScatteredGlyphs(7, glyphs="omniglot", glyph_options={"sets": ["small1", "small2"]},
+                                   characters=["Latin,1", "Latin,2"], colours=("red", "#00ff00"),
+                                   backgrounds=["water", "ice"], image_shape=(64, 60))
+    assert cli._scene_spec(parse(["build", "scenes", "--glyph-option", "split=letters"])).glyph_options == {
+        "split": "letters"}

@@ -16,11 +16,14 @@ def test_every_exported_name_resolves_to_its_module_object():
         assert getattr(glyphforge, name) is not None, name
     assert glyphforge.Omniglot is omniglot.Omniglot and glyphforge.EMNIST is emnist.EMNIST
     assert glyphforge.batches is loaders.batches and glyphforge.ImageList is loaders.ImageList
-    assert callable(glyphforge.build) and glyphforge.build.__module__ == "glyphforge.build"
+    assert callable(glyphforge.build) and glyphforge.build.__module__ == "glyphforge.builds.builder"
     assert sorted(dir(glyphforge)) == sorted(glyphforge.__all__)
 
 
 def test_import_does_not_load_numba_dask_or_pillow():
-    code = "import sys, glyphforge; print(sorted(m for m in ('numba', 'dask', 'distributed', 'PIL') if m in sys.modules))"
+    code = (
+        "import sys, glyphforge; "
+        "print(sorted(m for m in ('numba', 'dask', 'distributed', 'PIL') if m in sys.modules))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"

@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PIL import Image
 
 import glyphforge
+from glyphforge import config
+from glyphforge.builds.scene_sources import glyph_sources
+from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import cache_key
 from glyphforge.datasets.emnist import prepare_emnist
 from glyphforge.datasets.omniglot import load_omniglot
 from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph
-from glyphforge.pipelines.scenes import ScatteredGlyphs
-from PIL import Image
+
 from support.synthetic_emnist import write_synthetic_emnist
 
 #: The "hard" textures carried in ../shared/data (space.jpg is not: too large).
@@ -18,6 +21,8 @@ CARRIED_TEXTURES = ["circles", "curves", "floor", "gravel", "ice", "water"]
 
 
 def _shard(spec: ScatteredGlyphs, n: int | None = None, seed: int = 0, index: int = 0) -> dict[str, np.ndarray]:
+    """Prepare what ``spec`` reads (as build's driver does), then make one shard in this process."""
+    spec.prepare(config.data_dir())
     return spec.make_shard(index, np.random.default_rng(seed), n or spec.n_examples)
 
 
@@ -39,7 +44,7 @@ def _pairwise_worst_overlap(boxes: np.ndarray) -> float:
 def test_each_box_tightly_contains_its_glyph_in_a_black_scene():
     spec = ScatteredGlyphs(300, glyphs="font", image_shape=(40, 44), max_glyphs=4, max_overlap=0.0)
     shard = _shard(spec)
-    for image, count, boxes in zip(shard["images"], shard["n_glyphs"], shard["boxes"]):
+    for image, count, boxes in zip(shard["images"], shard["n_glyphs"], shard["boxes"], strict=True):
         assert (image[..., 0] == image[..., 1]).all() and (image[..., 0] == image[..., 2]).all()  # white on black
         ink = image[..., 0] > 0
         covered = np.zeros_like(ink)
@@ -54,7 +59,10 @@ def test_each_box_tightly_contains_its_glyph_in_a_black_scene():
 def test_overlap_never_exceeds_max_overlap():
     spec = ScatteredGlyphs(300, glyphs="font", max_glyphs=6, min_glyphs=4, max_overlap=0.3, image_shape=(40, 40))
     shard = _shard(spec)
-    worst = max(_pairwise_worst_overlap(boxes[:count]) for boxes, count in zip(shard["boxes"], shard["n_glyphs"]))
+    worst = max(
+        _pairwise_worst_overlap(boxes[:count])
+        for boxes, count in zip(shard["boxes"], shard["n_glyphs"], strict=True)
+    )
     assert 0.1 < worst <= 0.3
 
 
@@ -86,7 +94,8 @@ def test_same_generator_same_bytes_different_seed_different_scenes():
 
 
 def test_the_same_spec_gives_the_same_bytes_through_local_and_processes_sessions(tmp_path):
-    spec = ScatteredGlyphs(250, glyphs="font", shard_size=60, seed=11, background_colours=["olive"], colours=["red", "cyan"])
+    spec = ScatteredGlyphs(250, glyphs="font", shard_size=60, seed=11, background_colours=["olive"],
+                           colours=["red", "cyan"])
     local = glyphforge.build(spec, session="local", data_dir=tmp_path / "a", progress=False)
     with glyphforge.open_session("processes", n_workers=2) as session:
         spread = glyphforge.build(spec, session=session, data_dir=tmp_path / "b", progress=False)
@@ -94,7 +103,6 @@ def test_the_same_spec_gives_the_same_bytes_through_local_and_processes_sessions
     assert set(local.arrays) == {"images", "n_glyphs", "boxes", "labels", "label_names"}
     for name, array in local.arrays.items():
         assert array.tobytes() == spread[name].tobytes(), name
-    assert spec.data_dir is None  # build filled in a copy's data dir, not the user's spec
     # shard i is make_shard(i, SeedSequence(seed).spawn(n)[i], n_i): check the last, short one
     rng = np.random.default_rng(np.random.SeedSequence(11).spawn(5)[4])
     assert spec.make_shard(4, rng, 10)["images"].tobytes() == local["images"][240:].tobytes()
@@ -113,7 +121,7 @@ def test_glyph_and_background_colours():
     shard = _shard(spec)
     images = shard["images"].astype(int)
     outside = np.ones(images.shape[:3], bool)
-    for i, (boxes, count) in enumerate(zip(shard["boxes"], shard["n_glyphs"])):
+    for i, (boxes, count) in enumerate(zip(shard["boxes"], shard["n_glyphs"], strict=True)):
         for top, left, bottom, right in boxes[:count].astype(int):
             outside[i, top:bottom, left:right] = False
     assert (images[outside] == [16, 32, 48]).all()
@@ -154,17 +162,19 @@ def test_impossible_constraints_give_a_clear_error():
         (dict(glyphs="kanji"), "glyphs must be one of emnist, omniglot, font"),
         (dict(glyph_shape=(50, 10)), r"do not fit in image_shape \(48, 48\)"),
         (dict(glyph_shape=(30, 30), glyph_shape_jitter=0.7), "glyphs of up to 51x51"),
-        (dict(glyph_shape_jitter=1.0), r"glyph_shape_jitter must be None or a number in \[0, 1\)"),
-        (dict(image_shape=(0, 48)), r"image_shape must be \(height, width\) with positive integers"),
+        (dict(glyph_shape_jitter=1.0), r"glyph_shape_jitter must be a number in \[0, 1\), got 1\.0"),
+        (dict(image_shape=(0, 48)),
+         r"image_shape \(0, 48\) is invalid: give \(height, width\) as two positive integers"),
         (dict(min_glyphs=4, max_glyphs=3), "max_glyphs must be an integer >= 4"),
         (dict(min_glyphs=-1), "min_glyphs must be an integer >= 0"),
-        (dict(max_overlap=1.5), r"max_overlap must be a number in \[0, 1\]"),
+        (dict(max_overlap=1.5), r"max_overlap \(a fraction of a box's area\) must be a number in \[0, 1\], got 1\.5"),
         (dict(colours=["chartreuse-ish"]), "colours has 'chartreuse-ish', which is not a colour"),
         (dict(colours=(255, 0, 0)), r"for one RGB colour write \[\(255, 0, 0\)\]"),
         (dict(background_colours=[(0, 0, 300)]), "three integers in 0..255"),
         (dict(backgrounds=[3]), "backgrounds must be None, 'all', 'hard' or a list"),
         (dict(glyphs="font", glyph_example_range=(0, 0.5)), "font glyphs are rendered fresh"),
-        (dict(glyph_example_range=(0.5, 0.5)), r"0 <= a < b <= 1"),
+        (dict(glyph_example_range=(0.5, 0.5)),
+         r"glyph_example_range \(0\.5, 0\.5\) is invalid: give \(a, b\) with 0 <= a < b <= 1"),
         (dict(glyphs="emnist", characters=["AB"]), "must be single characters"),
         (dict(glyphs="font", characters="a b"), "character ' ' draws no ink"),
         (dict(characters=""), "characters is empty"),
@@ -177,9 +187,12 @@ def test_bad_arguments_are_named(options, message):
         ScatteredGlyphs(10, **options)
 
 
-def test_data_dir_is_not_part_of_the_parameters(tmp_path):
+def test_the_deprecated_data_dir_is_not_part_of_the_parameters(tmp_path):
     spec = ScatteredGlyphs(10, glyphs="font")
-    moved = ScatteredGlyphs(10, glyphs="font", data_dir=tmp_path)
+    with pytest.deprecated_call(
+        match=r"ScatteredGlyphs\(data_dir=\.\.\.\) is deprecated .* build\(spec, data_dir=\.\.\.\)"
+    ):
+        moved = ScatteredGlyphs(10, glyphs="font", data_dir=tmp_path)
     assert spec.params() == moved.params() and "data_dir" not in spec.params()
     assert cache_key(spec.kind, spec.params()) == cache_key(moved.kind, moved.params())
     assert spec.params() != ScatteredGlyphs(10, glyphs="font", max_overlap=0.1).params()
@@ -215,12 +228,14 @@ def _ink(image: np.ndarray) -> bytes:
 
 def test_emnist_glyphs_and_disjoint_glyph_example_ranges(tmp_path):
     synthetic = write_synthetic_emnist(tmp_path / "gzip.zip")
-    prepare_emnist(archive=synthetic.path, verify=False, progress=False)
+    prepare_emnist(archives={"gzip.zip": synthetic.path}, verify=False, progress=False)
     data = synthetic.splits["byclass"]
     halves: dict[str, tuple[set[bytes], set[bytes]]] = {}
     for char in "A0z":  # each class's images: test first, then train (load_emnist's order)
         label = data.first_label + data.classes.index(char)
-        images = np.concatenate([data.test_images[data.test_labels == label], data.train_images[data.train_labels == label]])
+        images = np.concatenate(
+            [data.test_images[data.test_labels == label], data.train_images[data.train_labels == label]]
+        )
         cut = int(0.5 * len(images))
         halves[char] = ({_ink(image) for image in images[:cut]}, {_ink(image) for image in images[cut:]})
     used = []
@@ -231,8 +246,8 @@ def test_emnist_glyphs_and_disjoint_glyph_example_ranges(tmp_path):
         assert spec.class_names() == ("0", "A", "z")
         shard = _shard(spec)
         crops = set()
-        for image, boxes, names in zip(shard["images"], shard["boxes"], shard["label_names"]):
-            for (top, left, bottom, right), name in zip(boxes.astype(int), names):
+        for image, boxes, names in zip(shard["images"], shard["boxes"], shard["label_names"], strict=True):
+            for (top, left, bottom, right), name in zip(boxes.astype(int), names, strict=True):
                 if name:
                     crop = image[top:bottom, left:right, 0].tobytes()
                     assert crop in halves[name][half] and crop not in halves[name][1 - half]
@@ -242,7 +257,9 @@ def test_emnist_glyphs_and_disjoint_glyph_example_ranges(tmp_path):
     # smaller glyphs are Pillow's BOX resize of the EMNIST images
     small = ScatteredGlyphs(40, glyphs="emnist", characters="A", glyph_shape=(14, 12), max_overlap=0.0)
     label = data.first_label + data.classes.index("A")
-    sources = np.concatenate([data.test_images[data.test_labels == label], data.train_images[data.train_labels == label]])
+    sources = np.concatenate(
+        [data.test_images[data.test_labels == label], data.train_images[data.train_labels == label]]
+    )
     resized = {_ink(np.asarray(Image.fromarray(image).resize((12, 14), Image.Resampling.BOX))) for image in sources}
     shard = _shard(small)
     crops = set()
@@ -257,18 +274,19 @@ def test_omniglot_glyphs_use_only_the_drawers_of_glyph_example_range(shared_data
     monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
     classes = ["Balinese,2", "Balinese,1"]
     for drawers, example_range in [(range(0, 10), (0, 0.5)), (range(10, 20), (0.5, 1))]:
-        spec = ScatteredGlyphs(30, glyphs="omniglot", characters=classes, omniglot_sets=("small1",),
+        spec = ScatteredGlyphs(30, glyphs="omniglot", characters=classes, glyph_options={"sets": ["small1"]},
                                glyph_shape=(105, 105), image_shape=(112, 112), max_glyphs=1,
                                glyph_example_range=example_range)
+        spec.prepare(config.data_dir())
         assert spec.class_names() == ("Balinese,1", "Balinese,2")
         inks: dict[str, set[bytes]] = {name: set() for name in classes}
         for drawer in range(20):
-            images, labels, class_map = load_omniglot(classes, sets=("small1",), indices=[drawer], seed=0)
-            for image, label in zip(images, labels):
-                inks[next(name for name, value in class_map.items() if value == label)].add((drawer, _ink(image)))
+            images, labels, names = load_omniglot(classes, sets=("small1",), indices=[drawer], seed=0)
+            for image, label in zip(images, labels, strict=True):
+                inks[names[label]].add((drawer, _ink(image)))
         shard = _shard(spec)
         for image, (top, left, bottom, right), name in zip(shard["images"], shard["boxes"][:, 0].astype(int),
-                                                           shard["label_names"][:, 0]):
+                                                           shard["label_names"][:, 0], strict=True):
             crop = image[top:bottom, left:right, 0].tobytes()
             matching = {drawer for drawer, ink in inks[name] if ink == crop}
             assert matching and matching <= set(drawers)
@@ -304,7 +322,7 @@ def _find_crop(scene: np.ndarray, keep: np.ndarray, textures: dict[str, np.ndarr
         for ay, ax in anchors[1:]:  # narrow the candidate corners down pixel by pixel, then compare all
             match = texture[ys + ay, xs + ax] == scene[ay, ax]
             ys, xs = ys[match], xs[match]
-        for y, x in zip(ys, xs):
+        for y, x in zip(ys, xs, strict=True):
             if (texture[y : y + height, x : x + width][keep] == scene[keep]).all():
                 return name, int(y), int(x)
     return None
@@ -315,7 +333,7 @@ def test_backgrounds_are_crops_of_the_real_textures(texture_mirror):
     shard = _shard(spec)
     textures = {name: _packed(texture_mirror(name)) for name in CARRIED_TEXTURES}
     found = []
-    for image, boxes, count in zip(shard["images"], shard["boxes"], shard["n_glyphs"]):
+    for image, boxes, count in zip(shard["images"], shard["boxes"], shard["n_glyphs"], strict=True):
         keep = np.ones((48, 48), bool)
         if count:  # everything but the glyph's box is the texture crop
             top, left, bottom, right = boxes[0].astype(int)
@@ -334,5 +352,35 @@ def test_textures_smaller_than_the_scene_are_resized_to_it_and_flat_colours_mix_
     empty = shard["images"][shard["n_glyphs"] == 0]
     textured = [(image == with_texture).all() for image in empty]
     flat = [(image == [0x12, 0x34, 0x56]).all() for image in empty]
-    assert all(a != b for a, b in zip(textured, flat))  # each empty scene is exactly one of the two
+    assert all(a != b for a, b in zip(textured, flat, strict=True))  # each empty scene is exactly one of the two
     assert 3 < sum(textured) < len(empty) - 3
+
+
+def test_glyph_sources_are_font_and_the_registered_glyph_datasets():
+    assert glyph_sources() == ("emnist", "omniglot", "font")
+    with pytest.raises(ValueError, match="glyphs must be one of emnist, omniglot, font; got 'backgrounds'"):
+        ScatteredGlyphs(10, glyphs="backgrounds")
+    with pytest.raises(ValueError, match="glyph_options .* are for a glyph dataset; font glyphs take none"):
+        ScatteredGlyphs(10, glyphs="font", glyph_options={"split": "letters"})
+
+
+def test_the_old_glyph_dataset_keywords_become_glyph_options_with_a_warning():
+    with pytest.deprecated_call(match=r"ScatteredGlyphs\(emnist_split=\.\.\.\) is deprecated"):
+        old = ScatteredGlyphs(10, glyphs="emnist", emnist_split="letters")
+    assert old.glyph_options == {"split": "letters"} and old.emnist_split is None
+    assert old == ScatteredGlyphs(10, glyphs="emnist", glyph_options={"split": "letters"})
+    with pytest.deprecated_call(match=r"ScatteredGlyphs\(omniglot_sets=\.\.\.\) is deprecated"):
+        sets = ScatteredGlyphs(10, glyphs="omniglot", omniglot_sets="small1")
+    assert sets.params() == ScatteredGlyphs(10, glyphs="omniglot", glyph_options={"sets": ("small1",)}).params()
+
+
+def test_a_shard_worker_never_downloads_and_says_what_to_prepare(tmp_path):
+    spec = ScatteredGlyphs(5, glyphs="emnist", characters="01", glyph_shape=(14, 14))
+    with pytest.raises(FileNotFoundError, match=r"prepare-data emnist"):
+        spec.make_shard(0, np.random.default_rng(0), 5, data_dir=tmp_path)
+    assert not (tmp_path / "raw").exists()  # nothing was fetched or placed
+    textured = ScatteredGlyphs(5, glyphs="font", backgrounds=["water"])
+    with pytest.raises(
+        FileNotFoundError, match=r"backgrounds \['water'\] are not prepared .*`prepare-data backgrounds`"
+    ):
+        textured.make_shard(0, np.random.default_rng(0), 5, data_dir=tmp_path)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import sys
 
-from glyphforge.build import build
+from glyphforge.builds.builder import build
 from glyphforge.session import open_session
+
 from support.specs import NoiseSpec
 
 

@@ -33,7 +33,6 @@ class NoiseSpec:
     delay: float = 0.0
     touch_dir: str | None = None
     fail_shard: int | None = None
-    data_dir: Any = None
     kind: str = "test-noise"
 
     def params(self) -> dict[str, Any]:
@@ -67,7 +66,7 @@ def assert_shard_6_fails_with_its_traceback(session: Any, data_dir: Path) -> Non
     """Build a spec whose shard 6 raises through ``session``; check the error names it and caches nothing."""
     import pytest
 
-    from glyphforge.build import ShardError, build, cache_params
+    from glyphforge.builds.builder import ShardError, build, cache_params
     from glyphforge.cache import CacheStore
 
     spec = NoiseSpec(n_examples=40, shard_size=4, fail_shard=6)

@@ -9,15 +9,17 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import glyphforge
-from glyphforge.build import ARRAYS_FILE, BuiltDataset, ShardError, build, cache_params
+from glyphforge.builds import ARRAYS_FILE, BuiltDataset, ShardError, build, cache_params
+from glyphforge.builds.shards import completed_shards, count_shards, shard_bounds, shard_path, shard_rng
 from glyphforge.cache import CacheStore, iter_pklz
 from glyphforge.session import open_session
-from glyphforge.shards import completed_shards, count_shards, shard_bounds, shard_path, shard_rng
+
 from support.specs import NoiseSpec, assert_shard_6_fails_with_its_traceback, made_shards
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -66,11 +68,11 @@ def test_local_build_concatenates_shards_in_order_and_caches(tmp_path, capsys):
     assert np.array_equal(dataset["shard"], np.repeat(np.arange(7), [8] * 6 + [2]))
     assert len(dataset) == 50 and dataset["images"].shape == (50, 6, 5)
     assert dataset.path == tmp_path / "cache" / "test-noise" / dataset.key
-    assert dataset.meta["n_shards"] == 7
-    assert dataset.meta["layout"]["images"] == {"dtype": "|u1", "shape": [6, 5]}
+    assert dataset.entry.meta["n_shards"] == 7
+    assert dataset.entry.meta["layout"]["images"] == {"dtype": "|u1", "shape": [6, 5]}
     # the entry's single data file holds one gzip member per shard, in order
     assert [int(shard["shard"][0]) for shard in iter_pklz(dataset.path / ARRAYS_FILE)] == list(range(7))
-    assert sum(dataset.meta["shard_bytes"]) == (dataset.path / ARRAYS_FILE).stat().st_size
+    assert sum(dataset.entry.meta["shard_bytes"]) == (dataset.path / ARRAYS_FILE).stat().st_size
     # the shards' work dir is gone once the entry is committed
     assert sorted(path.name for path in dataset.path.parent.iterdir() if not path.name.startswith(".")) == [
         dataset.key
@@ -136,19 +138,55 @@ def test_processes_session_string_and_locally_defined_spec(tmp_path):
     assert dataset["x"].tolist() == [i * i for i in range(10)]
 
 
-def test_build_fills_in_data_dir_without_changing_the_key(tmp_path):
+def test_build_gives_its_data_dir_to_shards_that_take_it_without_changing_the_key(tmp_path):
     seen = []
 
     class Recorder(NoiseSpec):
-        def make_shard(self, index, rng, n):
-            seen.append(self.data_dir)
+        def make_shard(self, index, rng, n, *, data_dir):
+            seen.append(data_dir)
             return super().make_shard(index, rng, n)
 
-    spec = Recorder(n_examples=4, shard_size=2)
-    dataset = build(spec, data_dir=tmp_path, progress=False)
-    assert seen == [tmp_path, tmp_path] and spec.data_dir is None  # the caller's spec is untouched
+    dataset = build(Recorder(n_examples=4, shard_size=2), data_dir=tmp_path, progress=False)
+    assert seen == [str(tmp_path), str(tmp_path)]
     assert dataset.key == build(NoiseSpec(n_examples=4, shard_size=2), data_dir=tmp_path / "x",
                                 progress=False).key
+
+
+def test_prepare_runs_on_the_driver_once_before_any_shard_and_not_on_a_cache_hit(tmp_path):
+    events = []
+
+    class Prepared(NoiseSpec):
+        def prepare(self, data_dir):
+            events.append(("prepare", data_dir))
+
+        def make_shard(self, index, rng, n):
+            events.append(("shard", index))
+            return super().make_shard(index, rng, n)
+
+    spec = Prepared(n_examples=6, shard_size=2)
+    build(spec, data_dir=tmp_path, progress=False)
+    assert events == [("prepare", tmp_path), ("shard", 0), ("shard", 1), ("shard", 2)]
+    build(spec, data_dir=tmp_path, progress=False)
+    assert len(events) == 4  # a cache hit prepares nothing
+
+
+def test_a_spec_data_dir_attribute_still_works_with_a_deprecation_warning(tmp_path):
+    @dataclass
+    class OldStyle(NoiseSpec):
+        data_dir: Any = None
+
+    with pytest.deprecated_call(
+        match=r"a spec's data_dir attribute is deprecated .* use build\(spec, data_dir=\.\.\.\)"
+    ):
+        dataset = build(OldStyle(n_examples=3, shard_size=2, data_dir=tmp_path), progress=False)
+    assert dataset.path.is_relative_to(tmp_path / "cache")
+
+
+def test_built_metadata_has_one_name(tmp_path):
+    dataset = build(NoiseSpec(n_examples=3, shard_size=2), data_dir=tmp_path, progress=False)
+    with pytest.deprecated_call(match=r"BuiltDataset\.meta is deprecated"):
+        assert dataset.meta is dataset.entry.meta
+    assert dataset.metadata == {} and dataset.layout["shard"] == {"dtype": "<i4", "shape": []}
 
 
 def test_default_data_dir_comes_from_the_environment(tmp_path, monkeypatch):
@@ -202,7 +240,7 @@ def test_take_reads_only_the_requested_examples_in_order(tmp_path):
         assert fresh._arrays is None  # nothing but the requested rows was kept
         _assert_same_arrays(taken, {name: array[wanted] for name, array in expected.items()})
     loaded = build(spec, data_dir=tmp_path, progress=False)
-    loaded.arrays
+    _ = loaded.arrays  # load every array: take() then indexes the loaded arrays
     _assert_same_arrays(loaded.take([7, 1]), {name: array[[7, 1]] for name, array in expected.items()})
     with pytest.raises(IndexError, match=r"example indices must be in 0\.\.10, got \[11\]"):
         loaded.take([11])

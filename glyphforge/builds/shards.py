@@ -7,19 +7,18 @@ build killed at any moment resumes from exactly the shards that were finished.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import math
-import os
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from glyphforge._files import atomic_path, sha256_file
 from glyphforge.cache import dump_pklz
-from glyphforge.cache.store import sha256_file
 
 #: One shard's record: ``{"shard", "n", "size", "sha256", "layout"}``, plus ``"metadata"``
 #: (what ``spec.metadata()`` returned) for specs that have that optional method.
@@ -84,10 +83,23 @@ def array_layout(arrays: Any, index: int, n: int) -> dict[str, dict[str, Any]]:
 
 
 def _write_json(path: Path, document: Any) -> None:
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-        json.dump(document, stream)
-    os.replace(temporary, path)
+    with atomic_path(path) as temporary:
+        temporary.write_text(json.dumps(document), encoding="utf-8")
+
+
+def takes_data_dir(method: Callable[..., Any]) -> bool:
+    """Return True when ``method`` accepts a ``data_dir`` keyword (see `glyphforge.builds.builder`)."""
+    parameters = inspect.signature(method).parameters.values()
+    return any(
+        (parameter.name == "data_dir" and parameter.kind is not inspect.Parameter.POSITIONAL_ONLY)
+        or parameter.kind is inspect.Parameter.VAR_KEYWORD
+        for parameter in parameters
+    )
+
+
+def call_with_data_dir(method: Callable[..., Any], *args: Any, data_dir: str) -> Any:
+    """Call ``method(*args)``, adding ``data_dir=`` when it takes that keyword."""
+    return method(*args, data_dir=data_dir) if takes_data_dir(method) else method(*args)
 
 
 @dataclass(frozen=True)
@@ -95,21 +107,26 @@ class ShardTask:
     """Make and write one shard of ``spec`` into ``work_dir``: the function a session maps.
 
     Called with a shard index, returns that shard's record (small, cheap to send back).
+    ``data_dir`` is the build's data dir, given to the spec's ``make_shard`` and
+    ``metadata`` when they take a ``data_dir`` keyword.
     """
 
     spec: Any
     work_dir: str
+    data_dir: str
 
     def __call__(self, index: int) -> ShardRecord:
         spec, work_dir = self.spec, Path(self.work_dir)
         start, stop = shard_bounds(index, spec.n_examples, spec.shard_size)
-        arrays = spec.make_shard(index, shard_rng(spec.seed, index), stop - start)
+        arrays = call_with_data_dir(
+            spec.make_shard, index, shard_rng(spec.seed, index), stop - start, data_dir=self.data_dir
+        )
         layout = array_layout(arrays, index, stop - start)
         path = dump_pklz(dict(arrays), shard_path(work_dir, index))
         record = {"shard": index, "n": stop - start, "size": path.stat().st_size,
                   "sha256": sha256_file(path), "layout": layout}
         if callable(getattr(spec, "metadata", None)):
-            record["metadata"] = spec.metadata()
+            record["metadata"] = call_with_data_dir(spec.metadata, data_dir=self.data_dir)
         _write_json(_record_path(work_dir, index), record)
         return record
 

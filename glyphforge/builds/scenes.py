@@ -1,10 +1,11 @@
 """`ScatteredGlyphs`: scenes of glyphs scattered over backgrounds, with boxes and labels.
 
-A build spec (see `glyphforge.build`): ``build(ScatteredGlyphs(10_000))`` makes
-the dataset in seeded shards through any session. Each scene is a background
+A build spec (see `glyphforge.builds.builder`): ``build(ScatteredGlyphs(10_000))``
+makes the dataset in seeded shards through any session. Each scene is a background
 (a random crop of a random texture, a random flat colour, or black) with
-``min_glyphs`` to ``max_glyphs`` glyphs (EMNIST characters, Omniglot characters,
-or characters rendered from Pillow's bundled font) resized to ``glyph_shape``,
+``min_glyphs`` to ``max_glyphs`` glyphs (from a registered glyph dataset such as
+EMNIST or Omniglot, or characters rendered from Pillow's bundled font; see
+`glyphforge.builds.scene_sources`) resized to ``glyph_shape``,
 coloured, and alpha-composited (alpha = glyph intensity) at positions chosen by
 rejection sampling so that no two glyph boxes share more than ``max_overlap`` of
 either box's area.
@@ -20,77 +21,34 @@ Arrays of a shard of ``n`` scenes (``G = max_glyphs``):
 
 A built dataset keeps the sorted class list that ``labels`` index, classes no scene
 drew included, as ``ds.metadata["class_names"]``; ``ds[i]`` is ``(image, targets)``
-with the other arrays' rows in ``targets`` (see `glyphforge.build.BuiltDataset`).
+with the other arrays' rows in ``targets`` (see `glyphforge.builds.dataset.BuiltDataset`).
 """
 from __future__ import annotations
 
-import functools
-import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
-import PIL
-from PIL import ImageColor
 
-from glyphforge.pipelines import composite
-from glyphforge.pipelines.font_glyphs import DEFAULT_CHARACTERS, check_characters, render_font_glyphs
-from glyphforge.pipelines.resize import resize
+from glyphforge import config
+from glyphforge._checks import PathLike, check_example_range, check_int, check_real, check_shape
+from glyphforge._deprecation import warn_deprecated
+from glyphforge.builds import scene_sources
+from glyphforge.builds.scene_sources import FONT, FrozenOptions, GlyphPool, Textures
 
 #: Bumped whenever the same spec would give different bytes; part of `ScatteredGlyphs.params`.
-ALGORITHM_VERSION = 1
-GLYPH_SOURCES = ("emnist", "omniglot", "font")
+#: 2: glyph options replace emnist_split/omniglot_sets in the params; Omniglot's
+#: glyph_example_range selects drawers by the rule every dataset shares (`example_bounds`).
+ALGORITHM_VERSION = 2
 #: Tries per glyph position, and fresh starts of a whole scene, before giving up.
 PLACEMENT_ATTEMPTS = 100
 PLACEMENT_RESTARTS = 10
 #: Side of the square canvas font glyphs are rendered on (at least; see `_font_canvas`).
 FONT_CANVAS = 32
-OMNIGLOT_DRAWERS = 20
 
-Colour = Union[str, Sequence[int]]
-
-
-@dataclass(frozen=True)
-class GlyphPool:
-    """The glyph images a spec samples from, grouped by class.
-
-    ``images`` is ``None`` for font glyphs (rendered per shard); otherwise class
-    ``c`` owns ``images[starts[c] : starts[c] + counts[c]]``.
-    """
-
-    class_names: tuple[str, ...]
-    images: np.ndarray | None = None
-    starts: np.ndarray | None = None
-    counts: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class Textures:
-    """Background textures in the flat layout of `glyphforge.pipelines.composite`."""
-
-    flat: np.ndarray
-    offsets: np.ndarray
-    heights: np.ndarray
-    widths: np.ndarray
-
-    @classmethod
-    def from_images(cls, images: Sequence[np.ndarray], image_shape: tuple[int, int]) -> Textures:
-        """Flatten RGB ``images``, first resizing (box) any smaller than ``image_shape`` to it."""
-        fitted = [
-            resize(image, image_shape, batch=False)
-            if image.shape[0] < image_shape[0] or image.shape[1] < image_shape[1]
-            else image
-            for image in images
-        ]
-        sizes = np.array([image.size for image in fitted], np.int64)
-        return cls(
-            flat=np.concatenate([np.ascontiguousarray(image, np.uint8).ravel() for image in fitted]),
-            offsets=np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64),
-            heights=np.array([image.shape[0] for image in fitted], np.int64),
-            widths=np.array([image.shape[1] for image in fitted], np.int64),
-        )
+Colour = str | Sequence[int]
 
 
 @dataclass
@@ -104,12 +62,18 @@ class ScatteredGlyphs:
     image_shape
         ``(H, W)`` of each scene.
     glyphs
-        ``"emnist"``, ``"omniglot"`` or ``"font"`` (Pillow's bundled font: needs no
-        data and no network).
+        ``"emnist"``, ``"omniglot"`` (any registered glyph dataset, see
+        `glyphforge.builds.scene_sources.glyph_sources`) or ``"font"`` (Pillow's
+        bundled font: needs no data and no network).
     characters
         The classes: characters for EMNIST and font (a string such as
         ``"0123456789"``), ``"<alphabet>,<n>"`` names for Omniglot; None for all
         (font: digits and ASCII letters). Class names are sorted; ``labels`` index them.
+    glyph_options
+        Keywords for the glyph dataset's prepare and glyph reader, e.g.
+        ``{"split": "letters"}`` for EMNIST or ``{"sets": ["small1"]}`` for Omniglot;
+        empty: the dataset's defaults (EMNIST ``byclass``; Omniglot ``background``
+        and ``evaluation``).
     glyph_shape
         ``(h, w)`` every glyph image is resized to (box filter).
     glyph_shape_jitter
@@ -131,19 +95,15 @@ class ScatteredGlyphs:
     colours
         Glyph colours (same forms); each glyph picks one uniformly.
     glyph_example_range
-        None, or ``(a, b)`` with ``0 <= a < b <= 1``: only the fraction ``[a, b)`` of
-        each class's images is used (EMNIST: as `glyphforge.load_emnist`'s
-        ``example_range``; Omniglot: drawers ``ceil(20 a)`` to ``ceil(20 b) - 1``), so
-        train and test scenes can use disjoint glyph images.
-    emnist_split
-        The EMNIST split the characters come from.
-    omniglot_sets
-        The Omniglot sets the classes come from.
+        None, or ``(a, b)`` with ``0 <= a < b <= 1``: the glyph dataset's
+        ``example_range`` (every dataset: images ``[int(a n), int(b n))`` of each
+        class's ``n``; Omniglot: of its 20 drawers), so train and test scenes can use
+        disjoint glyph images.
     seed, shard_size
         As for every spec: shard ``i`` draws from ``SeedSequence(seed).spawn(...)[i]``.
-    data_dir
-        Where glyph data and textures are read from; `glyphforge.build` fills in
-        its own when None. Not part of the cache key.
+    emnist_split, omniglot_sets, data_dir
+        Deprecated spellings (0.1): ``glyph_options={"split": ...}``,
+        ``glyph_options={"sets": ...}`` and ``build(spec, data_dir=...)``.
 
     Examples
     --------
@@ -157,38 +117,41 @@ class ScatteredGlyphs:
     _: KW_ONLY
     image_shape: tuple[int, int] = (48, 48)
     glyphs: str = "emnist"
-    characters: Union[str, Sequence[str], None] = None
+    characters: str | Sequence[str] | None = None
     glyph_shape: tuple[int, int] = (14, 14)
     glyph_shape_jitter: float | None = None
     min_glyphs: int = 1
     max_glyphs: int = 3
     max_overlap: float = 0.2
-    backgrounds: Union[str, Sequence[str], None] = None
+    backgrounds: str | Sequence[str] | None = None
     background_colours: Sequence[Colour] | None = None
     colours: Sequence[Colour] = ("white",)
     glyph_example_range: tuple[float, float] | None = None
-    emnist_split: str = "byclass"
-    omniglot_sets: tuple[str, ...] = ("background", "evaluation")
+    glyph_options: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
     shard_size: int = 1000
-    data_dir: Any = field(default=None, compare=False)
+    emnist_split: str | None = None
+    omniglot_sets: str | Sequence[str] | None = None
+    data_dir: PathLike | None = field(default=None, compare=False)
 
     kind = "scenes"
 
     def __post_init__(self) -> None:
         for name in ("n_examples", "shard_size"):
-            _check_int(name, getattr(self, name), 1)
-        _check_int("seed", self.seed, 0)
-        self.image_shape = _shape("image_shape", self.image_shape)
-        self.glyph_shape = _shape("glyph_shape", self.glyph_shape)
-        if self.glyphs not in GLYPH_SOURCES:
-            raise ValueError(f"glyphs must be one of {', '.join(GLYPH_SOURCES)}; got {self.glyphs!r}")
+            check_int(name, getattr(self, name), 1)
+        check_int("seed", self.seed, 0)
+        self.image_shape = check_shape(self.image_shape, "image_shape")
+        self.glyph_shape = check_shape(self.glyph_shape, "glyph_shape")
+        sources = scene_sources.glyph_sources()
+        if self.glyphs not in sources:
+            raise ValueError(f"glyphs must be one of {', '.join(sources)}; got {self.glyphs!r}")
+        self.glyph_options = self._checked_glyph_options()
+        if self.data_dir is not None:
+            warn_deprecated("ScatteredGlyphs(data_dir=...)", "build(spec, data_dir=...)")
         self.characters = self._checked_characters()
         if self.glyph_shape_jitter is not None:
-            jitter = self.glyph_shape_jitter
-            if isinstance(jitter, bool) or not isinstance(jitter, numbers.Real) or not 0 <= jitter < 1:
-                raise ValueError(f"glyph_shape_jitter must be None or a number in [0, 1), got {jitter!r}")
-            self.glyph_shape_jitter = float(jitter)
+            self.glyph_shape_jitter = check_real("glyph_shape_jitter", self.glyph_shape_jitter, 0, 1,
+                                                 high_inclusive=False)
         largest = self._largest_glyph_shape()
         if largest[0] > self.image_shape[0] or largest[1] > self.image_shape[1]:
             raise ValueError(
@@ -196,18 +159,14 @@ class ScatteredGlyphs:
                 f"{self.glyph_shape_jitter}) do not fit in image_shape {self.image_shape}; use a smaller "
                 "glyph_shape or glyph_shape_jitter, or a larger image_shape"
             )
-        _check_int("min_glyphs", self.min_glyphs, 0)
-        _check_int("max_glyphs", self.max_glyphs, max(1, self.min_glyphs))
-        overlap = self.max_overlap
-        if isinstance(overlap, bool) or not isinstance(overlap, numbers.Real) or not 0 <= overlap <= 1:
-            raise ValueError(f"max_overlap must be a number in [0, 1] (a fraction of a box's area), got {overlap!r}")
-        self.max_overlap = float(overlap)
+        check_int("min_glyphs", self.min_glyphs, 0)
+        check_int("max_glyphs", self.max_glyphs, max(1, self.min_glyphs))
+        self.max_overlap = check_real("max_overlap (a fraction of a box's area)", self.max_overlap, 0, 1)
         self.backgrounds = _background_names(self.backgrounds)
         if self.background_colours is not None:
             self.background_colours = _colours("background_colours", self.background_colours)
         self.colours = _colours("colours", self.colours)
         self.glyph_example_range = self._checked_example_range()
-        self.omniglot_sets = (self.omniglot_sets,) if isinstance(self.omniglot_sets, str) else tuple(self.omniglot_sets)
 
     # -- the spec protocol ----------------------------------------------------
     def params(self) -> dict[str, Any]:
@@ -226,18 +185,35 @@ class ScatteredGlyphs:
             "background_colours": self.background_colours,
             "colours": self.colours,
             "glyph_example_range": self.glyph_example_range,
+            "glyph_options": dict(self.glyph_options),
         }
-        if self.glyphs == "emnist":
-            params["emnist_split"] = self.emnist_split
-        elif self.glyphs == "omniglot":
-            params["omniglot_sets"] = self.omniglot_sets
-        else:
+        if self.glyphs == FONT:
+            import PIL
+
             params["pillow"] = PIL.__version__  # the font and its rasteriser ship with Pillow
         return params
 
-    def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
-        """Make ``n`` scenes drawing every random choice from ``rng`` (module docstring)."""
-        pool = self.glyph_pool()
+    def prepare(self, data_dir: PathLike) -> None:
+        """Fetch and convert what the shards read (the glyph dataset at ``glyph_shape``, the textures).
+
+        `glyphforge.build` calls it on the driver before fanning out, so that shard
+        workers only read the cache.
+        """
+        scene_sources.prepare_sources(
+            self.glyphs, self._frozen_options(), self._pool_shape(), self.backgrounds, data_dir
+        )
+
+    def make_shard(
+        self, index: int, rng: np.random.Generator, n: int, *, data_dir: PathLike | None = None
+    ) -> dict[str, np.ndarray]:
+        """Make ``n`` scenes drawing every random choice from ``rng`` (module docstring).
+
+        ``data_dir`` is where the prepared glyphs and textures are read from (the
+        build's data dir; None: the default data dir).
+        """
+        from glyphforge.pipelines import composite  # numba: imported where scenes are made, not specified
+
+        pool = self.glyph_pool(data_dir)
         counts = rng.integers(self.min_glyphs, self.max_glyphs + 1, n)
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         total = int(counts.sum())
@@ -256,8 +232,8 @@ class ScatteredGlyphs:
                 "glyph_shape, or raise image_shape or max_overlap"
             )
         colours = np.array(self.colours, np.uint8)[rng.integers(0, len(self.colours), total)]
-        background, crop, flat_colours = self._background_choices(rng, n)
-        textures = self.textures()
+        textures = self.textures(data_dir)
+        background, crop, flat_colours = self._background_choices(rng, n, textures)
         images = np.empty((n, *self.image_shape, 3), np.uint8)
         composite.composite(
             images, glyphs, starts, counts, ink, positions, colours, background, crop, flat_colours,
@@ -280,36 +256,50 @@ class ScatteredGlyphs:
             "label_names": label_names,
         }
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self, *, data_dir: PathLike | None = None) -> dict[str, Any]:
         """What a built dataset keeps beside its arrays: ``class_names``, which ``labels`` index."""
-        return {"class_names": list(self.class_names())}
+        return {"class_names": list(self.class_names(data_dir))}
 
     # -- data -------------------------------------------------------------------
-    def class_names(self) -> tuple[str, ...]:
+    def class_names(self, data_dir: PathLike | None = None) -> tuple[str, ...]:
         """The sorted class names that ``labels`` index (reads the glyph data, except for font)."""
-        return self.glyph_pool().class_names
+        return self.glyph_pool(data_dir).class_names
 
-    def glyph_pool(self) -> GlyphPool:
-        """The glyph images of this spec, loaded once per process."""
-        # Without jitter every glyph has glyph_shape: load the cached box-resized variant
-        # (the same pixels as resizing each glyph, in a fraction of the memory).
-        return _glyph_pool(
-            self.glyphs, self.characters, self.emnist_split, self.omniglot_sets, self.glyph_example_range,
-            self.glyph_shape if self.glyph_shape_jitter is None else None,
-            None if self.data_dir is None else str(self.data_dir),
+    def glyph_pool(self, data_dir: PathLike | None = None) -> GlyphPool:
+        """The glyph images of this spec, read from the cache of ``data_dir`` once per process."""
+        return scene_sources.glyph_pool(
+            self.glyphs, self.characters, self._frozen_options(), self.glyph_example_range, self._pool_shape(),
+            self._data_dir(data_dir),
         )
 
-    def textures(self) -> Textures:
-        """The background textures of this spec (an empty set when there are none), loaded once per process."""
-        return _textures(self.backgrounds, self.image_shape, None if self.data_dir is None else str(self.data_dir))
+    def textures(self, data_dir: PathLike | None = None) -> Textures:
+        """The background textures of this spec (an empty set when there are none), read once per process."""
+        return scene_sources.textures(self.backgrounds, self.image_shape, self._data_dir(data_dir))
+
+    def _pool_shape(self) -> tuple[int, int] | None:
+        # Without jitter every glyph has glyph_shape: read the cached box-resized variant
+        # (the same pixels as resizing each glyph, in a fraction of the memory).
+        return self.glyph_shape if self.glyph_shape_jitter is None else None
+
+    def _frozen_options(self) -> FrozenOptions:
+        return tuple(
+            (name, tuple(value) if isinstance(value, list) else value)
+            for name, value in sorted(self.glyph_options.items())
+        )
+
+    def _data_dir(self, data_dir: PathLike | None) -> str:
+        return str(config.data_dir(self.data_dir if data_dir is None else data_dir))
 
     # -- per-shard steps ----------------------------------------------------------
     def _glyph_images(
         self, pool: GlyphPool, labels: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Pick (or render) one source image per label and resize it to its glyph shape."""
+        from glyphforge.pipelines.font_glyphs import render_font_glyphs
+        from glyphforge.pipelines.resize import resize
+
         total = len(labels)
-        if pool.images is None:
+        if pool.images is None or pool.starts is None or pool.counts is None:  # font glyphs: rendered here
             sources = render_font_glyphs(pool.class_names, labels, rng, _font_canvas(self._largest_glyph_shape()))
         else:
             picks = pool.starts[labels] + (rng.random(total) * pool.counts[labels]).astype(np.int64)
@@ -322,14 +312,15 @@ class ScatteredGlyphs:
             heights = np.maximum(1, np.rint(self.glyph_shape[0] * scale)).astype(np.int64)
             widths = np.maximum(1, np.rint(self.glyph_shape[1] * scale)).astype(np.int64)
         glyphs = np.zeros((total, int(heights.max(initial=1)), int(widths.max(initial=1))), np.uint8)
-        for h, w in sorted(set(zip(heights.tolist(), widths.tolist()))):
+        for h, w in sorted(set(zip(heights.tolist(), widths.tolist(), strict=True))):
             chosen = np.flatnonzero((heights == h) & (widths == w))
             glyphs[chosen, :h, :w] = resize(sources[chosen], (h, w), batch=True)
         return glyphs, heights, widths
 
-    def _background_choices(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _background_choices(
+        self, rng: np.random.Generator, n: int, textures: Textures
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Return each scene's texture index (-1: flat), crop corner and flat colour."""
-        textures = self.textures()
         n_textures = len(textures.heights)
         flat = np.array(self.background_colours or [], np.uint8).reshape(-1, 3)
         crop = np.zeros((n, 2), np.int64)
@@ -350,9 +341,11 @@ class ScatteredGlyphs:
         return int(np.rint(self.glyph_shape[0] * grow)), int(np.rint(self.glyph_shape[1] * grow))
 
     def _checked_characters(self) -> tuple[str, ...] | None:
+        from glyphforge.pipelines.font_glyphs import DEFAULT_CHARACTERS, check_characters
+
         characters = self.characters
         if characters is None:
-            return tuple(DEFAULT_CHARACTERS) if self.glyphs == "font" else None
+            return tuple(DEFAULT_CHARACTERS) if self.glyphs == FONT else None
         if isinstance(characters, str) and self.glyphs == "omniglot":
             characters = [characters]
         names = list(characters)
@@ -365,41 +358,33 @@ class ScatteredGlyphs:
                 f"{self.glyphs} characters must be single characters such as '0123456789', got {characters!r}"
             )
         names = sorted(set(names))
-        if self.glyphs == "font":
+        if self.glyphs == FONT:
             check_characters(names)
         return tuple(names)
 
+    def _checked_glyph_options(self) -> dict[str, Any]:
+        options = dict(self.glyph_options)
+        for old, name, source in (("emnist_split", "split", "emnist"), ("omniglot_sets", "sets", "omniglot")):
+            value = getattr(self, old)
+            if value is None:
+                continue
+            warn_deprecated(f"ScatteredGlyphs({old}=...)", f"ScatteredGlyphs(glyph_options={{{name!r}: ...}})")
+            if self.glyphs == source:
+                options.setdefault(name, [value] if isinstance(value, str) and source == "omniglot" else value)
+            setattr(self, old, None)
+        if self.glyphs == FONT and options:
+            raise ValueError(f"glyph_options {options} are for a glyph dataset; font glyphs take none")
+        if any(not isinstance(name, str) or not name.isidentifier() for name in options):
+            raise ValueError(f"glyph_options must map keyword names to values, got {self.glyph_options!r}")
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in sorted(options.items())}
+
     def _checked_example_range(self) -> tuple[float, float] | None:
-        value = self.glyph_example_range
-        if value is None:
-            return None
-        if self.glyphs == "font":
+        if self.glyph_example_range is not None and self.glyphs == FONT:
             raise ValueError(
                 "glyph_example_range selects stored glyph images, but font glyphs are rendered fresh; "
                 "leave it None with glyphs='font'"
             )
-        try:
-            low, high = (float(part) for part in value)
-        except (TypeError, ValueError):
-            raise ValueError(f"glyph_example_range must be a pair (a, b), got {value!r}") from None
-        if not 0 <= low < high <= 1:
-            raise ValueError(f"glyph_example_range must satisfy 0 <= a < b <= 1, got {value!r}")
-        return low, high
-
-
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def _shape(name: str, value: Any) -> tuple[int, int]:
-    try:
-        shape = tuple(value)
-    except TypeError:
-        shape = ()
-    if len(shape) != 2 or any(isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1 for s in shape):
-        raise ValueError(f"{name} must be (height, width) with positive integers, got {value!r}")
-    return int(shape[0]), int(shape[1])
+        return check_example_range(self.glyph_example_range, "glyph_example_range")
 
 
 def _colours(name: str, value: Any) -> tuple[tuple[int, int, int], ...]:
@@ -408,6 +393,8 @@ def _colours(name: str, value: Any) -> tuple[tuple[int, int, int], ...]:
         raise ValueError(f"{name} is empty; give at least one colour")
     if len(items) == 3 and all(isinstance(item, numbers.Integral) for item in items):
         raise ValueError(f"{name} must be a list of colours; for one RGB colour write [{tuple(items)}]")
+    from PIL import ImageColor
+
     result = []
     for item in items:
         if isinstance(item, str):
@@ -424,7 +411,8 @@ def _colours(name: str, value: Any) -> tuple[tuple[int, int, int], ...]:
                 isinstance(c, bool) or not isinstance(c, numbers.Integral) or not 0 <= c <= 255 for c in rgb
             ):
                 raise ValueError(f"{name} has {item!r}; an RGB colour is three integers in 0..255")
-        result.append(tuple(int(c) for c in rgb))
+        red, green, blue = (int(c) for c in rgb)
+        result.append((red, green, blue))
     return tuple(result)
 
 
@@ -440,67 +428,3 @@ def _background_names(value: Any) -> str | tuple[str, ...] | None:
 def _font_canvas(largest_glyph: tuple[int, int]) -> int:
     """Font glyphs are rendered at least as large as the largest glyph they become."""
     return max(FONT_CANVAS, *largest_glyph)
-
-
-@functools.lru_cache(maxsize=2)
-def _glyph_pool(
-    glyphs: str,
-    characters: tuple[str, ...] | None,
-    emnist_split: str,
-    omniglot_sets: tuple[str, ...],
-    example_range: tuple[float, float] | None,
-    shape: tuple[int, int] | None,
-    data_dir: str | None,
-) -> GlyphPool:
-    if glyphs == "font":
-        return GlyphPool(class_names=characters)
-    if glyphs == "emnist":
-        from glyphforge.datasets.emnist import load_emnist
-
-        images, labels, names = load_emnist(
-            characters, split=emnist_split, shape=shape, example_range=example_range, seed=0, data_dir=data_dir
-        )
-    else:
-        from glyphforge.datasets.omniglot import load_omniglot
-
-        drawers = None
-        if example_range is not None:
-            first, stop = (math.ceil(fraction * OMNIGLOT_DRAWERS) for fraction in example_range)
-            drawers = list(range(first, stop))
-            if not drawers:
-                raise ValueError(
-                    f"glyph_example_range {example_range} holds none of Omniglot's {OMNIGLOT_DRAWERS} drawers; "
-                    f"make it at least 1/{OMNIGLOT_DRAWERS} wide"
-                )
-        images, labels, class_map = load_omniglot(
-            None if characters is None else list(characters), sets=omniglot_sets, indices=drawers, seed=0,
-            shape=shape, method="box", data_dir=data_dir,
-        )
-        names = sorted(class_map, key=class_map.__getitem__)
-    order = np.argsort(labels, kind="stable")
-    counts = np.bincount(labels, minlength=len(names)).astype(np.int64)
-    if not counts.all():
-        empty = [names[c] for c in np.flatnonzero(counts == 0)]
-        raise ValueError(
-            f"classes {empty} have no {glyphs} images in glyph_example_range {example_range}; widen the range"
-        )
-    return GlyphPool(
-        class_names=tuple(str(name) for name in names),
-        images=np.ascontiguousarray(images[order]),
-        starts=np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64),
-        counts=counts,
-    )
-
-
-@functools.lru_cache(maxsize=2)
-def _textures(names: str | tuple[str, ...] | None, image_shape: tuple[int, int], data_dir: str | None) -> Textures:
-    if names is None:
-        images: list[np.ndarray] = []
-    else:
-        from glyphforge.datasets.backgrounds import load_backgrounds
-
-        images = load_backgrounds(names if isinstance(names, str) else list(names), data_dir=data_dir)
-    if not images:
-        empty = np.zeros(0, np.int64)
-        return Textures(np.zeros(0, np.uint8), empty, empty, empty)
-    return Textures.from_images(images, image_shape)

@@ -7,24 +7,28 @@ A *spec* is any object with these members (duck typing, see `Spec`)::
         n_examples: int
         shard_size: int
         seed: int
-        data_dir = None          # optional; `build` fills it in when None (not in the key)
         def params(self) -> dict: ...          # everything that determines the output
         def make_shard(self, index, rng, n) -> dict[str, numpy.ndarray]: ...
-        def metadata(self) -> dict: ...        # optional: JSON facts about the output,
-                                               # kept as BuiltDataset.metadata
+        # optional:
+        def prepare(self, data_dir) -> None: ...   # on the driver, before any shard: fetch
+                                                   # and convert what the shards read
+        def metadata(self) -> dict: ...        # JSON facts about the output, kept as
+                                               # BuiltDataset.metadata
+
+``make_shard`` and ``metadata`` may take a keyword ``data_dir``: the shard task then
+passes the build's data dir (workers read prepared data from there and never
+download: what is missing fails the shard with a message saying what to prepare).
 
 Shard ``i`` holds examples ``[i * shard_size, min((i + 1) * shard_size, n_examples))``
 and draws from ``numpy.random.SeedSequence(seed).spawn(n_shards)[i]``, so the output
 depends only on the spec, never on the session or its number of workers.
 
-This module is imported by ``import glyphforge``: it must stay cheap (no Dask here).
+The entry's one file, ``arrays.pklz``, is the shard files joined without
+recompression (see `glyphforge.builds.dataset`).
 """
 from __future__ import annotations
 
-import copy
 import logging
-import numbers
-import os
 import shutil
 import sys
 import time
@@ -35,10 +39,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from glyphforge import config
-from glyphforge.batching import MapStyleDataset
-from glyphforge.cache import CacheStore, Entry, Writer, concat_pklz
-from glyphforge.session import Session, TaskFailure, open_session
-from glyphforge.shards import (
+from glyphforge._checks import PathLike, check_int
+from glyphforge._deprecation import warn_deprecated
+from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
+from glyphforge.builds.shards import (
     ShardRecord,
     ShardTask,
     completed_shards,
@@ -47,10 +51,11 @@ from glyphforge.shards import (
     shard_bounds,
     shard_path,
 )
+from glyphforge.cache import CacheStore, Writer, concat_pklz
+from glyphforge.session import Session, TaskFailure, open_session
 
 log = logging.getLogger(__name__)
 
-ARRAYS_FILE = "arrays.pklz"
 BUILD_FORMAT = 1
 """Bumped when the builder's output for the same spec changes; part of every key."""
 
@@ -78,131 +83,6 @@ class ShardError(RuntimeError):
         super().__init__(message)
 
 
-class BuiltDataset(MapStyleDataset):
-    """A built dataset in the cache: its arrays, concatenated over all shards.
-
-    ``ds["images"]`` is one array, ``ds.arrays`` all of them (loaded once, lazily),
-    ``len(ds)`` the number of examples; ``ds.key`` and ``ds.path`` locate the entry;
-    ``ds.metadata`` is what the spec's optional ``metadata()`` returned (for scenes:
-    ``class_names``).
-
-    It is also map-style, like the EMNIST and Omniglot datasets: ``ds[i]`` (an int,
-    slice or index array) is ``(image, target)`` with ``image = ds.images[i]`` and
-    ``target`` a dict of the other arrays' rows ``i``; ``ds.batches(...)`` yields
-    ``(images, targets)`` the same way. ``images`` is the ``"images"`` array, or
-    the first array when the spec makes none of that name.
-    """
-
-    def __init__(self, entry: Entry) -> None:
-        self.entry = entry
-        self._arrays: dict[str, np.ndarray] | None = None
-
-    @property
-    def key(self) -> str:
-        return self.entry.key
-
-    @property
-    def path(self) -> Path:
-        return self.entry.path
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        return self.entry.meta
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        """What the spec described of its output (``spec.metadata()``); empty if it has no such method."""
-        return self.meta.get("metadata", {})
-
-    def __len__(self) -> int:
-        return int(self.meta["n_examples"])
-
-    @property
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The concatenated arrays, read from the entry on first use."""
-        if self._arrays is None:
-            self._arrays = _load_arrays(self.entry)
-        return self._arrays
-
-    def take(self, indices: Any) -> dict[str, np.ndarray]:
-        """Return examples ``indices`` of every array, in that order, reading one shard at a time.
-
-        Unlike ``ds.arrays`` this never holds the whole dataset in memory (a preview
-        of 16 scenes out of millions reads only what it needs).
-        """
-        wanted = np.asarray(indices, dtype=np.int64).reshape(-1)
-        if wanted.size and (wanted.min() < 0 or wanted.max() >= len(self)):
-            raise IndexError(f"example indices must be in 0..{len(self) - 1}, got {indices!r}")
-        if self._arrays is not None:
-            return {name: array[wanted] for name, array in self._arrays.items()}
-        rows, order = np.unique(wanted, return_inverse=True)
-        return {name: array[order] for name, array in _load_arrays(self.entry, rows).items()}
-
-    @property
-    def _image_name(self) -> str:
-        layout = self.meta["layout"]
-        return "images" if "images" in layout else next(iter(layout))
-
-    @property
-    def images(self) -> np.ndarray:  # type: ignore[override]
-        """The ``"images"`` array (or the first array when there is none of that name)."""
-        return self.arrays[self._image_name]
-
-    @property
-    def labels(self) -> dict[str, np.ndarray] | None:  # type: ignore[override]
-        """Every array but :attr:`images`, by name (None when there is no other array)."""
-        targets = {name: array for name, array in self.arrays.items() if name != self._image_name}
-        return targets or None
-
-    def __getitem__(self, index: Any) -> Any:
-        """``ds[name]``: one whole array; ``ds[i]``: the example ``(image, target dict)``."""
-        if isinstance(index, str):
-            if index not in self.meta["layout"]:
-                raise KeyError(f"{self.entry.kind} has no array {index!r}; it has {', '.join(self.meta['layout'])}")
-            return self.arrays[index]
-        targets = self.labels
-        return self.images[index], None if targets is None else {name: array[index] for name, array in targets.items()}
-
-    def __repr__(self) -> str:
-        arrays = list(self.meta["layout"])
-        return f"<BuiltDataset {self.entry.kind} {self.key[:12]}: {len(self)} examples, arrays {arrays}>"
-
-
-def _load_arrays(entry: Entry, rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Fill preallocated arrays shard by shard (peak memory: the result plus one shard).
-
-    ``rows``, sorted unique example indices, keeps only those examples; None keeps all.
-    """
-    n_examples, layout = entry.meta["n_examples"], entry.meta["layout"]
-    count = n_examples if rows is None else len(rows)
-    arrays = {
-        name: np.empty((count, *info["shape"]), dtype=np.lib.format.descr_to_dtype(_descr(info["dtype"])))
-        for name, info in layout.items()
-    }
-    start = 0
-    for shard in entry.iter(ARRAYS_FILE):
-        stop = start + len(next(iter(shard.values())))
-        if rows is None:
-            target, source = slice(start, stop), slice(None)
-        else:
-            first, last = np.searchsorted(rows, [start, stop])
-            target, source = slice(first, last), rows[first:last] - start
-        for name, array in arrays.items():
-            array[target] = shard[name][source]
-        start = stop
-    if start != n_examples:
-        raise ValueError(f"{entry.path / ARRAYS_FILE} holds {start} examples, its manifest says "
-                         f"{n_examples}; remove the entry (glyphforge cache rm {entry.key[:12]}) and build again")
-    return arrays
-
-
-def _descr(dtype: Any) -> Any:
-    """JSON turned a structured dtype's tuples into lists; make them tuples again."""
-    if isinstance(dtype, list):
-        return [tuple(_descr(part) for part in field) for field in dtype]
-    return dtype
-
-
 def check_spec(spec: Any) -> None:
     """Raise TypeError / ValueError naming what makes ``spec`` unusable by `build`."""
     missing = [name for name in _SPEC_MEMBERS if not hasattr(spec, name)]
@@ -212,11 +92,9 @@ def check_spec(spec: Any) -> None:
             "kind, n_examples, shard_size, seed, params() and make_shard(index, rng, n)"
         )
     for name, minimum in (("n_examples", 1), ("shard_size", 1), ("seed", 0)):
-        value = getattr(spec, name)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-            raise ValueError(f"spec.{name} must be an integer >= {minimum}, got {value!r}")
-    for name in ("params", "make_shard"):
-        if not callable(getattr(spec, name)):
+        check_int(f"spec.{name}", getattr(spec, name), minimum)
+    for name in ("params", "make_shard", "prepare", "metadata"):
+        if hasattr(spec, name) and not callable(getattr(spec, name)):
             raise TypeError(f"spec.{name} must be a method, got {type(getattr(spec, name)).__name__}")
 
 
@@ -232,7 +110,7 @@ def cache_params(spec: Any) -> dict[str, Any]:
 
 
 def build(
-    spec: Spec, session: Session | str | None = None, data_dir: str | os.PathLike[str] | None = None,
+    spec: Spec, session: Session | str | None = None, data_dir: PathLike | None = None,
     progress: bool = True, session_options: Mapping[str, Any] | None = None,
 ) -> BuiltDataset:
     """Build ``spec`` shard by shard through ``session``; return the cached dataset.
@@ -240,15 +118,16 @@ def build(
     Parameters
     ----------
     spec
-        A spec (see the module docstring). If it has a ``data_dir`` attribute set to
-        None, a copy with the resolved data dir is what the workers receive.
+        A spec (see the module docstring). Its ``prepare(data_dir)``, if any, runs
+        here before any shard is made (only when there is work to do).
     session
         A `glyphforge.session.Session` (used, not closed), a session string such as
         ``"processes:8"`` (opened and closed here), or None for ``"local"``. Only
         opened when there is work to do.
     data_dir
-        Data dir whose cache holds the result (default: see `glyphforge.config`).
-        Workers write shards there: on a cluster it must be on a shared filesystem.
+        Data dir whose cache holds the result and from which the shards read
+        prepared data (default: see `glyphforge.config`). Workers write shards
+        there: on a cluster it must be on a shared filesystem.
     progress
         Show a progress bar over shards and print a summary line (stderr).
     session_options
@@ -271,10 +150,10 @@ def build(
     if session_options and isinstance(session, Session):
         raise ValueError("session_options apply when build opens the session from a string; "
                          "this session is already open: give its options to open_session instead")
+    if data_dir is None and getattr(spec, "data_dir", None) is not None:  # the spelling of 0.1
+        warn_deprecated("a spec's data_dir attribute", "build(spec, data_dir=...)")
+        data_dir = spec.data_dir  # type: ignore[attr-defined]  # checked just above
     root = config.data_dir(data_dir)
-    if getattr(spec, "data_dir", False) is None:
-        spec = copy.copy(spec)
-        spec.data_dir = root
     store = CacheStore.for_data_dir(root)
     params = cache_params(spec)
     entry = store.get(spec.kind, params)
@@ -283,9 +162,11 @@ def build(
     work_dirs: list[Path] = []
 
     def fill(writer: Writer) -> None:
+        if callable(getattr(spec, "prepare", None)):
+            spec.prepare(root)  # type: ignore[attr-defined]  # optional member, checked just above
         work_dirs.append(store.work_dir(spec.kind, params))
-        _build_shards(spec, store.key(spec.kind, params), work_dirs[0], writer, session, dict(session_options or {}),
-                      progress)
+        _build_shards(spec, store.key(spec.kind, params), work_dirs[0], root, writer, session,
+                      dict(session_options or {}), progress)
 
     entry = store.get_or_create(spec.kind, params, fill)
     for work_dir in work_dirs:
@@ -294,7 +175,7 @@ def build(
 
 
 def _build_shards(
-    spec: Spec, key: str, work_dir: Path, writer: Writer, session: Session | str | None,
+    spec: Spec, key: str, work_dir: Path, data_dir: Path, writer: Writer, session: Session | str | None,
     session_options: dict[str, Any], progress: bool,
 ) -> None:
     """Make the missing shards, then concatenate all of them into ``writer``'s entry."""
@@ -308,9 +189,9 @@ def _build_shards(
     workers = 0
     if missing:
         owned = not isinstance(session, Session)
-        active = open_session(session or "local", **session_options) if owned else session
+        active = session if isinstance(session, Session) else open_session(session or "local", **session_options)
         try:
-            _run_shards(spec, work_dir, missing, records, active, progress)
+            _run_shards(ShardTask(spec, str(work_dir), str(data_dir)), missing, records, active, progress)
             workers = active.n_workers
         except TaskFailure as failure:
             shard = missing[failure.index]
@@ -344,17 +225,18 @@ def _build_shards(
 
 
 def _run_shards(
-    spec: Spec, work_dir: Path, missing: list[int], records: dict[int, ShardRecord], session: Session, progress: bool
+    task: ShardTask, missing: list[int], records: dict[int, ShardRecord], session: Session, progress: bool
 ) -> None:
-    """Map `ShardTask` over the ``missing`` shards, adding each finished one to ``records``."""
+    """Map ``task`` over the ``missing`` shards, adding each finished one to ``records``."""
     from tqdm import tqdm
 
+    spec = task.spec
     n_shards = count_shards(spec.n_examples, spec.shard_size)
     done_examples = sum(record["n"] for record in records.values())
     with tqdm(total=spec.n_examples, initial=done_examples, unit="ex", unit_scale=True,
               desc=f"{spec.kind}", disable=not progress, file=sys.stderr) as bar:
         bar.set_postfix_str(f"shards {len(records)}/{n_shards}")
-        for _, record in session.map(ShardTask(spec, str(work_dir)), missing):
+        for _, record in session.map(task, missing):
             records[record["shard"]] = record
             bar.update(record["n"])
             bar.set_postfix_str(f"shards {len(records)}/{n_shards}")

@@ -1,0 +1,16 @@
+"""Derived datasets built in parallel: the builder, its shards, the reader, and the specs.
+
+* `glyphforge.builds.builder`: `build` (a spec's seeded shards fanned out through a
+  session, then cached), the `Spec` protocol and its checks;
+* `glyphforge.builds.shards`: how a spec is cut, seeded, written and verified (runs on workers);
+* `glyphforge.builds.dataset`: `BuiltDataset`, the reader of a built dataset;
+* `glyphforge.builds.scenes`: the `ScatteredGlyphs` spec, and
+  `glyphforge.builds.scene_sources`: where its glyphs and textures come from.
+
+Importing this package loads neither numba, Pillow nor Dask (the scenes spec does,
+when imported).
+"""
+from glyphforge.builds.builder import BUILD_FORMAT, ShardError, Spec, build, cache_params, check_spec
+from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
+
+__all__ = ["ARRAYS_FILE", "BUILD_FORMAT", "BuiltDataset", "ShardError", "Spec", "build", "cache_params", "check_spec"]

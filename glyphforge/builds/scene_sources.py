@@ -1,0 +1,150 @@
+"""Where scenes get their glyphs and textures: the registered datasets, read from the cache.
+
+`prepare_sources` runs on the build's driver (`ScatteredGlyphs.prepare`): it prepares
+the glyph dataset (at the glyph shape) and the textures, fetching what is missing.
+`glyph_pool` and `textures` run in every shard worker and only read the cache
+(loaded once per process): a worker never downloads, and data that is missing
+fails the shard with a message naming the ``prepare-data`` command to run.
+
+Glyph sources are ``"font"`` (Pillow's bundled font: needs no data) and every
+registered dataset whose record has a ``glyphs`` part (see
+`glyphforge.datasets.registry`).
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from glyphforge._checks import PathLike
+from glyphforge.datasets import registry
+
+FONT = "font"
+
+#: Glyph options as a hashable, canonical value: sorted ``(name, value)`` pairs, lists made tuples.
+FrozenOptions = tuple[tuple[str, Any], ...]
+
+
+def glyph_sources() -> tuple[str, ...]:
+    """Return the glyph sources scenes accept: ``"font"`` and the registered glyph datasets."""
+    return (*registry.glyph_sources(), FONT)
+
+
+@dataclass(frozen=True)
+class GlyphPool:
+    """The glyph images a spec samples from, grouped by class.
+
+    ``images`` is ``None`` for font glyphs (rendered per shard); otherwise class
+    ``c`` owns ``images[starts[c] : starts[c] + counts[c]]``.
+    """
+
+    class_names: tuple[str, ...]
+    images: np.ndarray | None = None
+    starts: np.ndarray | None = None
+    counts: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Textures:
+    """Background textures in the flat layout of `glyphforge.pipelines.composite`."""
+
+    flat: np.ndarray
+    offsets: np.ndarray
+    heights: np.ndarray
+    widths: np.ndarray
+
+    @classmethod
+    def from_images(cls, images: Sequence[np.ndarray], image_shape: tuple[int, int]) -> Textures:
+        """Flatten RGB ``images``, first resizing (box) any smaller than ``image_shape`` to it."""
+        from glyphforge.pipelines.resize import resize
+
+        fitted = [
+            resize(image, image_shape, batch=False)
+            if image.shape[0] < image_shape[0] or image.shape[1] < image_shape[1]
+            else image
+            for image in images
+        ]
+        sizes = np.array([image.size for image in fitted], np.int64)
+        return cls(
+            flat=np.concatenate([np.ascontiguousarray(image, np.uint8).ravel() for image in fitted]),
+            offsets=np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64),
+            heights=np.array([image.shape[0] for image in fitted], np.int64),
+            widths=np.array([image.shape[1] for image in fitted], np.int64),
+        )
+
+
+def prepare_sources(
+    glyphs: str, options: FrozenOptions, shape: tuple[int, int] | None,
+    backgrounds: str | Sequence[str] | None, data_dir: PathLike,
+) -> None:
+    """Prepare (fetch and convert, when missing) the glyph dataset at ``shape`` and the textures."""
+    if glyphs != FONT:
+        record = registry.get(glyphs)
+        registry.resolve(record.prepare)(
+            shapes=[] if shape is None else [shape], data_dir=data_dir, progress=False, **record.glyph_prepare,
+            **dict(options),
+        )
+    if backgrounds is not None:
+        registry.resolve(registry.get("backgrounds").prepare)(
+            names=backgrounds if isinstance(backgrounds, str) else list(backgrounds), data_dir=data_dir,
+            progress=False,
+        )
+
+
+@functools.lru_cache(maxsize=2)
+def glyph_pool(
+    glyphs: str,
+    characters: tuple[str, ...] | None,
+    options: FrozenOptions,
+    example_range: tuple[float, float] | None,
+    shape: tuple[int, int] | None,
+    data_dir: str,
+) -> GlyphPool:
+    """Return the glyph images of a scenes spec, grouped by class (loaded once per process).
+
+    ``shape`` None keeps each source's stored shape (scenes resize every glyph themselves).
+    """
+    if glyphs == FONT:
+        if characters is None:
+            raise ValueError("font glyphs need their characters")
+        return GlyphPool(class_names=characters)
+    source = registry.resolve(_glyph_part(glyphs))
+    images, labels, names = source(
+        characters, example_range=example_range, shape=shape, data_dir=data_dir, **dict(options)
+    )
+    order = np.argsort(labels, kind="stable")
+    counts = np.bincount(labels, minlength=len(names)).astype(np.int64)
+    if not counts.all():
+        empty = [names[c] for c in np.flatnonzero(counts == 0)]
+        raise ValueError(
+            f"classes {empty} have no {glyphs} images in glyph_example_range {example_range}; widen the range"
+        )
+    return GlyphPool(
+        class_names=tuple(str(name) for name in names),
+        images=np.ascontiguousarray(images[order]),
+        starts=np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64),
+        counts=counts,
+    )
+
+
+@functools.lru_cache(maxsize=2)
+def textures(names: str | tuple[str, ...] | None, image_shape: tuple[int, int], data_dir: str) -> Textures:
+    """Return the background textures ``names`` (none: an empty set), read from the cache once per process."""
+    images: list[np.ndarray] = []
+    if names is not None:
+        load = registry.resolve(registry.get("backgrounds").load)
+        images = load(names if isinstance(names, str) else list(names), data_dir=data_dir, download=False)
+    if not images:
+        empty = np.zeros(0, np.int64)
+        return Textures(np.zeros(0, np.uint8), empty, empty, empty)
+    return Textures.from_images(images, image_shape)
+
+
+def _glyph_part(glyphs: str) -> registry.Ref:
+    part = registry.get(glyphs).glyphs
+    if part is None:
+        raise ValueError(f"scenes cannot draw glyphs from {glyphs!r}: use one of {', '.join(glyph_sources())}")
+    return part
