@@ -1,4 +1,5 @@
 import gzip
+import hashlib
 import os
 import pickle
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from glyphforge.cache import CorruptPklzError, UnsafePickleError, concat_pklz, dump_pklz, iter_pklz, load_pklz
+from glyphforge.cache.pklz import MemberMismatchError, read_member
 
 
 def test_round_trip_of_arrays_and_dicts_is_exact(tmp_path):
@@ -51,12 +53,43 @@ def test_bad_level_is_refused(tmp_path):
 def test_multi_member_files_yield_every_pickle_in_order(tmp_path):
     parts = [dump_pklz({"i": i, "a": np.full(3, i)}, tmp_path / f"{i}.pklz") for i in range(3)]
     joined = concat_pklz(parts, tmp_path / "all.pklz")
-    assert joined.read_bytes() == b"".join(part.read_bytes() for part in parts)
-    items = list(iter_pklz(joined))
+    data = joined.path.read_bytes()
+    assert data == b"".join(part.read_bytes() for part in parts)
+    assert joined.sha256 == hashlib.sha256(data).hexdigest()  # hashed while copying
+    assert list(joined.lengths) == [part.stat().st_size for part in parts]
+    items = list(iter_pklz(joined.path))
     assert [item["i"] for item in items] == [0, 1, 2]
     assert np.array_equal(items[2]["a"], [2, 2, 2])
     with pytest.raises(ValueError, match="holds 3 pickles"):
-        load_pklz(joined)
+        load_pklz(joined.path)
+    # each member decodes alone from its offset and length
+    second = read_member(joined.path, joined.lengths[0], joined.lengths[1], what="part 1")
+    assert second["i"] == 1 and np.array_equal(second["a"], [1, 1, 1])
+    with pytest.raises(CorruptPklzError, match=r"all\.pklz: part 1 \(bytes \d+ to \d+\) is truncated or damaged"):
+        read_member(joined.path, joined.lengths[0], joined.lengths[1] - 1, what="part 1")
+    with pytest.raises(CorruptPklzError, match="does not end where the index says"):
+        read_member(joined.path, 0, joined.lengths[0] + 5)
+
+
+def test_concat_checks_recorded_hashes_and_writes_nothing_on_a_mismatch(tmp_path):
+    parts = [dump_pklz(i, tmp_path / f"{i}.pklz") for i in range(3)]
+    good = [hashlib.sha256(part.read_bytes()).hexdigest() for part in parts]
+    assert concat_pklz(parts, tmp_path / "ok.pklz", expected_sha256=[None, good[1], good[2]]).lengths
+    with pytest.raises(MemberMismatchError, match=r"2\.pklz has sha256 [0-9a-f]{64}, but it was recorded as 0+: "
+                                                  "it changed on disk") as error:
+        concat_pklz(parts, tmp_path / "bad.pklz", expected_sha256=[good[0], None, "0" * 64])
+    assert error.value.index == 2 and not (tmp_path / "bad.pklz").exists()
+    assert not list(tmp_path.glob(".bad.pklz*"))
+
+
+def test_read_member_refuses_unsafe_pickles(tmp_path):
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    path = dump_pklz(Evil(), tmp_path / "evil.pklz")
+    with pytest.raises(UnsafePickleError):
+        read_member(path, 0, path.stat().st_size)
 
 
 def test_a_gzip_written_by_the_standard_library_with_two_members_reads(tmp_path):

@@ -218,3 +218,15 @@ def test_two_concurrent_processes_make_the_entry_once(tmp_path):
     assert words.count("fill") == 1 and words.count("done") == 2
     assert words[: words.index("done")].count("begin") == 2  # both were asking while the entry was being made
     assert len(CacheStore(tmp_path / "store").ls()) == 1
+
+
+def test_discard_in_background_hides_at_once_and_deletes_on_a_thread(tmp_path):
+    store = CacheStore(tmp_path / "cache")
+    work = store.work_dir("kind", {"a": 1})
+    for index in range(50):
+        (work / f"shard-{index}.pklz").write_bytes(b"x")
+    thread = store.discard_in_background(work)
+    assert not work.exists()  # out of sight before the call returns
+    thread.join(timeout=30)
+    assert not thread.is_alive() and [path.name for path in (tmp_path / "cache" / "kind").iterdir()] == []
+    assert store.discard_in_background(work) is None

@@ -11,9 +11,12 @@ and byte-compatible gzip) when it is installed, else the standard library.
 from __future__ import annotations
 
 import gzip
-import shutil
+import hashlib
+import io
+import pickle
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,13 +25,15 @@ import dill
 
 from glyphforge._checks import PathLike, check_int
 from glyphforge._files import atomic_path
-from glyphforge.cache.safe_pickle import RestrictedUnpickler
+from glyphforge.cache.safe_pickle import RestrictedUnpickler, UnsafePickleError
 
 _isal_gzip: ModuleType | None
+_zlib: ModuleType
 try:  # isal writes and reads standard gzip, much faster than zlib
     from isal import igzip as _isal_gzip
+    from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover - exercised only where isal is missing
-    _isal_gzip = None
+    _isal_gzip, _zlib = None, zlib
 
 PICKLE_PROTOCOL = 5
 DEFAULT_LEVEL = 1
@@ -36,6 +41,8 @@ DEFAULT_LEVEL = 1
 for a file only 13% larger; isal level 1 ~475 MB/s)."""
 
 _ISAL_MAX_LEVEL = 3
+#: Bytes `concat_pklz` reads and writes at a time (large blocks: few system calls).
+JOIN_BLOCK = 1 << 24
 
 
 class CorruptPklzError(ValueError):
@@ -117,14 +124,104 @@ def load_pklz(path: PathLike, trusted: bool = False) -> Any:
     return objects[0]
 
 
-def concat_pklz(sources: Iterable[PathLike], dest: PathLike) -> Path:
-    """Join ``.pklz`` files into one multi-member file without recompressing.
+@dataclass(frozen=True)
+class Joined:
+    """What :func:`concat_pklz` wrote: the file, its sha256 and each member's byte length."""
 
-    The destination appears atomically, once complete.
+    path: Path
+    sha256: str
+    lengths: tuple[int, ...]
+
+
+class MemberMismatchError(CorruptPklzError):
+    """A file given to :func:`concat_pklz` no longer has the sha256 it was recorded with."""
+
+    def __init__(self, index: int, message: str) -> None:
+        self.index = index
+        super().__init__(message)
+
+
+def concat_pklz(
+    sources: Sequence[PathLike], dest: PathLike, *, expected_sha256: Sequence[str | None] | None = None
+) -> Joined:
+    """Join ``.pklz`` files into one multi-member file without recompressing, hashing as it copies.
+
+    Each source is read once, in blocks of :data:`JOIN_BLOCK` bytes: the same bytes feed
+    the destination's sha256 (so committing it need not read it again) and, where
+    ``expected_sha256`` gives one, the source's own sha256. The destination appears
+    atomically, once complete.
+
+    Raises
+    ------
+    MemberMismatchError
+        A source's sha256 differs from ``expected_sha256`` (its ``index`` says which);
+        the destination is not written.
     """
     dest = Path(dest)
+    whole = hashlib.sha256()
+    lengths = []
+    buffer = bytearray(JOIN_BLOCK)
+    view = memoryview(buffer)
     with atomic_path(dest) as temporary, open(temporary, "wb") as out:
-        for source in sources:
-            with open(source, "rb") as part:
-                shutil.copyfileobj(part, out, length=1 << 22)
-    return dest
+        for index, source in enumerate(sources):
+            expected = None if expected_sha256 is None else expected_sha256[index]
+            own = hashlib.sha256() if expected is not None else None
+            length = 0
+            with open(source, "rb", buffering=0) as part:
+                while count := part.readinto(buffer):
+                    block = view[:count]
+                    whole.update(block)
+                    if own is not None:
+                        own.update(block)
+                    out.write(block)
+                    length += count
+            if own is not None and own.hexdigest() != expected:
+                raise MemberMismatchError(
+                    index, f"{source} has sha256 {own.hexdigest()}, but it was recorded as {expected}: it changed "
+                    "on disk after it was written"
+                )
+            lengths.append(length)
+    return Joined(dest, whole.hexdigest(), tuple(lengths))
+
+
+def read_member(path: PathLike, offset: int, length: int, *, trusted: bool = False, what: str = "member") -> Any:
+    """Decode the one gzip member at ``offset`` (``length`` bytes) of a multi-member ``.pklz`` file.
+
+    The member is read, inflated (isal when installed) and unpickled on its own, without
+    touching the rest of the file; its gzip trailer (CRC-32 and size) is checked.
+
+    Parameters
+    ----------
+    path
+        The file.
+    offset, length
+        Where the member is, in bytes (e.g. from a built dataset's index).
+    trusted
+        False (default): the restricted unpickler (plain data only). True: plain dill.
+    what
+        How errors name the member, e.g. ``"shard 12"``.
+
+    Raises
+    ------
+    CorruptPklzError
+        The member is truncated or damaged; the message names the file and ``what``.
+    """
+    with open(path, "rb") as stream:
+        stream.seek(offset)
+        raw = stream.read(length)
+    try:
+        if len(raw) != length:
+            raise EOFError(f"the file ends {length - len(raw)} bytes early")
+        inflater = _zlib.decompressobj(31)  # 31: a gzip header and trailer
+        data = inflater.decompress(raw)
+        if not inflater.eof or inflater.unused_data:
+            raise EOFError("the member's gzip stream does not end where the index says")
+        unpickler = dill.Unpickler(io.BytesIO(data)) if trusted else RestrictedUnpickler(io.BytesIO(data), str(path))
+        return unpickler.load()
+    except UnsafePickleError:
+        raise
+    except (EOFError, zlib.error, _zlib.error, pickle.UnpicklingError) as error:
+        raise CorruptPklzError(
+            f"{path}: {what} (bytes {offset} to {offset + length}) is truncated or damaged ({error}). "
+            "`glyphforge cache verify` lists such files; remove the entry (`glyphforge cache rm KEY`) and build again"
+        ) from error

@@ -105,6 +105,15 @@ class Entry:
         return iter_pklz(self.file(name), trusted=trusted)
 
 
+def read_entry(path: Path) -> Entry | None:
+    """Return the complete entry in directory ``path`` (its manifest parses), or None."""
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return Entry(path, manifest)
+
+
 @dataclass(frozen=True)
 class CacheProblem:
     """One thing :meth:`CacheStore.verify` found wrong."""
@@ -130,6 +139,9 @@ class Writer:
 
     path: Path
     meta: dict[str, Any] = field(default_factory=dict)
+    known_sha256: dict[str, str] = field(default_factory=dict)
+    """The sha256 of files the caller hashed while writing them (``concat_pklz`` does): committing
+    records these instead of reading the files again."""
 
     def write(self, name: str, obj: Any, level: int | None = None) -> Path:
         """Write ``obj`` as the gzipped pickle ``name`` (see :func:`dump_pklz`)."""
@@ -189,17 +201,7 @@ class CacheStore:
     # -- reading ----------------------------------------------------------
     def get(self, kind: str, params: Mapping[str, Any]) -> Entry | None:
         """Return the complete entry for ``(kind, params)``, or None."""
-        return self._read_entry(self._entry_dir(kind, self.key(kind, params)))
-
-    @staticmethod
-    def _read_entry(path: Path) -> Entry | None:
-        try:
-            manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except (OSError, ValueError):
-            return None
-        return Entry(path, manifest)
+        return read_entry(self._entry_dir(kind, self.key(kind, params)))
 
     # -- writing ----------------------------------------------------------
     @contextmanager
@@ -246,7 +248,8 @@ class CacheStore:
         for path in sorted(writer.path.iterdir()):
             if path.name.startswith(".") or not path.is_file():
                 continue
-            files[path.name] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+            known = writer.known_sha256.get(path.name)
+            files[path.name] = {"size": path.stat().st_size, "sha256": known or sha256_file(path)}
         manifest = {
             "kind": kind,
             "key": key,
@@ -275,6 +278,22 @@ class CacheStore:
         """Move ``path`` out of sight atomically, then delete it."""
         shutil.rmtree(self._hide(path), ignore_errors=True)
 
+    def discard_in_background(self, path: Path) -> threading.Thread | None:
+        """Move ``path`` (a directory in the store) out of sight at once; delete it on a background thread.
+
+        For directories of many files (a build's 20,000 finished shards take seconds to
+        unlink) whose deletion nobody needs to wait for. The thread is not a daemon: the
+        interpreter finishes it before exiting; a process killed before that leaves a
+        trash directory that `gc` removes. Returns the thread (None when ``path`` is gone).
+        """
+        if not path.exists():
+            return None
+        trash = self._hide(path)
+        thread = threading.Thread(target=shutil.rmtree, args=(trash,), kwargs={"ignore_errors": True},
+                                  name=f"glyphforge-discard-{path.name}")
+        thread.start()
+        return thread
+
     def _remove_stale_staging(self, kind: str, key: str) -> None:
         for leftover in (self.root / kind).glob(f"{_STAGING_PREFIX}{key}-*"):
             shutil.rmtree(leftover, ignore_errors=True)
@@ -293,7 +312,7 @@ class CacheStore:
 
     def ls(self) -> list[Entry]:
         """Return every complete entry, by kind then creation time."""
-        entries = [entry for path in self._entry_dirs() if (entry := self._read_entry(path))]
+        entries = [entry for path in self._entry_dirs() if (entry := read_entry(path))]
         return sorted(entries, key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
 
     def find(self, key: str) -> Entry:
@@ -318,7 +337,7 @@ class CacheStore:
         """Re-hash every data file against its manifest; return what is wrong (empty: all good)."""
         problems = []
         for path in self._entry_dirs():
-            entry = self._read_entry(path)
+            entry = read_entry(path)
             if entry is None:
                 problems.append(CacheProblem(path, "manifest.json is missing or unreadable"))
                 continue
@@ -340,7 +359,7 @@ class CacheStore:
                 elif path.name.startswith(_STAGING_PREFIX) and self._try_remove_staging(kind_dir.name, path):
                     removed.append(path)
         for path in list(self._entry_dirs()):
-            entry = self._read_entry(path)
+            entry = read_entry(path)
             if entry is None or _check_entry_files(entry, rehash=False):
                 self._discard(path)
                 removed.append(path)
