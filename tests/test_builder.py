@@ -72,7 +72,10 @@ def test_local_build_concatenates_shards_in_order_and_caches(tmp_path, capsys):
     assert dataset.entry.meta["layout"]["images"] == {"dtype": "|u1", "shape": [6, 5]}
     # the entry's single data file holds one gzip member per shard, in order
     assert [int(shard["shard"][0]) for shard in iter_pklz(dataset.path / ARRAYS_FILE)] == list(range(7))
-    assert sum(dataset.entry.meta["shard_bytes"]) == (dataset.path / ARRAYS_FILE).stat().st_size
+    index = dataset.entry.meta["index"]  # each shard's gzip member: where it is and which rows it holds
+    assert index["start"] == [0, 8, 16, 24, 32, 40, 48] and index["stop"] == [8, 16, 24, 32, 40, 48, 50]
+    assert index["offset"] == [sum(index["length"][:i]) for i in range(7)]
+    assert sum(index["length"]) == (dataset.path / ARRAYS_FILE).stat().st_size
     # the shards' work dir is gone once the entry is committed
     assert sorted(path.name for path in dataset.path.parent.iterdir() if not path.name.startswith(".")) == [
         dataset.key
@@ -242,7 +245,7 @@ def test_take_reads_only_the_requested_examples_in_order(tmp_path):
     loaded = build(spec, data_dir=tmp_path, progress=False)
     _ = loaded.arrays  # load every array: take() then indexes the loaded arrays
     _assert_same_arrays(loaded.take([7, 1]), {name: array[[7, 1]] for name, array in expected.items()})
-    with pytest.raises(IndexError, match=r"example indices must be in 0\.\.10, got \[11\]"):
+    with pytest.raises(IndexError, match=r"example indices must be in -11\.\.10, got \[11\]"):
         loaded.take([11])
 
 
@@ -365,3 +368,27 @@ def test_a_corrupted_finished_shard_is_made_again(tmp_path):
     dataset = build(fixed, data_dir=tmp_path, progress=False)
     assert made_shards(tmp_path / "made") == [1, 2]
     _assert_same_arrays(dataset.arrays, _expected_arrays(replace(fixed, touch_dir=None)))
+
+
+def test_resume_trusts_size_and_mtime_then_the_join_catches_a_silently_changed_shard(tmp_path):
+    spec = NoiseSpec(n_examples=12, shard_size=4, fail_shard=2)
+    with pytest.raises(ShardError):
+        build(spec, data_dir=tmp_path, progress=False)
+    (tmp_path / "made").mkdir()
+    fixed = replace(spec, fail_shard=None, touch_dir=str(tmp_path / "made"))
+    work_dir = _work_dir(spec, tmp_path)
+    work_dir.rename(_work_dir(fixed, tmp_path))
+    work_dir = _work_dir(fixed, tmp_path)
+    # bit rot: shard 1 changes but keeps its size and modification time, so resuming reuses it ...
+    path = shard_path(work_dir, 1)
+    before = path.stat()
+    damaged = bytearray(path.read_bytes())
+    damaged[30] ^= 0xFF
+    path.write_bytes(bytes(damaged))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert sorted(completed_shards(work_dir, 3)) == [0, 1]
+    # ... and joining the shards checks its sha256: it is made again, not cached damaged
+    dataset = build(fixed, data_dir=tmp_path, progress=False)
+    assert made_shards(tmp_path / "made") == [1, 2]
+    _assert_same_arrays(dataset.arrays, _expected_arrays(replace(fixed, touch_dir=None)))
+    assert CacheStore.for_data_dir(tmp_path).verify() == []

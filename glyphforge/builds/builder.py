@@ -29,7 +29,6 @@ recompression (see `glyphforge.builds.dataset`).
 from __future__ import annotations
 
 import logging
-import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -42,16 +41,19 @@ from glyphforge import config
 from glyphforge._checks import PathLike, check_int
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
+from glyphforge.builds.index import ShardIndex
 from glyphforge.builds.shards import (
     ShardRecord,
     ShardTask,
     completed_shards,
     count_shards,
+    forget_shard,
     remove_partial_files,
     shard_bounds,
     shard_path,
 )
 from glyphforge.cache import CacheStore, Writer, concat_pklz
+from glyphforge.cache.pklz import MemberMismatchError
 from glyphforge.session import Session, TaskFailure, open_session
 
 log = logging.getLogger(__name__)
@@ -169,8 +171,8 @@ def build(
                       dict(session_options or {}), progress)
 
     entry = store.get_or_create(spec.kind, params, fill)
-    for work_dir in work_dirs:
-        shutil.rmtree(work_dir, ignore_errors=True)
+    for work_dir in work_dirs:  # its shards are in the entry now: delete them without waiting
+        store.discard_in_background(work_dir)
     return BuiltDataset(entry)
 
 
@@ -178,50 +180,76 @@ def _build_shards(
     spec: Spec, key: str, work_dir: Path, data_dir: Path, writer: Writer, session: Session | str | None,
     session_options: dict[str, Any], progress: bool,
 ) -> None:
-    """Make the missing shards, then concatenate all of them into ``writer``'s entry."""
+    """Make the missing shards, then concatenate all of them into ``writer``'s entry.
+
+    Reused shards (finished by an earlier, interrupted build) are checked against their
+    recorded sha256 while they are joined; one that changed on disk is made again.
+    """
     started = time.perf_counter()
     n_shards = count_shards(spec.n_examples, spec.shard_size)
     remove_partial_files(work_dir)
     records = completed_shards(work_dir, n_shards)
-    reused = len(records)
+    reused = set(records)
     examples_reused = sum(record["n"] for record in records.values())
-    missing = [index for index in range(n_shards) if index not in records]
+    task = ShardTask(spec, str(work_dir), str(data_dir))
     workers = 0
-    if missing:
-        owned = not isinstance(session, Session)
-        active = session if isinstance(session, Session) else open_session(session or "local", **session_options)
+    while True:
+        missing = [index for index in range(n_shards) if index not in records]
+        if missing:
+            workers = _make_shards(task, missing, records, session, session_options, progress)
         try:
-            _run_shards(ShardTask(spec, str(work_dir), str(data_dir)), missing, records, active, progress)
-            workers = active.n_workers
-        except TaskFailure as failure:
-            shard = missing[failure.index]
-            start, stop = shard_bounds(shard, spec.n_examples, spec.shard_size)
-            raise ShardError(
-                shard,
-                f"shard {shard} of {spec.kind!r} (examples {start} to {stop - 1}) failed: {failure.reason}\n"
-                f"The {len(records)} finished shards are kept; run the build again to resume.",
-            ) from failure
-        finally:
-            if owned:
-                active.close()
-    layout = _common_layout(records, spec.kind)
-    concat_pklz([shard_path(work_dir, index) for index in range(n_shards)], writer.path / ARRAYS_FILE)
+            joined = concat_pklz(
+                [shard_path(work_dir, index) for index in range(n_shards)], writer.path / ARRAYS_FILE,
+                expected_sha256=[records[index]["sha256"] if index in reused else None for index in range(n_shards)],
+            )
+            break
+        except MemberMismatchError as changed:  # bit rot under an unchanged size and mtime: make it again
+            log.warning("shard %d of %s changed on disk since it was made; making it again", changed.index, spec.kind)
+            forget_shard(work_dir, changed.index)
+            reused.discard(changed.index)
+            examples_reused -= records.pop(changed.index)["n"]
+    writer.known_sha256[ARRAYS_FILE] = joined.sha256
+    index = ShardIndex.from_lengths(joined.lengths, [records[shard]["n"] for shard in range(n_shards)])
     writer.meta.update(
         n_examples=int(spec.n_examples),
         n_shards=n_shards,
-        layout=layout,
-        shard_bytes=[records[index]["size"] for index in range(n_shards)],
+        layout=_common_layout(records, spec.kind),
+        index=index.to_meta(),
         metadata=records[0].get("metadata", {}),
     )
     seconds = time.perf_counter() - started
     summary = (
-        f"built {spec.kind} {key[:12]}: {n_shards} shards ({n_shards - reused} made, {reused} reused), "
+        f"built {spec.kind} {key[:12]}: {n_shards} shards ({n_shards - len(reused)} made, {len(reused)} reused), "
         f"{spec.n_examples} examples in {seconds:.1f} s on {workers} workers "
         f"({(spec.n_examples - examples_reused) / seconds:,.0f} examples/s made)"
     )
     log.info(summary)
     if progress:
         print(summary, file=sys.stderr)
+
+
+def _make_shards(
+    task: ShardTask, missing: list[int], records: dict[int, ShardRecord], session: Session | str | None,
+    session_options: dict[str, Any], progress: bool,
+) -> int:
+    """Make the ``missing`` shards through ``session`` (opened here from a string); return its worker count."""
+    spec = task.spec
+    owned = not isinstance(session, Session)
+    active = session if isinstance(session, Session) else open_session(session or "local", **session_options)
+    try:
+        _run_shards(task, missing, records, active, progress)
+        return active.n_workers
+    except TaskFailure as failure:
+        shard = missing[failure.index]
+        start, stop = shard_bounds(shard, spec.n_examples, spec.shard_size)
+        raise ShardError(
+            shard,
+            f"shard {shard} of {spec.kind!r} (examples {start} to {stop - 1}) failed: {failure.reason}\n"
+            f"The {len(records)} finished shards are kept; run the build again to resume.",
+        ) from failure
+    finally:
+        if owned:
+            active.close()
 
 
 def _run_shards(
