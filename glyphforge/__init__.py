@@ -42,6 +42,8 @@ _EXPORTS: dict[str, str] = {
     "open_session": "glyphforge.session",
     "build": "glyphforge.builds.builder",
     "BuiltDataset": "glyphforge.builds.dataset",
+    "DatasetTooLargeError": "glyphforge.builds.dataset",
+    "ShardStream": "glyphforge.builds.stream",
     "ShardError": "glyphforge.builds.builder",
     "ScatteredGlyphs": "glyphforge.builds.scenes",
     "preview": "glyphforge.visualize",

@@ -249,6 +249,18 @@ def _preview(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from glyphforge.builds.dataset import find_built
+
+    dataset = find_built(args.target, data_dir=args.data_dir)
+    started = time.perf_counter()
+    path = dataset.export(args.directory, format=args.format, overwrite=args.overwrite)
+    seconds = time.perf_counter() - started
+    print(f"exported {dataset.entry.kind} {dataset.key[:12]} ({len(dataset)} examples, "
+          f"{human_size(dataset.nbytes)}) to {path} in {seconds:.1f} s")
+    return 0
+
+
 def _fraction_range(text: str) -> tuple[float, float]:
     """Parse ``'0,0.8'`` into ``(0.0, 0.8)`` (argparse type)."""
     try:
@@ -386,6 +398,13 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     preview.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG file to write")
     preview.add_argument("-n", type=int, default=16, help="number of examples")
     preview.add_argument("--seed", type=int, default=0, help="which examples to pick")
+
+    export = command("export", "write a built dataset's arrays as .npy files (+ metadata.json) for memory-mapping",
+                     "glyphforge export scenes ./scenes-npy", _export)
+    export.add_argument("target", help="the kind of a built dataset (its newest build) or a cache key (prefix)")
+    export.add_argument("directory", type=Path, help="where to write <array>.npy and metadata.json")
+    export.add_argument("--format", choices=["npy"], default="npy", help="file format (default: npy)")
+    export.add_argument("--overwrite", action="store_true", help="replace what the directory holds")
 
     build = commands.add_parser("build", help="build a derived dataset in parallel",
                                 epilog="example:\n  glyphforge build scenes --glyphs font --n-examples 2000",

@@ -1,46 +1,96 @@
-"""`BuiltDataset`: the reader of a built dataset in the cache.
+"""`BuiltDataset`: the reader of a built dataset, at any size, with bounded memory.
 
 An entry made by `glyphforge.build` holds one file, ``arrays.pklz``: the shard files
-joined without recompression, so a multi-member gzip file whose member ``i`` is the
-pickle of shard ``i``'s dict of arrays (see `glyphforge.builds.builder`). The
+joined without recompression, so a plain multi-member gzip file (stdlib ``gzip``
+reads it whole) whose member ``i`` is the pickle of shard ``i``'s dict of arrays. The
 manifest's ``meta`` records ``n_examples``, ``n_shards``, ``layout`` (each array's
-dtype and per-example shape), ``shard_bytes`` and ``metadata`` (what the spec's
-optional ``metadata()`` returned, e.g. the scenes' ``class_names``).
+dtype and per-example shape), ``metadata`` (what the spec's optional ``metadata()``
+returned, e.g. the scenes' ``class_names``) and ``index``: each shard's byte offset,
+byte length and row range (see `glyphforge.builds.index`), so a reader seeks to one
+member and decodes only it.
+
+Reading:
+
+* ``len(ds)``, ``ds[i]``, ``ds[a:b]``, ``ds.take(indices)``: decode only the shards
+  holding the rows; the last ``cache_shards`` decoded shards are kept (an LRU), so
+  neighbouring reads are cheap.
+* ``ds.stream(...)``: batches for training, a few decoded shards in memory
+  (`glyphforge.builds.stream`).
+* ``ds.export(dir)``: ``.npy`` files for ``numpy.load(mmap_mode="r")``
+  (`glyphforge.builds.export`).
+* ``ds.arrays``: everything at once, refused beyond ``arrays_limit`` bytes.
+
+A `BuiltDataset` pickles as a handle (its entry's path and key), never its arrays, so
+DataLoader workers and Dask tasks receive a few hundred bytes.
 """
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from glyphforge._checks import PathLike, check_int
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import batches
-from glyphforge.cache import Entry
+from glyphforge.builds.index import ShardIndex
+from glyphforge.cache import CacheStore, Entry
+from glyphforge.cache.pklz import read_member
+from glyphforge.cache.store import read_entry
+
+if TYPE_CHECKING:
+    from glyphforge.builds.stream import ShardStream
 
 ARRAYS_FILE = "arrays.pklz"
+#: The part of the available memory ``ds.arrays`` may fill by default.
+ARRAYS_MEMORY_FRACTION = 0.5
+DEFAULT_CACHE_SHARDS = 4
+
+Shard = dict[str, np.ndarray]
+
+
+class DatasetTooLargeError(MemoryError):
+    """``ds.arrays`` would decode more bytes than ``ds.arrays_limit`` allows."""
 
 
 class BuiltDataset:
-    """A built dataset in the cache: its arrays, concatenated over all shards.
+    """A built dataset in the cache, read shard by shard (see the module docstring).
 
-    ``ds["images"]`` is one array, ``ds.arrays`` all of them (loaded once, lazily),
-    ``len(ds)`` the number of examples; ``ds.key`` and ``ds.path`` locate the entry;
-    ``ds.metadata`` is what the spec's optional ``metadata()`` returned (for scenes:
-    ``class_names``); ``ds.entry.meta`` is the whole manifest record.
+    ``ds.key`` and ``ds.path`` locate the entry; ``ds.metadata`` is what the spec's
+    optional ``metadata()`` returned (for scenes: ``class_names``); ``ds.layout`` each
+    array's dtype and per-example shape; ``ds.entry.meta`` the whole manifest record.
 
-    It is map-style, like the EMNIST and Omniglot datasets: ``ds[i]`` (an int,
-    slice or index array) is ``(image, target)`` with ``image = ds.images[i]`` and
-    ``target`` a dict of the other arrays' rows ``i``; ``ds.batches(...)`` yields
-    ``(images, targets)`` the same way. ``images`` is the ``"images"`` array, or
-    the first array when the spec makes none of that name.
+    It is map-style, like the EMNIST and Omniglot datasets: ``ds[i]`` is ``(image,
+    targets)`` with ``targets`` a dict of the other arrays' rows ``i`` (a slice or an
+    index array gives stacked rows); ``ds["images"]`` is one whole array. ``images``
+    is the ``"images"`` array, or the first array when the spec makes none of that name.
+
+    Parameters
+    ----------
+    entry
+        The cache entry of a build.
+    cache_shards
+        How many decoded shards to keep for the next reads (0: none).
+    arrays_limit
+        The most bytes ``ds.arrays`` (and ``ds["name"]``, ``ds.images``, ``ds.batches``)
+        may decode; None: half the memory available when asked.
     """
 
-    def __init__(self, entry: Entry) -> None:
+    def __init__(self, entry: Entry, *, cache_shards: int = DEFAULT_CACHE_SHARDS,
+                 arrays_limit: int | None = None) -> None:
         self.entry = entry
+        self.cache_shards = check_int("cache_shards", cache_shards, 0)
+        self.arrays_limit = None if arrays_limit is None else check_int("arrays_limit", arrays_limit, 0)
         self._arrays: dict[str, np.ndarray] | None = None
+        self._index: ShardIndex | None = None
+        self._decoded: OrderedDict[int, Shard] = OrderedDict()
+        self._lock = threading.Lock()
 
+    # -- what it is -------------------------------------------------------------
     @property
     def key(self) -> str:
         """The cache key of the entry."""
@@ -67,99 +117,241 @@ class BuiltDataset:
         """Each array's ``{"dtype": numpy descr, "shape": per-example shape}``, by name."""
         return dict(self.entry.meta["layout"])
 
+    @property
+    def index(self) -> ShardIndex:
+        """Where each shard is in ``arrays.pklz`` and which rows it holds (checked against the file)."""
+        if self._index is None:
+            where = str(self.path / ARRAYS_FILE)
+            index = ShardIndex.from_meta(self.entry.meta, self.entry.params, where)
+            index.check(len(self), where)
+            self._index = index
+        return self._index
+
     def __len__(self) -> int:
         return int(self.entry.meta["n_examples"])
-
-    @property
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The concatenated arrays, read from the entry on first use."""
-        if self._arrays is None:
-            self._arrays = _load_arrays(self.entry)
-        return self._arrays
-
-    def take(self, indices: Any) -> dict[str, np.ndarray]:
-        """Return examples ``indices`` of every array, in that order, reading one shard at a time.
-
-        Unlike ``ds.arrays`` this never holds the whole dataset in memory (a preview
-        of 16 scenes out of millions reads only what it needs).
-        """
-        wanted = np.asarray(indices, dtype=np.int64).reshape(-1)
-        if wanted.size and (wanted.min() < 0 or wanted.max() >= len(self)):
-            raise IndexError(f"example indices must be in 0..{len(self) - 1}, got {indices!r}")
-        if self._arrays is not None:
-            return {name: array[wanted] for name, array in self._arrays.items()}
-        rows, order = np.unique(wanted, return_inverse=True)
-        return {name: array[order] for name, array in _load_arrays(self.entry, rows).items()}
-
-    @property
-    def _image_name(self) -> str:
-        layout = self.entry.meta["layout"]
-        return "images" if "images" in layout else next(iter(layout))
-
-    @property
-    def images(self) -> np.ndarray:
-        """The ``"images"`` array (or the first array when there is none of that name)."""
-        return self.arrays[self._image_name]
-
-    @property
-    def labels(self) -> dict[str, np.ndarray] | None:
-        """Every array but :attr:`images`, by name (None when there is no other array)."""
-        targets = {name: array for name, array in self.arrays.items() if name != self._image_name}
-        return targets or None
-
-    def __getitem__(self, index: Any) -> Any:
-        """``ds[name]``: one whole array; ``ds[i]``: the example ``(image, target dict)``."""
-        if isinstance(index, str):
-            if index not in self.entry.meta["layout"]:
-                names = ", ".join(self.entry.meta["layout"])
-                raise KeyError(f"{self.entry.kind} has no array {index!r}; it has {names}")
-            return self.arrays[index]
-        targets = self.labels
-        return self.images[index], None if targets is None else {name: array[index] for name, array in targets.items()}
-
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        return (self[i] for i in range(len(self)))
-
-    def batches(self, *, batch_size: int, **options: Any) -> Iterator[tuple[Any, Any]]:
-        """Yield ``(images, targets dict)`` batches: :func:`glyphforge.batches` of :attr:`images` and :attr:`labels`."""
-        return batches(self.images, self.labels, batch_size=batch_size, **options)
 
     def __repr__(self) -> str:
         arrays = list(self.entry.meta["layout"])
         return f"<BuiltDataset {self.entry.kind} {self.key[:12]}: {len(self)} examples, arrays {arrays}>"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as a handle: the entry's path and key, never the arrays."""
+        return _reopen, (str(self.path), self.key, self.cache_shards, self.arrays_limit)
 
-def _load_arrays(entry: Entry, rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Fill preallocated arrays shard by shard (peak memory: the result plus one shard).
+    # -- random access ----------------------------------------------------------
+    def shard(self, number: int) -> Shard:
+        """Return shard ``number``'s arrays, decoded from its gzip member (or from the LRU of decoded shards)."""
+        with self._lock:
+            if number in self._decoded:
+                self._decoded.move_to_end(number)
+                return self._decoded[number]
+        arrays = self._decode(number)
+        if self.cache_shards:
+            with self._lock:
+                self._decoded[number] = arrays
+                while len(self._decoded) > self.cache_shards:
+                    self._decoded.popitem(last=False)
+        return arrays
 
-    ``rows``, sorted unique example indices, keeps only those examples; None keeps all.
-    """
-    n_examples, layout = entry.meta["n_examples"], entry.meta["layout"]
-    count = n_examples if rows is None else len(rows)
-    arrays = {
-        name: np.empty((count, *info["shape"]), dtype=np.lib.format.descr_to_dtype(_descr(info["dtype"])))
-        for name, info in layout.items()
-    }
-    start = 0
-    source: slice | np.ndarray
-    for shard in entry.iter(ARRAYS_FILE):
-        stop = start + len(next(iter(shard.values())))
-        if rows is None:
-            target, source = slice(start, stop), slice(None)
+    def _decode(self, number: int) -> Shard:
+        """Decode shard ``number`` from its gzip member, checking it holds what the index says."""
+        index = self.index
+        if not 0 <= number < len(index):
+            raise IndexError(f"shard {number} is out of range: {self.entry.kind} {self.key[:12]} has {len(index)}")
+        arrays: Shard = read_member(self.path / ARRAYS_FILE, int(index.offset[number]), int(index.length[number]),
+                                    what=f"shard {number}")
+        rows = int(index.rows[number])
+        if sorted(arrays) != sorted(self.layout) or any(len(array) != rows for array in arrays.values()):
+            raise ValueError(f"{self.path / ARRAYS_FILE}: shard {number} does not hold the {rows} rows of arrays "
+                             f"{sorted(self.layout)} its index promises; remove the entry and build it again")
+        return arrays
+
+    def take(self, indices: Any) -> dict[str, np.ndarray]:
+        """Return rows ``indices`` (ints, negative from the end) of every array, in that order.
+
+        Only the shards holding those rows are decoded, one at a time.
+        """
+        wanted = self._rows(indices)
+        if self._arrays is not None:
+            return {name: array[wanted] for name, array in self._arrays.items()}
+        out = self._empty(len(wanted))
+        index = self.index
+        shards = index.shard_of(wanted)
+        for number in np.unique(shards):
+            where = np.flatnonzero(shards == number)
+            rows = wanted[where] - index.start[number]
+            for name, array in self.shard(int(number)).items():
+                out[name][where] = array[rows]
+        return out
+
+    def __getitem__(self, index: Any) -> Any:
+        """``ds[name]``: one whole array; ``ds[i]``, ``ds[a:b]``, ``ds[index array]``: ``(images, targets dict)``."""
+        if isinstance(index, str):
+            if index not in self.entry.meta["layout"]:
+                names = ", ".join(self.entry.meta["layout"])
+                raise KeyError(f"{self.entry.kind} has no array {index!r}; it has {names}")
+            return self.arrays[index]
+        if isinstance(index, slice):
+            rows = self.take(np.arange(len(self))[index])
+        elif isinstance(index, (int, np.integer)):
+            rows = {name: array[0] for name, array in self.take([index]).items()}
         else:
-            first, last = np.searchsorted(rows, [start, stop])
-            target, source = slice(first, last), rows[first:last] - start
-        for name, array in arrays.items():
-            array[target] = shard[name][source]
-        start = stop
-    if start != n_examples:
-        raise ValueError(f"{entry.path / ARRAYS_FILE} holds {start} examples, its manifest says "
-                         f"{n_examples}; remove the entry (glyphforge cache rm {entry.key[:12]}) and build again")
-    return arrays
+            rows = self.take(index)
+        image = rows.pop(self.image_name)
+        return image, rows or None
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        for number in range(len(self.index)):
+            arrays = dict(self.shard(number))
+            images = arrays.pop(self.image_name)
+            for row in range(len(images)):
+                yield images[row], {name: array[row] for name, array in arrays.items()} or None
+
+    # -- everything at once -------------------------------------------------------
+    def dtype(self, name: str) -> np.dtype[Any]:
+        """The dtype of array ``name``."""
+        return _dtype(self.layout[name]["dtype"])
+
+    @property
+    def nbytes(self) -> int:
+        """The decoded size of all arrays, in bytes."""
+        return len(self) * sum(
+            _dtype(info["dtype"]).itemsize * int(np.prod(info["shape"], dtype=np.int64))
+            for info in self.layout.values()
+        )
+
+    @property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """All arrays, decoded once and kept (refused beyond ``arrays_limit``, see the class docstring)."""
+        if self._arrays is None:
+            limit = default_arrays_limit() if self.arrays_limit is None else self.arrays_limit
+            if self.nbytes > limit:
+                raise DatasetTooLargeError(
+                    f"{self.entry.kind} {self.key[:12]} decodes to {self.nbytes / 1e9:.2f} GB, more than the "
+                    f"{limit / 1e9:.2f} GB ds.arrays may fill (arrays_limit; default half the available memory). "
+                    "Read what you need with ds.take(indices) or ds[i], train from ds.stream(batch_size), or "
+                    "write .npy files for memory-mapping with ds.export(dir); or raise ds.arrays_limit"
+                )
+            out = self._empty(len(self))
+            index = self.index
+            for number in range(len(index)):
+                rows = slice(int(index.start[number]), int(index.stop[number]))
+                with self._lock:
+                    cached = self._decoded.get(number)
+                for name, array in (self._decode(number) if cached is None else cached).items():
+                    out[name][rows] = array
+            self._arrays = out
+        return self._arrays
+
+    @property
+    def image_name(self) -> str:
+        """The array ``ds[i]`` and batches give first: ``"images"``, else the first array."""
+        layout = self.entry.meta["layout"]
+        return "images" if "images" in layout else next(iter(layout))
+
+    def reopened(self, **options: Any) -> BuiltDataset:
+        """A new reader of the same entry (its own LRU), with ``cache_shards`` or ``arrays_limit`` changed."""
+        settings = {"cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit, **options}
+        return BuiltDataset(self.entry, **settings)
+
+    @property
+    def images(self) -> np.ndarray:
+        """The ``"images"`` array (or the first array when there is none of that name)."""
+        return self.arrays[self.image_name]
+
+    @property
+    def labels(self) -> dict[str, np.ndarray] | None:
+        """Every array but :attr:`images`, by name (None when there is no other array)."""
+        targets = {name: array for name, array in self.arrays.items() if name != self.image_name}
+        return targets or None
+
+    def batches(self, *, batch_size: int, **options: Any) -> Iterator[tuple[Any, Any]]:
+        """Yield ``(images, targets dict)`` batches of ``ds.arrays`` (:func:`glyphforge.batches`).
+
+        For datasets larger than memory use :meth:`stream`.
+        """
+        return batches(self.images, self.labels, batch_size=batch_size, **options)
+
+    # -- streaming and export -------------------------------------------------------
+    def stream(self, batch_size: int, **options: Any) -> ShardStream:
+        """Return a re-iterable stream of ``(images, targets)`` batches (see `glyphforge.builds.stream`)."""
+        from glyphforge.builds.stream import open_stream
+
+        return open_stream(self, batch_size, **options)
+
+    def export(self, directory: PathLike, format: str = "npy", *, overwrite: bool = False) -> Path:
+        """Write every array as ``<directory>/<name>.npy`` plus ``metadata.json`` (see `glyphforge.builds.export`)."""
+        from glyphforge.builds.export import export
+
+        return export(self, directory, format=format, overwrite=overwrite)
+
+    # -- helpers ------------------------------------------------------------------------
+    def _rows(self, indices: Any) -> np.ndarray:
+        wanted = np.asarray(indices)
+        if wanted.dtype == bool or (wanted.size and not np.issubdtype(wanted.dtype, np.integer)):
+            raise TypeError(f"example indices must be integers, got {wanted.dtype} {indices!r:.60}")
+        wanted = wanted.astype(np.int64).reshape(-1)
+        n = len(self)
+        if wanted.size and (wanted.min() < -n or wanted.max() >= n):
+            raise IndexError(f"example indices must be in -{n}..{n - 1}, got {indices!r:.80}")
+        return np.where(wanted < 0, wanted + n, wanted)
+
+    def _empty(self, count: int) -> dict[str, np.ndarray]:
+        return {name: np.empty((count, *info["shape"]), _dtype(info["dtype"])) for name, info in self.layout.items()}
 
 
-def _descr(dtype: Any) -> Any:
-    """JSON turned a structured dtype's tuples into lists; make them tuples again."""
-    if isinstance(dtype, list):
-        return [tuple(_descr(part) for part in field) for field in dtype]
-    return dtype
+def default_arrays_limit() -> int:
+    """Half the memory available now (``MemAvailable``; the physical memory where that is unknown)."""
+    available = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    if available is None:
+        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return int(available * ARRAYS_MEMORY_FRACTION)
+
+
+def find_built(target: str, data_dir: PathLike | None = None) -> BuiltDataset:
+    """Return the built dataset ``target``: a kind such as ``"scenes"`` (its newest entry) or a cache key (prefix).
+
+    Raises
+    ------
+    LookupError
+        Nothing built matches; the message lists what is built.
+    """
+    store = CacheStore.for_data_dir(data_dir)
+    built = [entry for entry in store.ls() if "layout" in entry.meta and "n_examples" in entry.meta]
+    of_kind = [entry for entry in built if entry.kind == target]
+    if of_kind:
+        return BuiltDataset(of_kind[-1])  # `ls` sorts by creation time within a kind: the newest
+    try:
+        entry = store.find(target)
+    except KeyError as error:
+        kinds = ", ".join(sorted({entry.kind for entry in built})) or "none built yet"
+        raise LookupError(f"no built dataset {target!r}: {error.args[0]}. Give a built kind ({kinds}) or a cache "
+                          "key (prefix)") from None
+    if entry not in built:
+        raise LookupError(f"{entry.kind} {entry.key[:12]} is not a built dataset (it has no shard layout)")
+    return BuiltDataset(entry)
+
+
+def _reopen(path: str, key: str, cache_shards: int, arrays_limit: int | None) -> BuiltDataset:
+    """Open the built dataset at ``path`` again (unpickling), checking it is still entry ``key``."""
+    entry = read_entry(Path(path))
+    if entry is None or entry.key != key:
+        raise FileNotFoundError(f"the built dataset {key[:12]} is no longer at {path}: was it removed from the "
+                                "cache? Build it again, or unpickle where that data dir is mounted")
+    return BuiltDataset(entry, cache_shards=cache_shards, arrays_limit=arrays_limit)
+
+
+def _dtype(descr: Any) -> np.dtype[Any]:
+    """The dtype of a layout's descr (JSON turned a structured dtype's tuples into lists: undo that)."""
+    def tuples(part: Any) -> Any:
+        return [tuple(tuples(item) for item in field) for field in part] if isinstance(part, list) else part
+
+    return np.lib.format.descr_to_dtype(tuples(descr))

@@ -80,3 +80,24 @@ def assert_shard_6_fails_with_its_traceback(session: Any, data_dir: Path) -> Non
     assert "ValueError: shard 6 refuses to be made\n" in message
     assert "run the build again to resume" in message
     assert CacheStore.for_data_dir(data_dir).get(spec.kind, cache_params(spec)) is None
+
+
+@dataclass
+class RowSpec:
+    """Rows that name themselves: ``row`` is each example's global index, ``images`` derived from it.
+
+    For tests of readers: any access path's result says exactly which rows it holds.
+    """
+
+    n_examples: int = 1030
+    shard_size: int = 100
+    seed: int = 0
+    kind: str = "test-rows"
+
+    def params(self) -> dict[str, Any]:
+        return {"version": 1}
+
+    def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        rows = index * self.shard_size + np.arange(n, dtype=np.int64)
+        images = (rows[:, None, None] * np.arange(1, 13, dtype=np.int64).reshape(1, 3, 4)) % 251
+        return {"images": images.astype(np.uint8), "row": rows, "name": np.array([f"r{r}" for r in rows], "<U5")}

@@ -1,0 +1,207 @@
+"""Streaming a built dataset: coverage across ranks and workers, even batch counts, determinism, memory, torch."""
+from __future__ import annotations
+
+import collections
+import importlib.util
+import pickle
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from glyphforge.builds import build
+
+from support.specs import RowSpec
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("streams")
+
+
+@pytest.fixture(scope="module")
+def rows_1030(data_dir):
+    """1,030 rows in 11 shards of 100 (the last of 30)."""
+    return build(RowSpec(), data_dir=data_dir, progress=False)
+
+
+@pytest.fixture(scope="module")
+def rows_97(data_dir):
+    """97 rows in 14 shards of 7 (the last of 6): an odd shard count."""
+    return build(RowSpec(n_examples=97, shard_size=7), data_dir=data_dir, progress=False)
+
+
+def rows_of(stream) -> list[np.ndarray]:
+    """The ``row`` targets of each batch one iteration yields."""
+    return [targets["row"] for _, targets in stream]
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3])
+@pytest.mark.parametrize("num_workers", [1, 2, 4])
+@pytest.mark.parametrize("dataset", ["rows_1030", "rows_97"])
+def test_every_row_once_per_epoch_across_ranks_and_workers_with_equal_batches_per_rank(
+    request, dataset, world_size, num_workers
+):
+    ds = request.getfixturevalue(dataset)
+    n = len(ds)
+    per_rank = -(-n // world_size)
+    batches_per_rank, seen = [], collections.Counter()
+    for rank in range(world_size):
+        rank_batches = 0
+        for worker in range(num_workers):
+            stream = ds.stream(16, seed=3, rank=rank, world_size=world_size, worker=worker, num_workers=num_workers)
+            batches = rows_of(stream)
+            assert len(batches) == len(stream)
+            assert all(len(batch) == 16 for batch in batches[:-1])
+            rank_batches += len(batches)
+            seen.update(np.concatenate(batches).tolist() if batches else [])
+        batches_per_rank.append(rank_batches)
+        assert rank_batches == ds.stream(16, rank=rank, world_size=world_size).batches_per_rank
+    assert len(set(batches_per_rank)) == 1 and batches_per_rank[0] == -(-per_rank // 16)
+    assert set(seen) == set(range(n))  # every row ...
+    assert sum(seen.values()) == per_rank * world_size  # ... once, plus the repeats that even out the ranks
+    assert sum(count - 1 for count in seen.values()) == per_rank * world_size - n < world_size
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_even_ranks_drop_yields_each_row_at_most_once(rows_1030, world_size):
+    seen = collections.Counter()
+    lengths = []
+    for rank in range(world_size):
+        stream = rows_1030.stream(50, rank=rank, world_size=world_size, even_ranks="drop", drop_last=True)
+        batches = rows_of(stream)
+        lengths.append(len(batches))
+        assert all(len(batch) == 50 for batch in batches) and len(batches) == len(stream)
+        seen.update(np.concatenate(batches).tolist())
+    assert len(set(lengths)) == 1 and max(seen.values()) == 1
+    assert len(seen) == lengths[0] * 50 * world_size
+
+
+def test_uneven_shards_over_three_ranks_give_equal_batch_counts_and_len(rows_1030):
+    """1,030 rows in shards of 100 over 3 ranks: 344 rows each (two repeats), 22 batches of 16."""
+    for rank in range(3):
+        stream = rows_1030.stream(16, rank=rank, world_size=3, epochs=2)
+        assert len(stream) == 2 * 22 and len(rows_of(stream)) == 44 and stream.rows_per_rank == 344
+
+
+def test_without_shuffle_one_rank_reads_in_order(rows_97):
+    stream = rows_97.stream(10, shuffle=False)
+    batches = rows_of(stream)
+    assert np.array_equal(np.concatenate(batches), np.arange(97)) and [len(b) for b in batches][-1] == 7
+    images, targets = next(iter(stream))
+    assert np.array_equal(images, rows_97.take(np.arange(10))["images"]) and set(targets) == {"row", "name"}
+
+
+def test_a_seed_gives_the_same_batches_and_other_seeds_and_epochs_differ(rows_1030):
+    first = rows_of(rows_1030.stream(32, seed=7))
+    assert all(np.array_equal(a, b) for a, b in zip(first, rows_of(rows_1030.stream(32, seed=7)), strict=True))
+    other = np.concatenate(rows_of(rows_1030.stream(32, seed=8)))
+    assert not np.array_equal(np.concatenate(first), other) and sorted(other) == list(range(1030))
+    two = np.concatenate(rows_of(rows_1030.stream(32, seed=7, epochs=2)))
+    assert np.array_equal(two[:1030], np.concatenate(first)) and not np.array_equal(two[:1030], two[1030:])
+    assert sorted(two[1030:]) == list(range(1030))
+    later = rows_1030.stream(32, seed=7)
+    later.set_epoch(1)
+    assert np.array_equal(np.concatenate(rows_of(later)), two[1030:])  # set_epoch reaches the second epoch's order
+
+
+def test_shuffling_mixes_rows_only_within_a_window_of_shards(rows_1030):
+    rows = np.concatenate(rows_of(rows_1030.stream(1030, seed=1, window=1)))
+    shards = rows // 100
+    assert np.count_nonzero(np.diff(shards)) == 10  # window=1: each shard's rows stay together (11 runs)
+    assert sorted(rows) == list(range(1030)) and not np.array_equal(rows, np.sort(rows))  # shuffled within shards
+    wide = np.concatenate(rows_of(rows_1030.stream(1030, seed=1, window=11))) // 100
+    assert np.count_nonzero(np.diff(wide)) > 100  # one window of every shard: rows of all shards interleave
+
+
+def test_the_batches_of_a_rank_do_not_depend_on_its_number_of_workers(rows_1030):
+    whole = rows_of(rows_1030.stream(16, seed=2, rank=1, world_size=2))
+    split = [batch for worker in range(4)
+             for batch in rows_of(rows_1030.stream(16, seed=2, rank=1, world_size=2, worker=worker, num_workers=4))]
+    assert all(np.array_equal(a, b) for a, b in zip(whole, split, strict=True))
+
+
+def test_a_stream_pickles_small_and_iterates_in_another_process(rows_97, tmp_path):
+    stream = rows_97.stream(8, seed=4, rank=1, world_size=2)
+    payload = pickle.dumps(stream)
+    assert len(payload) < 1000
+    (tmp_path / "stream.pkl").write_bytes(payload)
+    code = "import pickle, sys; s = pickle.load(open(sys.argv[1], 'rb')); print(sum(len(t['row']) for _, t in s))"
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "stream.pkl")], capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip() == "49"
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (dict(batch_size=0), "batch_size must be an integer >= 1, got 0"),
+    (dict(rank=2, world_size=2), "rank must be an integer >= 0 and <= 1, got 2"),
+    (dict(worker=4, num_workers=4), "worker must be an integer >= 0 and <= 3, got 4"),
+    (dict(even_ranks="pad"), "even_ranks must be one of repeat, drop, got 'pad'"),
+    (dict(world_size=200, even_ranks="drop"), "even_ranks='drop' leaves no row for each of 200 ranks"),
+    (dict(window=0), "window must be an integer >= 1, got 0"),
+])
+def test_bad_stream_arguments_are_named(rows_97, options, message):
+    options = {"batch_size": 4, **options}
+    with pytest.raises(ValueError, match=message):
+        rows_97.stream(options.pop("batch_size"), **options)
+
+
+@dataclass
+class BigSpec:
+    """200,000 scenes-sized rows (48x48x3 uint8, 1.4 GB decoded) that compress well, in 200 shards."""
+
+    n_examples: int = 200_000
+    shard_size: int = 1000
+    seed: int = 0
+    kind: str = "test-big"
+
+    def params(self) -> dict[str, Any]:
+        return {"version": 1}
+
+    def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        images = np.broadcast_to(np.uint8(index % 251), (n, 48, 48, 3)).copy()
+        return {"images": images, "labels": np.arange(n, dtype=np.int64) + index * self.shard_size}
+
+
+@pytest.mark.slow
+def test_streaming_memory_stays_bounded_far_below_the_dataset(data_dir):
+    dataset = build(BigSpec(), data_dir=data_dir, session="processes:2", progress=False)
+    assert dataset.nbytes > 1.3e9
+    code = textwrap.dedent(f"""
+        from glyphforge.builds.dataset import find_built
+
+        def peak_kb():  # VmHWM: this process's own peak (ru_maxrss would start from pytest's)
+            return int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1])
+
+        ds = find_built("test-big", {str(data_dir)!r})
+        before = peak_kb()
+        count = sum(len(labels["labels"]) for _, labels in ds.stream(256, seed=0))
+        print(count, before // 1024, peak_kb() // 1024)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    count, before_mb, peak_mb = map(int, result.stdout.split())
+    assert count == 200_000
+    assert peak_mb - before_mb < 200, (before_mb, peak_mb)  # a window of 4 shards is ~28 MB decoded; 1.4 GB in all
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                    reason="torch is not installed (not a dependency; CI does not install it: its wheels pull "
+                           "gigabytes of CUDA libraries). `pip install torch` to run this test")
+@pytest.mark.filterwarnings("ignore:This DataLoader will create 3 worker processes")
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_torch_dataloader_with_workers_yields_every_row_once(rows_1030, start):
+    import torch.utils.data
+
+    stream = rows_1030.stream(16, seed=5)
+    assert isinstance(stream, torch.utils.data.IterableDataset)
+    loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=3, multiprocessing_context=start)
+    rows = [np.asarray(targets["row"]) for _, targets in loader]
+    assert len(rows) == len(stream) == len(loader) == 65
+    assert sorted(np.concatenate(rows).tolist()) == list(range(1030))
+    alone = torch.utils.data.DataLoader(stream, batch_size=None)
+    without_workers = [np.asarray(targets["row"]) for _, targets in alone]
+    assert sorted(map(tuple, without_workers)) == sorted(map(tuple, rows))  # the same batches, in another order
