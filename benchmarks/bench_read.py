@@ -1,0 +1,249 @@
+"""Reading a large built dataset: random access, streaming, export, against loading every array.
+
+    python benchmarks/bench_read.py                    # 500,000 scenes with EMNIST glyphs
+    python benchmarks/bench_read.py --glyphs font      # font glyphs: no EMNIST archive needed
+    python benchmarks/bench_read.py --examples 100000 --workdir /tmp/bench-read
+
+Builds (once, cached in ``--workdir``) 500,000 48x48x3 scenes of 1-3 glyphs, black
+(the issue's workload) or on the real textures of ../shared/data (``--backgrounds
+hard``): EMNIST glyphs from the full-size synthetic byclass archive that
+``bench_emnist.py`` writes (made here if missing), or font glyphs with ``--glyphs font``.
+Then, each in a fresh process (so peak RSS is that step's own, read from VmHWM):
+
+* ``ds[i]`` cold (the first read: index, open, one shard decoded) and warm (a row of
+  the shard just read; median of 1,000);
+* ``ds.take(16 random rows)``: time and peak RSS;
+* a full shuffled epoch through ``ds.stream(256)``: examples/s and peak RSS, next to
+  loading ``ds.arrays`` (the reference);
+* ``ds.export(dir)``: MB/s of pixels written, then random rows through the exported
+  ``images.npy`` memory map;
+
+and, in this process, the bookkeeping of a 10,000,000-example dataset (an index of
+10,000 and of 100,000 shards: reading it, planning an epoch for one of 8 ranks) to
+show how time and memory grow.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SHARED_DATA = ROOT.parent / "shared" / "data"
+GOALS = {"cold_ms": 50.0, "warm_ms": 1.0, "take_s": 0.5, "take_mb": 300.0, "stream_ratio": 0.8, "stream_mb": 400.0,
+         "export_mb_s": 200.0}
+
+
+def peak_mb() -> float:
+    """This process's peak RSS in MB: VmHWM, which (unlike ru_maxrss) does not start from the parent's peak."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def open_dataset(data_dir: str) -> Any:
+    from glyphforge.builds.dataset import find_built
+
+    return find_built("scenes", data_dir)
+
+
+# -- the steps, each run in a fresh process ------------------------------------------------
+def step_getitem(data_dir: str) -> dict:
+    ds = open_dataset(data_dir)  # a handle: the manifest is read, nothing else
+    row = 123_456 % len(ds)
+    started = time.perf_counter()
+    ds[row]  # the first read: the index, then one shard decoded
+    cold = time.perf_counter() - started
+    warm = []
+    for offset in range(1, 1001):
+        started = time.perf_counter()
+        ds[row - row % 1000 + (row + offset) % 1000]
+        warm.append(time.perf_counter() - started)
+    return {"cold_ms": cold * 1000, "warm_ms": statistics.median(warm) * 1000}
+
+
+def step_take(data_dir: str) -> dict:
+    ds = open_dataset(data_dir)
+    rows = np.random.default_rng(0).choice(len(ds), 16, replace=False)
+    started = time.perf_counter()
+    taken = ds.take(rows)
+    return {"take_s": time.perf_counter() - started, "take_mb": peak_mb(), "rows": len(taken["images"])}
+
+
+def step_stream(data_dir: str) -> dict:
+    ds = open_dataset(data_dir)
+    started = time.perf_counter()
+    count = sum(len(images) for images, _ in ds.stream(256, shuffle=True, seed=0))
+    seconds = time.perf_counter() - started
+    return {"examples": count, "per_s": count / seconds, "seconds": seconds, "mb": peak_mb()}
+
+
+def step_arrays(data_dir: str) -> dict:
+    ds = open_dataset(data_dir)
+    ds.arrays_limit = 1 << 40  # the reference: load everything, whatever it takes
+    started = time.perf_counter()
+    arrays = ds.arrays
+    seconds = time.perf_counter() - started
+    return {"examples": len(arrays["images"]), "per_s": len(ds) / seconds, "seconds": seconds, "mb": peak_mb()}
+
+
+def step_export(data_dir: str, out: str) -> dict:
+    ds = open_dataset(data_dir)
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    path = ds.export(out)
+    seconds = time.perf_counter() - started
+    pixels = len(ds) * int(np.prod(ds.layout["images"]["shape"]))
+    images = np.load(path / "images.npy", mmap_mode="r")
+    rows = np.random.default_rng(1).integers(0, len(images), 10_000)
+    started = time.perf_counter()
+    checksum = sum(int(images[row, 0, 0, 0]) for row in rows)
+    per_row = (time.perf_counter() - started) / len(rows)
+    return {"export_s": seconds, "export_mb_s": pixels / seconds / 1e6, "memmap_row_us": per_row * 1e6,
+            "checksum": checksum, "mb": peak_mb()}
+
+
+STEPS = {"getitem": step_getitem, "take": step_take, "stream": step_stream, "arrays": step_arrays,
+         "export": step_export}
+
+
+def run_step(name: str, *args: str) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--child", name, *args], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"the {name} step failed:\n{done.stderr}")
+    result: dict = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# -- preparing the dataset -------------------------------------------------------------------
+def prepare(args: argparse.Namespace) -> Path:
+    """Return a data dir holding the built scenes (built once per workdir, glyph source and backgrounds)."""
+    data_dir = args.workdir / f"data-{args.glyphs}-{args.backgrounds}"
+    os.environ["GLYPHFORGE_MIRROR"] = SHARED_DATA.as_uri()  # the real textures, served locally
+    os.environ["GLYPHFORGE_OFFLINE"] = "1"
+    import glyphforge as gf
+    from glyphforge.datasets.backgrounds import hard_background_names
+
+    textures = None
+    if args.backgrounds == "hard":  # the hard textures carried in ../shared/data (all but space.jpg)
+        textures = [name for name in hard_background_names() if (SHARED_DATA / "backgrounds" / f"{name}.jpg").exists()]
+    if args.glyphs == "emnist":
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        sys.path.insert(0, str(ROOT / "tests"))
+        from bench_emnist import FULL, build_archive
+
+        args.emnist_workdir.mkdir(parents=True, exist_ok=True)
+        archive = build_archive(args.emnist_workdir, FULL)
+        gf.prepare_emnist(archives={"gzip.zip": archive}, verify=False, shapes=[(14, 14)], data_dir=data_dir,
+                          progress=False)
+    spec = gf.ScatteredGlyphs(args.examples, glyphs=args.glyphs, backgrounds=textures, shard_size=1000, seed=0)
+    started = time.perf_counter()
+    dataset = gf.build(spec, session="processes:2", data_dir=data_dir, progress=False)
+    print(f"dataset: {len(dataset):,} scenes of {args.glyphs} glyphs, {len(dataset.index)} shards, "
+          f"arrays.pklz {(dataset.path / 'arrays.pklz').stat().st_size / 1e6:.0f} MB, "
+          f"{dataset.nbytes / 1e9:.2f} GB decoded (ready in {time.perf_counter() - started:.1f} s)")
+    return data_dir
+
+
+# -- 10,000,000 examples: bookkeeping only ------------------------------------------------------
+def simulate(n_examples: int, scratch: Path) -> None:
+    from glyphforge.builds.dataset import BuiltDataset
+    from glyphforge.builds.index import ShardIndex
+    from glyphforge.cache import CacheStore
+
+    print(f"\n{n_examples:,} examples, bookkeeping only (an index, an empty data file; no rows are read):")
+    print(f"{'shard size':>10s} {'shards':>8s} {'manifest':>9s} {'open+index':>11s} {'plan epoch':>11s} "
+          f"{'plan memory':>12s}")
+    for shard_size in (1000, 100):
+        n_shards = -(-n_examples // shard_size)
+        rows = np.full(n_shards, shard_size)
+        rows[-1] = n_examples - shard_size * (n_shards - 1)
+        index = ShardIndex.from_lengths(np.full(n_shards, 490_000), rows)
+        store = CacheStore(scratch / f"sim-{shard_size}")
+        with store.create("sim", {"shard_size": shard_size}) as writer:
+            (writer.path / "arrays.pklz").touch()
+            writer.meta.update(n_examples=n_examples, n_shards=n_shards, index=index.to_meta(), metadata={},
+                               layout={"images": {"dtype": "|u1", "shape": [48, 48, 3]}})
+        manifest = (store.get("sim", {"shard_size": shard_size}).path / "manifest.json").stat().st_size
+        started = time.perf_counter()
+        dataset = BuiltDataset(store.get("sim", {"shard_size": shard_size}))
+        assert len(dataset.index) == n_shards  # reads and checks the index
+        opened = time.perf_counter() - started
+        stream = dataset.stream(256, rank=3, world_size=8, num_workers=4, worker=1)
+        stream.plan(1)  # warm-up: numpy's first generator
+        tracemalloc.start()
+        started = time.perf_counter()
+        plan = stream.plan(0)
+        planned = time.perf_counter() - started
+        memory = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert plan.n_rows == stream.rows_per_rank
+        print(f"{shard_size:10,d} {n_shards:8,d} {manifest / 1e6:7.1f}MB {opened * 1000:9.0f}ms "
+              f"{planned * 1000:9.1f}ms {memory / 1e6:10.1f}MB")
+
+
+def rate(result: dict) -> str:
+    return f"{result['per_s']:,.0f} ex/s, {result['seconds']:.1f} s, peak {result['mb']:.0f} MB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--glyphs", choices=["emnist", "font"], default="emnist")
+    parser.add_argument("--examples", type=int, default=500_000)
+    parser.add_argument("--backgrounds", choices=["none", "hard"], default="none",
+                        help="none: black scenes, the issue's workload (236 MB for 500,000); hard: real texture "
+                             "crops, which gzip barely compresses (~6 KB a scene)")
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "glyphforge-bench-read")
+    parser.add_argument("--emnist-workdir", type=Path, default=Path(tempfile.gettempdir()) / "glyphforge-bench-emnist",
+                        help="where bench_emnist.py keeps its synthetic full-size archive")
+    parser.add_argument("--simulate", type=int, default=10_000_000, help="examples of the bookkeeping simulation")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args, rest = parser.parse_known_args()
+    if args.child:
+        print(json.dumps(STEPS[args.child](*rest)))
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    data_dir = str(prepare(args))
+    getitem = run_step("getitem", data_dir)
+    take = run_step("take", data_dir)
+    stream = run_step("stream", data_dir)
+    arrays = run_step("arrays", data_dir)
+    export = run_step("export", data_dir, str(args.workdir / "export"))
+    shutil.rmtree(args.workdir / "export", ignore_errors=True)
+    ratio = stream["per_s"] / arrays["per_s"]
+    rows = [
+        ("ds[i] cold", f"{getitem['cold_ms']:.1f} ms", "<= 50 ms", getitem["cold_ms"] <= GOALS["cold_ms"]),
+        ("ds[i] warm (median)", f"{getitem['warm_ms'] * 1000:.0f} us", "<= 1 ms", getitem["warm_ms"] <= 1.0),
+        ("take(16 random)", f"{take['take_s']:.3f} s, peak {take['take_mb']:.0f} MB", "<= 0.5 s, 300 MB",
+         take["take_s"] <= GOALS["take_s"] and take["take_mb"] <= GOALS["take_mb"]),
+        ("ds.arrays (reference)", rate(arrays), "", None),
+        ("stream, shuffled epoch", rate(stream), ">= 80% of arrays, <= 400 MB",
+         ratio >= GOALS["stream_ratio"] and stream["mb"] <= GOALS["stream_mb"]),
+        ("  stream / arrays", f"{ratio:.2f}x", "", None),
+        ("export", f"{export['export_mb_s']:.0f} MB/s of pixels ({export['export_s']:.1f} s), peak {export['mb']:.0f} "
+                   "MB", ">= 200 MB/s", export["export_mb_s"] >= GOALS["export_mb_s"]),
+        ("exported memmap, random row", f"{export['memmap_row_us']:.1f} us", "", None),
+    ]
+    print(f"\n{'access (fresh process each)':30s} {'measured':48s} {'goal':28s} met")
+    for name, measured, goal, met in rows:
+        print(f"{name:30s} {measured:48s} {goal:28s} {'' if met is None else ('yes' if met else 'NO')}")
+    simulate(args.simulate, args.workdir)
+
+
+if __name__ == "__main__":
+    main()
