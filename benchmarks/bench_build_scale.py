@@ -140,10 +140,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-build-scale-", dir=args.workdir) as scratch:
         scratch_dir = Path(scratch)
         resume(args.shards, scratch_dir)
-        tiny = sorted((scratch_dir / "resume").rglob("shard-*.pklz"))
-        if not tiny:  # the resumed build removed its work dir: make tiny shard files again to join
-            tiny = _write_shards(scratch_dir / "tiny", args.shards, 1)
-        join(f"{len(tiny):,} tiny shard files", tiny, scratch_dir)
+        join(f"{args.shards:,} tiny shard files", _write_shards(scratch_dir / "tiny", args.shards, 800), scratch_dir)
         join("500 shards of ~500 KB", _write_shards(scratch_dir / "big", 500, 500_000), scratch_dir)
 
 
