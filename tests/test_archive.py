@@ -10,7 +10,10 @@ import pytest
 
 from glyphforge.pipelines.archive import ArchiveError, iter_members, list_members, open_member, read_member
 
+from support.synthetic_emnist import forge_header
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+CAP = 1 << 20
 
 
 def make_zip(path: Path, members: dict[str, bytes], *, compression: int = zipfile.ZIP_DEFLATED) -> Path:
@@ -31,23 +34,23 @@ def test_lists_and_reads_members_of_a_real_omniglot_zip(shared_data):
     assert len(names) == 2720 and all(name.endswith(".png") for name in names)
     first = "images_background_small1/Balinese/character01/0108_01.png"
     assert names[0] == first
-    data = read_member(path, first)
+    data = read_member(path, first, max_bytes=CAP)
     assert data.startswith(PNG_SIGNATURE)
     with zipfile.ZipFile(path) as reference:
         assert data == reference.read(first)
-    with open_member(path, first) as stream:
+    with open_member(path, first, max_bytes=CAP) as stream:
         assert stream.read() == data
 
 
 def test_iter_members_reads_chosen_members_in_the_given_order(shared_data):
     path = shared_data / "omniglot" / "all_runs.zip"
     wanted = ["run02/class_labels.txt", "run01/class_labels.txt"]
-    got = list(iter_members(path, wanted))
+    got = list(iter_members(path, wanted, max_bytes=CAP))
     assert [name for name, _ in got] == wanted
     with zipfile.ZipFile(path) as reference:
         assert got == [(name, reference.read(name)) for name in wanted]
     assert got[1][1].startswith(b"run01/test/item01.png run01/training/class")
-    everything = dict(iter_members(path))
+    everything = dict(iter_members(path, max_bytes=CAP))
     assert list(everything) == list_members(path)
     assert len(everything) == 20 * (20 + 20 + 1)  # runs x (test + training images + class_labels.txt)
 
@@ -55,18 +58,62 @@ def test_iter_members_reads_chosen_members_in_the_given_order(shared_data):
 def test_missing_member_names_archive_and_member(tmp_path):
     path = make_zip(tmp_path / "a.zip", {"gzip/one.txt": b"1"})
     with pytest.raises(ArchiveError) as caught:
-        read_member(path, "gzip/two.txt")
+        read_member(path, "gzip/two.txt", max_bytes=CAP)
     assert str(caught.value) == (
         f"{path} has no member 'gzip/two.txt' (it holds 1 members, e.g. 'gzip/one.txt'). "
         "Check the member name, or that this is the right archive."
     )
 
 
+def test_long_member_names_are_quoted_cut_short(tmp_path):
+    long_name = "x" * 60_000 + ".png"
+    path = make_zip(tmp_path / "a.zip", {long_name: b"1"})
+    with pytest.raises(ArchiveError) as caught:
+        read_member(path, "wanted.png", max_bytes=CAP)
+    assert len(str(caught.value)) < 500
+    assert f"e.g. '{'x' * 199}... (60,004 characters in all))" in str(caught.value)
+
+
 def test_member_larger_than_the_cap_is_refused_before_reading(tmp_path):
     path = make_zip(tmp_path / "a.zip", {"big.bin": bytes(5000)})
-    assert len(read_member(path, "big.bin", max_bytes=5000)) == 5000
-    with pytest.raises(ArchiveError, match=r"'big.bin' declares 5000 uncompressed bytes, more than the cap of 4999"):
+    data = read_member(path, "big.bin", max_bytes=5000)
+    assert data == bytes(5000) and isinstance(data, bytearray)  # read into one buffer of the declared size
+    with pytest.raises(ArchiveError) as caught:
         read_member(path, "big.bin", max_bytes=4999)
+    assert str(caught.value) == (
+        f"{path}: member 'big.bin' declares 5,000 uncompressed bytes, more than the 4,999 bytes such a member may "
+        "hold: a zip bomb, or not the archive it should be. Delete the archive and download it again (or place a "
+        "good copy by hand)."
+    )
+    with pytest.raises(ArchiveError, match=r"'big.bin' declares 5,000 uncompressed bytes, more than the 4,999"):
+        with open_member(path, "big.bin", max_bytes=4999):
+            pass
+    with pytest.raises(ArchiveError, match=r"'big.bin' declares 5,000 uncompressed bytes, more than the 4,999"):
+        list(iter_members(path, max_bytes=4999))
+
+
+@pytest.mark.parametrize("method, label", [(zipfile.ZIP_BZIP2, "bzip2"), (zipfile.ZIP_LZMA, "LZMA")])
+def test_members_with_unbounded_methods_are_refused(tmp_path, method, label):
+    """bzip2 and LZMA inflate without bound in one step: only stored and deflate members are read."""
+    path = make_zip(tmp_path / "a.zip", {"x.txt": b"fine"}, compression=method)
+    with pytest.raises(ArchiveError) as caught:
+        read_member(path, "x.txt", max_bytes=CAP)
+    assert str(caught.value).startswith(
+        f"{path}: member 'x.txt' is compressed with {label} (zip method {method}); only stored and deflate members "
+        "are read (the upstream archives use them): this is not the archive it should be. Delete the archive"
+    )
+    stored = make_zip(tmp_path / "stored.zip", {"x.txt": b"fine"}, compression=zipfile.ZIP_STORED)
+    assert read_member(stored, "x.txt", max_bytes=CAP) == b"fine"
+
+
+def test_encrypted_members_are_refused(tmp_path):
+    path = make_zip(tmp_path / "a.zip", {"x.txt": b"fine"})
+    raw = bytearray(path.read_bytes())
+    for header, flags_at in ((raw.index(b"PK\x03\x04"), 6), (raw.index(b"PK\x01\x02"), 8)):
+        raw[header + flags_at] |= 0x1
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ArchiveError, match=rf"^{path}: member 'x.txt' is encrypted: this is not the archive"):
+        read_member(path, "x.txt", max_bytes=CAP)
 
 
 # corrupt and truncated archives ------------------------------------------------------------
@@ -74,7 +121,7 @@ def test_truncated_archive_is_reported_as_truncated(shared_data, tmp_path):
     data = (shared_data / "omniglot" / "all_runs.zip").read_bytes()
     path = tmp_path / "all_runs.zip"
     path.write_bytes(data[: len(data) // 2])
-    for action in (lambda: list_members(path), lambda: read_member(path, "run01/class_labels.txt")):
+    for action in (lambda: list_members(path), lambda: read_member(path, "run01/class_labels.txt", max_bytes=CAP)):
         with pytest.raises(ArchiveError) as caught:
             action()
         assert str(caught.value).startswith(f"{path} is not a complete zip archive (File is not a zip file)")
@@ -92,27 +139,39 @@ def test_damaged_member_data_names_the_member(tmp_path):
     data_start = info.header_offset + 30 + name_length + extra_length
     raw[data_start + info.compress_size // 2] ^= 0xFF
     path.write_bytes(bytes(raw))
-    assert read_member(path, "ok.txt") == b"fine"
+    assert read_member(path, "ok.txt", max_bytes=CAP) == b"fine"
     with pytest.raises(ArchiveError, match=rf"^{path}: member 'bad.txt' is corrupt \((BadZipFile|error): .*"
-                                           r"the archive is damaged or truncated\. Delete the archive"):
-        read_member(path, "bad.txt")
+                                           r"the archive is damaged, truncated or forged \(its headers do not match "
+                                           r"its data\)\. Delete the archive"):
+        read_member(path, "bad.txt", max_bytes=CAP)
     with pytest.raises(ArchiveError, match=r"member 'bad.txt' is corrupt"):
-        with open_member(path, "bad.txt") as stream:
+        with open_member(path, "bad.txt", max_bytes=CAP) as stream:
             stream.read()
     assert leftovers(tmp_path) == ["a.zip"]
 
 
 def test_forged_small_size_header_is_detected(tmp_path):
-    """A member whose headers declare 10 bytes but whose data inflates to 100,000."""
+    """A member whose headers declare 10 bytes but whose data inflates to 100,000: refused at byte 10."""
     data = b"A" * 100_000
     path = make_zip(tmp_path / "bomb.zip", {"bomb.txt": data})
-    raw = bytearray(path.read_bytes())
-    local = raw.index(b"PK\x03\x04")
-    central = raw.index(b"PK\x01\x02")
-    struct.pack_into("<I", raw, local + 22, 10)
-    struct.pack_into("<I", raw, central + 24, 10)
-    path.write_bytes(bytes(raw))
+    forge_header(path, "bomb.txt", file_size=10)
     assert zlib.crc32(data) != zlib.crc32(data[:10])
-    with pytest.raises(ArchiveError, match=r"member 'bomb.txt' (is corrupt|decompresses to more than)"):
-        read_member(path, "bomb.txt")
+    with pytest.raises(ArchiveError, match=r"member 'bomb.txt' is corrupt \(BadZipFile: .*Bad CRC-32.*forged"):
+        read_member(path, "bomb.txt", max_bytes=CAP)
+    with pytest.raises(ArchiveError, match=r"member 'bomb.txt' is corrupt \(BadZipFile: .*Bad CRC-32"):
+        with open_member(path, "bomb.txt", max_bytes=CAP) as stream:
+            assert len(stream.read()) == 10  # never more than declared
     assert leftovers(tmp_path) == ["bomb.zip"]
+
+
+def test_forged_large_size_header_is_reported_as_truncated(tmp_path):
+    """Headers declaring 100,000 bytes (with the CRC of the real 1,000): the data end early."""
+    data = b"B" * 1000
+    path = make_zip(tmp_path / "a.zip", {"short.txt": data})
+    forge_header(path, "short.txt", file_size=100_000)
+    with pytest.raises(ArchiveError) as caught:
+        read_member(path, "short.txt", max_bytes=CAP)
+    assert str(caught.value) == (
+        f"{path}: member 'short.txt' ends after 1,000 bytes, but its header declares 100,000: the archive is "
+        "truncated, damaged or forged. Delete the archive and download it again (or place a good copy by hand)."
+    )

@@ -6,6 +6,8 @@ from PIL import Image
 
 from glyphforge.pipelines.decode import ImageDecodeError, decode_image
 
+from support.synthetic_emnist import black_png
+
 
 def _png_bytes(image: Image.Image) -> bytes:
     buffer = io.BytesIO()
@@ -44,3 +46,29 @@ def test_undecodable_data_names_the_file(tmp_path):
 def test_bad_channel_count():
     with pytest.raises(ValueError, match="channels must be 1"):
         decode_image(b"", channels=2)
+
+
+def test_bytearrays_decode_like_bytes():
+    data = _png_bytes(Image.fromarray(np.array([[0, 9], [200, 255]], np.uint8)))
+    assert decode_image(bytearray(data)).tolist() == decode_image(data).tolist() == [[0, 9], [200, 255]]
+
+
+def test_more_pixels_than_max_pixels_are_refused_before_decoding():
+    data = black_png(5000, 4000)
+    assert decode_image(black_png(105, 105), max_pixels=105 * 105).shape == (105, 105)
+    with pytest.raises(ImageDecodeError) as caught:
+        decode_image(data, name="a/b.png in x.zip", max_pixels=4096 * 4096)
+    assert str(caught.value) == (
+        "cannot decode image a/b.png in x.zip: its header declares 5000x4000 pixels (20,000,000), more than the "
+        "16,777,216 such an image may have: a decompression bomb, or not the image it should be. Replace it with a "
+        "good copy (download it again)."
+    )
+    assert decode_image(data).shape == (4000, 5000)  # without max_pixels, Pillow's own limit (179 Mpx) applies
+
+
+def test_pillows_decompression_bomb_error_names_the_image(tmp_path):
+    path = tmp_path / "bomb.png"
+    path.write_bytes(black_png(20_000, 20_000))
+    bomb = rf"^cannot decode image {path}: Image size \(400000000 pixels\) exceeds limit .*bomb.* Replace it"
+    with pytest.raises(ImageDecodeError, match=bomb):
+        decode_image(path)

@@ -6,11 +6,19 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from glyphforge.datasets._emnist_archive import EMNIST_ZIP, member_name, parse_mapping, read_split
+from glyphforge.datasets._emnist_archive import (
+    EMNIST_ZIP,
+    MAX_MAPPING_BYTES,
+    N_IMAGES,
+    count_cap,
+    member_name,
+    parse_mapping,
+    read_split,
+)
 from glyphforge.datasets._emnist_catalog import class_file_name
 from glyphforge.datasets.emnist import EMNISTFormatError, prepare_emnist
 from glyphforge.pipelines.archive import ArchiveError
-from glyphforge.pipelines.idx import IDXError
+from glyphforge.pipelines.idx import CountCap, IDXError
 from glyphforge.pipelines.resize import resize
 
 from support.synthetic_emnist import (
@@ -20,6 +28,7 @@ from support.synthetic_emnist import (
     gzip_bytes,
     idx_header,
     idx_labels,
+    mapping_text,
     member_names,
     read_member,
     replace_members,
@@ -87,6 +96,44 @@ def test_parse_mapping_takes_the_first_code_and_ignores_extra_columns():
         parse_mapping("0 48\n7\n", "m")
     with pytest.raises(EMNISTFormatError, match=r"^m line 3 repeats label 0"):
         parse_mapping("0 48\n1 49\n0 50\n", "m")
+
+
+def test_parse_mapping_quotes_long_lines_cut_short():
+    with pytest.raises(EMNISTFormatError) as caught:
+        parse_mapping("0 48\n" + "9" * 50_000 + "\n", "m")
+    assert str(caught.value) == (
+        f"m line 2 is '{'9' * 199}... (50,000 characters in all): expected 'label ascii_code [more codes]' "
+        "(integers separated by spaces); the file is corrupt"
+    )
+
+
+def test_caps_follow_nists_counts():
+    assert {split: sum(counts) for split, counts in N_IMAGES.items()} == {
+        "byclass": 814_255, "bymerge": 814_255, "balanced": 131_600, "letters": 145_600, "digits": 280_000,
+        "mnist": 70_000,
+    }
+    assert count_cap("byclass", "train").limit == 872_415 and count_cap("digits", "test").limit == 50_000
+    assert count_cap("mnist", "test") == CountCap(12_500, (
+        "NIST's EMNIST mnist has 10,000 test images, and a custom archive (verify=False, --no-verify) may hold at "
+        "most 1.25x that. The header is corrupt or this is not an EMNIST archive: use NIST's gzip.zip (prepare-data "
+        "emnist without --emnist-archive downloads it)"
+    ))
+    assert MAX_MAPPING_BYTES == 64 << 10 and len(mapping_text("byclass", extra_columns=True)) < 1024
+
+
+def test_members_beyond_their_caps(synthetic, tmp_path):
+    names = member_names("mnist")
+    mapping = mapping_text("mnist") + "#" * (MAX_MAPPING_BYTES + 1 - len(mapping_text("mnist")))
+    with pytest.raises(ArchiveError, match=rf"member '{names['mapping']}' declares 65,537 uncompressed bytes, more "
+                                           r"than the 65,536 bytes such a member may hold"):
+        read_split(broken(synthetic, tmp_path, names["mapping"], mapping.encode()), "mnist", progress=False)
+    labels = gzip_bytes(idx_labels(np.zeros(12_501, np.uint8)))
+    with pytest.raises(IDXError, match=rf"^{names['test-labels']} in .* declares 12,501 labels \(12,501 bytes\), more "
+                                       r"than the 12,500 it may hold: NIST's EMNIST mnist has 10,000 test images"):
+        read_split(broken(synthetic, tmp_path, names["test-labels"], labels), "mnist", progress=False)
+    images = gzip_bytes(idx_header(2051, 12_501, 28, 28))  # refused from the header: no data needed
+    with pytest.raises(IDXError, match=rf"^{names['test-images']} in .* declares 12,501 images of 28x28"):
+        read_split(broken(synthetic, tmp_path, names["test-images"], images), "mnist", progress=False)
 
 
 def test_mapping_files_with_extra_columns(tmp_path):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from glyphforge.pipelines import idx
-from glyphforge.pipelines.idx import IDXError, read_images, read_labels
+from glyphforge.pipelines.idx import CountCap, IDXError, read_images, read_labels
 
 from support.synthetic_emnist import gzip_bytes, idx_header
 
@@ -127,3 +127,41 @@ def test_absurd_counts_are_refused_before_allocating():
     absurd = r"declares 4,000,000,000 images of 28x28 \(3,136,000,000,000 bytes\), more than the"
     with pytest.raises(IDXError, match=absurd):
         read_images(io.BytesIO(gzip_bytes(header)), NAME)
+
+
+def test_wrong_image_size_is_refused_from_the_header():
+    """Checked before the data are read: a header alone (no data) gets the same refusal."""
+    with pytest.raises(IDXError) as caught:
+        read_images(io.BytesIO(gzip_bytes(idx_header(2051, 7, 32, 32))), NAME)
+    assert str(caught.value) == (
+        f"{NAME} holds 32x32 images, expected 28x28 (its header declares 7 images of 32x32, 7,168 bytes): it is not "
+        "an EMNIST/MNIST image file, or its header is corrupt; get a good copy"
+    )
+
+
+def test_overflowing_dimensions_are_computed_exactly(decompressor):
+    """2**22 x 2**21 x 2**21 is 2**64 bytes: a product in int64 wraps to 0 and numpy fails unnamed."""
+    header = gzip_bytes(idx_header(2051, 2**22, 2**21, 2**21))
+    with pytest.raises(IDXError) as caught:
+        read_images(io.BytesIO(header), NAME, dims=None)
+    assert str(caught.value) == (
+        f"{NAME} declares 4,194,304 images of 2097152x2097152 (18,446,744,073,709,551,616 bytes), more than the "
+        "8,589,934,592-byte cap: its header is corrupt; get a good copy"
+    )
+    with pytest.raises(IDXError, match=rf"^{NAME} holds 2097152x2097152 images, expected 28x28 \(its header "
+                                       r"declares 4,194,304 images of 2097152x2097152, "
+                                       r"18,446,744,073,709,551,616 bytes\)"):
+        read_images(io.BytesIO(header), NAME)
+
+
+def test_count_cap_refuses_before_reading_the_data(decompressor):
+    cap = CountCap(10, "the test allows 10. Use a smaller file")
+    assert read_images(io.BytesIO(gzip_bytes(_image_file(_images(10)))), NAME, cap=cap).shape == (10, 28, 28)
+    with pytest.raises(IDXError) as caught:  # a header alone: refused before any data is expected
+        read_images(io.BytesIO(gzip_bytes(idx_header(2051, 2_500_000, 28, 28))), NAME, cap=cap)
+    assert str(caught.value) == (
+        f"{NAME} declares 2,500,000 images of 28x28 (1,960,000,000 bytes), more than the 10 it may hold: "
+        "the test allows 10. Use a smaller file"
+    )
+    with pytest.raises(IDXError, match=rf"^{NAME} declares 11 labels \(11 bytes\), more than the 10 it may hold"):
+        read_labels(io.BytesIO(gzip_bytes(idx_header(2049, 11) + bytes(11))), NAME, cap=cap)

@@ -21,6 +21,15 @@ each IDX file must be complete with 28x28 images, and images and labels must agr
 number (:class:`~glyphforge.pipelines.idx.IDXError`,
 :class:`~glyphforge.pipelines.archive.ArchiveError`, :class:`EMNISTFormatError`).
 
+Hostile archives
+----------------
+Every member has a cap fitting what it holds, checked before it is inflated: a mapping
+file at most :data:`MAX_MAPPING_BYTES`; an IDX file at most :func:`count_cap` images
+or labels (NIST's count of the split's subset, :data:`N_IMAGES`, times
+:data:`COUNT_MARGIN` for custom archives read with ``verify=False``), checked in its
+header before its array is allocated. Test and train are read in parallel, so a
+split's reading holds at most its two subsets at their caps.
+
 What is written
 ---------------
 :func:`write_native` writes one file per class (:func:`class_file_name`): its images
@@ -38,13 +47,13 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from glyphforge._checks import MAX_READ_THREADS, worker_count
+from glyphforge._checks import MAX_READ_THREADS, quote, worker_count
 from glyphforge.cache import Entry, Writer
 from glyphforge.datasets._emnist_catalog import CLASSES, EMNISTFormatError, class_file_name, first_label, load_class
 from glyphforge.datasets._prepare import resized
 from glyphforge.pipelines.archive import open_member, read_member
 from glyphforge.pipelines.download import Resource
-from glyphforge.pipelines.idx import read_images, read_labels
+from glyphforge.pipelines.idx import CountCap, read_images, read_labels
 
 #: The upstream archive (size and md5 as pinned by torchvision).
 EMNIST_ZIP = Resource(
@@ -55,6 +64,19 @@ EMNIST_ZIP = Resource(
     size=561_753_746,
 )
 NATIVE_SHAPE = (28, 28)
+#: The images of each split in NIST's archive: ``(train, test)`` (as published with EMNIST, Cohen et al. 2017).
+N_IMAGES: dict[str, tuple[int, int]] = {
+    "byclass": (697_932, 116_323),
+    "bymerge": (697_932, 116_323),
+    "balanced": (112_800, 18_800),
+    "letters": (124_800, 20_800),
+    "digits": (240_000, 40_000),
+    "mnist": (60_000, 10_000),
+}
+#: A custom archive (``verify=False``) may hold up to this many times NIST's images of a split's subset.
+COUNT_MARGIN = 1.25
+#: Cap on a mapping file's bytes: NIST's hold at most 62 short lines (under 1 KB).
+MAX_MAPPING_BYTES = 64 << 10
 
 
 def member_name(split: str, part: str) -> str:
@@ -63,6 +85,25 @@ def member_name(split: str, part: str) -> str:
         return f"gzip/emnist-{split}-mapping.txt"
     subset, kind = part.split("-")
     return f"gzip/emnist-{split}-{subset}-{kind}-idx{3 if kind == 'images' else 1}-ubyte.gz"
+
+
+def count_cap(split: str, subset: str) -> CountCap:
+    """Return the most images (and labels) the ``subset`` (``"train"`` or ``"test"``) IDX files of ``split`` may hold.
+
+    That is NIST's count times :data:`COUNT_MARGIN`, rounded down; the reason names both.
+    """
+    nist = N_IMAGES[split][0 if subset == "train" else 1]
+    return CountCap(
+        int(nist * COUNT_MARGIN),
+        f"NIST's EMNIST {split} has {nist:,} {subset} images, and a custom archive (verify=False, --no-verify) may "
+        f"hold at most {COUNT_MARGIN:g}x that. The header is corrupt or this is not an EMNIST archive: use NIST's "
+        f"gzip.zip (prepare-data emnist without --emnist-archive downloads it)",
+    )
+
+
+def _gzip_member_cap(idx_bytes: int) -> int:
+    """The most bytes a gzip stream of ``idx_bytes`` bytes may take (stored blocks, headers, a long file name)."""
+    return idx_bytes + idx_bytes // 1000 + 4096
 
 
 def parse_mapping(text: str, name: str) -> dict[int, str]:
@@ -86,7 +127,7 @@ def parse_mapping(text: str, name: str) -> dict[int, str]:
             char = chr(code)
         except (ValueError, IndexError, OverflowError):
             raise EMNISTFormatError(
-                f"{name} line {number} is {line!r}: expected 'label ascii_code [more codes]' "
+                f"{name} line {number} is {quote(line)}: expected 'label ascii_code [more codes]' "
                 "(integers separated by spaces); the file is corrupt"
             ) from None
         if label in mapping:
@@ -137,10 +178,10 @@ def read_split(zip_path: Path, split: str, progress: bool) -> ParsedSplit:
 
 def _read_subset(zip_path: Path, split: str, subset: str, n_classes: int, bar: tqdm) -> ParsedSubset:
     """Read one subset's labels and images, checking they agree with each other and the mapping."""
-    first = first_label(split)
+    first, cap = first_label(split), count_cap(split, subset)
     images_name, labels_name = member_name(split, f"{subset}-images"), member_name(split, f"{subset}-labels")
-    with open_member(zip_path, labels_name) as stream:
-        labels = read_labels(stream, f"{labels_name} in {zip_path}")
+    with open_member(zip_path, labels_name, max_bytes=_gzip_member_cap(8 + cap.limit)) as stream:
+        labels = read_labels(stream, f"{labels_name} in {zip_path}", cap=cap)
     bar.update()
     outside = np.unique(labels[(labels < first) | (labels >= first + n_classes)])
     if outside.size:
@@ -148,8 +189,9 @@ def _read_subset(zip_path: Path, split: str, subset: str, n_classes: int, bar: t
             f"{zip_path}: {labels_name} holds labels {outside.tolist()} that {member_name(split, 'mapping')} "
             f"does not define (labels {first}-{first + n_classes - 1}); the archive is corrupt"
         )
-    with open_member(zip_path, images_name) as stream:
-        images = read_images(stream, f"{images_name} in {zip_path}", dims=NATIVE_SHAPE)
+    image_bytes = NATIVE_SHAPE[0] * NATIVE_SHAPE[1]
+    with open_member(zip_path, images_name, max_bytes=_gzip_member_cap(16 + cap.limit * image_bytes)) as stream:
+        images = read_images(stream, f"{images_name} in {zip_path}", dims=NATIVE_SHAPE, cap=cap)
     bar.update()
     if len(images) != len(labels):
         raise EMNISTFormatError(
@@ -162,13 +204,14 @@ def _read_subset(zip_path: Path, split: str, subset: str, n_classes: int, bar: t
 def _read_mapping(zip_path: Path, split: str) -> str:
     """Return the split's classes in label order from its mapping file, checked against EMNIST's."""
     name = member_name(split, "mapping")
-    mapping = parse_mapping(read_member(zip_path, name).decode("ascii", errors="replace"), f"{name} in {zip_path}")
+    data = read_member(zip_path, name, max_bytes=MAX_MAPPING_BYTES)
+    mapping = parse_mapping(data.decode("ascii", errors="replace"), f"{name} in {zip_path}")
     first, expected = first_label(split), CLASSES[split]
     found = "".join(mapping[label] for label in sorted(mapping))
     if sorted(mapping) != list(range(first, first + len(expected))) or found != expected:
         raise EMNISTFormatError(
             f"{name} in {zip_path} maps labels {min(mapping, default=None)}-{max(mapping, default=None)} to "
-            f"{found!r}, but EMNIST {split} has labels {first}-{first + len(expected) - 1} for {expected!r}; "
+            f"{quote(found)}, but EMNIST {split} has labels {first}-{first + len(expected) - 1} for {expected!r}; "
             "the archive is corrupt or not EMNIST"
         )
     return found

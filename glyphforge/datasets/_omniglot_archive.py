@@ -4,6 +4,10 @@ A set's zip holds ``<folder>/<alphabet>/characterNN/<id>_<drawer>.png`` (105x105
 strokes on white, drawers 01-20). :func:`convert_set` writes one ``<alphabet>.pklz``
 per alphabet, uint8 ``(n_characters, 20, 105, 105)`` white on black, reading the zip
 member by member without extracting it.
+
+Each PNG member may declare at most :data:`MAX_PNG_BYTES` (checked before inflating
+it) and its header at most :data:`MAX_PNG_PIXELS` (checked before decoding it), so a
+zip or decompression bomb is refused naming the archive and the member.
 """
 from __future__ import annotations
 
@@ -22,6 +26,10 @@ from glyphforge.pipelines.archive import iter_members, list_members
 from glyphforge.pipelines.decode import decode_image
 
 NATIVE_SHAPE = (105, 105)
+#: Cap on one PNG member's bytes: Omniglot's 1-bit 105x105 drawings take under 1 KB.
+MAX_PNG_BYTES = 1 << 20
+#: Cap on one PNG's pixels, read from its header before decoding (Omniglot's have 11,025).
+MAX_PNG_PIXELS = 4096 * 4096
 #: Drawings per character, one by each of 20 drawers (the one definition of this number).
 N_DRAWERS = 20
 #: Sets with at least this many images are decoded in worker processes by default.
@@ -73,7 +81,8 @@ def read_layout(zip_path: Path, folder: str) -> list[Alphabet]:
         if match is None:
             if member.endswith(".png"):
                 raise OmniglotFormatError(
-                    f"{zip_path}: member {member!r} is not '{folder}/<alphabet>/characterNN/<id>_<drawer>.png'; "
+                    f"{zip_path}: member {_checks.quote(member)} is not "
+                    f"'{folder}/<alphabet>/characterNN/<id>_<drawer>.png'; "
                     "the archive is not an Omniglot image set"
                 )
             continue
@@ -114,8 +123,8 @@ def convert_alphabet(writer: Writer, zip_path: Path, alphabet: Alphabet) -> int:
     """
     flat = [member for character in alphabet.members for member in character]
     images = np.empty((len(flat), *NATIVE_SHAPE), np.uint8)
-    for index, (member, data) in enumerate(iter_members(zip_path, flat)):
-        image = decode_image(data, channels=1, name=f"{member} in {zip_path}")
+    for index, (member, data) in enumerate(iter_members(zip_path, flat, max_bytes=MAX_PNG_BYTES)):
+        image = decode_image(data, channels=1, name=f"{member} in {zip_path}", max_pixels=MAX_PNG_PIXELS)
         if image.shape != NATIVE_SHAPE:
             raise OmniglotFormatError(
                 f"{zip_path}: {member} is {image.shape[1]}x{image.shape[0]} pixels, Omniglot images are "

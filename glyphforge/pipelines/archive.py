@@ -4,8 +4,25 @@ Every problem with an archive raises :class:`ArchiveError` naming the archive (a
 the member), saying what is wrong and what to do:
 
 * a truncated or corrupt archive (no central directory, bad CRC, broken deflate data);
-* zip bombs: a member larger than the cap, checked against its declared size before
-  reading and against the actual bytes while streaming (a forged header).
+* a member that is not stored or deflated (bzip2 and LZMA inflate without bound in
+  one step), or is encrypted;
+* zip bombs and lying headers.
+
+Zip bombs
+---------
+Every read names a cap on the member's uncompressed bytes (``max_bytes``) fitting
+what that member should hold (an EMNIST mapping file: 64 KiB; an Omniglot PNG:
+1 MiB), and the member is checked twice:
+
+* **before inflating**: the size the central directory declares must be within the
+  cap, so a member declaring gigabytes is refused without inflating a byte;
+* **while inflating**: the standard library's ``zipfile`` inflates at most one chunk
+  at a time and never returns more than the declared size; it checks the CRC as
+  that size is reached, so data inflating beyond it (a forged header) are refused as
+  corrupt right there, and data ending before it as truncated.
+
+:func:`read_member` and :func:`iter_members` read into one buffer of the declared
+size, chunk by chunk, so a member is never held twice.
 """
 from __future__ import annotations
 
@@ -15,14 +32,14 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO
 
-from glyphforge._checks import PathLike
-
-#: Default cap on the uncompressed bytes of one member read (8 GiB).
-DEFAULT_MAX_TOTAL_BYTES = 8 << 30
+from glyphforge._checks import PathLike, quote
 
 _CHUNK = 1 << 20
 _CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError)
 _ADVICE = "Delete the archive and download it again (or place a good copy by hand)."
+#: The compression methods read: those whose inflation zipfile bounds per read.
+_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+_OTHER_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "LZMA", 9: "deflate64"}
 
 
 class ArchiveError(ValueError):
@@ -42,15 +59,24 @@ def list_members(zip_path: PathLike) -> list[str]:
 
 
 @contextmanager
-def open_member(zip_path: PathLike, name: str) -> Iterator[IO[bytes]]:
+def open_member(zip_path: PathLike, name: str, *, max_bytes: int) -> Iterator[IO[bytes]]:
     """Open one member for streaming reads, without extracting anything.
 
-    Use as ``with open_member(path, "gzip/emnist-digits-mapping.txt") as stream: ...``.
-    A CRC or decompression error raised while reading inside the ``with`` block is
-    turned into :class:`ArchiveError` naming the archive and the member.
+    Use as ``with open_member(path, "gzip/emnist-digits-test-labels-idx1-ubyte.gz",
+    max_bytes=cap) as stream: ...``. The member's declared size is checked against
+    ``max_bytes`` first; the stream never yields more than that size. A CRC or
+    decompression error raised while reading inside the ``with`` block is turned into
+    :class:`ArchiveError` naming the archive and the member.
+
+    Raises
+    ------
+    ArchiveError
+        When the member is missing, declares more than ``max_bytes``, is compressed
+        with another method than stored or deflate, or its data are corrupt.
     """
     with _open_zip(zip_path) as archive:
         info = _member_info(archive, zip_path, name)
+        _check_member(zip_path, info, max_bytes)
         try:
             with archive.open(info) as stream:
                 yield stream
@@ -58,7 +84,7 @@ def open_member(zip_path: PathLike, name: str) -> Iterator[IO[bytes]]:
             raise _corrupt_member(zip_path, name, error) from error
 
 
-def read_member(zip_path: PathLike, name: str, *, max_bytes: int = DEFAULT_MAX_TOTAL_BYTES) -> bytes:
+def read_member(zip_path: PathLike, name: str, *, max_bytes: int) -> bytearray:
     """Return the uncompressed bytes of one member.
 
     Parameters
@@ -68,12 +94,18 @@ def read_member(zip_path: PathLike, name: str, *, max_bytes: int = DEFAULT_MAX_T
     name
         The member's full name inside the archive, e.g. ``"gzip/emnist-letters-mapping.txt"``.
     max_bytes
-        Refuse members larger than this (declared or actual size).
+        Refuse a member declaring more than this, before inflating it; choose what the
+        member may hold (see the module docstring).
+
+    Returns
+    -------
+    bytearray
+        The member's bytes, read into one buffer of its declared size.
 
     Raises
     ------
     ArchiveError
-        When the member is missing, too large, or its data is corrupt.
+        When the member is missing, too large, or its data are corrupt or truncated.
     """
     with _open_zip(zip_path) as archive:
         return _read_info(archive, zip_path, _member_info(archive, zip_path, name), max_bytes)
@@ -83,8 +115,8 @@ def iter_members(
     zip_path: PathLike,
     names: Iterable[str] | None = None,
     *,
-    max_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
-) -> Iterator[tuple[str, bytes]]:
+    max_bytes: int,
+) -> Iterator[tuple[str, bytearray]]:
     """Yield ``(name, bytes)`` for many members, opening the archive only once.
 
     Parameters
@@ -94,7 +126,7 @@ def iter_members(
     names
         The members to read, in this order; default: every file member in archive order.
     max_bytes
-        Cap on the size of each member (declared or actual).
+        Cap on the size of each member, as in :func:`read_member`.
     """
     with _open_zip(zip_path) as archive:
         if names is None:
@@ -124,48 +156,55 @@ def _member_info(archive: zipfile.ZipFile, zip_path: PathLike, name: str) -> zip
     try:
         return archive.getinfo(name)
     except KeyError:
-        sample = ", ".join(repr(n) for n in archive.namelist()[:5])
+        sample = ", ".join(quote(n) for n in archive.namelist()[:5])
         raise ArchiveError(
-            f"{zip_path} has no member {name!r} (it holds {len(archive.namelist())} members, "
+            f"{zip_path} has no member {quote(name)} (it holds {len(archive.namelist())} members, "
             f"e.g. {sample}). Check the member name, or that this is the right archive."
         ) from None
 
 
-def _read_info(archive: zipfile.ZipFile, zip_path: PathLike, info: zipfile.ZipInfo, max_bytes: int) -> bytes:
-    _check_member_size(zip_path, info, max_bytes)
-    parts: list[bytes] = []
+def _read_info(archive: zipfile.ZipFile, zip_path: PathLike, info: zipfile.ZipInfo, max_bytes: int) -> bytearray:
+    """Read one checked member into a buffer of its declared size, a chunk at a time."""
+    _check_member(zip_path, info, max_bytes)
+    data = bytearray(info.file_size)
     received = 0
     try:
-        with archive.open(info) as stream:
-            while chunk := stream.read(_CHUNK):
-                received += len(chunk)
-                _check_actual_size(zip_path, info, received, max_bytes)
-                parts.append(chunk)
+        with archive.open(info) as stream, memoryview(data) as view:
+            while received < len(data):
+                count = stream.readinto(view[received:received + _CHUNK])  # type: ignore[attr-defined]  # IO lacks it
+                if not count:
+                    break
+                received += count
     except _CORRUPT as error:
         raise _corrupt_member(zip_path, info.filename, error) from error
-    return b"".join(parts)
+    if received < len(data):
+        raise ArchiveError(
+            f"{zip_path}: member {quote(info.filename)} ends after {received:,} bytes, but its header declares "
+            f"{len(data):,}: the archive is truncated, damaged or forged. " + _ADVICE
+        )
+    return data
 
 
-def _check_member_size(zip_path: PathLike, info: zipfile.ZipInfo, max_bytes: int) -> None:
+def _check_member(zip_path: PathLike, info: zipfile.ZipInfo, max_bytes: int) -> None:
+    """Refuse, before inflating anything, a member too large, encrypted or compressed with an unbounded method."""
+    where = f"{zip_path}: member {quote(info.filename)}"
     if info.file_size > max_bytes:
         raise ArchiveError(
-            f"{zip_path}: member {info.filename!r} declares {info.file_size} uncompressed bytes, "
-            f"more than the cap of {max_bytes} (a zip bomb?). Raise the cap only if you trust "
-            "this archive."
+            f"{where} declares {info.file_size:,} uncompressed bytes, more than the {max_bytes:,} bytes such a "
+            "member may hold: a zip bomb, or not the archive it should be. " + _ADVICE
         )
-
-
-def _check_actual_size(zip_path: PathLike, info: zipfile.ZipInfo, received: int, cap: int) -> None:
-    if received > min(cap, info.file_size):
+    if info.compress_type not in _METHODS:
+        method = _OTHER_METHODS.get(info.compress_type, "an unknown method")
         raise ArchiveError(
-            f"{zip_path}: member {info.filename!r} decompresses to more than "
-            f"{min(cap, info.file_size)} bytes, beyond its declared size {info.file_size} or the "
-            "cap (a zip bomb or a forged header). " + _ADVICE
+            f"{where} is compressed with {method} (zip method {info.compress_type}); only stored and deflate "
+            "members are read (the upstream archives use them): this is not the archive it should be. " + _ADVICE
         )
+    if info.flag_bits & 0x1:
+        raise ArchiveError(f"{where} is encrypted: this is not the archive it should be. " + _ADVICE)
 
 
 def _corrupt_member(zip_path: PathLike, name: str, error: BaseException) -> ArchiveError:
     return ArchiveError(
-        f"{zip_path}: member {name!r} is corrupt ({type(error).__name__}: {error}); "
-        "the archive is damaged or truncated. " + _ADVICE
+        f"{zip_path}: member {quote(name)} is corrupt ({type(error).__name__}: {quote(str(error))}); "
+        "the archive is damaged, truncated or forged (its headers do not match its data). " + _ADVICE
     )

@@ -10,17 +10,27 @@ no intermediate copy. Gzipped files are decompressed with python-isal's ``igzip`
 (about twice as fast as the standard library) when it is installed, else ``gzip``.
 
 Everything wrong with a file raises :class:`IDXError` naming the file (the ``name``
-given, e.g. the zip member) and what was wrong: a bad gzip stream, a truncated or
-unexpected header, a wrong magic number or image size, fewer bytes than the header
-declares, or bytes after the declared data.
+given, e.g. the zip member and its archive) and what was wrong: a bad gzip stream, a
+truncated or unexpected header, a wrong magic number or image size, fewer bytes than
+the header declares, or bytes after the declared data.
+
+Hostile headers
+---------------
+The header's dimensions are checked before anything is allocated, with Python
+integers (a product of dimensions never wraps): the image size (``dims``), the count
+(``cap``: the caller knows how many images a file may hold, e.g. an EMNIST split's)
+and the data size (at most :data:`MAX_DATA_BYTES`). The array is then filled as the
+data arrive, and reading stops one chunk past the declared size, so a file holding
+more than it declares costs at most one chunk.
 """
 from __future__ import annotations
 
 import gzip
+import math
 import struct
 import zlib
 from types import ModuleType
-from typing import IO
+from typing import IO, NamedTuple
 
 import numpy as np
 
@@ -45,8 +55,24 @@ class IDXError(ValueError):
     """An IDX file is corrupt, truncated or not what was expected; the message names it."""
 
 
+class CountCap(NamedTuple):
+    """The most images (or labels) a file may declare, and why: the reason ends the refusal's message.
+
+    ``reason`` says where the number comes from and what to do, e.g. ``"EMNIST digits has
+    40,000 test images ...: use NIST's gzip.zip"``.
+    """
+
+    limit: int
+    reason: str
+
+
 def read_images(
-    stream: IO[bytes], name: str, *, gzipped: bool = True, dims: tuple[int, int] | None = (28, 28)
+    stream: IO[bytes],
+    name: str,
+    *,
+    gzipped: bool = True,
+    dims: tuple[int, int] | None = (28, 28),
+    cap: CountCap | None = None,
 ) -> np.ndarray:
     """Read an IDX image file (magic 2051).
 
@@ -60,6 +86,8 @@ def read_images(
         Whether ``stream`` is a gzip stream of the IDX bytes.
     dims
         The required ``(rows, cols)`` of every image; None accepts any.
+    cap
+        The most images the file may declare; None: only :data:`MAX_DATA_BYTES` bounds it.
 
     Returns
     -------
@@ -69,27 +97,25 @@ def read_images(
     Raises
     ------
     IDXError
-        When the file is not a complete image IDX file of the required dimensions.
+        When the file is not a complete image IDX file of the required dimensions, or
+        its header declares more than ``cap`` images; nothing is allocated then.
     """
-    array = _read(stream, name, gzipped, IMAGES_MAGIC, ndim=3)
-    if dims is not None and array.shape[1:] != tuple(dims):
-        rows, cols = array.shape[1:]
-        raise IDXError(
-            f"{name} holds {rows}x{cols} images, expected {dims[0]}x{dims[1]}: "
-            "it is not an EMNIST/MNIST image file, or its header is corrupt"
-        )
-    return array
+    return _read(stream, name, gzipped, IMAGES_MAGIC, ndim=3, dims=dims, cap=cap)
 
 
-def read_labels(stream: IO[bytes], name: str, *, gzipped: bool = True) -> np.ndarray:
+def read_labels(stream: IO[bytes], name: str, *, gzipped: bool = True, cap: CountCap | None = None) -> np.ndarray:
     """Read an IDX label file (magic 2049) as a uint8 vector; see :func:`read_images`."""
-    return _read(stream, name, gzipped, LABELS_MAGIC, ndim=1)
+    return _read(stream, name, gzipped, LABELS_MAGIC, ndim=1, dims=None, cap=cap)
 
 
-def _read(stream: IO[bytes], name: str, gzipped: bool, magic: int, ndim: int) -> np.ndarray:
+def _read(
+    stream: IO[bytes], name: str, gzipped: bool, magic: int, ndim: int, dims: tuple[int, int] | None,
+    cap: CountCap | None,
+) -> np.ndarray:
     source = _gzip_module.GzipFile(fileobj=stream, mode="rb") if gzipped else stream
     try:
         shape = _read_header(source, name, magic, ndim)
+        _check_shape(name, shape, dims, cap)
         array = np.empty(shape, np.uint8)
         received = _fill(source, array.reshape(-1).data)
         if received < array.nbytes:
@@ -137,14 +163,28 @@ def _read_header(source: IO[bytes], name: str, magic: int, ndim: int) -> tuple[i
             f"{name} is truncated: an IDX {'image' if ndim == 3 else 'label'} header needs "
             f"{size} bytes but the file holds only {len(header)}"
         )
-    shape = struct.unpack(f">{ndim}I", header[4:])
-    declared = int(np.prod(shape, dtype=np.int64))
+    return tuple(struct.unpack(f">{ndim}I", header[4:]))
+
+
+def _check_shape(name: str, shape: tuple[int, ...], dims: tuple[int, int] | None, cap: CountCap | None) -> None:
+    """Refuse a declared shape of the wrong image size, or too large, before anything is allocated."""
+    declared = math.prod(shape)  # Python integers: 2**22 * 2**21 * 2**21 does not wrap to 0
+    if dims is not None and shape[1:] != tuple(dims):
+        raise IDXError(
+            f"{name} holds {shape[1]}x{shape[2]} images, expected {dims[0]}x{dims[1]} (its header declares "
+            f"{_describe(shape)}, {declared:,} bytes): it is not an EMNIST/MNIST image file, or its header is "
+            "corrupt; get a good copy"
+        )
+    if cap is not None and shape[0] > cap.limit:
+        raise IDXError(
+            f"{name} declares {_describe(shape)} ({declared:,} bytes), more than the {cap.limit:,} it may "
+            f"hold: {cap.reason}"
+        )
     if declared > MAX_DATA_BYTES:
         raise IDXError(
-            f"{name} declares {_describe(tuple(shape))} ({declared:,} bytes), more than the "
-            f"{MAX_DATA_BYTES:,}-byte cap: its header is corrupt"
+            f"{name} declares {_describe(shape)} ({declared:,} bytes), more than the "
+            f"{MAX_DATA_BYTES:,}-byte cap: its header is corrupt; get a good copy"
         )
-    return tuple(shape)
 
 
 def _fill(source: IO[bytes], buffer: memoryview) -> int:

@@ -16,6 +16,11 @@ orientation can be checked against a picture rather than against this generator.
 Counts are parameters: the benchmark writes a full-size ``byclass`` (697,932 + 116,323
 images) with ``keep_arrays=False`` in a few tens of seconds, in chunks, without holding
 the pixels in memory.
+
+Hostile variants: :func:`write_hostile_copy` copies any zip with one member replaced by
+streamed bytes (a member inflating to hundreds of MB from a few hundred KB, never held in
+memory), :func:`forge_header` makes a member's headers lie about its size or CRC, and
+:func:`black_png` writes a PNG of any size in a few KB (a decompression bomb).
 """
 from __future__ import annotations
 
@@ -24,7 +29,8 @@ import hashlib
 import io
 import struct
 import zipfile
-from collections.abc import Iterator, Mapping
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -302,3 +308,99 @@ def gunzip(data: bytes) -> bytes:
     """Return the decompressed bytes of a gzip stream."""
     with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
         return stream.read()
+
+
+def zero_chunks(n_bytes: int, chunk: int = 1 << 22) -> Iterator[memoryview]:
+    """Yield ``n_bytes`` zero bytes in chunks of ``chunk`` (the last one shorter): views of one buffer, never copied."""
+    zeros = memoryview(bytes(chunk))
+    for start in range(0, n_bytes, chunk):
+        yield zeros[:min(chunk, n_bytes - start)]
+
+
+def write_hostile_copy(
+    source: str | Path,
+    dest: str | Path,
+    name: str,
+    chunks: Iterable[bytes | memoryview],
+    *,
+    gzipped: bool = False,
+    compress_type: int = zipfile.ZIP_DEFLATED,
+) -> Path:
+    """Copy the zip ``source`` to ``dest`` with member ``name`` replaced (or added) by the bytes of ``chunks``.
+
+    Parameters
+    ----------
+    source, dest
+        The zip to copy and the new zip.
+    name
+        The member to write; the other members are copied as they are, in order.
+    chunks
+        The member's bytes, streamed (a bomb of hundreds of MB is never held in memory).
+    gzipped
+        Wrap the bytes in a gzip stream first (isal level 1: 2 GB of zeros take 0.1 s), like
+        EMNIST's IDX members.
+    compress_type
+        The member's zip method (deflate at zlib's default level: zeros shrink about 1000-fold).
+    """
+    from isal import igzip
+
+    dest = Path(dest)
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(dest, "w") as copy:
+        for info in original.infolist():
+            if info.filename != name:
+                copy.writestr(info, original.read(info), compress_type=info.compress_type, compresslevel=1)
+        info = zipfile.ZipInfo(name, date_time=(2017, 4, 12, 0, 0, 0))
+        info.compress_type = compress_type
+        info.external_attr = 0o644 << 16
+        with copy.open(info, "w") as member:
+            if gzipped:
+                with igzip.GzipFile(fileobj=member, mode="wb", compresslevel=1, mtime=0) as gz:
+                    for chunk in chunks:
+                        gz.write(chunk)
+            else:
+                for chunk in chunks:
+                    member.write(chunk)
+    return dest
+
+
+def forge_header(path: str | Path, name: str, *, file_size: int | None = None, crc: int | None = None) -> None:
+    """Make the local and central headers of member ``name`` declare ``file_size`` and/or ``crc`` (a lying zip).
+
+    The member must have plain (not zip64) headers: written below 2 GiB without ``force_zip64``.
+    """
+    path = Path(path)
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        local, offset = archive.getinfo(name).header_offset, archive.start_dir
+    central = None
+    while raw[offset:offset + 4] == b"PK\x01\x02" and central is None:
+        name_length, extra_length, comment_length = struct.unpack_from("<HHH", raw, offset + 28)
+        if raw[offset + 46:offset + 46 + name_length] == name.encode():
+            central = offset
+        offset += 46 + name_length + extra_length + comment_length
+    if central is None:
+        raise KeyError(f"{path}: no central directory entry for {name!r}")
+    for header, crc_at, size_at in ((local, 14, 22), (central, 16, 24)):
+        if file_size is not None:
+            struct.pack_into("<I", raw, header + size_at, file_size)
+        if crc is not None:
+            struct.pack_into("<I", raw, header + crc_at, crc)
+    path.write_bytes(bytes(raw))
+
+
+def black_png(width: int, height: int) -> bytes:
+    """Return a 1-bit black PNG of ``width`` x ``height``, written without holding its pixels.
+
+    A 20000x20000 one (400 Mpx, 50 MB of rows) takes about 50 KB: a decompression bomb.
+    """
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    row = 1 + (width + 7) // 8  # the filter byte, then the packed bits
+    compressor, parts = zlib.compressobj(9), []
+    block = bytes(row * max(1, (1 << 22) // row))
+    for start in range(0, row * height, len(block)):
+        parts.append(compressor.compress(block[:min(len(block), row * height - start)]))
+    parts.append(compressor.flush())
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", b"".join(parts)) + chunk(b"IEND", b"")
