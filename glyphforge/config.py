@@ -6,10 +6,14 @@ here, so the rules are in one place:
 * data dir: the explicit ``data_dir`` argument, else ``$GLYPHFORGE_DATA_DIR``,
   else platformdirs' user data dir for ``glyphforge``;
 * ``<data dir>/raw/<dataset>/``: downloaded (or hand-placed) upstream files;
-* ``<data dir>/cache/``: the content-addressed store of converted data.
+* ``<data dir>/cache/``: the content-addressed store of converted data;
+* the wait for a cache entry or a download another process is making: the explicit
+  ``lock_timeout``, else ``$GLYPHFORGE_LOCK_TIMEOUT`` (seconds), else an hour.
 """
 from __future__ import annotations
 
+import math
+import numbers
 import os
 from pathlib import Path
 
@@ -20,6 +24,9 @@ from glyphforge._checks import PathLike
 ENV_DATA_DIR = "GLYPHFORGE_DATA_DIR"
 ENV_MIRROR = "GLYPHFORGE_MIRROR"
 ENV_OFFLINE = "GLYPHFORGE_OFFLINE"
+ENV_LOCK_TIMEOUT = "GLYPHFORGE_LOCK_TIMEOUT"
+#: Seconds a process waits for a cache entry or a download that another process is making, unless told otherwise.
+DEFAULT_LOCK_TIMEOUT = 3600.0
 
 _TRUE_WORDS = {"1", "true", "yes", "on"}
 
@@ -65,3 +72,45 @@ def mirrors_from_env() -> tuple[str, ...]:
 def offline_from_env() -> bool:
     """Return True when ``$GLYPHFORGE_OFFLINE`` forbids network access."""
     return os.environ.get(ENV_OFFLINE, "").strip().lower() in _TRUE_WORDS
+
+
+def lock_timeout(seconds: float | None = None) -> float:
+    """Return how many seconds to wait for a lock held by another process (see `glyphforge.cache.locks`).
+
+    The lock of a cache entry being made, or of a file being downloaded.
+
+    Parameters
+    ----------
+    seconds
+        An explicit timeout; wins over the environment and the default.
+
+    Returns
+    -------
+    float
+        ``seconds``, else ``$GLYPHFORGE_LOCK_TIMEOUT``, else ``DEFAULT_LOCK_TIMEOUT`` (an hour):
+        a number >= 0 (0: give up at once; ``inf``: wait for ever).
+
+    Raises
+    ------
+    ValueError
+        When the value is not a number >= 0; the message names where it came from.
+    """
+    given: object
+    if seconds is not None:
+        where, given = "lock_timeout", seconds
+        real = isinstance(seconds, numbers.Real) and not isinstance(seconds, bool)
+        value = float(seconds) if real else math.nan
+    elif text := os.environ.get(ENV_LOCK_TIMEOUT, "").strip():
+        where, given = f"${ENV_LOCK_TIMEOUT}", text
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+    else:
+        return DEFAULT_LOCK_TIMEOUT
+    if not value >= 0:
+        raise ValueError(
+            f"{where} is {given!r}: give the seconds to wait for a cache entry another process is making, a "
+            f"number >= 0 such as {DEFAULT_LOCK_TIMEOUT:g} (0: give up at once, inf: wait for ever)"
+        )
+    return value

@@ -1,10 +1,11 @@
+import hashlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from glyphforge.cache import CacheStore, cache_key
-from glyphforge.cache.keys import canonical_json
+from glyphforge.cache import FORMAT_VERSION, CacheStore, cache_key
+from glyphforge.cache.keys import canonical_json, metadata_sha256
 
 
 def test_equal_parameters_give_equal_keys():
@@ -55,3 +56,19 @@ def test_parameters_without_canonical_form_are_refused(params, error, message):
 def test_unsafe_kinds_are_refused(kind):
     with pytest.raises(ValueError, match="cache kind must be"):
         cache_key(kind, {})
+
+
+def test_a_key_of_another_format_version_differs():
+    assert canonical_json("k", {"x": 1}, format_version=2) == '["k",{"x":1},2]'
+    assert cache_key("k", {"x": 1}, 2) != cache_key("k", {"x": 1}) == cache_key("k", {"x": 1}, FORMAT_VERSION)
+
+
+def test_the_metadata_hash_covers_kind_key_params_and_meta_canonically():
+    digest = metadata_sha256("k", "ab" * 32, {"x": [1, 2]}, {"note": "é", "n": 3})
+    text = '{"key":"' + "ab" * 32 + '","kind":"k","meta":{"n":3,"note":"\\u00e9"},"params":{"x":[1,2]}}'
+    assert digest == hashlib.sha256(text.encode("ascii")).hexdigest()
+    assert metadata_sha256("k", "ab" * 32, {"x": [1, 2]}, {"n": 3, "note": "é"}) == digest  # key order is irrelevant
+    assert metadata_sha256("k", "ab" * 32, {"x": [1, 2]}, {"note": "é", "n": 4}) != digest
+    assert metadata_sha256("k", "cd" * 32, {"x": [1, 2]}, {"note": "é", "n": 3}) != digest
+    with pytest.raises(ValueError):
+        metadata_sha256("k", "ab" * 32, {}, {"x": float("nan")})

@@ -1,15 +1,25 @@
+import errno
 import json
+import logging
+import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
+import filelock
 import numpy as np
 import pytest
 
-from glyphforge.cache import CacheStore, dump_pklz
+from glyphforge._files import StorageError
+from glyphforge.cache import CacheStore, MissingEntryFileError, dump_pklz
+from glyphforge.cache.keys import metadata_sha256
+from glyphforge.cache.locks import LockTimeoutError, hold, holder_path, read_holder
 
 PARAMS = {"split": "digits", "shape": (14, 14)}
 
@@ -33,6 +43,7 @@ def test_create_commits_a_complete_entry_with_manifest(tmp_path):
     assert entry.params == {"split": "digits", "shape": [14, 14]}
     manifest = json.loads((entry.path / "manifest.json").read_text())
     assert manifest["kind"] == "k" and manifest["format_version"] == 1
+    assert manifest["meta_sha256"] == metadata_sha256("k", entry.key, manifest["params"], manifest["meta"])
     assert manifest["glyphforge_version"] and manifest["created"].endswith("+00:00")
     size = (entry.path / "A.pklz").stat().st_size
     assert manifest["files"]["A.pklz"]["size"] == size == entry.size_bytes - (entry.path / "B.pklz").stat().st_size
@@ -89,6 +100,63 @@ def test_unknown_file_lists_the_files(tmp_path):
     entry = store.get_or_create("k", PARAMS, _fill)
     with pytest.raises(KeyError, match=r"no file 'C.pklz'; files: \['A.pklz', 'B.pklz'\]"):
         entry.load("C.pklz")
+
+
+def test_a_deleted_file_is_a_missing_entry_file_for_every_way_of_reading_it(tmp_path):
+    entry = CacheStore(tmp_path).get_or_create("k", PARAMS, _fill)
+    (entry.path / "B.pklz").unlink()
+    for read in (entry.file, entry.load, entry.iter):
+        with pytest.raises(MissingEntryFileError, match=rf"^{entry.path / 'B.pklz'} is missing from the k entry "
+                                                        rf"{entry.key[:12]} .*`glyphforge cache gc`"):
+            read("B.pklz")
+    assert entry.load("A.pklz").shape == (3, 4)
+
+
+def test_a_full_disk_while_committing_is_a_storage_error_and_leaves_no_entry(tmp_path, monkeypatch):
+    store = CacheStore(tmp_path)
+    write_text = Path.write_text
+
+    def full(path, *args, **kwargs):
+        if path.name == "manifest.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(StorageError, match=r"cannot write .*/manifest.json: the disk is full"):
+        store.get_or_create("k", PARAMS, _fill)
+    monkeypatch.undo()
+    assert store.get("k", PARAMS) is None and store.ls() == []
+    assert [path.name for path in (tmp_path / "k").iterdir()] == [f".{store.key('k', PARAMS)}.lock"]
+
+
+def test_the_lock_timeout_comes_from_the_environment_or_the_argument(tmp_path, monkeypatch):
+    monkeypatch.setenv("GLYPHFORGE_LOCK_TIMEOUT", "12")
+    assert CacheStore(tmp_path).lock_timeout == 12.0 and CacheStore(tmp_path, lock_timeout=3).lock_timeout == 3.0
+    assert CacheStore.for_data_dir(tmp_path, lock_timeout=0).lock_timeout == 0.0
+    with pytest.raises(ValueError, match="lock_timeout is -1"):
+        CacheStore(tmp_path, lock_timeout=-1)
+
+
+def test_a_held_lock_names_its_holder_and_the_callers_detail_while_waiting_and_when_giving_up(tmp_path, caplog):
+    """glyphforge.cache.locks.hold, as downloads use it: the holder record and the ``detail`` hook."""
+    path = tmp_path / ".f.bin.lock"
+    with hold(filelock.FileLock(path), "fetching ds/f.bin", 1):  # another FileLock of the same file conflicts
+        holder = read_holder(path)
+        assert holder is not None and holder.pid == os.getpid() and holder.host == socket.gethostname()
+        assert datetime.fromisoformat(holder.since).utcoffset() == timedelta(0)  # ISO 8601, UTC
+        with caplog.at_level(logging.INFO, logger="glyphforge"), pytest.raises(LockTimeoutError) as caught:
+            with hold(filelock.FileLock(path), "fetching ds/f.bin", 0.2, detail=lambda: "f.bin.part has 5 B"):
+                pass
+    assert isinstance(caught.value, TimeoutError)
+    assert caught.value.lock_path == path and caught.value.holder == holder
+    assert re.match(rf"gave up waiting for another process fetching ds/f\.bin after 0\.\d s: {re.escape(str(path))} "
+                    rf"is held by {re.escape(str(holder))} \(f\.bin\.part has 5 B\)\. If that process is still "
+                    r"fetching ds/f\.bin, wait for it, or wait longer with lock_timeout= or \$GLYPHFORGE_LOCK_TIMEOUT",
+                    str(caught.value))
+    assert [record.getMessage() for record in caplog.records] == [
+        f"waiting for another process fetching ds/f.bin ({holder}): 0 s so far, f.bin.part has 5 B; giving up after "
+        "0.2 s"]
+    assert read_holder(path) is None and not holder_path(path).exists()  # the record goes with the lock
 
 
 def test_verify_finds_a_flipped_byte_and_a_truncated_file(tmp_path):

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import platformdirs
+import pytest
 
 from glyphforge import config
 
@@ -32,3 +33,29 @@ def test_mirror_and_offline_variables(monkeypatch):
     assert config.offline_from_env() is False
     monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
     assert config.offline_from_env() is True
+
+
+def test_lock_timeout_explicit_then_environment_then_an_hour(monkeypatch):
+    monkeypatch.delenv("GLYPHFORGE_LOCK_TIMEOUT", raising=False)
+    assert config.lock_timeout() == config.DEFAULT_LOCK_TIMEOUT == 3600
+    monkeypatch.setenv("GLYPHFORGE_LOCK_TIMEOUT", " 90 ")
+    assert config.lock_timeout() == 90.0 and config.lock_timeout(5) == 5.0
+    monkeypatch.setenv("GLYPHFORGE_LOCK_TIMEOUT", "inf")
+    assert config.lock_timeout() == float("inf")
+    monkeypatch.setenv("GLYPHFORGE_LOCK_TIMEOUT", "0")
+    assert config.lock_timeout() == 0.0
+
+
+@pytest.mark.parametrize("variable, argument, shown", [
+    ("soon", None, r"\$GLYPHFORGE_LOCK_TIMEOUT is 'soon'"),
+    ("-1", None, r"\$GLYPHFORGE_LOCK_TIMEOUT is '-1'"),
+    ("nan", None, r"\$GLYPHFORGE_LOCK_TIMEOUT is 'nan'"),
+    ("", -5, r"lock_timeout is -5"),
+    ("", True, r"lock_timeout is True"),
+    ("", "60", r"lock_timeout is '60'"),
+])
+def test_a_bad_lock_timeout_names_where_it_came_from(monkeypatch, variable, argument, shown):
+    monkeypatch.setenv("GLYPHFORGE_LOCK_TIMEOUT", variable)
+    with pytest.raises(ValueError, match=shown + r": give the seconds to wait for a cache entry another process is "
+                                               r"making, a number >= 0 such as 3600 \(0: give up at once, inf: wait"):
+        config.lock_timeout(argument)

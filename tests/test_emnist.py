@@ -8,12 +8,11 @@ import pytest
 
 import glyphforge
 from glyphforge import config
-from glyphforge.cache import CacheStore
+from glyphforge.cache import CacheStore, DamagedEntryFileError
 from glyphforge.datasets import emnist, registry
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.datasets.emnist import (
     EMNIST,
-    EMNISTFormatError,
     class_file_name,
     emnist_classes,
     glyph_images,
@@ -424,8 +423,9 @@ def test_load_reads_only_the_requested_class_files_and_reports_damage(synthetic,
     path = entry.path / "digit_7.pklz"
     size = path.stat().st_size
     os.truncate(path, size - 10)
-    with pytest.raises(EMNISTFormatError, match=rf"digit_7.pklz is damaged \({size - 10:,} bytes, its entry's manifest "
-                       rf"says {size:,} bytes\): remove the entry with `glyphforge cache rm {entry.key[:12]}`"):
+    with pytest.raises(DamagedEntryFileError, match=rf"digit_7.pklz is damaged: {size - 10:,} bytes where the emnist "
+                       rf"entry {entry.key[:12]}'s manifest records {size:,} \(truncated or replaced\): run "
+                       r"`glyphforge cache gc` to remove the broken entry, then make it again: `prepare-data emnist`"):
         load_emnist("7", split="digits")
     x, _, _ = load_emnist("6", split="digits", subset="all", seed=0)  # digit_7.pklz is never opened
     sixes = entry.load("digit_6.pklz")

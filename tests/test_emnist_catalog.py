@@ -4,9 +4,9 @@ import os
 import numpy as np
 import pytest
 
+from glyphforge.cache import DamagedEntryFileError, MissingEntryFileError
 from glyphforge.datasets._emnist_catalog import (
     Block,
-    EMNISTFormatError,
     check_classes,
     check_splits,
     check_subset,
@@ -124,14 +124,13 @@ def test_load_class_checks_the_file_against_the_manifest(synthetic):
     path = entry.path / "digit_7.pklz"
     size = path.stat().st_size
     os.truncate(path, size - 10)
-    with pytest.raises(EMNISTFormatError, match=rf"^{path} is damaged \({size - 10:,} bytes, its entry's manifest "
-                                                rf"says {size:,} bytes\): remove the entry with `glyphforge cache rm "
-                                                rf"{entry.key[:12]}` \(or `glyphforge cache gc`\) and prepare "
-                                                r"EMNIST again$"):
+    with pytest.raises(DamagedEntryFileError, match=rf"^{path} is damaged: {size - 10:,} bytes where the emnist entry "
+                                                    rf"{entry.key[:12]}'s manifest records {size:,} \(truncated or "
+                                                    r"replaced\): run `glyphforge cache gc` to remove the broken "
+                                                    r"entry, then make it again: `prepare-data emnist`"):
         load_class(entry, "digit_7.pklz")
     path.unlink()
-    with pytest.raises(EMNISTFormatError,
-                       match=rf"^{path} is damaged \(missing, its entry's manifest says {size:,} bytes\)"):
+    with pytest.raises(MissingEntryFileError, match=rf"^{path} is missing from the emnist entry {entry.key[:12]}"):
         load_class(entry, "digit_7.pklz")
     x, _ = select(entry, ["6"], "all", None, balance=False, include_blank=False).in_order()  # digit_7 is never opened
     assert np.array_equal(x, entry.load("digit_6.pklz"))

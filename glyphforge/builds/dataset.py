@@ -158,8 +158,8 @@ class BuiltDataset:
         index = self.index
         if not 0 <= number < len(index):
             raise IndexError(f"shard {number} is out of range: {self.entry.kind} {self.key[:12]} has {len(index)}")
-        arrays: Shard = read_member(self.path / ARRAYS_FILE, int(index.offset[number]), int(index.length[number]),
-                                    what=f"shard {number}")
+        arrays: Shard = read_member(self.entry.file(ARRAYS_FILE), int(index.offset[number]),
+                                    int(index.length[number]), what=f"shard {number}")
         rows = int(index.rows[number])
         if sorted(arrays) != sorted(self.layout) or any(len(array) != rows for array in arrays.values()):
             raise ValueError(f"{self.path / ARRAYS_FILE}: shard {number} does not hold the {rows} rows of arrays "

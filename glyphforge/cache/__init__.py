@@ -1,8 +1,16 @@
 """The content-addressed cache of gzipped pickles (see :mod:`glyphforge.cache.store`)."""
 from glyphforge.cache.keys import FORMAT_VERSION, cache_key
+from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.cache.pklz import DEFAULT_LEVEL, CorruptPklzError, concat_pklz, dump_pklz, iter_pklz, load_pklz
 from glyphforge.cache.safe_pickle import UnsafePickleError
-from glyphforge.cache.store import CacheProblem, CacheStore, Entry, Writer
+from glyphforge.cache.store import (
+    CacheProblem,
+    CacheStore,
+    DamagedEntryFileError,
+    Entry,
+    MissingEntryFileError,
+    Writer,
+)
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -11,6 +19,9 @@ __all__ = [
     "CacheStore",
     "CorruptPklzError",
     "Entry",
+    "LockTimeoutError",
+    "DamagedEntryFileError",
+    "MissingEntryFileError",
     "UnsafePickleError",
     "Writer",
     "cache_key",

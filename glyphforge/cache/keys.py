@@ -1,4 +1,4 @@
-"""Cache keys: sha256 of a canonical JSON of ``(kind, params, format_version)``."""
+"""Cache keys: sha256 of a canonical JSON of ``(kind, params, format_version)``; the manifest's metadata hash."""
 from __future__ import annotations
 
 import hashlib
@@ -74,12 +74,32 @@ def normalise(value: Any, where: str = "params") -> Any:
     )
 
 
-def canonical_json(kind: str, params: Mapping[str, Any]) -> str:
-    """Return the canonical JSON text that a cache key hashes."""
-    document = [check_kind(kind), normalise(dict(params)), FORMAT_VERSION]
+def _canonical_text(document: Any) -> str:
+    """Return ``document`` (plain JSON data) as compact, sorted, ASCII JSON: the text every hash here is of."""
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
-def cache_key(kind: str, params: Mapping[str, Any]) -> str:
-    """Return the hex sha256 key of ``(kind, params, FORMAT_VERSION)``."""
-    return hashlib.sha256(canonical_json(kind, params).encode("ascii")).hexdigest()
+def canonical_json(kind: str, params: Mapping[str, Any], format_version: int = FORMAT_VERSION) -> str:
+    """Return the canonical JSON text that a cache key hashes."""
+    return _canonical_text([check_kind(kind), normalise(dict(params)), format_version])
+
+
+def cache_key(kind: str, params: Mapping[str, Any], format_version: int = FORMAT_VERSION) -> str:
+    """Return the hex sha256 key of ``(kind, params, format_version)`` (by default the current ``FORMAT_VERSION``)."""
+    return hashlib.sha256(canonical_json(kind, params, format_version).encode("ascii")).hexdigest()
+
+
+def metadata_sha256(kind: str, key: str, params: Any, meta: Any) -> str:
+    """Return the hex sha256 of an entry's metadata: the canonical JSON of its kind, key, params and meta.
+
+    A manifest records it as ``meta_sha256``, so an edited ``params`` or ``meta`` is found
+    when the entry is read. ``params`` and ``meta`` are plain JSON data, as :func:`normalise`
+    returns them and as a manifest holds them (so reading needs no normalising).
+
+    Raises
+    ------
+    ValueError
+        When they hold a NaN or infinite float (no canonical JSON).
+    """
+    document = {"kind": kind, "key": key, "params": params, "meta": meta}
+    return hashlib.sha256(_canonical_text(document).encode("ascii")).hexdigest()

@@ -6,24 +6,30 @@ Layout under the root::
     <root>/<kind>/<key>/<name>.pklz       its data files
     <root>/<kind>/.tmp-<key>-<random>/    a writer's staging directory
     <root>/<kind>/.<key>.lock             the per-key lock (filelock)
+    <root>/<kind>/.<key>.lock.holder      who holds it (pid, host, since): see glyphforge.cache.locks
     <root>/<kind>/<key>.work/             persistent scratch for resumable work
 
 An entry is staged in a sibling temporary directory and renamed into place only
 when complete, so readers never see a partial entry and a crash leaves either no
 entry or a whole one. Staging directories left by a dead writer are removed by
 the next writer of that key (it holds the key's lock) or by :meth:`CacheStore.gc`.
+
+An entry directory whose manifest fails `glyphforge.cache.manifest.read_manifest` is
+broken: :meth:`CacheStore.get` treats it as missing (so it is made again),
+:meth:`~CacheStore.ls` skips it, :meth:`~CacheStore.verify` reports it and
+:meth:`~CacheStore.gc` removes it.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,24 +37,29 @@ import filelock
 
 from glyphforge import config
 from glyphforge._checks import PathLike
-from glyphforge._files import sha256_file
-from glyphforge._version import __version__
-from glyphforge.cache.keys import FORMAT_VERSION, cache_key, check_kind, normalise
-from glyphforge.cache.pklz import dump_pklz, iter_pklz, load_pklz
+from glyphforge._files import sha256_file, writing
+from glyphforge.cache.keys import cache_key, check_kind
+from glyphforge.cache.locks import LockTimeoutError, hold
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, check_file_name, make_manifest, read_manifest
+from glyphforge.cache.pklz import CorruptPklzError, dump_pklz, iter_pklz, load_pklz
 
-MANIFEST = "manifest.json"
 _STAGING_PREFIX = ".tmp-"
 _TRASH_PREFIX = ".trash-"
 _WORK_SUFFIX = ".work"
 
 
-def _check_file_name(name: str) -> str:
-    if not name or name == MANIFEST or "/" in name or "\\" in name or name.startswith("."):
-        raise ValueError(
-            f"entry file name {name!r} is not allowed: use a plain file name such as 'A.pklz' "
-            f"(no directories, no leading dot, not {MANIFEST!r})"
-        )
-    return name
+class MissingEntryFileError(FileNotFoundError):
+    """A data file an entry's manifest lists is not on disk; the message names it and how to make the entry again.
+
+    ``errno`` is ``ENOENT`` and ``filename`` the missing file.
+    """
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class DamagedEntryFileError(CorruptPklzError):
+    """A data file of an entry is not the size its manifest records; the message names it and the fix."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +71,7 @@ class Entry:
     path
         The entry directory.
     manifest
-        The parsed ``manifest.json``.
+        The parsed ``manifest.json``, checked by :func:`read_manifest`.
     """
 
     path: Path
@@ -91,27 +102,52 @@ class Entry:
         return sum(info["size"] for info in self.manifest["files"].values())
 
     def file(self, name: str) -> Path:
-        """Return the path of the data file ``name`` (KeyError listing the files if unknown)."""
+        """Return the path of the data file ``name``.
+
+        Raises
+        ------
+        KeyError
+            When the manifest lists no such file (the message lists the files).
+        MissingEntryFileError
+            When the manifest lists it but it is not on disk.
+        DamagedEntryFileError
+            When it is not the size the manifest records (truncated, or replaced).
+
+        Both messages say how to make the entry again.
+        """
         if name not in self.manifest["files"]:
             raise KeyError(f"entry {self.kind}/{self.key[:12]} has no file {name!r}; files: {self.files}")
-        return self.path / name
+        path = self.path / name
+        fix = (f"run `glyphforge cache gc` to remove the broken entry, then make it again: `prepare-data {self.kind}`, "
+               "or for a built dataset the build that made it")
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise MissingEntryFileError(
+                errno.ENOENT, f"{path} is missing from the {self.kind} entry {self.key[:12]} (it was deleted or the "
+                f"disk lost it): {fix}", str(path)) from None
+        expected = self.manifest["files"][name]["size"]
+        if size != expected:
+            raise DamagedEntryFileError(
+                f"{path} is damaged: {size:,} bytes where the {self.kind} entry {self.key[:12]}'s manifest records "
+                f"{expected:,} (truncated or replaced): {fix}")
+        return path
 
     def load(self, name: str, trusted: bool = False) -> Any:
-        """Load the pickle in data file ``name`` (safe unpickler unless ``trusted``)."""
+        """Load the pickle in data file ``name`` (safe unpickler unless ``trusted``); see :meth:`file` for errors."""
         return load_pklz(self.file(name), trusted=trusted)
 
     def iter(self, name: str, trusted: bool = False) -> Iterator[Any]:
-        """Yield every pickle of the multi-member data file ``name``, in order."""
+        """Yield every pickle of the multi-member data file ``name``, in order; see :meth:`file` for errors."""
         return iter_pklz(self.file(name), trusted=trusted)
 
 
 def read_entry(path: Path) -> Entry | None:
-    """Return the complete entry in directory ``path`` (its manifest parses), or None."""
+    """Return the complete entry in directory ``path``, or None (also when its manifest fails `read_manifest`)."""
     try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return Entry(path, read_manifest(path))
+    except BrokenManifestError:
         return None
-    return Entry(path, manifest)
 
 
 @dataclass(frozen=True)
@@ -145,12 +181,13 @@ class Writer:
 
     def write(self, name: str, obj: Any, level: int | None = None) -> Path:
         """Write ``obj`` as the gzipped pickle ``name`` (see :func:`dump_pklz`)."""
-        return dump_pklz(obj, self.path / _check_file_name(name), level=level)
+        return dump_pklz(obj, self.path / check_file_name(name), level=level)
 
     def add_file(self, name: str, source: PathLike) -> Path:
         """Move an already written file into the entry as ``name``."""
-        destination = self.path / _check_file_name(name)
-        shutil.move(os.fspath(source), destination)
+        destination = self.path / check_file_name(name)
+        with writing(destination):
+            shutil.move(os.fspath(source), destination)
         return destination
 
 
@@ -161,17 +198,22 @@ class CacheStore:
     ----------
     root
         The store's directory (default: ``<data dir>/cache``, see :mod:`glyphforge.config`).
+    lock_timeout
+        Seconds to wait for an entry another process is making before giving up with
+        `LockTimeoutError` (default: ``$GLYPHFORGE_LOCK_TIMEOUT``, else an hour; ``inf``:
+        for ever). While waiting, who holds the lock is logged every ten seconds.
     """
 
-    def __init__(self, root: PathLike | None = None) -> None:
+    def __init__(self, root: PathLike | None = None, *, lock_timeout: float | None = None) -> None:
         self.root = Path(root) if root is not None else config.cache_dir()
+        self.lock_timeout = config.lock_timeout(lock_timeout)
         self._locks: dict[Path, filelock.FileLock] = {}
         self._locks_guard = threading.Lock()
 
     @classmethod
-    def for_data_dir(cls, data_dir: PathLike | None = None) -> CacheStore:
-        """Return the store under ``<data dir>/cache``."""
-        return cls(config.cache_dir(data_dir))
+    def for_data_dir(cls, data_dir: PathLike | None = None, *, lock_timeout: float | None = None) -> CacheStore:
+        """Return the store under ``<data dir>/cache`` (``lock_timeout`` as for the constructor)."""
+        return cls(config.cache_dir(data_dir), lock_timeout=lock_timeout)
 
     def __repr__(self) -> str:
         return f"CacheStore({str(self.root)!r})"
@@ -187,20 +229,27 @@ class CacheStore:
     def work_dir(self, kind: str, params: Mapping[str, Any]) -> Path:
         """Return (and create) a persistent scratch directory for the key's resumable work."""
         path = self.root / check_kind(kind) / f"{self.key(kind, params)}{_WORK_SUFFIX}"
-        path.mkdir(parents=True, exist_ok=True)
+        with writing(path):
+            path.mkdir(parents=True, exist_ok=True)
         return path
 
     def _lock(self, kind: str, key: str) -> filelock.FileLock:
         path = self.root / kind / f".{key}.lock"
         with self._locks_guard:
             if path not in self._locks:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                with writing(path):
+                    path.parent.mkdir(parents=True, exist_ok=True)
                 self._locks[path] = filelock.FileLock(path)
             return self._locks[path]
 
+    def _locked(self, kind: str, key: str, timeout: float | None = None) -> AbstractContextManager[None]:
+        """Hold the key's lock, waiting for another holder at most ``timeout`` (default ``lock_timeout``) seconds."""
+        timeout = self.lock_timeout if timeout is None else timeout
+        return hold(self._lock(kind, key), f"preparing {kind} {key[:12]}", timeout)
+
     # -- reading ----------------------------------------------------------
     def get(self, kind: str, params: Mapping[str, Any]) -> Entry | None:
-        """Return the complete entry for ``(kind, params)``, or None."""
+        """Return the complete entry for ``(kind, params)``, or None (also for a broken entry: see `read_manifest`)."""
         return read_entry(self._entry_dir(kind, self.key(kind, params)))
 
     # -- writing ----------------------------------------------------------
@@ -208,14 +257,17 @@ class CacheStore:
     def create(self, kind: str, params: Mapping[str, Any]) -> Iterator[Writer]:
         """Stage a new entry; commit it atomically on a clean exit.
 
-        The key's lock is held throughout. On an exception the staging directory
-        is removed and nothing becomes visible. An existing entry for the same key
-        is replaced atomically.
+        The key's lock is held throughout (waiting for another process at most
+        ``lock_timeout`` seconds: `LockTimeoutError`). On an exception the staging
+        directory is removed and nothing becomes visible. An existing entry for the
+        same key is replaced atomically. A full, read-only or forbidden disk raises
+        `glyphforge._files.StorageError` naming the path.
         """
         key = self.key(kind, params)
-        with self._lock(kind, key):
+        with self._locked(kind, key):
             self._remove_stale_staging(kind, key)
-            staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{key}-", dir=self.root / kind))
+            with writing(self.root / kind):
+                staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{key}-", dir=self.root / kind))
             writer = Writer(staging)
             try:
                 yield writer
@@ -229,12 +281,14 @@ class CacheStore:
         """Return the entry, calling ``fill(writer)`` to make it only if it is missing.
 
         Concurrent callers (threads or processes) make it once; the others wait
-        for the lock and then read the committed entry.
+        for the lock (logging who holds it, at most ``lock_timeout`` seconds:
+        `LockTimeoutError`) and then read the committed entry. A broken entry is
+        made again.
         """
         entry = self.get(kind, params)
         if entry is not None:
             return entry
-        with self._lock(kind, self.key(kind, params)):
+        with self._locked(kind, self.key(kind, params)):
             entry = self.get(kind, params)
             if entry is None:
                 with self.create(kind, params) as writer:
@@ -250,21 +304,14 @@ class CacheStore:
                 continue
             known = writer.known_sha256.get(path.name)
             files[path.name] = {"size": path.stat().st_size, "sha256": known or sha256_file(path)}
-        manifest = {
-            "kind": kind,
-            "key": key,
-            "params": normalise(dict(params)),
-            "format_version": FORMAT_VERSION,
-            "glyphforge_version": __version__,
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "files": files,
-            "meta": normalise(writer.meta, "meta"),
-        }
+        manifest = make_manifest(kind, key, params, files, writer.meta)
         # A plain write, not _files.atomic_path: the staging directory is invisible until the rename below.
-        (writer.path / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+        with writing(writer.path / MANIFEST):
+            (writer.path / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         final = self._entry_dir(kind, key)
-        replaced = self._hide(final) if final.exists() else None
-        os.rename(writer.path, final)  # right after hiding: the key is without an entry only between two renames
+        with writing(final):
+            replaced = self._hide(final) if final.exists() else None
+            os.rename(writer.path, final)  # right after hiding: the key is without an entry only between two renames
         if replaced is not None:
             shutil.rmtree(replaced, ignore_errors=True)
 
@@ -311,7 +358,7 @@ class CacheStore:
                     yield path
 
     def ls(self) -> list[Entry]:
-        """Return every complete entry, by kind then creation time."""
+        """Return every complete entry, by kind then creation time (broken entries are skipped: see `verify`)."""
         entries = [entry for path in self._entry_dirs() if (entry := read_entry(path))]
         return sorted(entries, key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
 
@@ -322,24 +369,30 @@ class CacheStore:
         matches = [entry for entry in self.ls() if entry.key.startswith(key)]
         if len(matches) != 1:
             found = "no entry" if not matches else f"{len(matches)} entries"
-            raise KeyError(f"{found} in {self.root} with a key starting {key!r}; see `glyphforge cache ls`")
+            raise KeyError(f"{found} in {self.root} with a key starting {key!r}; see `glyphforge cache ls` (a broken "
+                           "entry is not listed: `glyphforge cache verify` names it, `glyphforge cache gc` removes it)")
         return matches[0]
 
     def rm(self, key: str) -> Entry:
         """Remove the entry ``key`` (or unique key prefix) and its scratch directory."""
         entry = self.find(key)
-        with self._lock(entry.kind, entry.key):
+        with self._locked(entry.kind, entry.key):
             self._discard(entry.path)
             shutil.rmtree(entry.path.parent / f"{entry.key}{_WORK_SUFFIX}", ignore_errors=True)
         return entry
 
     def verify(self) -> list[CacheProblem]:
-        """Re-hash every data file against its manifest; return what is wrong (empty: all good)."""
+        """Check every manifest (`read_manifest`) and re-hash every data file against it.
+
+        Returns what is wrong, empty when all is good: a broken manifest is one problem
+        naming ``manifest.json`` and what is wrong with it.
+        """
         problems = []
         for path in self._entry_dirs():
-            entry = read_entry(path)
-            if entry is None:
-                problems.append(CacheProblem(path, "manifest.json is missing or unreadable"))
+            try:
+                entry = Entry(path, read_manifest(path))
+            except BrokenManifestError as error:
+                problems.append(CacheProblem(path / MANIFEST, str(error)))
                 continue
             problems.extend(_check_entry_files(entry, rehash=True))
         return problems
@@ -347,8 +400,8 @@ class CacheStore:
     def gc(self) -> list[Path]:
         """Remove abandoned staging and trash directories and broken entries.
 
-        A broken entry has an unreadable manifest or a data file that is missing
-        or of the wrong size. Returns the removed paths.
+        A broken entry has a manifest that fails `read_manifest`, or a data file that
+        is missing or of the wrong size. Returns the removed paths.
         """
         removed = []
         for kind_dir in self._kind_dirs():
@@ -368,9 +421,9 @@ class CacheStore:
     def _try_remove_staging(self, kind: str, path: Path) -> bool:
         key = path.name[len(_STAGING_PREFIX):].rsplit("-", 1)[0]
         try:
-            with self._lock(kind, key).acquire(timeout=0):
+            with self._locked(kind, key, timeout=0):
                 shutil.rmtree(path, ignore_errors=True)
-        except filelock.Timeout:
+        except LockTimeoutError:
             return False  # a live writer owns it
         return True
 
@@ -380,7 +433,7 @@ def _check_entry_files(entry: Entry, rehash: bool) -> list[CacheProblem]:
     for name, info in sorted(entry.manifest["files"].items()):
         path = entry.path / name
         if not path.is_file():
-            problems.append(CacheProblem(path, "missing"))
+            problems.append(CacheProblem(path, "missing (deleted, or the disk lost it)"))
         elif path.stat().st_size != info["size"]:
             problems.append(
                 CacheProblem(path, f"size {path.stat().st_size} bytes, manifest says {info['size']} (truncated?)")

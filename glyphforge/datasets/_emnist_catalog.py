@@ -110,22 +110,15 @@ def class_file_name(char: str) -> str:
 
 
 def load_class(entry: Entry, name: str) -> np.ndarray:
-    """Load the class file ``name`` of ``entry``, first checking it is as long as the manifest says.
+    """Load the class file ``name`` of ``entry``.
 
     Raises
     ------
-    EMNISTFormatError
-        When the file is missing or has another size; the message says how to remove the entry.
+    MissingEntryFileError, DamagedEntryFileError
+        When the file is missing or not the size its manifest records (see `glyphforge.cache.Entry.file`).
     """
-    path, expected = entry.file(name), entry.manifest["files"][name]["size"]
-    actual = path.stat().st_size if path.is_file() else None
-    if actual != expected:
-        found = "missing" if actual is None else f"{actual:,} bytes"
-        raise EMNISTFormatError(
-            f"{path} is damaged ({found}, its entry's manifest says {expected:,} bytes): remove the entry with "
-            f"`glyphforge cache rm {entry.key[:12]}` (or `glyphforge cache gc`) and prepare EMNIST again"
-        )
-    return entry.load(name)
+    images: np.ndarray = entry.load(name)
+    return images
 
 
 # -- selection -------------------------------------------------------------------------

@@ -1,0 +1,144 @@
+"""An entry's ``manifest.json``: what it holds, how it is written, and the checks a reader trusts it by.
+
+A manifest is a JSON object::
+
+    {"kind": str, "key": str, "params": {...}, "format_version": int,
+     "glyphforge_version": str, "created": str (ISO 8601, UTC),
+     "files": {name: {"size": int, "sha256": hex}, ...}, "meta": {...},
+     "meta_sha256": hex}     # sha256 of the canonical JSON of kind, key, params and meta
+
+``meta_sha256`` covers what the data files' hashes do not: the parameters and the
+metadata that say what the files mean (EMNIST's class of each file, a build's shard
+index). Manifests written by glyphforge < 0.2 have none and are accepted as they are;
+their params are still checked (the key is their hash).
+"""
+from __future__ import annotations
+
+import json
+import re
+import reprlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from glyphforge._version import __version__
+from glyphforge.cache.keys import FORMAT_VERSION, cache_key, metadata_sha256, normalise
+
+MANIFEST = "manifest.json"
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+#: The fields every manifest has, and their types (``meta_sha256`` is optional: glyphforge < 0.2 wrote none).
+_FIELDS: dict[str, type] = {"kind": str, "key": str, "params": dict, "format_version": int,
+                            "glyphforge_version": str, "created": str, "files": dict, "meta": dict}
+
+
+def _json_type(value: object) -> str:
+    """Return what ``value`` (as ``json.loads`` makes it) is in JSON's words, for messages: "an object", "null", ..."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+             float: "a number"}
+    return "null" if value is None else names.get(type(value), f"a {type(value).__name__}")
+
+
+def is_plain_name(name: object) -> bool:
+    """The rule for an entry's file names: a plain name inside the entry directory, not the manifest."""
+    return (isinstance(name, str) and bool(name) and name != MANIFEST and not name.startswith(".")
+            and not any(separator in name for separator in "/\\\0"))
+
+
+def check_file_name(name: str) -> str:
+    """Return ``name`` if it may name a file of an entry (`is_plain_name`), else raise a ValueError saying what may."""
+    if not is_plain_name(name):
+        raise ValueError(
+            f"entry file name {name!r} is not allowed: use a plain file name such as 'A.pklz' "
+            f"(no directories, no leading dot, not {MANIFEST!r})"
+        )
+    return name
+
+
+class BrokenManifestError(ValueError):
+    """An entry directory's ``manifest.json`` is missing, unreadable or inconsistent (the message says how)."""
+
+
+def make_manifest(kind: str, key: str, params: Mapping[str, Any], files: dict[str, dict[str, Any]],
+                  meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the manifest of a new entry, with its ``meta_sha256``.
+
+    Parameters
+    ----------
+    kind, key, params
+        What the entry is (``key`` is ``cache_key(kind, params)``).
+    files
+        ``{name: {"size": bytes, "sha256": hex}}`` of its data files.
+    meta
+        JSON-serialisable extra information (normalised here, as ``params`` are).
+    """
+    plain_params, plain_meta = normalise(dict(params)), normalise(dict(meta), "meta")
+    return {
+        "kind": kind,
+        "key": key,
+        "params": plain_params,
+        "format_version": FORMAT_VERSION,
+        "glyphforge_version": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "files": files,
+        "meta": plain_meta,
+        "meta_sha256": metadata_sha256(kind, key, plain_params, plain_meta),
+    }
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """Return the manifest of the entry directory ``path`` once it passes every check.
+
+    Checked: it is a JSON object with the manifest's fields of the right types; each
+    file is a plain name inside the entry with an int size and a sha256; its kind and
+    key are those of the directory (``<root>/<kind>/<key>``); its key is the hash of
+    its kind, params and format version; and its ``meta_sha256`` is that of its kind,
+    key, params and meta (a manifest without one, as glyphforge < 0.2 wrote, is accepted).
+
+    Raises
+    ------
+    BrokenManifestError
+        Saying what is wrong (without the path: the caller names it).
+    """
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BrokenManifestError("missing (the entry was never completed, or the file was deleted)") from None
+    except OSError as error:
+        raise BrokenManifestError(f"unreadable ({error.strerror or error})") from None
+    except (ValueError, RecursionError) as error:
+        raise BrokenManifestError(f"not valid JSON ({error})") from None
+    if not isinstance(manifest, dict):
+        raise BrokenManifestError(f"holds {_json_type(manifest)}, not a JSON object of the manifest's fields")
+    wrong = []
+    for name, expected in _FIELDS.items():
+        value = manifest.get(name)
+        if name not in manifest:
+            wrong.append(f"no {name!r}")
+        elif not isinstance(value, expected) or isinstance(value, bool):
+            wrong.append(f"{name!r} should be {_json_type(expected())}, not {_json_type(value)}")
+    if wrong:
+        raise BrokenManifestError(f"not a manifest of the right shape: {'; '.join(wrong)}")
+    for name, info in manifest["files"].items():
+        if not is_plain_name(name):
+            raise BrokenManifestError(f"lists the file {name!r}, which is not a plain file name inside the entry")
+        size, digest = (info.get("size"), info.get("sha256")) if isinstance(info, dict) else (None, None)
+        if not (type(size) is int and size >= 0 and isinstance(digest, str) and _SHA256.match(digest)):
+            raise BrokenManifestError(f"records the file {name!r} as {reprlib.repr(info)}, not as {{'size': "
+                                      "bytes, 'sha256': hex digest}")
+    kind, key, params = manifest["kind"], manifest["key"], manifest["params"]
+    if (kind, key) != (path.parent.name, path.name):
+        raise BrokenManifestError(f"belongs to the {kind!r} entry {key[:12]!r}, not to the directory "
+                                  f"{path.parent.name}/{path.name} it is in (moved or copied under another key?)")
+    try:
+        expected_key = cache_key(kind, params, manifest["format_version"])
+        expected_meta = metadata_sha256(kind, key, params, manifest["meta"])
+    except (TypeError, ValueError, RecursionError) as error:
+        raise BrokenManifestError(f"its kind, params or meta cannot be hashed ({error})") from None
+    if key != expected_key:
+        raise BrokenManifestError("its key is not the hash of its kind, params and format version (edited params?)")
+    if manifest.get("meta_sha256", expected_meta) != expected_meta:
+        raise BrokenManifestError("its params or meta differ from its meta_sha256 (the manifest was edited or "
+                                  "damaged)")
+    return manifest
