@@ -97,7 +97,7 @@ def upstream_file(
             raise HashMismatchError(
                 f"{path} is not {resource.url}: its hash is {actual} ({size:,} bytes), expected {resource.hash} "
                 f"({pinned}). It is incomplete or a different file: get a complete copy, or pass verify=False "
-                "to convert a custom file.",
+                "(on the command line: --no-verify) to convert a custom file.",
                 resource=resource,
                 target=path,
                 attempts=(Attempt(str(path), "hash mismatch", actual_hash=actual, actual_size=size),),

@@ -5,17 +5,23 @@ pinned hash, and never leaves a wrong or partial file there:
 
 1. a file already in place with the right hash is returned at once, with no network
    (that is how files placed by hand on offline clusters are used);
-2. otherwise, under a per-file lock (other processes wait, then reuse the result),
+2. otherwise, under a per-file lock (other processes wait, saying whom for, up to
+   ``lock_timeout``, then reuse the result; see :mod:`glyphforge.cache.locks`),
    each source is tried in order: the ``mirrors`` given, the mirrors in
    ``$GLYPHFORGE_MIRROR``, then the origin URL. A mirror base ``M`` (``https://``,
    ``http://``, ``file://`` or a plain directory) serves ``M/<dataset>/<filename>``;
 3. a source is streamed into ``<filename>.part`` (resumed with a Range request when the
-   server supports it), verified against the hash, and renamed into place.
+   server supports it), verified against the hash, and renamed into place. A resumed
+   file that does not verify is downloaded once more from byte 0 before the source fails.
 
 HTTP requests have connect and read timeouts; connection errors, timeouts, 408, 429 and
-5xx are retried with exponential backoff honouring Retry-After (see :class:`RetryPolicy`).
-A ``text/html`` answer is refused at once. In offline mode (``offline=True`` or
-``$GLYPHFORGE_OFFLINE=1``) only local mirrors are consulted. Every failure raises
+5xx are retried with exponential backoff honouring Retry-After, an answer slower than a
+minimum rate gives up on the source, and so does a deadline (see :class:`RetryPolicy`);
+each retry, and a download still unfinished, is logged at INFO.
+A ``text/html`` answer is refused at once. A full disk raises
+:class:`~glyphforge._files.StorageError` naming the ``.part`` file, which is kept for a
+resume. In offline mode (``offline=True`` or ``$GLYPHFORGE_OFFLINE=1``) only local
+mirrors are consulted. Every failure raises
 :class:`DownloadError` (or :class:`HashMismatchError`) listing each source tried and why,
 and the exact path where the file may be placed by hand.
 
@@ -26,7 +32,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
@@ -37,17 +44,21 @@ import requests
 
 from glyphforge import config
 from glyphforge._checks import check_int
+from glyphforge._files import StorageError, writing
 from glyphforge._version import __version__
+from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.pipelines.hashes import check_hash, normalise_hash
 from glyphforge.pipelines.http_source import (
     CHUNK_SIZE,
     DEFAULT_POLICY,
     Attempt,
+    Fetched,
     RetryPolicy,
     SourceFailed,
     download,
     progress_bar,
 )
+from glyphforge.textfmt import human_size
 
 __all__ = ["Attempt", "DownloadError", "HashMismatchError", "Resource", "RetryPolicy", "fetch"]
 
@@ -179,6 +190,7 @@ def fetch(
     progress: bool = True,
     offline: bool | None = None,
     policy: RetryPolicy = DEFAULT_POLICY,
+    lock_timeout: float | None = None,
 ) -> Path:
     """Make ``<dest_dir>/<resource.filename>`` exist with the right hash, and return its path.
 
@@ -197,7 +209,11 @@ def fetch(
         Forbid network access (only files in place and local mirrors); None reads
         ``$GLYPHFORGE_OFFLINE``.
     policy
-        Retries, backoff and timeouts for HTTP sources.
+        Retries, backoff, timeouts, minimum rate and deadline for each HTTP source.
+    lock_timeout
+        Seconds to wait while another process fetches the same file (``inf``: for ever);
+        None reads ``$GLYPHFORGE_LOCK_TIMEOUT``, else an hour (see
+        :func:`glyphforge.config.lock_timeout`).
 
     Returns
     -------
@@ -209,10 +225,16 @@ def fetch(
     HashMismatchError
         When a source delivered wrong content (deleted) and no source delivered the right one.
     DownloadError
-        When no source delivered the file; the message says where to place it by hand.
+        When no source delivered the file (the message says where to place it by hand), or
+        when another process held the file's lock for longer than ``lock_timeout``.
+    StorageError
+        When the partial file cannot be written (disk full, read-only, forbidden); it is
+        kept, so that running again resumes.
     ValueError
-        When a mirror is not a URL or directory glyphforge can read.
+        When a mirror is not a URL or directory glyphforge can read, or ``lock_timeout``
+        is not a number >= 0.
     """
+    timeout = config.lock_timeout(lock_timeout)
     dest_dir = Path(dest_dir).expanduser()
     target = dest_dir / resource.filename
     if target.is_file() and _verified(target, resource):
@@ -224,19 +246,21 @@ def fetch(
         sources = [source for source in sources if source.path is not None]
         mirror_sources = [source for source in mirror_sources if source.path is not None]
     mirror_names = tuple(source.location for source in mirror_sources)
-    try:
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        lock = _acquire(dest_dir / f".{resource.filename}.lock", target)
-    except OSError as error:
-        raise DownloadError(
-            f"cannot write to {dest_dir} ({error}). Place {resource.filename} there by hand "
-            f"({target}), or choose a writable data directory with GLYPHFORGE_DATA_DIR.",
-            resource=resource, target=target, mirrors=mirror_names,
-        ) from error
-    try:
+    with ExitStack() as locked:
+        try:
+            dest_dir.mkdir(parents=True, exist_ok=True)
+            lock = filelock.FileLock(dest_dir / f".{resource.filename}.lock")
+            locked.enter_context(hold(lock, f"fetching {resource.dataset}/{resource.filename}", timeout,
+                                      detail=_part_size(_part_path(target))))
+        except LockTimeoutError as error:  # before OSError: a TimeoutError is one
+            raise DownloadError(str(error), resource=resource, target=target, mirrors=mirror_names) from None
+        except OSError as error:
+            raise DownloadError(
+                f"cannot write to {dest_dir} ({error}). Place {resource.filename} there by hand "
+                f"({target}), or choose a writable data directory with GLYPHFORGE_DATA_DIR.",
+                resource=resource, target=target, mirrors=mirror_names,
+            ) from error
         return _fetch_locked(resource, target, sources, mirror_names, offline, policy, progress)
-    finally:
-        lock.release()
 
 
 def _fetch_locked(
@@ -254,7 +278,7 @@ def _fetch_locked(
         if _verified(target, resource):
             return target  # another process fetched it while we waited
         attempts.append(_reject(target, resource, source=f"file already at {target}", final_url=None))
-    part = target.with_name(f"{resource.filename}.part")
+    part = _part_path(target)
     with requests.Session() as session:
         session.headers["User-Agent"] = f"glyphforge/{__version__} (+python-requests)"
         for source in sources:
@@ -268,15 +292,18 @@ def _fetch_locked(
     raise _failure(resource, target, mirror_names, tuple(attempts), offline)
 
 
-def _acquire(lock_path: Path, target: Path) -> filelock.FileLock:
-    """Take the per-file lock, saying so when another process holds it."""
-    lock = filelock.FileLock(lock_path)
-    try:
-        lock.acquire(timeout=0)
-    except filelock.Timeout:
-        log.info("another process is fetching %s; waiting for it", target)
-        lock.acquire()
-    return lock
+def _part_path(target: Path) -> Path:
+    return target.with_name(f"{target.name}.part")
+
+
+def _part_size(part: Path) -> Callable[[], str]:
+    """What a process waiting for the lock says of the holder's progress: how large ``part`` is so far."""
+    def detail() -> str:
+        try:
+            return f"{part.name} has {human_size(part.stat().st_size)}"
+        except OSError:  # not started yet, or finished
+            return ""
+    return detail
 
 
 def _verified(path: Path, resource: Resource) -> bool:
@@ -326,21 +353,21 @@ def _get_verified(
         _copy_local(source.path, part, resource, progress)
         _check_part(part, resource, source.location, final_url=None)
         return
-    resumed = part.is_file() and part.stat().st_size > 0
-    final_url = _download(source.location, part, resource, session, policy, progress)
+    fetched = _download(source.location, part, resource, session, policy, progress)
     try:
-        _check_part(part, resource, source.location, final_url)
-    except SourceFailed:
-        if not resumed:
+        _check_part(part, resource, source.location, fetched.final_url)
+    except SourceFailed as failure:
+        if not fetched.resumed:
             raise
-        log.warning("resumed download of %s did not verify; downloading it again from the start", source.location)
-        final_url = _download(source.location, part, resource, session, policy, progress)
-        _check_part(part, resource, source.location, final_url)
+        log.warning("%s: the resumed file did not verify (%s); downloading it again from byte 0",
+                    source.location, failure.attempt.reason)
+        fetched = _download(source.location, part, resource, session, policy, progress)  # the bad file was deleted
+        _check_part(part, resource, source.location, fetched.final_url)
 
 
 def _download(
     url: str, part: Path, resource: Resource, session: requests.Session, policy: RetryPolicy, progress: bool
-) -> str:
+) -> Fetched:
     label = f"{resource.dataset}/{resource.filename}"
     return download(url, part, size=resource.size, label=label, session=session, policy=policy, progress=progress)
 
@@ -373,10 +400,13 @@ def _copy_local(path: Path, part: Path, resource: Resource, progress: bool) -> N
         if resource.size is not None and size != resource.size:
             raise SourceFailed(Attempt(str(path), f"has {size} bytes, expected {resource.size}"))
         label = f"{resource.dataset}/{resource.filename}"
-        with open(path, "rb") as source, open(part, "wb") as out, progress_bar(label, size, 0, progress) as bar:
+        with open(path, "rb") as source, writing(part), open(part, "wb") as out, \
+                progress_bar(label, size, 0, progress) as bar:
             while chunk := source.read(CHUNK_SIZE):
                 out.write(chunk)
                 bar.update(len(chunk))
+    except StorageError:
+        raise  # the destination's problem, not the mirror's: no other source can help
     except FileNotFoundError:
         raise SourceFailed(Attempt(str(path), "no such file")) from None
     except OSError as error:

@@ -4,21 +4,30 @@
 when the partial file already holds bytes and the server supports it, retries connection
 errors, timeouts, 408, 429 and 5xx with exponential backoff honouring Retry-After (see
 :class:`RetryPolicy`), refuses a ``text/html`` answer, an announced size that is not the
-expected one, and a body longer than it. Verifying the content and choosing between
-sources is :func:`glyphforge.pipelines.download.fetch`'s work.
+expected one, a body longer than it, an answer slower than ``RetryPolicy.min_rate`` and a
+source still unfinished at ``RetryPolicy.deadline``. Waiting is never silent: each retry
+and, every ``RetryPolicy.report_every`` seconds, an unfinished download are logged at INFO.
+Verifying the content and choosing between sources is
+:func:`glyphforge.pipelines.download.fetch`'s work.
 """
 from __future__ import annotations
 
 import email.utils
 import logging
+import math
 import re
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 import urllib3
 from tqdm import tqdm
+
+from glyphforge._checks import check_int, check_real
+from glyphforge._files import writing
+from glyphforge.textfmt import human_size
 
 log = logging.getLogger(__name__)
 
@@ -29,18 +38,30 @@ _UNSATISFIED_RANGE = re.compile(r"^bytes \*/(\d+)$")
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How hard to try one HTTP source.
+    """How hard, and how long, to try one HTTP source.
 
     Attributes
     ----------
     attempts
-        Failed attempts in a row (without new bytes arriving) before giving up on a source.
+        Failed attempts in a row before giving up on a source (an attempt that added at
+        least 64 KiB to the file resets the count).
     backoff
         Delay in seconds after the first failure; doubled after each further one.
     max_delay
         Cap in seconds on any one delay, Retry-After included.
     connect_timeout, read_timeout
         Seconds allowed to connect, and between two bytes of an answer.
+    min_rate
+        Bytes per second an answer must deliver, measured over ``rate_window``; a slower
+        answer gives up on the source (0: no minimum). The default, 1 KB/s, is far below any
+        working link and far above a server dripping bytes to keep a connection open.
+    rate_window
+        Seconds over which ``min_rate`` is measured; an answer is judged once it is this old.
+    deadline
+        Seconds allowed for one source, retries and pauses included; None: no limit (the
+        timeouts, ``attempts`` and ``min_rate`` still bound every wait).
+    report_every
+        Seconds between two INFO lines on a download that is not complete yet.
     """
 
     attempts: int = 5
@@ -48,6 +69,19 @@ class RetryPolicy:
     max_delay: float = 60.0
     connect_timeout: float = 10.0
     read_timeout: float = 60.0
+    min_rate: float = 1000.0
+    rate_window: float = 60.0
+    deadline: float | None = None
+    report_every: float = 15.0
+
+    def __post_init__(self) -> None:
+        check_int("RetryPolicy.attempts", self.attempts, 1)
+        for name in ("backoff", "max_delay", "min_rate"):
+            check_real(f"RetryPolicy.{name}", getattr(self, name), 0.0, math.inf)
+        for name in ("connect_timeout", "read_timeout", "rate_window", "report_every"):
+            check_real(f"RetryPolicy.{name}", getattr(self, name), 1e-3, math.inf)
+        if self.deadline is not None:
+            check_real("RetryPolicy.deadline", self.deadline, 1e-3, math.inf)
 
     def delay(self, failures: int, retry_after: float | None) -> float:
         """Seconds to wait after the ``failures``-th failure in a row."""
@@ -73,6 +107,23 @@ class Attempt:
     final_url: str | None = None
 
 
+@dataclass(frozen=True)
+class Fetched:
+    """What :func:`download` got.
+
+    Attributes
+    ----------
+    final_url
+        The URL after redirects.
+    resumed
+        Whether a Range request completed the file, so that part of it came from an
+        earlier answer or an earlier run.
+    """
+
+    final_url: str
+    resumed: bool
+
+
 class SourceFailed(Exception):
     """One source failed; ``attempt`` says which and why (the next source is tried)."""
 
@@ -82,19 +133,24 @@ class SourceFailed(Exception):
 
 
 class Retryable(Exception):
-    """A transient failure (timeout, dropped connection, 408, 429, 5xx): the request is tried again."""
+    """A transient failure (timeout, dropped connection, 408, 429, 5xx): the request is tried again.
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    ``reason`` is the whole story (for the final error), ``short`` the status code or the
+    error's type (for the retry log line).
+    """
+
+    def __init__(self, reason: str, retry_after: float | None = None, short: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        self.short = short or reason
 
 
 def download(
     url: str, part: Path, *, size: int | None, label: str, session: requests.Session, policy: RetryPolicy,
     progress: bool,
-) -> str:
-    """Fill ``part`` from ``url``, resuming what it holds and retrying; return the final URL after redirects.
+) -> Fetched:
+    """Fill ``part`` from ``url``, resuming what it holds and retrying.
 
     Parameters
     ----------
@@ -105,49 +161,120 @@ def download(
     size
         The expected size in bytes, or None when it is not pinned.
     label
-        What the progress bar calls the file (``"emnist/gzip.zip"``).
+        What the progress bar and the log lines call the file (``"emnist/gzip.zip"``).
     session, policy, progress
-        The HTTP session, the retries and timeouts, and whether to show a progress bar.
+        The HTTP session, the retries, timeouts and rates, and whether to show a progress bar.
+
+    Returns
+    -------
+    Fetched
+        The final URL after redirects, and whether the file was completed by a resume.
 
     Raises
     ------
     SourceFailed
         When the source gave up (its ``attempt`` says why); ``part`` may hold a partial file.
+    StorageError
+        When ``part`` cannot be written (disk full, read-only, forbidden); it is kept for a resume.
     """
+    watch = _Watch(url, label, policy)
     failures = 0
-    best = part.stat().st_size if part.is_file() else 0
+    best = _size(part)
     while True:
+        watch.check_deadline(_size(part), size)
         try:
-            return _request(url, part, size, label, session, policy, progress)
+            return _request(url, part, size, session, watch, progress)
         except Retryable as error:
-            have = part.stat().st_size if part.is_file() else 0
-            failures = 1 if have > best else failures + 1
+            have = _size(part)
+            failures = 1 if have >= best + CHUNK_SIZE else failures + 1
             best = max(best, have)
             if failures >= policy.attempts:
                 raise SourceFailed(
                     Attempt(url, f"gave up after {failures} failed attempts in a row; last: {error.reason}")
                 ) from error
             delay = policy.delay(failures, error.retry_after)
-            log.info("%s: %s; retrying in %.3g s", url, error.reason, delay)
+            watch.check_deadline(have, size, pause=delay, last=error.reason)
+            retry, seconds = failures + 1, _seconds(delay)
+            log.info("%s from %s, retry %d/%d in %s s", error.short, url, retry, policy.attempts, seconds)
             time.sleep(delay)
 
 
+class _Watch:
+    """The clock of one download from one source: its deadline, its minimum rate, and its progress lines."""
+
+    def __init__(self, url: str, label: str, policy: RetryPolicy) -> None:
+        self.url, self.label, self.policy = url, label, policy
+        self.started = self.reported = time.monotonic()
+        self.received = 0  # bytes received from this source in this run
+        self.samples: deque[tuple[float, int]] = deque()  # (time, bytes in the file) within the current answer
+
+    def timeouts(self) -> tuple[float, float]:
+        """The (connect, read) timeouts of the next request, cut to the time left before the deadline."""
+        left = math.inf if self.policy.deadline is None else self.policy.deadline - self._elapsed()
+        return min(self.policy.connect_timeout, left), min(self.policy.read_timeout, left)
+
+    def check_deadline(self, have: int, total: int | None, *, pause: float = 0.0, last: str | None = None) -> None:
+        """Give up on the source when the deadline has passed, or would pass during ``pause`` seconds."""
+        deadline = self.policy.deadline
+        elapsed = self._elapsed()
+        if deadline is None or elapsed + pause < deadline:
+            return
+        waiting = f"; last: {last}, with a retry due in {_seconds(pause)} s" if last else ""
+        raise SourceFailed(Attempt(self.url, (
+            f"not complete within the deadline of {_seconds(deadline)} s (RetryPolicy.deadline): "
+            f"{self._progress(have, total, elapsed)}{waiting}; {_advice(have, 'give a larger deadline')}"
+        )))
+
+    def answer(self, start: int) -> None:
+        """Start judging a new answer whose body begins at byte ``start``."""
+        self.samples = deque([(time.monotonic(), start)])
+
+    def chunk(self, nbytes: int, have: int, total: int | None) -> None:
+        """Account for ``nbytes`` just written (``have`` in the file now); enforce the rates, report progress."""
+        self.received += nbytes
+        self.check_deadline(have, total)
+        now, window = time.monotonic(), self.policy.rate_window
+        if now - self.samples[-1][0] >= window / 10:  # a few samples per window are enough
+            self.samples.append((now, have))
+        while len(self.samples) > 1 and self.samples[1][0] <= now - window:
+            self.samples.popleft()
+        since, had = self.samples[0]
+        span, got = now - since, have - had
+        if span >= window and got < self.policy.min_rate * span:
+            raise SourceFailed(Attempt(self.url, (
+                f"too slow: {human_size(got)} in the last {_seconds(span)} s ({human_size(int(got / span))}/s), "
+                f"below the minimum of {human_size(int(self.policy.min_rate))}/s (RetryPolicy.min_rate); "
+                f"{_advice(have, 'accept slower transfers with a lower min_rate')}"
+            )))
+        if now - self.reported >= self.policy.report_every and (total is None or have < total):
+            self.reported = now
+            log.info("%s: %s from %s", self.label, self._progress(have, total, self._elapsed()), self.url)
+
+    def _progress(self, have: int, total: int | None, elapsed: float) -> str:
+        """``"12.3 MB of 562.0 MB after 30 s (410.0 KB/s)"``."""
+        of = human_size(total) if total is not None else "an unknown size"
+        rate = human_size(int(self.received / elapsed)) if elapsed > 0 else "?"
+        return f"{human_size(have)} of {of} after {_seconds(elapsed)} s ({rate}/s)"
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
 def _request(
-    url: str, part: Path, size: int | None, label: str, session: requests.Session, policy: RetryPolicy, progress: bool
-) -> str:
-    offset = part.stat().st_size if part.is_file() else 0
+    url: str, part: Path, size: int | None, session: requests.Session, watch: _Watch, progress: bool
+) -> Fetched:
+    offset = _size(part)
     headers = {"Accept-Encoding": "identity"}
     if offset:
         headers["Range"] = f"bytes={offset}-"
     try:
-        with session.get(
-            url, headers=headers, stream=True, timeout=(policy.connect_timeout, policy.read_timeout)
-        ) as response:
+        with session.get(url, headers=headers, stream=True, timeout=watch.timeouts()) as response:
             status = f"{response.status_code} {response.reason}"
             if response.status_code == 416 and offset:
                 return _range_not_satisfiable(response, part, offset)
             if response.status_code in (408, 429) or response.status_code >= 500:
-                raise Retryable(status, _retry_after(response.headers.get("Retry-After")))
+                retry_after = _retry_after(response.headers.get("Retry-After"))
+                raise Retryable(status, retry_after, short=str(response.status_code))
             if response.status_code not in (200, 206):
                 raise SourceFailed(Attempt(url, status))
             content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -161,20 +288,21 @@ def _request(
                 log.info("%s does not resume downloads; starting again from byte 0", url)
             if size is not None and total is not None and total != size:
                 raise SourceFailed(Attempt(url, f"announces {total} bytes, expected {size}"))
-            _stream(response, part, start, total, size, label, progress)
-            return response.url
+            _stream(response, part, start, total if total is not None else size, size, watch, progress)
+            return Fetched(response.url, resumed=start > 0)
     except (requests.ConnectionError, requests.Timeout, urllib3.exceptions.HTTPError) as error:
-        raise Retryable(f"{type(error).__name__}: {error}") from error
+        raise Retryable(f"{type(error).__name__}: {error}", short=type(error).__name__) from error
     except requests.RequestException as error:
         raise SourceFailed(Attempt(url, f"{type(error).__name__}: {error}")) from error
 
 
-def _range_not_satisfiable(response: requests.Response, part: Path, offset: int) -> str:
+def _range_not_satisfiable(response: requests.Response, part: Path, offset: int) -> Fetched:
     match = _UNSATISFIED_RANGE.match(response.headers.get("Content-Range", ""))
     if match and int(match.group(1)) == offset:
-        return response.url
+        return Fetched(response.url, resumed=True)
     part.unlink()
-    raise Retryable("416 Range Not Satisfiable: the partial file does not fit the server's; starting again")
+    raise Retryable("416 Range Not Satisfiable: the partial file does not fit the server's; starting again",
+                    short="416")
 
 
 def _body_range(response: requests.Response, part: Path, offset: int) -> tuple[int, int | None]:
@@ -186,18 +314,21 @@ def _body_range(response: requests.Response, part: Path, offset: int) -> tuple[i
     if not match or int(match.group(1)) != offset:
         part.unlink(missing_ok=True)
         raise Retryable(
-            f"206 with an unexpected Content-Range {response.headers.get('Content-Range')!r}; starting again"
+            f"206 with an unexpected Content-Range {response.headers.get('Content-Range')!r}; starting again",
+            short="206 with an unexpected Content-Range",
         )
     return offset, int(match.group(3)) if match.group(3) != "*" else None
 
 
 def _stream(
-    response: requests.Response, part: Path, start: int, total: int | None, size: int | None, label: str,
+    response: requests.Response, part: Path, start: int, total: int | None, size: int | None, watch: _Watch,
     progress: bool,
 ) -> None:
     """Append the body to ``part`` as it arrives (``read1``: a dropped connection keeps every byte received)."""
     written = start
-    with open(part, "ab" if start else "wb") as out, progress_bar(label, total, start, progress) as bar:
+    watch.answer(start)
+    with writing(part), open(part, "ab" if start else "wb") as out, \
+            progress_bar(watch.label, total, start, progress) as bar:
         while chunk := response.raw.read1(CHUNK_SIZE, decode_content=True):
             out.write(chunk)
             written += len(chunk)
@@ -206,6 +337,7 @@ def _stream(
                 out.close()
                 part.unlink()
                 raise SourceFailed(Attempt(response.url, f"sent more than the expected {size} bytes"))
+            watch.chunk(len(chunk), written, total)
 
 
 def progress_bar(label: str, total: int | None, initial: int, progress: bool) -> tqdm:
@@ -213,6 +345,21 @@ def progress_bar(label: str, total: int | None, initial: int, progress: bool) ->
     return tqdm(
         total=total, initial=initial, unit="B", unit_scale=True, unit_divisor=1024, desc=label, disable=not progress,
     )
+
+
+def _advice(have: int, alternative: str) -> str:
+    """What to do when a source is too slow: resume later, another source, or ``alternative``."""
+    kept = "the partial file is kept: run again to resume, " if have else ""
+    return f"{kept}use a mirror (--mirror URL or $GLYPHFORGE_MIRROR), or {alternative}"
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else 0
+
+
+def _seconds(value: float) -> str:
+    """``"4"``, ``"0.25"``, ``"331"``: seconds for a message, without false precision."""
+    return f"{value:.0f}" if value >= 10 else f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -14,7 +14,8 @@ Use it as a context manager or through the ``http_server`` fixture::
 Paths are given without a leading slash. Files come from a dict (``add``) and/or a
 directory (``directory=``); anything else is a 404. Faults are per path and can be
 combined: ``fail`` (any status, N times, optional Retry-After), ``drop_after`` (close
-the connection after N body bytes, N times), ``corrupt`` (flip one byte, same size),
+the connection after N body bytes, N times), ``corrupt`` (flip one byte, same size; in
+every answer or only in answers to Range requests), ``drip`` (send N bytes, then pause),
 ``ignore_range`` (always answer 200 with the whole file), ``content_type``
 (e.g. ``text/html``), ``redirect`` and ``hold`` (answer only once an event is set).
 Every request is logged, and the body bytes actually written are counted per path.
@@ -25,6 +26,7 @@ import os
 import re
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -56,6 +58,9 @@ class _Faults:
     drop_after: int | None = None
     drop_times: int = 0
     corrupt: bool = False
+    corrupt_ranges_only: bool = False
+    drip_bytes: int = 0
+    drip_every: float = 0.0
     ignore_range: bool = False
     content_type: str = "application/octet-stream"
     redirect_to: str | None = None
@@ -142,9 +147,17 @@ class LocalHTTPServer:
         """In the next ``times`` responses, close the connection after ``nbytes`` body bytes."""
         self._set(path, drop_after=nbytes, drop_times=times)
 
-    def corrupt(self, path: str) -> None:
-        """Serve the file with its middle byte flipped (same size, wrong hash)."""
-        self._set(path, corrupt=True)
+    def corrupt(self, path: str, *, ranges_only: bool = False) -> None:
+        """Serve the file with its middle byte flipped (same size, wrong hash).
+
+        With ``ranges_only``, only answers to Range requests are corrupt, like a file
+        that changed on the server between a dropped download and its resume.
+        """
+        self._set(path, corrupt=True, corrupt_ranges_only=ranges_only)
+
+    def drip(self, path: str, nbytes: int, every: float) -> None:
+        """Send bodies ``nbytes`` at a time, pausing ``every`` seconds after each piece (a throttled server)."""
+        self._set(path, drip_bytes=nbytes, drip_every=every)
 
     def ignore_range(self, path: str) -> None:
         """Ignore Range headers: always answer 200 with the whole file."""
@@ -257,7 +270,7 @@ class _Handler(BaseHTTPRequestHandler):
         if data is None:
             self._short(404)
             return
-        if faults.corrupt and data:
+        if faults.corrupt and data and (range_header or not faults.corrupt_ranges_only):
             middle = len(data) // 2
             data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
         status, start, end = 200, 0, len(data)
@@ -284,12 +297,15 @@ class _Handler(BaseHTTPRequestHandler):
             if dropping:
                 faults.drop_times -= 1
         limit = faults.drop_after if dropping else len(body)
+        piece = faults.drip_bytes or owner.chunk_size
         sent = 0
         while sent < min(limit, len(body)):
-            chunk = body[sent:min(sent + owner.chunk_size, limit)]
+            chunk = body[sent:min(sent + piece, limit)]
             owner._count(path, len(chunk))  # before writing: counts are final when the client has the bytes
             self.wfile.write(chunk)
             sent += len(chunk)
+            if faults.drip_bytes:
+                time.sleep(faults.drip_every)
         self.wfile.flush()
         if dropping:
             self.close_connection = True
