@@ -45,6 +45,8 @@ _EXPORTS: dict[str, str] = {
     "DatasetTooLargeError": "glyphforge.builds.dataset",
     "ShardStream": "glyphforge.builds.stream",
     "ShardError": "glyphforge.builds.builder",
+    "SpecError": "glyphforge.builds.builder",
+    "StorageError": "glyphforge._files",
     "ScatteredGlyphs": "glyphforge.builds.scenes",
     "preview": "glyphforge.visualize",
     # loaders

@@ -86,9 +86,49 @@ def example_bounds(n: int, example_range: tuple[float, float] | None) -> tuple[i
     return int(example_range[0] * n), int(example_range[1] * n)
 
 
+#: Local workers per CPU beyond which more only compete for cores and memory (and at least this many in all).
+WORKERS_PER_CPU, MIN_WORKER_CEILING = 8, 64
+
+
 def worker_count(requested: int | None, cap: int | None = None) -> int:
-    """Return the number of workers to use: ``requested``, else the CPU count (at most ``cap``)."""
-    if requested is not None:
-        return check_int("workers", requested, 1)
+    """Return the number of local workers to use: ``requested``, else the CPU count (at most ``cap``).
+
+    Raises
+    ------
+    ValueError
+        ``requested`` is not a positive integer, or more than this machine can run
+        usefully (``WORKERS_PER_CPU`` per CPU, at least ``MIN_WORKER_CEILING``).
+    """
     available = os.cpu_count() or 1
+    if requested is not None:
+        ceiling = max(MIN_WORKER_CEILING, WORKERS_PER_CPU * available)
+        count = check_int("workers", requested, 1)
+        if count > ceiling:
+            raise ValueError(
+                f"{count:,} local workers is more than this machine can run usefully ({WORKERS_PER_CPU} per CPU, "
+                f"at least {MIN_WORKER_CEILING}: {ceiling} for its {available} CPUs); ask for at most {ceiling}, "
+                "or run on a cluster session (dask://HOST:PORT, slurm, pbs)"
+            )
+        return count
     return max(1, available if cap is None else min(cap, available))
+
+
+def quote(value: str | bytes | bytearray, limit: int = 200) -> str:
+    """Return ``repr(value)`` for an error message, cut to at most ``limit`` characters of it.
+
+    Offending content quoted in errors (a line of a file, a member name) may be huge
+    in a hostile file: only the first ``limit`` characters of its ``repr`` are shown,
+    followed by how long the whole value is. Short values are exactly their ``repr``.
+
+    Examples
+    --------
+    >>> quote("7 x")
+    "'7 x'"
+    >>> quote("abcdefghijklmnop", limit=8)
+    "'abcdefg... (16 characters in all)"
+    """
+    shown = repr(value[:limit])
+    if len(value) <= limit and len(shown) <= limit + 14:  # room for the quotes and a bytearray(b'') wrapper
+        return shown
+    unit = "characters" if isinstance(value, str) else "bytes"
+    return f"{shown[:limit]}... ({len(value):,} {unit} in all)"

@@ -4,8 +4,10 @@ This module imports nothing from glyphforge, so anything may use it.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -66,12 +68,72 @@ def atomic_path(destination: PathLike) -> Iterator[Path]:
     ...     temporary.write_text("{}")
     """
     destination = Path(destination)
-    descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
-    os.close(descriptor)
-    temporary = Path(name)
+    with writing(destination):
+        descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
+        os.close(descriptor)
+        temporary = Path(name)
+        try:
+            yield temporary
+            os.replace(temporary, destination)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+
+
+class StorageError(OSError):
+    """Writing failed for a reason of the storage (full, read-only, forbidden); the message says what to do.
+
+    ``errno`` and ``filename`` are those of the original error.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+#: What each storage errno means and what to do, for `storage_error`.
+_STORAGE_ADVICE = {
+    errno.ENOSPC: ("the disk is full", "Free space there, or give a data dir on a larger disk (--data-dir or "
+                   "$GLYPHFORGE_DATA_DIR), and run again: finished work is kept and resumed"),
+    errno.EDQUOT: ("your disk quota is exhausted", "Free space within your quota, or give a data dir elsewhere "
+                   "(--data-dir or $GLYPHFORGE_DATA_DIR), and run again: finished work is kept and resumed"),
+    errno.EROFS: ("the file system is read-only", "Give a writable data dir (--data-dir or $GLYPHFORGE_DATA_DIR)"),
+    errno.EACCES: ("permission is denied", "Give a data dir you can write to (--data-dir or $GLYPHFORGE_DATA_DIR), "
+                   "or fix the directory's permissions"),
+    errno.EPERM: ("the operation is not permitted", "Give a data dir you can write to (--data-dir or "
+                  "$GLYPHFORGE_DATA_DIR)"),
+}
+
+
+def storage_error(error: OSError, path: PathLike) -> OSError:
+    """Return ``error`` as a `StorageError` naming ``path``, the free space and the fix; other errors unchanged."""
+    advice = _STORAGE_ADVICE.get(error.errno or 0)
+    if advice is None or isinstance(error, StorageError):
+        return error
+    why, fix = advice
+    where = Path(path)
+    existing = next((folder for folder in (where, *where.parents) if folder.exists()), None)
+    free = ""
+    if existing is not None:
+        try:
+            free = f" ({shutil.disk_usage(existing).free / 1e6:,.1f} MB free there)"
+        except OSError:
+            pass
+    converted = StorageError(f"cannot write {where}: {why}{free} ({os.strerror(error.errno or 0)}). {fix}")
+    converted.errno, converted.filename = error.errno, str(where)
+    return converted
+
+
+@contextmanager
+def writing(path: PathLike) -> Iterator[None]:
+    """Turn storage ``OSError`` s raised in the block (ENOSPC, EDQUOT, EROFS, EACCES, EPERM) into `StorageError` s.
+
+    ``path`` is what the block writes; the error names it, the free space where known
+    and what to do.
+    """
     try:
-        yield temporary
-        os.replace(temporary, destination)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+        yield
+    except OSError as error:
+        converted = storage_error(error, path)
+        if converted is error:
+            raise
+        raise converted from error

@@ -6,8 +6,8 @@ status 1; ``-v`` adds the Python traceback.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
+import logging
 import sys
 import time
 import traceback
@@ -16,24 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from glyphforge import config
+from glyphforge.builds.builder import SpecError
 from glyphforge.cache import CacheStore, Entry
+from glyphforge.cli_args import UsageError, add_scene_arguments, name_value, parse_shape, positive, scene_spec
 from glyphforge.datasets import registry
+from glyphforge.session.parse import parse_session
 from glyphforge.textfmt import count, human_size, table
 
 
 # -- shared argument parsing -----------------------------------------------
-def parse_shape(text: str) -> tuple[int, int]:
-    """Parse ``'14x14'`` or ``'14,14'`` into ``(14, 14)`` (argparse type)."""
-    parts = text.replace(",", "x").lower().split("x")
-    try:
-        shape = tuple(int(part) for part in parts)
-    except ValueError:
-        shape = ()
-    if len(shape) != 2 or min(shape) <= 0:
-        raise argparse.ArgumentTypeError(f"shape must be HEIGHTxWIDTH with positive integers, e.g. 14x14; got {text!r}")
-    return shape[0], shape[1]
-
-
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the example epilog's line breaks."""
 
@@ -53,8 +44,18 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run ``action``; show glyphforge's log lines (retries, lock waits, slow downloads) unless -q."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("glyphforge")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO)
     try:
-        return action(args)
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        with logging_redirect_tqdm(loggers=[logger]):  # log lines print above progress bars, not through them
+            return action(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -63,9 +64,14 @@ def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
             traceback.print_exc()
         message = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
         print(f"error: {message}", file=sys.stderr)
+        if isinstance(error, (UsageError, SpecError)):  # the arguments: nothing was done, no traceback to see
+            return 2
         if not args.verbose:
             print("(run again with -v for the Python traceback)", file=sys.stderr)
         return 1
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 # -- prepare-data ------------------------------------------------------------
@@ -261,109 +267,18 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fraction_range(text: str) -> tuple[float, float]:
-    """Parse ``'0,0.8'`` into ``(0.0, 0.8)`` (argparse type)."""
-    try:
-        first, stop = (float(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"give two fractions separated by a comma, e.g. 0,0.8; got {text!r}") from None
-    return first, stop
-
-
-def _names(text: str) -> list[str]:
-    """Split a list given as one argument: by commas, or by spaces."""
-    return [name for name in text.replace(",", " ").split() if name]
-
-
-def _add_scene_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `ScatteredGlyphs`; an option not given keeps the spec's default (shown in --help)."""
-    from glyphforge.builds.scene_sources import glyph_sources
-    from glyphforge.builds.scenes import ScatteredGlyphs
-
-    defaults = {spec_field.name: spec_field.default for spec_field in dataclasses.fields(ScatteredGlyphs)}
-
-    def option(flag: str, help_text: str, shown: Any = None, **settings: Any) -> None:
-        default = defaults.get(flag[2:].replace("-", "_")) if shown is None else shown
-        if isinstance(default, tuple) and len(default) == 2 and all(isinstance(side, int) for side in default):
-            default = "x".join(map(str, default))  # a shape, as it is typed
-        parser.add_argument(flag, default=argparse.SUPPRESS, help=f"{help_text} (default: {default})", **settings)
-
-    parser.add_argument("--n-examples", type=int, default=10_000, help="number of scenes (default: 10000)")
-    option("--image-shape", "scene size", type=parse_shape, metavar="HxW")
-    option("--glyphs", "glyph source", choices=glyph_sources())
-    option("--characters", "EMNIST or font characters as one string (e.g. 0123456789), or Omniglot classes "
-           "separated by spaces (e.g. 'Latin,1 Latin,2')", shown="all")
-    option("--glyph-option", "a keyword of the glyph dataset (repeatable), e.g. split=letters for EMNIST",
-           shown="the dataset's", action="append", dest="glyph_options", type=_name_value, metavar="NAME=VALUE")
-    option("--emnist-split", "EMNIST split the glyphs come from (short for --glyph-option split=SPLIT)",
-           shown="byclass")
-    option("--omniglot-sets", "Omniglot sets the glyphs come from (short for --glyph-option sets=...)",
-           shown="background evaluation", nargs="+", metavar="SET")
-    option("--glyph-shape", "glyph size", type=parse_shape, metavar="HxW")
-    option("--glyph-shape-jitter", "vary each glyph's size by up to this fraction, e.g. 0.2", type=float)
-    option("--glyph-example-range", "use only the fraction [A, B) of each class's images, e.g. 0,0.8 for "
-           "training scenes", type=_fraction_range, metavar="A,B")
-    option("--min-glyphs", "fewest glyphs in a scene", type=int)
-    option("--max-glyphs", "most glyphs in a scene", type=int)
-    option("--max-overlap", "largest allowed box overlap, as a fraction of a box", type=float)
-    option("--backgrounds", "none (black), all, hard, or background names separated by commas", shown="none")
-    option("--background-colours", "flat background colours to mix in, separated by commas (e.g. navy,#203040)",
-           shown="none", type=_names, metavar="COLOURS")
-    option("--colours", "glyph colours, separated by commas", shown="white", type=_names, metavar="COLOURS")
-    option("--seed", "seed of every random choice", type=int)
-    option("--shard-size", "scenes per shard", type=int)
-
-
-#: ``--emnist-split`` and ``--omniglot-sets``: the glyph dataset and keyword each one fills.
-_GLYPH_SHORTHANDS = {"emnist_split": ("emnist", "split"), "omniglot_sets": ("omniglot", "sets")}
-
-
-def _scene_spec(args: argparse.Namespace) -> Any:
-    from glyphforge.builds.scenes import ScatteredGlyphs
-
-    given = {name: value for name, value in vars(args).items() if name in
-             {spec_field.name for spec_field in dataclasses.fields(ScatteredGlyphs)}}
-    glyphs = given.get("glyphs", ScatteredGlyphs.glyphs)
-    options = dict(given.pop("glyph_options", []))
-    for flag, (source, name) in _GLYPH_SHORTHANDS.items():
-        value = given.pop(flag, None)
-        if value is not None and glyphs == source:  # a shorthand applies to its own dataset only
-            options.setdefault(name, value)
-    if options:
-        given["glyph_options"] = options
-    if "characters" in given and glyphs == "omniglot":
-        given["characters"] = given["characters"].split()
-    backgrounds = given.get("backgrounds")
-    if backgrounds is not None and backgrounds.lower() == "none":
-        given["backgrounds"] = None
-    elif backgrounds not in (None, "all", "hard"):
-        given["backgrounds"] = _names(backgrounds)
-    for name in ("colours", "background_colours"):
-        if name in given:
-            given[name] = tuple(given[name])
-    return ScatteredGlyphs(args.n_examples, **{name: value for name, value in given.items() if name != "n_examples"})
-
-
 def _build_scenes(args: argparse.Namespace) -> int:
     from glyphforge import build
 
-    dataset = build(_scene_spec(args), session=args.session, data_dir=args.data_dir, progress=not args.quiet,
+    try:
+        spec = scene_spec(args)
+        parse_session(args.session)
+    except (ValueError, TypeError) as error:  # the spec's own checks: bad arguments, before any work
+        raise UsageError(str(error)) from None
+    dataset = build(spec, session=args.session, data_dir=args.data_dir, progress=not args.quiet,
                     session_options=dict(args.session_options))
     print(f"built {len(dataset)} scenes: entry {dataset.key} at {dataset.path}")
     return 0
-
-
-def _name_value(text: str) -> tuple[str, Any]:
-    """Parse ``'memory=16GB'`` or ``'cores=4'`` into ``('memory', '16GB')`` / ``('cores', 4)`` (argparse type)."""
-    name, sep, value = text.partition("=")
-    if not sep or not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"give NAME=VALUE, e.g. cores=4 or memory=16GB; got {text!r}")
-    for convert in (int, float):
-        try:
-            return name, convert(value)
-        except ValueError:
-            continue
-    return name, value
 
 
 def _glyphforge_parser() -> argparse.ArgumentParser:
@@ -396,7 +311,7 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     preview.add_argument("target", help=f"a dataset ({', '.join(registry.registered())}), the kind of a built dataset "
                                         "(scenes: the newest build), or a cache key (prefix) of any entry")
     preview.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG file to write")
-    preview.add_argument("-n", type=int, default=16, help="number of examples")
+    preview.add_argument("-n", type=positive, default=16, help="number of examples (1 or more)")
     preview.add_argument("--seed", type=int, default=0, help="which examples to pick")
 
     export = command("export", "write a built dataset's arrays as .npy files (+ metadata.json) for memory-mapping",
@@ -416,11 +331,11 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     scenes.add_argument("--session", default="local",
                         help="where to run: local, processes[:N], dask[:N] (a LocalCluster), dask://HOST:PORT, "
                              "slurm[:JOBS], pbs[:JOBS]")
-    scenes.add_argument("--session-option", action="append", dest="session_options", type=_name_value,
+    scenes.add_argument("--session-option", action="append", dest="session_options", type=name_value,
                         default=[], metavar="NAME=VALUE",
                         help="a session option (repeatable), e.g. cores=4 memory=16GB queue=normal walltime=02:00:00 "
                              "for slurm/pbs (any dask-jobqueue keyword)")
-    _add_scene_arguments(scenes)
+    add_scene_arguments(scenes)
     return parser
 
 

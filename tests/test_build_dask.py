@@ -12,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from glyphforge._files import sha256_file
 from glyphforge.builds.builder import build, cache_params
+from glyphforge.builds.dataset import ARRAYS_FILE
 from glyphforge.builds.shards import completed_shards
 from glyphforge.cache import CacheStore
 from glyphforge.session import NoWorkersError, SessionError, open_session
@@ -60,6 +62,7 @@ def test_dask_build_gives_the_same_bytes_as_local(tmp_path, address):
     local = build(spec, data_dir=tmp_path / "local", progress=False)
     distributed = build(spec, session=address, data_dir=tmp_path / "dask", progress=False)
     assert distributed.key == local.key and distributed.entry.meta["n_shards"] == 12
+    assert sha256_file(distributed.path / ARRAYS_FILE) == sha256_file(local.path / ARRAYS_FILE)  # the same bytes
     _assert_same_arrays(distributed.arrays, local.arrays)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from glyphforge import cli
+from glyphforge import cli, cli_args
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 from glyphforge.datasets.backgrounds import background_names
@@ -229,14 +229,14 @@ def test_build_scenes_session_errors_are_one_paragraph(tmp_path):
     malformed = run("glyphforge", "build", "scenes", "--session-option", "cores", "--data-dir", tmp_path)
     assert malformed.returncode == 2 and "give NAME=VALUE, e.g. cores=4" in malformed.stderr
     unknown = run("glyphforge", "build", "scenes", "--glyphs", "font", "--session", "mpi", "--data-dir", tmp_path)
-    assert unknown.returncode == 1 and unknown.stderr.startswith("error: unknown session 'mpi'; use one of: local")
+    assert unknown.returncode == 2 and unknown.stderr.startswith("error: unknown session 'mpi'; use one of: local")
     assert CacheStore.for_data_dir(tmp_path).ls() == []
 
 
 def test_build_scenes_reports_impossible_constraints_without_a_traceback(tmp_path):
     result = run("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "5", "--glyph-shape", "20x20",
                  "--image-shape", "16x16", "--data-dir", tmp_path)
-    assert result.returncode == 1
+    assert result.returncode == 2  # bad arguments, found before any work
     assert result.stderr.startswith("error: glyphs of up to 20x20") and "Traceback" not in result.stderr
 
 
@@ -267,12 +267,12 @@ def test_offline_is_passed_as_an_argument_not_written_to_the_environment(tmp_pat
 
 def test_scene_options_not_given_keep_the_spec_defaults_and_shorthands_fill_glyph_options():
     parse = cli._glyphforge_parser().parse_args
-    assert cli._scene_spec(parse(["build", "scenes"])) == ScatteredGlyphs(10_000)
-    spec = cli._scene_spec(parse(["build", "scenes", "--glyphs", "omniglot", "--omniglot-sets", "small1", "small2",
+    assert cli_args.scene_spec(parse(["build", "scenes"])) == ScatteredGlyphs(10_000)
+    spec = cli_args.scene_spec(parse(["build", "scenes", "--glyphs", "omniglot", "--omniglot-sets", "small1", "small2",
                                   "--emnist-split", "letters", "--characters", "Latin,1 Latin,2", "--n-examples", "7",
                                   "--colours", "red,#00ff00", "--backgrounds", "water,ice", "--image-shape", "64x60"]))
     assert spec == ScatteredGlyphs(7, glyphs="omniglot", glyph_options={"sets": ["small1", "small2"]},
                                    characters=["Latin,1", "Latin,2"], colours=("red", "#00ff00"),
                                    backgrounds=["water", "ice"], image_shape=(64, 60))
-    assert cli._scene_spec(parse(["build", "scenes", "--glyph-option", "split=letters"])).glyph_options == {
+    assert cli_args.scene_spec(parse(["build", "scenes", "--glyph-option", "split=letters"])).glyph_options == {
         "split": "letters"}

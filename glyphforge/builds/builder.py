@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from glyphforge import config
-from glyphforge._checks import PathLike, check_int
+from glyphforge._checks import PathLike, check_int, worker_count
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
 from glyphforge.builds.index import ShardIndex
@@ -55,6 +55,8 @@ from glyphforge.builds.shards import (
 from glyphforge.cache import CacheStore, Writer, concat_pklz
 from glyphforge.cache.pklz import MemberMismatchError
 from glyphforge.session import Session, TaskFailure, open_session
+from glyphforge.session.parse import parse_session
+from glyphforge.textfmt import count
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,9 @@ BUILD_FORMAT = 1
 """Bumped when the builder's output for the same spec changes; part of every key."""
 
 _SPEC_MEMBERS = ("kind", "n_examples", "shard_size", "seed", "params", "make_shard")
+#: The most shards a build may have: the manifest's index (about 55 bytes a shard) and the
+#: driver's bookkeeping (a record a shard) stay in the tens of MB. Raise shard_size beyond it.
+MAX_SHARDS = 1_000_000
 
 
 class Spec(Protocol):
@@ -77,6 +82,10 @@ class Spec(Protocol):
     def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]: ...
 
 
+class SpecError(ValueError):
+    """A spec is unusable as given (a bad count, class or name): found before any shard runs; fix the arguments."""
+
+
 class ShardError(RuntimeError):
     """A shard could not be made; ``shard`` is its index, the message says why."""
 
@@ -86,15 +95,24 @@ class ShardError(RuntimeError):
 
 
 def check_spec(spec: Any) -> None:
-    """Raise TypeError / ValueError naming what makes ``spec`` unusable by `build`."""
+    """Raise TypeError / `SpecError` naming what makes ``spec`` unusable by `build`."""
     missing = [name for name in _SPEC_MEMBERS if not hasattr(spec, name)]
     if missing:
         raise TypeError(
             f"{type(spec).__name__} is not a build spec: it lacks {', '.join(missing)}. A spec needs "
             "kind, n_examples, shard_size, seed, params() and make_shard(index, rng, n)"
         )
-    for name, minimum in (("n_examples", 1), ("shard_size", 1), ("seed", 0)):
-        check_int(f"spec.{name}", getattr(spec, name), minimum)
+    try:
+        for name, minimum in (("n_examples", 1), ("shard_size", 1), ("seed", 0)):
+            check_int(f"spec.{name}", getattr(spec, name), minimum)
+    except ValueError as error:
+        raise SpecError(str(error)) from None
+    n_shards = count_shards(spec.n_examples, spec.shard_size)
+    if n_shards > MAX_SHARDS:
+        raise SpecError(
+            f"{spec.n_examples:,} examples in shards of {spec.shard_size:,} make {n_shards:,} shards, more than the "
+            f"{MAX_SHARDS:,} a build may have: raise shard_size to at least {-(-spec.n_examples // MAX_SHARDS):,}"
+        )
     for name in ("params", "make_shard", "prepare", "metadata"):
         if hasattr(spec, name) and not callable(getattr(spec, name)):
             raise TypeError(f"spec.{name} must be a method, got {type(getattr(spec, name)).__name__}")
@@ -149,6 +167,8 @@ def build(
         its worker kept dying. Finished shards are kept: run again to resume.
     """
     check_spec(spec)
+    if isinstance(session, str):
+        parse_session(session)  # a bad session string fails now, before any work
     if session_options and isinstance(session, Session):
         raise ValueError("session_options apply when build opens the session from a string; "
                          "this session is already open: give its options to open_session instead")
@@ -223,9 +243,10 @@ def _build_shards(
         f"{spec.n_examples} examples in {seconds:.1f} s on {workers} workers "
         f"({(spec.n_examples - examples_reused) / seconds:,.0f} examples/s made)"
     )
-    log.info(summary)
     if progress:
         print(summary, file=sys.stderr)
+    else:
+        log.info(summary)
 
 
 def _make_shards(
@@ -235,7 +256,7 @@ def _make_shards(
     """Make the ``missing`` shards through ``session`` (opened here from a string); return its worker count."""
     spec = task.spec
     owned = not isinstance(session, Session)
-    active = session if isinstance(session, Session) else open_session(session or "local", **session_options)
+    active = session if isinstance(session, Session) else _open(session or "local", session_options, len(missing))
     try:
         _run_shards(task, missing, records, active, progress)
         return active.n_workers
@@ -250,6 +271,19 @@ def _make_shards(
     finally:
         if owned:
             active.close()
+
+
+def _open(session: str, options: dict[str, Any], n_tasks: int) -> Session:
+    """Open ``session`` with no more local workers than there are shards to make."""
+    kind, parsed = parse_session(session)
+    options = {**parsed, **options}
+    if kind in ("processes", "dask") and "address" not in options:
+        wanted = worker_count(options.get("n_workers"))
+        if wanted > n_tasks:
+            log.info("starting %s, not %d: only %s to make", count(n_tasks, "worker", "workers"), wanted,
+                     count(n_tasks, "shard", "shards"))
+        options["n_workers"] = min(wanted, n_tasks)
+    return open_session(kind, **options)
 
 
 def _run_shards(

@@ -76,6 +76,30 @@ class Textures:
         )
 
 
+def check_names(
+    glyphs: str, characters: Sequence[str] | None, options: FrozenOptions, backgrounds: str | Sequence[str] | None
+) -> None:
+    """Refuse unknown background names, and glyph classes where the dataset knows them without data.
+
+    Reads nothing and fetches nothing: the build's driver calls it first, so a typo fails
+    at once (Omniglot's classes, known only from its prepared data, are checked after
+    preparing, still on the driver).
+    """
+    if backgrounds is not None:
+        from glyphforge.datasets.backgrounds import check_names as check_backgrounds
+
+        check_backgrounds(backgrounds)
+    if glyphs == FONT or characters is None:
+        return
+    part = registry.get(glyphs).glyph_classes
+    if part is not None:
+        known = registry.resolve(part)(**dict(options))
+        unknown = sorted(set(characters) - set(known))
+        if unknown:
+            settings = ", ".join(f"{name}={value!r}" for name, value in options) or "the default options"
+            raise ValueError(f"unknown {glyphs} classes {unknown} ({settings}): the known ones are {''.join(known)}")
+
+
 def prepare_sources(
     glyphs: str, options: FrozenOptions, shape: tuple[int, int] | None,
     backgrounds: str | Sequence[str] | None, data_dir: PathLike,

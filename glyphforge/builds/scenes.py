@@ -36,6 +36,7 @@ from glyphforge import config
 from glyphforge._checks import PathLike, check_example_range, check_int, check_real, check_shape
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds import scene_sources
+from glyphforge.builds.builder import SpecError
 from glyphforge.builds.scene_sources import FONT, FrozenOptions, GlyphPool, Textures
 
 #: Bumped whenever the same spec would give different bytes; part of `ScatteredGlyphs.params`.
@@ -47,6 +48,8 @@ PLACEMENT_ATTEMPTS = 100
 PLACEMENT_RESTARTS = 10
 #: Side of the square canvas font glyphs are rendered on (at least; see `_font_canvas`).
 FONT_CANVAS = 32
+#: The most scenes a shard may hold: a shard is made in one worker's memory (100,000 48x48 scenes: 0.7 GB).
+MAX_SHARD_SIZE = 100_000
 
 Colour = str | Sequence[int]
 
@@ -137,8 +140,8 @@ class ScatteredGlyphs:
     kind = "scenes"
 
     def __post_init__(self) -> None:
-        for name in ("n_examples", "shard_size"):
-            check_int(name, getattr(self, name), 1)
+        check_int("n_examples", self.n_examples, 1)
+        check_int("shard_size", self.shard_size, 1, MAX_SHARD_SIZE)
         check_int("seed", self.seed, 0)
         self.image_shape = check_shape(self.image_shape, "image_shape")
         self.glyph_shape = check_shape(self.glyph_shape, "glyph_shape")
@@ -194,14 +197,23 @@ class ScatteredGlyphs:
         return params
 
     def prepare(self, data_dir: PathLike) -> None:
-        """Fetch and convert what the shards read (the glyph dataset at ``glyph_shape``, the textures).
+        """Fetch and convert what the shards read, then check the classes and backgrounds against it.
 
         `glyphforge.build` calls it on the driver before fanning out, so that shard
-        workers only read the cache.
+        workers only read the cache and an unknown class or background name fails here
+        (a `SpecError`), before any shard runs.
         """
-        scene_sources.prepare_sources(
-            self.glyphs, self._frozen_options(), self._pool_shape(), self.backgrounds, data_dir
-        )
+        try:
+            scene_sources.check_names(self.glyphs, self.characters, self._frozen_options(), self.backgrounds)
+            scene_sources.prepare_sources(
+                self.glyphs, self._frozen_options(), self._pool_shape(), self.backgrounds, data_dir
+            )
+            self.class_names(data_dir)  # loads the glyphs here once: unknown classes are named now
+            self.textures(data_dir)
+        except ValueError as error:
+            if type(error) is not ValueError:  # data errors are ValueError subclasses: not the arguments' fault
+                raise
+            raise SpecError(f"{self.kind} spec: {error}") from None
 
     def make_shard(
         self, index: int, rng: np.random.Generator, n: int, *, data_dir: PathLike | None = None

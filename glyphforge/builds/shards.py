@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,7 +142,7 @@ def completed_shards(work_dir: Path, n_shards: int) -> dict[int, ShardRecord]:
     Only ``stat``: the sha256 is checked when the shards are joined (`concat_pklz`).
     """
     done = {}
-    for index in range(n_shards):
+    for index in _recorded_shards(work_dir, n_shards):
         try:
             record = json.loads(_record_path(work_dir, index).read_text(encoding="utf-8"))
             found = shard_path(work_dir, index).stat()
@@ -150,6 +151,19 @@ def completed_shards(work_dir: Path, n_shards: int) -> dict[int, ShardRecord]:
         except (OSError, ValueError, KeyError, TypeError):
             continue  # missing, half-written, changed or foreign: make it again
     return done
+
+
+def _recorded_shards(work_dir: Path, n_shards: int) -> list[int]:
+    """The shard indices below ``n_shards`` that have a record in ``work_dir`` (one directory listing)."""
+    found = []
+    with os.scandir(work_dir) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith("shard-") and name.endswith(".json") and name[6:-5].isdigit():
+                index = int(name[6:-5])
+                if index < n_shards:
+                    found.append(index)
+    return sorted(found)
 
 
 def forget_shard(work_dir: Path, index: int) -> None:

@@ -1,7 +1,9 @@
 """Gzipped dill pickles (``.pklz``): writing, safe reading, multi-member files.
 
 A ``.pklz`` file is a standard gzip stream of ``dill.dumps(obj, protocol=5)``,
-readable by plain ``gzip.open`` + ``dill.load``. A file may hold several gzip
+readable by plain ``gzip.open`` + ``dill.load``. Its gzip header carries no file name
+and a zero mtime, so the same object always gives the same bytes (builds are
+byte-identical on every session and every run). A file may hold several gzip
 members, each one pickle (the parallel builder joins shard files that way);
 :func:`iter_pklz` yields them in order.
 
@@ -16,6 +18,7 @@ import io
 import pickle
 import zlib
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -49,11 +52,18 @@ class CorruptPklzError(ValueError):
     """A ``.pklz`` file is truncated or damaged (its gzip stream does not decode)."""
 
 
-def _open_for_writing(path: Path, level: int) -> gzip.GzipFile:
-    if _isal_gzip is not None and level <= _ISAL_MAX_LEVEL:
-        stream: gzip.GzipFile = _isal_gzip.open(path, "wb", compresslevel=level)
-        return stream
-    return gzip.GzipFile(path, "wb", compresslevel=level)
+@contextmanager
+def _open_for_writing(path: Path, level: int) -> Iterator[gzip.GzipFile]:
+    """A gzip stream writing ``path`` whose header carries no file name and mtime 0: the same
+    object always gives the same bytes (whatever the temporary file's name or the time)."""
+    with open(path, "wb") as raw:
+        if _isal_gzip is not None and level <= _ISAL_MAX_LEVEL:
+            stream: gzip.GzipFile = _isal_gzip.IGzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw,
+                                                         mtime=0)
+        else:
+            stream = gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw, mtime=0)
+        with stream:
+            yield stream
 
 
 def _open_for_reading(path: Path) -> gzip.GzipFile:

@@ -76,7 +76,7 @@ def hard_background_names() -> list[str]:
     return sorted(name for name, resource in IMAGES.items() if resource.filename.endswith(".jpg"))
 
 
-def _check_names(names: str | Iterable[str]) -> list[str]:
+def check_names(names: str | Iterable[str]) -> list[str]:
     """Resolve ``"all"``, ``"hard"`` (or ``["all"]``, ``["hard"]``), a space-separated string or a list, in order."""
     items = names.split() if isinstance(names, str) else list(names)
     if len(items) == 1 and items[0] in ("all", "hard"):
@@ -207,7 +207,7 @@ def prepare_backgrounds(
         When a file cannot be fetched or is not the pinned file (the entry is left as it
         was); the message says where to place the file by hand.
     """
-    wanted = _check_names(names)
+    wanted = check_names(names)
     variants = check_shapes(shapes)
     check_method(method)
     given = given_archives(archives, IMAGES, "backgrounds")
@@ -292,7 +292,7 @@ def load_backgrounds(
     FileNotFoundError
         With ``download=False``, when some backgrounds were never prepared.
     """
-    wanted = _check_names(names)
+    wanted = check_names(names)
     size = None if shape is None else check_shape(shape)
     check_method(method)
     store = CacheStore.for_data_dir(data_dir)

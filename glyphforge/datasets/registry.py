@@ -69,6 +69,9 @@ class DatasetRecord:
     glyphs: Ref | None = None
     glyph_prepare: Mapping[str, Any] = field(default_factory=dict)
     """Extra ``prepare`` keywords that make the entries ``glyphs`` reads (Omniglot: ``method="box"``)."""
+    glyph_classes: Ref | None = None
+    """Optional ``(**options) -> list[str]``: the glyph classes, where they are known without any data
+    (EMNIST's splits), so scenes can refuse an unknown class before preparing anything."""
     options: tuple[Option, ...] = ()
     default_resize: str = "box"
     """The resize method of the dataset's resized variants and loaders (README: "Resizing")."""
@@ -117,6 +120,7 @@ BUILT_IN = (
         load="glyphforge.datasets.emnist:load_emnist",
         preview="glyphforge.datasets.emnist:preview_examples",
         glyphs="glyphforge.datasets.emnist:glyph_images",
+        glyph_classes="glyphforge.datasets.emnist:emnist_classes",
         options=(
             Option("--split", "split", "EMNIST split (repeatable; default byclass)",
                    {"action": "append", "metavar": "SPLIT"}),

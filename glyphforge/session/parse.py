@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from glyphforge._checks import worker_count
+
 #: The accepted forms, quoted in error messages and ``--help`` texts.
 SESSION_FORMS = (
     "local",
@@ -59,4 +61,9 @@ def parse_session(text: str) -> tuple[str, dict[str, Any]]:
             f"session {text!r}: the number after {kind}: must be a positive integer "
             f"({_COUNT_OPTION[kind]}), e.g. {kind}:4"
         )
+    if _COUNT_OPTION[kind] == "n_workers":  # local processes: refuse a count this machine cannot run usefully
+        try:
+            worker_count(int(count))
+        except ValueError as error:
+            raise ValueError(f"session {text!r}: {error}") from None
     return kind, {_COUNT_OPTION[kind]: int(count)}

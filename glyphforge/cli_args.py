@@ -1,0 +1,135 @@
+"""Argument types and the scene options shared by the ``glyphforge`` command's parsers.
+
+``add_scene_arguments`` adds every `ScatteredGlyphs` field as an option whose default is
+the spec's own (shown in ``--help``; an option not given is not passed), and
+``scene_spec`` turns the parsed options into the spec.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+
+def parse_shape(text: str) -> tuple[int, int]:
+    """Parse ``'14x14'`` or ``'14,14'`` into ``(14, 14)`` (argparse type)."""
+    parts = text.replace(",", "x").lower().split("x")
+    try:
+        shape = tuple(int(part) for part in parts)
+    except ValueError:
+        shape = ()
+    if len(shape) != 2 or min(shape) <= 0:
+        raise argparse.ArgumentTypeError(f"shape must be HEIGHTxWIDTH with positive integers, e.g. 14x14; got {text!r}")
+    return shape[0], shape[1]
+
+
+class UsageError(ValueError):
+    """Bad arguments found before any work: exit status 2, like argparse's own errors."""
+
+
+def positive(text: str) -> int:
+    """Parse a positive integer (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"give a positive integer, e.g. 16; got {text!r}")
+    return value
+
+
+def fraction_range(text: str) -> tuple[float, float]:
+    """Parse ``'0,0.8'`` into ``(0.0, 0.8)`` (argparse type)."""
+    try:
+        first, stop = (float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give two fractions separated by a comma, e.g. 0,0.8; got {text!r}") from None
+    return first, stop
+
+
+def names(text: str) -> list[str]:
+    """Split a list given as one argument: by commas, or by spaces."""
+    return [name for name in text.replace(",", " ").split() if name]
+
+
+def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `ScatteredGlyphs`; an option not given keeps the spec's default (shown in --help)."""
+    from glyphforge.builds.scene_sources import glyph_sources
+    from glyphforge.builds.scenes import ScatteredGlyphs
+
+    defaults = {spec_field.name: spec_field.default for spec_field in dataclasses.fields(ScatteredGlyphs)}
+
+    def option(flag: str, help_text: str, shown: Any = None, **settings: Any) -> None:
+        default = defaults.get(flag[2:].replace("-", "_")) if shown is None else shown
+        if isinstance(default, tuple) and len(default) == 2 and all(isinstance(side, int) for side in default):
+            default = "x".join(map(str, default))  # a shape, as it is typed
+        parser.add_argument(flag, default=argparse.SUPPRESS, help=f"{help_text} (default: {default})", **settings)
+
+    parser.add_argument("--n-examples", type=int, default=10_000, help="number of scenes (default: 10000)")
+    option("--image-shape", "scene size", type=parse_shape, metavar="HxW")
+    option("--glyphs", "glyph source", choices=glyph_sources())
+    option("--characters", "EMNIST or font characters as one string (e.g. 0123456789), or Omniglot classes "
+           "separated by spaces (e.g. 'Latin,1 Latin,2')", shown="all")
+    option("--glyph-option", "a keyword of the glyph dataset (repeatable), e.g. split=letters for EMNIST",
+           shown="the dataset's", action="append", dest="glyph_options", type=name_value, metavar="NAME=VALUE")
+    option("--emnist-split", "EMNIST split the glyphs come from (short for --glyph-option split=SPLIT)",
+           shown="byclass")
+    option("--omniglot-sets", "Omniglot sets the glyphs come from (short for --glyph-option sets=...)",
+           shown="background evaluation", nargs="+", metavar="SET")
+    option("--glyph-shape", "glyph size", type=parse_shape, metavar="HxW")
+    option("--glyph-shape-jitter", "vary each glyph's size by up to this fraction, e.g. 0.2", type=float)
+    option("--glyph-example-range", "use only the fraction [A, B) of each class's images, e.g. 0,0.8 for "
+           "training scenes", type=fraction_range, metavar="A,B")
+    option("--min-glyphs", "fewest glyphs in a scene", type=int)
+    option("--max-glyphs", "most glyphs in a scene", type=int)
+    option("--max-overlap", "largest allowed box overlap, as a fraction of a box", type=float)
+    option("--backgrounds", "none (black), all, hard, or background names separated by commas", shown="none")
+    option("--background-colours", "flat background colours to mix in, separated by commas (e.g. navy,#203040)",
+           shown="none", type=names, metavar="COLOURS")
+    option("--colours", "glyph colours, separated by commas", shown="white", type=names, metavar="COLOURS")
+    option("--seed", "seed of every random choice", type=int)
+    option("--shard-size", "scenes per shard", type=int)
+
+
+#: ``--emnist-split`` and ``--omniglot-sets``: the glyph dataset and keyword each one fills.
+_GLYPH_SHORTHANDS = {"emnist_split": ("emnist", "split"), "omniglot_sets": ("omniglot", "sets")}
+
+
+def scene_spec(args: argparse.Namespace) -> Any:
+    """Return the `ScatteredGlyphs` the parsed options describe (the options not given keep its defaults)."""
+    from glyphforge.builds.scenes import ScatteredGlyphs
+
+    given = {name: value for name, value in vars(args).items() if name in
+             {spec_field.name for spec_field in dataclasses.fields(ScatteredGlyphs)}}
+    glyphs = given.get("glyphs", ScatteredGlyphs.glyphs)
+    options = dict(given.pop("glyph_options", []))
+    for flag, (source, name) in _GLYPH_SHORTHANDS.items():
+        value = given.pop(flag, None)
+        if value is not None and glyphs == source:  # a shorthand applies to its own dataset only
+            options.setdefault(name, value)
+    if options:
+        given["glyph_options"] = options
+    if "characters" in given and glyphs == "omniglot":
+        given["characters"] = given["characters"].split()
+    backgrounds = given.get("backgrounds")
+    if backgrounds is not None and backgrounds.lower() == "none":
+        given["backgrounds"] = None
+    elif backgrounds not in (None, "all", "hard"):
+        given["backgrounds"] = names(backgrounds)
+    for name in ("colours", "background_colours"):
+        if name in given:
+            given[name] = tuple(given[name])
+    return ScatteredGlyphs(args.n_examples, **{name: value for name, value in given.items() if name != "n_examples"})
+
+
+def name_value(text: str) -> tuple[str, Any]:
+    """Parse ``'memory=16GB'`` or ``'cores=4'`` into ``('memory', '16GB')`` / ``('cores', 4)`` (argparse type)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"give NAME=VALUE, e.g. cores=4 or memory=16GB; got {text!r}")
+    for convert in (int, float):
+        try:
+            return name, convert(value)
+        except ValueError:
+            continue
+    return name, value
