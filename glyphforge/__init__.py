@@ -37,6 +37,12 @@ _EXPORTS: dict[str, str] = {
     "load_backgrounds": "glyphforge.datasets.backgrounds",
     "background_names": "glyphforge.datasets.backgrounds",
     "hard_background_names": "glyphforge.datasets.backgrounds",
+    "load_mnist": "glyphforge.datasets.mnist_family",
+    "load_fashion_mnist": "glyphforge.datasets.mnist_family",
+    "load_kmnist": "glyphforge.datasets.mnist_family",
+    "MNIST": "glyphforge.datasets.mnist_family",
+    "FashionMNIST": "glyphforge.datasets.mnist_family",
+    "KMNIST": "glyphforge.datasets.mnist_family",
     "ClassNames": "glyphforge.datasets._classes",
     # parallel builds
     "open_session": "glyphforge.session",

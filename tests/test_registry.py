@@ -14,22 +14,26 @@ from glyphforge.datasets import registry
 
 
 def test_the_built_in_datasets_are_registered_with_parts_that_resolve():
-    assert glyphforge.datasets.registered() == ["backgrounds", "emnist", "omniglot"]
-    assert registry.glyph_sources() == ["emnist", "omniglot"]
+    assert glyphforge.datasets.registered() == ["backgrounds", "emnist", "fashion-mnist", "kmnist", "mnist",
+                                                "omniglot"]
+    assert registry.glyph_sources() == ["emnist", "fashion-mnist", "kmnist", "mnist", "omniglot"]
     for name in registry.registered():
         record = registry.get(name)
         parts = [record.prepare, record.load, record.preview] + ([record.glyphs] if record.glyphs else [])
         assert all(callable(registry.resolve(part)) for part in parts), name
-        module = __import__(f"glyphforge.datasets.{name}", fromlist=["DEFAULT_METHOD"])
+        module = __import__(registry.resolve(record.prepare).__module__, fromlist=["DEFAULT_METHOD"])
         assert module.DEFAULT_METHOD == record.default_resize, name  # one default per dataset, declared once
 
 
 def test_unknown_names_and_bad_registrations_are_refused():
-    with pytest.raises(KeyError, match="no dataset 'mnist' is registered; the registered ones are backgrounds, "
-                                       "emnist, omniglot"):
-        registry.get("mnist")
-    with pytest.raises(ValueError, match="dataset name 'My-Set' must be a lowercase identifier"):
-        registry.register(registry.DatasetRecord("My-Set", "", prepare=print, load=print, preview=print))
+    with pytest.raises(KeyError, match="no dataset 'cifar10' is registered; the registered ones are backgrounds, "
+                                       "emnist, fashion-mnist, kmnist, mnist, omniglot"):
+        registry.get("cifar10")
+    for bad in ("My-Set", "my set", "-set", "my--set", "my-", "2set", "my/set", ""):
+        with pytest.raises(ValueError, match=f"dataset name {bad!r} must be a lowercase identifier such as 'emnist', "
+                                             "or lowercase identifiers joined by hyphens such as 'fashion-mnist'"):
+            registry.register(registry.DatasetRecord(bad, "", prepare=print, load=print, preview=print))
+    assert "my-set" not in registry.registered()
 
 
 # -- a toy dataset: one module's worth of parts and one registration -----------------------------
@@ -64,7 +68,7 @@ def test_a_registered_dataset_shows_in_prepare_data_info_and_preview(toy, tmp_pa
     with pytest.raises(SystemExit):
         cli.prepare_data_main(["--help"])
     help_text = capsys.readouterr().out
-    assert "toy          five grey squares (a test dataset)" in help_text
+    assert re.search(r"\n  toy +five grey squares \(a test dataset\)\n", help_text)
     assert re.search(r"toy options:\n  --toy-level LEVEL +grey level\n", help_text)
 
     assert cli.prepare_data_main(["toy", "--toy-level", "7", "--data-dir", str(tmp_path)]) == 0
@@ -76,7 +80,7 @@ def test_a_registered_dataset_shows_in_prepare_data_info_and_preview(toy, tmp_pa
 
     assert cli.main(["info", "--data-dir", str(tmp_path)]) == 0
     info = capsys.readouterr().out
-    assert "  toy          level=7" in info and "built:      nothing yet" in info
+    assert re.search(r"\n  toy +level=7\n", info) and "built:      nothing yet" in info
 
     out = tmp_path / "toy.png"
     assert cli.main(["preview", "toy", "--out", str(out), "-n", "3", "--data-dir", str(tmp_path)]) == 0
@@ -91,4 +95,4 @@ def test_a_registered_dataset_that_is_not_prepared_says_what_to_run(toy, tmp_pat
         f"error: toy is not prepared in {tmp_path / 'cache'}: run `prepare-data toy` first" in capsys.readouterr().err
     )
     assert cli.main(["info", "--data-dir", str(tmp_path)]) == 0
-    assert "  toy          not prepared (prepare-data toy)" in capsys.readouterr().out
+    assert re.search(r"\n  toy +not prepared \(prepare-data toy\)\n", capsys.readouterr().out)

@@ -211,13 +211,16 @@ def select(
     example_range: tuple[float, float] | None,
     balance: bool,
     include_blank: bool,
+    key: str = "char",
 ) -> Selection:
     """Decide which images of the classes ``names`` (sorted, all in ``entry``) a load takes.
 
     No class file is read. The rule is the module docstring's; the blank block, when
-    ``include_blank``, comes last.
+    ``include_blank``, comes last. ``key`` is the field of ``entry.meta["classes"]``'s
+    records that holds the class name (``"char"`` for EMNIST; any entry whose class
+    records also have ``file``, ``n_test`` and ``n_train`` may be selected from).
     """
-    records = {record["char"]: record for record in entry.meta["classes"]}
+    records = {record[key]: record for record in entry.meta["classes"]}
     blocks = []
     for name in names:
         record = records[name]

@@ -4,9 +4,13 @@ A record names a dataset and says where its parts are; the parts are named as
 ``"module:function"`` strings (imported on first use, so reading the registry, as
 ``prepare-data --help`` does, imports no dataset code) or given as callables.
 
-Adding a dataset is one module (``glyphforge/datasets/<name>.py``) and one
-`register` call (in this module's list :data:`BUILT_IN` for the datasets glyphforge
-ships). Its parts follow these contracts:
+Adding a dataset is one module (``glyphforge/datasets/<name>.py``; datasets of one
+form may share one, as MNIST, Fashion-MNIST and KMNIST share ``mnist_family.py``) and
+one `register` call (in this module's list :data:`BUILT_IN` for the datasets glyphforge
+ships). A name is lowercase, an identifier or identifiers joined by hyphens
+(``"emnist"``, ``"fashion-mnist"``): it is also the cache kind, the folder of the
+upstream files in ``raw/`` and on mirrors, and the ``prepare-data`` argument. Its parts
+follow these contracts:
 
 ``prepare(*, shapes, data_dir, mirrors, verify, progress, offline, **options) -> list[Entry]``
     Fetch, verify and convert into the cache (kind ``name``); idempotent. ``options``
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,12 +83,17 @@ class DatasetRecord:
 
 
 _REGISTRY: dict[str, DatasetRecord] = {}
+#: Lowercase identifiers, alone or joined by single hyphens: ``emnist``, ``fashion-mnist``.
+_NAME = re.compile(r"[a-z_][a-z0-9_]*(-[a-z0-9_]+)*")
 
 
 def register(record: DatasetRecord) -> DatasetRecord:
     """Add ``record`` (replacing one of the same name); return it."""
-    if not record.name.isidentifier() or record.name != record.name.lower():
-        raise ValueError(f"dataset name {record.name!r} must be a lowercase identifier such as 'emnist'")
+    if not isinstance(record.name, str) or not _NAME.fullmatch(record.name):
+        raise ValueError(
+            f"dataset name {record.name!r} must be a lowercase identifier such as 'emnist', or lowercase identifiers "
+            "joined by hyphens such as 'fashion-mnist'"
+        )
     _REGISTRY[record.name] = record
     return record
 
@@ -157,6 +167,36 @@ BUILT_IN = (
                    "such as water ice (default all)", {"nargs": "+", "metavar": "NAME"}),
         ),
         default_resize="bilinear",
+    ),
+    DatasetRecord(
+        name="mnist",
+        summary="MNIST handwritten digits 0-9 (LeCun's IDX files)",
+        prepare="glyphforge.datasets.mnist_family:prepare_mnist",
+        load="glyphforge.datasets.mnist_family:load_mnist",
+        preview="glyphforge.datasets.mnist_family:preview_examples",
+        glyphs="glyphforge.datasets.mnist_family:mnist_glyph_images",
+        glyph_classes="glyphforge.datasets.mnist_family:mnist_classes",
+        default_resize="box",
+    ),
+    DatasetRecord(
+        name="fashion-mnist",
+        summary="Fashion-MNIST: Zalando's clothes and shoes in MNIST's form (10 classes)",
+        prepare="glyphforge.datasets.mnist_family:prepare_fashion_mnist",
+        load="glyphforge.datasets.mnist_family:load_fashion_mnist",
+        preview="glyphforge.datasets.mnist_family:preview_examples",
+        glyphs="glyphforge.datasets.mnist_family:fashion_mnist_glyph_images",
+        glyph_classes="glyphforge.datasets.mnist_family:fashion_mnist_classes",
+        default_resize="box",
+    ),
+    DatasetRecord(
+        name="kmnist",
+        summary="Kuzushiji-MNIST: ten cursive Japanese kana in MNIST's form",
+        prepare="glyphforge.datasets.mnist_family:prepare_kmnist",
+        load="glyphforge.datasets.mnist_family:load_kmnist",
+        preview="glyphforge.datasets.mnist_family:preview_examples",
+        glyphs="glyphforge.datasets.mnist_family:kmnist_glyph_images",
+        glyph_classes="glyphforge.datasets.mnist_family:kmnist_classes",
+        default_resize="box",
     ),
 )
 
