@@ -81,7 +81,7 @@ def _prepare_parser() -> argparse.ArgumentParser:
         "prepare-data",
         "Download, verify and convert datasets into the cache, and make resized variants. "
         "Running it again does nothing (cache hit).\n\ndatasets:\n"
-        + "\n".join(f"  {name:12s} {registry.get(name).summary}" for name in names),
+        + "\n".join(f"  {name:{_name_width()}s} {registry.get(name).summary}" for name in names),
         "prepare-data emnist omniglot --shape 14x14 --mirror file:///shared/mirror",
     )
     parser.add_argument("datasets", nargs="*", choices=[*names, "all"], default=["all"], metavar="DATASET",
@@ -105,6 +105,11 @@ def _prepare_parser() -> argparse.ArgumentParser:
                 option.add_to(group, dest=_option_dest(name, option))
     _add_common(parser)
     return parser
+
+
+def _name_width() -> int:
+    """The width of the name column in ``--help`` and ``info``: the longest registered name, at least 12."""
+    return max(12, *map(len, registry.registered()))
 
 
 def _option_dest(dataset: str, option: registry.Option) -> str:
@@ -154,6 +159,10 @@ def _prepare(args: argparse.Namespace) -> int:
                          f"{seconds:.1f}"])
     if rows and not args.quiet:
         print(table(["dataset", "entry", "images", "size", "seconds"], rows))
+    from glyphforge.warmup import warmup
+
+    seconds = sum(spent for _, spent in warmup())  # the first build need not compile (fast when warm)
+    logging.getLogger(__name__).info("numba kernels ready in %.1f s (glyphforge warmup)", seconds)
     return 0
 
 
@@ -230,14 +239,15 @@ def _info(args: argparse.Namespace) -> int:
     datasets = registry.registered()
     for dataset in datasets:
         prepared = sorted({_describe_params(_without_sources(e.params)) for e in entries if e.kind == dataset})
-        print(f"  {dataset:12s} {'; '.join(prepared) if prepared else 'not prepared (prepare-data ' + dataset + ')'}")
+        print(f"  {dataset:{_name_width()}s} "
+              f"{'; '.join(prepared) if prepared else 'not prepared (prepare-data ' + dataset + ')'}")
     built = sorted({e.kind for e in entries} - set(datasets))
     print("built:" if built else "built:      nothing yet (glyphforge build scenes --help)")
     for kind in built:
         of_kind = [e for e in entries if e.kind == kind]
         newest = of_kind[-1]  # `ls` sorts each kind by creation time
         size = human_size(sum(e.size_bytes for e in of_kind))
-        print(f"  {kind:12s} {count(len(of_kind), 'entry', 'entries')}, {size}; "
+        print(f"  {kind:{_name_width()}s} {count(len(of_kind), 'entry', 'entries')}, {size}; "
               f"newest {newest.key[:12]} ({newest.meta.get('n_examples', '?')} examples)")
     return 0
 
@@ -252,6 +262,16 @@ def _preview(args: argparse.Namespace) -> int:
 
     path = preview_target(args.target, out=args.out, n=args.n, data_dir=args.data_dir, seed=args.seed)
     print(f"wrote {path}")
+    return 0
+
+
+def _warmup(args: argparse.Namespace) -> int:
+    from glyphforge.warmup import cache_location, warmup
+
+    timings = warmup()
+    rows = [[name, f"{seconds:.2f}"] for name, seconds in timings]
+    print(table(["kernel", "seconds"], rows))
+    print(f"{sum(seconds for _, seconds in timings):.1f} s in all; compiled kernels are kept in {cache_location()}")
     return 0
 
 
@@ -313,6 +333,9 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     preview.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG file to write")
     preview.add_argument("-n", type=positive, default=16, help="number of examples (1 or more)")
     preview.add_argument("--seed", type=int, default=0, help="which examples to pick")
+
+    command("warmup", "compile every numba kernel once (cluster images, job prologues); fast when already warm",
+            "glyphforge warmup", _warmup)
 
     export = command("export", "write a built dataset's arrays as .npy files (+ metadata.json) for memory-mapping",
                      "glyphforge export scenes ./scenes-npy", _export)

@@ -118,8 +118,8 @@ def test_the_mirror_may_come_from_the_environment(shared_data, tmp_path):
 
 
 def test_bad_arguments_exit_2_with_usage(tmp_path):
-    result = run("prepare-data", "mnist", "--data-dir", tmp_path)
-    assert result.returncode == 2 and "invalid choice: 'mnist'" in result.stderr
+    result = run("prepare-data", "cifar10", "--data-dir", tmp_path)
+    assert result.returncode == 2 and "invalid choice: 'cifar10'" in result.stderr
     result = run("prepare-data", "emnist", "--shape", "14by14", "--data-dir", tmp_path)
     assert result.returncode == 2 and "shape must be HEIGHTxWIDTH with positive integers" in result.stderr
 

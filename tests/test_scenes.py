@@ -7,6 +7,7 @@ from PIL import Image
 
 import glyphforge
 from glyphforge import config
+from glyphforge.builds.builder import SpecError
 from glyphforge.builds.scene_sources import glyph_sources
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import cache_key
@@ -153,13 +154,15 @@ def test_background_only_scenes_with_min_glyphs_zero():
 def test_impossible_constraints_give_a_clear_error():
     spec = ScatteredGlyphs(10, glyphs="font", image_shape=(14, 14), min_glyphs=20, max_glyphs=20, max_overlap=0.0)
     with pytest.raises(ValueError, match=r"could not place 20 glyphs in scene 0 of shard 3.*Lower min_glyphs"):
-        _shard(spec, index=3)
+        spec.make_shard(3, np.random.default_rng(0), 10)
+    with pytest.raises(SpecError, match=r"scenes spec: could not place 20 glyphs .*Lower min_glyphs"):
+        spec.prepare(config.data_dir())  # found on the driver, before any shard runs
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (dict(glyphs="kanji"), "glyphs must be one of emnist, omniglot, font"),
+        (dict(glyphs="kanji"), "glyphs must be one of emnist, fashion-mnist, kmnist, mnist, omniglot, font"),
         (dict(glyph_shape=(50, 10)), r"do not fit in image_shape \(48, 48\)"),
         (dict(glyph_shape=(30, 30), glyph_shape_jitter=0.7), "glyphs of up to 51x51"),
         (dict(glyph_shape_jitter=1.0), r"glyph_shape_jitter must be a number in \[0, 1\), got 1\.0"),
@@ -175,7 +178,7 @@ def test_impossible_constraints_give_a_clear_error():
         (dict(glyphs="font", glyph_example_range=(0, 0.5)), "font glyphs are rendered fresh"),
         (dict(glyph_example_range=(0.5, 0.5)),
          r"glyph_example_range \(0\.5, 0\.5\) is invalid: give \(a, b\) with 0 <= a < b <= 1"),
-        (dict(glyphs="emnist", characters=["AB"]), "must be single characters"),
+        (dict(glyphs="font", characters=["AB"]), "font characters must be single characters"),
         (dict(glyphs="font", characters="a b"), "character ' ' draws no ink"),
         (dict(characters=""), "characters is empty"),
         (dict(seed=-1), "seed must be an integer >= 0"),
@@ -357,8 +360,9 @@ def test_textures_smaller_than_the_scene_are_resized_to_it_and_flat_colours_mix_
 
 
 def test_glyph_sources_are_font_and_the_registered_glyph_datasets():
-    assert glyph_sources() == ("emnist", "omniglot", "font")
-    with pytest.raises(ValueError, match="glyphs must be one of emnist, omniglot, font; got 'backgrounds'"):
+    assert glyph_sources() == ("emnist", "fashion-mnist", "kmnist", "mnist", "omniglot", "font")
+    with pytest.raises(ValueError, match="glyphs must be one of emnist, fashion-mnist, kmnist, mnist, omniglot, font; "
+                                         "got 'backgrounds'"):
         ScatteredGlyphs(10, glyphs="backgrounds")
     with pytest.raises(ValueError, match="glyph_options .* are for a glyph dataset; font glyphs take none"):
         ScatteredGlyphs(10, glyphs="font", glyph_options={"split": "letters"})

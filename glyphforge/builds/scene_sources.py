@@ -97,7 +97,8 @@ def check_names(
         unknown = sorted(set(characters) - set(known))
         if unknown:
             settings = ", ".join(f"{name}={value!r}" for name, value in options) or "the default options"
-            raise ValueError(f"unknown {glyphs} classes {unknown} ({settings}): the known ones are {''.join(known)}")
+            listed = "".join(known) if all(len(name) == 1 for name in known) else ", ".join(known)
+            raise ValueError(f"unknown {glyphs} classes {unknown} ({settings}): the known ones are {listed}")
 
 
 def prepare_sources(

@@ -210,6 +210,10 @@ class ScatteredGlyphs:
             )
             self.class_names(data_dir)  # loads the glyphs here once: unknown classes are named now
             self.textures(data_dir)
+            # One scene made here compiles the exact kernels the shards run (or loads them from numba's
+            # on-disk cache): a session's workers then load them instead of each compiling them. It also
+            # finds constraints no scene can meet (glyphs that cannot be placed) before any shard runs.
+            self.make_shard(0, np.random.default_rng(0), 1, data_dir=data_dir)
         except ValueError as error:
             if type(error) is not ValueError:  # data errors are ValueError subclasses: not the arguments' fault
                 raise
@@ -365,10 +369,8 @@ class ScatteredGlyphs:
             raise ValueError("characters is empty; give at least one class, or None for all")
         if any(not isinstance(name, str) for name in names):
             raise ValueError(f"characters must be strings, got {characters!r}")
-        if self.glyphs != "omniglot" and any(len(name) != 1 for name in names):
-            raise ValueError(
-                f"{self.glyphs} characters must be single characters such as '0123456789', got {characters!r}"
-            )
+        if self.glyphs == FONT and any(len(name) != 1 for name in names):
+            raise ValueError(f"font characters must be single characters such as '0123456789', got {characters!r}")
         names = sorted(set(names))
         if self.glyphs == FONT:
             check_characters(names)

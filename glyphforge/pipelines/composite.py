@@ -14,6 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from glyphforge.pipelines import numba_cache
+
+numba_cache.configure()  # before the kernels below set up their caches
+
 
 @njit(cache=True)
 def ink_boxes(glyphs: np.ndarray, heights: np.ndarray, widths: np.ndarray) -> np.ndarray:

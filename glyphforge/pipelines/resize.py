@@ -26,21 +26,23 @@ levels away from it); ``"lanczos"`` for the sharpest shrinking; ``"bilinear"`` f
 smooth enlarging.
 
 Speed: one numba kernel (`glyphforge.pipelines.resample_kernel`) with per-axis
-weights computed once per size pair. Batches of more than 65,536 input values run on
-numba's threads; smaller ones on the calling thread. Reuse ``out=`` in hot loops.
+weights computed once per size pair. Batches of more than 65,536 input values run in
+parts on a pool of Python threads (one per CPU, or ``$NUMBA_NUM_THREADS``) calling the
+GIL-free kernel; smaller ones on the calling thread. Reuse ``out=`` in hot loops.
 """
 from __future__ import annotations
 
 import functools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from glyphforge._checks import check_shape
-from glyphforge.pipelines.numba_threads import prefer_passive_waiting
-from glyphforge.pipelines.resample_kernel import Rule, resample, resample_parallel
+from glyphforge.pipelines.resample_kernel import Rule, resample
 from glyphforge.pipelines.resample_weights import (
     METHODS,
     PILLOW_METHODS,
@@ -49,8 +51,6 @@ from glyphforge.pipelines.resample_weights import (
     area_weights,
     pillow_weights,
 )
-
-prefer_passive_waiting()
 
 _DTYPES = (np.dtype(np.uint8), np.dtype(np.float32))
 _UNCHANGED: Rule = (0.0, 1.0, 0.0, -math.inf, math.inf)
@@ -139,13 +139,27 @@ def resize(
     src = np.ascontiguousarray(array).reshape(count, in_height, in_width * channels)
     src.flags.writeable = False  # one compiled kernel for writeable and read-only inputs
     dst = result.reshape(count, height, width * channels)
-    if count * in_height * in_width * channels <= _SERIAL_PIXELS:
-        resample(src, dst, 0, count, *plan.kernel_arguments())
-    else:
-        parts = min(-(-count // plan.block), _PARTS_PER_THREAD * numba.get_num_threads())
-        with numba.parallel_chunksize(1):
-            resample_parallel(src, dst, parts, *plan.kernel_arguments())
+    arguments = plan.kernel_arguments()
+    threads = _thread_count()
+    if count * in_height * in_width * channels <= _SERIAL_PIXELS or threads == 1:
+        resample(src, dst, 0, count, *arguments)
+    else:  # parts handed out one at a time to threads running the GIL-free kernel
+        parts = min(-(-count // plan.block), _PARTS_PER_THREAD * threads)
+        bounds = [(part * count // parts, (part + 1) * count // parts) for part in range(parts)]
+        list(_pool(threads).map(lambda bound: resample(src, dst, *bound, *arguments), bounds))
     return result
+
+
+def _thread_count() -> int:
+    """Threads for a large batch: ``$NUMBA_NUM_THREADS`` when set (numba's own knob), else the CPU count."""
+    configured: int = getattr(numba.config, "NUMBA_NUM_THREADS", 0)  # set by numba at import (not in its stubs)
+    return max(1, configured or os.cpu_count() or 1)
+
+
+@functools.lru_cache(maxsize=4)
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """A thread pool kept for the process (threads that wait cost nothing)."""
+    return ThreadPoolExecutor(threads, thread_name_prefix="glyphforge-resize")
 
 
 def _check_images(images: np.ndarray) -> np.ndarray:

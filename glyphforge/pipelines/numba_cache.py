@@ -1,0 +1,58 @@
+"""Where numba keeps glyphforge's compiled kernels, so that the first compile is the only one.
+
+numba caches a kernel next to its source (``__pycache__``) when that directory is
+writable, else in ``~/.cache/numba``. A shared, read-only install (site-packages on a
+cluster, a container image) whose user has no writable home then recompiles every
+kernel in every process: 3-9 s each. `configure` runs before the kernels are defined
+(their modules call it first) and, unless the user chose ``$NUMBA_CACHE_DIR``, picks the
+first writable of:
+
+1. the package's own ``__pycache__`` (numba's default);
+2. the per-user cache dir, ``platformdirs.user_cache_dir("glyphforge")/numba``;
+3. ``<data dir>/numba-cache`` (writable wherever glyphforge works; on a cluster a
+   shared data dir lets every node of one CPU type reuse one compile).
+
+Processes of one machine share that directory, so a session's workers load what the
+driver (or ``glyphforge warmup``) compiled. numba keys its cache files by CPU and
+signature, so sharing one directory between different machines is safe.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numba
+import platformdirs
+
+from glyphforge import config
+
+PACKAGE_CACHE = Path(__file__).resolve().parent / "__pycache__"
+
+
+def configure() -> Path | None:
+    """Point numba's cache at the first writable candidate (see the module docstring); return it.
+
+    Returns None when ``$NUMBA_CACHE_DIR`` is set (the user's choice is kept) or when the
+    package's ``__pycache__`` is writable (numba's default works).
+    """
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return None
+    if _writable(PACKAGE_CACHE):
+        return None
+    for candidate in (Path(platformdirs.user_cache_dir("glyphforge", appauthor=False)) / "numba",
+                      config.data_dir() / "numba-cache"):
+        if _writable(candidate):
+            numba.config.CACHE_DIR = str(candidate)  # type: ignore[attr-defined]  # set by numba at import, not typed
+            os.environ["NUMBA_CACHE_DIR"] = str(candidate)  # and by the processes this one starts
+            return candidate
+    return None
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,116 @@
+"""Cold start: `glyphforge warmup`, the numba cache of a read-only install, and one compile per machine.
+
+Each test runs fresh processes with an empty numba cache, so each compiles for real
+(several seconds): they are marked slow. Evidence of compiling or not is numba's own
+cache counters (``dispatcher.stats.cache_hits`` / ``cache_misses``), never timings.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import glyphforge
+
+pytestmark = pytest.mark.slow
+
+#: Prints, as JSON, how each kernel of glyphforge got its machine code in this process.
+COUNTERS = textwrap.dedent("""
+    import json, numba
+    from glyphforge.pipelines import composite, resample_kernel
+
+    def counters():
+        kernels = {"resample": resample_kernel.resample, "composite": composite.composite,
+                   "place_glyphs": composite.place_glyphs, "ink_boxes": composite.ink_boxes}
+        return {name: {"hits": sum(kernel.stats.cache_hits.values()), "misses": sum(kernel.stats.cache_misses.values())}
+                for name, kernel in kernels.items()}
+""")
+
+
+def run_python(code: str, env: dict[str, str], *options: str) -> dict:
+    result = subprocess.run([sys.executable, *options, "-c", code], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, **env}, cwd=env.get("HOME"))  # not the checkout: '' leads sys.path
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_warmup_compiles_every_kernel_once_and_a_second_run_only_loads_them(tmp_path):
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    code = COUNTERS + "from glyphforge.warmup import warmup\nwarmup()\nprint(json.dumps(counters()))"
+    first = run_python(code, env)
+    assert all(kernel["misses"] >= 1 for kernel in first.values()), first  # compiled (and saved)
+    assert list((tmp_path / "numba").rglob("*.nbi"))  # numba's index files
+    second = run_python(code, env)
+    assert all(kernel["misses"] == 0 and kernel["hits"] >= 1 for kernel in second.values()), second
+    command = subprocess.run([str(Path(sys.executable).parent / "glyphforge"), "warmup"], capture_output=True,
+                             text=True, env={**os.environ, **env}, timeout=600)
+    assert command.returncode == 0 and "resize uint8 area" in command.stdout
+    assert f"compiled kernels are kept in {tmp_path / 'numba'}" in command.stdout
+
+
+def test_a_read_only_install_keeps_its_compiled_kernels_in_the_user_cache_dir(tmp_path):
+    package = Path(glyphforge.__file__).parent
+    install = tmp_path / "site"
+    shutil.copytree(package, install / "glyphforge", ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    mounted = subprocess.run(["mount", "--bind", "-o", "ro", str(install), str(install)], capture_output=True)
+    if mounted.returncode:
+        pytest.skip(f"a read-only bind mount is not allowed here: {mounted.stderr.decode().strip()}")
+    try:
+        assert not os.access(install / "glyphforge" / "pipelines", os.W_OK) or _read_only(install)
+        # -S: no site hooks, so this checkout's editable-install finder cannot shadow the read-only copy;
+        # the dependencies come from site-packages on the path after it.
+        (tmp_path / "home").mkdir()
+        env = {"PYTHONPATH": os.pathsep.join([str(install), sysconfig.get_paths()["purelib"]]),
+               "XDG_CACHE_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home"),
+               "GLYPHFORGE_DATA_DIR": str(tmp_path / "data"), "NUMBA_CACHE_DIR": ""}
+        code = COUNTERS + textwrap.dedent("""
+            import glyphforge, numpy as np
+            from glyphforge.pipelines.resize import resize
+            assert glyphforge.__file__.startswith(INSTALL), glyphforge.__file__
+            resize(np.zeros((1, 8, 8), np.uint8), (4, 4))
+            print(json.dumps({**counters()["resample"], "cache_dir": numba.config.CACHE_DIR}))
+        """).replace("INSTALL", repr(str(install)))
+        first = run_python(code, env, "-S")
+        assert first["misses"] == 1 and first["cache_dir"] == str(tmp_path / "xdg" / "glyphforge" / "numba")
+        second = run_python(code, env, "-S")
+        assert second["misses"] == 0 and second["hits"] == 1  # loaded, not compiled again
+    finally:
+        subprocess.run(["umount", str(install)], check=False)
+
+
+def _read_only(folder: Path) -> bool:
+    try:
+        (folder / "probe").touch()
+    except OSError:
+        return True
+    (folder / "probe").unlink()
+    return False
+
+
+def test_the_workers_of_a_processes_session_load_what_the_driver_compiled(tmp_path):
+    code = textwrap.dedent("""
+        import json, sys
+        sys.path.insert(0, TESTS)
+        from glyphforge.builds import build
+        from support.counting_scenes import CountingScenes, kernel_compiles
+
+        if __name__ == "__main__":
+            spec = CountingScenes(40, glyphs="font", characters="AB", background_colours=["navy"], shard_size=10)
+            dataset = build(spec, session="processes:2", progress=False)
+            print(json.dumps({"per_shard": dataset["worker_compiles"][::10].tolist(), "driver": kernel_compiles()}))
+    """).replace("TESTS", repr(str(Path(__file__).parent)))
+    script = tmp_path / "build_once_compiled.py"
+    script.write_text(code)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")})
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["driver"] == 4  # the driver compiled each kernel once (in ScatteredGlyphs.prepare) ...
+    assert report["per_shard"] == [0, 0, 0, 0]  # ... and no worker compiled anything: they loaded it
