@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge._checks import MAX_READ_THREADS, example_bounds, worker_count
+from glyphforge._checks import MAX_READ_THREADS, check_int, example_bounds, worker_count
 from glyphforge.cache import Entry
 
 DIGITS = "0123456789"
@@ -161,14 +161,23 @@ class Selection:
         self._fill(x, [np.arange(bounds[i], bounds[i + 1]) for i in range(len(self.blocks))])
         return x, np.repeat(np.arange(len(self.blocks), dtype=np.int64), sizes)
 
-    def shuffled(self, n_examples: int | None, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+    def shuffled(self, n_examples: int | None, seed: int | None, what: str = "") -> tuple[np.ndarray, np.ndarray]:
         """Return the images in the order ``numpy.random.default_rng(seed).permutation``, cut to ``n_examples``.
 
         The images listed block by block are permuted, then the first ``n_examples``
         (None: all) kept; only the kept images are copied. The labels are block indices.
+
+        Raises
+        ------
+        ValueError
+            ``n_examples`` is not a non-negative integer, or more than the images
+            selected (``what`` describes the selection in the message).
         """
         sizes, total = self.sizes, self.total
-        kept = total if n_examples is None else n_examples
+        kept = total if n_examples is None else check_int("n_examples", n_examples, 0)
+        if kept > total:
+            raise ValueError(f"n_examples={kept} is more than the {total} images selected ({what}); ask for at most "
+                             f"{total}")
         permutation = np.random.default_rng(seed).permutation(total)
         position = np.empty(total, np.int64)
         position[permutation] = np.arange(total)  # where each image of the block-ordered list lands

@@ -290,16 +290,13 @@ def load_emnist(
         When the split is not prepared and ``download`` is False.
     """
     names, shape, checked_range = _request(classes, split, subset, shape, example_range)
-    if n_examples is not None:
-        n_examples = check_int("n_examples", n_examples, 0)
+    if n_examples is not None:  # checked before anything is fetched
+        check_int("n_examples", n_examples, 0)
     entry = _entry(split, shape, data_dir, download, mirrors, offline)
     selection = select(entry, names, subset, checked_range, balance, include_blank)
-    if n_examples is not None and n_examples > selection.total:
-        raise ValueError(
-            f"n_examples={n_examples} is more than the {selection.total} images selected ({len(names)} classes, "
-            f"subset {subset!r}, example_range {checked_range}); ask for at most {selection.total}"
-        )
-    x, y = selection.shuffled(n_examples, seed)
+    x, y = selection.shuffled(
+        n_examples, seed, what=f"{len(names)} classes, subset {subset!r}, example_range {checked_range}"
+    )
     return x, y, ClassNames(names + [BLANK] * include_blank)
 
 

@@ -301,16 +301,13 @@ def load_dataset(
         When the dataset is not prepared and ``download`` is False.
     """
     family, names, shape, checked_range = _request(dataset, classes, subset, shape, example_range)
-    if n_examples is not None:
-        n_examples = check_int("n_examples", n_examples, 0)
+    if n_examples is not None:  # checked before anything is fetched
+        check_int("n_examples", n_examples, 0)
     entry = _entry(family, shape, data_dir, download, mirrors, offline)
     selection = select(entry, names, subset, checked_range, balance, include_blank, key="name")
-    if n_examples is not None and n_examples > selection.total:
-        raise ValueError(
-            f"n_examples={n_examples} is more than the {selection.total} images selected ({len(names)} classes, "
-            f"subset {subset!r}, example_range {checked_range}); ask for at most {selection.total}"
-        )
-    x, y = selection.shuffled(n_examples, seed)
+    x, y = selection.shuffled(
+        n_examples, seed, what=f"{len(names)} classes, subset {subset!r}, example_range {checked_range}"
+    )
     return x, y, ClassNames(names + [BLANK] * include_blank)
 
 
