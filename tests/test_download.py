@@ -438,3 +438,15 @@ def test_two_processes_download_the_same_file_once(http_server, tmp_path):
     assert outputs == [f"{tmp_path / 'raw' / 'f.bin'}\n"] * 2
     assert http_server.requests(PATH) == 1
     assert (tmp_path / "raw" / "f.bin").read_bytes() == DATA
+
+
+def test_a_second_origin_is_tried_after_the_first_fails(http_server, tmp_path):
+    """Resource.more_urls: MNIST's S3 copy first, LeCun's original address second."""
+    http_server.add("second/f.bin", DATA)
+    http_server.fail(PATH, 404, times=None)
+    first = resource(http_server)
+    both = Resource("ds", "f.bin", first.url, first.hash, more_urls=(http_server.url("second/f.bin"),))
+    assert get(both, tmp_path).read_bytes() == DATA
+    assert [(r.path, r.status) for r in http_server.log] == [(PATH, 404), ("second/f.bin", 200)]
+    with pytest.raises(ValueError, match=r"url 'ftp://x/f\.bin' must be http\(s\):// or file://"):
+        Resource("ds", "f.bin", first.url, first.hash, more_urls=("ftp://x/f.bin",))

@@ -528,3 +528,13 @@ def test_scenes_refuse_an_unknown_class_before_any_fetch(tmp_path, monkeypatch, 
     assert cli.main(["build", "scenes", "--glyphs", "kmnist", "--characters", "ox"]) == 2
     assert "unknown kmnist classes ['x']" in capsys.readouterr().err
     assert not (tmp_path / "raw").exists()
+
+
+def test_mnist_tries_lecuns_original_address_after_the_s3_copy():
+    from glyphforge.datasets._mnist_files import DATASETS
+
+    files = DATASETS["mnist"].resources
+    assert {name: (r.url, r.more_urls) for name, r in files.items()}["t10k-labels-idx1-ubyte.gz"] == (
+        "https://ossci-datasets.s3.amazonaws.com/mnist/t10k-labels-idx1-ubyte.gz",
+        ("http://yann.lecun.com/exdb/mnist/t10k-labels-idx1-ubyte.gz",),
+    )

@@ -100,10 +100,13 @@ class Family:
         return self.n_images[0 if subset == "train" else 1]
 
 
-def _resources(dataset: str, base_url: str, pins: Mapping[str, tuple[str, int]]) -> dict[str, Resource]:
-    """The four files of ``dataset`` under ``base_url``, from ``{file: (md5, size)}``."""
+def _resources(
+    dataset: str, base_urls: tuple[str, ...], pins: Mapping[str, tuple[str, int]]
+) -> dict[str, Resource]:
+    """The four files of ``dataset`` under the first of ``base_urls`` (the others as second sources)."""
     return {
-        filename: Resource(dataset, filename, base_url + filename, f"md5:{md5}", size)
+        filename: Resource(dataset, filename, base_urls[0] + filename, f"md5:{md5}", size,
+                           more_urls=tuple(base + filename for base in base_urls[1:]))
         for filename, (md5, size) in pins.items()
     }
 
@@ -114,7 +117,8 @@ DATASETS: dict[str, Family] = {
         name="mnist",
         title="MNIST",
         classes=tuple("0123456789"),
-        resources=_resources("mnist", "https://ossci-datasets.s3.amazonaws.com/mnist/", {
+        resources=_resources("mnist", ("https://ossci-datasets.s3.amazonaws.com/mnist/",
+                                       "http://yann.lecun.com/exdb/mnist/"), {
             "train-images-idx3-ubyte.gz": ("f68b3c2dcbeaaa9fbdd348bbdeb94873", 9_912_422),
             "train-labels-idx1-ubyte.gz": ("d53e105ee54ea40749a09fcbcd1e9432", 28_881),
             "t10k-images-idx3-ubyte.gz": ("9fb629c4189551a2d022fa330f9573f3", 1_648_877),
@@ -126,7 +130,7 @@ DATASETS: dict[str, Family] = {
         title="Fashion-MNIST",
         classes=("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                  "Ankle boot"),
-        resources=_resources("fashion-mnist", "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/", {
+        resources=_resources("fashion-mnist", ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",), {
             "train-images-idx3-ubyte.gz": ("8d4fb7e6c68d591d4c3dfef9ec88bf0d", 26_421_880),
             "train-labels-idx1-ubyte.gz": ("25c81989df183df01b3e8a0aad5dffbe", 29_515),
             "t10k-images-idx3-ubyte.gz": ("bef4ecab320f06d8554ea6380940ec79", 4_422_102),
@@ -137,7 +141,7 @@ DATASETS: dict[str, Family] = {
         name="kmnist",
         title="KMNIST",
         classes=("o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"),
-        resources=_resources("kmnist", "http://codh.rois.ac.jp/kmnist/dataset/kmnist/", {
+        resources=_resources("kmnist", ("http://codh.rois.ac.jp/kmnist/dataset/kmnist/",), {
             "train-images-idx3-ubyte.gz": ("bdb82020997e1d708af4cf47b453dcf7", 18_165_135),
             "train-labels-idx1-ubyte.gz": ("e144d726b3acfaa3e44228e80efcd344", 29_497),
             "t10k-images-idx3-ubyte.gz": ("5c965bf0a639b31b8f53240b1b52f4d7", 3_041_136),

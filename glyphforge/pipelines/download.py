@@ -81,6 +81,9 @@ class Resource:
         ``"sha256:<hex>"``, ``"md5:<hex>"`` or ``"git-blob-sha1:<hex>"``.
     size
         The size in bytes, when known.
+    more_urls
+        Other origins of the same bytes, tried in order after ``url`` (MNIST: LeCun's
+        original address after the S3 copy).
     """
 
     dataset: str
@@ -88,6 +91,7 @@ class Resource:
     url: str
     hash: str
     size: int | None = None
+    more_urls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("dataset", "filename"):
@@ -98,10 +102,10 @@ class Resource:
             object.__setattr__(self, "hash", normalise_hash(self.hash))
         except ValueError as error:
             raise ValueError(f"Resource {self.dataset}/{self.filename}: {error}") from None
-        if urlsplit(self.url).scheme.lower() not in ("http", "https", "file"):
-            raise ValueError(
-                f"Resource {self.dataset}/{self.filename}: url {self.url!r} must be http(s):// or file://"
-            )
+        object.__setattr__(self, "more_urls", tuple(self.more_urls))
+        for url in (self.url, *self.more_urls):
+            if urlsplit(url).scheme.lower() not in ("http", "https", "file"):
+                raise ValueError(f"Resource {self.dataset}/{self.filename}: url {url!r} must be http(s):// or file://")
         if self.size is not None:
             object.__setattr__(self, "size", check_int(f"Resource {self.dataset}/{self.filename}: size", self.size, 0))
 
@@ -241,7 +245,7 @@ def fetch(
         return target
     offline = config.offline_from_env() if offline is None else offline
     mirror_sources = _mirror_sources(resource, mirrors)
-    sources = [*mirror_sources, _source_from_url(resource.url)]
+    sources = [*mirror_sources, *map(_source_from_url, (resource.url, *resource.more_urls))]
     if offline:  # local sources only; network mirrors are neither tried nor reported as tried
         sources = [source for source in sources if source.path is not None]
         mirror_sources = [source for source in mirror_sources if source.path is not None]
