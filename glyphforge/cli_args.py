@@ -68,8 +68,9 @@ def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-examples", type=int, default=10_000, help="number of scenes (default: 10000)")
     option("--image-shape", "scene size", type=parse_shape, metavar="HxW")
     option("--glyphs", "glyph source", choices=glyph_sources())
-    option("--characters", "EMNIST or font characters as one string (e.g. 0123456789), or Omniglot classes "
-           "separated by spaces (e.g. 'Latin,1 Latin,2')", shown="all")
+    option("--characters", "characters as one string (EMNIST, MNIST, font: e.g. 0123456789), class names separated "
+           "by commas (e.g. 'T-shirt/top,Ankle boot'), or Omniglot classes separated by spaces (e.g. 'Latin,1 "
+           "Latin,2')", shown="all")
     option("--glyph-option", "a keyword of the glyph dataset (repeatable), e.g. split=letters for EMNIST",
            shown="the dataset's", action="append", dest="glyph_options", type=name_value, metavar="NAME=VALUE")
     option("--emnist-split", "EMNIST split the glyphs come from (short for --glyph-option split=SPLIT)",
@@ -109,8 +110,10 @@ def scene_spec(args: argparse.Namespace) -> Any:
             options.setdefault(name, value)
     if options:
         given["glyph_options"] = options
-    if "characters" in given and glyphs == "omniglot":
+    if "characters" in given and glyphs == "omniglot":  # Omniglot's names hold commas: separated by spaces
         given["characters"] = given["characters"].split()
+    elif "characters" in given and "," in given["characters"]:  # names such as Fashion-MNIST's, by commas
+        given["characters"] = [name.strip() for name in given["characters"].split(",") if name.strip()]
     backgrounds = given.get("backgrounds")
     if backgrounds is not None and backgrounds.lower() == "none":
         given["backgrounds"] = None

@@ -274,5 +274,8 @@ def test_scene_options_not_given_keep_the_spec_defaults_and_shorthands_fill_glyp
     assert spec == ScatteredGlyphs(7, glyphs="omniglot", glyph_options={"sets": ["small1", "small2"]},
                                    characters=["Latin,1", "Latin,2"], colours=("red", "#00ff00"),
                                    backgrounds=["water", "ice"], image_shape=(64, 60))
+    named = cli_args.scene_spec(parse(["build", "scenes", "--glyphs", "fashion-mnist", "--characters",
+                                       "T-shirt/top, Ankle boot"]))
+    assert named.characters == ("Ankle boot", "T-shirt/top")
     assert cli_args.scene_spec(parse(["build", "scenes", "--glyph-option", "split=letters"])).glyph_options == {
         "split": "letters"}
