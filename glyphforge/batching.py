@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -205,21 +205,24 @@ class MapStyleDataset:
     ``labels``
         An array of the same length, or ``None`` for unlabelled data.
 
-    and inherits ``len(ds)``, ``ds[i] -> (image, label)`` (``ds[index_array]``
-    gives stacked batches), ``for image, label in ds`` and ``ds.batches(...)``.
-    It may override ``__len__``/``__getitem__``; :meth:`batches` only uses
-    ``images`` and ``labels``. ``len`` plus ``[i]`` is all a PyTorch
-    ``DataLoader`` needs.
+    and optionally ``transform``, a callable applied to the image by ``ds[i]`` (e.g. a
+    torchvision transform; not by :meth:`batches`), and inherits ``len(ds)``,
+    ``ds[i] -> (image, label)`` (``ds[index_array]`` gives stacked batches),
+    ``for image, label in ds`` and ``ds.batches(...)``. It may override
+    ``__len__``/``__getitem__``; :meth:`batches` only uses ``images`` and ``labels``.
+    ``len`` plus ``[i]`` is all a PyTorch ``DataLoader`` needs.
     """
 
     images: Any
     labels: Any
+    transform: Callable[[Any], Any] | None = None
 
     def __len__(self) -> int:
         return len(self.images)
 
     def __getitem__(self, index: Any) -> tuple[Any, Any]:
-        return self.images[index], None if self.labels is None else self.labels[index]
+        image = self.images[index] if self.transform is None else self.transform(self.images[index])
+        return image, None if self.labels is None else self.labels[index]
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         return (self[i] for i in range(len(self)))

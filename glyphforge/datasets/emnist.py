@@ -339,10 +339,6 @@ class EMNIST(MapStyleDataset):
         self.classes = ClassNames(names + [BLANK] * include_blank)
         self.transform = transform
 
-    def __getitem__(self, index: Any) -> tuple[Any, Any]:
-        image, label = super().__getitem__(index)
-        return (image if self.transform is None else self.transform(image)), label
-
     def __repr__(self) -> str:
         return (
             f"EMNIST(split={self.split!r}, subset={self.subset!r}, shape={self.shape}, "

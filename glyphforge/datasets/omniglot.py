@@ -253,10 +253,6 @@ class Omniglot(MapStyleDataset):
         warn_deprecated("Omniglot.class_map", "Omniglot.classes (the list of class names that labels index)")
         return self.classes.mapping()
 
-    def __getitem__(self, index: Any) -> tuple[Any, Any]:
-        image, label = super().__getitem__(index)
-        return (image if self.transform is None else self.transform(image)), label
-
     def __repr__(self) -> str:
         return (
             f"Omniglot(sets={self.sets}, shape={self.shape}, {len(self)} images, {len(self.classes)} classes)"
