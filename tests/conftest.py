@@ -29,3 +29,11 @@ def shared_data() -> Path:
             "(a clone without ../shared/data beside it); CI always has them"
         )
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def synthetic_emnist(tmp_path_factory):
+    """A small synthetic EMNIST gzip.zip in NIST's layout, with every split (session-wide: tests only read it)."""
+    from support.synthetic_emnist import write_synthetic_emnist
+
+    return write_synthetic_emnist(tmp_path_factory.mktemp("emnist") / "gzip.zip")

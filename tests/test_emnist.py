@@ -31,7 +31,6 @@ from support.synthetic_emnist import (
     member_names,
     read_member,
     replace_members,
-    write_synthetic_emnist,
 )
 
 EXPECTED_CLASSES = {
@@ -49,16 +48,10 @@ DEPRECATED_ARCHIVE = (
 
 
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    """A small synthetic gzip.zip with every split (module-wide: it is only read)."""
-    return write_synthetic_emnist(tmp_path_factory.mktemp("emnist") / "gzip.zip")
-
-
-@pytest.fixture(scope="module")
-def prepared(synthetic, tmp_path_factory):
+def prepared(synthetic_emnist, tmp_path_factory):
     """A module-wide data dir holding byclass at 28x28 and 14x14 (tests only read it)."""
     data_dir = tmp_path_factory.mktemp("prepared")
-    prepare_emnist(archives={"gzip.zip": synthetic.path}, shapes=[(14, 14)], verify=False, progress=False,
+    prepare_emnist(archives={"gzip.zip": synthetic_emnist.path}, shapes=[(14, 14)], verify=False, progress=False,
                    data_dir=data_dir)
     return data_dir
 
@@ -68,9 +61,9 @@ def store():
     return CacheStore.for_data_dir()
 
 
-def prepare(synthetic, **options):
-    """prepare_emnist from the synthetic archive, unverified, quiet."""
-    return prepare_emnist(archives={"gzip.zip": synthetic.path}, verify=False, progress=False, **options)
+def prepare(synthetic_emnist, **options):
+    """prepare_emnist from the synthetic_emnist archive, unverified, quiet."""
+    return prepare_emnist(archives={"gzip.zip": synthetic_emnist.path}, verify=False, progress=False, **options)
 
 
 def assert_cache_empty(store):
@@ -80,9 +73,9 @@ def assert_cache_empty(store):
     assert leftovers == []
 
 
-def use_synthetic_resource(monkeypatch, synthetic):
-    """Pin the synthetic archive's md5 and size instead of NIST's (the download stays real)."""
-    resource = dataclasses.replace(emnist.EMNIST_ZIP, hash=f"md5:{synthetic.md5}", size=synthetic.size)
+def use_synthetic_resource(monkeypatch, synthetic_emnist):
+    """Pin the synthetic_emnist archive's md5 and size instead of NIST's (the download stays real)."""
+    resource = dataclasses.replace(emnist.EMNIST_ZIP, hash=f"md5:{synthetic_emnist.md5}", size=synthetic_emnist.size)
     monkeypatch.setattr(emnist, "EMNIST_ZIP", resource)
 
 
@@ -138,32 +131,33 @@ def test_the_registry_resolves_every_part():
 
 
 # -- prepare: arguments ----------------------------------------------------------------
-def test_archives_and_the_deprecated_archive_keyword_make_the_same_entry(synthetic, store):
-    [entry] = prepare(synthetic, split="digits")
+def test_archives_and_the_deprecated_archive_keyword_make_the_same_entry(synthetic_emnist, store):
+    [entry] = prepare(synthetic_emnist, split="digits")
     assert entry.meta["verified_archive"] is False and entry.meta["n_images"] == 90
     with pytest.deprecated_call(match=DEPRECATED_ARCHIVE) as caught:
-        again = prepare_emnist(split="digits", archive=synthetic.path, verify=False, progress=False)
+        again = prepare_emnist(split="digits", archive=synthetic_emnist.path, verify=False, progress=False)
     assert again == [entry]
     assert [warning.filename for warning in caught] == [__file__]  # points at the caller
     with pytest.deprecated_call(match=DEPRECATED_ARCHIVE):  # converts, not only finds the entry
-        [letters] = prepare_emnist(split="letters", archive=synthetic.path, verify=False, progress=False)
+        [letters] = prepare_emnist(split="letters", archive=synthetic_emnist.path, verify=False, progress=False)
     assert letters.meta["n_images"] == sum(DEFAULT_COUNTS["letters"])
 
 
-def test_archives_refuses_unknown_keys_and_both_spellings(synthetic, store):
+def test_archives_refuses_unknown_keys_and_both_spellings(synthetic_emnist, store):
     with pytest.raises(ValueError, match=r"^archives has 'gzip', which is not a file of EMNIST: use one of gzip\.zip$"):
-        prepare_emnist(archives={"gzip": synthetic.path}, verify=False, progress=False)
+        prepare_emnist(archives={"gzip": synthetic_emnist.path}, verify=False, progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # refused before any deprecation warning
         with pytest.raises(ValueError, match=r"^give archives=\{'gzip\.zip': path\} or the deprecated archive=path, "
                                              r"not both$"):
-            prepare_emnist(archives={"gzip.zip": synthetic.path}, archive=synthetic.path, verify=False, progress=False)
+            prepare_emnist(archives={"gzip.zip": synthetic_emnist.path}, archive=synthetic_emnist.path, verify=False,
+                           progress=False)
     assert_cache_empty(store)
 
 
-def test_several_splits_in_order_each_with_its_variants(synthetic, tmp_path, store):
+def test_several_splits_in_order_each_with_its_variants(synthetic_emnist, tmp_path, store):
     archive = tmp_path / "gzip.zip"
-    archive.write_bytes(synthetic.path.read_bytes())
+    archive.write_bytes(synthetic_emnist.path.read_bytes())
     entries = prepare_emnist(split=["digits", "letters", "digits"], shapes=[(14, 14), (28, 28)],
                              archives={"gzip.zip": archive}, verify=False, progress=False)
     assert [(e.params["split"], e.params["shape"]) for e in entries] == [
@@ -183,24 +177,24 @@ def test_several_splits_in_order_each_with_its_variants(synthetic, tmp_path, sto
         prepare_emnist(split=["digits", "byclas"], progress=False)
 
 
-def test_split_none_is_byclass(synthetic):
-    assert prepare(synthetic, split=None) == prepare(synthetic)
-    assert [e.params["split"] for e in prepare(synthetic, split=None)] == ["byclass"]
+def test_split_none_is_byclass(synthetic_emnist):
+    assert prepare(synthetic_emnist, split=None) == prepare(synthetic_emnist)
+    assert [e.params["split"] for e in prepare(synthetic_emnist, split=None)] == ["byclass"]
 
 
 @pytest.mark.parametrize("shape", [(0, 14), (14, -1), (14,), (14.5, 14), (14.0, 14), (True, 3), "14x14"])
-def test_bad_shapes(synthetic, shape, store):
+def test_bad_shapes(synthetic_emnist, shape, store):
     with pytest.raises(ValueError, match=r"shape .* is invalid: give \(height, width\) as two positive integers"):
-        prepare(synthetic, shapes=[shape])
+        prepare(synthetic_emnist, shapes=[shape])
     with pytest.raises(ValueError, match=r"shape .* is invalid"):
         load_emnist("0", shape=shape)
     assert_cache_empty(store)
 
 
 # -- prepare: fetching -------------------------------------------------------------------------
-def test_offline_with_nothing_placed_fails_at_once_naming_the_place(synthetic, monkeypatch, http_server, store):  # noqa: F811
-    use_synthetic_resource(monkeypatch, synthetic)
-    http_server.add("emnist/gzip.zip", synthetic.path.read_bytes())  # a network mirror that must not be used
+def test_offline_with_nothing_placed_fails_at_once_naming_the_place(synthetic_emnist, monkeypatch, http_server, store):  # noqa: F811
+    use_synthetic_resource(monkeypatch, synthetic_emnist)
+    http_server.add("emnist/gzip.zip", synthetic_emnist.path.read_bytes())  # a network mirror that must not be used
     placed = config.raw_dir("emnist") / "gzip.zip"
     attempts = [
         lambda: prepare_emnist(offline=True, mirrors=[http_server.base_url], progress=False),
@@ -217,17 +211,19 @@ def test_offline_with_nothing_placed_fails_at_once_naming_the_place(synthetic, m
     assert_cache_empty(store)
 
 
-def test_offline_false_overrides_the_environment(synthetic, monkeypatch, http_server, store):  # noqa: F811
-    use_synthetic_resource(monkeypatch, synthetic)
+def test_offline_false_overrides_the_environment(synthetic_emnist, monkeypatch, http_server, store):  # noqa: F811
+    use_synthetic_resource(monkeypatch, synthetic_emnist)
     monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
-    http_server.add("emnist/gzip.zip", synthetic.path.read_bytes())
+    http_server.add("emnist/gzip.zip", synthetic_emnist.path.read_bytes())
     [entry] = prepare_emnist(split="mnist", offline=False, mirrors=[http_server.base_url], progress=False)
     assert http_server.requests("emnist/gzip.zip") == 1 and entry.meta["n_images"] == 70
 
 
-def test_prepare_downloads_from_an_http_mirror_once_for_several_splits(synthetic, monkeypatch, http_server, store):  # noqa: F811
-    use_synthetic_resource(monkeypatch, synthetic)
-    http_server.add("emnist/gzip.zip", synthetic.path.read_bytes())
+def test_prepare_downloads_from_an_http_mirror_once_for_several_splits(  # noqa: F811
+    synthetic_emnist, monkeypatch, http_server, store
+):
+    use_synthetic_resource(monkeypatch, synthetic_emnist)
+    http_server.add("emnist/gzip.zip", synthetic_emnist.path.read_bytes())
     entries = prepare_emnist(split=["digits", "mnist"], mirrors=[http_server.base_url], progress=False)
     assert http_server.requests("emnist/gzip.zip") == 1
     assert [entry.meta["n_images"] for entry in entries] == [90, 70]
@@ -236,59 +232,60 @@ def test_prepare_downloads_from_an_http_mirror_once_for_several_splits(synthetic
     assert http_server.requests() == 1  # cache hit: no request at all
 
 
-def test_load_prepares_through_a_file_mirror(synthetic, tmp_path, monkeypatch, store):
-    use_synthetic_resource(monkeypatch, synthetic)
+def test_load_prepares_through_a_file_mirror(synthetic_emnist, tmp_path, monkeypatch, store):
+    use_synthetic_resource(monkeypatch, synthetic_emnist)
     monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")  # local mirrors only: the origin is never tried
     (tmp_path / "mirror" / "emnist").mkdir(parents=True)
-    (tmp_path / "mirror" / "emnist" / "gzip.zip").write_bytes(synthetic.path.read_bytes())
+    (tmp_path / "mirror" / "emnist" / "gzip.zip").write_bytes(synthetic_emnist.path.read_bytes())
     x, y, classes = load_emnist("x", subset="all", seed=0, mirrors=[(tmp_path / "mirror").as_uri()])
     assert np.array_equal(x, expected_load([class_images(None, "x")], 0)[0])
-    assert (config.raw_dir("emnist") / "gzip.zip").read_bytes() == synthetic.path.read_bytes()
+    assert (config.raw_dir("emnist") / "gzip.zip").read_bytes() == synthetic_emnist.path.read_bytes()
     assert store.ls()[0].meta["verified_archive"] is True
 
 
-def test_a_wrong_hash_download_fails_and_caches_nothing(synthetic, monkeypatch, http_server, store):  # noqa: F811
+def test_a_wrong_hash_download_fails_and_caches_nothing(synthetic_emnist, monkeypatch, http_server, store):  # noqa: F811
     """The origin serves a zip of the pinned size whose md5 is not NIST's (damaged in transit)."""
-    http_server.add("origin/gzip.zip", synthetic.path.read_bytes())
-    resource = dataclasses.replace(emnist.EMNIST_ZIP, url=http_server.url("origin/gzip.zip"), size=synthetic.size)
+    http_server.add("origin/gzip.zip", synthetic_emnist.path.read_bytes())
+    resource = dataclasses.replace(emnist.EMNIST_ZIP, url=http_server.url("origin/gzip.zip"),
+                                   size=synthetic_emnist.size)
     monkeypatch.setattr(emnist, "EMNIST_ZIP", resource)
     with pytest.raises(HashMismatchError) as caught:
         prepare_emnist(progress=False)
     assert caught.value.expected == "md5:58c8d27c78d21e728a6bc7b3cc06412e"
-    assert caught.value.actual == f"md5:{synthetic.md5}"
-    assert f"expected md5:58c8d27c78d21e728a6bc7b3cc06412e, got md5:{synthetic.md5}" in str(caught.value)
+    assert caught.value.actual == f"md5:{synthetic_emnist.md5}"
+    assert f"expected md5:58c8d27c78d21e728a6bc7b3cc06412e, got md5:{synthetic_emnist.md5}" in str(caught.value)
     assert_cache_empty(store)
     assert not any(config.raw_dir("emnist").glob("gzip.zip*"))
 
 
-def test_a_partial_download_is_refused(synthetic, monkeypatch, http_server, store):  # noqa: F811
+def test_a_partial_download_is_refused(synthetic_emnist, monkeypatch, http_server, store):  # noqa: F811
     """NIST's real size and md5 pinned: a short file is never accepted (the old tool accepted it)."""
-    http_server.add("origin/gzip.zip", synthetic.path.read_bytes())
+    http_server.add("origin/gzip.zip", synthetic_emnist.path.read_bytes())
     monkeypatch.setattr(emnist, "EMNIST_ZIP",
                         dataclasses.replace(emnist.EMNIST_ZIP, url=http_server.url("origin/gzip.zip")))
-    with pytest.raises(DownloadError, match=rf"announces {synthetic.size} bytes, expected 561753746"):
+    with pytest.raises(DownloadError, match=rf"announces {synthetic_emnist.size} bytes, expected 561753746"):
         load_emnist("0")
     assert_cache_empty(store)
 
 
-def test_a_wrong_hash_archive_or_mirror_file_fails_and_caches_nothing(synthetic, tmp_path, monkeypatch, store):
+def test_a_wrong_hash_archive_or_mirror_file_fails_and_caches_nothing(synthetic_emnist, tmp_path, monkeypatch, store):
     with pytest.raises(HashMismatchError,
                        match=r"gzip.zip is not https://biometrics.nist.gov/cs_links/EMNIST/gzip.zip: "
-                       rf"its hash is md5:{synthetic.md5} \({synthetic.size:,} bytes\), expected "
+                       rf"its hash is md5:{synthetic_emnist.md5} \({synthetic_emnist.size:,} bytes\), expected "
                        r"md5:58c8d27c78d21e728a6bc7b3cc06412e \(561,753,746 bytes\)\. .*pass verify=False"):
-        prepare_emnist(archives={"gzip.zip": synthetic.path}, progress=False)
+        prepare_emnist(archives={"gzip.zip": synthetic_emnist.path}, progress=False)
     (tmp_path / "emnist").mkdir()
-    (tmp_path / "emnist" / "gzip.zip").write_bytes(synthetic.path.read_bytes())
+    (tmp_path / "emnist" / "gzip.zip").write_bytes(synthetic_emnist.path.read_bytes())
     with pytest.raises(DownloadError,
-                       match=rf"{tmp_path}/emnist/gzip.zip: has {synthetic.size} bytes, expected 561753746"):
+                       match=rf"{tmp_path}/emnist/gzip.zip: has {synthetic_emnist.size} bytes, expected 561753746"):
         load_emnist("0", mirrors=[str(tmp_path)], offline=True)
     assert_cache_empty(store)
 
 
-def test_a_corrupt_or_missing_archive_caches_nothing(synthetic, tmp_path, store):
+def test_a_corrupt_or_missing_archive_caches_nothing(synthetic_emnist, tmp_path, store):
     member = member_names("byclass")["train-images"]
-    short = gzip_bytes(gunzip(read_member(synthetic.path, member))[:-1000])
-    broken = replace_members(synthetic.path, tmp_path / "broken.zip", {member: short})
+    short = gzip_bytes(gunzip(read_member(synthetic_emnist.path, member))[:-1000])
+    broken = replace_members(synthetic_emnist.path, tmp_path / "broken.zip", {member: short})
     with pytest.raises(IDXError, match=rf"^{member} in {broken} is truncated"):
         prepare_emnist(archives={"gzip.zip": broken}, shapes=[(14, 14)], verify=False, progress=False)
     with pytest.raises(FileNotFoundError, match=r"missing.zip does not exist: give the path of a copy of https://"):
@@ -296,19 +293,19 @@ def test_a_corrupt_or_missing_archive_caches_nothing(synthetic, tmp_path, store)
     assert_cache_empty(store)
 
 
-def test_verify_false_uses_a_hand_placed_archive(synthetic, monkeypatch):
+def test_verify_false_uses_a_hand_placed_archive(synthetic_emnist, monkeypatch):
     monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
     placed = config.raw_dir("emnist") / "gzip.zip"
     placed.parent.mkdir(parents=True)
-    placed.write_bytes(synthetic.path.read_bytes())
+    placed.write_bytes(synthetic_emnist.path.read_bytes())
     [entry] = prepare_emnist(split="mnist", verify=False, progress=False)
     assert entry.meta["n_images"] == 70
 
 
-def test_a_local_archive_path_may_start_with_the_home_folder(synthetic, tmp_path, monkeypatch):
+def test_a_local_archive_path_may_start_with_the_home_folder(synthetic_emnist, tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
-    (home / "gzip.zip").write_bytes(synthetic.path.read_bytes())
+    (home / "gzip.zip").write_bytes(synthetic_emnist.path.read_bytes())
     monkeypatch.setenv("HOME", str(home))
     entry, = prepare_emnist(split="digits", archives={"gzip.zip": "~/gzip.zip"}, verify=False, progress=False)
     assert entry.meta["verified_archive"] is False and entry.meta["n_images"] == sum(DEFAULT_COUNTS["digits"])
@@ -379,8 +376,8 @@ def test_seed_fixes_the_order(prepared):
     assert not all(np.array_equal(fresh[0], labels) for labels in fresh[1:])
 
 
-def test_load_makes_a_missing_variant_from_the_28x28_entry(synthetic, store):
-    prepare(synthetic)
+def test_load_makes_a_missing_variant_from_the_28x28_entry(synthetic_emnist, store):
+    prepare(synthetic_emnist)
     x, _, _ = load_emnist("Q", shape=(7, 7), subset="all", seed=1, download=False)
     assert x.shape == (len(class_images(None, "Q")), 7, 7)
     assert len(store.ls()) == 2
@@ -394,7 +391,7 @@ def test_load_without_download_names_the_fix(store):
     assert_cache_empty(store)
 
 
-def test_bad_load_arguments(synthetic, store):
+def test_bad_load_arguments(synthetic_emnist, store):
     with pytest.raises(ValueError, match=r"unknown EMNIST byclass classes \['!', 'AB'\]: this split has the classes"):
         load_emnist(["A", "AB", "!"])
     with pytest.raises(ValueError, match=r"unknown EMNIST digits classes \['A'\]"):
@@ -409,7 +406,7 @@ def test_bad_load_arguments(synthetic, store):
     with pytest.raises(ValueError, match=r"classes is empty"):
         load_emnist("")
     assert_cache_empty(store)
-    prepare(synthetic, split="digits")
+    prepare(synthetic_emnist, split="digits")
     with pytest.raises(ValueError, match=r"^n_examples=91 is more than the 90 images selected \(10 classes, subset "
                                          r"'all', example_range None\); ask for at most 90$"):
         load_emnist("0123456789", split="digits", subset="all", n_examples=91)
@@ -418,8 +415,8 @@ def test_bad_load_arguments(synthetic, store):
         load_emnist("0123456789", split="digits", n_examples=61, example_range=(0, 1))
 
 
-def test_load_reads_only_the_requested_class_files_and_reports_damage(synthetic, store):
-    [entry] = prepare(synthetic, split="digits")
+def test_load_reads_only_the_requested_class_files_and_reports_damage(synthetic_emnist, store):
+    [entry] = prepare(synthetic_emnist, split="digits")
     path = entry.path / "digit_7.pklz"
     size = path.stat().st_size
     os.truncate(path, size - 10)
@@ -462,8 +459,8 @@ def test_preview_examples_picks_classes_then_images_with_rng(prepared, shape):
     assert labels == [chosen[i] for i in expected_y] and all(isinstance(label, str) for label in labels)
 
 
-def test_preview_examples_of_a_small_entry_gives_what_there_is(synthetic):
-    [entry] = prepare(synthetic, split="digits")
+def test_preview_examples_of_a_small_entry_gives_what_there_is(synthetic_emnist):
+    [entry] = prepare(synthetic_emnist, split="digits")
     images, labels = preview_examples(entry, 100, np.random.default_rng(0), None)
     assert len(images) == len(labels) == 90 and sorted(set(labels)) == list("0123456789")
     assert [labels.count(c) for c in "0123456789"] == [
@@ -491,11 +488,11 @@ def test_glyph_images_of_the_class_test_and_train_images(prepared):
     assert np.array_equal(images, expected_x) and np.array_equal(labels, expected_y)
 
 
-def test_glyph_images_read_the_cache_only_and_name_the_command(synthetic, store):
+def test_glyph_images_read_the_cache_only_and_name_the_command(synthetic_emnist, store):
     with pytest.raises(FileNotFoundError, match=r"^EMNIST byclass at 28x28 is not prepared in .*: run `prepare-data "
                                                 r"emnist --split byclass --shape 28x28` first"):
         glyph_images("A", example_range=None, shape=None, data_dir=None)
-    prepare(synthetic, split="digits")
+    prepare(synthetic_emnist, split="digits")
     listed = store.ls()
     with pytest.raises(FileNotFoundError, match=r"^EMNIST digits at 14x14 is not prepared in .*: run `prepare-data "
                                                 r"emnist --split digits --shape 14x14` first"):

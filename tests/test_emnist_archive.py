@@ -39,24 +39,18 @@ SPLITS = ["byclass", "bymerge", "balanced", "letters", "digits", "mnist"]
 
 
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    """A small synthetic gzip.zip with every split (module-wide: it is only read)."""
-    return write_synthetic_emnist(tmp_path_factory.mktemp("emnist") / "gzip.zip")
-
-
-@pytest.fixture(scope="module")
-def byclass(synthetic, tmp_path_factory):
+def byclass(synthetic_emnist, tmp_path_factory):
     """byclass at 28x28, 14x14 and 9x12, in a module-wide data dir (only read)."""
     data_dir = tmp_path_factory.mktemp("data")
     return prepare_emnist(
-        archives={"gzip.zip": synthetic.path}, shapes=[(14, 14), (9, 12)], verify=False, progress=False,
+        archives={"gzip.zip": synthetic_emnist.path}, shapes=[(14, 14), (9, 12)], verify=False, progress=False,
         data_dir=data_dir,
     )
 
 
-def reference_classes(synthetic, split="byclass"):
+def reference_classes(synthetic_emnist, split="byclass"):
     """{char: upright images of the class, test first then train}, built with plain numpy."""
-    data = synthetic.splits[split]
+    data = synthetic_emnist.splits[split]
     result = {}
     for offset, char in enumerate(data.classes):
         label = data.first_label + offset
@@ -66,9 +60,9 @@ def reference_classes(synthetic, split="byclass"):
     return result
 
 
-def class_counts(synthetic, split="byclass"):
+def class_counts(synthetic_emnist, split="byclass"):
     """{char: (n_test, n_train)} as written."""
-    data = synthetic.splits[split]
+    data = synthetic_emnist.splits[split]
     return {
         char: (int((data.test_labels == data.first_label + i).sum()),
                int((data.train_labels == data.first_label + i).sum()))
@@ -76,9 +70,9 @@ def class_counts(synthetic, split="byclass"):
     }
 
 
-def broken(synthetic, tmp_path, member, data):
+def broken(synthetic_emnist, tmp_path, member, data):
     """A copy of the archive with one member replaced (None: left out)."""
-    return replace_members(synthetic.path, tmp_path / "broken.zip", {member: data})
+    return replace_members(synthetic_emnist.path, tmp_path / "broken.zip", {member: data})
 
 
 # -- names and the mapping ------------------------------------------------------------
@@ -121,19 +115,19 @@ def test_caps_follow_nists_counts():
     assert MAX_MAPPING_BYTES == 64 << 10 and len(mapping_text("byclass", extra_columns=True)) < 1024
 
 
-def test_members_beyond_their_caps(synthetic, tmp_path):
+def test_members_beyond_their_caps(synthetic_emnist, tmp_path):
     names = member_names("mnist")
     mapping = mapping_text("mnist") + "#" * (MAX_MAPPING_BYTES + 1 - len(mapping_text("mnist")))
     with pytest.raises(ArchiveError, match=rf"member '{names['mapping']}' declares 65,537 uncompressed bytes, more "
                                            r"than the 65,536 bytes such a member may hold"):
-        read_split(broken(synthetic, tmp_path, names["mapping"], mapping.encode()), "mnist", progress=False)
+        read_split(broken(synthetic_emnist, tmp_path, names["mapping"], mapping.encode()), "mnist", progress=False)
     labels = gzip_bytes(idx_labels(np.zeros(12_501, np.uint8)))
     with pytest.raises(IDXError, match=rf"^{names['test-labels']} in .* declares 12,501 labels \(12,501 bytes\), more "
                                        r"than the 12,500 it may hold: NIST's EMNIST mnist has 10,000 test images"):
-        read_split(broken(synthetic, tmp_path, names["test-labels"], labels), "mnist", progress=False)
+        read_split(broken(synthetic_emnist, tmp_path, names["test-labels"], labels), "mnist", progress=False)
     images = gzip_bytes(idx_header(2051, 12_501, 28, 28))  # refused from the header: no data needed
     with pytest.raises(IDXError, match=rf"^{names['test-images']} in .* declares 12,501 images of 28x28"):
-        read_split(broken(synthetic, tmp_path, names["test-images"], images), "mnist", progress=False)
+        read_split(broken(synthetic_emnist, tmp_path, names["test-images"], images), "mnist", progress=False)
 
 
 def test_mapping_files_with_extra_columns(tmp_path):
@@ -144,8 +138,8 @@ def test_mapping_files_with_extra_columns(tmp_path):
 
 # -- reading ---------------------------------------------------------------------------
 @pytest.mark.parametrize("split", SPLITS)
-def test_read_split_returns_the_archive_as_stored(synthetic, split):
-    parsed, data = read_split(synthetic.path, split, progress=False), synthetic.splits[split]
+def test_read_split_returns_the_archive_as_stored(synthetic_emnist, split):
+    parsed, data = read_split(synthetic_emnist.path, split, progress=False), synthetic_emnist.splits[split]
     assert (parsed.name, parsed.classes) == (split, CLASSES[split])
     for subset in ("test", "train"):
         got, labels = getattr(parsed, subset), getattr(data, f"{subset}_labels")
@@ -153,9 +147,10 @@ def test_read_split_returns_the_archive_as_stored(synthetic, split):
         assert np.array_equal(got.images, getattr(data, f"{subset}_images").transpose(0, 2, 1))  # still transposed
 
 
-def test_truncated_idx_member(synthetic, tmp_path):
+def test_truncated_idx_member(synthetic_emnist, tmp_path):
     member = member_names("byclass")["train-images"]
-    path = broken(synthetic, tmp_path, member, gzip_bytes(gunzip(read_member(synthetic.path, member))[:-1000]))
+    short = gzip_bytes(gunzip(read_member(synthetic_emnist.path, member))[:-1000])
+    path = broken(synthetic_emnist, tmp_path, member, short)
     with pytest.raises(IDXError) as caught:
         read_split(path, "byclass", progress=False)
     assert str(caught.value) == (
@@ -164,56 +159,56 @@ def test_truncated_idx_member(synthetic, tmp_path):
     )
 
 
-def test_cut_gzip_stream_and_corrupt_members(synthetic, tmp_path):
+def test_cut_gzip_stream_and_corrupt_members(synthetic_emnist, tmp_path):
     member, labels = member_names("byclass")["train-images"], member_names("byclass")["train-labels"]
-    stored = read_member(synthetic.path, member)
+    stored = read_member(synthetic_emnist.path, member)
     cases = [
         (stored[: len(stored) // 2], rf"^{member} in .* is truncated: its gzip stream ends early"),
-        (read_member(synthetic.path, labels), rf"^{member} in .* has magic number 2049 \(that of a label file\), "
-                                              "expected 2051"),
+        (read_member(synthetic_emnist.path, labels),
+         rf"^{member} in .* has magic number 2049 \(that of a label file\), expected 2051"),
         (b"<html>moved</html>", rf"^{member} in .* is not a valid gzip stream"),
     ]
     for data, message in cases:
         with pytest.raises(IDXError, match=message):
-            read_split(broken(synthetic, tmp_path, member, data), "byclass", progress=False)
+            read_split(broken(synthetic_emnist, tmp_path, member, data), "byclass", progress=False)
 
 
-def test_inconsistent_labels_and_mapping(synthetic, tmp_path):
+def test_inconsistent_labels_and_mapping(synthetic_emnist, tmp_path):
     names = member_names("byclass")
     short = gzip_bytes(idx_labels(np.zeros(249, np.uint8)))
     with pytest.raises(EMNISTFormatError, match=rf"{names['train-images']} holds 250 images but "
                                                 rf"{names['train-labels']} holds 249 labels; the archive is corrupt"):
-        read_split(broken(synthetic, tmp_path, names["train-labels"], short), "byclass", progress=False)
+        read_split(broken(synthetic_emnist, tmp_path, names["train-labels"], short), "byclass", progress=False)
     labels = np.zeros(250, np.uint8)
     labels[[3, 9]] = [62, 200]
     with pytest.raises(EMNISTFormatError, match=rf"{names['train-labels']} holds labels \[62, 200\] that "
                                                 r".*mapping.txt does not define \(labels 0-61\)"):
-        read_split(broken(synthetic, tmp_path, names["train-labels"], gzip_bytes(idx_labels(labels))), "byclass",
+        read_split(broken(synthetic_emnist, tmp_path, names["train-labels"], gzip_bytes(idx_labels(labels))), "byclass",
                    progress=False)
     swapped = "\n".join(f"{i} {ord(c)}" for i, c in enumerate("1023456789")) + "\n"
     with pytest.raises(EMNISTFormatError, match=r"emnist-digits-mapping.txt in .* maps labels 0-9 to '1023456789', "
                                                 r"but EMNIST digits has labels 0-9 for '0123456789'"):
-        read_split(broken(synthetic, tmp_path, member_names("digits")["mapping"], swapped.encode()), "digits",
+        read_split(broken(synthetic_emnist, tmp_path, member_names("digits")["mapping"], swapped.encode()), "digits",
                    progress=False)
     with pytest.raises(ArchiveError, match=r"has no member 'gzip/emnist-byclass-test-labels-idx1-ubyte.gz'"):
-        read_split(broken(synthetic, tmp_path, names["test-labels"], None), "byclass", progress=False)
+        read_split(broken(synthetic_emnist, tmp_path, names["test-labels"], None), "byclass", progress=False)
 
 
-def test_truncated_archive_and_wrong_image_size(synthetic, tmp_path):
+def test_truncated_archive_and_wrong_image_size(synthetic_emnist, tmp_path):
     partial = tmp_path / "partial.zip"
-    partial.write_bytes(synthetic.path.read_bytes()[:-5000])
+    partial.write_bytes(synthetic_emnist.path.read_bytes()[:-5000])
     with pytest.raises(ArchiveError, match=r"partial.zip is not a complete zip archive"):
         read_split(partial, "byclass", progress=False)
     member = member_names("digits")["test-images"]
     big = gzip_bytes(idx_header(2051, 30, 32, 32) + bytes(30 * 32 * 32))
     with pytest.raises(IDXError, match=rf"{member} in .* holds 32x32 images, expected 28x28"):
-        read_split(broken(synthetic, tmp_path, member, big), "digits", progress=False)
+        read_split(broken(synthetic_emnist, tmp_path, member, big), "digits", progress=False)
 
 
 # -- the 28x28 entry ---------------------------------------------------------------------
-def test_conversion_equals_numpy_reference(synthetic, byclass):
+def test_conversion_equals_numpy_reference(synthetic_emnist, byclass):
     entry = byclass[0]
-    reference, counts = reference_classes(synthetic), class_counts(synthetic)
+    reference, counts = reference_classes(synthetic_emnist), class_counts(synthetic_emnist)
     assert entry.kind == "emnist" and entry.params == {"split": "byclass", "shape": [28, 28], "source": EMNIST_ZIP.hash}
     assert entry.files == sorted(class_file_name(char) for char in CLASSES["byclass"])
     assert [record["char"] for record in entry.meta["classes"]] == list(CLASSES["byclass"])
@@ -229,8 +224,8 @@ def test_conversion_equals_numpy_reference(synthetic, byclass):
     assert len({record["n_test"] + record["n_train"] for record in entry.meta["classes"]}) > 1  # uneven classes
 
 
-def test_images_come_out_upright(synthetic, byclass):
-    data = synthetic.splits["byclass"]
+def test_images_come_out_upright(synthetic_emnist, byclass):
+    data = synthetic_emnist.splits["byclass"]
     char = CLASSES["byclass"][data.test_labels[0]]  # the first test image is the glyph
     first = byclass[0].load(class_file_name(char))[0]
     assert np.array_equal(first, ASYMMETRIC_GLYPH)
@@ -240,23 +235,23 @@ def test_images_come_out_upright(synthetic, byclass):
     assert first.sum() == 255 * (3 * 17 + 19 * 3)
 
 
-def test_class_files_read_with_plain_gzip_and_dill(synthetic, byclass):
+def test_class_files_read_with_plain_gzip_and_dill(synthetic_emnist, byclass):
     """The old tool's format: a standard gzip of a dill pickle of one uint8 array."""
     with gzip.open(byclass[0].path / "lower_a.pklz", "rb") as stream:
         images = dill.load(stream)
-    assert np.array_equal(images, reference_classes(synthetic)["a"])
+    assert np.array_equal(images, reference_classes(synthetic_emnist)["a"])
 
 
 @pytest.mark.parametrize("split", ["bymerge", "balanced", "letters", "digits", "mnist"])
-def test_every_split_converts_with_its_mapping(synthetic, split):
-    [entry] = prepare_emnist(split=split, archives={"gzip.zip": synthetic.path}, verify=False, progress=False)
+def test_every_split_converts_with_its_mapping(synthetic_emnist, split):
+    [entry] = prepare_emnist(split=split, archives={"gzip.zip": synthetic_emnist.path}, verify=False, progress=False)
     first_label = 1 if split == "letters" else 0
     records = entry.meta["classes"]
     assert [(r["char"], r["label"]) for r in records] == [(c, first_label + i) for i, c in enumerate(CLASSES[split])]
-    reference = reference_classes(synthetic, split)
+    reference = reference_classes(synthetic_emnist, split)
     for record in records:
         assert np.array_equal(entry.load(record["file"]), reference[record["char"]])
-    n_train, n_test = len(synthetic.splits[split].train_labels), len(synthetic.splits[split].test_labels)
+    n_train, n_test = len(synthetic_emnist.splits[split].train_labels), len(synthetic_emnist.splits[split].test_labels)
     assert (entry.meta["n_train"], entry.meta["n_test"], entry.meta["n_images"]) == (n_train, n_test, n_train + n_test)
 
 
@@ -276,8 +271,8 @@ def test_resized_entries_equal_the_kernel_and_pillow(byclass):
         assert np.array_equal(entry.load("upper_Q.pklz"), pillow)  # every image, not just the first 10
 
 
-def test_progress_bars(synthetic, capsys):
-    prepare_emnist(split="digits", archives={"gzip.zip": synthetic.path}, verify=False, shapes=[(7, 7)])
+def test_progress_bars(synthetic_emnist, capsys):
+    prepare_emnist(split="digits", archives={"gzip.zip": synthetic_emnist.path}, verify=False, shapes=[(7, 7)])
     err = capsys.readouterr().err
     assert "EMNIST digits: reading gzip.zip" in err and "4/4" in err
     assert "EMNIST digits: writing 28x28" in err and "EMNIST digits: writing 7x7" in err and "90/90" in err

@@ -17,22 +17,14 @@ from glyphforge.datasets._emnist_catalog import (
 )
 from glyphforge.datasets.emnist import prepare_emnist
 
-from support.synthetic_emnist import write_synthetic_emnist
-
 BYCLASS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    """A small synthetic gzip.zip with every split (module-wide: it is only read)."""
-    return write_synthetic_emnist(tmp_path_factory.mktemp("emnist") / "gzip.zip")
-
-
-@pytest.fixture(scope="module")
-def digits(synthetic, tmp_path_factory):
+def digits(synthetic_emnist, tmp_path_factory):
     """The digits 28x28 entry in a module-wide data dir (only read). Its classes hold (n_test, n_train):
     1: (3, 5), 3: (4, 10), 0: (2, 3)."""
-    [entry] = prepare_emnist(split="digits", archives={"gzip.zip": synthetic.path}, verify=False, progress=False,
+    [entry] = prepare_emnist(split="digits", archives={"gzip.zip": synthetic_emnist.path}, verify=False, progress=False,
                              data_dir=tmp_path_factory.mktemp("data"))
     return entry
 
@@ -118,8 +110,8 @@ def test_selection_reads_the_blocks_in_order_and_shuffled(digits):
     assert selection.shuffled(0, 4)[0].shape == (0, 28, 28)
 
 
-def test_load_class_checks_the_file_against_the_manifest(synthetic):
-    [entry] = prepare_emnist(split="digits", archives={"gzip.zip": synthetic.path}, verify=False, progress=False)
+def test_load_class_checks_the_file_against_the_manifest(synthetic_emnist):
+    [entry] = prepare_emnist(split="digits", archives={"gzip.zip": synthetic_emnist.path}, verify=False, progress=False)
     assert np.array_equal(load_class(entry, "digit_7.pklz"), entry.load("digit_7.pklz"))
     path = entry.path / "digit_7.pklz"
     size = path.stat().st_size
