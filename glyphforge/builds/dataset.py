@@ -175,10 +175,13 @@ class BuiltDataset:
         if self._arrays is not None:
             return {name: array[wanted] for name, array in self._arrays.items()}
         out = self._empty(len(wanted))
+        if not len(wanted):
+            return out
         index = self.index
         shards = index.shard_of(wanted)
-        for number in np.unique(shards):
-            where = np.flatnonzero(shards == number)
+        by_shard = np.argsort(shards, kind="stable")  # positions grouped by shard, in one sort
+        numbers, firsts = np.unique(shards[by_shard], return_index=True)
+        for number, where in zip(numbers, np.split(by_shard, firsts[1:]), strict=True):
             rows = wanted[where] - index.start[number]
             for name, array in self.shard(int(number)).items():
                 out[name][where] = array[rows]

@@ -84,15 +84,16 @@ def export(dataset: BuiltDataset, directory: PathLike, *, format: str = "npy", o
 def _write(dataset: BuiltDataset, staging: Path) -> None:
     reader = dataset.reopened(cache_shards=0)
     n = len(reader)
+    dtypes = {name: reader.dtype(name) for name in reader.layout}
     with contextlib.ExitStack() as files:
         outputs = {name: files.enter_context(open(staging / f"{name}.npy", "wb")) for name in reader.layout}
         for name, output in outputs.items():
-            header = {"descr": np.lib.format.dtype_to_descr(reader.dtype(name)), "fortran_order": False,
+            header = {"descr": np.lib.format.dtype_to_descr(dtypes[name]), "fortran_order": False,
                       "shape": (n, *reader.layout[name]["shape"])}
             np.lib.format.write_array_header_1_0(output, header)
         for number in range(len(reader.index)):
             for name, array in reader.shard(number).items():
-                outputs[name].write(np.ascontiguousarray(array, reader.dtype(name)).data)
+                outputs[name].write(np.ascontiguousarray(array, dtypes[name]).data)
     document = {
         "key": reader.key,
         "kind": reader.entry.kind,
