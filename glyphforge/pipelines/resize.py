@@ -76,9 +76,13 @@ class _Plan(NamedTuple):
     between: np.ndarray
     block: int
 
-    def kernel_arguments(self) -> tuple:
-        """The arguments `resample` takes after ``src, dst, start, stop``."""
-        return (self.channels, self.vertical_first, *self.x, *self.y, *self.rules, self.between, self.block)
+    def kernel_arguments(self, sizes: tuple[int, int, int, int]) -> tuple:
+        """The arguments `resample` takes after ``src, dst, start, stop``, for images of ``sizes``."""
+        x_pass = (*self.x, self.channels)
+        y_pass = (*self.y, 1)
+        first, second = (y_pass, x_pass) if self.vertical_first else (x_pass, y_pass)
+        first_rule, second_rule = self.rules
+        return (sizes, self.vertical_first, (*first, first_rule), (*second, second_rule), self.between, self.block)
 
 
 def resize(
@@ -136,10 +140,10 @@ def resize(
     if count == 0:
         return result
     plan = _plan(in_height, in_width, height, width, channels, method, array.dtype == np.uint8)
-    src = np.ascontiguousarray(array).reshape(count, in_height, in_width * channels)
+    src = np.ascontiguousarray(array).reshape(-1)
     src.flags.writeable = False  # one compiled kernel for writeable and read-only inputs
-    dst = result.reshape(count, height, width * channels)
-    arguments = plan.kernel_arguments()
+    dst = result.reshape(-1)
+    arguments = plan.kernel_arguments((in_height, in_width * channels, height, width * channels))
     threads = _thread_count()
     if count * in_height * in_width * channels <= _SERIAL_PIXELS or threads == 1:
         resample(src, dst, 0, count, *arguments)
