@@ -137,3 +137,18 @@ def test_later_glyphs_are_painted_over_earlier_ones():
     )
     assert out[0, 0, 0].tolist() == [0, 0, 255]
     assert out[0, 1, 1].tolist() == [0, 0, 0]
+
+
+def test_ink_boxes_equal_a_pixel_loop_on_random_padded_glyphs():
+    rng = np.random.default_rng(12)
+    glyphs = (rng.random((300, 9, 11)) < 0.04).astype(np.uint8) * rng.integers(1, 256, (300, 9, 11), dtype=np.uint8)
+    padded = rng.integers(1, 10, 300), rng.integers(1, 12, 300)
+    whole = np.full(300, 9), np.full(300, 11)  # no padding anywhere
+    for heights, widths in (padded, whole):
+        expected = []
+        for glyph, h, w in zip(glyphs, heights, widths, strict=True):
+            ys, xs = np.nonzero(glyph[:h, :w])
+            expected.append([ys.min(), xs.min(), ys.max() + 1, xs.max() + 1] if len(ys) else [0, 0, h, w])
+        assert ink_boxes(glyphs, heights, widths).tolist() == expected
+    blank = sum(1 for glyph, h, w in zip(glyphs, *padded, strict=True) if not glyph[:h, :w].any())
+    assert 10 < blank < 290  # both kinds occur, and padding pixels are set
