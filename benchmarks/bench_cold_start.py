@@ -8,7 +8,8 @@ difference is what compiling costs the command. Each run also gets a fresh data 
 both runs do the same conversion or build work. Then ``glyphforge warmup``'s own
 per-kernel seconds, cold. Goals (2 cores): every command at most 3 s of compile on top of
 its warm time, ``warmup`` at most 6 s in all, and a ``processes:2`` build compiling once
-(``tests/test_warmup.py`` proves the last with numba's cache counters).
+(``tests/test_warmup.py`` proves the last with numba's cache counters). ``prepare-data``
+ends with a warmup of every kernel; the ``--no-warmup`` rows time its conversion alone.
 """
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ BIN = Path(sys.executable).parent
 
 RESIZE = ("import numpy as np; from glyphforge import resize; "
           "resize(np.zeros({shape}, np.{dtype}), (14, 14), method={method!r})")
+EMNIST = [str(BIN / "prepare-data"), "emnist", "--emnist-archive", "{archive}", "--no-verify", "--shape", "14x14", "-q"]
+OMNIGLOT = [str(BIN / "prepare-data"), "omniglot", "--omniglot-sets", "small1", "small2", "--shape", "28x28",
+            "--mirror", SHARED_DATA.as_uri(), "--offline", "-q"]
 COMMANDS: dict[str, list[str]] = {
     "resize uint8 box (also bilinear, lanczos)": [sys.executable, "-c", RESIZE.format(shape=(64, 28, 28), dtype="uint8",
                                                                                       method="box")],
@@ -33,11 +37,10 @@ COMMANDS: dict[str, list[str]] = {
     "resize float32 box": [sys.executable, "-c", RESIZE.format(shape=(64, 28, 28), dtype="float32", method="box")],
     "resize 8,192 uint8 images (threads)": [sys.executable, "-c", RESIZE.format(shape=(8192, 28, 28), dtype="uint8",
                                                                                 method="box")],
-    "prepare-data emnist (synthetic) --shape 14x14": [str(BIN / "prepare-data"), "emnist", "--emnist-archive",
-                                                      "{archive}", "--no-verify", "--shape", "14x14", "-q"],
-    "prepare-data omniglot small1 small2 --shape 28x28": [str(BIN / "prepare-data"), "omniglot", "--omniglot-sets",
-                                                          "small1", "small2", "--shape", "28x28", "--mirror",
-                                                          SHARED_DATA.as_uri(), "--offline", "-q"],
+    "prepare-data emnist (synthetic) --shape 14x14": EMNIST,
+    "prepare-data emnist ... --no-warmup (conversion alone)": [*EMNIST, "--no-warmup"],
+    "prepare-data omniglot small1 small2 --shape 28x28": OMNIGLOT,
+    "prepare-data omniglot ... --no-warmup (conversion alone)": [*OMNIGLOT, "--no-warmup"],
     "build scenes --glyphs font --n-examples 200": [str(BIN / "glyphforge"), "build", "scenes", "--glyphs", "font",
                                                     "--n-examples", "200", "-q"],
     "build 2,000 font scenes on processes:2": [str(BIN / "glyphforge"), "build", "scenes", "--glyphs", "font",

@@ -97,6 +97,9 @@ def _prepare_parser() -> argparse.ArgumentParser:
     parser.add_argument("--offline", action="store_true",
                         help="never use the network: files must be in place or on local mirrors (also "
                              "$GLYPHFORGE_OFFLINE=1)")
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="do not compile the numba kernels at the end (by default it does, like glyphforge "
+                             "warmup: a few seconds once per machine, well under one when already done)")
     for name in names:
         record = registry.get(name)
         if record.options:
@@ -159,10 +162,11 @@ def _prepare(args: argparse.Namespace) -> int:
                          f"{seconds:.1f}"])
     if rows and not args.quiet:
         print(table(["dataset", "entry", "images", "size", "seconds"], rows))
-    from glyphforge.warmup import warmup
+    if args.warmup:  # the first build need not compile (fast when warm)
+        from glyphforge.warmup import warmup
 
-    seconds = sum(spent for _, spent in warmup())  # the first build need not compile (fast when warm)
-    logging.getLogger(__name__).info("numba kernels ready in %.1f s (glyphforge warmup)", seconds)
+        seconds = sum(spent for _, spent in warmup())
+        logging.getLogger(__name__).info("numba kernels ready in %.1f s (glyphforge warmup)", seconds)
     return 0
 
 
