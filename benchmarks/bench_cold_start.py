@@ -70,7 +70,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-cold-", dir=args.workdir) as scratch:
         root = Path(scratch)
         archive = write_synthetic_emnist(root / "gzip.zip").path
-        print(f"{'command (fresh process each)':52s} {'cold s':>7s} {'warm s':>7s} {'compile s':>9s}  goal <= 3 s")
+        print(f"{'command (fresh process each)':56s} {'cold s':>7s} {'warm s':>7s} {'compile s':>9s}  goal")
         warmup_output = ""
         for number, (name, command) in enumerate(COMMANDS.items()):
             command = [part.replace("{archive}", str(archive)) for part in command]
@@ -79,8 +79,9 @@ def main() -> None:
             warm, _ = timed_run(command, cache, root / f"data-{number}-warm")
             if name == "glyphforge warmup":
                 warmup_output = output
-            met = "met" if cold - warm <= 3.0 else "NOT met"
-            print(f"{name:52s} {cold:7.2f} {warm:7.2f} {cold - warm:9.2f}  {met}")
+            goal = 6.0 if name == "glyphforge warmup" else 3.0
+            met = "met" if cold - warm <= goal else "NOT met"
+            print(f"{name:56s} {cold:7.2f} {warm:7.2f} {cold - warm:9.2f}  <= {goal:.0f} s: {met}")
         print("\nglyphforge warmup, cold (per kernel; goal: <= 6 s in all):")
         print(warmup_output)
 

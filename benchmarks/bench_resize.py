@@ -197,20 +197,22 @@ def describe_machine() -> str:
         except ImportError:
             pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{cpu}, {os.cpu_count()} CPUs, numba {numba.get_num_threads()} threads "
-            f"({numba.threading_layer()} layer), load average {load:.2f}\n" + ", ".join(versions))
+    from glyphforge.pipelines.resize import _thread_count
+
+    return (f"{cpu}, {os.cpu_count()} CPUs, {_thread_count()} resize threads, load average {load:.2f}\n"
+            + ", ".join(versions))
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of each batch")
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (median)")
-    parser.add_argument("--threads", type=int, help="numba threads (default: all cores)")
+    parser.add_argument("--threads", type=int, help="threads of large resizes (default: one per core)")
     args = parser.parse_args(argv)
     import numba
 
-    if args.threads:
-        numba.set_num_threads(args.threads)
+    if args.threads:  # what $NUMBA_NUM_THREADS sets; glyphforge.resize reads it per call
+        numba.config.NUMBA_NUM_THREADS = args.threads
     try:
         import cv2
     except ImportError:

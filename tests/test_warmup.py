@@ -28,7 +28,7 @@ COUNTERS = textwrap.dedent("""
 
     def counters():
         kernels = {"resample": resample_kernel.resample, "composite": composite.composite,
-                   "place_glyphs": composite.place_glyphs}
+                   "place_glyphs": composite.place_glyphs, "ink_boxes": composite.ink_boxes}
         return {name: {"hits": sum(kernel.stats.cache_hits.values()), "misses": sum(kernel.stats.cache_misses.values())}
                 for name, kernel in kernels.items()}
 """)
@@ -47,7 +47,7 @@ def test_warmup_compiles_every_kernel_once_and_a_second_run_only_loads_them(tmp_
     first = run_python(code, env)
     # compiled (and saved): resize once per kind of call (uint8 Pillow, uint8 area, float32), the rest once
     assert first == {"resample": {"hits": 0, "misses": 3}, "composite": {"hits": 0, "misses": 1},
-                     "place_glyphs": {"hits": 0, "misses": 1}}
+                     "place_glyphs": {"hits": 0, "misses": 1}, "ink_boxes": {"hits": 0, "misses": 1}}
     assert list((tmp_path / "numba").rglob("*.nbi"))  # numba's index files
     second = run_python(code, env)
     assert all(kernel["misses"] == 0 and kernel["hits"] >= 1 for kernel in second.values()), second
@@ -70,7 +70,8 @@ def test_prepare_data_compiles_every_kernel_at_its_end_unless_told_not_to(shared
     log, kernels = prepare("--no-warmup")  # backgrounds at native size use no kernel
     assert kernels == set() and "numba kernels ready" not in log
     log, kernels = prepare()  # a cache hit for the data; the kernels are compiled all the same
-    assert kernels == {"resample_kernel.resample", "composite.place_glyphs", "composite.composite"}, kernels
+    assert kernels == {"resample_kernel.resample", "composite.ink_boxes", "composite.place_glyphs",
+                       "composite.composite"}, kernels
     assert "numba kernels ready in" in log
 
 
@@ -131,5 +132,5 @@ def test_the_workers_of_a_processes_session_load_what_the_driver_compiled(tmp_pa
                             env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")})
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["driver"] == 3  # the driver compiled each kernel once (in ScatteredGlyphs.prepare) ...
+    assert report["driver"] == 4  # the driver compiled each kernel once (in ScatteredGlyphs.prepare) ...
     assert report["per_shard"] == [0, 0, 0, 0]  # ... and no worker compiled anything: they loaded it

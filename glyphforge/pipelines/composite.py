@@ -1,4 +1,4 @@
-"""Kernels that lay glyphs out in scenes and composite them over backgrounds (numba, but `ink_boxes`).
+"""numba kernels that lay glyphs out in scenes and composite them over backgrounds.
 
 Layouts shared by the kernels:
 
@@ -19,24 +19,27 @@ from glyphforge.pipelines import numba_cache
 numba_cache.configure()  # before the kernels below set up their caches
 
 
+@njit(cache=True)
 def ink_boxes(glyphs: np.ndarray, heights: np.ndarray, widths: np.ndarray) -> np.ndarray:
     """Return int64 ``(M, 4)``: each glyph's tight box around its non-zero pixels.
 
-    A glyph without ink gets its whole ``(0, 0, height, width)`` rectangle. (numpy, not
-    numba: about a microsecond per glyph, a third of a numba loop's speed and a small
-    part of a scene's cost, and no compile on a fresh machine.)
+    A glyph without ink gets its whole ``(0, 0, height, width)`` rectangle.
     """
-    m, rows, columns = glyphs.shape
-    ink = glyphs != 0
-    if (heights < rows).any() or (widths < columns).any():  # padding is not part of a glyph
-        ink &= (np.arange(rows) < heights[:, None])[:, :, None] & (np.arange(columns) < widths[:, None])[:, None, :]
-    ink_rows, ink_columns = ink.any(axis=2), ink.any(axis=1)
-    has_ink = ink_rows.any(axis=1)
+    m = glyphs.shape[0]
     boxes = np.empty((m, 4), np.int64)
-    boxes[:, 0] = np.where(has_ink, ink_rows.argmax(axis=1), 0)
-    boxes[:, 1] = np.where(has_ink, ink_columns.argmax(axis=1), 0)
-    boxes[:, 2] = np.where(has_ink, rows - ink_rows[:, ::-1].argmax(axis=1), heights)
-    boxes[:, 3] = np.where(has_ink, columns - ink_columns[:, ::-1].argmax(axis=1), widths)
+    for k in range(m):
+        h, w = heights[k], widths[k]
+        top, left, bottom, right = h, w, 0, 0
+        for y in range(h):
+            for x in range(w):
+                if glyphs[k, y, x] != 0:
+                    top = min(top, y)
+                    bottom = max(bottom, y + 1)
+                    left = min(left, x)
+                    right = max(right, x + 1)
+        if bottom == 0:
+            top, left, bottom, right = 0, 0, h, w
+        boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3] = top, left, bottom, right
     return boxes
 
 

@@ -16,7 +16,7 @@ def kernel_compiles() -> int:
     """How many kernel specialisations this process compiled (numba cache misses), over glyphforge's kernels."""
     from glyphforge.pipelines import composite, resample_kernel
 
-    kernels = (resample_kernel.resample, composite.composite, composite.place_glyphs)
+    kernels = (resample_kernel.resample, composite.composite, composite.place_glyphs, composite.ink_boxes)
     return sum(sum(kernel.stats.cache_misses.values()) for kernel in kernels)
 
 
