@@ -6,46 +6,132 @@ so numba compiles it, or loads it from its on-disk cache (see
 `glyphforge.pipelines.numba_cache`). Cluster images and job prologues run it once; every
 later process of that machine (or of every machine sharing the cache dir) loads the
 kernels instead of compiling them.
+
+The first time on a machine with more than one CPU, the scene kernels compile in a second
+process while this one compiles the resize kernels (numba compiles on one core; the two
+groups write apart cache files, and the scene call resizes nothing). A marker file beside
+the compiled kernels, named by a hash of glyphforge's and numba's versions, the kernels'
+sources and the CPU, says that this was done: with it, every call runs in this process.
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
-#: What `warmup` compiles: one call per kernel specialisation that glyphforge's commands use.
-KERNEL_CALLS: tuple[tuple[str, str], ...] = (
-    ("resize uint8 box/bilinear/lanczos", "uint8 images, Pillow's 8-bit fixed point"),
-    ("resize uint8 area", "uint8 images, exact area sums"),
-    ("resize float32 (every method)", "float32 images"),
-    ("scene layout and compositing", "ScatteredGlyphs shards"),
+_log = logging.getLogger(__name__)
+
+#: What `warmup` compiles: ``(name, what it serves, group)``, one call per kernel
+#: specialisation that glyphforge's commands use. Each group's kernels live in their own
+#: source file, hence their own numba cache files: two groups may compile at once.
+KERNEL_CALLS: tuple[tuple[str, str, str], ...] = (
+    ("resize uint8 box/bilinear/lanczos", "uint8 images, Pillow's 8-bit fixed point", "resize"),
+    ("resize uint8 area", "uint8 images, exact area sums", "resize"),
+    ("resize float32 (every method)", "float32 images", "resize"),
+    ("scene layout and compositing", "ScatteredGlyphs shards", "scenes"),
 )
 
 
-def _calls() -> list[Callable[[], object]]:
-    from glyphforge.builds.scenes import ScatteredGlyphs
+def _call(name: str) -> Callable[[], object]:
+    from glyphforge.builds.scenes import FONT_CANVAS, ScatteredGlyphs
     from glyphforge.pipelines.resize import resize
 
     grey = np.zeros((1, 4, 4), np.uint8)
-    scene = ScatteredGlyphs(2, glyphs="font", characters="AB", image_shape=(16, 16), glyph_shape=(6, 6),
-                            background_colours=["black"], shard_size=2)
-    return [
-        lambda: resize(grey, (2, 2), method="box"),
-        lambda: resize(grey, (3, 3), method="area"),
-        lambda: resize(grey.astype(np.float32), (2, 2), method="box"),
-        lambda: scene.make_shard(0, np.random.default_rng(0), 2),
-    ]
+    if name == "scene layout and compositing":  # glyphs as large as they are rendered: no resize kernel
+        side = FONT_CANVAS
+        scene = ScatteredGlyphs(2, glyphs="font", characters="AB", image_shape=(side + 8, side + 8),
+                                glyph_shape=(side, side), min_glyphs=1, max_glyphs=1, background_colours=["black"],
+                                shard_size=2)
+        return lambda: scene.make_shard(0, np.random.default_rng(0), 2)
+    calls = {
+        "resize uint8 box/bilinear/lanczos": lambda: resize(grey, (2, 2), method="box"),
+        "resize uint8 area": lambda: resize(grey, (3, 3), method="area"),
+        "resize float32 (every method)": lambda: resize(grey.astype(np.float32), (2, 2), method="box"),
+    }
+    return calls[name]
+
+
+def _run_group(group: str) -> list[tuple[str, float]]:
+    """Run the calls of one group in order; return ``(kernel, seconds)`` for each."""
+    timings = []
+    for name, _, in_group in KERNEL_CALLS:
+        if in_group == group:
+            call = _call(name)
+            started = time.perf_counter()
+            call()
+            timings.append((name, time.perf_counter() - started))
+    return timings
 
 
 def warmup() -> list[tuple[str, float]]:
-    """Compile (or load from numba's cache) every glyphforge kernel; return ``(kernel, seconds)`` for each."""
-    timings = []
-    for (name, _), call in zip(KERNEL_CALLS, _calls(), strict=True):
-        started = time.perf_counter()
-        call()
-        timings.append((name, time.perf_counter() - started))
-    return timings
+    """Compile (or load from numba's cache) every glyphforge kernel; return ``(kernel, seconds)`` for each.
+
+    Cold, on several CPUs, the scene kernels compile in a second process meanwhile (module
+    docstring); their seconds are that process's.
+    """
+    marker = _warm_marker()
+    if (marker is not None and marker.exists()) or (os.cpu_count() or 1) == 1:
+        timings = _run_group("resize") + _run_group("scenes")
+    else:
+        timings = _run_beside("scenes", "resize")
+    if marker is not None:
+        with contextlib.suppress(OSError):  # a read-only cache dir: the next run is just not told
+            marker.touch()
+    names = [name for name, _, _ in KERNEL_CALLS]
+    return sorted(timings, key=lambda timing: names.index(timing[0]))
+
+
+def _run_beside(other: str, own: str) -> list[tuple[str, float]]:
+    """Run group ``other`` in a second Python process while this one runs group ``own``.
+
+    A plain subprocess (not multiprocessing): it imports nothing of the caller's script,
+    only this same glyphforge. If it fails, its group runs here after all.
+    """
+    import glyphforge
+
+    code = f"import json; from glyphforge.warmup import _run_group; print(json.dumps(_run_group({other!r})))"
+    path = os.pathsep.join(filter(None, [str(Path(glyphforge.__file__).parents[1]), os.environ.get("PYTHONPATH")]))
+    beside = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": path})
+    timings = _run_group(own)
+    output, errors = beside.communicate()
+    if beside.returncode == 0:
+        return timings + [(name, seconds) for name, seconds in json.loads(output.splitlines()[-1])]
+    _log.warning("warmup: the second process failed (exit %s: %s); compiling its kernels here",
+                 beside.returncode, (errors.strip().splitlines() or ["no message"])[-1])
+    return timings + _run_group(other)
+
+
+def _warm_marker() -> Path | None:
+    """The file that says this machine's kernels were compiled, or None where numba keeps no cache.
+
+    Its name hashes what numba's cache depends on: the kernels' sources, numba's version
+    and the CPU (plus glyphforge's version).
+    """
+    import llvmlite.binding
+    import numba
+
+    from glyphforge import __version__
+    from glyphforge.pipelines import composite, numba_cache, resample_kernel
+
+    folder = Path(getattr(numba.config, "CACHE_DIR", "") or numba_cache.PACKAGE_CACHE)  # CACHE_DIR: not in stubs
+    sources = [Path(module.__file__).read_bytes() for module in (resample_kernel, composite) if module.__file__]
+    cpu = f"{llvmlite.binding.get_host_cpu_name()} {llvmlite.binding.get_host_cpu_features().flatten()}"
+    key = hashlib.sha256(repr((__version__, numba.__version__, cpu, sources)).encode()).hexdigest()[:16]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder / f"glyphforge-warm-{key}"
 
 
 def cache_location() -> str:
