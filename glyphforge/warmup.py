@@ -9,7 +9,7 @@ kernels instead of compiling them.
 
 The first time on a machine with more than one CPU, the scene kernels compile in a second
 process while this one compiles the resize kernels (numba compiles on one core; the two
-groups write apart cache files, and the scene call resizes nothing). A marker file beside
+groups write apart cache files; font glyphs are not resized by numba). A marker file beside
 the compiled kernels, named by a hash of glyphforge's and numba's versions, the kernels'
 sources and the CPU, says that this was done: with it, every call runs in this process.
 """
@@ -42,15 +42,13 @@ KERNEL_CALLS: tuple[tuple[str, str, str], ...] = (
 
 
 def _call(name: str) -> Callable[[], object]:
-    from glyphforge.builds.scenes import FONT_CANVAS, ScatteredGlyphs
+    from glyphforge.builds.scenes import ScatteredGlyphs
     from glyphforge.pipelines.resize import resize
 
     grey = np.zeros((1, 4, 4), np.uint8)
-    if name == "scene layout and compositing":  # glyphs as large as they are rendered: no resize kernel
-        side = FONT_CANVAS
-        scene = ScatteredGlyphs(2, glyphs="font", characters="AB", image_shape=(side + 8, side + 8),
-                                glyph_shape=(side, side), min_glyphs=1, max_glyphs=1, background_colours=["black"],
-                                shard_size=2)
+    if name == "scene layout and compositing":  # font glyphs are resized by Pillow: no resize kernel here
+        scene = ScatteredGlyphs(2, glyphs="font", characters="AB", image_shape=(16, 16), glyph_shape=(6, 6),
+                                background_colours=["black"], shard_size=2)
         return lambda: scene.make_shard(0, np.random.default_rng(0), 2)
     calls = {
         "resize uint8 box/bilinear/lanczos": lambda: resize(grey, (2, 2), method="box"),

@@ -13,7 +13,8 @@ from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import cache_key
 from glyphforge.datasets.emnist import prepare_emnist
 from glyphforge.datasets.omniglot import load_omniglot
-from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph
+from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph, shrink_rendered
+from glyphforge.pipelines.resize import resize
 
 from support.synthetic_emnist import write_synthetic_emnist
 
@@ -214,6 +215,15 @@ def test_font_glyphs_are_centred_ink_on_black_and_follow_the_generator():
         assert glyph.max() >= 200  # strokes stay bright through rotation
         assert abs((rows[0] + rows[-1] + 1) - 32) <= 1 and abs((cols[0] + cols[-1] + 1) - 32) <= 1
     assert first[1].tobytes() != first[2].tobytes()  # same character, different style
+
+
+# (9, 28): the vertical pass comes first (Pillow >= 13)
+@pytest.mark.parametrize("shape", [(14, 14), (9, 13), (9, 28), (23, 5), (32, 32), (40, 36)])
+def test_rendered_glyphs_are_shrunk_to_the_pixels_resize_gives(shape):
+    glyphs = render_font_glyphs("aG7", np.arange(12) % 3, np.random.default_rng(8), 32)
+    shrunk = shrink_rendered(glyphs, shape)
+    assert shrunk.shape == (12, *shape) and shrunk.dtype == np.uint8
+    np.testing.assert_array_equal(shrunk, resize(glyphs, shape, method="box"))
 
 
 def test_render_glyph_crops_to_ink_and_rejects_blank_characters():

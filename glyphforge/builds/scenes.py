@@ -25,8 +25,9 @@ with the other arrays' rows in ``targets`` (see `glyphforge.builds.dataset.Built
 """
 from __future__ import annotations
 
+import functools
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -312,15 +313,18 @@ class ScatteredGlyphs:
         self, pool: GlyphPool, labels: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Pick (or render) one source image per label and resize it to its glyph shape."""
-        from glyphforge.pipelines.font_glyphs import render_font_glyphs
+        from glyphforge.pipelines.font_glyphs import render_font_glyphs, shrink_rendered
         from glyphforge.pipelines.resize import resize
 
         total = len(labels)
+        shrink: Callable[[np.ndarray, tuple[int, int]], np.ndarray]
         if pool.images is None or pool.starts is None or pool.counts is None:  # font glyphs: rendered here
             sources = render_font_glyphs(pool.class_names, labels, rng, _font_canvas(self._largest_glyph_shape()))
+            shrink = shrink_rendered  # the same pixels as resize's box, without compiling its kernel
         else:
             picks = pool.starts[labels] + (rng.random(total) * pool.counts[labels]).astype(np.int64)
             sources = pool.images[picks]
+            shrink = functools.partial(resize, batch=True)
         if self.glyph_shape_jitter is None:
             heights = np.full(total, self.glyph_shape[0], np.int64)
             widths = np.full(total, self.glyph_shape[1], np.int64)
@@ -331,7 +335,7 @@ class ScatteredGlyphs:
         glyphs = np.zeros((total, int(heights.max(initial=1)), int(widths.max(initial=1))), np.uint8)
         for h, w in sorted(set(zip(heights.tolist(), widths.tolist(), strict=True))):
             chosen = np.flatnonzero((heights == h) & (widths == w))
-            glyphs[chosen, :h, :w] = resize(sources[chosen], (h, w), batch=True)
+            glyphs[chosen, :h, :w] = shrink(sources[chosen], (h, w))
         return glyphs, heights, widths
 
     def _background_choices(
