@@ -30,6 +30,8 @@ RESIZE = ("import numpy as np; from glyphforge import resize; "
 EMNIST = [str(BIN / "prepare-data"), "emnist", "--emnist-archive", "{archive}", "--no-verify", "--shape", "14x14", "-q"]
 OMNIGLOT = [str(BIN / "prepare-data"), "omniglot", "--omniglot-sets", "small1", "small2", "--shape", "28x28",
             "--mirror", SHARED_DATA.as_uri(), "--offline", "-q"]
+EMNIST_NAME = "prepare-data emnist (synthetic) --shape 14x14"
+OMNIGLOT_NAME = "prepare-data omniglot small1 small2 --shape 28x28"
 COMMANDS: dict[str, list[str]] = {
     "resize uint8 box (also bilinear, lanczos)": [sys.executable, "-c", RESIZE.format(shape=(64, 28, 28), dtype="uint8",
                                                                                       method="box")],
@@ -37,9 +39,9 @@ COMMANDS: dict[str, list[str]] = {
     "resize float32 box": [sys.executable, "-c", RESIZE.format(shape=(64, 28, 28), dtype="float32", method="box")],
     "resize 8,192 uint8 images (threads)": [sys.executable, "-c", RESIZE.format(shape=(8192, 28, 28), dtype="uint8",
                                                                                 method="box")],
-    "prepare-data emnist (synthetic) --shape 14x14": EMNIST,
+    EMNIST_NAME: EMNIST,
     "prepare-data emnist ... --no-warmup (conversion alone)": [*EMNIST, "--no-warmup"],
-    "prepare-data omniglot small1 small2 --shape 28x28": OMNIGLOT,
+    OMNIGLOT_NAME: OMNIGLOT,
     "prepare-data omniglot ... --no-warmup (conversion alone)": [*OMNIGLOT, "--no-warmup"],
     "build scenes --glyphs font --n-examples 200": [str(BIN / "glyphforge"), "build", "scenes", "--glyphs", "font",
                                                     "--n-examples", "200", "-q"],
@@ -47,6 +49,14 @@ COMMANDS: dict[str, list[str]] = {
                                                "--n-examples", "2000", "--session", "processes:2", "-q"],
     "glyphforge warmup": [str(BIN / "glyphforge"), "warmup"],
 }
+
+
+def goal_check(name: str, compile_seconds: float) -> str:
+    """The goal of one command: 3 s of compile, 6 s for warmup; prepare-data's default is conversion + warmup."""
+    if name in (EMNIST_NAME, OMNIGLOT_NAME):
+        return "conversion (--no-warmup row) + warmup"
+    goal = 6.0 if name == "glyphforge warmup" else 3.0
+    return f"<= {goal:.0f} s: {'met' if compile_seconds <= goal else 'NOT met'}"
 
 
 def timed_run(command: list[str], cache: Path, data: Path) -> tuple[float, str]:
@@ -79,9 +89,7 @@ def main() -> None:
             warm, _ = timed_run(command, cache, root / f"data-{number}-warm")
             if name == "glyphforge warmup":
                 warmup_output = output
-            goal = 6.0 if name == "glyphforge warmup" else 3.0
-            met = "met" if cold - warm <= goal else "NOT met"
-            print(f"{name:56s} {cold:7.2f} {warm:7.2f} {cold - warm:9.2f}  <= {goal:.0f} s: {met}")
+            print(f"{name:56s} {cold:7.2f} {warm:7.2f} {cold - warm:9.2f}  {goal_check(name, cold - warm)}")
         print("\nglyphforge warmup, cold (per kernel; goal: <= 6 s in all):")
         print(warmup_output)
 
