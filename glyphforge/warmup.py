@@ -12,6 +12,8 @@ process while this one compiles the resize kernels (numba compiles on one core; 
 groups write apart cache files; font glyphs are not resized by numba). A marker file beside
 the compiled kernels, named by a hash of glyphforge's and numba's versions, the kernels'
 sources and the CPU, says that this was done: with it, every call runs in this process.
+Warmups of one machine take turns (a file lock beside the marker), so job prologues
+started together compile once.
 """
 from __future__ import annotations
 
@@ -23,10 +25,15 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import filelock
 import numpy as np
+
+from glyphforge import config
+from glyphforge._files import StorageError
+from glyphforge.cache.locks import hold
 
 _log = logging.getLogger(__name__)
 
@@ -77,15 +84,32 @@ def warmup() -> list[tuple[str, float]]:
     docstring); their seconds are that process's.
     """
     marker = _warm_marker()
-    if (marker is not None and marker.exists()) or (os.cpu_count() or 1) == 1:
-        timings = _run_group("resize") + _run_group("scenes")
-    else:
-        timings = _run_beside("scenes", "resize")
-    if marker is not None:
-        with contextlib.suppress(OSError):  # a read-only cache dir: the next run is just not told
-            marker.touch()
+    with _taking_turns(marker):
+        warm = marker is not None and marker.exists()  # (also when another warmup finished meanwhile)
+        if warm or (os.cpu_count() or 1) == 1:
+            timings = _run_group("resize") + _run_group("scenes")
+        else:
+            timings = _run_beside("scenes", "resize")
+        if marker is not None and not warm:
+            with contextlib.suppress(OSError):  # a read-only cache dir: the next run is just not told
+                marker.touch()
     names = [name for name, _, _ in KERNEL_CALLS]
     return sorted(timings, key=lambda timing: names.index(timing[0]))
+
+
+@contextlib.contextmanager
+def _taking_turns(marker: Path | None) -> Iterator[None]:
+    """Hold the machine's warmup lock (beside ``marker``) while kernels may compile.
+
+    No lock when the marker says they are compiled, or where the lock file cannot be
+    written (a read-only cache dir: nothing there can be saved anyway).
+    """
+    with contextlib.ExitStack() as held:
+        if marker is not None and not marker.exists():
+            lock = filelock.FileLock(marker.with_name("glyphforge-warmup.lock"))
+            with contextlib.suppress(StorageError):
+                held.enter_context(hold(lock, "compiling glyphforge's numba kernels", config.lock_timeout()))
+        yield
 
 
 def _run_beside(other: str, own: str) -> list[tuple[str, float]]:

@@ -70,6 +70,22 @@ def test_warmup_compiles_every_kernel_once_and_a_second_run_only_loads_them(tmp_
     assert f"compiled kernels are kept in {tmp_path / 'numba'}" in command.stdout
 
 
+def test_warmups_started_together_take_turns_and_compile_once(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    together = [subprocess.Popen([sys.executable, "-c", WARMUP], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=env, cwd=tmp_path) for _ in range(2)]
+    reports = []
+    for process in together:
+        output, errors = process.communicate(timeout=600)
+        assert process.returncode == 0, errors
+        reports.append(json.loads(output.strip().splitlines()[-1]))
+    compiled = [report for report in reports if report["resample"]["misses"]]
+    loaded = [report for report in reports if not report["resample"]["misses"]]
+    assert len(compiled) == len(loaded) == 1, reports  # the second waited for the first, then loaded everything
+    assert loaded[0] == {"resample": {"hits": 3, "misses": 0}, "composite": {"hits": 1, "misses": 0},
+                         "place_glyphs": {"hits": 1, "misses": 0}, "ink_boxes": {"hits": 1, "misses": 0}}
+
+
 @pytest.mark.skipif((os.cpu_count() or 1) == 1, reason="one CPU: warmup starts no second process")
 def test_warmup_compiles_here_what_its_second_process_could_not(tmp_path):
     (tmp_path / "hooks").mkdir()  # every Python started with this on its path runs it first
