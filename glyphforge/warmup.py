@@ -143,9 +143,9 @@ def _warm_marker() -> Path | None:
     import numba
 
     from glyphforge import __version__
-    from glyphforge.pipelines import composite, numba_cache, resample_kernel
+    from glyphforge.pipelines import composite, resample_kernel  # first: they choose the cache dir
 
-    folder = Path(getattr(numba.config, "CACHE_DIR", "") or numba_cache.PACKAGE_CACHE)  # CACHE_DIR: not in stubs
+    folder = _cache_folder()
     sources = [Path(module.__file__).read_bytes() for module in (resample_kernel, composite) if module.__file__]
     cpu = f"{llvmlite.binding.get_host_cpu_name()} {llvmlite.binding.get_host_cpu_features().flatten()}"
     key = hashlib.sha256(repr((__version__, numba.__version__, cpu, sources)).encode()).hexdigest()[:16]
@@ -156,11 +156,19 @@ def _warm_marker() -> Path | None:
     return folder / f"glyphforge-warm-{key}"
 
 
-def cache_location() -> str:
-    """Where numba keeps the compiled kernels (its ``CACHE_DIR``, or the package's ``__pycache__``)."""
+def _cache_folder() -> Path:
+    """Where numba keeps glyphforge's compiled kernels: its ``CACHE_DIR``, else the package's ``__pycache__``."""
     import numba
 
     from glyphforge.pipelines import numba_cache
 
     chosen: str = getattr(numba.config, "CACHE_DIR", "")  # set by numba at import (not in its stubs)
-    return chosen or f"{numba_cache.PACKAGE_CACHE} (beside the kernels)"
+    return Path(chosen) if chosen else numba_cache.PACKAGE_CACHE
+
+
+def cache_location() -> str:
+    """Where numba keeps the compiled kernels, for people (`_cache_folder`, saying when it is the default)."""
+    from glyphforge.pipelines import numba_cache
+
+    folder = _cache_folder()
+    return f"{folder} (beside the kernels)" if folder == numba_cache.PACKAGE_CACHE else str(folder)
