@@ -115,15 +115,14 @@ def _taking_turns(marker: Path | None) -> Iterator[None]:
 def _run_beside(other: str, own: str) -> list[tuple[str, float]]:
     """Run group ``other`` in a second Python process while this one runs group ``own``.
 
-    A plain subprocess (not multiprocessing): it imports nothing of the caller's script,
-    only this same glyphforge. If it fails, its group runs here after all.
+    A plain subprocess, not multiprocessing, which would import the caller's script again;
+    like multiprocessing it gets this process's ``sys.path``, so it imports this same
+    glyphforge. If it fails, its group runs here after all.
     """
-    import glyphforge
-
-    code = f"import json; from glyphforge.warmup import _run_group; print(json.dumps(_run_group({other!r})))"
-    path = os.pathsep.join(filter(None, [str(Path(glyphforge.__file__).parents[1]), os.environ.get("PYTHONPATH")]))
-    beside = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env={**os.environ, "PYTHONPATH": path})
+    code = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); from glyphforge.warmup import _run_group; "
+            f"print(json.dumps(_run_group({other!r})))")
+    beside = subprocess.Popen([sys.executable, "-c", code, json.dumps(sys.path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
     timings = _run_group(own)
     output, errors = beside.communicate()
     if beside.returncode == 0:
