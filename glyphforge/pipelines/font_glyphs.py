@@ -131,8 +131,9 @@ def shrink_rendered(glyphs: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """Resize rendered glyphs ``(N, S, S)`` to ``shape`` with Pillow's BOX filter, one by one.
 
     The same pixels as ``glyphforge.resize(glyphs, shape, method="box")`` (which equals
-    Pillow), without compiling its numba kernel: font glyphs are drawn one at a time by
-    Pillow anyway, and the font scenes new users build first start as fast as EMNIST ones.
+    Pillow >= 13; the rendering itself depends on the Pillow version anyway), without
+    compiling its numba kernel: font glyphs are drawn one at a time by Pillow anyway, and
+    the font scenes new users build first start as fast as EMNIST ones.
     """
     height, width = shape
     out = np.empty((len(glyphs), height, width), np.uint8)
