@@ -12,6 +12,9 @@ from typing import Any, SupportsIndex, overload
 
 from glyphforge._deprecation import warn_deprecated
 
+#: The class of the blank images ``include_blank`` adds (last in the class list).
+BLANK = " "
+
 _USE_INSTEAD = "classes.index(name) (the list of class names that y indexes)"
 
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from glyphforge._checks import MAX_READ_THREADS, check_int, example_bounds, worker_count
 from glyphforge.cache import Entry
+from glyphforge.datasets._classes import BLANK, ClassNames
 
 DIGITS = "0123456789"
 UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -138,10 +139,16 @@ class Block:
 
 @dataclasses.dataclass(frozen=True)
 class Selection:
-    """The blocks a load takes from an entry, one per class in label order (see the module docstring)."""
+    """The blocks a load takes from an entry, one per class in label order (see the module docstring).
+
+    ``classes`` names the blocks (the labels' names); ``request`` says what was asked for,
+    for messages.
+    """
 
     entry: Entry
     blocks: tuple[Block, ...]
+    classes: ClassNames
+    request: str
 
     @property
     def sizes(self) -> np.ndarray:
@@ -161,7 +168,7 @@ class Selection:
         self._fill(x, [np.arange(bounds[i], bounds[i + 1]) for i in range(len(self.blocks))])
         return x, np.repeat(np.arange(len(self.blocks), dtype=np.int64), sizes)
 
-    def shuffled(self, n_examples: int | None, seed: int | None, what: str = "") -> tuple[np.ndarray, np.ndarray]:
+    def shuffled(self, n_examples: int | None, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Return the images in the order ``numpy.random.default_rng(seed).permutation``, cut to ``n_examples``.
 
         The images listed block by block are permuted, then the first ``n_examples``
@@ -171,13 +178,13 @@ class Selection:
         ------
         ValueError
             ``n_examples`` is not a non-negative integer, or more than the images
-            selected (``what`` describes the selection in the message).
+            selected (the message says which, from ``request``).
         """
         sizes, total = self.sizes, self.total
         kept = total if n_examples is None else check_int("n_examples", n_examples, 0)
         if kept > total:
-            raise ValueError(f"n_examples={kept} is more than the {total} images selected ({what}); ask for at most "
-                             f"{total}")
+            raise ValueError(f"n_examples={kept} is more than the {total} images selected ({self.request}); "
+                             f"ask for at most {total}")
         permutation = np.random.default_rng(seed).permutation(total)
         position = np.empty(total, np.int64)
         position[permutation] = np.arange(total)  # where each image of the block-ordered list lands
@@ -242,4 +249,22 @@ def select(
         blocks = [Block(block.file, block.start, block.start + smallest) for block in blocks]
     if include_blank:
         blocks.append(Block(None, 0, smallest))
-    return Selection(entry, tuple(blocks))
+    request = f"{len(names)} classes, subset {subset!r}, example_range {example_range}"
+    return Selection(entry, tuple(blocks), ClassNames(names + [BLANK] * include_blank), request)
+
+
+def preview_selection(
+    entry: Entry, n: int, rng: np.random.Generator, key: str = "char"
+) -> tuple[np.ndarray, list[str]]:
+    """Return ``n`` images of ``entry`` and their class names (a dataset's ``preview_examples``).
+
+    ``rng`` picks up to ``n`` distinct classes, then ``n`` of their images (test and
+    train; fewer if they hold fewer). Only those classes' files are read. ``key`` as in
+    `select`.
+    """
+    names = [record[key] for record in entry.meta["classes"]]
+    chosen = sorted(rng.choice(names, size=min(n, len(names)), replace=False).tolist())
+    seed = int(rng.integers(2**32))
+    selection = select(entry, chosen, "all", None, balance=False, include_blank=False, key=key)
+    x, y = selection.shuffled(min(n, selection.total), seed)
+    return x, [chosen[label] for label in y]

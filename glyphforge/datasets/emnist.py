@@ -38,7 +38,7 @@ from glyphforge._checks import PathLike, check_example_range, check_int, check_s
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import MapStyleDataset
 from glyphforge.cache import CacheStore, Entry
-from glyphforge.datasets._classes import ClassNames
+from glyphforge.datasets._classes import BLANK, ClassNames
 from glyphforge.datasets._emnist_archive import EMNIST_ZIP, NATIVE_SHAPE, read_split, write_native, write_resized
 from glyphforge.datasets._emnist_catalog import (
     CLASSES,
@@ -51,6 +51,7 @@ from glyphforge.datasets._emnist_catalog import (
     check_splits,
     check_subset,
     class_file_name,
+    preview_selection,
     select,
 )
 from glyphforge.datasets._prepare import check_shapes, given_archives, upstream_file
@@ -64,8 +65,6 @@ __all__ = [
 KIND = "emnist"
 #: The resize method of every resized entry (part of its cache key).
 DEFAULT_METHOD = "box"
-#: The class of the blank images ``include_blank`` adds (last in the class list).
-BLANK = " "
 
 
 def __getattr__(name: str) -> Any:
@@ -294,10 +293,8 @@ def load_emnist(
         check_int("n_examples", n_examples, 0)
     entry = _entry(split, shape, data_dir, download, mirrors, offline)
     selection = select(entry, names, subset, checked_range, balance, include_blank)
-    x, y = selection.shuffled(
-        n_examples, seed, what=f"{len(names)} classes, subset {subset!r}, example_range {checked_range}"
-    )
-    return x, y, ClassNames(names + [BLANK] * include_blank)
+    x, y = selection.shuffled(n_examples, seed)
+    return x, y, selection.classes
 
 
 class EMNIST(MapStyleDataset):
@@ -335,8 +332,9 @@ class EMNIST(MapStyleDataset):
         names, self.shape, checked_range = _request(classes, split, subset, shape, example_range)
         self.split, self.subset = split, subset
         entry = _entry(split, self.shape, data_dir, download, mirrors, offline)
-        self.images, self.labels = select(entry, names, subset, checked_range, balance, include_blank).in_order()
-        self.classes = ClassNames(names + [BLANK] * include_blank)
+        selection = select(entry, names, subset, checked_range, balance, include_blank)
+        self.images, self.labels = selection.in_order()
+        self.classes = selection.classes
         self.transform = transform
 
     def __repr__(self) -> str:
@@ -356,12 +354,7 @@ def preview_examples(
     train; fewer if they hold fewer). Only ``entry``'s class files are read, so
     ``data_dir`` (part of the preview contract) is not needed.
     """
-    chars = [record["char"] for record in entry.meta["classes"]]
-    chosen = sorted(rng.choice(chars, size=min(n, len(chars)), replace=False).tolist())
-    seed = int(rng.integers(2**32))
-    selection = select(entry, chosen, "all", None, balance=False, include_blank=False)
-    x, y = selection.shuffled(min(n, selection.total), seed)
-    return x, [chosen[label] for label in y]
+    return preview_selection(entry, n, rng)
 
 
 def glyph_images(
@@ -396,5 +389,6 @@ def glyph_images(
             f"`prepare-data emnist --split {split} --shape {size}` first (glyph images are read from the cache "
             "only, never downloaded)"
         )
-    x, y = select(entry, names, "all", checked_range, balance=False, include_blank=False).shuffled(None, 0)
-    return x, y, ClassNames(names)
+    selection = select(entry, names, "all", checked_range, balance=False, include_blank=False)
+    x, y = selection.shuffled(None, 0)
+    return x, y, selection.classes

@@ -48,8 +48,8 @@ import numpy as np
 from glyphforge._checks import PathLike, check_example_range, check_int, check_shape
 from glyphforge.batching import MapStyleDataset
 from glyphforge.cache import CacheStore, Entry
-from glyphforge.datasets._classes import ClassNames
-from glyphforge.datasets._emnist_catalog import SUBSETS, check_subset, select
+from glyphforge.datasets._classes import BLANK, ClassNames
+from glyphforge.datasets._emnist_catalog import SUBSETS, check_subset, preview_selection, select
 from glyphforge.datasets._mnist_files import (
     DATASETS,
     NATIVE_SHAPE,
@@ -73,8 +73,6 @@ __all__ = [
 NAMES = ("mnist", "fashion-mnist", "kmnist")
 #: The resize method of every resized entry (part of its cache key).
 DEFAULT_METHOD = "box"
-#: The class of the blank images ``include_blank`` adds (last in the class list).
-BLANK = " "
 
 
 def _family(dataset: str) -> Family:
@@ -305,10 +303,8 @@ def load_dataset(
         check_int("n_examples", n_examples, 0)
     entry = _entry(family, shape, data_dir, download, mirrors, offline)
     selection = select(entry, names, subset, checked_range, balance, include_blank, key="name")
-    x, y = selection.shuffled(
-        n_examples, seed, what=f"{len(names)} classes, subset {subset!r}, example_range {checked_range}"
-    )
-    return x, y, ClassNames(names + [BLANK] * include_blank)
+    x, y = selection.shuffled(n_examples, seed)
+    return x, y, selection.classes
 
 
 class MNISTFamilyDataset(MapStyleDataset):
@@ -352,7 +348,7 @@ class MNISTFamilyDataset(MapStyleDataset):
         entry = _entry(family, self.shape, data_dir, download, mirrors, offline)
         selection = select(entry, names, subset, checked_range, balance, include_blank, key="name")
         self.images, self.labels = selection.in_order()
-        self.classes = ClassNames(names + [BLANK] * include_blank)
+        self.classes = selection.classes
         self.transform = transform
 
     def __repr__(self) -> str:
@@ -398,12 +394,7 @@ def preview_examples(
     ``rng`` picks up to ``n`` distinct classes, then ``n`` of their images (test and
     train; fewer if they hold fewer). Only ``entry``'s class files are read.
     """
-    names = [record["name"] for record in entry.meta["classes"]]
-    chosen = sorted(rng.choice(names, size=min(n, len(names)), replace=False).tolist())
-    seed = int(rng.integers(2**32))
-    selection = select(entry, chosen, "all", None, balance=False, include_blank=False, key="name")
-    x, y = selection.shuffled(min(n, selection.total), seed)
-    return x, [chosen[label] for label in y]
+    return preview_selection(entry, n, rng, key="name")
 
 
 def glyph_images(
@@ -437,7 +428,7 @@ def glyph_images(
         )
     selection = select(entry, names, "all", checked_range, balance=False, include_blank=False, key="name")
     x, y = selection.shuffled(None, 0)
-    return x, y, ClassNames(names)
+    return x, y, selection.classes
 
 
 # -- the per-dataset names -----------------------------------------------------------------

@@ -54,7 +54,7 @@ from glyphforge._checks import PathLike, check_shape
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import MapStyleDataset
 from glyphforge.cache import CacheStore, Entry
-from glyphforge.datasets._classes import ClassNames
+from glyphforge.datasets._classes import BLANK, ClassNames
 from glyphforge.datasets._omniglot_archive import N_DRAWERS, NATIVE_SHAPE, PARALLEL_MIN_IMAGES, OmniglotFormatError
 from glyphforge.datasets._omniglot_catalog import Catalog, OmniglotClass, select_drawers
 from glyphforge.datasets._omniglot_episodes import Episode, omniglot_episodes
@@ -78,7 +78,6 @@ __all__ = [
     "load_omniglot", "omniglot_classes", "omniglot_episodes", "prepare_omniglot", "preview_examples",
 ]
 
-BLANK = " "
 #: The resize method of the glyphs scenes draw (:func:`glyph_images`): scenes resize glyphs with box.
 GLYPH_METHOD = "box"
 
