@@ -142,9 +142,9 @@ def _warm_marker() -> Path | None:
     import numba
 
     from glyphforge import __version__
-    from glyphforge.pipelines import composite, resample_kernel  # first: they choose the cache dir
+    from glyphforge.pipelines import composite, numba_cache, resample_kernel  # the kernels choose the cache dir
 
-    folder = _cache_folder()
+    folder = numba_cache.location()
     sources = [Path(module.__file__).read_bytes() for module in (resample_kernel, composite) if module.__file__]
     cpu = f"{llvmlite.binding.get_host_cpu_name()} {llvmlite.binding.get_host_cpu_features().flatten()}"
     key = hashlib.sha256(repr((__version__, numba.__version__, cpu, sources)).encode()).hexdigest()[:16]
@@ -155,19 +155,9 @@ def _warm_marker() -> Path | None:
     return folder / f"glyphforge-warm-{key}"
 
 
-def _cache_folder() -> Path:
-    """Where numba keeps glyphforge's compiled kernels: its ``CACHE_DIR``, else the package's ``__pycache__``."""
-    import numba
-
-    from glyphforge.pipelines import numba_cache
-
-    chosen: str = getattr(numba.config, "CACHE_DIR", "")  # set by numba at import (not in its stubs)
-    return Path(chosen) if chosen else numba_cache.PACKAGE_CACHE
-
-
 def cache_location() -> str:
-    """Where numba keeps the compiled kernels, for people (`_cache_folder`, saying when it is the default)."""
+    """Where numba keeps the compiled kernels, for people (saying when it is the package's default)."""
     from glyphforge.pipelines import numba_cache
 
-    folder = _cache_folder()
+    folder = numba_cache.location()
     return f"{folder} (beside the kernels)" if folder == numba_cache.PACKAGE_CACHE else str(folder)

@@ -56,3 +56,9 @@ def _writable(folder: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def location() -> Path:
+    """Where numba keeps glyphforge's compiled kernels: its ``CACHE_DIR``, else the package's ``__pycache__``."""
+    chosen: str = getattr(numba.config, "CACHE_DIR", "")  # set by numba at import (not in its stubs)
+    return Path(chosen) if chosen else PACKAGE_CACHE
