@@ -1,6 +1,12 @@
-"""File helpers every layer shares: hashing a file, and atomic replacement of a file.
+"""File helpers every layer shares: hashing a file, atomic replacement, and modes that follow the umask.
 
-This module imports nothing from glyphforge, so anything may use it.
+Files and directories glyphforge creates get the modes a plain ``open``/``mkdir``
+would give them (``0o666``/``0o777`` less the umask; a directory in a setgid
+directory stays setgid), also the temporary ones that ``tempfile`` makes owner-only
+and that become entries by renaming: a data dir shared by a group (``chmod 2775``,
+umask 002) is readable and writable by every member.
+
+This module imports nothing from glyphforge but `glyphforge._checks`, so anything may use it.
 """
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import errno
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,12 +61,48 @@ def sha256_file(path: PathLike) -> str:
     return hash_file(path, hashlib.sha256()).hexdigest()
 
 
+def current_umask() -> int:
+    """Return this process's umask (read from ``/proc`` on Linux, else set and restored at once)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no other way to read it; restored on the next line
+    os.umask(mask)
+    return mask
+
+
+def follow_umask(path: PathLike) -> None:
+    """Give ``path`` (created owner-only by ``tempfile``) the mode the umask grants a new file or directory.
+
+    A directory keeps its setgid bit (inherited from a setgid parent), so a group-shared
+    data dir stays one group's.
+    """
+    mode = os.stat(path).st_mode
+    full = 0o777 if stat.S_ISDIR(mode) else 0o666
+    os.chmod(path, (full & ~current_umask()) | (mode & stat.S_ISGID))
+
+
+def make_temp_dir(prefix: str, parent: PathLike) -> Path:
+    """Create a new uniquely named directory ``<parent>/<prefix><random>`` with the umask's mode; return it.
+
+    `tempfile.mkdtemp` with `follow_umask`: for staging directories that are renamed
+    into place and so become what other users read.
+    """
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    follow_umask(path)
+    return path
+
+
 @contextmanager
 def atomic_path(destination: PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``destination``; replace ``destination`` with it on success.
 
     The temporary file (``.<name>.<random>.tmp`` in the same directory, so the final
-    ``os.replace`` is atomic) is removed when the block raises, so a reader never sees
+    ``os.replace`` is atomic; its mode follows the umask) is removed when the block raises, so a reader never sees
     a half-written ``destination``: it is either the old file or the complete new one.
 
     Examples
@@ -73,6 +116,7 @@ def atomic_path(destination: PathLike) -> Iterator[Path]:
         os.close(descriptor)
         temporary = Path(name)
         try:
+            follow_umask(temporary)
             yield temporary
             os.replace(temporary, destination)
         except BaseException:

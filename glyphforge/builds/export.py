@@ -21,13 +21,13 @@ import contextlib
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from glyphforge._checks import PathLike
+from glyphforge._files import make_temp_dir
 
 if TYPE_CHECKING:
     from glyphforge.builds.dataset import BuiltDataset
@@ -69,7 +69,7 @@ def export(dataset: BuiltDataset, directory: PathLike, *, format: str = "npy", o
     target.parent.mkdir(parents=True, exist_ok=True)
     for leftover in target.parent.glob(f"{_STAGING_PREFIX}{target.name}-*"):
         shutil.rmtree(leftover, ignore_errors=True)  # an interrupted export of this directory
-    staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{target.name}-", dir=target.parent))
+    staging = make_temp_dir(f"{_STAGING_PREFIX}{target.name}-", target.parent)
     try:
         _write(dataset, staging)
         if target.exists():

@@ -25,7 +25,6 @@ import errno
 import json
 import os
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -37,7 +36,7 @@ import filelock
 
 from glyphforge import config
 from glyphforge._checks import PathLike
-from glyphforge._files import sha256_file, writing
+from glyphforge._files import make_temp_dir, sha256_file, writing
 from glyphforge.cache.keys import cache_key, check_kind
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, check_file_name, make_manifest, read_manifest
@@ -267,7 +266,7 @@ class CacheStore:
         with self._locked(kind, key):
             self._remove_stale_staging(kind, key)
             with writing(self.root / kind):
-                staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{key}-", dir=self.root / kind))
+                staging = make_temp_dir(f"{_STAGING_PREFIX}{key}-", self.root / kind)
             writer = Writer(staging)
             try:
                 yield writer
@@ -317,7 +316,7 @@ class CacheStore:
 
     def _hide(self, path: Path) -> Path:
         """Move ``path`` out of sight atomically; return the trash directory now holding it."""
-        trash = Path(tempfile.mkdtemp(prefix=f"{_TRASH_PREFIX}{path.name}-", dir=path.parent))
+        trash = make_temp_dir(f"{_TRASH_PREFIX}{path.name}-", path.parent)
         os.rename(path, trash / path.name)
         return trash
 
