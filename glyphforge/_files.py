@@ -148,12 +148,15 @@ _STORAGE_ADVICE = {
 }
 
 
-def storage_error(error: OSError, path: PathLike) -> OSError:
-    """Return ``error`` as a `StorageError` naming ``path``, the free space and the fix; other errors unchanged."""
+def storage_error(error: OSError, path: PathLike, fix: str | None = None) -> OSError:
+    """Return ``error`` as a `StorageError` naming ``path``, the free space and the fix; other errors unchanged.
+
+    ``fix`` replaces the advice about the data dir, for writes elsewhere (an export).
+    """
     advice = _STORAGE_ADVICE.get(error.errno or 0)
     if advice is None or isinstance(error, StorageError):
         return error
-    why, fix = advice
+    why, fix = advice[0], fix or advice[1]
     where = Path(path)
     existing = next((folder for folder in (where, *where.parents) if folder.exists()), None)
     free = ""
@@ -168,16 +171,16 @@ def storage_error(error: OSError, path: PathLike) -> OSError:
 
 
 @contextmanager
-def writing(path: PathLike) -> Iterator[None]:
+def writing(path: PathLike, fix: str | None = None) -> Iterator[None]:
     """Turn storage ``OSError`` s raised in the block (ENOSPC, EDQUOT, EROFS, EACCES, EPERM) into `StorageError` s.
 
     ``path`` is what the block writes; the error names it, the free space where known
-    and what to do.
+    and what to do (``fix``, when given, instead of the advice about the data dir).
     """
     try:
         yield
     except OSError as error:
-        converted = storage_error(error, path)
+        converted = storage_error(error, path, fix)
         if converted is error:
             raise
         raise converted from error
