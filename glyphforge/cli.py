@@ -17,6 +17,7 @@ from typing import Any
 
 from glyphforge import config
 from glyphforge.builds.builder import SpecError
+from glyphforge.builds.export import ExportTargetError
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.cli_args import UsageError, add_scene_arguments, name_value, parse_shape, positive, scene_spec
 from glyphforge.datasets import registry
@@ -64,7 +65,7 @@ def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
             traceback.print_exc()
         message = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
         print(f"error: {message}", file=sys.stderr)
-        if isinstance(error, (UsageError, SpecError)):  # the arguments: nothing was done, no traceback to see
+        if isinstance(error, (UsageError, SpecError, ExportTargetError)):  # the arguments: nothing was done
             return 2
         if not args.verbose:
             print("(run again with -v for the Python traceback)", file=sys.stderr)

@@ -9,32 +9,68 @@
 ``numpy.load(directory / "images.npy", mmap_mode="r")`` then gives memory-speed
 random access without decoding anything. Each ``.npy`` file gets its header, then the
 rows of one decoded shard after another, written sequentially (no memory map: the
-export's resident memory stays at one shard, not the files' size). The
-export is atomic: it is written in a hidden directory beside ``directory`` and
-renamed into place when complete, so a ``directory`` with ``metadata.json`` is
-always a whole export (an interrupted one leaves only the hidden directory, removed
-by the next export).
+export's resident memory stays at one shard, not the files' size).
+
+Safety, in this order:
+
+* ``directory`` is resolved once, up front (``~``, ``..`` and symlinks: an export into
+  a symlinked directory lands in the link's target and the link stays a link).
+* It may be missing, an empty directory, or an earlier export (``metadata.json`` with
+  an export's fields and exactly the ``.npy`` files it names, nothing else; replaced
+  only with ``overwrite``). Anything else (a file, a directory with other files, the
+  current directory, the data dir, a directory holding the data dir or the dataset's
+  entry) raises `ExportTargetError` before anything is touched.
+* Exports of one directory take turns: a file lock beside it
+  (``<parent>/.<name>.export.lock``, see `glyphforge.cache.locks`).
+* The export is staged, then published: a missing ``directory`` is written as a
+  hidden ``<parent>/.export-<name>-<random>`` renamed into place; an existing one (an
+  empty directory, a mount point) as a hidden ``.glyphforge-export-<random>``
+  inside it whose files are moved up,
+  ``metadata.json`` last. So a ``directory`` with ``metadata.json`` is always a whole
+  export, and a failed export (a full disk) leaves ``directory`` as it was. Staging
+  directories left by an interrupted export of ``directory`` are removed by the next,
+  under the lock; those of other directories are never matched.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import filelock
 import numpy as np
 
+from glyphforge import config
 from glyphforge._checks import PathLike
-from glyphforge._files import make_temp_dir
+from glyphforge._files import make_temp_dir, writing
+from glyphforge.cache.locks import hold
+from glyphforge.textfmt import count, human_size
 
 if TYPE_CHECKING:
     from glyphforge.builds.dataset import BuiltDataset
 
 FORMATS = ("npy",)
 METADATA_FILE = "metadata.json"
-_STAGING_PREFIX = ".export-"
+#: The fields of an export's ``metadata.json``.
+METADATA_FIELDS = ("key", "kind", "n_examples", "arrays", "metadata", "params")
+#: Staging inside the target: ``<target>/.glyphforge-export-<random>``.
+_INSIDE_PREFIX = ".glyphforge-export-"
+#: Staging beside a missing target: ``<parent>/.export-<target name>-<random>`` (as glyphforge 0.2 named it).
+_BESIDE_PREFIX = ".export-"
+#: The random part `make_temp_dir` adds: no ``-`` and no ``.``, so a staging name has exactly one owner
+#: (``.export-foo-bar-x1y2`` is ``foo-bar``'s, never ``foo``'s).
+_RANDOM = re.compile(r"[a-z0-9_]+")
+_LISTED = 5
+_OWN_DIRECTORY = "An export needs a directory of its own: give a new or empty one"
+
+
+class ExportTargetError(FileExistsError):
+    """The export's directory holds something an export may not replace, or is a file; nothing was touched."""
 
 
 def export(dataset: BuiltDataset, directory: PathLike, *, format: str = "npy", overwrite: bool = False) -> Path:
@@ -45,40 +81,201 @@ def export(dataset: BuiltDataset, directory: PathLike, *, format: str = "npy", o
     dataset
         A built dataset.
     directory
-        Where the files go. It must not exist, or be empty, or hold an earlier export
-        of the same dataset (then nothing is written: it is returned as it is), or
-        ``overwrite`` must be True.
+        Where the files go (symlinks followed). It must not exist, or be an empty
+        directory, or hold an earlier export: of the same dataset, it is returned as
+        it is; of another, ``overwrite`` must be True.
     format
         ``"npy"`` (the only format).
     overwrite
-        Replace whatever ``directory`` holds.
+        Replace an earlier export (of any dataset). Nothing else is ever replaced.
+
+    Returns
+    -------
+    Path
+        The resolved directory.
 
     Raises
     ------
-    FileExistsError
-        ``directory`` holds other files and ``overwrite`` is False.
+    ExportTargetError
+        ``directory`` is a file, holds other files, holds another export and
+        ``overwrite`` is False, or is (or holds) the current directory, the data dir
+        or the dataset's entry. Nothing was touched.
+    StorageError
+        The disk is full or read-only, or permission is denied; nothing is left behind.
+    LockTimeoutError
+        Another export of ``directory`` ran longer than the lock timeout.
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
-    target = Path(directory).expanduser()
-    if target.exists() and not overwrite and any(target.iterdir()):
-        if _exported_key(target) == dataset.key:
+    target = Path(directory).expanduser().resolve()
+    _refuse_protected(target, dataset)
+    fix = (f"The export needs about {human_size(dataset.nbytes)}: export to a disk with room that you can write "
+           "to, and run again; nothing was left behind")
+    with writing(target, fix):
+        if _existing_export(target, dataset.key, overwrite):  # refuse or return before touching anything
             return target
-        raise FileExistsError(f"{target} is not empty and holds no export of {dataset.key[:12]}: give a new or "
-                              "empty directory, or overwrite=True (--overwrite) to replace its contents")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    for leftover in target.parent.glob(f"{_STAGING_PREFIX}{target.name}-*"):
-        shutil.rmtree(leftover, ignore_errors=True)  # an interrupted export of this directory
-    staging = make_temp_dir(f"{_STAGING_PREFIX}{target.name}-", target.parent)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _turn(target):
+            if _existing_export(target, dataset.key, overwrite):  # another export finished while we waited
+                return target
+            _remove_leftovers(target)
+            _stage_and_publish(dataset, target)
+    return target
+
+
+# -- what the target may be ------------------------------------------------------
+def _refuse_protected(target: Path, dataset: BuiltDataset) -> None:
+    """Refuse the dataset's entry (and inside it), its cache, the data dir and the current directory, and their parents.
+
+    Checked before anything else, so even an empty current directory is refused.
+    """
+    entry = dataset.path.resolve()
+    if entry in target.parents:
+        raise ExportTargetError(f"refusing to export to {target}: it is inside the dataset's cache entry {entry}. "
+                                f"{_OWN_DIRECTORY}")
+    places = {entry: "the dataset's cache entry", entry.parents[1]: "the cache",
+              config.data_dir().resolve(): "the data dir", Path.cwd().resolve(): "the current directory"}
+    if target in places:
+        relation = f"it is {places[target]}"
+    else:
+        held = [(place, what) for place, what in places.items() if target in place.parents]
+        if not held:
+            return
+        relation = f"it holds {held[0][1]}, {held[0][0]}"
+    try:
+        listing = _listing(list(target.iterdir()))
+    except OSError:
+        listing = "cannot be listed"
+    raise ExportTargetError(f"refusing to export to {target}: {relation}, and {listing}. {_OWN_DIRECTORY}")
+
+
+def _listing(entries: list[Path]) -> str:
+    """``"holds 3 entries (a, b, c)"``, naming the first few, or ``"is empty"``."""
+    if not entries:
+        return "is empty"
+    names = sorted(entry.name for entry in entries)
+    more = f" and {len(names) - _LISTED} more" if len(names) > _LISTED else ""
+    return f"holds {count(len(names), 'entry', 'entries')} ({', '.join(names[:_LISTED])}{more})"
+
+
+def _existing_export(target: Path, key: str, overwrite: bool) -> bool:
+    """Return True when ``target`` holds a whole export of ``key`` to keep; raise when it may not be written.
+
+    False means: missing, empty (but for staging of ours), or an earlier export that
+    ``overwrite`` replaces.
+    """
+    if not target.exists():
+        _refuse_file_ancestor(target)
+        return False
+    if not target.is_dir():
+        raise ExportTargetError(f"cannot export to {target}: it is a file, not a directory. Give a new or empty "
+                                "directory")
+    others = [entry for entry in target.iterdir() if not _is_staging(entry, target)]
+    if not others:
+        return False
+    exported = _exported_key(target)
+    if exported == key and not overwrite:
+        return True
+    if exported is not None:
+        if overwrite:
+            return False
+        raise ExportTargetError(f"{target} holds an export of another dataset ({exported[:12]}), not of "
+                                f"{key[:12]}: give a new or empty directory, or overwrite=True (--overwrite) to "
+                                "replace that export")
+    raise ExportTargetError(
+        f"refusing to export to {target}: it {_listing(others)} that no export wrote, and an export replaces only "
+        "an earlier glyphforge export or an empty directory, even with --overwrite. Give a new or empty directory, "
+        "or move those files away")
+
+
+def _refuse_file_ancestor(target: Path) -> None:
+    """Refuse a missing ``target`` whose nearest existing ancestor is a file (it could not be created)."""
+    ancestor = next(folder for folder in target.parents if folder.exists())
+    if not ancestor.is_dir():
+        raise ExportTargetError(f"cannot export to {target}: {ancestor} is a file, not a directory. Give a "
+                                "directory path")
+
+
+def _exported_key(directory: Path) -> str | None:
+    """The key of the export ``directory`` holds: exactly ``metadata.json`` and the ``.npy`` files it names."""
+    try:
+        document: Any = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(document, dict) and all(field in document for field in METADATA_FIELDS)
+            and isinstance(document["key"], str) and isinstance(document["arrays"], dict)):
+        return None
+    written = {METADATA_FILE, *(f"{name}.npy" for name in document["arrays"])}
+    present = [entry for entry in directory.iterdir() if not _is_staging(entry, directory)]
+    whole = {entry.name for entry in present} == written and all(
+        entry.is_file() and not entry.is_symlink() for entry in present)
+    return document["key"] if whole else None
+
+
+# -- staging ------------------------------------------------------------------------
+def _is_staging(path: Path, target: Path) -> bool:
+    """True for a staging directory of an export of ``target`` (inside it, or beside it), and only those."""
+    if path.parent == target:
+        prefix = _INSIDE_PREFIX
+    elif path.parent == target.parent:
+        prefix = f"{_BESIDE_PREFIX}{target.name}-"
+    else:
+        return False
+    if not (path.name.startswith(prefix) and _RANDOM.fullmatch(path.name[len(prefix):])):
+        return False
+    return path.is_dir() and not path.is_symlink()
+
+
+@contextlib.contextmanager
+def _turn(target: Path) -> Iterator[None]:
+    """Hold the lock of exports of ``target`` (a file beside it), waiting as long as the lock timeout."""
+    lock_path = target.parent / f".{target.name}.export.lock"
+    lock_path.touch(exist_ok=True)  # a read-only or forbidden parent fails here, named by the caller's writing()
+    with hold(filelock.FileLock(lock_path), f"exporting to {target}", config.lock_timeout()):
+        yield
+
+
+def _remove_leftovers(target: Path) -> None:
+    """Remove staging directories of interrupted exports of ``target`` (call holding its lock)."""
+    places = [target.parent, target] if target.is_dir() else [target.parent]
+    for place in places:
+        for path in place.iterdir():
+            if _is_staging(path, target):
+                shutil.rmtree(path)
+
+
+def _stage_and_publish(dataset: BuiltDataset, target: Path) -> None:
+    """Write the export in a staging directory, then publish it at ``target``; on failure remove the staging.
+
+    A storage error passes on, to be said after the cleanup (so with the free space then).
+    """
+    if target.is_dir():
+        staging = make_temp_dir(_INSIDE_PREFIX, target)
+    else:
+        staging = make_temp_dir(f"{_BESIDE_PREFIX}{target.name}-", target.parent)
     try:
         _write(dataset, staging)
-        if target.exists():
-            shutil.rmtree(target)
-        os.rename(staging, target)
+        if staging.parent == target:
+            _move_up(staging, target)
+        else:
+            os.rename(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return target
+
+
+def _move_up(staging: Path, target: Path) -> None:
+    """Replace ``target``'s files (an earlier export, or none) with ``staging``'s; ``metadata.json`` goes last."""
+    old = [entry for entry in target.iterdir() if entry != staging and not _is_staging(entry, target)]
+    (target / METADATA_FILE).unlink(missing_ok=True)  # from here on the directory is no whole export
+    new = {entry.name for entry in staging.iterdir()}
+    for name in sorted(new - {METADATA_FILE}):
+        os.replace(staging / name, target / name)
+    for entry in old:
+        if entry.name not in new:
+            entry.unlink()
+    os.replace(staging / METADATA_FILE, target / METADATA_FILE)
+    staging.rmdir()
 
 
 def _write(dataset: BuiltDataset, staging: Path) -> None:
@@ -104,11 +301,3 @@ def _write(dataset: BuiltDataset, staging: Path) -> None:
         "params": reader.entry.params,
     }
     (staging / METADATA_FILE).write_text(json.dumps(document, indent=1), encoding="utf-8")
-
-
-def _exported_key(directory: Path) -> str | None:
-    try:
-        key = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))["key"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return key if isinstance(key, str) else None
