@@ -10,6 +10,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from glyphforge._checks import PathLike, check_int
+from glyphforge._files import atomic_path, writing
 
 #: Pixels between cells and around the grid.
 GAP = 4
@@ -45,7 +46,7 @@ def preview(
     n
         How many examples (the first ``n``; fewer if there are fewer).
     path
-        The PNG file to write (its folder must exist).
+        The PNG file to write (its folder is created when missing; written atomically).
     labels
         For plain images: one label per image, written under it (e.g. the ``y`` of
         `glyphforge.load_emnist`); ints index ``class_names`` when given.
@@ -92,8 +93,18 @@ def preview(
             _draw_boxes(draw, font, boxes[i], glyph_names[i], scale, (left, top))
         if captions is not None:
             draw.text((left, top + cell_h + 1), captions[i], fill=(255, 255, 255), font=font)
-    path = Path(path)
-    sheet.save(path, format="PNG")
+    return _save(sheet, Path(path))
+
+
+def _save(sheet: Image.Image, path: Path) -> Path:
+    """Write ``sheet`` as a PNG at ``path``, creating its directory; atomically, with storage errors named."""
+    if path.is_dir():
+        raise IsADirectoryError(f"cannot write the preview to {path}: it is a directory. Give a file name, such as "
+                                f"{path / 'preview.png'}")
+    with writing(path, "Give a PNG path on a disk with room that you can write to"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as temporary:
+            sheet.save(temporary, format="PNG")
     return path
 
 

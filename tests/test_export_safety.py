@@ -18,6 +18,7 @@ from pathlib import Path
 import filelock
 import numpy as np
 import pytest
+from PIL import Image
 
 from glyphforge.builds import BuiltDataset, build
 
@@ -249,3 +250,16 @@ def test_staging_of_other_directories_is_left_and_own_leftovers_go(built, data_d
     assert export(data_dir, tmp_path / "bar").returncode == 0
     assert_whole_export(built, tmp_path / "bar")
 
+
+# -- row 17: preview --out into a missing directory --------------------------------------
+def test_preview_creates_the_missing_folder_of_its_png(data_dir, tmp_path):
+    out = tmp_path / "missing" / "dir" / "x.png"
+    result = subprocess.run([str(GLYPHFORGE), "preview", "test-rows", "--out", str(out), "-n", "4", "--data-dir",
+                             str(data_dir)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"wrote {out}\n" and os.listdir(out.parent) == ["x.png"]
+    with Image.open(out) as image:
+        assert image.format == "PNG" and image.width > 0
+    result = subprocess.run([str(GLYPHFORGE), "preview", "test-rows", "--out", str(out.parent), "--data-dir",
+                             str(data_dir)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1 and f"cannot write the preview to {out.parent}: it is a directory" in result.stderr
