@@ -350,7 +350,8 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     export.add_argument("target", help="the kind of a built dataset (its newest build) or a cache key (prefix)")
     export.add_argument("directory", type=Path, help="where to write <array>.npy and metadata.json")
     export.add_argument("--format", choices=["npy"], default="npy", help="file format (default: npy)")
-    export.add_argument("--overwrite", action="store_true", help="replace what the directory holds")
+    export.add_argument("--overwrite", action="store_true",
+                        help="replace an earlier export in the directory (nothing else is ever replaced)")
 
     build = commands.add_parser("build", help="build a derived dataset in parallel",
                                 epilog="example:\n  glyphforge build scenes --glyphs font --n-examples 2000",

@@ -60,7 +60,7 @@ METADATA_FILE = "metadata.json"
 METADATA_FIELDS = ("key", "kind", "n_examples", "arrays", "metadata", "params")
 #: Staging inside the target: ``<target>/.glyphforge-export-<random>``.
 _INSIDE_PREFIX = ".glyphforge-export-"
-#: Staging beside a missing target: ``<parent>/.export-<target name>-<random>`` (as glyphforge 0.2 named it).
+#: Staging beside a missing target: ``<parent>/.export-<target name>-<random>`` (as earlier versions named it).
 _BESIDE_PREFIX = ".export-"
 #: The random part `make_temp_dir` adds: no ``-`` and no ``.``, so a staging name has exactly one owner
 #: (``.export-foo-bar-x1y2`` is ``foo-bar``'s, never ``foo``'s).
@@ -179,9 +179,9 @@ def _existing_export(target: Path, key: str, overwrite: bool) -> bool:
     if exported is not None:
         if overwrite:
             return False
-        raise ExportTargetError(f"{target} holds an export of another dataset ({exported[:12]}), not of "
-                                f"{key[:12]}: give a new or empty directory, or overwrite=True (--overwrite) to "
-                                "replace that export")
+        raise ExportTargetError(f"refusing to export to {target}: it holds an export of another dataset "
+                                f"({exported[:12]}), not of {key[:12]}. Give a new or empty directory, or "
+                                "overwrite=True (--overwrite) to replace that export")
     raise ExportTargetError(
         f"refusing to export to {target}: it {_listing(others)} that no export wrote, and an export replaces only "
         "an earlier glyphforge export or an empty directory, even with --overwrite. Give a new or empty directory, "
