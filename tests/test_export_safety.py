@@ -83,8 +83,8 @@ def assert_whole_export(built: BuiltDataset, directory: Path) -> None:
 
 @contextmanager
 def tmpfs(mount_point: Path, options: str) -> Iterator[Path]:
-    """Mount a tmpfs with ``options`` on ``mount_point`` (created) for the block; skip when not permitted."""
-    mount_point.mkdir()
+    """Mount a tmpfs with ``options`` on ``mount_point`` (created if missing) for the block; skip when not permitted."""
+    mount_point.mkdir(exist_ok=True)
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount_point)],
                              capture_output=True, text=True)
     if mounted.returncode:
@@ -186,6 +186,20 @@ def test_an_empty_mount_point_gets_the_export_staged_on_its_own_filesystem(built
         assert_whole_export(built, scratch)
         assert os.path.ismount(scratch)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".scratch.export.lock", "scratch"]
+
+
+def test_a_mount_point_in_a_directory_nobody_may_write_holds_its_own_lock(built, data_dir, tmp_path):
+    with tmpfs(tmp_path / "root", "size=1m") as root:  # as / holds /scratch
+        (root / "scratch").mkdir()
+        subprocess.run(["mount", "-o", "remount,ro", str(root)], check=True)
+        with tmpfs(root / "scratch", "size=4m") as scratch:
+            for overwrite in ([], ["--overwrite"]):  # the second replaces the first, lock and all
+                result = export(data_dir, scratch, *overwrite)
+                assert result.returncode == 0, result.stderr
+                assert sorted(p.name for p in scratch.iterdir()) == sorted([".glyphforge-export.lock", *EXPORTED])
+                assert np.array_equal(np.load(scratch / "row.npy"), np.arange(len(built)))
+            (scratch / "notes.txt").write_text("mine")
+            assert export(data_dir, scratch, "--overwrite").returncode == 2
 
 
 # -- row 17: storage errors say where, how much room, and leave nothing --------------------

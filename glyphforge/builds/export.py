@@ -21,7 +21,9 @@ Safety, in this order:
   current directory, the data dir, a directory holding the data dir or the dataset's
   entry) raises `ExportTargetError` before anything is touched.
 * Exports of one directory take turns: a file lock beside it
-  (``<parent>/.<name>.export.lock``, see `glyphforge.cache.locks`).
+  (``<parent>/.<name>.export.lock``, see `glyphforge.cache.locks`), or inside it
+  (``.glyphforge-export.lock``, not counted as a file of the directory) when it is a
+  directory in one this process may not write, such as a mount point in ``/``.
 * The export is staged, then published: a missing ``directory`` is written as a
   hidden ``<parent>/.export-<name>-<random>`` renamed into place; an existing one (an
   empty directory, a mount point) as a hidden ``.glyphforge-export-<random>``
@@ -48,7 +50,7 @@ import numpy as np
 from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge._files import make_temp_dir, writing
-from glyphforge.cache.locks import hold
+from glyphforge.cache.locks import hold, holder_path
 from glyphforge.textfmt import count, human_size
 
 if TYPE_CHECKING:
@@ -60,6 +62,8 @@ METADATA_FILE = "metadata.json"
 METADATA_FIELDS = ("key", "kind", "n_examples", "arrays", "metadata", "params")
 #: Staging inside the target: ``<target>/.glyphforge-export-<random>``.
 _INSIDE_PREFIX = ".glyphforge-export-"
+#: The lock of exports of a directory in a directory this process may not write: ``<target>/<this>``.
+_INSIDE_LOCK = ".glyphforge-export.lock"
 #: Staging beside a missing target: ``<parent>/.export-<target name>-<random>`` (as earlier versions named it).
 _BESIDE_PREFIX = ".export-"
 #: The random part `make_temp_dir` adds: no ``-`` and no ``.``, so a staging name has exactly one owner
@@ -170,7 +174,7 @@ def _existing_export(target: Path, key: str, overwrite: bool) -> bool:
     if not target.is_dir():
         raise ExportTargetError(f"cannot export to {target}: it is a file, not a directory. Give a new or empty "
                                 "directory")
-    others = [entry for entry in target.iterdir() if not _is_staging(entry, target)]
+    others = _contents(target)
     if not others:
         return False
     exported = _exported_key(target)
@@ -206,13 +210,19 @@ def _exported_key(directory: Path) -> str | None:
             and isinstance(document["key"], str) and isinstance(document["arrays"], dict)):
         return None
     written = {METADATA_FILE, *(f"{name}.npy" for name in document["arrays"])}
-    present = [entry for entry in directory.iterdir() if not _is_staging(entry, directory)]
+    present = _contents(directory)
     whole = {entry.name for entry in present} == written and all(
         entry.is_file() and not entry.is_symlink() for entry in present)
     return document["key"] if whole else None
 
 
-# -- staging ------------------------------------------------------------------------
+# -- staging and the lock ---------------------------------------------------------------
+def _contents(target: Path) -> list[Path]:
+    """What ``target`` holds but for the staging directories and the lock of its exports."""
+    own = {_INSIDE_LOCK, holder_path(Path(_INSIDE_LOCK)).name}
+    return [entry for entry in target.iterdir() if entry.name not in own and not _is_staging(entry, target)]
+
+
 def _is_staging(path: Path, target: Path) -> bool:
     """True for a staging directory of an export of ``target`` (inside it, or beside it), and only those."""
     if path.parent == target:
@@ -226,10 +236,17 @@ def _is_staging(path: Path, target: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
 
 
+def _lock_path(target: Path) -> Path:
+    """Beside ``target``; inside it when it is a directory in one this process may not write (a mount point)."""
+    if target.is_dir() and not os.access(target.parent, os.W_OK):
+        return target / _INSIDE_LOCK
+    return target.parent / f".{target.name}.export.lock"
+
+
 @contextlib.contextmanager
 def _turn(target: Path) -> Iterator[None]:
-    """Hold the lock of exports of ``target`` (a file beside it), waiting as long as the lock timeout."""
-    lock_path = target.parent / f".{target.name}.export.lock"
+    """Hold the lock of exports of ``target``, waiting as long as the lock timeout."""
+    lock_path = _lock_path(target)
     lock_path.touch(exist_ok=True)  # a read-only or forbidden parent fails here, named by the caller's writing()
     with hold(filelock.FileLock(lock_path), f"exporting to {target}", config.lock_timeout()):
         yield
@@ -266,7 +283,7 @@ def _stage_and_publish(dataset: BuiltDataset, target: Path) -> None:
 
 def _move_up(staging: Path, target: Path) -> None:
     """Replace ``target``'s files (an earlier export, or none) with ``staging``'s; ``metadata.json`` goes last."""
-    old = [entry for entry in target.iterdir() if entry != staging and not _is_staging(entry, target)]
+    old = _contents(target)
     (target / METADATA_FILE).unlink(missing_ok=True)  # from here on the directory is no whole export
     new = {entry.name for entry in staging.iterdir()}
     for name in sorted(new - {METADATA_FILE}):
