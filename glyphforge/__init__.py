@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "build": "glyphforge.builds.builder",
     "BuiltDataset": "glyphforge.builds.dataset",
     "DatasetTooLargeError": "glyphforge.builds.dataset",
+    "ExportTargetError": "glyphforge.builds.export",
     "ShardStream": "glyphforge.builds.stream",
     "ShardError": "glyphforge.builds.builder",
     "SpecError": "glyphforge.builds.builder",

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import glyphforge
 from glyphforge.builds import BuiltDataset, build
 
 from support.specs import RowSpec
@@ -145,6 +146,9 @@ def test_a_directory_with_other_files_a_file_and_another_export_are_refused(buil
         assert result.returncode == 2, result.stderr
         assert "it holds 2 entries (notes.txt, sub) that no export wrote, and an export replaces only" in result.stderr
         assert "(run again with -v" not in result.stderr
+    with pytest.raises(glyphforge.ExportTargetError) as refused:  # the library refuses the same
+        built.export(mine, overwrite=True)
+    assert isinstance(refused.value, FileExistsError) and "(notes.txt, sub) that no export wrote" in str(refused.value)
     assert contents(mine) == before
     file = tmp_path / "file.npy"
     file.write_bytes(b"mine")
