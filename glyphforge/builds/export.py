@@ -27,9 +27,9 @@ Safety, in this order:
 * The export is staged, then published: a missing ``directory`` is written as a
   hidden ``<parent>/.export-<name>-<random>`` renamed into place; an existing one (an
   empty directory, a mount point) as a hidden ``.glyphforge-export-<random>``
-  inside it whose files are moved up,
-  ``metadata.json`` last. So a ``directory`` with ``metadata.json`` is always a whole
-  export, and a failed export (a full disk) leaves ``directory`` as it was. Staging
+  inside it whose files are moved up, ``metadata.json`` last. So a ``directory``
+  with ``metadata.json`` is always a whole export, and a failed export (a full disk)
+  leaves ``directory`` as it was. Staging
   directories left by an interrupted export of ``directory`` are removed by the next,
   under the lock; those of other directories are never matched.
 """
