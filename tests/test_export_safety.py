@@ -127,6 +127,9 @@ def test_the_data_dir_and_its_parents_are_refused(built, data_dir):
     result = export(data_dir, data_dir, "--overwrite", env={"GLYPHFORGE_DATA_DIR": str(data_dir)})
     assert result.returncode == 2, result.stderr
     assert f"refusing to export to {data_dir}: it is the data dir, and holds 1 entry (cache)" in result.stderr
+    given = export(data_dir, data_dir, "--overwrite")  # --data-dir, not the environment's
+    assert given.returncode == 2, given.stderr
+    assert f"refusing to export to {data_dir}: it is the dataset's data dir, and holds 1 entry" in given.stderr
     parent = export(data_dir, data_dir.parent, "--overwrite")
     assert parent.returncode == 2, parent.stderr
     assert f"refusing to export to {data_dir.parent}: it holds the dataset's cache entry, {built.path}" in parent.stderr

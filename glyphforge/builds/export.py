@@ -138,7 +138,8 @@ def _refuse_protected(target: Path, dataset: BuiltDataset) -> None:
         raise ExportTargetError(f"refusing to export to {target}: it is inside the dataset's cache entry {entry}. "
                                 f"{_OWN_DIRECTORY}")
     places = {entry: "the dataset's cache entry", entry.parents[1]: "the cache",
-              config.data_dir().resolve(): "the data dir", Path.cwd().resolve(): "the current directory"}
+              entry.parents[2]: "the dataset's data dir", config.data_dir().resolve(): "the data dir",
+              Path.cwd().resolve(): "the current directory"}
     if target in places:
         relation = f"it is {places[target]}"
     else:
