@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -33,7 +34,12 @@ EXPORTED = ["images.npy", "metadata.json", "name.npy", "row.npy"]
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> BuiltDataset:
     """6,000 rows of 40 bytes (240 KB exported): more than the small tmpfs holds."""
-    return build(RowSpec(n_examples=6000, shard_size=1000), data_dir=tmp_path_factory.mktemp("data"), progress=False)
+    dataset = build(RowSpec(n_examples=6000, shard_size=1000), data_dir=tmp_path_factory.mktemp("data"),
+                    progress=False)
+    for thread in threading.enumerate():  # the build deletes its finished shards in the background: let it finish
+        if thread.name.startswith("glyphforge-discard"):
+            thread.join()
+    return dataset
 
 
 @pytest.fixture(scope="module")
