@@ -18,7 +18,15 @@ from typing import Any
 from glyphforge import config
 from glyphforge.builds.builder import SpecError
 from glyphforge.cache import CacheStore, Entry
-from glyphforge.cli_args import UsageError, add_scene_arguments, name_value, parse_shape, positive, scene_spec
+from glyphforge.cli_args import (
+    UsageError,
+    add_scene_arguments,
+    data_directory,
+    name_value,
+    parse_shape,
+    positive,
+    scene_spec,
+)
 from glyphforge.datasets import registry
 from glyphforge.session.parse import parse_session
 from glyphforge.textfmt import count, human_size, table
@@ -36,7 +44,7 @@ def _parser(prog: str, description: str, example: str) -> argparse.ArgumentParse
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", type=Path, default=None,
+    parser.add_argument("--data-dir", type=data_directory, default=None,
                         help="data directory (default: $GLYPHFORGE_DATA_DIR or the user data dir)")
     noise = parser.add_mutually_exclusive_group()
     noise.add_argument("-q", "--quiet", action="store_true", help="no progress bars or tables, errors only")

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from glyphforge import config
-from glyphforge._checks import PathLike, check_example_range, check_int, check_real, check_shape
+from glyphforge._checks import MAX_SIDE, PathLike, check_example_range, check_int, check_real, check_shape
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds import scene_sources
 from glyphforge.builds.builder import SpecError
@@ -65,7 +65,7 @@ class ScatteredGlyphs:
     n_examples
         Number of scenes.
     image_shape
-        ``(H, W)`` of each scene.
+        ``(H, W)`` of each scene; each side at most `glyphforge._checks.MAX_SIDE` (4096).
     glyphs
         ``"emnist"``, ``"omniglot"`` (any registered glyph dataset, see
         `glyphforge.builds.scene_sources.glyph_sources`) or ``"font"`` (Pillow's
@@ -145,8 +145,8 @@ class ScatteredGlyphs:
         check_int("n_examples", self.n_examples, 1)
         check_int("shard_size", self.shard_size, 1, MAX_SHARD_SIZE)
         check_int("seed", self.seed, 0)
-        self.image_shape = check_shape(self.image_shape, "image_shape")
-        self.glyph_shape = check_shape(self.glyph_shape, "glyph_shape")
+        self.image_shape = check_shape(self.image_shape, "image_shape", maximum=MAX_SIDE)
+        self.glyph_shape = check_shape(self.glyph_shape, "glyph_shape", maximum=MAX_SIDE)
         sources = scene_sources.glyph_sources()
         if self.glyphs not in sources:
             raise ValueError(f"glyphs must be one of {', '.join(sources)}; got {self.glyphs!r}")

@@ -12,6 +12,7 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import PathLike, check_shape
+from glyphforge._files import existing_file
 from glyphforge.pipelines.download import Attempt, HashMismatchError, Resource, fetch
 from glyphforge.pipelines.hashes import check_hash
 from glyphforge.pipelines.resample_weights import METHODS, Method
@@ -74,8 +75,8 @@ def upstream_file(
 
     Raises
     ------
-    FileNotFoundError
-        When ``given`` does not exist.
+    FileNotFoundError, IsADirectoryError
+        When ``given`` does not exist or is a directory.
     HashMismatchError
         When ``verify`` and ``given`` is not the pinned file.
     DownloadError
@@ -86,9 +87,7 @@ def upstream_file(
         if not verify and placed.is_file():
             return placed, False
         return fetch(resource, placed.parent, mirrors=mirrors or (), progress=progress, offline=offline), True
-    path = Path(given).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist: give the path of a copy of {resource.url}")
+    path = existing_file(given, f"a copy of {resource.url}")
     if verify:
         matches, actual = check_hash(path, resource.hash)
         if not matches:
@@ -146,6 +145,8 @@ def given_archives(
     ------
     ValueError
         For a name that is none of the dataset's files (the message lists them).
+    FileNotFoundError, IsADirectoryError
+        For a path that does not exist or is a directory (checked here, before any cache lookup).
     """
     by_file = {resource.filename: key for key, resource in resources.items()}
     chosen: dict[str, PathLike] = {}
@@ -154,5 +155,5 @@ def given_archives(
         if key is None:
             known = sorted({*resources, *by_file})
             raise ValueError(f"archives has {name!r}, which is not a file of {dataset}: use one of {', '.join(known)}")
-        chosen[key] = path
+        chosen[key] = existing_file(path, f"a copy of {resources[key].url}")
     return chosen
