@@ -129,6 +129,11 @@ def worker_count(requested: int | None, cap: int | None = None) -> int:
     return max(1, available if cap is None else min(cap, available))
 
 
+def requested_workers(n_workers: Any) -> int:
+    """Return the local workers ``n_workers`` asks for (None: the CPU count), or raise (see `worker_count`)."""
+    return worker_count(None if n_workers is None else check_int("n_workers", n_workers, 1))
+
+
 def quote(value: str | bytes | bytearray, limit: int = 200) -> str:
     """Return ``repr(value)`` for an error message, cut to at most ``limit`` characters of it.
 

@@ -28,7 +28,7 @@ from glyphforge.cli_args import (
     scene_spec,
 )
 from glyphforge.datasets import registry
-from glyphforge.session.parse import parse_session
+from glyphforge.session import check_session
 from glyphforge.textfmt import count, human_size, table
 
 
@@ -307,8 +307,8 @@ def _build_scenes(args: argparse.Namespace) -> int:
 
     try:
         spec = scene_spec(args)
-        parse_session(args.session)
-    except (ValueError, TypeError) as error:  # the spec's own checks: bad arguments, before any work
+        check_session(args.session, dict(args.session_options))
+    except (ValueError, TypeError) as error:  # the spec's and session's own checks: bad arguments, before any work
         raise UsageError(str(error)) from None
     dataset = build(spec, session=args.session, data_dir=args.data_dir, progress=not args.quiet,
                     session_options=dict(args.session_options))

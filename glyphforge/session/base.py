@@ -1,9 +1,11 @@
 """The session interface every backend implements, and the errors a session raises."""
 from __future__ import annotations
 
+import difflib
+import inspect
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 #: What a worker sends back for one task: ``(True, result)`` or ``(False, traceback text)``.
@@ -70,6 +72,15 @@ def unwrap(index: int, outcome: Outcome) -> Any:
     return value
 
 
+def keywords(*functions: Callable[..., Any]) -> frozenset[str]:
+    """Return the names of the keyword arguments ``functions`` take (``self`` and ``**kwargs`` left out)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(
+        name for function in functions for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.kind in kinds and name != "self"
+    )
+
+
 class Session(ABC):
     """Runtime resources (workers, their scratch space) that run a build's tasks.
 
@@ -86,6 +97,35 @@ class Session(ABC):
     @abstractmethod
     def _map(self, fn: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[int, Any]]:
         """Backend part of `map`: ``items`` is a list and the session is open."""
+
+    @classmethod
+    def accepted_options(cls) -> frozenset[str]:
+        """The options (keyword arguments) this backend takes: its constructor's and those it passes on."""
+        return keywords(cls.__init__)
+
+    @classmethod
+    def check_options(cls, name: str, options: Mapping[str, Any]) -> None:
+        """Check the ``options`` of session ``name`` before anything starts.
+
+        Raises
+        ------
+        TypeError
+            For an option this backend does not take (the message lists those it takes).
+        ValueError
+            For a bad value (a worker count that is not a sane positive integer, ...).
+        """
+        accepted = cls.accepted_options()
+        unknown = sorted(set(options) - accepted)
+        if unknown:
+            raise TypeError(_unknown_options_message(name, unknown, accepted))
+        try:
+            cls._check_values(options)
+        except ValueError as error:
+            raise ValueError(f"session {name!r}: {error}") from None
+
+    @classmethod  # noqa: B027  # a deliberate no-op default: most backends have no value to check
+    def _check_values(cls, options: Mapping[str, Any]) -> None:
+        """Backend part of `check_options`: raise ValueError for a bad value (default: none is checked)."""
 
     @property
     @abstractmethod
@@ -132,3 +172,12 @@ class Session(ABC):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{self.n_workers} workers"
         return f"<{type(self).__name__} {state}>"
+
+
+def _unknown_options_message(name: str, unknown: list[str], accepted: frozenset[str]) -> str:
+    """Say which options session ``name`` does not take, suggest close names, list those it takes."""
+    guesses = sorted({guess for option in unknown for guess in difflib.get_close_matches(option, accepted, n=1)})
+    hint = f" (did you mean {', '.join(map(repr, guesses))}?)" if guesses else ""
+    takes = f"it takes {', '.join(sorted(accepted))}" if accepted else "it takes no options"
+    return (f"session {name!r} got an unexpected keyword argument {', '.join(map(repr, unknown))}{hint}: {takes}. "
+            "Leave the option out or use a session that takes it")
