@@ -72,8 +72,9 @@ class ScatteredGlyphs:
         bundled font: needs no data and no network).
     characters
         The classes: characters for EMNIST and font (a string such as
-        ``"0123456789"``), ``"<alphabet>,<n>"`` names for Omniglot; None for all
-        (font: digits and ASCII letters). Class names are sorted; ``labels`` index them.
+        ``"0123456789"``), class names for Fashion-MNIST and KMNIST (a list, or one name
+        such as ``"Bag"`` as a string), ``"<alphabet>,<n>"`` names for Omniglot; None for
+        all (font: digits and ASCII letters). Class names are sorted; ``labels`` index them.
     glyph_options
         Keywords for the glyph dataset's prepare and glyph reader, e.g.
         ``{"split": "letters"}`` for EMNIST or ``{"sets": ["small1"]}`` for Omniglot;
@@ -369,6 +370,8 @@ class ScatteredGlyphs:
             return tuple(DEFAULT_CHARACTERS) if self.glyphs == FONT else None
         if isinstance(characters, str) and self.glyphs == "omniglot":
             characters = [characters]
+        elif isinstance(characters, str):
+            characters = scene_sources.split_classes(self.glyphs, characters, self._frozen_options())
         names = list(characters)
         if not names:
             raise ValueError("characters is empty; give at least one class, or None for all")
