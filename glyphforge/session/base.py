@@ -8,7 +8,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-#: What a worker sends back for one task: ``(True, result)`` or ``(False, traceback text)``.
+from glyphforge._files import StorageError
+
+#: What a worker sends back for one task: ``(True, result)`` or ``(False, (traceback text, summary))``
+#: (the summary as `failure_summary` gives it).
 Outcome = tuple[bool, Any]
 
 
@@ -30,11 +33,17 @@ class TaskFailure(SessionError):
 
 
 class TaskError(TaskFailure):
-    """A task raised an exception; ``traceback_text`` is the traceback from its worker."""
+    """A task raised an exception; ``traceback_text`` is the traceback from its worker.
 
-    def __init__(self, index: int, traceback_text: str) -> None:
+    When the exception explains itself (``summary``, see `failure_summary`), ``reason`` is
+    its message alone, for the user; the message of this error keeps the traceback.
+    """
+
+    def __init__(self, index: int, traceback_text: str, summary: str | None = None) -> None:
         self.traceback_text = traceback_text
         super().__init__(index, f"it raised an exception; the traceback from its worker:\n{traceback_text}")
+        if summary is not None:
+            self.reason = summary
 
 
 class WorkerDiedError(TaskFailure):
@@ -60,15 +69,24 @@ def run_task(fn: Callable[[Any], Any], item: Any) -> Outcome:
     """
     try:
         return True, fn(item)
-    except Exception:
-        return False, traceback.format_exc()
+    except Exception as error:
+        return False, (traceback.format_exc(), failure_summary(error))
+
+
+def failure_summary(error: BaseException) -> str | None:
+    """Return the message of an error that says all a user needs (a `StorageError`: a full disk), else None.
+
+    A task failing that way is reported by that message, without the worker's traceback.
+    """
+    return str(error) if isinstance(error, StorageError) else None
 
 
 def unwrap(index: int, outcome: Outcome) -> Any:
     """Return the result inside ``outcome``, or raise `TaskError` for a failed task."""
     ok, value = outcome
     if not ok:
-        raise TaskError(index, value)
+        traceback_text, summary = value
+        raise TaskError(index, traceback_text, summary)
     return value
 
 

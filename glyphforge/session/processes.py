@@ -42,7 +42,7 @@ def _serve(conn: Connection) -> None:
         try:
             reply = dill.dumps(outcome)
         except Exception:
-            reply = dill.dumps((False, f"the task's result cannot be pickled:\n{traceback.format_exc()}"))
+            reply = dill.dumps((False, (f"the task's result cannot be pickled:\n{traceback.format_exc()}", None)))
         try:
             conn.send_bytes(reply)
         except OSError:
