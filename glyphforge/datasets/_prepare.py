@@ -145,8 +145,6 @@ def given_archives(
     ------
     ValueError
         For a name that is none of the dataset's files (the message lists them).
-    FileNotFoundError, IsADirectoryError
-        For a path that does not exist or is a directory (checked here, before any cache lookup).
     """
     by_file = {resource.filename: key for key, resource in resources.items()}
     chosen: dict[str, PathLike] = {}
@@ -155,5 +153,5 @@ def given_archives(
         if key is None:
             known = sorted({*resources, *by_file})
             raise ValueError(f"archives has {name!r}, which is not a file of {dataset}: use one of {', '.join(known)}")
-        chosen[key] = existing_file(path, f"a copy of {resources[key].url}")
+        chosen[key] = path
     return chosen
