@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import CancelledError
 from typing import Any
 
-from distributed import Client, Future, LocalCluster, as_completed
+from distributed import Client, Future, LocalCluster, Nanny, Worker, as_completed
 from distributed.scheduler import KilledWorker
 
 from glyphforge._checks import requested_workers
@@ -99,8 +99,6 @@ class DaskSession(Session):
 
     @classmethod
     def accepted_options(cls) -> frozenset[str]:
-        from distributed import Nanny, Worker
-
         return keywords(cls.__init__, LocalCluster.__init__, Worker.__init__, Nanny.__init__)
 
     @classmethod
