@@ -172,7 +172,7 @@ def test_a_worker_on_a_full_disk_reports_one_paragraph_without_its_traceback(sma
     assert "finished shards are kept; run the build again to resume" in error
     assert "Traceback" not in result.stderr and "File \"" not in result.stderr
     assert "(run again with -v for the Python traceback)" in error
-    assert not [path for path in small_disk.rglob("*") if path.name.endswith(".tmp")]
+    assert CacheStore.for_data_dir(small_disk / "data").ls() == []
 
 
 # row 19: --emnist-archive --------------------------------------------------------------------------------
