@@ -50,15 +50,31 @@ def check_real(name: str, value: Any, low: float, high: float, *, high_inclusive
     return float(value)
 
 
-def check_shape(value: Any, name: str = "shape") -> tuple[int, int]:
-    """Return ``value`` as ``(height, width)`` of positive ints, or raise saying how to write it."""
+#: The longest image side a shape made from arguments may have (a 4096x4096 RGB image is 50 MB).
+MAX_SIDE = 4096
+
+
+def check_shape(value: Any, name: str = "shape", maximum: int | None = None) -> tuple[int, int]:
+    """Return ``value`` as ``(height, width)`` of positive ints, or raise saying how to write it.
+
+    With ``maximum`` (e.g. `MAX_SIDE`), a side beyond it is refused, naming the memory one
+    such image would take, before anything allocates it.
+    """
     try:
         sides = tuple(value)
     except TypeError:
         sides = ()
     if len(sides) != 2 or not all(is_integer(side) and side >= 1 for side in sides):
         raise ValueError(f"{name} {value!r} is invalid: give (height, width) as two positive integers, e.g. (28, 28)")
-    return int(sides[0]), int(sides[1])
+    height, width = int(sides[0]), int(sides[1])
+    if maximum is not None and max(height, width) > maximum:
+        colour_bytes = 3 * height * width
+        size = f"{colour_bytes / 1e9:,.1f} GB" if colour_bytes >= 1e9 else f"{colour_bytes / 1e6:,.1f} MB"
+        raise ValueError(
+            f"{name} {height}x{width} is too large: each side may be at most {maximum:,} pixels (one such "
+            f"colour image takes {size}, and a batch holds thousands); give a smaller {name}"
+        )
+    return height, width
 
 
 def check_example_range(value: Any, name: str = "example_range") -> tuple[float, float] | None:
@@ -111,6 +127,11 @@ def worker_count(requested: int | None, cap: int | None = None) -> int:
             )
         return count
     return max(1, available if cap is None else min(cap, available))
+
+
+def requested_workers(n_workers: Any) -> int:
+    """Return the local workers ``n_workers`` asks for (None: the CPU count), or raise (see `worker_count`)."""
+    return worker_count(None if n_workers is None else check_int("n_workers", n_workers, 1))
 
 
 def quote(value: str | bytes | bytearray, limit: int = 200) -> str:

@@ -97,6 +97,26 @@ def make_temp_dir(prefix: str, parent: PathLike) -> Path:
     return path
 
 
+def existing_file(path: PathLike, what: str) -> Path:
+    """Return ``path`` (``~`` expanded) if it is an existing file, else raise saying what it is.
+
+    ``what`` names the file wanted (``"a copy of NIST's gzip.zip"``) for the message.
+
+    Raises
+    ------
+    IsADirectoryError
+        ``path`` is a directory.
+    FileNotFoundError
+        Nothing (or no regular file) is at ``path``.
+    """
+    found = Path(path).expanduser()
+    if found.is_dir():
+        raise IsADirectoryError(f"{found} is a directory, not a file: give the path of {what} itself")
+    if not found.is_file():
+        raise FileNotFoundError(f"{found} does not exist: give the path of {what}")
+    return found
+
+
 @contextmanager
 def atomic_path(destination: PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``destination``; replace ``destination`` with it on success.

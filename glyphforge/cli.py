@@ -19,9 +19,17 @@ from glyphforge import config
 from glyphforge.builds.builder import SpecError
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.cache import CacheStore, Entry
-from glyphforge.cli_args import UsageError, add_scene_arguments, name_value, parse_shape, positive, scene_spec
+from glyphforge.cli_args import (
+    UsageError,
+    add_scene_arguments,
+    data_directory,
+    name_value,
+    parse_shape,
+    positive,
+    scene_spec,
+)
 from glyphforge.datasets import registry
-from glyphforge.session.parse import parse_session
+from glyphforge.session import check_session
 from glyphforge.textfmt import count, human_size, table
 
 
@@ -37,7 +45,7 @@ def _parser(prog: str, description: str, example: str) -> argparse.ArgumentParse
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", type=Path, default=None,
+    parser.add_argument("--data-dir", type=data_directory, default=None,
                         help="data directory (default: $GLYPHFORGE_DATA_DIR or the user data dir)")
     noise = parser.add_mutually_exclusive_group()
     noise.add_argument("-q", "--quiet", action="store_true", help="no progress bars or tables, errors only")
@@ -300,8 +308,8 @@ def _build_scenes(args: argparse.Namespace) -> int:
 
     try:
         spec = scene_spec(args)
-        parse_session(args.session)
-    except (ValueError, TypeError) as error:  # the spec's own checks: bad arguments, before any work
+        check_session(args.session, dict(args.session_options))
+    except (ValueError, TypeError) as error:  # the spec's and session's own checks: bad arguments, before any work
         raise UsageError(str(error)) from None
     dataset = build(spec, session=args.session, data_dir=args.data_dir, progress=not args.quiet,
                     session_options=dict(args.session_options))

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+from pathlib import Path
 from typing import Any
+
+from glyphforge import _files
+from glyphforge._checks import MAX_SIDE, check_shape, worker_count
 
 
 def parse_shape(text: str) -> tuple[int, int]:
-    """Parse ``'14x14'`` or ``'14,14'`` into ``(14, 14)`` (argparse type)."""
+    """Parse ``'14x14'`` or ``'14,14'`` into ``(14, 14)`` (argparse type); sides up to `MAX_SIDE`."""
     parts = text.replace(",", "x").lower().split("x")
     try:
         shape = tuple(int(part) for part in parts)
@@ -20,7 +25,49 @@ def parse_shape(text: str) -> tuple[int, int]:
         shape = ()
     if len(shape) != 2 or min(shape) <= 0:
         raise argparse.ArgumentTypeError(f"shape must be HEIGHTxWIDTH with positive integers, e.g. 14x14; got {text!r}")
-    return shape[0], shape[1]
+    try:
+        return check_shape(shape, "shape", maximum=MAX_SIDE)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def existing_file(text: str, what: str = "the file") -> Path:
+    """Parse the path of a file that must exist (argparse type); a directory or a missing path is refused."""
+    try:
+        return _files.existing_file(text, what)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def data_directory(text: str) -> Path:
+    """Parse ``--data-dir`` (argparse type): a directory that exists or can be made, on a real disk.
+
+    Refuses an empty path (which would silently mean the current directory), a file (or a
+    path below one), a directory on a file system without storage (``/proc``, ``/sys``),
+    and a missing directory whose nearest existing parent is not writable. An existing
+    directory that is read-only is accepted: a shared data dir may be read by its users.
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "the data dir is empty (''), which would mean the current directory: give a directory, e.g. "
+            "--data-dir ~/glyphforge-data, or leave --data-dir out for $GLYPHFORGE_DATA_DIR or the user data dir"
+        )
+    path = Path(text).expanduser()
+    existing = next(folder for folder in (path, *path.parents) if folder.exists())
+    fix = "give a directory (it is made if missing), or leave --data-dir out"
+    if not existing.is_dir():
+        what = "is a file" if existing == path else f"is below {existing}, which is a file"
+        raise argparse.ArgumentTypeError(f"the data dir {path} {what}, not a directory: {fix}")
+    if os.statvfs(existing).f_blocks == 0:
+        raise argparse.ArgumentTypeError(
+            f"the data dir {path} is on a system file system that cannot hold files ({existing}, like /proc and "
+            f"/sys): {fix}"
+        )
+    if existing != path and not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(
+            f"the data dir {path} does not exist and cannot be made: {existing} is not writable by you; {fix}"
+        )
+    return path
 
 
 class UsageError(ValueError):
@@ -36,6 +83,14 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"give a positive integer, e.g. 16; got {text!r}")
     return value
+
+
+def local_workers(text: str) -> int:
+    """Parse a number of local worker processes: positive, at most what this machine runs usefully (argparse type)."""
+    try:
+        return worker_count(positive(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def fraction_range(text: str) -> tuple[float, float]:

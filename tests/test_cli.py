@@ -225,7 +225,7 @@ def test_build_scenes_with_font_glyphs_then_preview_them(tmp_path):
 def test_build_scenes_session_errors_are_one_paragraph(tmp_path):
     bad_option = run("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "5", "--session",
                      "processes", "--session-option", "workers=2", "--data-dir", tmp_path)
-    assert bad_option.returncode == 1 and "workers" in bad_option.stderr and "Traceback" not in bad_option.stderr
+    assert bad_option.returncode == 2 and "workers" in bad_option.stderr and "Traceback" not in bad_option.stderr
     malformed = run("glyphforge", "build", "scenes", "--session-option", "cores", "--data-dir", tmp_path)
     assert malformed.returncode == 2 and "give NAME=VALUE, e.g. cores=4" in malformed.stderr
     unknown = run("glyphforge", "build", "scenes", "--glyphs", "font", "--session", "mpi", "--data-dir", tmp_path)

@@ -56,7 +56,8 @@ def test_parse_session_rejects_bad_strings(text, message):
 
 
 def test_open_session_refuses_contradicting_options():
-    with pytest.raises(ValueError, match="session 'processes:2' sets n_workers, which the keyword arguments set"):
+    with pytest.raises(ValueError, match=r"session 'processes:2' sets n_workers=2, which the options set differently "
+                                         r"\(n_workers=3\)"):
         open_session("processes:2", n_workers=3)
 
 

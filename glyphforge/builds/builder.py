@@ -54,8 +54,7 @@ from glyphforge.builds.shards import (
 )
 from glyphforge.cache import CacheStore, Writer, concat_pklz
 from glyphforge.cache.pklz import MemberMismatchError
-from glyphforge.session import Session, TaskFailure, open_session
-from glyphforge.session.parse import parse_session
+from glyphforge.session import Session, TaskFailure, check_session, open_session
 from glyphforge.textfmt import count
 
 log = logging.getLogger(__name__)
@@ -162,16 +161,20 @@ def build(
 
     Raises
     ------
+    ValueError, TypeError
+        A bad session string or option (see `glyphforge.session.check_session`): found
+        before any work, also on a cache hit.
     ShardError
         A shard raised (the message holds its index and the worker's traceback) or
         its worker kept dying. Finished shards are kept: run again to resume.
     """
     check_spec(spec)
-    if isinstance(session, str):
-        parse_session(session)  # a bad session string fails now, before any work
-    if session_options and isinstance(session, Session):
-        raise ValueError("session_options apply when build opens the session from a string; "
-                         "this session is already open: give its options to open_session instead")
+    if isinstance(session, Session):
+        if session_options:
+            raise ValueError("session_options apply when build opens the session from a string; "
+                             "this session is already open: give its options to open_session instead")
+    else:  # a bad session string or option fails now, before any work (also on a cache hit)
+        check_session(session or "local", session_options)
     if data_dir is None and getattr(spec, "data_dir", None) is not None:  # the spelling of 0.1
         warn_deprecated("a spec's data_dir attribute", "build(spec, data_dir=...)")
         data_dir = spec.data_dir  # type: ignore[attr-defined]  # checked just above
@@ -275,8 +278,7 @@ def _make_shards(
 
 def _open(session: str, options: dict[str, Any], n_tasks: int) -> Session:
     """Open ``session`` with no more local workers than there are shards to make."""
-    kind, parsed = parse_session(session)
-    options = {**parsed, **options}
+    kind, options = check_session(session, options)
     if kind in ("processes", "dask") and "address" not in options:
         wanted = worker_count(options.get("n_workers"))
         if wanted > n_tasks:

@@ -76,6 +76,19 @@ class Textures:
         )
 
 
+def split_classes(glyphs: str, text: str, options: FrozenOptions) -> list[str]:
+    """Return the classes a string names: its characters, or itself when it is one multi-character class name.
+
+    ``"0123"`` is four EMNIST classes; ``"Bag"`` is one Fashion-MNIST class (not ``B``,
+    ``a``, ``g``), as is ``"T-shirt/top"``. Several such names are given as a list (on the
+    command line: separated by commas).
+    """
+    part = registry.get(glyphs).glyph_classes if glyphs != FONT else None
+    if part is not None and len(text) > 1 and text in registry.resolve(part)(**dict(options)):
+        return [text]
+    return list(text)
+
+
 def check_names(
     glyphs: str, characters: Sequence[str] | None, options: FrozenOptions, backgrounds: str | Sequence[str] | None
 ) -> None:
@@ -97,8 +110,13 @@ def check_names(
         unknown = sorted(set(characters) - set(known))
         if unknown:
             settings = ", ".join(f"{name}={value!r}" for name, value in options) or "the default options"
-            listed = "".join(known) if all(len(name) == 1 for name in known) else ", ".join(known)
-            raise ValueError(f"unknown {glyphs} classes {unknown} ({settings}): the known ones are {listed}")
+            single = all(len(name) == 1 for name in known)
+            listed = "".join(known) if single else ", ".join(known)
+            hint = "" if single else (
+                f". Give one name as it is (e.g. {known[-1]!r}) and several separated by commas (e.g. "
+                f"{','.join(known[:2])!r}); a string without commas that is not one name is read as characters"
+            )
+            raise ValueError(f"unknown {glyphs} classes {unknown} ({settings}): the known ones are {listed}{hint}")
 
 
 def prepare_sources(

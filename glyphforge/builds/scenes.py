@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from glyphforge import config
-from glyphforge._checks import PathLike, check_example_range, check_int, check_real, check_shape
+from glyphforge._checks import MAX_SIDE, PathLike, check_example_range, check_int, check_real, check_shape
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds import scene_sources
 from glyphforge.builds.builder import SpecError
@@ -65,15 +65,16 @@ class ScatteredGlyphs:
     n_examples
         Number of scenes.
     image_shape
-        ``(H, W)`` of each scene.
+        ``(H, W)`` of each scene; each side at most `glyphforge._checks.MAX_SIDE` (4096).
     glyphs
         ``"emnist"``, ``"omniglot"`` (any registered glyph dataset, see
         `glyphforge.builds.scene_sources.glyph_sources`) or ``"font"`` (Pillow's
         bundled font: needs no data and no network).
     characters
         The classes: characters for EMNIST and font (a string such as
-        ``"0123456789"``), ``"<alphabet>,<n>"`` names for Omniglot; None for all
-        (font: digits and ASCII letters). Class names are sorted; ``labels`` index them.
+        ``"0123456789"``), class names for Fashion-MNIST and KMNIST (a list, or one name
+        such as ``"Bag"`` as a string), ``"<alphabet>,<n>"`` names for Omniglot; None for
+        all (font: digits and ASCII letters). Class names are sorted; ``labels`` index them.
     glyph_options
         Keywords for the glyph dataset's prepare and glyph reader, e.g.
         ``{"split": "letters"}`` for EMNIST or ``{"sets": ["small1"]}`` for Omniglot;
@@ -145,8 +146,8 @@ class ScatteredGlyphs:
         check_int("n_examples", self.n_examples, 1)
         check_int("shard_size", self.shard_size, 1, MAX_SHARD_SIZE)
         check_int("seed", self.seed, 0)
-        self.image_shape = check_shape(self.image_shape, "image_shape")
-        self.glyph_shape = check_shape(self.glyph_shape, "glyph_shape")
+        self.image_shape = check_shape(self.image_shape, "image_shape", maximum=MAX_SIDE)
+        self.glyph_shape = check_shape(self.glyph_shape, "glyph_shape", maximum=MAX_SIDE)
         sources = scene_sources.glyph_sources()
         if self.glyphs not in sources:
             raise ValueError(f"glyphs must be one of {', '.join(sources)}; got {self.glyphs!r}")
@@ -369,6 +370,8 @@ class ScatteredGlyphs:
             return tuple(DEFAULT_CHARACTERS) if self.glyphs == FONT else None
         if isinstance(characters, str) and self.glyphs == "omniglot":
             characters = [characters]
+        elif isinstance(characters, str):
+            characters = scene_sources.split_classes(self.glyphs, characters, self._frozen_options())
         names = list(characters)
         if not names:
             raise ValueError("characters is empty; give at least one class, or None for all")

@@ -17,8 +17,8 @@ The archive
 Members are read one by one, without extracting the archive. Everything is checked
 before the cache is touched, so a bad archive leaves nothing behind: the mapping must
 give the split's classes with consecutive labels, every label must be one of them,
-each IDX file must be complete with 28x28 images, and images and labels must agree in
-number (:class:`~glyphforge.pipelines.idx.IDXError`,
+each IDX file must be complete with 28x28 images (at least one), and images and labels
+must agree in number (:class:`~glyphforge.pipelines.idx.IDXError`,
 :class:`~glyphforge.pipelines.archive.ArchiveError`, :class:`EMNISTFormatError`).
 
 Hostile archives
@@ -197,6 +197,12 @@ def _read_subset(zip_path: Path, split: str, subset: str, n_classes: int, bar: t
         raise EMNISTFormatError(
             f"{zip_path}: {images_name} holds {len(images):,} images but {labels_name} holds "
             f"{len(labels):,} labels; the archive is corrupt"
+        )
+    if not len(images):
+        raise EMNISTFormatError(
+            f"{zip_path}: {images_name} holds no images (its header declares 0), but every EMNIST split has {subset} "
+            f"images (NIST's {split} has {N_IMAGES[split][subset == 'test']:,}). The archive is truncated or was "
+            "written wrongly: use NIST's gzip.zip, or a custom copy whose test and train parts both hold images"
         )
     return ParsedSubset(images, labels.astype(np.intp) - first)
 

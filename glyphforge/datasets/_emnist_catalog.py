@@ -235,6 +235,7 @@ def select(
     ``include_blank``, comes last. ``key`` is the field of ``entry.meta["classes"]``'s
     records that holds the class name (``"char"`` for EMNIST; any entry whose class
     records also have ``file``, ``n_test`` and ``n_train`` may be selected from).
+    Selecting no image at all raises ValueError.
     """
     records = {record[key]: record for record in entry.meta["classes"]}
     blocks = []
@@ -244,12 +245,19 @@ def select(
         start, stop = {"all": (0, n_all), "test": (0, n_test), "train": (n_test, n_all)}[subset]
         low, high = example_bounds(stop - start, example_range)
         blocks.append(Block(record["file"], start + low, start + high))
+    request = f"{len(names)} classes, subset {subset!r}, example_range {example_range}"
+    if not any(block.size for block in blocks):
+        n_test, n_train = (sum(records[name][held] for name in names) for held in ("n_test", "n_train"))
+        raise ValueError(
+            f"no images selected: {request} take none of the images of cache entry {entry.kind} {entry.key[:12]} "
+            f"(those classes hold {n_train:,} train and {n_test:,} test images there). Choose another subset, a "
+            "wider example_range or other classes"
+        )
     smallest = min(block.size for block in blocks)
     if balance:
         blocks = [Block(block.file, block.start, block.start + smallest) for block in blocks]
     if include_blank:
         blocks.append(Block(None, 0, smallest))
-    request = f"{len(names)} classes, subset {subset!r}, example_range {example_range}"
     return Selection(entry, tuple(blocks), ClassNames(names + [BLANK] * include_blank), request)
 
 

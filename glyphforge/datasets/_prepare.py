@@ -12,6 +12,7 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import PathLike, check_shape
+from glyphforge._files import existing_file
 from glyphforge.pipelines.download import Attempt, HashMismatchError, Resource, fetch
 from glyphforge.pipelines.hashes import check_hash
 from glyphforge.pipelines.resample_weights import METHODS, Method
@@ -74,8 +75,8 @@ def upstream_file(
 
     Raises
     ------
-    FileNotFoundError
-        When ``given`` does not exist.
+    FileNotFoundError, IsADirectoryError
+        When ``given`` does not exist or is a directory.
     HashMismatchError
         When ``verify`` and ``given`` is not the pinned file.
     DownloadError
@@ -86,9 +87,7 @@ def upstream_file(
         if not verify and placed.is_file():
             return placed, False
         return fetch(resource, placed.parent, mirrors=mirrors or (), progress=progress, offline=offline), True
-    path = Path(given).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist: give the path of a copy of {resource.url}")
+    path = existing_file(given, f"a copy of {resource.url}")
     if verify:
         matches, actual = check_hash(path, resource.hash)
         if not matches:

@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from glyphforge.cli_args import existing_file, local_workers
+
 #: A part of a dataset: a callable, or ``"module:attribute"`` naming one (imported on use).
 Ref = str | Callable[..., Any]
 
@@ -135,7 +137,8 @@ BUILT_IN = (
             Option("--split", "split", "EMNIST split (repeatable; default byclass)",
                    {"action": "append", "metavar": "SPLIT"}),
             Option("--emnist-archive", "archives", "convert this local copy of NIST's gzip.zip instead of fetching it",
-                   {"type": lambda path: {"gzip.zip": path}, "metavar": "ZIP"}),
+                   {"type": lambda path: {"gzip.zip": existing_file(path, "a copy of NIST's gzip.zip")},
+                    "metavar": "ZIP"}),
         ),
         default_resize="box",
     ),
@@ -152,7 +155,7 @@ BUILT_IN = (
                    "(default background evaluation)", {"nargs": "+", "metavar": "SET"}),
             Option("--workers", "workers", "processes for decoding Omniglot (default: one per CPU for sets of "
                    "10,000 images or more, else none)",
-                   {"type": int, "metavar": "N"}),
+                   {"type": local_workers, "metavar": "N"}),
         ),
         default_resize="area",
     ),

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from glyphforge.textfmt import count
+
 #: Default characters: the 62 classes of EMNIST byclass (digits, upper, lower case).
 DEFAULT_CHARACTERS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -69,19 +71,49 @@ def render_glyph(character: str, *, size: int, stroke: int = 0, angle: float = 0
     return np.asarray(image.crop(box))
 
 
+#: A code point no font has (plane 16, private use): the font draws its missing-glyph box for it.
+_MISSING_PROBE = "\U0010fffd"
+#: Font size at which characters are checked.
+_CHECK_SIZE = 32
+
+
+@functools.lru_cache(maxsize=1)
+def _missing_box() -> np.ndarray:
+    return render_glyph(_MISSING_PROBE, size=_CHECK_SIZE)
+
+
+def lacks(character: str) -> bool:
+    """Return True if the bundled font has no glyph for ``character`` (it draws its missing-glyph box instead)."""
+    drawn, box = render_glyph(character, size=_CHECK_SIZE), _missing_box()
+    return drawn.shape == box.shape and bool((drawn == box).all())
+
+
 def check_characters(characters: Sequence[str]) -> None:
-    """Raise ValueError unless every entry is one character the font draws with ink."""
+    """Raise ValueError unless every entry is one character the font has and draws with ink.
+
+    Characters the font lacks (accented and non-Latin letters, emoji) would all be drawn
+    as the same missing-glyph box under different labels: they are named and refused.
+    """
     for character in characters:
         if not isinstance(character, str) or len(character) != 1:
             raise ValueError(
                 f"font glyph classes must be single characters, got {character!r}; "
                 "pass characters as a string such as '0123456789'"
             )
-        if render_glyph(character, size=32).size == 0:
-            raise ValueError(
-                f"character {character!r} draws no ink in Pillow's bundled font, so it cannot be "
-                "a glyph; remove it from characters"
-            )
+    missing = [character for character in characters if lacks(character)]
+    if missing:
+        raise ValueError(
+            f"Pillow's bundled font has no glyph for {count(len(missing), 'character', 'characters')} "
+            f"{''.join(missing)!r} ({', '.join(f'U+{ord(c):04X}' for c in missing)}): each would be drawn as the "
+            "same missing-glyph box. Use characters the font has (digits, ASCII letters and punctuation), or "
+            "EMNIST/Omniglot glyphs"
+        )
+    blank = [character for character in characters if render_glyph(character, size=_CHECK_SIZE).size == 0]
+    if blank:
+        raise ValueError(
+            f"character {blank[0]!r} draws no ink in Pillow's bundled font, so it cannot be "
+            "a glyph; remove it from characters"
+        )
 
 
 def render_font_glyphs(

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
 from glyphforge.session.base import (
@@ -31,6 +32,7 @@ __all__ = [
     "TaskError",
     "TaskFailure",
     "WorkerDiedError",
+    "check_session",
     "open_session",
     "parse_session",
 ]
@@ -45,6 +47,50 @@ _BACKENDS: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 
+def check_session(session: str = "local", options: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """Return the backend of a session string and all its options, checked; nothing is started.
+
+    Parameters
+    ----------
+    session
+        A backend name or a full session string (see `parse_session`).
+    options
+        Further options, e.g. ``{"n_workers": 4}`` or ``{"cores": 4, "memory": "16GB"}``.
+
+    Returns
+    -------
+    tuple
+        ``(kind, options)``: the backend and the options of the string with ``options`` added.
+
+    Raises
+    ------
+    ValueError
+        For an unknown session, an option that ``session`` sets to another value (``dask:1``
+        with ``n_workers=3``), or a bad value (``n_workers`` not a sane positive integer).
+    TypeError
+        For an option the backend does not take (the message lists those it takes).
+    """
+    name, parsed = parse_session(session)
+    given = dict(options or {})
+    clashes = sorted(key for key in parsed.keys() & given.keys() if parsed[key] != given[key])
+    if clashes:
+        said = ", ".join(f"{key}={parsed[key]!r}" for key in clashes)
+        asked = ", ".join(f"{key}={given[key]!r}" for key in clashes)
+        raise ValueError(
+            f"session {session!r} sets {said}, which the options set differently ({asked}); give each option once"
+        )
+    merged = {**parsed, **given}
+    _backend(name).check_options(session, merged)
+    return name, merged
+
+
+def _backend(name: str) -> type[Session]:
+    """The session class of backend ``name`` (its module imported now)."""
+    module, cls_name, _ = _BACKENDS[name]
+    backend: type[Session] = getattr(importlib.import_module(module), cls_name)
+    return backend
+
+
 def open_session(kind: str = "local", **options: Any) -> Session:
     """Open a session; use it as a context manager so `Session.close` always runs.
 
@@ -56,20 +102,13 @@ def open_session(kind: str = "local", **options: Any) -> Session:
         (see `parse_session`).
     **options
         The backend's options, e.g. ``n_workers=`` (processes, dask), ``address=``
-        (dask), ``cores=, memory=, jobs=`` and any dask-jobqueue keyword (slurm, pbs).
+        (dask), ``cores=, memory=, jobs=`` and any dask-jobqueue keyword (slurm, pbs);
+        checked before anything starts (see `check_session`).
 
     Examples
     --------
     >>> with open_session("processes:2") as session:           # doctest: +SKIP
     ...     results = dict(session.map(abs, [-1, -2, -3]))
     """
-    name, parsed = parse_session(kind)
-    clashes = {key for key in parsed.keys() & options.keys() if parsed[key] != options[key]}
-    if clashes:
-        raise ValueError(
-            f"session {kind!r} sets {', '.join(sorted(clashes))}, which the keyword arguments "
-            "set differently; give each option once"
-        )
-    module, cls_name, fixed = _BACKENDS[name]
-    cls = getattr(importlib.import_module(module), cls_name)
-    return cls(**fixed, **parsed, **options)
+    name, checked = check_session(kind, options)
+    return _backend(name)(**_BACKENDS[name][2], **checked)

@@ -1,12 +1,17 @@
 """The session interface every backend implements, and the errors a session raises."""
 from __future__ import annotations
 
+import difflib
+import inspect
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-#: What a worker sends back for one task: ``(True, result)`` or ``(False, traceback text)``.
+from glyphforge._files import StorageError
+
+#: What a worker sends back for one task: ``(True, result)`` or ``(False, (traceback text, summary))``
+#: (the summary as `failure_summary` gives it).
 Outcome = tuple[bool, Any]
 
 
@@ -28,11 +33,17 @@ class TaskFailure(SessionError):
 
 
 class TaskError(TaskFailure):
-    """A task raised an exception; ``traceback_text`` is the traceback from its worker."""
+    """A task raised an exception; ``traceback_text`` is the traceback from its worker.
 
-    def __init__(self, index: int, traceback_text: str) -> None:
+    When the exception explains itself (``summary``, see `failure_summary`), ``reason`` is
+    its message alone, for the user; the message of this error keeps the traceback.
+    """
+
+    def __init__(self, index: int, traceback_text: str, summary: str | None = None) -> None:
         self.traceback_text = traceback_text
         super().__init__(index, f"it raised an exception; the traceback from its worker:\n{traceback_text}")
+        if summary is not None:
+            self.reason = summary
 
 
 class WorkerDiedError(TaskFailure):
@@ -58,16 +69,34 @@ def run_task(fn: Callable[[Any], Any], item: Any) -> Outcome:
     """
     try:
         return True, fn(item)
-    except Exception:
-        return False, traceback.format_exc()
+    except Exception as error:
+        return False, (traceback.format_exc(), failure_summary(error))
+
+
+def failure_summary(error: BaseException) -> str | None:
+    """Return the message of an error that says all a user needs (a `StorageError`: a full disk), else None.
+
+    A task failing that way is reported by that message, without the worker's traceback.
+    """
+    return str(error) if isinstance(error, StorageError) else None
 
 
 def unwrap(index: int, outcome: Outcome) -> Any:
     """Return the result inside ``outcome``, or raise `TaskError` for a failed task."""
     ok, value = outcome
     if not ok:
-        raise TaskError(index, value)
+        traceback_text, summary = value
+        raise TaskError(index, traceback_text, summary)
     return value
+
+
+def keywords(*functions: Callable[..., Any]) -> frozenset[str]:
+    """Return the names of the keyword arguments ``functions`` take (``self`` and ``**kwargs`` left out)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(
+        name for function in functions for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.kind in kinds and name != "self"
+    )
 
 
 class Session(ABC):
@@ -86,6 +115,35 @@ class Session(ABC):
     @abstractmethod
     def _map(self, fn: Callable[[Any], Any], items: list[Any]) -> Iterator[tuple[int, Any]]:
         """Backend part of `map`: ``items`` is a list and the session is open."""
+
+    @classmethod
+    def accepted_options(cls) -> frozenset[str]:
+        """The options (keyword arguments) this backend takes: its constructor's and those it passes on."""
+        return keywords(cls.__init__)
+
+    @classmethod
+    def check_options(cls, name: str, options: Mapping[str, Any]) -> None:
+        """Check the ``options`` of session ``name`` before anything starts.
+
+        Raises
+        ------
+        TypeError
+            For an option this backend does not take (the message lists those it takes).
+        ValueError
+            For a bad value (a worker count that is not a sane positive integer, ...).
+        """
+        accepted = cls.accepted_options()
+        unknown = sorted(set(options) - accepted)
+        if unknown:
+            raise TypeError(_unknown_options_message(name, unknown, accepted))
+        try:
+            cls._check_values(options)
+        except ValueError as error:
+            raise ValueError(f"session {name!r}: {error}") from None
+
+    @classmethod  # noqa: B027  # a deliberate no-op default: most backends have no value to check
+    def _check_values(cls, options: Mapping[str, Any]) -> None:
+        """Backend part of `check_options`: raise ValueError for a bad value (default: none is checked)."""
 
     @property
     @abstractmethod
@@ -132,3 +190,12 @@ class Session(ABC):
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{self.n_workers} workers"
         return f"<{type(self).__name__} {state}>"
+
+
+def _unknown_options_message(name: str, unknown: list[str], accepted: frozenset[str]) -> str:
+    """Say which options session ``name`` does not take, suggest close names, list those it takes."""
+    guesses = sorted({guess for option in unknown for guess in difflib.get_close_matches(option, accepted, n=1)})
+    hint = f" (did you mean {', '.join(map(repr, guesses))}?)" if guesses else ""
+    takes = f"it takes {', '.join(sorted(accepted))}" if accepted else "it takes no options"
+    return (f"session {name!r} got an unexpected keyword argument {', '.join(map(repr, unknown))}{hint}: {takes}. "
+            "Leave the option out or use a session that takes it")

@@ -4,20 +4,21 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import CancelledError
 from typing import Any
 
-from distributed import Client, Future, LocalCluster, as_completed
+from distributed import Client, Future, LocalCluster, Nanny, Worker, as_completed
 from distributed.scheduler import KilledWorker
 
-from glyphforge._checks import check_int, worker_count
+from glyphforge._checks import requested_workers
 from glyphforge.session.base import (
     NoWorkersError,
     Outcome,
     Session,
     SessionError,
     WorkerDiedError,
+    keywords,
     run_task,
     unwrap,
 )
@@ -25,6 +26,16 @@ from glyphforge.session.base import (
 _POLL_SECONDS = 0.02
 _WORKER_CHECK_SECONDS = 1.0
 _RPC_SECONDS = 5.0
+
+
+def _check_own_cluster_options(address: str, options: Mapping[str, Any]) -> None:
+    """Refuse ``n_workers`` and LocalCluster ``options`` (those not None) with the ``address`` of a scheduler."""
+    given = sorted(name for name, value in options.items() if value is not None)
+    if given:
+        raise ValueError(
+            f"n_workers and LocalCluster options only apply when the session starts its own cluster (given: "
+            f"{', '.join(given)}); the scheduler at {address} runs the tasks on its own workers"
+        )
 
 
 class DaskSession(Session):
@@ -61,14 +72,10 @@ class DaskSession(Session):
         **cluster_options: Any,
     ) -> None:
         if address is not None:
-            if n_workers is not None or cluster_options:
-                raise ValueError(
-                    "n_workers and LocalCluster options only apply when the session starts its own "
-                    f"cluster; the scheduler at {address} runs the tasks on its own workers"
-                )
+            _check_own_cluster_options(address, {"n_workers": n_workers, **cluster_options})
             self._attach(Client(address, timeout=connect_timeout), None, no_workers_timeout)
             return
-        n_workers = worker_count(None if n_workers is None else check_int("n_workers", n_workers, 1))
+        n_workers = requested_workers(n_workers)
         options = {"threads_per_worker": 1, "processes": True, "dashboard_address": None, **cluster_options}
         if options["processes"]:  # in-process workers talk over inproc://, not TCP
             options.setdefault("host", "127.0.0.1")
@@ -89,6 +96,18 @@ class DaskSession(Session):
         self.address: str = scheduler.address
         self.cluster = cluster
         self.no_workers_timeout = no_workers_timeout
+
+    @classmethod
+    def accepted_options(cls) -> frozenset[str]:
+        return keywords(cls.__init__, LocalCluster.__init__, Worker.__init__, Nanny.__init__)
+
+    @classmethod
+    def _check_values(cls, options: Mapping[str, Any]) -> None:
+        address = options.get("address")
+        if address is not None:
+            own = keywords(DaskSession.__init__) - {"n_workers"}
+            _check_own_cluster_options(address, {name: value for name, value in options.items() if name not in own})
+        requested_workers(options.get("n_workers"))
 
     @property
     def n_workers(self) -> int:

@@ -1,14 +1,18 @@
 """The ``slurm`` and ``pbs`` sessions: Dask workers submitted as batch jobs by dask-jobqueue."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from distributed import Client
 
 from glyphforge._checks import check_int
+from glyphforge.session.base import keywords
 from glyphforge.session.dask_backend import DaskSession
 
 _SYSTEMS = ("slurm", "pbs")
+#: dask-jobqueue keywords the session sets itself (the batch system comes from the session's name).
+_SET_HERE = frozenset({"system", "scheduler", "job_cls", "job_kwargs", "base_class_kwargs", "loop", "asynchronous"})
 
 
 def make_cluster(system: str = "slurm", cores: int = 1, memory: str = "2GB", **jobqueue_kwargs: Any) -> Any:
@@ -90,6 +94,19 @@ class JobQueueSession(DaskSession):
         self._attach(client, cluster, no_workers_timeout)
         self.kind = system
         self.jobs = jobs
+
+    @classmethod
+    def accepted_options(cls) -> frozenset[str]:
+        import dask_jobqueue
+        from dask_jobqueue.core import Job, JobQueueCluster
+
+        job_classes = (dask_jobqueue.SLURMCluster.job_cls, dask_jobqueue.PBSCluster.job_cls, Job)
+        passed_on = keywords(JobQueueCluster.__init__, *(job.__init__ for job in job_classes))
+        return (keywords(cls.__init__) | passed_on) - _SET_HERE
+
+    @classmethod
+    def _check_values(cls, options: Mapping[str, Any]) -> None:
+        check_int("jobs", options.get("jobs", 1), 1)
 
     def job_script(self) -> str:
         """Return the batch script submitted for each job of this session."""

@@ -5,7 +5,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from glyphforge.session.base import Session, TaskError
+from glyphforge.session.base import Session, TaskError, failure_summary
 
 
 class LocalSession(Session):
@@ -26,5 +26,5 @@ class LocalSession(Session):
             try:
                 result = fn(item)
             except Exception as exc:
-                raise TaskError(index, traceback.format_exc()) from exc
+                raise TaskError(index, traceback.format_exc(), failure_summary(exc)) from exc
             yield index, result

@@ -7,13 +7,13 @@ import signal
 import traceback
 import weakref
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import dill
 
-from glyphforge._checks import check_int, worker_count
+from glyphforge._checks import check_int, requested_workers
 from glyphforge.session.base import Session, WorkerDiedError, run_task, unwrap
 
 _CONTEXT = multiprocessing.get_context("spawn")
@@ -42,7 +42,7 @@ def _serve(conn: Connection) -> None:
         try:
             reply = dill.dumps(outcome)
         except Exception:
-            reply = dill.dumps((False, f"the task's result cannot be pickled:\n{traceback.format_exc()}"))
+            reply = dill.dumps((False, (f"the task's result cannot be pickled:\n{traceback.format_exc()}", None)))
         try:
             conn.send_bytes(reply)
         except OSError:
@@ -101,11 +101,16 @@ class ProcessesSession(Session):
 
     def __init__(self, n_workers: int | None = None, max_retries: int = 2) -> None:
         super().__init__()
-        n_workers = worker_count(None if n_workers is None else check_int("n_workers", n_workers, 1))
+        n_workers = requested_workers(n_workers)
         self.max_retries = check_int("max_retries", max_retries, 0)
         self._workers = [_Worker() for _ in range(n_workers)]
         # Also stop the workers when the session is dropped unclosed or at exit.
         self._finalizer = weakref.finalize(self, _stop_all, self._workers)
+
+    @classmethod
+    def _check_values(cls, options: Mapping[str, Any]) -> None:
+        requested_workers(options.get("n_workers"))
+        check_int("max_retries", options.get("max_retries", 0), 0)
 
     @property
     def n_workers(self) -> int:
