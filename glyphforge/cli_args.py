@@ -58,7 +58,7 @@ def data_directory(text: str) -> Path:
     if not existing.is_dir():
         what = "is a file" if existing == path else f"is below {existing}, which is a file"
         raise argparse.ArgumentTypeError(f"the data dir {path} {what}, not a directory: {fix}")
-    if os.statvfs(existing).f_blocks == 0:
+    if hasattr(os, "statvfs") and os.statvfs(existing).f_blocks == 0:  # POSIX only; Windows has no /proc
         raise argparse.ArgumentTypeError(
             f"the data dir {path} is on a system file system that cannot hold files ({existing}, like /proc and "
             f"/sys): {fix}"
