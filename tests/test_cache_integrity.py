@@ -12,21 +12,36 @@ recomputed where the row says so, then reads it through the real loaders and com
 """
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import pickle
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from isal import isal_zlib
 
 from glyphforge import cli, config
-from glyphforge.cache import CacheStore
+from glyphforge._files import sha256_file
+from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
+from glyphforge.builds.index import ShardIndex
+from glyphforge.cache import CacheStore, OversizedPickleError, UnsafePickleError, dump_pklz, load_pklz
 from glyphforge.cache.keys import entry_sha256
-from glyphforge.cache.manifest import BrokenManifestError, read_manifest
+from glyphforge.cache.manifest import BrokenManifestError, make_manifest, read_manifest
+from glyphforge.cache.safe_pickle import MIN_BUDGET
 from glyphforge.datasets._mnist_files import class_file_name
 from glyphforge.datasets.mnist_family import load_mnist
 
+from support.specs import RowSpec
 from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
+
+#: A pickle of a few bytes calling ``bytearray(2_500_000_000)``: 2.5 GB of zeros when loaded.
+BYTEARRAY_2_5_GB = b"\x80\x04cbuiltins\nbytearray\n\x8a\x05" + (2_500_000_000).to_bytes(5, "little") + b"\x85R."
 
 
 def _manifest(entry_dir: Path) -> dict:
@@ -35,6 +50,142 @@ def _manifest(entry_dir: Path) -> dict:
 
 def _write_manifest(entry_dir: Path, manifest: dict) -> None:
     (entry_dir / "manifest.json").write_text(json.dumps(manifest))
+
+
+# -- 12: a member asking for far more memory than its shard's layout declares ---------------------
+@pytest.fixture(scope="module")
+def rows_build(tmp_path_factory) -> BuiltDataset:
+    """A real build of 30 rows in 3 shards of 10 (tests copy its entry before damaging it)."""
+    return build(RowSpec(n_examples=30, shard_size=10), data_dir=tmp_path_factory.mktemp("built"), progress=False)
+
+
+def _copy_build(dataset: BuiltDataset, tmp_path: Path) -> tuple[Path, Path]:
+    """Copy ``dataset``'s data dir into ``tmp_path``; return the data dir and the copied entry's directory."""
+    data_dir = tmp_path / "data"
+    shutil.copytree(dataset.path.parents[2], data_dir, ignore=shutil.ignore_patterns("*.lock", "*.work"))
+    return data_dir, data_dir / "cache" / dataset.entry.kind / dataset.key
+
+
+def _replace_member(entry_dir: Path, number: int, member: bytes) -> None:
+    """Put ``member`` in place of shard ``number``'s gzip member, recomputing the index, the file's size and
+    sha256 and the manifest's hashes, as anyone who can write the cache can."""
+    manifest = _manifest(entry_dir)
+    index = ShardIndex.from_meta(manifest["meta"], manifest["params"], "entry")
+    path = entry_dir / ARRAYS_FILE
+    data = path.read_bytes()
+    members = [data[offset:offset + length] for offset, length in zip(index.offset, index.length, strict=True)]
+    members[number] = member
+    path.write_bytes(b"".join(members))
+    manifest["meta"]["index"] = ShardIndex.from_lengths([len(part) for part in members], index.rows).to_meta()
+    manifest["files"][ARRAYS_FILE] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+    _write_manifest(entry_dir, make_manifest(manifest["kind"], manifest["key"], manifest["params"],
+                                             manifest["files"], manifest["meta"]))
+
+
+def _bomb(inflated: int) -> bytes:
+    """A gzip member of a pickle of ``inflated`` zero bytes (a few hundred KB on disk)."""
+    compressor = isal_zlib.compressobj(1, isal_zlib.DEFLATED, 31)
+    parts = [compressor.compress(b"\x80\x05\x8e" + inflated.to_bytes(8, "little"))]
+    block = bytes(1 << 20)
+    parts += [compressor.compress(block) for _ in range(inflated >> 20)]
+    parts += [compressor.compress(b"."), compressor.flush()]
+    return b"".join(parts)
+
+
+#: Reads one row of the built dataset in a data dir, in a process of at most 4 GB of address space,
+#: and prints the error and the peak resident memory in KB.
+_READER = textwrap.dedent("""
+    import resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    from glyphforge.builds.dataset import find_built
+    try:
+        find_built("test-rows", sys.argv[1]).take([int(sys.argv[2])])
+    except Exception as error:
+        print(type(error).__name__, error)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """)
+
+
+@pytest.mark.parametrize("make_member, complaint", [
+    (lambda: gzip.compress(BYTEARRAY_2_5_GB, mtime=0), "its pickle asks for a bytearray of 2,500,000,000 bytes"),
+    (lambda: _bomb(800 << 20), "its gzip data inflates to more bytes than allowed"),
+], ids=["bytearray-2.5GB", "gzip-bomb-800MB"])
+def test_a_member_asking_beyond_its_layout_is_refused_naming_the_shard_before_the_memory_is_taken(
+        rows_build, tmp_path, make_member, complaint):
+    data_dir, entry_dir = _copy_build(rows_build, tmp_path)
+    _replace_member(entry_dir, 1, make_member())
+    assert read_manifest(entry_dir)  # the entry is valid: every hash was recomputed
+    done = subprocess.run([sys.executable, "-c", _READER, str(data_dir), "15"], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    error, peak_kb = done.stdout.strip().splitlines()
+    layout_bytes = 10 * (12 + 8 + 20)  # 10 rows of images (3x4 uint8), row (int64) and name (<U5)
+    assert error == (
+        f"OversizedPickleError refused to load {entry_dir / ARRAYS_FILE}: shard 1 (bytes {_index(entry_dir)[1]}): "
+        f"{complaint}. At most {layout_bytes + (1 << 20):,} bytes are allowed for it (the 10 rows its layout "
+        "declares, and 1 MiB for the pickle's framing). The file may have been tampered with; remove its entry "
+        "(`glyphforge cache rm KEY`) and prepare or build it again")
+    assert int(peak_kb) < 600_000  # far below the 2.5 GB (or 800 MB) asked for
+    dataset = BuiltDataset(CacheStore.for_data_dir(data_dir).get(rows_build.entry.kind, rows_build.entry.params))
+    assert dataset.take([0, 29])["row"].tolist() == [0, 29]  # the other shards still read
+
+
+def _index(entry_dir: Path) -> list[str]:
+    """Each shard's "bytes A to B" as errors quote it."""
+    index = _manifest(entry_dir)["meta"]["index"]
+    return [f"{offset} to {offset + length}" for offset, length in zip(index["offset"], index["length"], strict=True)]
+
+
+class _Call:
+    """Pickles as a call of ``function(*args)`` (its global and arguments), without calling it."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return self.function, self.args
+
+
+_RECONSTRUCT = np.ndarray.__reduce__(np.zeros(1))[0]
+_SCALAR = np.float64(1).__reduce__()[0]
+
+
+@pytest.mark.parametrize("pickled, error, complaint", [
+    (_Call(bytearray, 200 << 20), OversizedPickleError, "its pickle asks for a bytearray of 209,715,200 bytes"),
+    (_Call(set, range(10 ** 12)), OversizedPickleError, "its pickle asks for a set of 1,000,000,000,000 items"),
+    (_Call(frozenset, range(10 ** 30)), OversizedPickleError, "its pickle asks for a frozenset of"),
+    (_Call(_RECONSTRUCT, np.ndarray, (50_000, 1000), b"f8"), OversizedPickleError,
+     "its pickle asks for a numpy array of shape (50000, 1000) and dtype float64 of 400,000,000 bytes"),
+    (_Call(_SCALAR, np.dtype("V2000000000")), OversizedPickleError,
+     "its pickle asks for a numpy scalar of dtype |V2000000000 of 2,000,000,000 bytes"),
+    (_Call(np.ndarray, (10 ** 9,), "u1"), UnsafePickleError, "it calls numpy.ndarray directly"),
+    (np.array([1, "a"], dtype=object), UnsafePickleError, "it holds an object array"),
+    (_Call(_RECONSTRUCT, np.ndarray, (3,), "O"), UnsafePickleError, "it holds an object array"),
+], ids=["bytearray", "set-of-range", "frozenset-of-range", "reconstruct", "scalar", "ndarray-call", "object-array",
+        "object-reconstruct"])
+def test_every_allocating_callable_is_bounded_by_the_budget(tmp_path, pickled, error, complaint):
+    path = tmp_path / "hostile.pklz"
+    path.write_bytes(gzip.compress(pickle.dumps(pickled, protocol=4), mtime=0))
+    with pytest.raises(error) as caught:
+        load_pklz(path)
+    assert str(caught.value).startswith(f"refused to load {path}: {complaint}")
+    if error is OversizedPickleError:
+        assert f"At most {MIN_BUDGET:,} bytes are allowed for it (what its {path.stat().st_size:,} compressed " in str(
+            caught.value)
+
+
+def test_plain_data_within_the_budget_still_loads(tmp_path):
+    data = {"a": np.arange(12).reshape(3, 4)[:, ::2], "f": np.asfortranarray(np.ones((3, 2))), "s": {1, 2},
+            "z": frozenset("ab"), "b": bytearray(b"xy"), "n": np.float32(2.5), "r": range(5),
+            "t": np.zeros(2, [("x", "<f4"), ("y", "u1", (2,))])}
+    for protocol in (4, 5):
+        path = tmp_path / f"p{protocol}.pklz"
+        path.write_bytes(gzip.compress(pickle.dumps(data, protocol=protocol), mtime=0))
+        loaded = load_pklz(path)
+        assert loaded.keys() == data.keys() and np.array_equal(loaded["a"], data["a"])
+        assert loaded["s"] == {1, 2} and loaded["b"] == b"xy" and loaded["n"] == np.float32(2.5)
+    zeros = dump_pklz(np.zeros(20_000_000, np.uint8), tmp_path / "zeros.pklz")  # inflates ~1000 times: still fine
+    assert load_pklz(zeros).sum() == 0
 
 
 # -- 15: class files swapped together with their manifest records -------------------------------

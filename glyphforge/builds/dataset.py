@@ -40,6 +40,7 @@ from glyphforge.batching import batches
 from glyphforge.builds.index import ShardIndex
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.cache.pklz import read_member
+from glyphforge.cache.safe_pickle import Budget
 from glyphforge.cache.store import read_entry
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ ARRAYS_FILE = "arrays.pklz"
 #: The part of the available memory ``ds.arrays`` may fill by default.
 ARRAYS_MEMORY_FRACTION = 0.5
 DEFAULT_CACHE_SHARDS = 4
+#: What a shard's pickle may hold beside its arrays' bytes (names, dtypes, framing): part of its `Budget`.
+SHARD_PICKLE_SLACK = 1 << 20
 
 Shard = dict[str, np.ndarray]
 
@@ -158,9 +161,11 @@ class BuiltDataset:
         index = self.index
         if not 0 <= number < len(index):
             raise IndexError(f"shard {number} is out of range: {self.entry.kind} {self.key[:12]} has {len(index)}")
-        arrays: Shard = read_member(self.entry.file(ARRAYS_FILE), int(index.offset[number]),
-                                    int(index.length[number]), what=f"shard {number}")
         rows = int(index.rows[number])
+        budget = Budget(rows * self._row_nbytes() + SHARD_PICKLE_SLACK,
+                        f"the {rows:,} rows its layout declares, and 1 MiB for the pickle's framing")
+        arrays: Shard = read_member(self.entry.file(ARRAYS_FILE), int(index.offset[number]),
+                                    int(index.length[number]), what=f"shard {number}", budget=budget)
         if sorted(arrays) != sorted(self.layout) or any(len(array) != rows for array in arrays.values()):
             raise ValueError(f"{self.path / ARRAYS_FILE}: shard {number} does not hold the {rows} rows of arrays "
                              f"{sorted(self.layout)} its index promises; remove the entry and build it again")
@@ -218,10 +223,12 @@ class BuiltDataset:
     @property
     def nbytes(self) -> int:
         """The decoded size of all arrays, in bytes."""
-        return len(self) * sum(
-            _dtype(info["dtype"]).itemsize * int(np.prod(info["shape"], dtype=np.int64))
-            for info in self.layout.values()
-        )
+        return len(self) * self._row_nbytes()
+
+    def _row_nbytes(self) -> int:
+        """The bytes of one row of every array, as the layout declares them."""
+        return sum(_dtype(info["dtype"]).itemsize * int(np.prod(info["shape"], dtype=np.int64))
+                   for info in self.layout.values())
 
     @property
     def arrays(self) -> dict[str, np.ndarray]:
