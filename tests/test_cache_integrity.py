@@ -29,8 +29,16 @@ from isal import isal_zlib
 from glyphforge import cli, config
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
+from glyphforge.builds.dataset import LostShardsError
 from glyphforge.builds.index import ShardIndex
-from glyphforge.cache import CacheStore, OversizedPickleError, UnsafePickleError, dump_pklz, load_pklz
+from glyphforge.cache import (
+    CacheStore,
+    CorruptPklzError,
+    OversizedPickleError,
+    UnsafePickleError,
+    dump_pklz,
+    load_pklz,
+)
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.manifest import BrokenManifestError, make_manifest, read_manifest
 from glyphforge.cache.safe_pickle import MIN_BUDGET
@@ -60,10 +68,11 @@ def rows_build(tmp_path_factory) -> BuiltDataset:
 
 
 def _copy_build(dataset: BuiltDataset, tmp_path: Path) -> tuple[Path, Path]:
-    """Copy ``dataset``'s data dir into ``tmp_path``; return the data dir and the copied entry's directory."""
+    """Copy ``dataset``'s entry into a data dir in ``tmp_path``; return the data dir and the copy's directory."""
     data_dir = tmp_path / "data"
-    shutil.copytree(dataset.path.parents[2], data_dir, ignore=shutil.ignore_patterns("*.lock", "*.work"))
-    return data_dir, data_dir / "cache" / dataset.entry.kind / dataset.key
+    entry_dir = data_dir / "cache" / dataset.entry.kind / dataset.key
+    shutil.copytree(dataset.path, entry_dir)
+    return data_dir, entry_dir
 
 
 def _replace_member(entry_dir: Path, number: int, member: bytes) -> None:
@@ -134,6 +143,38 @@ def _index(entry_dir: Path) -> list[str]:
     """Each shard's "bytes A to B" as errors quote it."""
     index = _manifest(entry_dir)["meta"]["index"]
     return [f"{offset} to {offset + length}" for offset, length in zip(index["offset"], index["length"], strict=True)]
+
+
+# -- 14: a truncated arrays.pklz ---------------------------------------------------------------------
+def test_a_truncated_arrays_file_serves_its_whole_shards_and_every_read_and_verify_name_the_lost_ones(
+        rows_build, tmp_path, capsys):
+    data_dir, entry_dir = _copy_build(rows_build, tmp_path)
+    path = entry_dir / ARRAYS_FILE
+    size = path.stat().st_size
+    index = _manifest(entry_dir)["meta"]["index"]
+    cut = index["offset"][1] + index["length"][1] // 2  # half of shard 1 left, shard 2 gone
+    with open(path, "r+b") as file:
+        file.truncate(cut)
+    store = CacheStore.for_data_dir(data_dir)
+    dataset = BuiltDataset(store.get(rows_build.entry.kind, rows_build.entry.params))
+    assert dataset.take([9, 0, 3])["row"].tolist() == [9, 0, 3]  # shard 0 is whole: it still reads
+
+    lost = "Lost: shards 1 to 2 of 3 (examples 10 to 29); intact: shard 0 of 3 (examples 0 to 9)"
+    for row, shard in ((15, 1), (29, 2)):
+        with pytest.raises(LostShardsError) as caught:
+            dataset.take([0, row])
+        assert isinstance(caught.value, CorruptPklzError) and caught.value.path == path
+        assert str(caught.value) == (
+            f"{path} is truncated: {cut:,} bytes where the test-rows entry {dataset.key[:12]}'s manifest records "
+            f"{size:,}, so shard {shard} is lost. {lost}. Run `glyphforge cache gc` to remove the entry, then build "
+            "it again: the build makes its shards again")
+    capsys.readouterr()
+    assert cli.main(["cache", "verify", "--data-dir", str(data_dir)]) == 1
+    assert capsys.readouterr().out == f"CORRUPT {path}: size {cut} bytes, manifest says {size} (truncated?). {lost}\n"
+
+    assert cli.main(["cache", "gc", "--data-dir", str(data_dir)]) == 0  # the fix the messages give
+    rebuilt = build(RowSpec(n_examples=30, shard_size=10), data_dir=data_dir, progress=False)
+    assert rebuilt.take(np.arange(30))["row"].tolist() == list(range(30)) and store.verify() == []
 
 
 class _Call:
