@@ -28,8 +28,7 @@ from isal import isal_zlib
 
 from glyphforge import cli, config
 from glyphforge._files import sha256_file
-from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
-from glyphforge.builds.dataset import LostShardsError
+from glyphforge.builds import ARRAYS_FILE, BuiltDataset, LostShardsError, build
 from glyphforge.builds.index import ShardIndex
 from glyphforge.cache import (
     CacheStore,
