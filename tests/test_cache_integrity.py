@@ -214,6 +214,13 @@ def test_every_allocating_callable_is_bounded_by_the_budget(tmp_path, pickled, e
             caught.value)
 
 
+def test_a_pickle_declaring_more_bytes_than_it_holds_is_a_damaged_file(tmp_path):
+    path = tmp_path / "short.pklz"
+    path.write_bytes(gzip.compress(b"\x80\x05\x8e" + (2_500_000_000).to_bytes(8, "little") + b"xx.", mtime=0))
+    with pytest.raises(CorruptPklzError, match=f"^{path} is truncated or damaged \\(pickle data was truncated\\)"):
+        load_pklz(path)
+
+
 def test_plain_data_within_the_budget_still_loads(tmp_path):
     data = {"a": np.arange(12).reshape(3, 4)[:, ::2], "f": np.asfortranarray(np.ones((3, 2))), "s": {1, 2},
             "z": frozenset("ab"), "b": bytearray(b"xy"), "n": np.float32(2.5), "r": range(5),

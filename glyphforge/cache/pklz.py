@@ -157,7 +157,9 @@ def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = Non
                 if not reader.peek(1):
                     return
                 item = unpickler.load()
-            except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+            except UnsafePickleError:
+                raise
+            except (EOFError, gzip.BadGzipFile, zlib.error, pickle.UnpicklingError) as error:
                 raise CorruptPklzError(
                     f"{path} is truncated or damaged ({error}). If it is a cache file, `glyphforge cache verify` "
                     "lists such files and `glyphforge cache gc` removes their entries; then prepare or build again"
