@@ -64,7 +64,7 @@ class Budget:
     limit
         The bound, in bytes.
     basis
-        What it comes from, for messages (e.g. "the 1,000 rows of shard 3's layout").
+        What it comes from, for messages (e.g. "the 1,000 rows its layout declares").
     """
 
     limit: int
@@ -138,7 +138,7 @@ class RestrictedUnpickler(pickle.Unpickler):
         """Count ``size`` bytes about to be allocated for ``what``; raise `OversizedPickleError` past the budget."""
         if size > self._budget.limit - self._spent:
             raise self._budget.refusal(self._source, f"its pickle asks for {what} of {size:,} bytes")
-        self._spent += size
+        self._spent += max(0, size)  # a negative size is refused by the call itself: it must not add to the budget
 
     def refusal(self, what: str) -> UnsafePickleError:
         """The error refusing this pickle because ``what`` (it names the source and says what to do)."""
@@ -179,13 +179,17 @@ def _container(unpickler: RestrictedUnpickler, make: Callable[..., Any], *args: 
     return make(*args)
 
 
-def _reconstruct(unpickler: RestrictedUnpickler, make: Callable[..., Any], subtype: Any, shape: Any, dtype: Any,
-                 ) -> Any:
+#: Why a pickle holding an object dtype is refused.
+_OBJECT_DTYPE = "it holds an object array or scalar (numpy can crash loading a forged one)"
+
+
+def _reconstruct(unpickler: RestrictedUnpickler, make: Callable[..., Any], subtype: Any, shape: Any,
+                 dtype: Any) -> Any:
     if not isinstance(subtype, _NdarrayName):
         raise unpickler.refusal(f"it reconstructs an array of type {subtype!r:.60}, not numpy.ndarray")
     descr = np.dtype(dtype)
     if descr.hasobject:
-        raise unpickler.refusal("it holds an object array or scalar (numpy can crash loading a forged one)")
+        raise unpickler.refusal(_OBJECT_DTYPE)
     count = math.prod(shape) if isinstance(shape, (tuple, list)) else shape
     unpickler.charge(max(0, count) * descr.itemsize, f"a numpy array of shape {shape!r:.60} and dtype {descr}")
     return make(np.ndarray, shape, dtype)
@@ -194,7 +198,7 @@ def _reconstruct(unpickler: RestrictedUnpickler, make: Callable[..., Any], subty
 def _dtype(unpickler: RestrictedUnpickler, make: Callable[..., Any], *args: Any) -> Any:
     descr = make(*args)
     if descr.hasobject:
-        raise unpickler.refusal("it holds an object array or scalar (numpy can crash loading a forged one)")
+        raise unpickler.refusal(_OBJECT_DTYPE)
     return descr
 
 
