@@ -12,6 +12,7 @@ recomputed where the row says so, then reads it through the real loaders and com
 """
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import os
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -212,6 +214,17 @@ def test_every_allocating_callable_is_bounded_by_the_budget(tmp_path, pickled, e
     if error is OversizedPickleError:
         assert f"At most {MIN_BUDGET:,} bytes are allowed for it (what its {path.stat().st_size:,} compressed " in str(
             caught.value)
+
+
+def test_what_a_restricted_load_returns_is_freed_without_the_garbage_collector(tmp_path):
+    """No reference cycle through the unpickler's guards: a stream's decoded shards go as soon as they are dropped."""
+    path = dump_pklz({"a": np.zeros(1000), "n": np.float32(1)}, tmp_path / "a.pklz")
+    gc.disable()
+    try:
+        loaded = weakref.ref(load_pklz(path)["a"])
+        assert loaded() is None
+    finally:
+        gc.enable()
 
 
 def test_a_pickle_declaring_more_bytes_than_it_holds_is_a_damaged_file(tmp_path):

@@ -117,8 +117,7 @@ class RestrictedUnpickler(pickle.Unpickler):
     def __init__(self, file: ReadableFile, source: str, budget: Budget | None = None) -> None:
         super().__init__(file)
         self._source = source
-        self._budget = budget or Budget(MIN_BUDGET, "the default for a pickle of unknown size")
-        self._spent = 0
+        self._meter = _Meter(source, budget or Budget(MIN_BUDGET, "the default for a pickle of unknown size"))
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in ALLOWED_GLOBALS:
@@ -130,9 +129,21 @@ class RestrictedUnpickler(pickle.Unpickler):
             )
         found = super().find_class(module, name)
         if name == "ndarray":
-            return _NdarrayName(self.refusal)
+            return _NdarrayName(self._meter.refusal)
         guard = _GUARDS.get(name)
-        return found if guard is None else functools.partial(guard, self, found)
+        return found if guard is None else functools.partial(guard, self._meter, found)
+
+
+class _Meter:
+    """What the guards of one `RestrictedUnpickler` charge, and the errors they raise naming its source.
+
+    Apart from the unpickler: its memo holds the guards, which referring back to it would
+    make a reference cycle keeping everything it loaded alive until the garbage collector runs.
+    """
+
+    def __init__(self, source: str, budget: Budget) -> None:
+        self._source, self._budget = source, budget
+        self._spent = 0
 
     def charge(self, size: int, what: str) -> None:
         """Count ``size`` bytes about to be allocated for ``what``; raise `OversizedPickleError` past the budget."""
@@ -141,7 +152,7 @@ class RestrictedUnpickler(pickle.Unpickler):
         self._spent += max(0, size)  # a negative size is refused by the call itself: it must not add to the budget
 
     def refusal(self, what: str) -> UnsafePickleError:
-        """The error refusing this pickle because ``what`` (it names the source and says what to do)."""
+        """The error refusing the pickle because ``what`` (it names the source and says what to do)."""
         return UnsafePickleError(
             f"refused to load {self._source}: {what}. Only the arrays numpy itself pickles are read; the file may "
             "have been tampered with: remove its entry (`glyphforge cache rm KEY`) and prepare or build it again"
@@ -166,16 +177,16 @@ def _count(items: Any) -> int:
         return sys.maxsize
 
 
-def _bytearray(unpickler: RestrictedUnpickler, make: Callable[..., Any], *args: Any) -> Any:
+def _bytearray(meter: _Meter, make: Callable[..., Any], *args: Any) -> Any:
     first = args[0] if args else 0
     size = first if isinstance(first, int) else _count(first)
-    unpickler.charge(size, "a bytearray")
+    meter.charge(size, "a bytearray")
     return make(*args)
 
 
-def _container(unpickler: RestrictedUnpickler, make: Callable[..., Any], *args: Any) -> Any:
+def _container(meter: _Meter, make: Callable[..., Any], *args: Any) -> Any:
     items = _count(args[0]) if args else 0
-    unpickler.charge(items * ITEM_BYTES, f"a {make.__name__} of {items:,} items")
+    meter.charge(items * ITEM_BYTES, f"a {make.__name__} of {items:,} items")
     return make(*args)
 
 
@@ -183,28 +194,28 @@ def _container(unpickler: RestrictedUnpickler, make: Callable[..., Any], *args: 
 _OBJECT_DTYPE = "it holds an object array or scalar (numpy can crash loading a forged one)"
 
 
-def _reconstruct(unpickler: RestrictedUnpickler, make: Callable[..., Any], subtype: Any, shape: Any,
+def _reconstruct(meter: _Meter, make: Callable[..., Any], subtype: Any, shape: Any,
                  dtype: Any) -> Any:
     if not isinstance(subtype, _NdarrayName):
-        raise unpickler.refusal(f"it reconstructs an array of type {subtype!r:.60}, not numpy.ndarray")
+        raise meter.refusal(f"it reconstructs an array of type {subtype!r:.60}, not numpy.ndarray")
     descr = np.dtype(dtype)
     if descr.hasobject:
-        raise unpickler.refusal(_OBJECT_DTYPE)
+        raise meter.refusal(_OBJECT_DTYPE)
     count = math.prod(shape) if isinstance(shape, (tuple, list)) else shape
-    unpickler.charge(max(0, count) * descr.itemsize, f"a numpy array of shape {shape!r:.60} and dtype {descr}")
+    meter.charge(max(0, count) * descr.itemsize, f"a numpy array of shape {shape!r:.60} and dtype {descr}")
     return make(np.ndarray, shape, dtype)
 
 
-def _dtype(unpickler: RestrictedUnpickler, make: Callable[..., Any], *args: Any) -> Any:
+def _dtype(meter: _Meter, make: Callable[..., Any], *args: Any) -> Any:
     descr = make(*args)
     if descr.hasobject:
-        raise unpickler.refusal(_OBJECT_DTYPE)
+        raise meter.refusal(_OBJECT_DTYPE)
     return descr
 
 
-def _scalar(unpickler: RestrictedUnpickler, make: Callable[..., Any], dtype: Any, *args: Any) -> Any:
+def _scalar(meter: _Meter, make: Callable[..., Any], dtype: Any, *args: Any) -> Any:
     descr = np.dtype(dtype)
-    unpickler.charge(descr.itemsize, f"a numpy scalar of dtype {descr}")
+    meter.charge(descr.itemsize, f"a numpy scalar of dtype {descr}")
     return make(dtype, *args)
 
 
