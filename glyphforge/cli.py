@@ -17,8 +17,10 @@ from typing import Any
 
 from glyphforge import config
 from glyphforge.builds.builder import SpecError
+from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
 from glyphforge.builds.export import ExportTargetError
-from glyphforge.cache import CacheStore, Entry
+from glyphforge.cache import CacheProblem, CacheStore, Entry
+from glyphforge.cache.store import read_entry
 from glyphforge.cli_args import (
     UsageError,
     add_scene_arguments,
@@ -218,13 +220,22 @@ def _cache_verify(args: argparse.Namespace) -> int:
     store = CacheStore.for_data_dir(args.data_dir)
     problems = store.verify()
     for problem in problems:
-        print(f"CORRUPT {problem}")
+        print(f"CORRUPT {problem}{_lost_shards_note(problem)}")
     if problems:
         print(f"{len(problems)} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again",
               file=sys.stderr)
         return 1
     print(f"all {count(len(store.ls()), 'entry', 'entries')} in {store.root} verified")
     return 0
+
+
+def _lost_shards_note(problem: CacheProblem) -> str:
+    """For a truncated ``arrays.pklz`` of a build: ". Lost: shards ...; intact: ..." (see `lost_shards`), else ""."""
+    entry = read_entry(problem.path.parent) if problem.path.name == ARRAYS_FILE else None
+    if entry is None or not is_built(entry) or not problem.path.is_file():
+        return ""
+    lost = lost_shards(entry, problem.path.stat().st_size)
+    return f". {lost}" if lost else ""
 
 
 def _cache_rm(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ Importing this package loads neither numba, Pillow nor Dask (the scenes spec doe
 when imported).
 """
 from glyphforge.builds.builder import BUILD_FORMAT, ShardError, Spec, build, cache_params, check_spec
-from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
+from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, LostShardsError
 
-__all__ = ["ARRAYS_FILE", "BUILD_FORMAT", "BuiltDataset", "ShardError", "Spec", "build", "cache_params", "check_spec"]
+__all__ = ["ARRAYS_FILE", "BUILD_FORMAT", "BuiltDataset", "LostShardsError", "ShardError", "Spec", "build",
+           "cache_params", "check_spec"]

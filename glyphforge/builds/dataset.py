@@ -38,8 +38,9 @@ from glyphforge._checks import PathLike, check_int
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import batches
 from glyphforge.builds.index import ShardIndex
-from glyphforge.cache import CacheStore, Entry
+from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry
 from glyphforge.cache.pklz import read_member
+from glyphforge.cache.safe_pickle import Budget
 from glyphforge.cache.store import read_entry
 
 if TYPE_CHECKING:
@@ -49,12 +50,18 @@ ARRAYS_FILE = "arrays.pklz"
 #: The part of the available memory ``ds.arrays`` may fill by default.
 ARRAYS_MEMORY_FRACTION = 0.5
 DEFAULT_CACHE_SHARDS = 4
+#: What a shard's pickle may hold beside its arrays' bytes (names, dtypes, framing): part of its `Budget`.
+SHARD_PICKLE_SLACK = 1 << 20
 
 Shard = dict[str, np.ndarray]
 
 
 class DatasetTooLargeError(MemoryError):
     """``ds.arrays`` would decode more bytes than ``ds.arrays_limit`` allows."""
+
+
+class LostShardsError(DamagedEntryFileError):
+    """A shard was read past the end of a truncated ``arrays.pklz``; the message names every shard lost."""
 
 
 class BuiltDataset:
@@ -158,13 +165,39 @@ class BuiltDataset:
         index = self.index
         if not 0 <= number < len(index):
             raise IndexError(f"shard {number} is out of range: {self.entry.kind} {self.key[:12]} has {len(index)}")
-        arrays: Shard = read_member(self.entry.file(ARRAYS_FILE), int(index.offset[number]),
-                                    int(index.length[number]), what=f"shard {number}")
         rows = int(index.rows[number])
+        budget = Budget(rows * self._row_nbytes() + SHARD_PICKLE_SLACK,
+                        f"the {rows:,} rows its layout declares, and 1 MiB for the pickle's framing")
+        arrays: Shard = read_member(self._arrays_file(number), int(index.offset[number]),
+                                    int(index.length[number]), what=f"shard {number}", budget=budget)
         if sorted(arrays) != sorted(self.layout) or any(len(array) != rows for array in arrays.values()):
             raise ValueError(f"{self.path / ARRAYS_FILE}: shard {number} does not hold the {rows} rows of arrays "
                              f"{sorted(self.layout)} its index promises; remove the entry and build it again")
         return arrays
+
+    def _arrays_file(self, number: int) -> Path:
+        """The file to read shard ``number`` from: a truncated one still serves the shards it holds whole.
+
+        Raises
+        ------
+        LostShardsError
+            Shard ``number`` is past the end of a truncated file (the message names every lost shard).
+        DamagedEntryFileError, MissingEntryFileError
+            The file is longer than its manifest records, or missing (see `Entry.file`).
+        """
+        try:
+            return self.entry.file(ARRAYS_FILE)
+        except DamagedEntryFileError as error:
+            lost = lost_shards(self.entry, error.size)
+            if lost is None:
+                raise
+            if number < self.index.first_lost(error.size):
+                return error.path
+            raise LostShardsError(
+                f"{error.path} is truncated: {error.size:,} bytes where the {self.entry.kind} entry {self.key[:12]}'s "
+                f"manifest records {error.expected:,}, so shard {number} is lost. {lost}. Run `glyphforge cache gc` to "
+                "remove the entry, then build it again: the build makes its shards again",
+                error.path, error.size, error.expected) from None
 
     def take(self, indices: Any) -> dict[str, np.ndarray]:
         """Return rows ``indices`` (ints, negative from the end) of every array, in that order.
@@ -218,10 +251,12 @@ class BuiltDataset:
     @property
     def nbytes(self) -> int:
         """The decoded size of all arrays, in bytes."""
-        return len(self) * sum(
-            _dtype(info["dtype"]).itemsize * int(np.prod(info["shape"], dtype=np.int64))
-            for info in self.layout.values()
-        )
+        return len(self) * self._row_nbytes()
+
+    def _row_nbytes(self) -> int:
+        """The bytes of one row of every array, as the layout declares them."""
+        return sum(_dtype(info["dtype"]).itemsize * int(np.prod(info["shape"], dtype=np.int64))
+                   for info in self.layout.values())
 
     @property
     def arrays(self) -> dict[str, np.ndarray]:
@@ -303,6 +338,25 @@ class BuiltDataset:
         return {name: np.empty((count, *info["shape"]), _dtype(info["dtype"])) for name, info in self.layout.items()}
 
 
+def is_built(entry: Entry) -> bool:
+    """Whether ``entry`` is a built dataset (its manifest records a shard layout)."""
+    return "layout" in entry.meta and "n_examples" in entry.meta
+
+
+def lost_shards(entry: Entry, size: int) -> str | None:
+    """Say which shards of the built ``entry`` an ``arrays.pklz`` of only ``size`` bytes lost and which it still
+    serves ("Lost: shard 2 of 3 (examples 20 to 29); intact: shards 0 to 1 of 3 (examples 0 to 19)").
+
+    None when it is not shorter than its manifest records (nothing is lost to a truncation).
+    """
+    if size >= entry.manifest["files"][ARRAYS_FILE]["size"]:
+        return None
+    index = ShardIndex.from_meta(entry.meta, entry.params, str(entry.path / ARRAYS_FILE))
+    first = index.first_lost(size)
+    intact = index.describe(0, first - 1) if first else "none"
+    return f"Lost: {index.describe(first, len(index) - 1)}; intact: {intact}"
+
+
 def default_arrays_limit() -> int:
     """Half the memory available now (``MemAvailable``; the physical memory where that is unknown)."""
     available = None
@@ -328,7 +382,7 @@ def find_built(target: str, data_dir: PathLike | None = None) -> BuiltDataset:
         Nothing built matches; the message lists what is built.
     """
     store = CacheStore.for_data_dir(data_dir)
-    built = [entry for entry in store.ls() if "layout" in entry.meta and "n_examples" in entry.meta]
+    built = [entry for entry in store.ls() if is_built(entry)]
     of_kind = [entry for entry in built if entry.kind == target]
     if of_kind:
         return BuiltDataset(of_kind[-1])  # `ls` sorts by creation time within a kind: the newest

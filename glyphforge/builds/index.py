@@ -79,11 +79,20 @@ class ShardIndex:
         """Return the shard holding each of ``rows`` (non-negative, in range: the caller checks)."""
         return np.searchsorted(self.stop, rows, side="right")
 
+    def first_lost(self, size: int) -> int:
+        """Return the first shard not wholly in the first ``size`` bytes of the data file (``len(self)``: none is)."""
+        return int(np.searchsorted(self.offset + self.length, size, side="right"))
+
+    def describe(self, first: int, last: int) -> str:
+        """Name shards ``first`` to ``last`` and their rows: "shards 7 to 9 of 10 (examples 700 to 999)"."""
+        shards = f"shard {first}" if first == last else f"shards {first} to {last}"
+        return f"{shards} of {len(self)} (examples {self.start[first]} to {self.stop[last] - 1})"
+
     def check(self, n_examples: int, where: str) -> None:
         """Raise a ValueError naming ``where`` unless the index tiles ``n_examples`` rows and its bytes without gaps.
 
-        A data file shorter than the index says is found when its missing shards are
-        read (`glyphforge.cache.pklz.read_member` names the shard).
+        A data file shorter than the index says still serves the shards it holds whole;
+        reading the others names them (`glyphforge.builds.dataset.LostShardsError`).
         """
         tiles_bytes = len(self) > 0 and self.offset[0] == 0 and bool(
             np.all(self.offset[1:] == self.offset[:-1] + self.length[:-1]) and np.all(self.length > 0))

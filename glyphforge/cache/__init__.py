@@ -2,7 +2,7 @@
 from glyphforge.cache.keys import FORMAT_VERSION, cache_key
 from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.cache.pklz import DEFAULT_LEVEL, CorruptPklzError, concat_pklz, dump_pklz, iter_pklz, load_pklz
-from glyphforge.cache.safe_pickle import UnsafePickleError
+from glyphforge.cache.safe_pickle import OversizedPickleError, UnsafePickleError
 from glyphforge.cache.store import (
     CacheProblem,
     CacheStore,
@@ -22,6 +22,7 @@ __all__ = [
     "LockTimeoutError",
     "DamagedEntryFileError",
     "MissingEntryFileError",
+    "OversizedPickleError",
     "UnsafePickleError",
     "Writer",
     "cache_key",

@@ -1,4 +1,4 @@
-"""Cache keys: sha256 of a canonical JSON of ``(kind, params, format_version)``; the manifest's metadata hash."""
+"""Cache keys: sha256 of a canonical JSON of ``(kind, params, format_version)``; the manifest's hashes."""
 from __future__ import annotations
 
 import hashlib
@@ -101,5 +101,25 @@ def metadata_sha256(kind: str, key: str, params: Any, meta: Any) -> str:
     ValueError
         When they hold a NaN or infinite float (no canonical JSON).
     """
-    document = {"kind": kind, "key": key, "params": params, "meta": meta}
+    return _document_sha256({"kind": kind, "key": key, "params": params, "meta": meta})
+
+
+def entry_sha256(kind: str, key: str, params: Any, meta: Any, files: Any) -> str:
+    """Return the hex sha256 of what an entry holds: the canonical JSON of its kind, key, params, meta and files.
+
+    A manifest records it as ``entry_sha256``. Unlike :func:`metadata_sha256` it covers the
+    files table too (each data file's name, size and sha256), so data files swapped or
+    renamed together with their records are found when the entry is read. Arguments are
+    plain JSON data, as a manifest holds them.
+
+    Raises
+    ------
+    ValueError
+        When they hold a NaN or infinite float (no canonical JSON).
+    """
+    return _document_sha256({"kind": kind, "key": key, "params": params, "meta": meta, "files": files})
+
+
+def _document_sha256(document: dict[str, Any]) -> str:
+    """Return the hex sha256 of ``document``'s canonical JSON text."""
     return hashlib.sha256(_canonical_text(document).encode("ascii")).hexdigest()

@@ -5,11 +5,17 @@ A manifest is a JSON object::
     {"kind": str, "key": str, "params": {...}, "format_version": int,
      "glyphforge_version": str, "created": str (ISO 8601, UTC),
      "files": {name: {"size": int, "sha256": hex}, ...}, "meta": {...},
-     "meta_sha256": hex}     # sha256 of the canonical JSON of kind, key, params and meta
+     "meta_sha256": hex,     # sha256 of the canonical JSON of kind, key, params and meta
+     "entry_sha256": hex}    # the same plus the files table
 
-``meta_sha256`` covers what the data files' hashes do not: the parameters and the
-metadata that say what the files mean (EMNIST's class of each file, a build's shard
-index). Manifests written by glyphforge < 0.2 have none and are accepted as they are;
+The data files' hashes say a file is intact, not that it is the right file: the
+parameters and the metadata say what each file means (EMNIST's and MNIST's class of
+each file, a build's shard index). ``entry_sha256`` covers them together with the files
+table, so class files swapped along with their records are found. ``meta_sha256`` is
+still written, for glyphforge 0.2 reading the same data dir.
+
+Older manifests are accepted as they are (their files table is then not covered):
+glyphforge 0.2 wrote no ``entry_sha256``, and glyphforge < 0.2 no ``meta_sha256`` either;
 their params are still checked (the key is their hash).
 """
 from __future__ import annotations
@@ -23,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from glyphforge._version import __version__
-from glyphforge.cache.keys import FORMAT_VERSION, cache_key, metadata_sha256, normalise
+from glyphforge.cache.keys import FORMAT_VERSION, cache_key, entry_sha256, metadata_sha256, normalise
 
 MANIFEST = "manifest.json"
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-#: The fields every manifest has, and their types (``meta_sha256`` is optional: glyphforge < 0.2 wrote none).
+#: The fields every manifest has, and their types (the hashes are optional: older versions wrote none, see above).
 _FIELDS: dict[str, type] = {"kind": str, "key": str, "params": dict, "format_version": int,
                             "glyphforge_version": str, "created": str, "files": dict, "meta": dict}
 
@@ -62,7 +68,7 @@ class BrokenManifestError(ValueError):
 
 def make_manifest(kind: str, key: str, params: Mapping[str, Any], files: dict[str, dict[str, Any]],
                   meta: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the manifest of a new entry, with its ``meta_sha256``.
+    """Return the manifest of a new entry, with its ``meta_sha256`` and ``entry_sha256``.
 
     Parameters
     ----------
@@ -84,6 +90,7 @@ def make_manifest(kind: str, key: str, params: Mapping[str, Any], files: dict[st
         "files": files,
         "meta": plain_meta,
         "meta_sha256": metadata_sha256(kind, key, plain_params, plain_meta),
+        "entry_sha256": entry_sha256(kind, key, plain_params, plain_meta, files),
     }
 
 
@@ -93,8 +100,9 @@ def read_manifest(path: Path) -> dict[str, Any]:
     Checked: it is a JSON object with the manifest's fields of the right types; each
     file is a plain name inside the entry with an int size and a sha256; its kind and
     key are those of the directory (``<root>/<kind>/<key>``); its key is the hash of
-    its kind, params and format version; and its ``meta_sha256`` is that of its kind,
-    key, params and meta (a manifest without one, as glyphforge < 0.2 wrote, is accepted).
+    its kind, params and format version; its ``meta_sha256`` is that of its kind, key,
+    params and meta; and its ``entry_sha256`` that of these and its files table (a
+    manifest without them, as older versions wrote, is accepted: see the module docstring).
 
     Raises
     ------
@@ -134,6 +142,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
     try:
         expected_key = cache_key(kind, params, manifest["format_version"])
         expected_meta = metadata_sha256(kind, key, params, manifest["meta"])
+        expected_entry = entry_sha256(kind, key, params, manifest["meta"], manifest["files"])
     except (TypeError, ValueError, RecursionError) as error:
         raise BrokenManifestError(f"its kind, params or meta cannot be hashed ({error})") from None
     if key != expected_key:
@@ -141,4 +150,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
     if manifest.get("meta_sha256", expected_meta) != expected_meta:
         raise BrokenManifestError("its params or meta differ from its meta_sha256 (the manifest was edited or "
                                   "damaged)")
+    if manifest.get("entry_sha256", expected_entry) != expected_entry:
+        raise BrokenManifestError("its files table differs from its entry_sha256 (data files swapped, renamed or "
+                                  "replaced together with their records, or the manifest was edited or damaged)")
     return manifest

@@ -28,7 +28,7 @@ import dill
 
 from glyphforge._checks import PathLike, check_int
 from glyphforge._files import atomic_path
-from glyphforge.cache.safe_pickle import RestrictedUnpickler, UnsafePickleError
+from glyphforge.cache.safe_pickle import Budget, RestrictedUnpickler, UnsafePickleError
 
 _isal_gzip: ModuleType | None
 _zlib: ModuleType
@@ -71,6 +71,42 @@ def _open_for_reading(path: Path) -> gzip.GzipFile:
     return stream
 
 
+class _BoundedReader:
+    """What an unpickler reads from: a decompressing stream that gives at most ``budget.limit`` bytes in all.
+
+    A gzip stream inflating beyond its budget (a few KB declaring a few GB) is stopped
+    there with `OversizedPickleError`, before the bytes are decompressed.
+    """
+
+    def __init__(self, stream: gzip.GzipFile, budget: Budget, source: str) -> None:
+        self._stream, self._budget, self._source = stream, budget, source
+        self._left = budget.limit
+
+    def _spend(self, count: int) -> None:
+        if count > self._left:
+            raise self._budget.refusal(self._source, "its gzip data inflates to more bytes than allowed")
+        self._left -= count
+
+    # Each read asks the stream for at most one byte more than is left: getting it means too much.
+    def read(self, n: int = -1, /) -> bytes:
+        data = self._stream.read(self._left + 1 if n < 0 else min(n, self._left + 1))
+        self._spend(len(data))
+        return data
+
+    def readinto(self, buffer: Any, /) -> int:
+        count = self._stream.readinto(memoryview(buffer).cast("B")[: self._left + 1])
+        self._spend(count)
+        return count
+
+    def readline(self) -> bytes:
+        line = self._stream.readline(self._left + 1)
+        self._spend(len(line))
+        return line
+
+    def peek(self, n: int, /) -> bytes:
+        return self._stream.peek(n)
+
+
 def dump_pklz(obj: Any, path: PathLike, level: int | None = None) -> Path:
     """Write ``obj`` as a gzipped dill pickle, atomically.
 
@@ -96,7 +132,7 @@ def dump_pklz(obj: Any, path: PathLike, level: int | None = None) -> Path:
     return path
 
 
-def iter_pklz(path: PathLike, trusted: bool = False) -> Iterator[Any]:
+def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = None) -> Iterator[Any]:
     """Yield every pickle of a (possibly multi-member) ``.pklz`` file, in order.
 
     Parameters
@@ -106,16 +142,24 @@ def iter_pklz(path: PathLike, trusted: bool = False) -> Iterator[Any]:
     trusted
         False (default): refuse any global that is not plain data
         (:class:`~glyphforge.cache.UnsafePickleError`). True: plain dill.
+    budget
+        The most bytes the whole file may inflate to and (unless ``trusted``) its
+        pickles ask to allocate; beyond it `OversizedPickleError`. None: what the
+        file's compressed size can hold (`Budget.for_compressed`).
     """
     path = Path(path)
+    budget = budget or Budget.for_compressed(path.stat().st_size)
     with _open_for_reading(path) as stream:
-        unpickler = dill.Unpickler(stream) if trusted else RestrictedUnpickler(stream, str(path))
+        reader = _BoundedReader(stream, budget, str(path))
+        unpickler = dill.Unpickler(reader) if trusted else RestrictedUnpickler(reader, str(path), budget)
         while True:
             try:
-                if not stream.peek(1):
+                if not reader.peek(1):
                     return
                 item = unpickler.load()
-            except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+            except UnsafePickleError:
+                raise
+            except (EOFError, gzip.BadGzipFile, zlib.error, pickle.UnpicklingError) as error:
                 raise CorruptPklzError(
                     f"{path} is truncated or damaged ({error}). If it is a cache file, `glyphforge cache verify` "
                     "lists such files and `glyphforge cache gc` removes their entries; then prepare or build again"
@@ -194,7 +238,8 @@ def concat_pklz(
     return Joined(dest, whole.hexdigest(), tuple(lengths))
 
 
-def read_member(path: PathLike, offset: int, length: int, *, trusted: bool = False, what: str = "member") -> Any:
+def read_member(path: PathLike, offset: int, length: int, *, trusted: bool = False, what: str = "member",
+                budget: Budget | None = None) -> Any:
     """Decode the one gzip member at ``offset`` (``length`` bytes) of a multi-member ``.pklz`` file.
 
     The member is read, inflated (isal when installed) and unpickled on its own, without
@@ -210,12 +255,21 @@ def read_member(path: PathLike, offset: int, length: int, *, trusted: bool = Fal
         False (default): the restricted unpickler (plain data only). True: plain dill.
     what
         How errors name the member, e.g. ``"shard 12"``.
+    budget
+        The most bytes the member may inflate to and (unless ``trusted``) its pickle ask
+        to allocate, e.g. from the layout its index declares. None: what ``length``
+        compressed bytes can hold (`Budget.for_compressed`).
 
     Raises
     ------
     CorruptPklzError
         The member is truncated or damaged; the message names the file and ``what``.
+    UnsafePickleError
+        Its pickle names a global that is not plain data, or (`OversizedPickleError`)
+        it inflates or asks for more than ``budget``; the message names the file and ``what``.
     """
+    budget = budget or Budget.for_compressed(length)
+    source = f"{path}: {what} (bytes {offset} to {offset + length})"
     with open(path, "rb") as stream:
         stream.seek(offset)
         raw = stream.read(length)
@@ -223,15 +277,18 @@ def read_member(path: PathLike, offset: int, length: int, *, trusted: bool = Fal
         if len(raw) != length:
             raise EOFError(f"the file ends {length - len(raw)} bytes early")
         inflater = _zlib.decompressobj(31)  # 31: a gzip header and trailer
-        data = inflater.decompress(raw)
+        data = inflater.decompress(raw, budget.limit + 1)  # one byte more than allowed says it inflates beyond
+        if len(data) > budget.limit:
+            raise budget.refusal(source, "its gzip data inflates to more bytes than allowed")
         if not inflater.eof or inflater.unused_data:
             raise EOFError("the member's gzip stream does not end where the index says")
-        unpickler = dill.Unpickler(io.BytesIO(data)) if trusted else RestrictedUnpickler(io.BytesIO(data), str(path))
+        file = io.BytesIO(data)
+        unpickler = dill.Unpickler(file) if trusted else RestrictedUnpickler(file, source, budget)
         return unpickler.load()
     except UnsafePickleError:
         raise
     except (EOFError, zlib.error, _zlib.error, pickle.UnpicklingError) as error:
         raise CorruptPklzError(
-            f"{path}: {what} (bytes {offset} to {offset + length}) is truncated or damaged ({error}). "
+            f"{source} is truncated or damaged ({error}). "
             "`glyphforge cache verify` lists such files; remove the entry (`glyphforge cache rm KEY`) and build again"
         ) from error

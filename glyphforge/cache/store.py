@@ -58,7 +58,17 @@ class MissingEntryFileError(FileNotFoundError):
 
 
 class DamagedEntryFileError(CorruptPklzError):
-    """A data file of an entry is not the size its manifest records; the message names it and the fix."""
+    """A data file of an entry is not the size its manifest records; the message names it and the fix.
+
+    ``path`` is the file, ``size`` its size in bytes and ``expected`` the size its manifest records.
+    """
+
+    def __init__(self, message: str, path: Path, size: int, expected: int) -> None:
+        super().__init__(message)
+        self.path, self.size, self.expected = path, size, expected
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.path, self.size, self.expected)
 
 
 @dataclass(frozen=True)
@@ -129,7 +139,7 @@ class Entry:
         if size != expected:
             raise DamagedEntryFileError(
                 f"{path} is damaged: {size:,} bytes where the {self.kind} entry {self.key[:12]}'s manifest records "
-                f"{expected:,} (truncated or replaced): {fix}")
+                f"{expected:,} (truncated or replaced): {fix}", path, size, expected)
         return path
 
     def load(self, name: str, trusted: bool = False) -> Any:
