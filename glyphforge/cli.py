@@ -17,7 +17,7 @@ from typing import Any
 
 from glyphforge import config
 from glyphforge.builds.builder import SpecError
-from glyphforge.cache import CacheStore, Entry
+from glyphforge.cache import CacheStore, CleanupError, Entry
 from glyphforge.cli_args import UsageError, add_scene_arguments, name_value, parse_shape, positive, scene_spec
 from glyphforge.datasets import registry
 from glyphforge.session.parse import parse_session
@@ -184,8 +184,12 @@ def _cache_ls(args: argparse.Namespace) -> int:
     entries = store.ls()
     rows = [[e.key[:12], e.kind, _describe_params(e.params), len(e.files), human_size(e.size_bytes),
              e.manifest["created"]] for e in entries]
+    unreadable = store.unreadable()
     print(table(["key", "kind", "params", "files", "size", "created"], rows) if rows
+          else f"the cache at {store.root} has no entry you may read" if unreadable
           else f"the cache at {store.root} is empty")
+    for problem in unreadable:
+        print(f"not listed: {problem}", file=sys.stderr)
     return 0
 
 
@@ -209,10 +213,15 @@ def _cache_verify(args: argparse.Namespace) -> int:
     store = CacheStore.for_data_dir(args.data_dir)
     problems = store.verify()
     for problem in problems:
-        print(f"CORRUPT {problem}")
-    if problems:
-        print(f"{len(problems)} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again",
+        print(f"{'UNREADABLE' if problem.unreadable else 'CORRUPT'} {problem}")
+    broken = sum(not problem.unreadable for problem in problems)
+    if broken:
+        print(f"{broken} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again",
               file=sys.stderr)
+    if len(problems) > broken:
+        print(f"{len(problems) - broken} item(s) you may not read, so not verified (UNREADABLE above says whose "
+              "and what to do)", file=sys.stderr)
+    if problems:
         return 1
     print(f"all {count(len(store.ls()), 'entry', 'entries')} in {store.root} verified")
     return 0
@@ -225,11 +234,22 @@ def _cache_rm(args: argparse.Namespace) -> int:
 
 
 def _cache_gc(args: argparse.Namespace) -> int:
-    removed = CacheStore.for_data_dir(args.data_dir).gc()
+    store = CacheStore.for_data_dir(args.data_dir)
+    try:
+        removed = store.gc()
+    except CleanupError as error:
+        _print_removed(error.removed)
+        raise
+    _print_removed(removed)
+    for problem in store.unreadable():
+        print(f"left alone: {problem}", file=sys.stderr)
+    return 0
+
+
+def _print_removed(removed: list[Path]) -> None:
     for path in removed:
         print(f"removed {path}")
     print(f"{len(removed)} item(s) removed")
-    return 0
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -6,9 +6,11 @@ from glyphforge.cache.safe_pickle import UnsafePickleError
 from glyphforge.cache.store import (
     CacheProblem,
     CacheStore,
+    CleanupError,
     DamagedEntryFileError,
     Entry,
     MissingEntryFileError,
+    UnreadableEntryError,
     Writer,
 )
 
@@ -17,11 +19,13 @@ __all__ = [
     "FORMAT_VERSION",
     "CacheProblem",
     "CacheStore",
+    "CleanupError",
     "CorruptPklzError",
     "Entry",
     "LockTimeoutError",
     "DamagedEntryFileError",
     "MissingEntryFileError",
+    "UnreadableEntryError",
     "UnsafePickleError",
     "Writer",
     "cache_key",
