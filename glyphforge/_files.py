@@ -15,6 +15,7 @@ import hashlib
 import os
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -86,6 +87,30 @@ def follow_umask(path: PathLike) -> None:
     os.chmod(path, (full & ~current_umask()) | (mode & stat.S_ISGID))
 
 
+def describe_owner(path: PathLike) -> str:
+    """Say who owns ``path`` and its mode, for permission messages: ``owner uid 2001, group gid 3000, mode drwx------``.
+
+    Names are added where this machine knows them (``owner alice (uid 2001)``).
+    """
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        return f"its owner and mode cannot be read ({error.strerror or error})"
+    return (f"owner {_id_name(info.st_uid, 'uid')}, group {_id_name(info.st_gid, 'gid')}, "
+            f"mode {stat.filemode(info.st_mode)}")
+
+
+def _id_name(number: int, label: str) -> str:
+    try:
+        import grp
+        import pwd
+
+        name = pwd.getpwuid(number).pw_name if label == "uid" else grp.getgrgid(number).gr_name
+    except (ImportError, KeyError):  # not POSIX, or an id this machine has no name for
+        return f"{label} {number}"
+    return f"{name} ({label} {number})"
+
+
 def make_temp_dir(prefix: str, parent: PathLike) -> Path:
     """Create a new uniquely named directory ``<parent>/<prefix><random>`` with the umask's mode; return it.
 
@@ -115,6 +140,27 @@ def existing_file(path: PathLike, what: str) -> Path:
     if not found.is_file():
         raise FileNotFoundError(f"{found} does not exist: give the path of {what}")
     return found
+
+
+def remove_tree(path: PathLike) -> OSError | None:
+    """Delete the directory ``path`` and everything in it, as far as this user may; return the first error.
+
+    None when all is gone (also when it was already gone). Unlike ``shutil.rmtree(...,
+    ignore_errors=True)`` this says what could not be deleted and why: another user's
+    files in a directory of theirs, say.
+    """
+    errors: list[OSError] = []
+
+    def note(name: str, error: BaseException) -> None:
+        if isinstance(error, OSError) and not isinstance(error, FileNotFoundError):  # rmtree reports only OSErrors
+            error.filename = name  # rmtree's own is relative to a directory descriptor
+            errors.append(error)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=lambda function, name, error: note(name, error))
+    else:
+        shutil.rmtree(path, onerror=lambda function, name, info: note(name, info[1]))
+    return errors[0] if errors else None
 
 
 @contextmanager
@@ -162,7 +208,8 @@ _STORAGE_ADVICE = {
                    "(--data-dir or $GLYPHFORGE_DATA_DIR), and run again: finished work is kept and resumed"),
     errno.EROFS: ("the file system is read-only", "Give a writable data dir (--data-dir or $GLYPHFORGE_DATA_DIR)"),
     errno.EACCES: ("permission is denied", "Give a data dir you can write to (--data-dir or $GLYPHFORGE_DATA_DIR), "
-                   "or fix the directory's permissions"),
+                   "or fix the directory's permissions (a data dir a group shares: its owner runs `chmod -R g+rwX` "
+                   "on it, and every member works with `umask 002`)"),
     errno.EPERM: ("the operation is not permitted", "Give a data dir you can write to (--data-dir or "
                   "$GLYPHFORGE_DATA_DIR)"),
 }
@@ -185,6 +232,8 @@ def storage_error(error: OSError, path: PathLike, fix: str | None = None) -> OSE
             free = f" ({shutil.disk_usage(existing).free / 1e6:,.1f} MB free there)"
         except OSError:
             pass
+        if error.errno in (errno.EACCES, errno.EPERM):
+            free += f" ({existing}: {describe_owner(existing)})"
     converted = StorageError(f"cannot write {where}: {why}{free} ({os.strerror(error.errno or 0)}). {fix}")
     converted.errno, converted.filename = error.errno, str(where)
     return converted

@@ -19,7 +19,7 @@ from glyphforge import config
 from glyphforge.builds.builder import SpecError
 from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
 from glyphforge.builds.export import ExportTargetError
-from glyphforge.cache import CacheProblem, CacheStore, Entry
+from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry
 from glyphforge.cache.store import read_entry
 from glyphforge.cli_args import (
     UsageError,
@@ -195,8 +195,12 @@ def _cache_ls(args: argparse.Namespace) -> int:
     entries = store.ls()
     rows = [[e.key[:12], e.kind, _describe_params(e.params), len(e.files), human_size(e.size_bytes),
              e.manifest["created"]] for e in entries]
+    unreadable = store.unreadable()
     print(table(["key", "kind", "params", "files", "size", "created"], rows) if rows
+          else f"the cache at {store.root} has no entry you may read" if unreadable
           else f"the cache at {store.root} is empty")
+    for problem in unreadable:
+        print(f"not listed: {problem}", file=sys.stderr)
     return 0
 
 
@@ -220,10 +224,15 @@ def _cache_verify(args: argparse.Namespace) -> int:
     store = CacheStore.for_data_dir(args.data_dir)
     problems = store.verify()
     for problem in problems:
-        print(f"CORRUPT {problem}{_lost_shards_note(problem)}")
-    if problems:
-        print(f"{len(problems)} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again",
+        print(f"{'UNREADABLE' if problem.unreadable else 'CORRUPT'} {problem}{_lost_shards_note(problem)}")
+    broken = sum(not problem.unreadable for problem in problems)
+    if broken:
+        print(f"{broken} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again",
               file=sys.stderr)
+    if len(problems) > broken:
+        print(f"{len(problems) - broken} item(s) you may not read, so not verified (UNREADABLE above says whose "
+              "and what to do)", file=sys.stderr)
+    if problems:
         return 1
     print(f"all {count(len(store.ls()), 'entry', 'entries')} in {store.root} verified")
     return 0
@@ -231,7 +240,7 @@ def _cache_verify(args: argparse.Namespace) -> int:
 
 def _lost_shards_note(problem: CacheProblem) -> str:
     """For a truncated ``arrays.pklz`` of a build: ". Lost: shards ...; intact: ..." (see `lost_shards`), else ""."""
-    entry = read_entry(problem.path.parent) if problem.path.name == ARRAYS_FILE else None
+    entry = read_entry(problem.path.parent) if problem.path.name == ARRAYS_FILE and not problem.unreadable else None
     if entry is None or not is_built(entry) or not problem.path.is_file():
         return ""
     lost = lost_shards(entry, problem.path.stat().st_size)
@@ -245,11 +254,22 @@ def _cache_rm(args: argparse.Namespace) -> int:
 
 
 def _cache_gc(args: argparse.Namespace) -> int:
-    removed = CacheStore.for_data_dir(args.data_dir).gc()
+    store = CacheStore.for_data_dir(args.data_dir)
+    try:
+        removed = store.gc()
+    except CleanupError as error:
+        _print_removed(error.removed)
+        raise
+    _print_removed(removed)
+    for problem in store.unreadable():
+        print(f"left alone: {problem}", file=sys.stderr)
+    return 0
+
+
+def _print_removed(removed: list[Path]) -> None:
     for path in removed:
         print(f"removed {path}")
     print(f"{len(removed)} item(s) removed")
-    return 0
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from glyphforge._checks import PathLike
 from glyphforge.builds.dataset import BuiltDataset
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.datasets import registry
+from glyphforge.textfmt import count
 from glyphforge.visualize import preview
 
 
@@ -64,7 +65,10 @@ def _find_entry(store: CacheStore, target: str) -> Entry:
             return min(of_kind, key=lambda entry: "resize" in entry.params)
         return of_kind[-1]  # `ls` sorts by creation time within a kind: the newest
     if target in datasets:
-        raise LookupError(f"{target} is not prepared in {store.root}: run `prepare-data {target}` first")
+        closed = store.unreadable()
+        hidden = f" ({count(len(closed), 'folder or entry', 'folders or entries')} there you may not read: " \
+                 "`glyphforge cache ls` names them and whose they are)" if closed else ""
+        raise LookupError(f"{target} is not prepared in {store.root}{hidden}: run `prepare-data {target}` first")
     try:
         return store.find(target)
     except KeyError as error:

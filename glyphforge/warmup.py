@@ -156,8 +156,23 @@ def _warm_marker() -> Path | None:
 
 
 def cache_location() -> str:
-    """Where numba keeps the compiled kernels, for people (saying when it is the package's default)."""
+    """Where numba keeps the compiled kernels, for people.
+
+    Says when that is the package's default, and when it is not the ``$NUMBA_CACHE_DIR``
+    the user chose (numba passes over one it cannot write to).
+    """
     from glyphforge.pipelines import numba_cache
 
     folder = numba_cache.location()
-    return f"{folder} (beside the kernels)" if folder == numba_cache.PACKAGE_CACHE else str(folder)
+    if folder == numba_cache.PACKAGE_CACHE:
+        return f"{folder} (beside the kernels{_passed_over(folder)})"
+    return f"{folder}{_passed_over(folder)}"
+
+
+def _passed_over(folder: Path) -> str:
+    """Words saying that ``$NUMBA_CACHE_DIR`` is set but numba did not use it (``folder`` is elsewhere); or none."""
+    chosen = os.environ.get("NUMBA_CACHE_DIR")
+    if not chosen or Path(os.path.abspath(folder)).is_relative_to(os.path.abspath(chosen)):
+        return ""
+    return (f"; not in $NUMBA_CACHE_DIR, {chosen}, which numba cannot write to, so it took the first writable of "
+            "the kernels' __pycache__ and ~/.cache/numba")

@@ -60,7 +60,7 @@ def test_warmup_compiles_every_kernel_once_and_a_second_run_only_loads_them(tmp_
                      "ink_boxes": scenes}
     # ... while a second process compiled the scene kernels (on more than one CPU), into the same cache
     assert index_files(tmp_path / "numba") == ALL_KERNELS
-    assert len(list((tmp_path / "numba").glob("glyphforge-warm-*"))) == 1  # the marker: done on this machine
+    assert len(list((tmp_path / "numba").rglob("glyphforge-warm-*"))) == 1  # the marker: done on this machine
     second = run_python(WARMUP, env)  # warm: everything loads in this process, nothing compiles
     assert second == {"resample": {"hits": 3, "misses": 0}, "composite": {"hits": 1, "misses": 0},
                       "place_glyphs": {"hits": 1, "misses": 0}, "ink_boxes": {"hits": 1, "misses": 0}}

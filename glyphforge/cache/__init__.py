@@ -6,9 +6,11 @@ from glyphforge.cache.safe_pickle import OversizedPickleError, UnsafePickleError
 from glyphforge.cache.store import (
     CacheProblem,
     CacheStore,
+    CleanupError,
     DamagedEntryFileError,
     Entry,
     MissingEntryFileError,
+    UnreadableEntryError,
     Writer,
 )
 
@@ -17,12 +19,14 @@ __all__ = [
     "FORMAT_VERSION",
     "CacheProblem",
     "CacheStore",
+    "CleanupError",
     "CorruptPklzError",
     "Entry",
     "LockTimeoutError",
     "DamagedEntryFileError",
     "MissingEntryFileError",
     "OversizedPickleError",
+    "UnreadableEntryError",
     "UnsafePickleError",
     "Writer",
     "cache_key",

@@ -6,7 +6,10 @@ cache store takes one per key (``<root>/<kind>/.<key>.lock``), and downloads one
 
 A lock is a `filelock.FileLock`. Whoever acquires it records itself beside it, in
 ``<lock>.holder`` (pid, host, start time in ISO 8601 UTC, as JSON), and removes the
-record before releasing. A process that finds the lock held logs who holds it at once
+record before releasing. Both files follow the umask (filelock >= 3.24 creates a lock
+file with ``0o666`` less the umask; the record is an `atomic_path`), so in a data dir a
+group shares (umask 002) any member takes a lock, replaces or removes a record that
+another member left. A process that finds the lock held logs who holds it at once
 and then every `LOG_INTERVAL` seconds (logger ``glyphforge.cache.locks``, INFO: the
 ``glyphforge`` commands show it), and gives up after its timeout
 (:func:`glyphforge.config.lock_timeout`) with a `LockTimeoutError` naming the lock file,

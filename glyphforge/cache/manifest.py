@@ -108,11 +108,15 @@ def read_manifest(path: Path) -> dict[str, Any]:
     ------
     BrokenManifestError
         Saying what is wrong (without the path: the caller names it).
+    PermissionError
+        When this user may not read it (another user's entry, owner-only): that is not broken.
     """
     try:
         manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BrokenManifestError("missing (the entry was never completed, or the file was deleted)") from None
+    except PermissionError:
+        raise  # another user's entry this one may not read: not broken
     except OSError as error:
         raise BrokenManifestError(f"unreadable ({error.strerror or error})") from None
     except (ValueError, RecursionError) as error:

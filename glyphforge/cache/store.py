@@ -18,6 +18,11 @@ An entry directory whose manifest fails `glyphforge.cache.manifest.read_manifest
 broken: :meth:`CacheStore.get` treats it as missing (so it is made again),
 :meth:`~CacheStore.ls` skips it, :meth:`~CacheStore.verify` reports it and
 :meth:`~CacheStore.gc` removes it.
+
+An entry (or a folder) this user may not read is not broken: another user of a shared
+data dir made it owner-only. :meth:`~CacheStore.get` raises `UnreadableEntryError`
+(never makes it again over theirs), :meth:`~CacheStore.unreadable` and
+:meth:`~CacheStore.verify` name it, and :meth:`~CacheStore.gc` leaves it alone.
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ import filelock
 
 from glyphforge import config
 from glyphforge._checks import PathLike
-from glyphforge._files import make_temp_dir, sha256_file, writing
+from glyphforge._files import StorageError, describe_owner, make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.cache.keys import cache_key, check_kind
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, check_file_name, make_manifest, read_manifest
@@ -45,6 +50,7 @@ from glyphforge.cache.pklz import CorruptPklzError, dump_pklz, iter_pklz, load_p
 _STAGING_PREFIX = ".tmp-"
 _TRASH_PREFIX = ".trash-"
 _WORK_SUFFIX = ".work"
+_UNREADABLE = "you may not read it: "
 
 
 class MissingEntryFileError(FileNotFoundError):
@@ -69,6 +75,41 @@ class DamagedEntryFileError(CorruptPklzError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (str(self), self.path, self.size, self.expected)
+
+
+class UnreadableEntryError(PermissionError):
+    """An entry exists but this user may not read it (another user's, made owner-only); the message says what to do.
+
+    It is not broken: glyphforge neither makes it again nor removes it. ``errno`` is
+    ``EACCES`` and ``filename`` the entry directory.
+    """
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class CleanupError(StorageError):
+    """:meth:`CacheStore.gc` removed what it could but not everything it should; the message names each and why.
+
+    Attributes
+    ----------
+    removed
+        What it did remove.
+    """
+
+    def __init__(self, message: str, removed: list[Path]) -> None:
+        super().__init__(message)
+        self.errno = errno.EACCES
+        self.removed = removed
+
+
+def _unreadable_text(path: Path) -> str:
+    """Why this user may not read ``path`` (an entry or a folder of the store), and what to do."""
+    return (f"permission is denied ({describe_owner(path)}). Another user made it "
+            "readable by its owner only (with a umask of 077, or with an older glyphforge, which made every entry "
+            f"so); it is not broken and glyphforge leaves it alone. Ask its owner to run `chmod -R g+rX {path}` "
+            "(and to work with `umask 002` in a data dir a group shares), or use a data dir of your own "
+            "(--data-dir or $GLYPHFORGE_DATA_DIR)")
 
 
 @dataclass(frozen=True)
@@ -152,19 +193,31 @@ class Entry:
 
 
 def read_entry(path: Path) -> Entry | None:
-    """Return the complete entry in directory ``path``, or None (also when its manifest fails `read_manifest`)."""
+    """Return the complete entry in directory ``path``, or None (also when its manifest fails `read_manifest`).
+
+    Raises
+    ------
+    UnreadableEntryError
+        When this user may not read it (see the module docstring).
+    """
     try:
         return Entry(path, read_manifest(path))
     except BrokenManifestError:
         return None
+    except PermissionError:
+        closed = next((folder for folder in (*reversed(path.parents), path) if not os.access(folder, os.X_OK)), path)
+        message = (f"the {path.parent.name} entry {path.name[:12]} at {path} exists, but you may not read "
+                   f"{'it' if closed == path else closed}: {_unreadable_text(closed)}")
+        raise UnreadableEntryError(errno.EACCES, message, str(path)) from None
 
 
 @dataclass(frozen=True)
 class CacheProblem:
-    """One thing :meth:`CacheStore.verify` found wrong."""
+    """One thing :meth:`CacheStore.verify` found wrong; ``unreadable``: this user may not read it (not known broken)."""
 
     path: Path
     message: str
+    unreadable: bool = False
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
@@ -258,7 +311,10 @@ class CacheStore:
 
     # -- reading ----------------------------------------------------------
     def get(self, kind: str, params: Mapping[str, Any]) -> Entry | None:
-        """Return the complete entry for ``(kind, params)``, or None (also for a broken entry: see `read_manifest`)."""
+        """Return the complete entry for ``(kind, params)``, or None (also for a broken entry: see `read_manifest`).
+
+        Raises `UnreadableEntryError` when the entry is there but this user may not read it.
+        """
         return read_entry(self._entry_dir(kind, self.key(kind, params)))
 
     # -- writing ----------------------------------------------------------
@@ -325,9 +381,17 @@ class CacheStore:
             shutil.rmtree(replaced, ignore_errors=True)
 
     def _hide(self, path: Path) -> Path:
-        """Move ``path`` out of sight atomically; return the trash directory now holding it."""
-        trash = make_temp_dir(f"{_TRASH_PREFIX}{path.name}-", path.parent)
-        os.rename(path, trash / path.name)
+        """Move ``path`` out of sight atomically; return the trash directory now holding it.
+
+        Raises `StorageError` (and leaves no trash directory) when this user may not move it.
+        """
+        with writing(path):
+            trash = make_temp_dir(f"{_TRASH_PREFIX}{path.name}-", path.parent)
+            try:
+                os.rename(path, trash / path.name)
+            except OSError:
+                trash.rmdir()
+                raise
         return trash
 
     def _discard(self, path: Path) -> None:
@@ -356,19 +420,35 @@ class CacheStore:
 
     # -- maintenance ------------------------------------------------------
     def _kind_dirs(self) -> list[Path]:
-        if not self.root.is_dir():
-            return []
-        return sorted(path for path in self.root.iterdir() if path.is_dir() and not path.name.startswith("."))
+        return [path for path in _listing(self.root) if path.is_dir() and not path.name.startswith(".")]
 
     def _entry_dirs(self) -> Iterator[Path]:
         for kind_dir in self._kind_dirs():
-            for path in sorted(kind_dir.iterdir()):
+            for path in _listing(kind_dir):
                 if path.is_dir() and not path.name.startswith(".") and not path.name.endswith(_WORK_SUFFIX):
                     yield path
 
+    def unreadable(self) -> list[CacheProblem]:
+        """Name every folder and entry of the store this user may not read, and what to do (see the module docstring).
+
+        `ls` skips them and `gc` leaves them alone; each problem's ``unreadable`` is True.
+        """
+        folders = [self.root, *self._kind_dirs()] if self.root.is_dir() else []
+        problems = [CacheProblem(folder, _UNREADABLE + _unreadable_text(folder), unreadable=True)
+                    for folder in folders if not _listable(folder)]
+        for path in self._entry_dirs():
+            try:
+                read_entry(path)
+            except UnreadableEntryError:
+                problems.append(CacheProblem(path, _UNREADABLE + _unreadable_text(path), unreadable=True))
+        return problems
+
     def ls(self) -> list[Entry]:
-        """Return every complete entry, by kind then creation time (broken entries are skipped: see `verify`)."""
-        entries = [entry for path in self._entry_dirs() if (entry := read_entry(path))]
+        """Return every complete entry, by kind then creation time.
+
+        Broken entries are skipped (see `verify`), and so are those this user may not read (see `unreadable`).
+        """
+        entries = [entry for path in self._entry_dirs() if (entry := _readable_entry(path))]
         return sorted(entries, key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
 
     def find(self, key: str) -> Entry:
@@ -394,15 +474,18 @@ class CacheStore:
         """Check every manifest (`read_manifest`) and re-hash every data file against it.
 
         Returns what is wrong, empty when all is good: a broken manifest is one problem
-        naming ``manifest.json`` and what is wrong with it.
+        naming ``manifest.json`` and what is wrong with it. What this user may not read is
+        a problem too, with ``unreadable`` True: it could not be checked.
         """
-        problems = []
+        problems = self.unreadable()
         for path in self._entry_dirs():
             try:
                 entry = Entry(path, read_manifest(path))
             except BrokenManifestError as error:
                 problems.append(CacheProblem(path / MANIFEST, str(error)))
                 continue
+            except PermissionError:
+                continue  # named by unreadable()
             problems.extend(_check_entry_files(entry, rehash=True))
         return problems
 
@@ -410,31 +493,86 @@ class CacheStore:
         """Remove abandoned staging and trash directories and broken entries.
 
         A broken entry has a manifest that fails `read_manifest`, or a data file that
-        is missing or of the wrong size. Returns the removed paths.
+        is missing or of the wrong size. An entry this user may not read is not broken:
+        it is left alone (`unreadable` names it). Returns the removed paths.
+
+        Raises
+        ------
+        CleanupError
+            After removing all it could, when something it should remove is another user's
+            that this one may not delete; the message names each, its owner and what to do.
         """
-        removed = []
+        removed: list[Path] = []
+        failed: list[str] = []
         for kind_dir in self._kind_dirs():
-            for path in sorted(kind_dir.iterdir()):
+            for path in _listing(kind_dir):
                 if path.name.startswith(_TRASH_PREFIX):
-                    shutil.rmtree(path, ignore_errors=True)
-                    removed.append(path)
-                elif path.name.startswith(_STAGING_PREFIX) and self._try_remove_staging(kind_dir.name, path):
-                    removed.append(path)
+                    self._collect(path, remove_tree, removed, failed)
+                elif path.name.startswith(_STAGING_PREFIX):
+                    self._collect(path, self._remove_staging, removed, failed)
         for path in list(self._entry_dirs()):
-            entry = read_entry(path)
+            try:
+                entry = read_entry(path)
+            except UnreadableEntryError:
+                continue  # not known to be broken: another user's (`unreadable` names it)
             if entry is None or _check_entry_files(entry, rehash=False):
-                self._discard(path)
-                removed.append(path)
+                self._collect(path, lambda broken: remove_tree(self._hide(broken)), removed, failed)
+        if failed:
+            raise CleanupError(
+                f"`glyphforge cache gc` removed {len(removed)} item(s) but could not remove {len(failed)}: "
+                + "; ".join(failed) + ". Where they are another user's, ask their owner to run `glyphforge cache gc`, "
+                "or to let the group write their files (`chmod -R g+rwX` on them, and `umask 002` from then on).",
+                removed)
         return removed
 
-    def _try_remove_staging(self, kind: str, path: Path) -> bool:
-        key = path.name[len(_STAGING_PREFIX):].rsplit("-", 1)[0]
+    @staticmethod
+    def _collect(path: Path, remove: Callable[[Path], OSError | None], removed: list[Path], failed: list[str]) -> None:
+        """Run ``remove(path)``; add ``path`` to ``removed``, or what stopped it to ``failed``.
+
+        A `LockTimeoutError` is no failure: a live writer holds the key, the path is its own.
+        """
         try:
-            with self._locked(kind, key, timeout=0):
-                shutil.rmtree(path, ignore_errors=True)
+            error = remove(path)
         except LockTimeoutError:
-            return False  # a live writer owns it
-        return True
+            return
+        except OSError as raised:
+            error = raised
+        if error is None:
+            removed.append(path)
+        else:
+            where = error.filename or path
+            why = os.strerror(error.errno) if error.errno else str(error)
+            failed.append(f"{path} ({why} at {where}: {describe_owner(where)})")
+
+    def _remove_staging(self, path: Path) -> OSError | None:
+        """Delete an abandoned staging directory (`remove_tree`), holding its key's lock (none: `LockTimeoutError`)."""
+        key = path.name[len(_STAGING_PREFIX):].rsplit("-", 1)[0]
+        with self._locked(path.parent.name, key, timeout=0):
+            return remove_tree(path)
+
+
+def _listing(folder: Path) -> list[Path]:
+    """The sorted contents of ``folder``; empty when it is missing or this user may not list it (`unreadable`)."""
+    try:
+        return sorted(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []
+
+
+def _listable(folder: Path) -> bool:
+    try:
+        with os.scandir(folder):
+            return True
+    except PermissionError:
+        return False
+
+
+def _readable_entry(path: Path) -> Entry | None:
+    """`read_entry`, but None also for an entry this user may not read (`unreadable` names those)."""
+    try:
+        return read_entry(path)
+    except UnreadableEntryError:
+        return None
 
 
 def _check_entry_files(entry: Entry, rehash: bool) -> list[CacheProblem]:
@@ -447,6 +585,12 @@ def _check_entry_files(entry: Entry, rehash: bool) -> list[CacheProblem]:
             problems.append(
                 CacheProblem(path, f"size {path.stat().st_size} bytes, manifest says {info['size']} (truncated?)")
             )
-        elif rehash and sha256_file(path) != info["sha256"]:
-            problems.append(CacheProblem(path, "sha256 differs from the manifest (corrupted)"))
+        elif rehash:
+            try:
+                digest = sha256_file(path)
+            except PermissionError:
+                problems.append(CacheProblem(path, _UNREADABLE + _unreadable_text(path), unreadable=True))
+                continue
+            if digest != info["sha256"]:
+                problems.append(CacheProblem(path, "sha256 differs from the manifest (corrupted)"))
     return problems

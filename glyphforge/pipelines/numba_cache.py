@@ -12,6 +12,9 @@ first writable of:
 3. ``<data dir>/numba-cache`` (writable wherever glyphforge works; on a cluster a
    shared data dir lets every node of one CPU type reuse one compile).
 
+numba itself passes over a ``$NUMBA_CACHE_DIR`` it cannot write to (then the package's
+``__pycache__``, then ``~/.cache/numba``): `location` asks a kernel where its cache really is.
+
 Processes of one machine share that directory, so a session's workers load what the
 driver (or ``glyphforge warmup``) compiled. numba keys its cache files by CPU and
 signature, so sharing one directory between different machines is safe.
@@ -59,6 +62,15 @@ def _writable(folder: Path) -> bool:
 
 
 def location() -> Path:
-    """Where numba keeps glyphforge's compiled kernels: its ``CACHE_DIR``, else the package's ``__pycache__``."""
-    chosen: str = getattr(numba.config, "CACHE_DIR", "")  # set by numba at import (not in its stubs)
-    return Path(chosen) if chosen else PACKAGE_CACHE
+    """The directory that holds glyphforge's compiled kernels (their ``*.nbi`` index files), as numba chose it.
+
+    numba picks it once per kernel, when the kernel is defined: the first directory it can
+    write to of ``$NUMBA_CACHE_DIR`` (its ``CACHE_DIR``; a subdirectory named after the
+    source folder), the source's ``__pycache__`` and ``~/.cache/numba`` (again a
+    subdirectory). A ``$NUMBA_CACHE_DIR`` it cannot write to is passed over without a word,
+    so this asks a kernel where its cache is rather than repeating the rule.
+    """
+    from glyphforge.pipelines import composite  # importing a kernel module makes numba choose
+
+    cache = composite.composite._cache  # type: ignore[attr-defined]  # numba's FunctionCache (not in its stubs)
+    return Path(cache.cache_path)
