@@ -167,7 +167,8 @@ def test_retries_are_bounded_and_the_error_says_what_to_do(http_server, tmp_path
         f"  - {res.url}: gave up after 3 failed attempts in a row; last: 503 Service Unavailable\n"
         f"What to do: check the network (and the mirrors) and run again, or download {res.url} yourself "
         f"and place the file at:\n  {tmp_path / 'f.bin'}\n"
-        "A file placed there is used without network access when its hash matches."
+        "A file placed there is used without network access when its hash matches (or, with verify=False or "
+        "--no-verify, as your own copy)."
     )
     assert error.target == tmp_path / "f.bin" and error.resource == res
 
@@ -216,7 +217,7 @@ def test_wrong_bytes_raise_hash_mismatch_and_leave_no_file(http_server, tmp_path
     assert (error.url, error.final_url) == (res.url, res.url)
     assert (
         f"  - {res.url}: wrong content: expected {res.hash}, got {error.actual}; expected size 100000 bytes, "
-        "got 100000 bytes; the bad file was deleted\n"
+        "got 100000 bytes; the bad download was deleted\n"
     ) in str(error)
     assert f"place the file at:\n  {tmp_path / 'f.bin'}\n" in str(error)
     assert files_in(tmp_path) == []
@@ -231,7 +232,7 @@ def test_hash_error_names_the_final_url_after_redirects(http_server, tmp_path):
     assert (error.url, error.final_url, error.actual_size, error.expected_size) == (
         res.url, http_server.url("new/f.bin"), len(DATA) - 1, None)
     assert (f"expected size not pinned, got 99999 bytes; final URL after redirects: "
-            f"{http_server.url('new/f.bin')}; the bad file was deleted") in str(error)
+            f"{http_server.url('new/f.bin')}; the bad download was deleted") in str(error)
 
 
 def test_redirect_to_the_right_file_is_followed(http_server, tmp_path):
@@ -259,13 +260,6 @@ def test_announced_size_that_differs_from_the_pinned_size_is_refused(http_server
     error = raised(resource(http_server, size=len(DATA)), tmp_path)
     assert f"  - {http_server.url(PATH)}: announces 100005 bytes, expected 100000\n" in str(error)
     assert http_server.requests(PATH) == 1 and files_in(tmp_path) == []
-
-
-def test_wrong_preplaced_file_is_replaced_by_a_download(http_server, tmp_path):
-    http_server.add(PATH, DATA)
-    (tmp_path / "f.bin").write_bytes(b"an old version")
-    assert get(resource(http_server), tmp_path).read_bytes() == DATA
-    assert http_server.requests(PATH) == 1
 
 
 # mirrors ---------------------------------------------------------------------------------------
@@ -356,7 +350,8 @@ def test_offline_fails_fast_with_the_manual_placement_message(http_server, tmp_p
         "  (no local source to try)\n"
         "What to do: unset GLYPHFORGE_OFFLINE and run again on a machine with network access, or download "
         f"{res.url} yourself and place the file at:\n  {tmp_path / 'f.bin'}\n"
-        "A file placed there is used without network access when its hash matches."
+        "A file placed there is used without network access when its hash matches (or, with verify=False or "
+        "--no-verify, as your own copy)."
     )
 
 
@@ -375,13 +370,26 @@ def test_mirrors_given_as_one_string_are_split_on_spaces(http_server, tmp_path):
     assert [(r.path, r.status) for r in http_server.log] == [("m/ds/f.bin", 404)]
 
 
-def test_offline_wrong_preplaced_file_is_deleted_and_reported(http_server, tmp_path):
-    (tmp_path / "f.bin").write_bytes(b"truncated")
-    res = resource(http_server)
-    error = raised(res, tmp_path, HashMismatchError, offline=True)
-    assert (error.url, error.actual, error.actual_size) == (
-        f"file already at {tmp_path / 'f.bin'}", bytes_hash(b"truncated", "sha256"), 9)
-    assert files_in(tmp_path) == [] and http_server.requests() == 0
+@pytest.mark.parametrize("offline", [True, False], ids=["offline", "online"])
+def test_a_wrong_preplaced_file_is_kept_and_reported(http_server, tmp_path, offline):
+    """Issue #22 row 4: a file in place that glyphforge did not write is the user's: never deleted or overwritten."""
+    http_server.add(PATH, DATA)
+    placed = tmp_path / "f.bin"
+    placed.write_bytes(b"truncated")
+    res = resource(http_server, size=len(DATA))
+    error = raised(res, tmp_path, HashMismatchError, offline=offline)
+    assert (error.url, error.actual, error.actual_size, error.target) == (
+        str(placed), bytes_hash(b"truncated", "sha256"), 9, placed)
+    assert str(error).startswith(
+        f"{placed} is not {res.url}: its hash is {error.actual} (9 bytes), expected {res.hash} (100,000 bytes). "
+        "glyphforge did not download it and leaves it as it is")
+    assert str(error).endswith("pass verify=False (on the command line: --no-verify); to have glyphforge download "
+                               "upstream's file instead, move it away (e.g. to f.bin.mine) and run again.")
+    assert placed.read_bytes() == b"truncated" and files_in(tmp_path) == ["f.bin"]
+    assert http_server.requests() == 0  # refused before any source: nothing could replace it anyway
+    placed.rename(tmp_path / "f.bin.mine")
+    assert get(res, tmp_path).read_bytes() == DATA  # moved away: upstream's is downloaded
+    assert (tmp_path / "f.bin.mine").read_bytes() == b"truncated"
 
 
 # resources and errors ----------------------------------------------------------------------------
