@@ -386,7 +386,7 @@ def test_a_wrong_preplaced_file_is_kept_and_reported(http_server, tmp_path, offl
         str(placed), bytes_hash(b"truncated", "sha256"), 9, placed)
     assert str(error).startswith(
         f"{placed} is not {res.url}: its hash is {error.actual} (9 bytes), expected {res.hash} (100,000 bytes). "
-        "glyphforge did not download it and leaves it as it is")
+        "glyphforge leaves it as it is: it never deletes or overwrites a file it did not download itself")
     assert str(error).endswith("pass verify=False (on the command line: --no-verify); to have glyphforge download "
                                "upstream's file instead, move it away (e.g. to f.bin.mine) and run again.")
     assert placed.read_bytes() == b"truncated" and files_in(tmp_path) == ["f.bin"]

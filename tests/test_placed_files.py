@@ -62,7 +62,7 @@ def assert_refused(result, synthetic: SyntheticMNIST, data_dir: Path, placed: di
     assert (
         f"error: {first} is not {MNIST.resources[TRAIN_IMAGES].url}: its hash is md5:{synthetic.md5[TRAIN_IMAGES]} "
         f"({synthetic.size[TRAIN_IMAGES]:,} bytes), expected md5:f68b3c2dcbeaaa9fbdd348bbdeb94873 (9,912,422 bytes). "
-        "glyphforge did not download it and leaves it as it is"
+        "glyphforge leaves it as it is: it never deletes or overwrites a file it did not download itself"
     ) in result.stderr
     assert "To use it as your own copy, pass verify=False (on the command line: --no-verify)" in result.stderr
     assert f"move it away (e.g. to {TRAIN_IMAGES}.mine) and run again" in result.stderr

@@ -323,9 +323,9 @@ def _in_place(target: Path, resource: Resource) -> bool:
         return True
     raise not_upstream(
         target, resource, check_hash(target, resource.hash)[1],
-        "glyphforge did not download it and leaves it as it is (it never deletes or overwrites a file it did not "
-        "write). To use it as your own copy, pass verify=False (on the command line: --no-verify); to have "
-        f"glyphforge download upstream's file instead, move it away (e.g. to {target.name}.mine) and run again.",
+        "glyphforge leaves it as it is: it never deletes or overwrites a file it did not download itself. To use "
+        "it as your own copy, pass verify=False (on the command line: --no-verify); to have glyphforge download "
+        f"upstream's file instead, move it away (e.g. to {target.name}.mine) and run again.",
     )
 
 
