@@ -5,7 +5,6 @@ import os
 import re
 import signal
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +19,8 @@ from glyphforge.cache import CacheStore
 from glyphforge.session import NoWorkersError, SessionError, open_session
 
 from support.dask_cluster import dask_cluster, wait_for_workers
-from support.specs import NoiseSpec, assert_shard_6_fails_with_its_traceback, made_shards, shard_makers
+from support.specs import NoiseSpec, assert_shard_6_fails_with_its_traceback, holder_of, made_shards
+from support.waits import wait_until
 
 pytestmark = [pytest.mark.dask, pytest.mark.timeout(120)]
 
@@ -44,17 +44,13 @@ def _assert_same_arrays(actual, expected):
         assert actual[name].tobytes() == expected[name].tobytes()
 
 
-def _kill_when_made(touch_dir: Path, shard: int, killed: list[int]) -> None:
-    """SIGKILL the worker process that starts making ``shard`` (its pid is in the file name)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        makers = shard_makers(touch_dir, shard)
-        if makers:
-            pid = makers[0][0]
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-            return
-        time.sleep(0.01)
+def _kill_the_holder(touch_dir: Path, shard: int, killed: list[int]) -> None:
+    """SIGKILL the worker process holding ``shard`` (``NoiseSpec.hold_shard``) once it holds it."""
+    wait_until(lambda: holder_of(touch_dir, shard), f"a worker to hold shard {shard}")
+    pid = holder_of(touch_dir, shard)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    killed.append(pid)
 
 
 def test_dask_build_gives_the_same_bytes_as_local(tmp_path, address):
@@ -91,25 +87,25 @@ def test_a_spec_defined_in_the_test_travels_by_value(tmp_path, address):
 def test_a_build_survives_sigkill_of_a_worker(tmp_path, address):
     touch_dir = tmp_path / "made"
     touch_dir.mkdir()
-    spec = NoiseSpec(n_examples=64, shard_size=4, seed=8, delay=0.25, touch_dir=str(touch_dir))
+    spec = NoiseSpec(n_examples=64, shard_size=4, seed=8, touch_dir=str(touch_dir), hold_shard=5)
     killed: list[int] = []
-    killer = threading.Thread(target=_kill_when_made, args=(touch_dir, 5, killed))
+    killer = threading.Thread(target=_kill_the_holder, args=(touch_dir, 5, killed))
     killer.start()
     dataset = build(spec, session=address, data_dir=tmp_path / "data", progress=False)
     killer.join()
     assert len(killed) == 1
     made = made_shards(touch_dir)
     assert made.count(5) == 2 and set(made) == set(range(16))  # shard 5 was run again elsewhere
-    expected = build(replace(spec, delay=0.0, touch_dir=None), data_dir=tmp_path / "local", progress=False)
+    expected = build(replace(spec, touch_dir=None, hold_shard=None), data_dir=tmp_path / "local", progress=False)
     _assert_same_arrays(dataset.arrays, expected.arrays)
 
 
 def test_no_hang_when_every_worker_is_gone_and_the_rerun_resumes(tmp_path):
     touch_dir = tmp_path / "made"
     touch_dir.mkdir()
-    spec = NoiseSpec(n_examples=40, shard_size=4, seed=2, delay=0.2, touch_dir=str(touch_dir))
+    spec = NoiseSpec(n_examples=40, shard_size=4, seed=2, touch_dir=str(touch_dir), hold_shard=3)
     with dask_cluster(tmp_path / "lonely", n_workers=1, nanny=False) as lonely:
-        killer = threading.Thread(target=_kill_when_made, args=(touch_dir, 3, []))
+        killer = threading.Thread(target=_kill_the_holder, args=(touch_dir, 3, []))
         killer.start()
         with open_session(lonely.address, no_workers_timeout=2) as session:
             with pytest.raises(NoWorkersError) as error:
@@ -123,19 +119,20 @@ def test_no_hang_when_every_worker_is_gone_and_the_rerun_resumes(tmp_path):
     assert sorted(completed_shards(work_dir, 10)) == [0, 1, 2]
     rerun_dir = tmp_path / "rerun"
     rerun_dir.mkdir()
-    dataset = build(replace(spec, delay=0.0, touch_dir=str(rerun_dir)), data_dir=tmp_path / "data", progress=False)
+    dataset = build(replace(spec, touch_dir=str(rerun_dir), hold_shard=None), data_dir=tmp_path / "data",
+                    progress=False)
     assert made_shards(rerun_dir) == list(range(3, 10))
-    expected = build(replace(spec, delay=0.0, touch_dir=None), data_dir=tmp_path / "fresh", progress=False)
+    expected = build(replace(spec, touch_dir=None, hold_shard=None), data_dir=tmp_path / "fresh", progress=False)
     _assert_same_arrays(dataset.arrays, expected.arrays)
 
 
 def test_a_lost_scheduler_fails_the_build_at_once_and_the_rerun_resumes(tmp_path):
     touch_dir = tmp_path / "made"
     touch_dir.mkdir()
-    spec = NoiseSpec(n_examples=40, shard_size=4, seed=4, delay=0.2, touch_dir=str(touch_dir))
+    spec = NoiseSpec(n_examples=40, shard_size=4, seed=4, touch_dir=str(touch_dir), hold_shard=4)
     with dask_cluster(tmp_path / "doomed", n_workers=1) as doomed:
         def kill_scheduler() -> None:
-            _kill_when_made(touch_dir, 4, [])  # the worker dies too: no result after shard 3 gets back
+            _kill_the_holder(touch_dir, 4, [])  # the worker dies too: no result after shard 3 gets back
             os.killpg(doomed.scheduler.pid, signal.SIGKILL)
 
         killer = threading.Thread(target=kill_scheduler)
@@ -150,5 +147,5 @@ def test_a_lost_scheduler_fails_the_build_at_once_and_the_rerun_resumes(tmp_path
     assert sorted(completed_shards(work_dir, 10)) == [0, 1, 2, 3]
     rerun_dir = tmp_path / "rerun"
     rerun_dir.mkdir()
-    build(replace(spec, delay=0.0, touch_dir=str(rerun_dir)), data_dir=tmp_path / "data", progress=False)
+    build(replace(spec, touch_dir=str(rerun_dir), hold_shard=None), data_dir=tmp_path / "data", progress=False)
     assert made_shards(rerun_dir) == list(range(4, 10))

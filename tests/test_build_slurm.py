@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,8 @@ from glyphforge.builds import BuiltDataset, build, cache_params
 from glyphforge.cache import CacheStore
 
 from support.slurm_cluster import REQUIRE_ENV, slurm_cluster, unavailable_reason
-from support.specs import NoiseSpec, made_shards, shard_makers
+from support.specs import NoiseSpec, holder_of, made_shards, shard_makers
+from support.waits import wait_until
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
@@ -98,29 +98,24 @@ def test_a_slurm_build_gives_the_same_bytes_as_local(slurm, tmp_path):
     assert slurm.run("squeue", "-h").strip() == ""  # closing the session cancelled its jobs
 
 
-def _scancel_job_making(slurm, touch_dir: Path, shard: int, cancelled: list[str]) -> None:
-    """scancel the SLURM job whose worker starts making ``shard``."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        makers = shard_makers(touch_dir, shard)
-        if makers:
-            job_id = makers[0][1]
-            slurm.run("scancel", job_id)
-            cancelled.append(job_id)
-            return
-        time.sleep(0.01)
+def _scancel_the_holder(slurm, touch_dir: Path, shard: int, cancelled: list[str]) -> None:
+    """scancel the SLURM job whose worker holds ``shard`` (``NoiseSpec.hold_shard``) once it holds it."""
+    wait_until(lambda: holder_of(touch_dir, shard), f"a worker to hold shard {shard}")
+    [(_, job_id)] = shard_makers(touch_dir, shard)
+    slurm.run("scancel", job_id)
+    cancelled.append(job_id)
 
 
 def test_a_slurm_build_survives_scancel_of_a_worker_job_and_replaces_it(slurm, tmp_path):
     touch_dir = tmp_path / "made"
     touch_dir.mkdir()
-    spec = {"n_examples": 96, "shard_size": 4, "seed": 6, "delay": 0.3, "touch_dir": str(touch_dir)}
+    spec = {"n_examples": 96, "shard_size": 4, "seed": 6, "delay": 0.3, "touch_dir": str(touch_dir), "hold_shard": 4}
     # Dask declares the cancelled job's worker lost after 1 s (default 15 s); the session
     # then submits a replacement job.
     child = _slurm_build(slurm, tmp_path, spec, tmp_path / "data",
                          env={"DASK_DISTRIBUTED__DEPLOY__LOST_WORKER_TIMEOUT": "1s"})
     cancelled: list[str] = []
-    canceller = threading.Thread(target=_scancel_job_making, args=(slurm, touch_dir, 4, cancelled))
+    canceller = threading.Thread(target=_scancel_the_holder, args=(slurm, touch_dir, 4, cancelled))
     canceller.start()
     key = _finish(child)
     canceller.join()

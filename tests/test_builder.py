@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,8 @@ from glyphforge.builds.shards import completed_shards, count_shards, shard_bound
 from glyphforge.cache import CacheStore, iter_pklz
 from glyphforge.session import open_session
 
-from support.specs import NoiseSpec, assert_shard_6_fails_with_its_traceback, made_shards
+from support.specs import NoiseSpec, assert_shard_6_fails_with_its_traceback, holder_of, made_shards
+from support.waits import TIMEOUT, wait_until
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -322,29 +322,32 @@ def test_an_object_that_is_not_a_spec_is_refused(tmp_path):
 # -- resuming -------------------------------------------------------------------
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill -9", "Ctrl-C"])
 def test_a_killed_build_resumes_with_only_the_missing_shards(tmp_path, sig):
-    spec = NoiseSpec(n_examples=48, shard_size=4, seed=3, delay=0.15)
+    """Stopped while it makes shard 4, where it waits (held): the signal cannot race the build, whatever the load."""
+    spec = NoiseSpec(n_examples=48, shard_size=4, seed=3)
     first_made, rerun_made = tmp_path / "first", tmp_path / "rerun"
     first_made.mkdir(), rerun_made.mkdir()
     request = tmp_path / "request.json"
     request.write_text(json.dumps({
-        "spec": {"n_examples": 48, "shard_size": 4, "seed": 3, "delay": 0.15, "touch_dir": str(first_made)},
+        "spec": {"n_examples": 48, "shard_size": 4, "seed": 3, "touch_dir": str(first_made), "hold_shard": 4},
         "session": "local", "data_dir": str(tmp_path / "data"),
     }))
     child = subprocess.Popen([sys.executable, "-m", "support.build_child", str(request)],
-                             env={**os.environ, "PYTHONPATH": str(TESTS_DIR)}, stdout=subprocess.PIPE)
-    work_dir = _work_dir(spec, tmp_path / "data")
-    deadline = time.monotonic() + 60
-    while len(list(work_dir.glob("shard-*.json"))) < 4 and time.monotonic() < deadline:
-        time.sleep(0.02)
+                             env={**os.environ, "PYTHONPATH": str(TESTS_DIR)}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: holder_of(first_made, 4), "the child to hold shard 4", process=child)
+    assert holder_of(first_made, 4) == child.pid
     os.kill(child.pid, sig)
-    child.wait(timeout=60)
-    assert child.returncode == -sig  # Python re-raises an unhandled Ctrl-C as death by SIGINT
+    _, errors = child.communicate(timeout=TIMEOUT)
+    assert child.returncode == -sig, errors  # Python re-raises an unhandled Ctrl-C as death by SIGINT
+    if sig == signal.SIGINT:
+        assert errors.rstrip().endswith("KeyboardInterrupt"), errors
 
+    work_dir = _work_dir(spec, tmp_path / "data")
     finished = sorted(completed_shards(work_dir, 12))
-    assert 4 <= len(finished) < 12 and finished == list(range(len(finished)))
+    assert finished == [0, 1, 2, 3]
     # a shard file without its record (killed between the two writes) is made again
-    shard_path(work_dir, finished[-1]).with_suffix(".json").unlink()
-    kept = finished[:-1]
+    shard_path(work_dir, 3).with_suffix(".json").unlink()
+    kept = [0, 1, 2]
 
     dataset = build(replace(spec, touch_dir=str(rerun_made)), data_dir=tmp_path / "data", progress=False)
     assert made_shards(rerun_made) == [index for index in range(12) if index not in kept]

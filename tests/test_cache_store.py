@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -20,6 +19,8 @@ from glyphforge._files import StorageError
 from glyphforge.cache import CacheStore, MissingEntryFileError, dump_pklz
 from glyphforge.cache.keys import metadata_sha256
 from glyphforge.cache.locks import LockTimeoutError, hold, holder_path, read_holder
+
+from support.waits import wait_until
 
 PARAMS = {"split": "digits", "shape": (14, 14)}
 
@@ -220,10 +221,7 @@ def test_writer_killed_mid_write_leaves_no_entry_and_next_write_succeeds(tmp_pat
         """,
         tmp_path / "store",
     )
-    deadline = time.monotonic() + 60
-    while not started.exists():
-        assert child.poll() is None and time.monotonic() < deadline, "child did not start writing"
-        time.sleep(0.05)
+    wait_until(started.exists, "the child to start writing", process=child)
     child.send_signal(signal.SIGKILL)
     child.wait()
     store = CacheStore(tmp_path / "store")
@@ -236,31 +234,44 @@ def test_writer_killed_mid_write_leaves_no_entry_and_next_write_succeeds(tmp_pat
 
 
 def test_writer_killed_inside_a_file_write_leaves_no_entry(tmp_path):
-    """SIGKILL while a data file is half written (a slow level-9 write of 64 MB of noise)."""
+    """SIGKILL while a data file is half written (a level-9 write of 64 arrays of 1 MB of noise).
+
+    The child stops itself (SIGSTOP, every thread at once) as soon as the temporary file has
+    1 MB, between two of its writes: the kill lands mid-file however loaded the machine is.
+    """
     child = _run_child(
         f"""
-        import sys, numpy as np
+        import os, signal, sys, threading, time, numpy as np
+        from pathlib import Path
         from glyphforge.cache import CacheStore
+
+        def stop_mid_file():
+            while not any(p.stat().st_size > 1 << 20 for p in Path(sys.argv[1]).glob("k/.tmp-*/.A.pklz.*.tmp")):
+                time.sleep(0.001)
+            os.kill(os.getpid(), signal.SIGSTOP)
+
         store = CacheStore(sys.argv[1])
-        noise = np.random.default_rng(0).integers(0, 256, 64 << 20, dtype=np.uint8)
+        noise = list(np.random.default_rng(0).integers(0, 256, (64, 1 << 20), dtype=np.uint8))
+        threading.Thread(target=stop_mid_file, daemon=True).start()
         with store.create("k", {PARAMS!r}) as w:
             w.write("A.pklz", noise, level=9)
         """,
         tmp_path / "store",
     )
-    deadline = time.monotonic() + 60
-    partial: list[Path] = []
-    while not partial:  # the temporary data file exists and has some bytes, but not all
-        assert child.poll() is None and time.monotonic() < deadline, "child finished or never started writing"
-        partial = [p for p in (tmp_path / "store").glob("k/.tmp-*/.A.pklz.*.tmp") if p.stat().st_size > 1 << 20]
-        time.sleep(0.02)
+    wait_until(lambda: _state(child.pid) == "T", "the child to stop itself inside A.pklz", process=child)
     child.send_signal(signal.SIGKILL)
     child.wait()
-    assert partial[0].exists() and partial[0].stat().st_size < 64 << 20  # killed mid-file
+    [half_written] = (tmp_path / "store").glob("k/.tmp-*/.A.pklz.*.tmp")
+    assert 1 << 20 < half_written.stat().st_size < 64 << 20  # killed mid-file
     store = CacheStore(tmp_path / "store")
     assert store.get("k", PARAMS) is None and store.ls() == [] and store.verify() == []
     entry = store.get_or_create("k", PARAMS, _fill)
-    assert entry.files == ["A.pklz", "B.pklz"] and not partial[0].exists()
+    assert entry.files == ["A.pklz", "B.pklz"] and not half_written.exists()
+
+
+def _state(pid: int) -> str:
+    """The state letter of process ``pid`` in /proc (``T``: stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def test_two_concurrent_processes_make_the_entry_once(tmp_path):
@@ -271,9 +282,11 @@ def test_two_concurrent_processes_make_the_entry_once(tmp_path):
         def note(word):
             with open({str(log)!r}, "a") as f:
                 f.write(word + "\\n")
-        def fill(w):
+        def fill(w):  # holds the entry's lock until the other process has asked for the entry too
             note("fill")
-            time.sleep(3.0)
+            deadline = time.monotonic() + 120
+            while open({str(log)!r}).read().split().count("begin") < 2 and time.monotonic() < deadline:
+                time.sleep(0.02)
             w.write("A.pklz", np.arange(5))
         note("begin")
         entry = CacheStore(sys.argv[1]).get_or_create("k", {PARAMS!r}, fill)

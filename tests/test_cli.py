@@ -19,20 +19,11 @@ from glyphforge.cache import CacheStore
 from glyphforge.datasets.backgrounds import background_names
 from glyphforge.textfmt import human_size
 
+from support.cli import run
 from support.synthetic_emnist import write_synthetic_emnist
 
-BIN = Path(sys.executable).parent
 #: The backgrounds ../shared/data carries (all but space.jpg).
 CARRIED = [name for name in background_names() if name != "space"]
-
-
-def run(command: str, *argv: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run an installed console script; return its completed process (text output)."""
-    script = BIN / command
-    if not script.exists():
-        pytest.fail(f"{script} is not installed: run pip install -e \".[test,cluster]\" first")
-    return subprocess.run([str(script), *map(str, argv)], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")

@@ -24,11 +24,14 @@ from glyphforge.pipelines.download import DownloadError, HashMismatchError, Reso
 from glyphforge.pipelines.hashes import bytes_hash
 
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
+from support.waits import TIMEOUT, wait_until
 
 FAST = RetryPolicy(attempts=3, backoff=0.01, max_delay=0.05, connect_timeout=2.0, read_timeout=5.0)
 DATA = random.Random(11).randbytes(100_000)
 PATH = "files/f.bin"
 MIRROR_ADVICE = r"use a mirror \(--mirror URL or \$GLYPHFORGE_MIRROR\)"
+#: A number of seconds >= 0.6 as messages print it: a loaded machine may take longer than asked, never less.
+AT_LEAST_0_6 = r"(0\.[6-9]|[1-9]\d*\.\d)"
 
 
 def resource(server: LocalHTTPServer, data: bytes = DATA) -> Resource:
@@ -81,9 +84,7 @@ def test_a_lock_held_by_a_stopped_process_times_out_naming_it(http_server, tmp_p
     res = resource(http_server)
     holder = subprocess.Popen([sys.executable, "-c", HOLDER_SCRIPT, res.url, res.hash, str(tmp_path)])
     try:
-        deadline = time.monotonic() + 20
-        while http_server.requests(PATH) == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: http_server.requests(PATH), "the holder's request", process=holder)
         assert http_server.requests(PATH) == 1  # the holder has the lock, and is downloading
         os.kill(holder.pid, signal.SIGSTOP)
         if how == "environment":
@@ -91,18 +92,18 @@ def test_a_lock_held_by_a_stopped_process_times_out_naming_it(http_server, tmp_p
         started = time.monotonic()
         with pytest.raises(DownloadError) as caught:
             get(res, tmp_path, lock_timeout=0.6 if how == "argument" else None)
-        assert 0.6 <= time.monotonic() - started < 3
+        assert 0.6 <= time.monotonic() - started < 30  # the stopped holder would keep the lock for ever
     finally:
         os.kill(holder.pid, signal.SIGCONT)
         gate.set()
-        holder.wait(timeout=30)
+        holder.wait(timeout=TIMEOUT)
     assert holder.returncode == 0 and (tmp_path / "f.bin").read_bytes() == DATA
     host, since = socket.gethostname(), r"since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"  # ISO 8601, UTC
     who = rf"pid {holder.pid} on {re.escape(host)}, {since}"
     lock = re.escape(str(tmp_path / ".f.bin.lock"))
     part_size = r"( \(f\.bin\.part has \d+(\.\d)? [KM]?B\))?"  # what the holder has fetched, if anything
     assert re.fullmatch(
-        rf"gave up waiting for another process fetching ds/f\.bin after 0\.[6-9] s: {lock} is held by {who}"
+        rf"gave up waiting for another process fetching ds/f\.bin after {AT_LEAST_0_6} s: {lock} is held by {who}"
         rf"{part_size}\. If that process is still fetching ds/f\.bin, wait for it, or wait longer with lock_timeout= "
         r"or \$GLYPHFORGE_LOCK_TIMEOUT \(seconds; inf waits for ever\); if it is stuck \(stopped with Ctrl-Z or "
         rf"SIGSTOP, or hung\), end it \(`kill {holder.pid}` on {re.escape(host)}\): the lock is freed when its "
@@ -122,12 +123,12 @@ def test_a_dripping_server_fails_below_the_minimum_rate(http_server, tmp_path, i
     started = time.monotonic()
     with pytest.raises(DownloadError) as caught:
         get(res, tmp_path, policy)
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 20  # the whole file would take hours at this rate
     assert re.search(
-        rf"\n  - {re.escape(res.url)}: too slow: \d B in the last 1(\.\d+)? s \(\d B/s\), below the minimum of 100 B/s "
-        rf"\(RetryPolicy\.min_rate\); the partial file is kept: run again to resume, {MIRROR_ADVICE}, or accept "
-        r"slower transfers with a lower min_rate\n", str(caught.value))
-    assert re.fullmatch(rf"ds/f\.bin: \d B of 100\.0 KB after [\d.]+ s \(\d B/s\) from {re.escape(res.url)}",
+        rf"\n  - {re.escape(res.url)}: too slow: \d+ B in the last [1-9](\.\d+)? s \(\d+ B/s\), below the minimum of "
+        rf"100 B/s \(RetryPolicy\.min_rate\); the partial file is kept: run again to resume, {MIRROR_ADVICE}, or "
+        r"accept slower transfers with a lower min_rate\n", str(caught.value))
+    assert re.fullmatch(rf"ds/f\.bin: \d+ B of 100\.0 KB after [\d.]+ s \(\d+ B/s\) from {re.escape(res.url)}",
                         logged(info_log)[0])
     assert sorted(path.name for path in tmp_path.iterdir() if not path.name.startswith(".")) == ["f.bin.part"]
 
@@ -139,11 +140,11 @@ def test_a_download_past_its_deadline_fails(http_server, tmp_path):
     started = time.monotonic()
     with pytest.raises(DownloadError) as caught:
         get(res, tmp_path, RetryPolicy(deadline=0.6))
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 20
     assert re.search(
         rf"  - {re.escape(res.url)}: not complete within the deadline of 0\.6 s \(RetryPolicy\.deadline\): "
-        r"[\d.]+ KB of 100\.0 KB after 0\.[67]\d? s \([\d.]+ KB/s\); the partial file is kept: run again to resume, "
-        rf"{MIRROR_ADVICE}, or give a larger deadline\n", str(caught.value))
+        rf"[\d.]+ KB of 100\.0 KB after {AT_LEAST_0_6}\d? s \([\d.]+ KB/s\); the partial file is kept: run again to "
+        rf"resume, {MIRROR_ADVICE}, or give a larger deadline\n", str(caught.value))
 
 
 def test_a_retry_that_would_pass_the_deadline_is_not_waited_for(http_server, tmp_path):
@@ -153,7 +154,7 @@ def test_a_retry_that_would_pass_the_deadline_is_not_waited_for(http_server, tmp
     started = time.monotonic()
     with pytest.raises(DownloadError) as caught:
         get(res, tmp_path, RetryPolicy(deadline=5, max_delay=60))
-    assert time.monotonic() - started < 2 and http_server.requests(PATH) == 1
+    assert time.monotonic() - started < 20 and http_server.requests(PATH) == 1  # not the 30 s asked for
     assert re.search(
         rf"  - {re.escape(res.url)}: not complete within the deadline of 5 s \(RetryPolicy\.deadline\): 0 B of an "
         r"unknown size after [\d.]+ s \(0 B/s\); last: 503 Service Unavailable, with a retry due in 30 s; "

@@ -244,12 +244,12 @@ def test_hand_placed_copies_are_refused_unless_no_verify(synthetic, tmp_path, ca
     place(synthetic["mnist"], "mnist", data_dir)
     assert cli.prepare_data_main(["mnist", "--offline", "--data-dir", str(data_dir)]) == 1
     error = capsys.readouterr().err
-    assert error.startswith("error: could not get mnist/train-images-idx3-ubyte.gz "
-                            "(md5:f68b3c2dcbeaaa9fbdd348bbdeb94873)")
-    assert "wrong content: expected md5:f68b3c2dcbeaaa9fbdd348bbdeb94873" in error
+    placed = config.raw_dir("mnist", data_dir) / "train-images-idx3-ubyte.gz"
+    assert error.startswith(f"error: {placed} is not https://ossci-datasets.s3.amazonaws.com/mnist/"
+                            "train-images-idx3-ubyte.gz: its hash is md5:")
+    assert "expected md5:f68b3c2dcbeaaa9fbdd348bbdeb94873 (9,912,422 bytes)" in error
     assert_cache_empty(data_dir)
 
-    place(synthetic["mnist"], "mnist", data_dir)
     assert cli.prepare_data_main(["mnist", "--offline", "--no-verify", "--shape", "7x7", "--data-dir",
                                   str(data_dir), "-q"]) == 0
     native, small = sorted(CacheStore.for_data_dir(data_dir).ls(), key=lambda entry: "resize" in entry.params)

@@ -10,6 +10,7 @@ import pytest
 from glyphforge.session import TaskError, WorkerDiedError, open_session
 
 from support.dask_cluster import dask_cluster, wait_for_workers
+from support.waits import wait_until
 
 pytestmark = [pytest.mark.dask, pytest.mark.timeout(120)]
 
@@ -70,10 +71,8 @@ def test_an_abandoned_map_cancels_its_remaining_tasks(session):
     results = session.map(_square_with_pid, range(200))
     next(results)
     results.close()
-    deadline = time.monotonic() + 10
-    while session.client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
-        assert time.monotonic() < deadline, "the abandoned tasks are still on the scheduler"
-        time.sleep(0.05)
+    wait_until(lambda: not session.client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)),
+               "the scheduler to forget the abandoned tasks", timeout=60)
 
 
 def _kill_my_worker(x: int) -> None:

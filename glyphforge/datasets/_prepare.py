@@ -13,7 +13,7 @@ import numpy as np
 from glyphforge import config
 from glyphforge._checks import PathLike, check_shape
 from glyphforge._files import existing_file
-from glyphforge.pipelines.download import Attempt, HashMismatchError, Resource, fetch
+from glyphforge.pipelines.download import Resource, fetch, not_upstream
 from glyphforge.pipelines.hashes import check_hash
 from glyphforge.pipelines.resample_weights import METHODS, Method
 
@@ -78,7 +78,8 @@ def upstream_file(
     FileNotFoundError, IsADirectoryError
         When ``given`` does not exist or is a directory.
     HashMismatchError
-        When ``verify`` and ``given`` is not the pinned file.
+        When ``verify`` and ``given``, or the file placed in the raw dir, is not the pinned
+        file (it is left as it is: glyphforge never deletes a file it did not write).
     DownloadError
         When the file cannot be fetched (the message says where to place it by hand).
     """
@@ -91,16 +92,8 @@ def upstream_file(
     if verify:
         matches, actual = check_hash(path, resource.hash)
         if not matches:
-            size = path.stat().st_size
-            pinned = f"{resource.size:,} bytes" if resource.size is not None else "size not pinned"
-            raise HashMismatchError(
-                f"{path} is not {resource.url}: its hash is {actual} ({size:,} bytes), expected {resource.hash} "
-                f"({pinned}). It is incomplete or a different file: get a complete copy, or pass verify=False "
-                "(on the command line: --no-verify) to convert a custom file.",
-                resource=resource,
-                target=path,
-                attempts=(Attempt(str(path), "hash mismatch", actual_hash=actual, actual_size=size),),
-            )
+            raise not_upstream(path, resource, actual, "It is incomplete or a different file: get a complete copy, "
+                               "or pass verify=False (on the command line: --no-verify) to convert a custom file.")
     return path, verify
 
 

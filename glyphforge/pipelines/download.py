@@ -4,7 +4,11 @@
 pinned hash, and never leaves a wrong or partial file there:
 
 1. a file already in place with the right hash is returned at once, with no network
-   (that is how files placed by hand on offline clusters are used);
+   (that is how files placed by hand on offline clusters are used). One with the wrong
+   hash was not written by glyphforge (it only renames verified downloads into place):
+   it is the user's, so it is neither deleted nor overwritten, and
+   :class:`HashMismatchError` says to pass ``verify=False`` (``--no-verify``) to use it
+   as a custom copy, or to move it away to have upstream's file downloaded;
 2. otherwise, under a per-file lock (other processes wait, saying whom for, up to
    ``lock_timeout``, then reuse the result; see :mod:`glyphforge.cache.locks`),
    each source is tried in order: the ``mirrors`` given, the mirrors in
@@ -12,7 +16,8 @@ pinned hash, and never leaves a wrong or partial file there:
    ``http://``, ``file://`` or a plain directory) serves ``M/<dataset>/<filename>``;
 3. a source is streamed into ``<filename>.part`` (resumed with a Range request when the
    server supports it), verified against the hash, and renamed into place. A resumed
-   file that does not verify is downloaded once more from byte 0 before the source fails.
+   file that does not verify is downloaded once more from byte 0 before the source fails;
+   a ``.part`` file with the wrong hash (glyphforge's own download) is deleted.
 
 HTTP requests have connect and read timeouts; connection errors, timeouts, 408, 429 and
 5xx are retried with exponential backoff honouring Retry-After, an answer slower than a
@@ -140,7 +145,7 @@ class DownloadError(RuntimeError):
 
 
 class HashMismatchError(DownloadError):
-    """A source delivered a file with the wrong hash (it was deleted).
+    """A file has the wrong hash: a download (deleted), or a local copy (left as it is).
 
     Attributes
     ----------
@@ -227,7 +232,9 @@ def fetch(
     Raises
     ------
     HashMismatchError
-        When a source delivered wrong content (deleted) and no source delivered the right one.
+        When a file with the wrong hash is already in place (kept as it is; no source is
+        tried), or a source delivered wrong content (deleted) and no source delivered the
+        right one.
     DownloadError
         When no source delivered the file (the message says where to place it by hand), or
         when another process held the file's lock for longer than ``lock_timeout``.
@@ -241,7 +248,7 @@ def fetch(
     timeout = config.lock_timeout(lock_timeout)
     dest_dir = Path(dest_dir).expanduser()
     target = dest_dir / resource.filename
-    if target.is_file() and _verified(target, resource):
+    if _in_place(target, resource):
         return target
     offline = config.offline_from_env() if offline is None else offline
     mirror_sources = _mirror_sources(resource, mirrors)
@@ -277,11 +284,9 @@ def _fetch_locked(
     progress: bool,
 ) -> Path:
     """Try each source in turn, holding the per-file lock."""
+    if _in_place(target, resource):
+        return target  # another process fetched it while we waited
     attempts: list[Attempt] = []
-    if target.is_file():
-        if _verified(target, resource):
-            return target  # another process fetched it while we waited
-        attempts.append(_reject(target, resource, source=f"file already at {target}", final_url=None))
     part = _part_path(target)
     with requests.Session() as session:
         session.headers["User-Agent"] = f"glyphforge/{__version__} (+python-requests)"
@@ -308,6 +313,45 @@ def _part_size(part: Path) -> Callable[[], str]:
         except OSError:  # not started yet, or finished
             return ""
     return detail
+
+
+def _in_place(target: Path, resource: Resource) -> bool:
+    """Whether ``target`` is already the pinned file; raise if a file that is not (the user's) is there."""
+    if not target.is_file():
+        return False
+    if _verified(target, resource):
+        return True
+    raise not_upstream(
+        target, resource, check_hash(target, resource.hash)[1],
+        "glyphforge leaves it as it is: it never deletes or overwrites a file it did not download itself. To use "
+        "it as your own copy, pass verify=False (on the command line: --no-verify); to have glyphforge download "
+        f"upstream's file instead, move it away (e.g. to {target.name}.mine) and run again.",
+    )
+
+
+def not_upstream(path: Path, resource: Resource, actual: str, advice: str) -> HashMismatchError:
+    """Return the error for a local file ``path`` whose hash, ``actual``, is not ``resource``'s.
+
+    Parameters
+    ----------
+    path
+        The file (a copy given or placed by the user; it is left as it is).
+    resource
+        The upstream file it was meant to be.
+    actual
+        Its hash, as :func:`glyphforge.pipelines.hashes.check_hash` gives it.
+    advice
+        What to do, appended to the message.
+    """
+    size = path.stat().st_size
+    pinned = f"{resource.size:,} bytes" if resource.size is not None else "size not pinned"
+    return HashMismatchError(
+        f"{path} is not {resource.url}: its hash is {actual} ({size:,} bytes), expected {resource.hash} "
+        f"({pinned}). {advice}",
+        resource=resource,
+        target=path,
+        attempts=(Attempt(str(path), "hash mismatch", actual_hash=actual, actual_size=size),),
+    )
 
 
 def _verified(path: Path, resource: Resource) -> bool:
@@ -365,7 +409,7 @@ def _get_verified(
             raise
         log.warning("%s: the resumed file did not verify (%s); downloading it again from byte 0",
                     source.location, failure.attempt.reason)
-        fetched = _download(source.location, part, resource, session, policy, progress)  # the bad file was deleted
+        fetched = _download(source.location, part, resource, session, policy, progress)  # the bad .part was deleted
         _check_part(part, resource, source.location, fetched.final_url)
 
 
@@ -382,18 +426,15 @@ def _check_part(part: Path, resource: Resource, location: str, final_url: str | 
         raise SourceFailed(_reject(part, resource, source=location, final_url=final_url, actual=actual))
 
 
-def _reject(
-    path: Path, resource: Resource, *, source: str, final_url: str | None, actual: str | None = None
-) -> Attempt:
-    """Delete a file with the wrong content and describe it."""
-    actual = actual or check_hash(path, resource.hash)[1]
-    size = path.stat().st_size
-    path.unlink()
+def _reject(part: Path, resource: Resource, *, source: str, final_url: str | None, actual: str) -> Attempt:
+    """Delete ``part``, glyphforge's own download with the wrong content (hash ``actual``), and describe it."""
+    size = part.stat().st_size
+    part.unlink()
     expected_size = f"{resource.size} bytes" if resource.size is not None else "not pinned"
     redirected = f"; final URL after redirects: {final_url}" if final_url and final_url != source else ""
     reason = (
         f"wrong content: expected {resource.hash}, got {actual}; expected size {expected_size}, "
-        f"got {size} bytes{redirected}; the bad file was deleted"
+        f"got {size} bytes{redirected}; the bad download was deleted"
     )
     return Attempt(source, reason, actual_hash=actual, actual_size=size, final_url=final_url or None)
 
@@ -439,7 +480,8 @@ def _failure(
     )
     lines.append(
         f"What to do: {first_step}, or download {resource.url} yourself and place the file at:\n"
-        f"  {target}\nA file placed there is used without network access when its hash matches."
+        f"  {target}\nA file placed there is used without network access when its hash matches (or, with "
+        "verify=False or --no-verify, as your own copy)."
     )
     error_type = HashMismatchError if any(attempt.actual_hash for attempt in attempts) else DownloadError
     return error_type("\n".join(lines), resource=resource, target=target, mirrors=mirrors, attempts=attempts)

@@ -59,7 +59,7 @@ def start_worker(cluster: DaskProcesses, scratch: Path, nanny: bool = True) -> s
     return process
 
 
-def wait_for_workers(address: str, n: int, timeout: float = 30.0) -> None:
+def wait_for_workers(address: str, n: int, timeout: float = 90.0) -> None:
     """Block until the scheduler at ``address`` has exactly ``n`` workers."""
     from distributed import Client
 

@@ -10,6 +10,9 @@ from typing import Any
 
 import numpy as np
 
+#: Seconds a held shard waits to be stopped before it raises (so a test that forgets it cannot hang).
+HOLD_TIMEOUT = 120.0
+
 
 @dataclass
 class NoiseSpec:
@@ -25,6 +28,13 @@ class NoiseSpec:
         made, and by which process and batch job.
     fail_shard
         Shard index whose make_shard raises ValueError.
+    hold_shard
+        Shard index whose first make_shard call, once recorded, creates ``holding-<shard>``
+        in ``touch_dir`` (holding its pid; see :func:`holder_of`) and waits there, sleeping
+        in Python code (so a SIGINT raises KeyboardInterrupt at once), for its process to be
+        stopped: a test stops a build at a known point, whatever the load. A later call (the
+        shard made again elsewhere) finds the file and goes on. After :data:`HOLD_TIMEOUT`
+        the held call raises TimeoutError.
     """
 
     n_examples: int = 50
@@ -33,6 +43,7 @@ class NoiseSpec:
     delay: float = 0.0
     touch_dir: str | None = None
     fail_shard: int | None = None
+    hold_shard: int | None = None
     kind: str = "test-noise"
 
     def params(self) -> dict[str, Any]:
@@ -44,6 +55,8 @@ class NoiseSpec:
             Path(self.touch_dir, f"made-{index:04d}-{os.getpid()}-{job}-{uuid.uuid4().hex[:8]}").touch()
         if index == self.fail_shard:
             raise ValueError(f"shard {index} refuses to be made")
+        if index == self.hold_shard:
+            self._hold(index)
         time.sleep(self.delay)
         return {
             "images": rng.integers(0, 256, size=(n, 6, 5), dtype=np.uint8),
@@ -51,10 +64,33 @@ class NoiseSpec:
             "shard": np.full(n, index, dtype=np.int32),
         }
 
+    def _hold(self, index: int) -> None:
+        assert self.touch_dir is not None, "hold_shard needs touch_dir"
+        draft = Path(self.touch_dir, f".holding-{index:04d}-{uuid.uuid4().hex}")
+        draft.write_text(str(os.getpid()))
+        try:
+            os.link(draft, Path(self.touch_dir, f"holding-{index:04d}"))  # atomic, with its content
+        except FileExistsError:
+            return  # made again after its first maker was stopped
+        finally:
+            draft.unlink()
+        deadline = time.monotonic() + HOLD_TIMEOUT
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+        raise TimeoutError(f"shard {index} was held for {HOLD_TIMEOUT:g} s and nothing stopped the build")
+
 
 def shard_makers(touch_dir: Path, shard: int) -> list[tuple[int, str]]:
     """Return ``(pid, SLURM job id)`` of every process that started making ``shard``."""
     return [(int(path.name.split("-")[2]), path.name.split("-")[3]) for path in touch_dir.glob(f"made-{shard:04d}-*")]
+
+
+def holder_of(touch_dir: Path, shard: int) -> int | None:
+    """Return the pid of the process holding ``shard`` (``NoiseSpec.hold_shard``), None until one does."""
+    try:
+        return int(Path(touch_dir, f"holding-{shard:04d}").read_text())
+    except FileNotFoundError:
+        return None
 
 
 def made_shards(touch_dir: Path) -> list[int]:
