@@ -1,0 +1,112 @@
+"""Issue #22 rows 6, 8 and 9: no silent hangs, the same bytes on every run, absolute data dirs.
+
+Real processes throughout: scripts run by the real interpreter, builds on real spawned
+workers, a real Dask scheduler and workers on 127.0.0.1 started in another directory.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from glyphforge import config
+from glyphforge.builds.builder import build
+from glyphforge.builds.dataset import find_built
+from glyphforge.builds.scenes import ScatteredGlyphs
+
+from support.dask_cluster import dask_cluster
+from support.specs import NoiseSpec
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+TESTS_DIR = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+
+
+def _environment() -> dict[str, str]:
+    """This environment, with the test support modules and this checkout importable from any directory."""
+    path = os.pathsep.join(filter(None, [str(TESTS_DIR), str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def _font_scenes(n_examples: int = 60, shard_size: int = 15) -> ScatteredGlyphs:
+    """Small scenes of font glyphs: no data to prepare, a few shards."""
+    return ScatteredGlyphs(n_examples, image_shape=(20, 20), glyphs="font", characters="0123456789",
+                           glyph_shape=(9, 9), max_glyphs=2, shard_size=shard_size, seed=5)
+
+
+# -- row 9: a relative data dir is made absolute where it is resolved ------------------------
+
+def test_relative_data_dirs_become_absolute_when_resolved(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert config.data_dir("rel") == tmp_path / "rel"
+    assert config.cache_dir("rel/../other") == tmp_path / "rel" / ".." / "other" / "cache"
+    monkeypatch.setenv(config.ENV_DATA_DIR, "from-env")
+    assert config.data_dir() == tmp_path / "from-env"
+    assert config.data_dir(tmp_path / "given") == tmp_path / "given"
+
+
+READ_ELSEWHERE = """
+import pickle, sys
+import numpy as np
+dataset, stream = pickle.load(open(sys.argv[1], "rb"))
+images, targets = next(iter(stream))
+np.savez(sys.argv[2], images=images, labels=targets["labels"], row=dataset[7][0])
+"""
+
+
+@pytest.mark.slow
+def test_a_dataset_built_with_a_relative_data_dir_unpickles_and_streams_in_another_directory(tmp_path, monkeypatch):
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    built = subprocess.run(
+        [str(BIN / "glyphforge"), "build", "scenes", "--data-dir", "data", "--glyphs", "font", "--characters",
+         "0123456789", "--n-examples", "30", "--shard-size", "10", "--image-shape", "16x16", "--glyph-shape",
+         "8x8", "--session", "local", "-q"],
+        cwd=here, env=_environment(), capture_output=True, text=True, timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    monkeypatch.chdir(here)
+    dataset = find_built("scenes", data_dir="data")
+    stream = dataset.stream(8, shuffle=True, seed=1)
+    expected_images, expected_targets = next(iter(stream))
+    handles = tmp_path / "handles.pkl"
+    handles.write_bytes(pickle.dumps((dataset, stream)))
+
+    read = subprocess.run(
+        [sys.executable, "-c", READ_ELSEWHERE, handles, tmp_path / "read.npz"], cwd=elsewhere,
+        env=_environment(), capture_output=True, text=True, timeout=120)
+    assert read.returncode == 0, read.stderr
+    with np.load(tmp_path / "read.npz") as arrays:
+        np.testing.assert_array_equal(arrays["images"], expected_images)
+        np.testing.assert_array_equal(arrays["labels"], expected_targets["labels"])
+        np.testing.assert_array_equal(arrays["row"], dataset[7][0])
+    assert expected_images.shape == (8, 16, 16, 3)
+
+
+@pytest.mark.dask
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_dask_build_with_a_relative_data_dir_works_on_workers_started_elsewhere(tmp_path, monkeypatch):
+    driver, workers = tmp_path / "driver", tmp_path / "workers"
+    driver.mkdir()
+    with dask_cluster(workers, n_workers=2, cwd=workers) as cluster:
+        monkeypatch.chdir(driver)
+        spec = NoiseSpec(n_examples=40, shard_size=8, seed=4)
+        dataset = build(spec, session=cluster.address.replace("tcp://", "dask://"), data_dir="data",
+                        progress=False)
+    expected = build(spec, session="local", data_dir=tmp_path / "local", progress=False)
+    assert dataset.path.is_relative_to(driver / "data")
+    assert _sha256(dataset.path / "arrays.pklz") == _sha256(expected.path / "arrays.pklz")
+    assert not (workers / "data").exists()
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
