@@ -10,6 +10,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,53 @@ def _font_scenes(n_examples: int = 60, shard_size: int = 15) -> ScatteredGlyphs:
     """Small scenes of font glyphs: no data to prepare, a few shards."""
     return ScatteredGlyphs(n_examples, image_shape=(20, 20), glyphs="font", characters="0123456789",
                            glyph_shape=(9, 9), max_glyphs=2, shard_size=shard_size, seed=5)
+
+
+# -- row 6: no wait on a lock is silent ------------------------------------------------------
+
+HOLD_LOCK = """
+import sys, filelock
+from pathlib import Path
+from glyphforge.cache.locks import hold
+with hold(filelock.FileLock(sys.argv[1]), "preparing k 0123456789ab", 60):
+    Path(sys.argv[2]).touch()
+    while not Path(sys.argv[3]).exists():
+        import time; time.sleep(0.05)
+"""
+
+WAIT_FOR_LOCK = """
+import sys, filelock
+from pathlib import Path
+from glyphforge.cache.locks import hold
+with hold(filelock.FileLock(sys.argv[1]), "preparing k 0123456789ab", 120):
+    print("acquired", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_wait_for_a_lock_says_who_holds_it_on_stderr_without_any_logging_setup(tmp_path):
+    lock, held, release = tmp_path / ".k.lock", tmp_path / "held", tmp_path / "release"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, lock, held, release], env=_environment())
+    try:
+        deadline = time.monotonic() + 60
+        while not held.exists():
+            assert holder.poll() is None and time.monotonic() < deadline, "the holder never took the lock"
+            time.sleep(0.05)
+        waiter = subprocess.Popen([sys.executable, "-c", WAIT_FOR_LOCK, lock], env=_environment(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert waiter.stderr is not None
+        line = waiter.stderr.readline()  # blocks until the waiter warns: logging is not configured there
+        release.touch()
+        out, rest = waiter.communicate(timeout=60)
+    finally:
+        release.touch()
+        holder.wait(timeout=60)
+    assert line.startswith(f"waiting for another process preparing k 0123456789ab (pid {holder.pid} on ")
+    seconds = int(line.split("): ")[1].split(" s so far")[0])
+    assert 5 <= seconds < 60
+    assert out == "acquired\n"
+    assert "waiting" not in rest  # warned once; the lines after are INFO, which nobody configured
+    assert waiter.returncode == 0
 
 
 # -- row 9: a relative data dir is made absolute where it is resolved ------------------------
