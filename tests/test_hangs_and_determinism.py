@@ -10,6 +10,7 @@ import os
 import pickle
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -41,7 +42,55 @@ def _font_scenes(n_examples: int = 60, shard_size: int = 15) -> ScatteredGlyphs:
                            glyph_shape=(9, 9), max_glyphs=2, shard_size=shard_size, seed=5)
 
 
-# -- row 6: no wait on a lock is silent ------------------------------------------------------
+# -- row 6: a build from a script without the main guard fails at once -------------------
+
+@pytest.mark.slow
+def test_a_script_building_on_processes_without_the_main_guard_fails_quickly_with_the_fix(tmp_path):
+    script = tmp_path / "unguarded.py"
+    script.write_text(textwrap.dedent("""\
+        import glyphforge as gf
+        from glyphforge.builds.scenes import ScatteredGlyphs
+
+        spec = ScatteredGlyphs(40, image_shape=(20, 20), glyphs="font", glyph_shape=(9, 9), shard_size=10, seed=3)
+        ds = gf.build(spec, session="processes:2", data_dir="data", progress=False)
+        print("built", ds.key)
+    """))
+    started = time.monotonic()
+    finished = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_environment(), capture_output=True,
+                              text=True, timeout=120)
+    seconds = time.monotonic() - started
+
+    assert finished.returncode == 1, finished.stderr
+    assert "built" not in finished.stdout
+    assert seconds < 60, f"took {seconds:.0f} s"
+    # The worker says what happened, the parent ends with the same advice: nobody waits on the lock.
+    assert "MainGuardError: build() was called while this process, a worker started by process " in finished.stderr
+    assert f"was running {script} again" in finished.stderr
+    last_line = finished.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("glyphforge.session.base.WorkerStartError: a worker process of the processes "
+                                "session exited (exit code 1) while starting, before it could run any task")
+    assert 'put the build (and any open_session) under `if __name__ == "__main__":`' in last_line
+    assert "waiting for another process" not in finished.stderr
+
+
+@pytest.mark.slow
+def test_the_same_script_with_the_main_guard_builds(tmp_path):
+    script = tmp_path / "guarded.py"
+    script.write_text(textwrap.dedent("""\
+        import glyphforge as gf
+        from glyphforge.builds.scenes import ScatteredGlyphs
+
+        if __name__ == "__main__":
+            spec = ScatteredGlyphs(40, image_shape=(20, 20), glyphs="font", glyph_shape=(9, 9), shard_size=10,
+                                   seed=3)
+            ds = gf.build(spec, session="processes:2", data_dir="data", progress=False)
+            print("built", len(ds))
+    """))
+    finished = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_environment(), capture_output=True,
+                              text=True, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout == "built 40\n"
+
 
 HOLD_LOCK = """
 import sys, filelock

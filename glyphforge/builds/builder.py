@@ -55,6 +55,7 @@ from glyphforge.builds.shards import (
 from glyphforge.cache import CacheStore, Writer, concat_pklz
 from glyphforge.cache.pklz import MemberMismatchError
 from glyphforge.session import Session, TaskFailure, open_session
+from glyphforge.session.base import check_main_guard
 from glyphforge.session.parse import parse_session
 from glyphforge.textfmt import count
 
@@ -165,7 +166,11 @@ def build(
     ShardError
         A shard raised (the message holds its index and the worker's traceback) or
         its worker kept dying. Finished shards are kept: run again to resume.
+    MainGuardError
+        Called by a worker process while it imports the main script again: the
+        script builds at its top level, without ``if __name__ == "__main__":``.
     """
+    check_main_guard("build()")
     check_spec(spec)
     if isinstance(session, str):
         parse_session(session)  # a bad session string fails now, before any work

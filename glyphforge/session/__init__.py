@@ -14,23 +14,27 @@ import importlib
 from typing import Any
 
 from glyphforge.session.base import (
+    MainGuardError,
     NoWorkersError,
     Session,
     SessionError,
     TaskError,
     TaskFailure,
     WorkerDiedError,
+    WorkerStartError,
 )
 from glyphforge.session.parse import SESSION_FORMS, parse_session
 
 __all__ = [
     "SESSION_FORMS",
+    "MainGuardError",
     "NoWorkersError",
     "Session",
     "SessionError",
     "TaskError",
     "TaskFailure",
     "WorkerDiedError",
+    "WorkerStartError",
     "open_session",
     "parse_session",
 ]
