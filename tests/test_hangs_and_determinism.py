@@ -5,6 +5,7 @@ workers, a real Dask scheduler and workers on 127.0.0.1 started in another direc
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import pickle
@@ -14,6 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import dill
 import numpy as np
 import pytest
 
@@ -21,6 +23,7 @@ from glyphforge import config
 from glyphforge.builds.builder import build
 from glyphforge.builds.dataset import find_built
 from glyphforge.builds.scenes import ScatteredGlyphs
+from glyphforge.cache import dump_pklz
 
 from support.dask_cluster import dask_cluster
 from support.specs import NoiseSpec
@@ -135,6 +138,39 @@ def test_a_wait_for_a_lock_says_who_holds_it_on_stderr_without_any_logging_setup
     assert out == "acquired\n"
     assert "waiting" not in rest  # warned once; the lines after are INFO, which nobody configured
     assert waiter.returncode == 0
+
+
+# -- row 8: the same bytes on every run --------------------------------------------------------
+
+def test_a_pklz_is_the_zlib_deflate_of_its_pickle_so_its_bytes_depend_on_the_pickle_alone(tmp_path):
+    # isal's deflate depends on how its input is cut into calls and, in build workers, sometimes on nothing
+    # visible at all; zlib's is a function of the bytes. The same pickle must give the same file.
+    arrays = {"images": (np.arange(400_000, dtype=np.int64) % 251).astype(np.uint8).reshape(1000, 20, 20),
+              "labels": np.arange(1000, dtype=np.int64) % 10}
+    path = dump_pklz(arrays, tmp_path / "a.pklz")
+    reference = gzip.compress(dill.dumps(arrays, protocol=5), compresslevel=1, mtime=0)
+    written = path.read_bytes()
+    assert written[10:] == reference[10:]  # the deflate stream, CRC-32 and size: zlib's
+    assert written[:10] == b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\xff"  # no name, mtime 0, level 1
+    assert dump_pklz(dict(arrays), tmp_path / "b.pklz").read_bytes() == written
+
+
+def _data_files(dataset) -> dict[str, str]:
+    """sha256 of every file of a built entry but its manifest (which records when it was made)."""
+    return {path.name: _sha256(path) for path in sorted(dataset.path.iterdir()) if path.name != "manifest.json"}
+
+
+@pytest.mark.slow
+def test_the_same_spec_gives_the_same_bytes_on_every_run_and_session(tmp_path):
+    spec = _font_scenes(n_examples=160, shard_size=20)
+    runs = [build(spec, session="processes:2", data_dir=tmp_path / f"run-{run}", progress=False) for run in range(4)]
+    local = build(spec, session="local", data_dir=tmp_path / "local", progress=False)
+    assert local.entry.meta["n_shards"] == 8
+    assert _data_files(local) == {"arrays.pklz": local.entry.manifest["files"]["arrays.pklz"]["sha256"]}
+    for dataset in runs:
+        assert dataset.key == local.key
+        assert _data_files(dataset) == _data_files(local)
+        assert dataset.entry.manifest["meta_sha256"] == local.entry.manifest["meta_sha256"]
 
 
 # -- row 9: a relative data dir is made absolute where it is resolved ------------------------

@@ -61,8 +61,9 @@ from glyphforge.textfmt import count
 
 log = logging.getLogger(__name__)
 
-BUILD_FORMAT = 1
-"""Bumped when the builder's output for the same spec changes; part of every key."""
+BUILD_FORMAT = 2
+"""Bumped when the builder's output for the same spec changes; part of every key.
+2: shards are compressed by zlib, not isal (`glyphforge.cache.pklz`)."""
 
 _SPEC_MEMBERS = ("kind", "n_examples", "shard_size", "seed", "params", "make_shard")
 #: The most shards a build may have: the manifest's index (about 55 bytes a shard) and the
