@@ -40,7 +40,7 @@ def _call(payload: tuple[bytes, bytes]) -> Any:
 
 
 def _serve(conn: Connection) -> None:
-    """Worker main loop: run ``(fn, item)`` tasks from ``conn`` until the parent hangs up."""
+    """Worker main loop: say it is ready (`_READY`), then run ``(fn, item)`` tasks until the parent hangs up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     try:
         conn.send_bytes(_READY)
