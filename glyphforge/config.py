@@ -4,7 +4,9 @@ Everything that resolves a directory or reads a ``GLYPHFORGE_*`` variable lives
 here, so the rules are in one place:
 
 * data dir: the explicit ``data_dir`` argument, else ``$GLYPHFORGE_DATA_DIR``,
-  else platformdirs' user data dir for ``glyphforge``;
+  else platformdirs' user data dir for ``glyphforge``; made absolute here, once, so a
+  relative one means the same directory wherever its paths travel (pickled datasets and
+  streams, shard tasks on workers started in another directory);
 * ``<data dir>/raw/<dataset>/``: downloaded (or hand-placed) upstream files;
 * ``<data dir>/cache/``: the content-addressed store of converted data;
 * the wait for a cache entry or a download another process is making: the explicit
@@ -32,7 +34,7 @@ _TRUE_WORDS = {"1", "true", "yes", "on"}
 
 
 def data_dir(data_dir: PathLike | None = None) -> Path:
-    """Return the data directory (not created).
+    """Return the data directory (not created), as an absolute path.
 
     Parameters
     ----------
@@ -43,7 +45,8 @@ def data_dir(data_dir: PathLike | None = None) -> Path:
     -------
     Path
         ``data_dir``, else ``$GLYPHFORGE_DATA_DIR``, else the platform's user
-        data directory for glyphforge, with ``~`` expanded.
+        data directory for glyphforge, with ``~`` expanded; a relative one is taken
+        from the current directory now (symbolic links are kept, not resolved).
     """
     if data_dir is not None:
         chosen: PathLike = data_dir
@@ -51,7 +54,7 @@ def data_dir(data_dir: PathLike | None = None) -> Path:
         chosen = os.environ[ENV_DATA_DIR]
     else:
         chosen = platformdirs.user_data_dir("glyphforge", appauthor=False)
-    return Path(chosen).expanduser()
+    return Path(chosen).expanduser().absolute()
 
 
 def raw_dir(dataset: str, data_dir_: PathLike | None = None) -> Path:

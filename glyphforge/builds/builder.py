@@ -55,12 +55,14 @@ from glyphforge.builds.shards import (
 from glyphforge.cache import CacheStore, Writer, concat_pklz
 from glyphforge.cache.pklz import MemberMismatchError
 from glyphforge.session import Session, TaskFailure, check_session, open_session
+from glyphforge.session.base import check_main_guard
 from glyphforge.textfmt import count
 
 log = logging.getLogger(__name__)
 
-BUILD_FORMAT = 1
-"""Bumped when the builder's output for the same spec changes; part of every key."""
+BUILD_FORMAT = 2
+"""Bumped when the builder's output for the same spec changes; part of every key.
+2: shards are compressed by zlib, not isal (`glyphforge.cache.pklz`)."""
 
 _SPEC_MEMBERS = ("kind", "n_examples", "shard_size", "seed", "params", "make_shard")
 #: The most shards a build may have: the manifest's index (about 55 bytes a shard) and the
@@ -167,7 +169,11 @@ def build(
     ShardError
         A shard raised (the message holds its index and the worker's traceback) or
         its worker kept dying. Finished shards are kept: run again to resume.
+    MainGuardError
+        Called by a worker process while it imports the main script again: the
+        script builds at its top level, without ``if __name__ == "__main__":``.
     """
+    check_main_guard("build()")
     check_spec(spec)
     if isinstance(session, Session):
         if session_options:

@@ -13,7 +13,9 @@ another member left. A process that finds the lock held logs who holds it at onc
 and then every `LOG_INTERVAL` seconds (logger ``glyphforge.cache.locks``, INFO: the
 ``glyphforge`` commands show it), and gives up after its timeout
 (:func:`glyphforge.config.lock_timeout`) with a `LockTimeoutError` naming the lock file,
-the holder and what to do.
+the holder and what to do. No wait is silent: after `WARN_AFTER` seconds one line says
+who holds the lock at WARNING, which Python prints to stderr even where logging was
+never configured (a library user's script).
 """
 from __future__ import annotations
 
@@ -34,12 +36,16 @@ import filelock
 from glyphforge import config
 from glyphforge._files import atomic_path, writing
 
-__all__ = ["HOLDER_SUFFIX", "LOG_INTERVAL", "Holder", "LockTimeoutError", "hold", "holder_path", "read_holder"]
+__all__ = [
+    "HOLDER_SUFFIX", "LOG_INTERVAL", "WARN_AFTER", "Holder", "LockTimeoutError", "hold", "holder_path", "read_holder",
+]
 
 log = logging.getLogger(__name__)
 
 #: Seconds between two "waiting for another process" log lines.
 LOG_INTERVAL = 10.0
+#: Seconds of waiting after which one line says who holds the lock at WARNING (then INFO again).
+WARN_AFTER = 5.0
 HOLDER_SUFFIX = ".holder"
 
 
@@ -176,6 +182,7 @@ def hold(
     outermost = not lock.is_locked  # by this thread: the lock's state is per thread
     if not _try_acquire(lock, lock_path, 0):
         started = time.monotonic()
+        warned = False
         while True:
             waited = time.monotonic() - started
             holder = read_holder(lock_path)
@@ -183,10 +190,14 @@ def hold(
             if waited >= timeout:
                 message = _timeout_message(lock_path, what, waited, holder, more)
                 raise LockTimeoutError(message, lock_path=lock_path, holder=holder)
+            warn = not warned and waited >= WARN_AFTER
+            warned = warned or warn
             limit = "no time limit" if math.isinf(timeout) else f"giving up after {timeout:g} s"
-            log.info("waiting for another process %s (%s): %.0f s so far%s; %s", what,
-                     holder or "holder not recorded", waited, f", {more}" if more else "", limit)
-            if _try_acquire(lock, lock_path, min(LOG_INTERVAL, timeout - waited)):
+            log.log(logging.WARNING if warn else logging.INFO,
+                    "waiting for another process %s (%s): %.0f s so far%s; %s", what,
+                    holder or "holder not recorded", waited, f", {more}" if more else "", limit)
+            next_line = LOG_INTERVAL if warned else min(LOG_INTERVAL, WARN_AFTER - waited)
+            if _try_acquire(lock, lock_path, min(next_line, timeout - waited)):
                 break
     try:
         if outermost:

@@ -1,14 +1,18 @@
 """Gzipped dill pickles (``.pklz``): writing, safe reading, multi-member files.
 
 A ``.pklz`` file is a standard gzip stream of ``dill.dumps(obj, protocol=5)``,
-readable by plain ``gzip.open`` + ``dill.load``. Its gzip header carries no file name
-and a zero mtime, so the same object always gives the same bytes (builds are
-byte-identical on every session and every run). A file may hold several gzip
-members, each one pickle (the parallel builder joins shard files that way);
+readable by plain ``gzip.open`` + ``dill.load``. The same object always gives the
+same bytes (builds are byte-identical on every session and every run): the gzip
+header carries no file name and a zero mtime, and the stream is compressed by zlib,
+whose output depends only on the bytes it is given. isal's deflate does not: the same
+pickle cut into calls at other places gives other streams, and in build workers that
+had just made a shard the same pickle, written the same way, came out differently
+about once in 160 times (one match distance, the data equal). A file may hold several
+gzip members, each one pickle (the parallel builder joins shard files that way);
 :func:`iter_pklz` yields them in order.
 
-Compression uses python-isal (``isal.igzip``, several times faster than zlib
-and byte-compatible gzip) when it is installed, else the standard library.
+Reading inflates with python-isal (``isal.igzip``, several times faster than zlib and
+byte-compatible) when it is installed, else the standard library.
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ from glyphforge.cache.safe_pickle import Budget, RestrictedUnpickler, UnsafePick
 
 _isal_gzip: ModuleType | None
 _zlib: ModuleType
-try:  # isal writes and reads standard gzip, much faster than zlib
+try:  # isal reads standard gzip, much faster than zlib
     from isal import igzip as _isal_gzip
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover - exercised only where isal is missing
@@ -41,9 +45,8 @@ except ImportError:  # pragma: no cover - exercised only where isal is missing
 PICKLE_PROTOCOL = 5
 DEFAULT_LEVEL = 1
 """Default gzip level: fast writes (zlib level 9 wrote 5.5 MB/s here, level 1 157 MB/s
-for a file only 13% larger; isal level 1 ~475 MB/s)."""
+for a file only 13% larger; on scene shards level 1 writes ~370 MB/s)."""
 
-_ISAL_MAX_LEVEL = 3
 #: Bytes `concat_pklz` reads and writes at a time (large blocks: few system calls).
 JOIN_BLOCK = 1 << 24
 
@@ -54,16 +57,11 @@ class CorruptPklzError(ValueError):
 
 @contextmanager
 def _open_for_writing(path: Path, level: int) -> Iterator[gzip.GzipFile]:
-    """A gzip stream writing ``path`` whose header carries no file name and mtime 0: the same
-    object always gives the same bytes (whatever the temporary file's name or the time)."""
-    with open(path, "wb") as raw:
-        if _isal_gzip is not None and level <= _ISAL_MAX_LEVEL:
-            stream: gzip.GzipFile = _isal_gzip.IGzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw,
-                                                         mtime=0)
-        else:
-            stream = gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw, mtime=0)
-        with stream:
-            yield stream
+    """A zlib gzip stream writing ``path`` whose header carries no file name and mtime 0: the same
+    object always gives the same bytes (whatever the temporary file's name, the time or the process)."""
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw,
+                                                mtime=0) as stream:
+        yield stream
 
 
 def _open_for_reading(path: Path) -> gzip.GzipFile:
@@ -117,8 +115,8 @@ def dump_pklz(obj: Any, path: PathLike, level: int | None = None) -> Path:
     path
         Destination file; replaced only once the new file is complete.
     level
-        gzip level 0-9 (None: :data:`DEFAULT_LEVEL`). Levels 0-3 use isal when
-        installed; higher levels use zlib.
+        gzip level 0-9 (None: :data:`DEFAULT_LEVEL`), of zlib (never isal: see the
+        module docstring).
 
     Returns
     -------

@@ -15,23 +15,27 @@ from collections.abc import Mapping
 from typing import Any
 
 from glyphforge.session.base import (
+    MainGuardError,
     NoWorkersError,
     Session,
     SessionError,
     TaskError,
     TaskFailure,
     WorkerDiedError,
+    WorkerStartError,
 )
 from glyphforge.session.parse import SESSION_FORMS, parse_session
 
 __all__ = [
     "SESSION_FORMS",
+    "MainGuardError",
     "NoWorkersError",
     "Session",
     "SessionError",
     "TaskError",
     "TaskFailure",
     "WorkerDiedError",
+    "WorkerStartError",
     "check_session",
     "open_session",
     "parse_session",

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import multiprocessing
+import os
+import sys
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -59,6 +62,47 @@ class WorkerDiedError(TaskFailure):
 
 class NoWorkersError(SessionError):
     """Tasks were waiting while the session had no live worker for too long."""
+
+
+class WorkerStartError(SessionError):
+    """A worker process exited while starting, before it could run any task (its own error is on stderr)."""
+
+
+class MainGuardError(RuntimeError):
+    """A build was started by a spawned process importing the main script again (no main guard)."""
+
+
+#: What to do when a script starts work at its top level, for `MainGuardError` and `WorkerStartError`.
+MAIN_GUARD_ADVICE = (
+    'put the build (and any open_session) under `if __name__ == "__main__":` in the script and run it again: '
+    "worker processes start by importing the script that started them, so without that guard every worker "
+    "would start the build again"
+)
+
+
+def importing_main_in_spawned_child() -> bool:
+    """Return True while a spawned child process runs the parent's main script again.
+
+    Detected as multiprocessing does before it refuses to start processes then: the
+    child is still bootstrapping (``current_process()._inheriting``) and runs the
+    script as the module ``__mp_main__``.
+    """
+    bootstrapping = bool(getattr(multiprocessing.current_process(), "_inheriting", False))
+    return bootstrapping and "__mp_main__" in sys.modules
+
+
+def check_main_guard(what: str) -> None:
+    """Raise `MainGuardError` when ``what`` (e.g. ``"build()"``) runs while a spawned child imports the main script.
+
+    Without the check such a child would wait on a lock its parent holds, for an hour, silently.
+    """
+    if importing_main_in_spawned_child():
+        script = getattr(sys.modules["__mp_main__"], "__file__", None) or "the main script"
+        raise MainGuardError(
+            f"{what} was called while this process, a worker started by process {os.getppid()}, was running "
+            f"{script} again, as spawned worker processes do: the script calls {what} at its top level. To fix "
+            f"this, {MAIN_GUARD_ADVICE}"
+        )
 
 
 def run_task(fn: Callable[[Any], Any], item: Any) -> Outcome:

@@ -14,9 +14,18 @@ from typing import Any
 import dill
 
 from glyphforge._checks import check_int, requested_workers
-from glyphforge.session.base import Session, WorkerDiedError, run_task, unwrap
+from glyphforge.session.base import (
+    MAIN_GUARD_ADVICE,
+    Session,
+    WorkerDiedError,
+    WorkerStartError,
+    run_task,
+    unwrap,
+)
 
 _CONTEXT = multiprocessing.get_context("spawn")
+#: A worker's first message: it started (imported the main script and everything else) and serves tasks.
+_READY = b"glyphforge worker ready"
 
 
 @functools.lru_cache(maxsize=1)
@@ -31,8 +40,12 @@ def _call(payload: tuple[bytes, bytes]) -> Any:
 
 
 def _serve(conn: Connection) -> None:
-    """Worker main loop: run ``(fn, item)`` tasks from ``conn`` until the parent hangs up."""
+    """Worker main loop: say it is ready (`_READY`), then run ``(fn, item)`` tasks until the parent hangs up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    try:
+        conn.send_bytes(_READY)
+    except OSError:
+        return
     while True:
         try:
             payload = conn.recv()
@@ -50,7 +63,7 @@ def _serve(conn: Connection) -> None:
 
 
 class _Worker:
-    """One spawned worker process, the parent's end of its pipe and its current task."""
+    """One spawned worker process, the parent's end of its pipe, its current task and whether it said it is ready."""
 
     def __init__(self) -> None:
         self.conn, child_conn = _CONTEXT.Pipe()
@@ -58,6 +71,7 @@ class _Worker:
         self.process.start()
         child_conn.close()
         self.task: tuple[int, Any] | None = None
+        self.ready = False
 
     def stop(self, kill: bool = False, timeout: float = 5.0) -> str:
         """Stop the process (hang up, or SIGKILL); return how it ended (``SIGKILL``, ``exit code 1``)."""
@@ -139,17 +153,38 @@ class ProcessesSession(Session):
                     try:
                         reply = worker.conn.recv_bytes()
                     except (EOFError, OSError):
+                        if not worker.ready:
+                            self._check_started(worker)
                         detail = self._replace(worker)
                         deaths[index] += 1
                         if deaths[index] > self.max_retries:
                             raise WorkerDiedError(index, f"{deaths[index]} attempts; last exit: {detail}") from None
                         todo.appendleft((index, item))
                         continue
+                    if not worker.ready:  # its first message: _READY
+                        worker.ready = True
+                        continue
                     worker.task = None
                     yield index, unwrap(index, dill.loads(reply))
         finally:
             for worker in [w for w in self._workers if w.task is not None]:
                 self._replace(worker)  # abandoned mid-task: its late result must not leak
+
+    def _check_started(self, worker: _Worker) -> None:
+        """Close the session and raise `WorkerStartError` if ``worker`` exited on its own before it was ready.
+
+        Every new worker would fail the same way (its script, its imports), so none is
+        started again; a worker killed by a signal is retried as any other.
+        """
+        worker.process.join(5.0)
+        code = worker.process.exitcode
+        if code is not None and code >= 0:
+            self.close()
+            raise WorkerStartError(
+                f"a worker process of the processes session exited (exit code {code}) while starting, before it "
+                "could run any task; its own error is printed above (stderr). Most often the script that started "
+                f"the session calls build() or open_session() at its top level: {MAIN_GUARD_ADVICE}"
+            ) from None
 
     def _replace(self, worker: _Worker) -> str:
         """Stop ``worker`` (killing it if busy), start a fresh one in its place; say how it ended."""

@@ -44,8 +44,10 @@ def _wait_for_file(path: Path, process: subprocess.Popen, timeout: float) -> dic
     raise TimeoutError(f"dask scheduler did not write {path} within {timeout} s")
 
 
-def start_worker(cluster: DaskProcesses, scratch: Path, nanny: bool = True) -> subprocess.Popen:
-    """Start one ``dask worker`` (1 process, 1 thread) connected to ``cluster``."""
+def start_worker(
+    cluster: DaskProcesses, scratch: Path, nanny: bool = True, cwd: Path | None = None
+) -> subprocess.Popen:
+    """Start one ``dask worker`` (1 process, 1 thread) connected to ``cluster``, in ``cwd`` (default: this one)."""
     command = [
         DASK, "worker", cluster.address, "--nworkers", "1", "--nthreads", "1",
         "--host", "127.0.0.1", "--no-dashboard", "--death-timeout", "60",
@@ -53,7 +55,7 @@ def start_worker(cluster: DaskProcesses, scratch: Path, nanny: bool = True) -> s
     ]
     log = open(scratch / f"worker-{len(cluster.workers)}.log", "wb")
     process = subprocess.Popen(command, env=_environment(), stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+                               start_new_session=True, cwd=cwd)
     log.close()
     cluster.workers.append(process)
     return process
@@ -90,9 +92,13 @@ def _stop(process: subprocess.Popen, timeout: float) -> None:
 
 @contextmanager
 def dask_cluster(
-    scratch: Path, n_workers: int = 2, nanny: bool = True, scheduler_env: dict[str, str] | None = None
+    scratch: Path, n_workers: int = 2, nanny: bool = True, scheduler_env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Iterator[DaskProcesses]:
     """Run ``dask scheduler`` plus ``n_workers`` ``dask worker`` processes on free ports.
+
+    ``cwd`` is the workers' current directory (default: this process's), e.g. one other
+    than the driver's, as for workers started elsewhere.
 
     ``scheduler_env`` adds environment variables for the scheduler (Dask reads its
     config from ``DASK_*`` variables, e.g. ``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES``).
@@ -113,7 +119,7 @@ def dask_cluster(
     try:
         cluster.address = _wait_for_file(scheduler_file, scheduler, timeout=30)["address"]
         for _ in range(n_workers):
-            start_worker(cluster, scratch, nanny=nanny)
+            start_worker(cluster, scratch, nanny=nanny, cwd=cwd)
         wait_for_workers(cluster.address, n_workers)
         yield cluster
     finally:
