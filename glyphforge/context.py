@@ -1,0 +1,132 @@
+"""The data context: where data lives and how it may be fetched, resolved once and passed down.
+
+A `DataContext` holds what every prepare, load and build needs to know about fetching:
+the data dir, the mirrors, whether the network may be used, whether hand-placed files
+are verified, whether progress bars show, and whether a missing dataset may be
+prepared on load. It is resolved once from arguments and the environment
+(:meth:`DataContext.resolve`), frozen, small and picklable, so the same object travels
+from the command line or the caller down to the dataset code and to build workers.
+
+Precedence, per field: an explicit argument, else the given context's value, else the
+environment (``$GLYPHFORGE_DATA_DIR``, ``$GLYPHFORGE_MIRROR``, ``$GLYPHFORGE_OFFLINE``;
+see `glyphforge.config`), else the default. Mirrors given explicitly come before the
+environment's, without repeats.
+
+A context is also an ``os.PathLike`` of its data dir, so code written for a
+``data_dir`` path (a spec's ``prepare(data_dir)``) works when handed a context.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from glyphforge import config
+from glyphforge._checks import PathLike
+
+if TYPE_CHECKING:
+    from glyphforge.cache.store import CacheStore
+
+__all__ = ["DataContext"]
+
+Mirrors = str | Iterable[PathLike] | None
+"""Mirror bases: URLs or directories, as a sequence or one space-separated string."""
+
+
+def _mirror_list(mirrors: Mirrors) -> tuple[str, ...]:
+    if mirrors is None:
+        return ()
+    if isinstance(mirrors, str):
+        return tuple(mirrors.split())
+    return tuple(os.fspath(mirror) for mirror in mirrors)
+
+
+@dataclass(frozen=True)
+class DataContext:
+    """Where data lives and how it may be fetched (see the module docstring); build one with :meth:`resolve`.
+
+    Attributes
+    ----------
+    data_dir
+        The data dir, absolute (see `glyphforge.config.data_dir`).
+    mirrors
+        Mirror bases tried in order before the origin (explicit ones, then ``$GLYPHFORGE_MIRROR``'s).
+    offline
+        Never use the network: only files in place and local mirrors.
+    verify
+        Check hand-placed files and given archives against the pinned hashes (downloads
+        are always checked).
+    progress
+        Show progress bars.
+    download
+        Loaders may prepare (fetch and convert) a dataset that is not in the cache.
+    """
+
+    data_dir: Path
+    mirrors: tuple[str, ...] = ()
+    offline: bool = False
+    verify: bool = True
+    progress: bool = True
+    download: bool = True
+
+    @classmethod
+    def resolve(
+        cls,
+        context: DataContext | None = None,
+        *,
+        data_dir: PathLike | None = None,
+        mirrors: Mirrors = None,
+        offline: bool | None = None,
+        verify: bool | None = None,
+        progress: bool | None = None,
+        download: bool | None = None,
+    ) -> DataContext:
+        """Return the context the arguments describe: explicit values, else ``context``'s, else the environment's.
+
+        Parameters
+        ----------
+        context
+            A context to start from (None: the environment and the defaults).
+        data_dir, mirrors, offline, verify, progress, download
+            Explicit values; None keeps ``context``'s (or the environment's, or the default).
+
+        Returns
+        -------
+        DataContext
+            A new context (``context`` itself when nothing changes it).
+
+        Raises
+        ------
+        TypeError
+            When ``context`` is not a DataContext.
+        """
+        if context is not None and not isinstance(context, DataContext):
+            raise TypeError(f"context must be a glyphforge.DataContext, got {type(context).__name__}: build one with "
+                            "glyphforge.DataContext.resolve(data_dir=..., mirrors=..., offline=...)")
+        if context is None:  # the environment's and the defaults
+            context = cls(config.data_dir(data_dir), config.mirrors_from_env(), config.offline_from_env())
+        resolved = cls(
+            data_dir=context.data_dir if data_dir is None else config.data_dir(data_dir),
+            mirrors=tuple(dict.fromkeys([*_mirror_list(mirrors), *context.mirrors])),
+            offline=context.offline if offline is None else bool(offline),
+            verify=context.verify if verify is None else bool(verify),
+            progress=context.progress if progress is None else bool(progress),
+            download=context.download if download is None else bool(download),
+        )
+        return context if resolved == context else resolved
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.data_dir)
+
+    @property
+    def store(self) -> CacheStore:
+        """The cache store under ``<data dir>/cache``."""
+        from glyphforge.cache.store import CacheStore
+
+        return CacheStore.for_data_dir(self.data_dir)
+
+    def raw_dir(self, dataset: str) -> Path:
+        """Return ``<data dir>/raw/<dataset>``, where the upstream files of ``dataset`` live."""
+        return config.raw_dir(dataset, self.data_dir)
