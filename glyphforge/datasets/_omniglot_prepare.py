@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from glyphforge._checks import PathLike, check_shape
 from glyphforge.cache import CacheStore, Entry, Writer
+from glyphforge.context import DataContext
 from glyphforge.datasets._omniglot_archive import N_DRAWERS, NATIVE_SHAPE, convert_set
 from glyphforge.datasets._omniglot_catalog import Catalog
 from glyphforge.datasets._prepare import check_method, check_shapes, given_archives, resized, unknown, upstream_file
@@ -167,15 +168,13 @@ def prepare_omniglot(
     stray = [name for name in given if name not in names]
     if stray:
         raise ValueError(f"archives names sets {stray} that are not in sets {list(names)}: add them to sets")
-    store = CacheStore.for_data_dir(data_dir)
+    context = DataContext.resolve(data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress)
+    store = context.store
     entries = []
     for name in names:
         base = store.get(KIND, params(name, NATIVE_SHAPE, method))
         if base is None:
-            zip_path, verified = upstream_file(
-                RESOURCES[name], data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress,
-                given=given.get(name), offline=offline,
-            )
+            zip_path, verified = upstream_file(RESOURCES[name], context, given.get(name))
             base = store.get_or_create(KIND, params(name, NATIVE_SHAPE, method), functools.partial(
                 _write_native, set_name=name, zip_path=zip_path, workers=workers, verified=verified, progress=progress,
             ))

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge import config
 from glyphforge._checks import PathLike, check_shape
 from glyphforge._files import existing_file
+from glyphforge.context import DataContext
 from glyphforge.pipelines.download import Resource, fetch, not_upstream
 from glyphforge.pipelines.hashes import check_hash
 from glyphforge.pipelines.resample_weights import METHODS, Method
@@ -37,36 +37,20 @@ def unknown(what: str, names: Sequence[str], known: Iterable[str], hint: str = "
     return ValueError(f"unknown {what} {', '.join(map(repr, names))}: the known ones are {listed}{hint}")
 
 
-def upstream_file(
-    resource: Resource,
-    *,
-    data_dir: PathLike | None,
-    mirrors: Sequence[str] | str | None,
-    verify: bool,
-    progress: bool,
-    given: PathLike | None = None,
-    offline: bool | None = None,
-) -> tuple[Path, bool]:
+def upstream_file(resource: Resource, context: DataContext, given: PathLike | None = None) -> tuple[Path, bool]:
     """Return a local copy of ``resource`` (fetched when needed) and whether its hash was checked.
 
     Parameters
     ----------
     resource
         The upstream file.
-    data_dir
-        The data dir; fetched files go to ``<data dir>/raw/<resource.dataset>/``.
-    mirrors
-        Mirror bases tried before the origin (then ``$GLYPHFORGE_MIRROR``).
-    verify
-        Check the hash of ``given`` and of a file already placed in the raw dir.
-        False uses such files as they are (a download is always verified).
-    progress
-        Show a download progress bar.
+    context
+        Where data lives and how it may be fetched: fetched files go to
+        ``<data dir>/raw/<resource.dataset>/``, through the context's mirrors and within its
+        ``offline``; with ``verify`` False, ``given`` or a file already placed in the raw dir
+        is used as it is (a download is always verified); ``progress`` shows a download bar.
     given
         A local copy to use in place (not copied) instead of the raw dir.
-    offline
-        True: never touch the network (placed files and local mirrors only); None:
-        ``$GLYPHFORGE_OFFLINE`` decides (see :func:`glyphforge.pipelines.download.fetch`).
 
     Returns
     -------
@@ -84,17 +68,18 @@ def upstream_file(
         When the file cannot be fetched (the message says where to place it by hand).
     """
     if given is None:
-        placed = config.raw_dir(resource.dataset, data_dir) / resource.filename
-        if not verify and placed.is_file():
+        placed = context.raw_dir(resource.dataset) / resource.filename
+        if not context.verify and placed.is_file():
             return placed, False
-        return fetch(resource, placed.parent, mirrors=mirrors or (), progress=progress, offline=offline), True
+        return fetch(resource, placed.parent, mirrors=context.mirrors, progress=context.progress,
+                     offline=context.offline), True
     path = existing_file(given, f"a copy of {resource.url}")
-    if verify:
+    if context.verify:
         matches, actual = check_hash(path, resource.hash)
         if not matches:
             raise not_upstream(path, resource, actual, "It is incomplete or a different file: get a complete copy, "
                                "or pass verify=False (on the command line: --no-verify) to convert a custom file.")
-    return path, verify
+    return path, context.verify
 
 
 def resized(images: np.ndarray, shape: tuple[int, int], method: str, *, batch: bool) -> np.ndarray:

@@ -29,6 +29,7 @@ import numpy as np
 
 from glyphforge._checks import PathLike, check_shape
 from glyphforge.cache import CacheStore, Entry
+from glyphforge.context import DataContext
 from glyphforge.datasets._prepare import check_method, check_shapes, given_archives, resized, unknown, upstream_file
 from glyphforge.pipelines.decode import decode_image
 from glyphforge.pipelines.download import Resource
@@ -214,7 +215,8 @@ def prepare_backgrounds(
     stray = [name for name in given if name not in wanted]
     if stray:
         raise ValueError(f"archives names backgrounds {stray} that are not in names {wanted}: add them to names")
-    store = CacheStore.for_data_dir(data_dir)
+    context = DataContext.resolve(data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress)
+    store = context.store
     native = _holding(store, _params(None, method), wanted)
     if native is None:
         current = store.get(KIND, _params(None, method))
@@ -223,8 +225,7 @@ def prepare_backgrounds(
 
         def fetch(name: str) -> tuple[Path, bool]:
             if name not in files:
-                files[name] = upstream_file(IMAGES[name], data_dir=data_dir, mirrors=mirrors, verify=verify,
-                                            progress=progress, given=given.get(name), offline=offline)
+                files[name] = upstream_file(IMAGES[name], context, given.get(name))
             return files[name]
 
         for name in wanted:  # every missing file is fetched before the entry is staged

@@ -38,6 +38,7 @@ from glyphforge._checks import PathLike, check_example_range, check_int, check_s
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import MapStyleDataset
 from glyphforge.cache import CacheStore, Entry
+from glyphforge.context import DataContext
 from glyphforge.datasets._classes import BLANK, ClassNames
 from glyphforge.datasets._emnist_archive import EMNIST_ZIP, NATIVE_SHAPE, read_split, write_native, write_resized
 from glyphforge.datasets._emnist_catalog import (
@@ -166,16 +167,14 @@ def prepare_emnist(
     names = check_splits(split)
     wanted = [shape for shape in check_shapes(shapes) if shape != NATIVE_SHAPE]
     given = _given_zip(archives, archive)
-    store = CacheStore.for_data_dir(data_dir)
+    context = DataContext.resolve(data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress)
+    store = context.store
     source: tuple[Path, bool] | None = None  # the archive and whether its hash was checked, once needed
     entries = []
     for name in names:
         base = store.get(KIND, _params(name, NATIVE_SHAPE))
         if base is None:
-            source = source or upstream_file(
-                EMNIST_ZIP, data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress, given=given,
-                offline=offline,
-            )
+            source = source or upstream_file(EMNIST_ZIP, context, given)
             parsed = read_split(source[0], name, progress)  # before the cache is touched: errors leave no trace
             write = partial(write_native, split=parsed, verified=source[1], progress=progress)
             base = store.get_or_create(KIND, _params(name, NATIVE_SHAPE), write)

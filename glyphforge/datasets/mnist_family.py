@@ -48,6 +48,7 @@ import numpy as np
 from glyphforge._checks import PathLike, check_example_range, check_int, check_shape
 from glyphforge.batching import MapStyleDataset
 from glyphforge.cache import CacheStore, Entry
+from glyphforge.context import DataContext
 from glyphforge.datasets._classes import BLANK, ClassNames
 from glyphforge.datasets._emnist_catalog import SUBSETS, check_subset, preview_selection, select
 from glyphforge.datasets._mnist_files import (
@@ -156,12 +157,12 @@ def prepare_dataset(
     family = _family(dataset)
     wanted = [shape for shape in check_shapes(shapes) if shape != NATIVE_SHAPE]
     given = given_archives(archives, family.resources, family.title)
-    store = CacheStore.for_data_dir(data_dir)
+    context = DataContext.resolve(data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress)
+    store = context.store
     base = store.get(family.name, _params(family, NATIVE_SHAPE))
     if base is None:
         files: dict[str, tuple[Path, bool]] = {
-            name: upstream_file(resource, data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress,
-                                given=given.get(name), offline=offline)
+            name: upstream_file(resource, context, given.get(name))
             for name, resource in family.resources.items()
         }
         train, test = read_files(family, files, progress)  # before the cache is touched: errors leave no trace
