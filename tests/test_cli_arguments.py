@@ -11,13 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_download_waits import small_disk  # noqa: F401 (fixture)
 
 from glyphforge import build, cli, cli_args, load_emnist, prepare_emnist
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 
 from support.cli import BIN, run
+from support.mounts import small_disk  # noqa: F401 (fixture)
 from support.synthetic_emnist import gzip_bytes, idx_header, member_names, replace_members, write_synthetic_emnist
 
 OFFLINE = {"GLYPHFORGE_OFFLINE": "1"}

@@ -8,7 +8,6 @@ import logging
 import os
 import random
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ from glyphforge.pipelines.download import DownloadError, HashMismatchError, Reso
 from glyphforge.pipelines.hashes import bytes_hash
 
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
+from support.mounts import small_disk  # noqa: F401 (fixture)
 from support.waits import TIMEOUT, wait_until
 
 FAST = RetryPolicy(attempts=3, backoff=0.01, max_delay=0.05, connect_timeout=2.0, read_timeout=5.0)
@@ -195,23 +195,6 @@ def test_a_given_file_with_the_wrong_hash_names_verify_false_and_no_verify(tmp_p
 
 
 # row 10: a full disk names the .part, the free space and what to do, and keeps the .part -------------
-@pytest.fixture
-def small_disk(tmp_path: Path):
-    """A 1 MB tmpfs (needs root and mount(8)); skipped, saying why, where that is not possible."""
-    path = tmp_path / "small"
-    path.mkdir()
-    mount = shutil.which("mount")
-    if mount is None or os.geteuid() != 0:
-        pytest.skip("mounting a 1 MB tmpfs to fill a disk needs root and mount(8)")
-    result = subprocess.run([mount, "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(path)], capture_output=True, text=True)
-    if result.returncode:
-        pytest.skip(f"cannot mount a 1 MB tmpfs at {path}: {result.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", str(path)], check=True)
-
-
 def test_a_full_disk_raises_a_storage_error_and_keeps_the_part_for_a_resume(http_server, small_disk):
     data = random.Random(3).randbytes(2_000_000)
     http_server.add(PATH, data)

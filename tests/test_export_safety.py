@@ -11,9 +11,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import filelock
@@ -24,6 +22,7 @@ from PIL import Image
 import glyphforge
 from glyphforge.builds import BuiltDataset, build
 
+from support.mounts import tmpfs
 from support.specs import RowSpec
 
 GLYPHFORGE = Path(sys.executable).parent / "glyphforge"
@@ -86,20 +85,6 @@ def assert_whole_export(built: BuiltDataset, directory: Path) -> None:
     assert json.loads((directory / "metadata.json").read_text())["key"] == built.key
     assert np.array_equal(np.load(directory / "row.npy", mmap_mode="r"), np.arange(len(built)))
     assert np.array_equal(np.load(directory / "name.npy"), built.reopened().arrays["name"])
-
-
-@contextmanager
-def tmpfs(mount_point: Path, options: str) -> Iterator[Path]:
-    """Mount a tmpfs with ``options`` on ``mount_point`` (created if missing) for the block; skip when not permitted."""
-    mount_point.mkdir(exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount_point)],
-                             capture_output=True, text=True)
-    if mounted.returncode:
-        pytest.skip(f"mounting a tmpfs is not permitted here (needs root): {mounted.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", str(mount_point)], check=True)
 
 
 # -- rows 1, 2, 3: --overwrite replaces only an earlier export or an empty directory -------
