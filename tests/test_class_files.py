@@ -179,7 +179,7 @@ def test_load_emnist_and_emnist_take_every_class_when_classes_is_none(synthetic_
     data = synthetic_emnist.splits["letters"]
     assert len(x) == len(data.test_labels) + len(data.train_labels) and sorted(np.unique(y)) == list(range(26))
     ds = EMNIST("letters", "test", context=context, download=False)
-    assert ds.classes == classes and len(ds) == len(data.test_labels)
+    assert ds.classes == classes and len(ds) == len(data.test_labels) and ds.split == "letters"
     assert repr(ds) == f"EMNIST(split='letters', subset='test', shape=(28, 28), {len(ds)} images, 26 classes)"
     parameters = inspect.signature(load_emnist).parameters
     assert list(parameters)[:3] == ["classes", "split", "subset"] and parameters["classes"].default is None

@@ -126,3 +126,8 @@ class EMNIST(ClassFilesDataset):
 
     def __init__(self, split: str = DEFAULT_SPLIT, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, config=split, **kwargs)
+
+    @property
+    def split(self) -> str:
+        """The split (the declaration's config)."""
+        return self.config
