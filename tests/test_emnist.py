@@ -10,6 +10,7 @@ import glyphforge
 from glyphforge import config
 from glyphforge.cache import CacheStore, DamagedEntryFileError
 from glyphforge.datasets import emnist, registry
+from glyphforge.datasets._class_files import DECLARATIONS
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.datasets.emnist import (
     EMNIST,
@@ -75,8 +76,13 @@ def assert_cache_empty(store):
 
 def use_synthetic_resource(monkeypatch, synthetic_emnist):
     """Pin the synthetic_emnist archive's md5 and size instead of NIST's (the download stays real)."""
-    resource = dataclasses.replace(emnist.EMNIST_ZIP, hash=f"md5:{synthetic_emnist.md5}", size=synthetic_emnist.size)
-    monkeypatch.setattr(emnist, "EMNIST_ZIP", resource)
+    pin_resource(monkeypatch, dataclasses.replace(emnist.EMNIST_ZIP, hash=f"md5:{synthetic_emnist.md5}",
+                                                  size=synthetic_emnist.size))
+
+
+def pin_resource(monkeypatch, resource):
+    """Declare EMNIST with ``resource`` as its archive (for this test)."""
+    monkeypatch.setitem(DECLARATIONS, "emnist", dataclasses.replace(emnist.DATASET, resources={"gzip.zip": resource}))
 
 
 def prepared_entry(data_dir, shape=(28, 28)):
@@ -87,7 +93,7 @@ def prepared_entry(data_dir, shape=(28, 28)):
 def class_images(data_dir, char, subset="all", shape=(28, 28)):
     """The images of one class of the prepared byclass entry: its test images, train images or both."""
     entry = prepared_entry(data_dir, shape)
-    record = next(record for record in entry.meta["classes"] if record["char"] == char)
+    record = next(record for record in entry.meta["classes"] if record["name"] == char)
     images = entry.load(record["file"])
     return {"all": images, "test": images[:record["n_test"]], "train": images[record["n_test"]:]}[subset]
 
@@ -133,7 +139,7 @@ def test_the_registry_resolves_every_part():
 # -- prepare: arguments ----------------------------------------------------------------
 def test_archives_and_the_deprecated_archive_keyword_make_the_same_entry(synthetic_emnist, store):
     [entry] = prepare(synthetic_emnist, split="digits")
-    assert entry.meta["verified_archive"] is False and entry.meta["n_images"] == 90
+    assert entry.meta["verified"] is False and entry.meta["n_images"] == 90
     with pytest.deprecated_call(match=DEPRECATED_ARCHIVE) as caught:
         again = prepare_emnist(split="digits", archive=synthetic_emnist.path, verify=False, progress=False)
     assert again == [entry]
@@ -227,7 +233,7 @@ def test_prepare_downloads_from_an_http_mirror_once_for_several_splits(  # noqa:
     entries = prepare_emnist(split=["digits", "mnist"], mirrors=[http_server.base_url], progress=False)
     assert http_server.requests("emnist/gzip.zip") == 1
     assert [entry.meta["n_images"] for entry in entries] == [90, 70]
-    assert all(entry.meta["verified_archive"] is True for entry in entries)
+    assert all(entry.meta["verified"] is True for entry in entries)
     assert prepare_emnist(split="digits", mirrors=[http_server.base_url], progress=False) == entries[:1]
     assert http_server.requests() == 1  # cache hit: no request at all
 
@@ -240,7 +246,7 @@ def test_load_prepares_through_a_file_mirror(synthetic_emnist, tmp_path, monkeyp
     x, y, classes = load_emnist("x", subset="all", seed=0, mirrors=[(tmp_path / "mirror").as_uri()])
     assert np.array_equal(x, expected_load([class_images(None, "x")], 0)[0])
     assert (config.raw_dir("emnist") / "gzip.zip").read_bytes() == synthetic_emnist.path.read_bytes()
-    assert store.ls()[0].meta["verified_archive"] is True
+    assert store.ls()[0].meta["verified"] is True
 
 
 def test_a_wrong_hash_download_fails_and_caches_nothing(synthetic_emnist, monkeypatch, http_server, store):  # noqa: F811
@@ -248,7 +254,7 @@ def test_a_wrong_hash_download_fails_and_caches_nothing(synthetic_emnist, monkey
     http_server.add("origin/gzip.zip", synthetic_emnist.path.read_bytes())
     resource = dataclasses.replace(emnist.EMNIST_ZIP, url=http_server.url("origin/gzip.zip"),
                                    size=synthetic_emnist.size)
-    monkeypatch.setattr(emnist, "EMNIST_ZIP", resource)
+    pin_resource(monkeypatch, resource)
     with pytest.raises(HashMismatchError) as caught:
         prepare_emnist(progress=False)
     assert caught.value.expected == "md5:58c8d27c78d21e728a6bc7b3cc06412e"
@@ -261,8 +267,7 @@ def test_a_wrong_hash_download_fails_and_caches_nothing(synthetic_emnist, monkey
 def test_a_partial_download_is_refused(synthetic_emnist, monkeypatch, http_server, store):  # noqa: F811
     """NIST's real size and md5 pinned: a short file is never accepted (the old tool accepted it)."""
     http_server.add("origin/gzip.zip", synthetic_emnist.path.read_bytes())
-    monkeypatch.setattr(emnist, "EMNIST_ZIP",
-                        dataclasses.replace(emnist.EMNIST_ZIP, url=http_server.url("origin/gzip.zip")))
+    pin_resource(monkeypatch, dataclasses.replace(emnist.EMNIST_ZIP, url=http_server.url("origin/gzip.zip")))
     with pytest.raises(DownloadError, match=rf"announces {synthetic_emnist.size} bytes, expected 561753746"):
         load_emnist("0")
     assert_cache_empty(store)
@@ -308,7 +313,7 @@ def test_a_local_archive_path_may_start_with_the_home_folder(synthetic_emnist, t
     (home / "gzip.zip").write_bytes(synthetic_emnist.path.read_bytes())
     monkeypatch.setenv("HOME", str(home))
     entry, = prepare_emnist(split="digits", archives={"gzip.zip": "~/gzip.zip"}, verify=False, progress=False)
-    assert entry.meta["verified_archive"] is False and entry.meta["n_images"] == sum(DEFAULT_COUNTS["digits"])
+    assert entry.meta["verified"] is False and entry.meta["n_images"] == sum(DEFAULT_COUNTS["digits"])
 
 
 # -- loading -------------------------------------------------------------------------------

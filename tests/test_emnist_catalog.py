@@ -1,21 +1,14 @@
-"""glyphforge.datasets._emnist_catalog: splits, class names and files, and which images a load takes."""
+"""glyphforge.datasets._emnist_catalog (splits, class names and files) and the selection of _class_files on EMNIST."""
 import os
 
 import numpy as np
 import pytest
 
 from glyphforge.cache import DamagedEntryFileError, MissingEntryFileError
-from glyphforge.datasets._emnist_catalog import (
-    Block,
-    check_classes,
-    check_splits,
-    check_subset,
-    class_file_name,
-    first_label,
-    load_class,
-    select,
-)
-from glyphforge.datasets.emnist import prepare_emnist
+from glyphforge.datasets import _class_files
+from glyphforge.datasets._class_files import Block, check_subset, select
+from glyphforge.datasets._emnist_catalog import class_file_name, first_label
+from glyphforge.datasets.emnist import DATASET, load_emnist, prepare_emnist
 
 BYCLASS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -39,6 +32,14 @@ def test_class_file_names_are_distinct_on_case_insensitive_filesystems():
     for bad in ("?", "AB", "", "é"):
         with pytest.raises(ValueError, match="is not an EMNIST class"):
             class_file_name(bad)
+
+
+def check_splits(split):
+    return _class_files.check_configs(DATASET, split)
+
+
+def check_classes(classes, split):
+    return _class_files.check_classes(DATASET, split, classes)
 
 
 def test_check_splits_takes_one_name_several_or_none():
@@ -110,9 +111,8 @@ def test_selection_reads_the_blocks_in_order_and_shuffled(digits):
     assert selection.shuffled(0, 4)[0].shape == (0, 28, 28)
 
 
-def test_load_class_checks_the_file_against_the_manifest(synthetic_emnist):
+def test_class_files_are_checked_against_the_manifest(synthetic_emnist):
     [entry] = prepare_emnist(split="digits", archives={"gzip.zip": synthetic_emnist.path}, verify=False, progress=False)
-    assert np.array_equal(load_class(entry, "digit_7.pklz"), entry.load("digit_7.pklz"))
     path = entry.path / "digit_7.pklz"
     size = path.stat().st_size
     os.truncate(path, size - 10)
@@ -120,9 +120,9 @@ def test_load_class_checks_the_file_against_the_manifest(synthetic_emnist):
                                                     rf"{entry.key[:12]}'s manifest records {size:,} \(truncated or "
                                                     r"replaced\): run `glyphforge cache gc` to remove the broken "
                                                     r"entry, then make it again: `prepare-data emnist`"):
-        load_class(entry, "digit_7.pklz")
+        load_emnist("7", split="digits", download=False)  # a load reads the class file through its manifest
     path.unlink()
     with pytest.raises(MissingEntryFileError, match=rf"^{path} is missing from the emnist entry {entry.key[:12]}"):
-        load_class(entry, "digit_7.pklz")
+        load_emnist("57", split="digits", download=False)
     x, _ = select(entry, ["6"], "all", None, balance=False, include_blank=False).in_order()  # digit_7 is never opened
     assert np.array_equal(x, entry.load("digit_6.pklz"))

@@ -118,7 +118,7 @@ def test_edited_metadata_is_caught_by_its_hash_and_the_entry_made_again(tmp_path
                              data_dir=data_dir)
     manifest = _manifest(entry.path)
     assert manifest["meta_sha256"] and len(manifest["meta_sha256"]) == 64
-    [zero] = [record for record in manifest["meta"]["classes"] if record["char"] == "0"]
+    [zero] = [record for record in manifest["meta"]["classes"] if record["name"] == "0"]
     zero["file"] = "digit_1.pklz"  # class '0' now points at the ones
     _write_manifest(entry.path, manifest)
     store = CacheStore.for_data_dir(data_dir)

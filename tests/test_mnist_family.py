@@ -22,9 +22,11 @@ from glyphforge.builds.dataset import find_built
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import mnist_family, registry
+from glyphforge.datasets._class_files import DECLARATIONS
 from glyphforge.datasets._classes import ClassNames
-from glyphforge.datasets._mnist_files import DATASETS, MNISTFormatError
+from glyphforge.datasets._mnist_files import MNISTFormatError
 from glyphforge.datasets.mnist_family import (
+    DATASETS,
     KMNIST,
     MNIST,
     FashionMNIST,
@@ -64,6 +66,12 @@ def synthetic(tmp_path_factory) -> dict[str, SyntheticMNIST]:
     return {name: write_synthetic_mnist(root / name, COUNTS, seed=index) for index, name in enumerate(NAMES)}
 
 
+def with_counts(declaration, n_images):
+    """``declaration`` pinning the image counts ``n_images`` (train, test) instead of upstream's."""
+    return dataclasses.replace(declaration, configs={name: dataclasses.replace(config, n_images=n_images)
+                                                     for name, config in declaration.configs.items()})
+
+
 def synthetic_record(name: str, files: SyntheticMNIST, n_images: tuple[int, int] = COUNTS):
     """``name``'s record pinning ``files``' md5s and sizes and the counts ``n_images``; no reachable origin."""
     upstream = UPSTREAM[name]
@@ -72,12 +80,12 @@ def synthetic_record(name: str, files: SyntheticMNIST, n_images: tuple[int, int]
                                   hash=f"md5:{files.md5[file]}", size=files.size[file])
         for file, resource in upstream.resources.items()
     }
-    return dataclasses.replace(upstream, resources=resources, n_images=n_images)
+    return with_counts(dataclasses.replace(upstream, resources=resources), n_images)
 
 
 def pin(monkeypatch_or_context, synthetic) -> None:
     for name in NAMES:
-        monkeypatch_or_context.setitem(DATASETS, name, synthetic_record(name, synthetic[name]))
+        monkeypatch_or_context.setitem(DECLARATIONS, name, synthetic_record(name, synthetic[name]))
 
 
 @pytest.fixture
@@ -153,7 +161,8 @@ def test_the_three_datasets_are_registered_and_exported():
     assert list(__import__("inspect").signature(load_kmnist).parameters)[:3] == ["classes", "subset", "balance"]
     for name in NAMES:
         upstream = UPSTREAM[name]
-        assert upstream.n_images == (60_000, 10_000) and list(upstream.classes) == CLASSES[name]
+        [only] = upstream.configs.values()
+        assert only.n_images == (60_000, 10_000) and list(only.classes) == CLASSES[name]
         assert sorted(upstream.resources) == sorted(ALL_FILES)
         assert all(r.dataset == name and r.hash.startswith("md5:") for r in upstream.resources.values())
     assert UPSTREAM["mnist"].resources["train-images-idx3-ubyte.gz"].url == (
@@ -170,7 +179,7 @@ def test_an_http_mirror_serves_each_file_once_and_every_dataset_is_converted(pre
         assert (native.kind, native.params["shape"], small.params["shape"]) == (name, [28, 28], [14, 14])
         assert small.params["resize"] == "box" and small.meta["resized_from"] == native.key
         meta = native.meta
-        assert (meta["n_images"], meta["n_train"], meta["n_test"], meta["verified_files"]) == (700, 600, 100, True)
+        assert (meta["n_images"], meta["n_train"], meta["n_test"], meta["verified"]) == (700, 600, 100, True)
         assert [record["name"] for record in meta["classes"]] == CLASSES[name]
         files = [f"class_{label:02d}.pklz" for label in range(10)]
         assert [record["file"] for record in meta["classes"]] == files
@@ -195,7 +204,7 @@ def test_a_cache_hit_needs_neither_files_nor_network(prepared, synthetic, pin_sy
 def test_local_copies_as_archives_and_their_md5(synthetic, pin_synthetic, tmp_path):
     files = synthetic["kmnist"]
     [entry] = prepare_kmnist(archives={file: files.path(file) for file in ALL_FILES}, offline=True, progress=False)
-    assert entry.meta["verified_files"] is True and entry.meta["n_images"] == 700
+    assert entry.meta["verified"] is True and entry.meta["n_images"] == 700
     assert not config.raw_dir("kmnist").exists()  # archives are used in place
     with pytest.raises(ValueError, match=r"^archives has 'train\.gz', which is not a file of MNIST: use one of "
                                          r"t10k-images-idx3-ubyte\.gz, t10k-labels-idx1-ubyte\.gz, "
@@ -218,7 +227,7 @@ def test_some_files_given_the_others_from_a_file_mirror(synthetic, pin_synthetic
         (mirror / "mnist" / file).write_bytes(synthetic["mnist"].data(file))
     given = {file: synthetic["mnist"].path(file) for file in FILES["train"]}
     [entry] = prepare_mnist(archives=given, mirrors=[mirror.as_uri()], offline=True, progress=False)
-    assert entry.meta["verified_files"] is True
+    assert entry.meta["verified"] is True
     assert sorted(path.name for path in config.raw_dir("mnist").iterdir() if not path.name.startswith(".")) == sorted(
         FILES["test"])
 
@@ -253,7 +262,7 @@ def test_hand_placed_copies_are_refused_unless_no_verify(synthetic, tmp_path, ca
     assert cli.prepare_data_main(["mnist", "--offline", "--no-verify", "--shape", "7x7", "--data-dir",
                                   str(data_dir), "-q"]) == 0
     native, small = sorted(CacheStore.for_data_dir(data_dir).ls(), key=lambda entry: "resize" in entry.params)
-    assert native.meta["verified_files"] is False and native.meta["n_images"] == 700 and small.params["shape"] == [7, 7]
+    assert native.meta["verified"] is False and native.meta["n_images"] == 700 and small.params["shape"] == [7, 7]
     x, y, classes = load_mnist("0123456789", subset="test", seed=4, data_dir=data_dir, offline=True)
     expected = expected_load(synthetic["mnist"], "mnist", classes, "test", 4)
     assert np.array_equal(x, expected[0]) and np.array_equal(y, expected[1])
@@ -305,23 +314,23 @@ def test_counts_exact_when_verified_and_capped_when_not(synthetic, monkeypatch, 
     files = synthetic["mnist"]
     given = {file: files.path(file) for file in ALL_FILES}
     labels = re.escape(str(files.path("train-labels-idx1-ubyte.gz")))
-    monkeypatch.setitem(DATASETS, "mnist", synthetic_record("mnist", files, n_images=(601, 100)))
+    monkeypatch.setitem(DECLARATIONS, "mnist", synthetic_record("mnist", files, n_images=(601, 100)))
     with pytest.raises(MNISTFormatError, match=rf"^{labels} holds 600 labels, but MNIST's train set has 601: it is "
                                                r"not MNIST's file\. A custom copy needs verify=False"):
         prepare_mnist(archives=given, progress=False)
-    monkeypatch.setitem(DATASETS, "mnist", synthetic_record("mnist", files, n_images=(599, 100)))
+    monkeypatch.setitem(DECLARATIONS, "mnist", synthetic_record("mnist", files, n_images=(599, 100)))
     with pytest.raises(IDXError, match=rf"^{labels} declares 600 labels \(600 bytes\), more than the 599 it may hold: "
                                        r"MNIST's train files hold 599"):
         prepare_mnist(archives=given, progress=False)
-    monkeypatch.setitem(DATASETS, "mnist", dataclasses.replace(UPSTREAM["mnist"], n_images=(400, 80)))
+    monkeypatch.setitem(DECLARATIONS, "mnist", with_counts(UPSTREAM["mnist"], (400, 80)))
     with pytest.raises(IDXError, match=rf"^{labels} declares 600 labels \(600 bytes\), more than the 500 it may hold: "
                                        r"MNIST has 400 train images, and a custom copy \(verify=False, --no-verify\) "
                                        r"may hold at most 1\.25x that"):
         prepare_mnist(archives=given, verify=False, progress=False)
     assert_cache_empty()
-    monkeypatch.setitem(DATASETS, "mnist", dataclasses.replace(UPSTREAM["mnist"], n_images=(480, 80)))
+    monkeypatch.setitem(DECLARATIONS, "mnist", with_counts(UPSTREAM["mnist"], (480, 80)))
     [entry] = prepare_mnist(archives=given, verify=False, progress=False)  # 600 <= 1.25 x 480: a custom copy
-    assert entry.meta["verified_files"] is False and entry.meta["n_train"] == 600
+    assert entry.meta["verified"] is False and entry.meta["n_train"] == 600
 
 
 # -- load ---------------------------------------------------------------------------------------------
@@ -531,7 +540,6 @@ def test_scenes_refuse_an_unknown_class_before_any_fetch(tmp_path, monkeypatch, 
 
 
 def test_mnist_tries_lecuns_original_address_after_the_s3_copy():
-    from glyphforge.datasets._mnist_files import DATASETS
 
     files = DATASETS["mnist"].resources
     assert {name: (r.url, r.more_urls) for name, r in files.items()}["t10k-labels-idx1-ubyte.gz"] == (

@@ -17,7 +17,8 @@ import pytest
 from glyphforge import config
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import backgrounds, emnist, mnist_family, omniglot, registry
-from glyphforge.datasets._mnist_files import DATASETS
+from glyphforge.datasets._class_files import DECLARATIONS
+from glyphforge.datasets.mnist_family import DATASETS
 from glyphforge.pipelines.download import HashMismatchError, Resource
 
 from support.cli import run
@@ -78,7 +79,7 @@ def test_offline_keeps_wrong_placed_files_and_no_verify_uses_them(synthetic, tmp
     used = run("prepare-data", "mnist", "--offline", "--no-verify", "--data-dir", data_dir, "--no-warmup", "-q")
     assert used.returncode == 0, used.stderr
     [entry] = CacheStore.for_data_dir(data_dir).ls()
-    assert entry.meta["verified_files"] is False and entry.meta["n_images"] == 700
+    assert entry.meta["verified"] is False and entry.meta["n_images"] == 700
     assert sha256s(placed) == placed
 
 
@@ -98,7 +99,8 @@ def test_a_corrupted_download_is_still_removed(synthetic, tmp_path, http_server,
     resources = {name: dataclasses.replace(resource, url=http_server.url(f"mnist/{name}"), more_urls=(),
                                            hash=f"md5:{synthetic.md5[name]}", size=synthetic.size[name])
                  for name, resource in MNIST.resources.items()}
-    monkeypatch.setitem(DATASETS, "mnist", dataclasses.replace(MNIST, resources=resources, n_images=(600, 100)))
+    counts = {"default": dataclasses.replace(MNIST.configs["default"], n_images=(600, 100))}
+    monkeypatch.setitem(DECLARATIONS, "mnist", dataclasses.replace(MNIST, resources=resources, configs=counts))
     for name in ALL_FILES:
         http_server.add(f"mnist/{name}", synthetic.data(name))
     http_server.corrupt(f"mnist/{TRAIN_IMAGES}")

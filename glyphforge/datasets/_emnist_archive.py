@@ -1,4 +1,4 @@
-"""NIST's EMNIST ``gzip.zip``: its layout, its validation, and the cache entries written from it.
+"""NIST's EMNIST ``gzip.zip``: its layout and its validation (EMNIST's reader).
 
 The archive
 -----------
@@ -30,27 +30,23 @@ or labels (NIST's count of the split's subset, :data:`N_IMAGES`, times
 header before its array is allocated. Test and train are read in parallel, so a
 split's reading holds at most its two subsets at their caps.
 
-What is written
----------------
-:func:`write_native` writes one file per class (:func:`class_file_name`): its images
-upright, the test images first, then the train images, each in archive order.
-:func:`write_resized` writes the same files with every image resized.
+What is read
+------------
+:func:`read_split` returns a split's test and train images as the archive stores them
+(transposed) with their class indices from 0; :mod:`glyphforge.datasets._class_files`
+writes the entries from them (upright class files, test images first).
 """
 from __future__ import annotations
 
-import dataclasses
-import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from glyphforge._checks import MAX_READ_THREADS, quote, worker_count
-from glyphforge.cache import Entry, Writer
-from glyphforge.datasets._emnist_catalog import CLASSES, EMNISTFormatError, class_file_name, first_label, load_class
-from glyphforge.datasets._prepare import resized
+from glyphforge._checks import quote
+from glyphforge.datasets._class_files import Parsed, Subset
+from glyphforge.datasets._emnist_catalog import CLASSES, EMNISTFormatError, first_label
 from glyphforge.pipelines.archive import open_member, read_member
 from glyphforge.pipelines.download import Resource
 from glyphforge.pipelines.idx import CountCap, read_images, read_labels
@@ -137,32 +133,10 @@ def parse_mapping(text: str, name: str) -> dict[int, str]:
 
 
 # -- reading ---------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class ParsedSubset:
-    """The test or train images of a split as the archive stores them."""
-
-    images: np.ndarray  # (n, 28, 28), transposed
-    labels: np.ndarray  # the class index 0 .. n_classes - 1 of every image
-
-    def class_order(self, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
-        """Return the image indices grouped by class (archive order kept), and where each class starts."""
-        order = np.argsort(self.labels, kind="stable")
-        starts = np.concatenate([[0], np.cumsum(np.bincount(self.labels, minlength=n_classes))])
-        return order, starts
-
-
-@dataclasses.dataclass(frozen=True)
-class ParsedSplit:
-    """One split read from the archive and validated."""
-
-    name: str
-    classes: str
-    test: ParsedSubset
-    train: ParsedSubset
-
-
-def read_split(zip_path: Path, split: str, progress: bool) -> ParsedSplit:
+def read_split(zip_path: Path, split: str, progress: bool) -> Parsed:
     """Read and validate the mapping and the four IDX members of ``split`` (test and train in parallel).
+
+    The images are returned as the archive stores them, transposed.
 
     Raises
     ------
@@ -173,10 +147,10 @@ def read_split(zip_path: Path, split: str, progress: bool) -> ParsedSplit:
     with tqdm(total=4, desc=f"EMNIST {split}: reading {zip_path.name}", unit="file", disable=not progress) as bar, \
             ThreadPoolExecutor(2) as pool:
         test, train = pool.map(lambda part: _read_subset(zip_path, split, part, len(classes), bar), ("test", "train"))
-    return ParsedSplit(split, classes, test, train)
+    return Parsed(test, train, transposed=True)
 
 
-def _read_subset(zip_path: Path, split: str, subset: str, n_classes: int, bar: tqdm) -> ParsedSubset:
+def _read_subset(zip_path: Path, split: str, subset: str, n_classes: int, bar: tqdm) -> Subset:
     """Read one subset's labels and images, checking they agree with each other and the mapping."""
     first, cap = first_label(split), count_cap(split, subset)
     images_name, labels_name = member_name(split, f"{subset}-images"), member_name(split, f"{subset}-labels")
@@ -204,7 +178,7 @@ def _read_subset(zip_path: Path, split: str, subset: str, n_classes: int, bar: t
             f"images (NIST's {split} has {N_IMAGES[split][subset == 'test']:,}). The archive is truncated or was "
             "written wrongly: use NIST's gzip.zip, or a custom copy whose test and train parts both hold images"
         )
-    return ParsedSubset(images, labels.astype(np.intp) - first)
+    return Subset(images, labels.astype(np.intp) - first)
 
 
 def _read_mapping(zip_path: Path, split: str) -> str:
@@ -221,88 +195,3 @@ def _read_mapping(zip_path: Path, split: str) -> str:
             "the archive is corrupt or not EMNIST"
         )
     return found
-
-
-# -- writing ---------------------------------------------------------------------------
-def write_native(writer: Writer, split: ParsedSplit, verified: bool, progress: bool) -> None:
-    """Write one upright class file per class (test images first, then train) and the entry's meta.
-
-    Parameters
-    ----------
-    writer
-        The cache writer of the split's 28x28 entry.
-    split
-        What :func:`read_split` read.
-    verified
-        Whether the archive's hash was checked (recorded as ``meta["verified_archive"]``).
-    progress
-        Show a progress bar.
-    """
-    n_classes, first = len(split.classes), first_label(split.name)
-    (test_order, test_starts), (train_order, train_starts) = (
-        split.test.class_order(n_classes), split.train.class_order(n_classes)
-    )
-
-    def write_class(index: int) -> int:
-        test_index = test_order[test_starts[index]:test_starts[index + 1]]
-        train_index = train_order[train_starts[index]:train_starts[index + 1]]
-        images = np.empty((len(test_index) + len(train_index), *NATIVE_SHAPE), np.uint8)
-        images[:len(test_index)] = split.test.images[test_index].transpose(0, 2, 1)
-        images[len(test_index):] = split.train.images[train_index].transpose(0, 2, 1)
-        writer.write(class_file_name(split.classes[index]), images)
-        return len(images)
-
-    n_images = len(split.test.labels) + len(split.train.labels)
-    _run_per_class(write_class, n_classes, n_images, f"EMNIST {split.name}: writing 28x28", progress)
-    writer.meta.update(
-        split=split.name,
-        shape=list(NATIVE_SHAPE),
-        n_images=n_images,
-        n_train=len(split.train.labels),
-        n_test=len(split.test.labels),
-        verified_archive=verified,
-        classes=[
-            {
-                "char": char,
-                "label": first + index,
-                "file": class_file_name(char),
-                "n_test": int(test_starts[index + 1] - test_starts[index]),
-                "n_train": int(train_starts[index + 1] - train_starts[index]),
-            }
-            for index, char in enumerate(split.classes)
-        ],
-    )
-
-
-def write_resized(writer: Writer, base: Entry, shape: tuple[int, int], method: str, progress: bool) -> None:
-    """Write the resize (``method``) of every image of every class file of ``base``, and the meta.
-
-    Worker threads load, resize and write classes; one resize runs at a time, on one
-    numba thread (not every threading layer allows concurrent launches), so the other
-    cores decompress and compress meanwhile.
-    """
-    import numba
-
-    kernel_lock = threading.Lock()
-    records = base.meta["classes"]
-
-    def resize_class(index: int) -> int:
-        name = records[index]["file"]
-        images = load_class(base, name)
-        numba.set_num_threads(1)  # for this worker thread only
-        with kernel_lock:
-            small = resized(images, shape, method, batch=True)
-        writer.write(name, small)
-        return len(small)
-
-    label = f"EMNIST {base.meta['split']}: writing {shape[0]}x{shape[1]}"
-    _run_per_class(resize_class, len(records), base.meta["n_images"], label, progress)
-    writer.meta.update({**base.meta, "shape": list(shape), "resized_from": base.key, "resize": method})
-
-
-def _run_per_class(task: Callable[[int], int], n_classes: int, n_images: int, label: str, progress: bool) -> None:
-    """Run ``task(class_index) -> n_images_done`` for every class on a few threads, with a bar."""
-    bar = tqdm(total=n_images, desc=label, unit="img", disable=not progress)
-    with ThreadPoolExecutor(worker_count(None, cap=MAX_READ_THREADS)) as pool, bar:
-        for done in pool.map(task, range(n_classes)):
-            bar.update(done)

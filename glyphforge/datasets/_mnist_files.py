@@ -1,13 +1,9 @@
-"""The MNIST family's upstream files: which datasets, reading and validating their IDX files, the entries written.
+"""The MNIST family's upstream files: reading and validating their gzipped IDX files (the family's reader).
 
-The datasets
-------------
-:data:`DATASETS` maps each dataset's name (its registry name, cache kind and folder in
-``raw/`` and on mirrors: ``"mnist"``, ``"fashion-mnist"``, ``"kmnist"``) to a
-:class:`Family` record: its title, its ten classes in label order, its four upstream
-files (:class:`~glyphforge.pipelines.download.Resource`: md5 as torchvision pins them,
-sizes as tensorflow-datasets records them) and its image counts (60,000 train, 10,000
-test). The three datasets differ only in this record; every step below takes it.
+MNIST, Fashion-MNIST and KMNIST (declared in :mod:`glyphforge.datasets.mnist_family`),
+and any per-class dataset in the same form, have four gzipped IDX files; :func:`read_files`
+reads them for :mod:`glyphforge.datasets._class_files`, which writes the entries. The
+declaration gives the title, the classes and the pinned counts that are checked.
 
 The files
 ---------
@@ -28,17 +24,15 @@ its header is refused before anything is allocated when it declares more. A file
 unchecked (``verify=False``, ``--no-verify``: a custom copy) may hold any count up to
 :data:`COUNT_MARGIN` times the pinned one, also checked in its header first.
 
-What is written
----------------
-:func:`write_native` writes one file per class, ``class_00.pklz`` ... ``class_09.pklz``
-(:func:`class_file_name`: plain names whatever the class is called, so ``T-shirt/top``
-makes no folder and case-insensitive filesystems are safe; the class name is kept in the
-manifest), holding the class's test images first, then its train images, each in file
-order. :func:`write_resized` writes the same files with every image resized.
+What is read
+------------
+:func:`read_files` returns the test and train images (upright) and labels; the entry
+holds one file per class, ``class_00.pklz`` ... (:func:`class_file_name`: plain names
+whatever the class is called, so ``T-shirt/top`` makes no folder and case-insensitive
+filesystems are safe; the class name is kept in the manifest).
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -46,10 +40,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from glyphforge._checks import MAX_READ_THREADS, worker_count
-from glyphforge.cache import Entry, Writer
-from glyphforge.datasets._prepare import resized
-from glyphforge.pipelines.download import Resource
+from glyphforge.datasets._class_files import Declaration, Parsed, Subset, numbered_file
 from glyphforge.pipelines.idx import CountCap, read_images, read_labels
 
 NATIVE_SHAPE = (28, 28)
@@ -66,126 +57,33 @@ class MNISTFormatError(ValueError):
     """The files' labels or counts do not describe the dataset; the message names the file."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Family:
-    """One dataset of the MNIST family (see the module docstring).
-
-    Attributes
-    ----------
-    name
-        The registry name, cache kind and folder of the upstream files (``"fashion-mnist"``).
-    title
-        How messages call it (``"Fashion-MNIST"``).
-    classes
-        The class names in label order (label ``i`` is ``classes[i]``).
-    resources
-        The four upstream files by file name (the names of :data:`FILES`).
-    n_images
-        The pinned ``(train, test)`` image counts.
-    """
-
-    name: str
-    title: str
-    classes: tuple[str, ...]
-    resources: Mapping[str, Resource]
-    n_images: tuple[int, int] = (60_000, 10_000)
-
-    @property
-    def ident(self) -> str:
-        """The name as a Python identifier, as in ``load_fashion_mnist``."""
-        return self.name.replace("-", "_")
-
-    def count(self, subset: str) -> int:
-        """The pinned number of images of ``subset`` (``"train"`` or ``"test"``)."""
-        return self.n_images[0 if subset == "train" else 1]
-
-
-def _resources(
-    dataset: str, base_urls: tuple[str, ...], pins: Mapping[str, tuple[str, int]]
-) -> dict[str, Resource]:
-    """The four files of ``dataset`` under the first of ``base_urls`` (the others as second sources)."""
-    return {
-        filename: Resource(dataset, filename, base_urls[0] + filename, f"md5:{md5}", size,
-                           more_urls=tuple(base + filename for base in base_urls[1:]))
-        for filename, (md5, size) in pins.items()
-    }
-
-
-#: The family, by name. Tests replace a record (e.g. a synthetic copy's md5s and counts).
-DATASETS: dict[str, Family] = {
-    "mnist": Family(
-        name="mnist",
-        title="MNIST",
-        classes=tuple("0123456789"),
-        resources=_resources("mnist", ("https://ossci-datasets.s3.amazonaws.com/mnist/",
-                                       "http://yann.lecun.com/exdb/mnist/"), {
-            "train-images-idx3-ubyte.gz": ("f68b3c2dcbeaaa9fbdd348bbdeb94873", 9_912_422),
-            "train-labels-idx1-ubyte.gz": ("d53e105ee54ea40749a09fcbcd1e9432", 28_881),
-            "t10k-images-idx3-ubyte.gz": ("9fb629c4189551a2d022fa330f9573f3", 1_648_877),
-            "t10k-labels-idx1-ubyte.gz": ("ec29112dd5afa0611ce80d1b7f02629c", 4_542),
-        }),
-    ),
-    "fashion-mnist": Family(
-        name="fashion-mnist",
-        title="Fashion-MNIST",
-        classes=("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
-                 "Ankle boot"),
-        resources=_resources("fashion-mnist", ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",), {
-            "train-images-idx3-ubyte.gz": ("8d4fb7e6c68d591d4c3dfef9ec88bf0d", 26_421_880),
-            "train-labels-idx1-ubyte.gz": ("25c81989df183df01b3e8a0aad5dffbe", 29_515),
-            "t10k-images-idx3-ubyte.gz": ("bef4ecab320f06d8554ea6380940ec79", 4_422_102),
-            "t10k-labels-idx1-ubyte.gz": ("bb300cfdad3c16e7a12a480ee83cd310", 5_148),
-        }),
-    ),
-    "kmnist": Family(
-        name="kmnist",
-        title="KMNIST",
-        classes=("o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"),
-        resources=_resources("kmnist", ("http://codh.rois.ac.jp/kmnist/dataset/kmnist/",), {
-            "train-images-idx3-ubyte.gz": ("bdb82020997e1d708af4cf47b453dcf7", 18_165_135),
-            "train-labels-idx1-ubyte.gz": ("e144d726b3acfaa3e44228e80efcd344", 29_497),
-            "t10k-images-idx3-ubyte.gz": ("5c965bf0a639b31b8f53240b1b52f4d7", 3_041_136),
-            "t10k-labels-idx1-ubyte.gz": ("7320c461ea6c1c855c0b718fb2a4b134", 5_120),
-        }),
-    ),
-}
-
-
 def class_file_name(label: int) -> str:
     """Return the entry file of the class of ``label``: ``class_00.pklz`` ... ``class_09.pklz``."""
-    return f"class_{label:02d}.pklz"
+    return numbered_file(label, "")
 
 
-def count_cap(family: Family, subset: str, verified: bool) -> CountCap:
-    """Return the most images (or labels) a ``subset`` file of ``family`` may declare in its header."""
-    pinned = family.count(subset)
+def count_cap(dataset: Declaration, config: str, subset: str, verified: bool) -> CountCap:
+    """Return the most images (or labels) a ``subset`` file of ``dataset`` may declare in its header."""
+    pinned = dataset.configs[config].count(subset)
     if verified:
-        return CountCap(pinned, f"{family.title}'s {subset} files hold {pinned:,}, and this file's md5 was checked; "
+        return CountCap(pinned, f"{dataset.title}'s {subset} files hold {pinned:,}, and this file's md5 was checked; "
                                 "its header is corrupt: get a good copy")
     return CountCap(
         int(pinned * COUNT_MARGIN),
-        f"{family.title} has {pinned:,} {subset} images, and a custom copy (verify=False, --no-verify) may hold at "
-        f"most {COUNT_MARGIN:g}x that. The header is corrupt or this is not a {family.title} file: use the upstream "
-        f"file (prepare-data {family.name} without --no-verify downloads it)",
+        f"{dataset.title} has {pinned:,} {subset} images, and a custom copy (verify=False, --no-verify) may hold at "
+        f"most {COUNT_MARGIN:g}x that. The header is corrupt or this is not a {dataset.title} file: use the upstream "
+        f"file (prepare-data {dataset.name} without --no-verify downloads it)",
     )
 
 
 # -- reading ---------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Subset:
-    """The train or test images of a dataset as its files hold them (validated)."""
-
-    images: np.ndarray  # uint8 (n, 28, 28), upright
-    labels: np.ndarray  # the label 0 .. n_classes - 1 of every image
-
-
-def read_files(family: Family, files: Mapping[str, tuple[Path, bool]], progress: bool) -> tuple[Subset, Subset]:
-    """Read and validate the four files (train and test in parallel); return ``(train, test)``.
+def read_files(dataset: Declaration, config: str, files: Mapping[str, tuple[Path, bool]], progress: bool) -> Parsed:
+    """Read and validate the four files (train and test in parallel): the reader of the MNIST family's declarations.
 
     Parameters
     ----------
-    family
-        The dataset.
+    dataset, config
+        The declaration and its config (their title, classes and pinned counts).
     files
         ``{file name: (path, whether its md5 was checked)}`` for the four names of :data:`FILES`.
     progress
@@ -197,31 +95,34 @@ def read_files(family: Family, files: Mapping[str, tuple[Path, bool]], progress:
         When a file is truncated, corrupt, of the wrong kind or size, holds labels
         outside the classes, or the counts are wrong (see the module docstring).
     """
-    with tqdm(total=4, desc=f"{family.title}: reading", unit="file", disable=not progress) as bar, \
+    with tqdm(total=4, desc=f"{dataset.title}: reading", unit="file", disable=not progress) as bar, \
             ThreadPoolExecutor(2) as pool:
-        train, test = pool.map(lambda subset: _read_subset(family, subset, files, bar), ("train", "test"))
-    return train, test
+        test, train = pool.map(lambda subset: _read_subset(dataset, config, subset, files, bar), ("test", "train"))
+    return Parsed(test, train)
 
 
-def _read_subset(family: Family, subset: str, files: Mapping[str, tuple[Path, bool]], bar: tqdm) -> Subset:
-    """Read one subset's labels and images, checking them against each other and the family."""
+def _read_subset(
+    dataset: Declaration, config: str, subset: str, files: Mapping[str, tuple[Path, bool]], bar: tqdm
+) -> Subset:
+    """Read one subset's labels and images, checking them against each other and the declaration."""
     (images_path, images_verified), (labels_path, labels_verified) = (files[name] for name in FILES[subset])
+    title = dataset.title
     with open(labels_path, "rb") as stream:
-        labels = read_labels(stream, str(labels_path), cap=count_cap(family, subset, labels_verified))
+        labels = read_labels(stream, str(labels_path), cap=count_cap(dataset, config, subset, labels_verified))
     bar.update()
-    _check_count(family, subset, labels_path, len(labels), "labels", labels_verified)
-    n_classes = len(family.classes)
+    _check_count(dataset, config, subset, labels_path, len(labels), "labels", labels_verified)
+    n_classes = len(dataset.configs[config].classes)
     outside = np.unique(labels[labels >= n_classes])
     if outside.size:
         raise MNISTFormatError(
-            f"{labels_path} holds labels {outside.tolist()}, but {family.title}'s labels are 0-{n_classes - 1}; "
-            f"the file is corrupt or not {family.title}'s"
+            f"{labels_path} holds labels {outside.tolist()}, but {title}'s labels are 0-{n_classes - 1}; "
+            f"the file is corrupt or not {title}'s"
         )
     with open(images_path, "rb") as stream:
         images = read_images(stream, str(images_path), dims=NATIVE_SHAPE,
-                             cap=count_cap(family, subset, images_verified))
+                             cap=count_cap(dataset, config, subset, images_verified))
     bar.update()
-    _check_count(family, subset, images_path, len(images), "images", images_verified)
+    _check_count(dataset, config, subset, images_path, len(images), "images", images_verified)
     if len(images) != len(labels):
         raise MNISTFormatError(
             f"{images_path} holds {len(images):,} images but {labels_path} holds {len(labels):,} labels: the files "
@@ -230,68 +131,13 @@ def _read_subset(family: Family, subset: str, files: Mapping[str, tuple[Path, bo
     return Subset(images, labels.astype(np.intp))
 
 
-def _check_count(family: Family, subset: str, path: Path, found: int, what: str, verified: bool) -> None:
+def _check_count(
+    dataset: Declaration, config: str, subset: str, path: Path, found: int, what: str, verified: bool
+) -> None:
     """A checked file must hold exactly the pinned count (its header declared at most that)."""
-    pinned = family.count(subset)
+    pinned = dataset.configs[config].count(subset)
     if verified and found != pinned:
         raise MNISTFormatError(
-            f"{path} holds {found:,} {what}, but {family.title}'s {subset} set has {pinned:,}: it is not "
-            f"{family.title}'s file. A custom copy needs verify=False (on the command line: --no-verify)"
+            f"{path} holds {found:,} {what}, but {dataset.title}'s {subset} set has {pinned:,}: it is not "
+            f"{dataset.title}'s file. A custom copy needs verify=False (on the command line: --no-verify)"
         )
-
-
-# -- writing ---------------------------------------------------------------------------
-def write_native(
-    writer: Writer, family: Family, train: Subset, test: Subset, verified: bool, progress: bool
-) -> None:
-    """Write one class file per class (its test images, then its train images) and the entry's meta.
-
-    Parameters
-    ----------
-    writer
-        The cache writer of the dataset's 28x28 entry.
-    family, train, test
-        The dataset and what :func:`read_files` read.
-    verified
-        Whether the md5 of all four files was checked (recorded as ``meta["verified_files"]``).
-    progress
-        Show a progress bar.
-    """
-    n_test = np.bincount(test.labels, minlength=len(family.classes))
-    n_train = np.bincount(train.labels, minlength=len(family.classes))
-
-    def write_class(label: int) -> int:
-        images = np.concatenate([test.images[test.labels == label], train.images[train.labels == label]])
-        writer.write(class_file_name(label), images)
-        return len(images)
-
-    n_images = len(train.labels) + len(test.labels)
-    bar = tqdm(total=n_images, desc=f"{family.title}: writing 28x28", unit="img", disable=not progress)
-    with ThreadPoolExecutor(worker_count(None, cap=MAX_READ_THREADS)) as pool, bar:
-        for done in pool.map(write_class, range(len(family.classes))):
-            bar.update(done)
-    writer.meta.update(
-        dataset=family.name,
-        shape=list(NATIVE_SHAPE),
-        n_images=n_images,
-        n_train=len(train.labels),
-        n_test=len(test.labels),
-        verified_files=verified,
-        classes=[
-            {"name": name, "label": label, "file": class_file_name(label), "n_test": int(n_test[label]),
-             "n_train": int(n_train[label])}
-            for label, name in enumerate(family.classes)
-        ],
-    )
-
-
-def write_resized(writer: Writer, base: Entry, shape: tuple[int, int], method: str, progress: bool) -> None:
-    """Write the resize (``method``, through the numba kernels) of every class file of ``base``, and the meta."""
-    records = base.meta["classes"]
-    label = f"{base.meta['dataset']}: writing {shape[0]}x{shape[1]}"
-    with tqdm(total=base.meta["n_images"], desc=label, unit="img", disable=not progress) as bar:
-        for record in records:
-            images: np.ndarray = base.load(record["file"])
-            writer.write(record["file"], resized(images, shape, method, batch=True))
-            bar.update(len(images))
-    writer.meta.update({**base.meta, "shape": list(shape), "resized_from": base.key, "resize": method})

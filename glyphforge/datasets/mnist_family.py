@@ -1,10 +1,11 @@
-"""The MNIST family: MNIST, Fashion-MNIST and Kuzushiji-MNIST (KMNIST), one implementation for the three.
+"""The MNIST family: MNIST, Fashion-MNIST and Kuzushiji-MNIST (KMNIST), declared as per-class datasets.
 
 The three datasets have the same form (four gzipped IDX files of 60,000 train and
-10,000 test upright 28x28 images in 10 classes; :mod:`glyphforge.datasets._mnist_files`)
-and differ only in their record there: name, title, class names and upstream files.
-Every function here takes the dataset's name (:data:`NAMES`); the per-dataset names are
-those functions with it fixed:
+10,000 test upright 28x28 images in 10 classes, read by
+:mod:`glyphforge.datasets._mnist_files`) and differ only in their declaration
+(:data:`DATASETS`): name, title, class names and upstream files. Everything else is
+:mod:`glyphforge.datasets._class_files`; the per-dataset names are its functions with
+the declaration fixed:
 
 - prepare: :func:`prepare_mnist`, :func:`prepare_fashion_mnist`, :func:`prepare_kmnist`;
 - load: :func:`load_mnist`, :func:`load_fashion_mnist`, :func:`load_kmnist`;
@@ -23,447 +24,144 @@ names, not the upstream labels (for MNIST the two agree).
 
 Cache entries
 -------------
-One entry per ``(dataset, shape)``, of kind the dataset's name, with the params
-``{"shape", "source"}`` (``source``: the pinned hash of each upstream file) and, for any
-shape but 28x28, ``"resize": "box"``: the box resize (Pillow's ``BOX``, exactly) of
-every image of the 28x28 entry. An entry holds one uint8 ``(n, H, W)`` file per class,
-``class_00.pklz`` ... ``class_09.pklz`` by label, the class's test images first, then its
-train images, each in file order. ``entry.meta`` holds ``dataset``, ``shape``,
-``n_images``, ``n_train``, ``n_test``, ``verified_files`` (False when made from files
-used unchecked, ``verify=False``) and ``classes``: one record per class in label order,
-``{"name", "label", "file", "n_test", "n_train"}``. Resized entries add ``resized_from``
-and ``resize``. Which images a load takes is EMNIST's rule
-(:mod:`glyphforge.datasets._emnist_catalog`, whose selection code this module uses).
+One entry per ``(dataset, shape)``, of kind the dataset's name, in the format of
+:mod:`glyphforge.datasets._class_files`: the params ``{"shape", "source"}``
+(``source``: ``{file name: pinned hash}`` of the four files) and, for any shape but
+28x28, ``"resize": "box"``: the box resize (Pillow's ``BOX``, exactly) of every image of
+the 28x28 entry. An entry holds one uint8 ``(n, H, W)`` file per class, ``class_00.pklz``
+... ``class_09.pklz`` by label, the class's test images first, then its train images,
+each in file order. ``entry.meta`` holds ``dataset``, ``shape``, ``n_images``,
+``n_train``, ``n_test``, ``verified`` (False when made from files used unchecked,
+``verify=False``) and ``classes``: one record per class in label order, ``{"name",
+"label", "file", "n_test", "n_train"}``. Resized entries add ``resized_from`` and
+``resize``. Entries written by 0.2 (``verified_files``) are read as they are.
 """
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import partial
-from pathlib import Path
-from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
-import numpy as np
-
-from glyphforge._checks import PathLike, check_example_range, check_int, check_shape
-from glyphforge.batching import MapStyleDataset
-from glyphforge.cache import CacheStore, Entry
-from glyphforge.context import DataContext
-from glyphforge.datasets._classes import BLANK, ClassNames
-from glyphforge.datasets._emnist_catalog import SUBSETS, check_subset, preview_selection, select
-from glyphforge.datasets._mnist_files import (
-    DATASETS,
-    NATIVE_SHAPE,
-    Family,
-    MNISTFormatError,
-    read_files,
-    write_native,
-    write_resized,
-)
-from glyphforge.datasets._prepare import check_shapes, given_archives, upstream_file
+from glyphforge.datasets import _class_files
+from glyphforge.datasets._class_files import DECLARATIONS, SUBSETS, ClassFilesDataset, Config, Declaration, declare
+from glyphforge.datasets._classes import BLANK
+from glyphforge.datasets._mnist_files import NATIVE_SHAPE, MNISTFormatError, read_files
+from glyphforge.pipelines.download import Resource
 
 __all__ = [
-    "BLANK", "DEFAULT_METHOD", "FashionMNIST", "KMNIST", "MNIST", "MNISTFamilyDataset", "MNISTFormatError", "NAMES",
-    "NATIVE_SHAPE", "SUBSETS", "dataset_classes", "fashion_mnist_classes", "fashion_mnist_glyph_images",
+    "BLANK", "DATASETS", "DEFAULT_METHOD", "FashionMNIST", "KMNIST", "MNIST", "MNISTFamilyDataset", "MNISTFormatError",
+    "NAMES", "NATIVE_SHAPE", "SUBSETS", "dataset_classes", "fashion_mnist_classes", "fashion_mnist_glyph_images",
     "glyph_images", "kmnist_classes", "kmnist_glyph_images", "load_dataset", "load_fashion_mnist", "load_kmnist",
     "load_mnist", "mnist_classes", "mnist_glyph_images", "prepare_dataset", "prepare_fashion_mnist",
     "prepare_kmnist", "prepare_mnist", "preview_examples",
 ]
 
-#: The datasets of the family (their registry names).
-NAMES = ("mnist", "fashion-mnist", "kmnist")
 #: The resize method of every resized entry (part of its cache key).
 DEFAULT_METHOD = "box"
 
 
-def _family(dataset: str) -> Family:
-    try:
-        return DATASETS[dataset]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown MNIST-family dataset {dataset!r}: use one of {', '.join(NAMES)}") from None
+def _declare(
+    name: str, title: str, classes: tuple[str, ...], base_urls: tuple[str, ...], pins: Mapping[str, tuple[str, int]]
+) -> Declaration:
+    """Declare one dataset of the family: its four files under the first of ``base_urls`` (the others as second
+    sources), with md5 as torchvision pins them and sizes as tensorflow-datasets records them."""
+    resources = {
+        filename: Resource(name, filename, base_urls[0] + filename, f"md5:{md5}", size,
+                           more_urls=tuple(base + filename for base in base_urls[1:]))
+        for filename, (md5, size) in pins.items()
+    }
+    return declare(Declaration(name=name, title=title, resources=resources,
+                               configs={_class_files.DEFAULT_CONFIG: Config(classes, (60_000, 10_000))},
+                               reader=read_files, default_resize=DEFAULT_METHOD, native_shape=NATIVE_SHAPE))
+
+
+#: The family's declarations, by name (also in ``_class_files.DECLARATIONS``, where tests swap one).
+DATASETS: dict[str, Declaration] = {declared.name: declared for declared in (
+    _declare("mnist", "MNIST", tuple("0123456789"),
+             ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"), {
+        "train-images-idx3-ubyte.gz": ("f68b3c2dcbeaaa9fbdd348bbdeb94873", 9_912_422),
+        "train-labels-idx1-ubyte.gz": ("d53e105ee54ea40749a09fcbcd1e9432", 28_881),
+        "t10k-images-idx3-ubyte.gz": ("9fb629c4189551a2d022fa330f9573f3", 1_648_877),
+        "t10k-labels-idx1-ubyte.gz": ("ec29112dd5afa0611ce80d1b7f02629c", 4_542),
+    }),
+    _declare("fashion-mnist", "Fashion-MNIST",
+             ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
+             ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",), {
+        "train-images-idx3-ubyte.gz": ("8d4fb7e6c68d591d4c3dfef9ec88bf0d", 26_421_880),
+        "train-labels-idx1-ubyte.gz": ("25c81989df183df01b3e8a0aad5dffbe", 29_515),
+        "t10k-images-idx3-ubyte.gz": ("bef4ecab320f06d8554ea6380940ec79", 4_422_102),
+        "t10k-labels-idx1-ubyte.gz": ("bb300cfdad3c16e7a12a480ee83cd310", 5_148),
+    }),
+    _declare("kmnist", "KMNIST", ("o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"),
+             ("http://codh.rois.ac.jp/kmnist/dataset/kmnist/",), {
+        "train-images-idx3-ubyte.gz": ("bdb82020997e1d708af4cf47b453dcf7", 18_165_135),
+        "train-labels-idx1-ubyte.gz": ("e144d726b3acfaa3e44228e80efcd344", 29_497),
+        "t10k-images-idx3-ubyte.gz": ("5c965bf0a639b31b8f53240b1b52f4d7", 3_041_136),
+        "t10k-labels-idx1-ubyte.gz": ("7320c461ea6c1c855c0b718fb2a4b134", 5_120),
+    }),
+)}
+#: The datasets of the family (their registry names).
+NAMES = tuple(DATASETS)
+
+
+def _declaration(dataset: str) -> Declaration:
+    if dataset not in NAMES:
+        raise ValueError(f"unknown MNIST-family dataset {dataset!r}: use one of {', '.join(NAMES)}")
+    return DECLARATIONS[dataset]
+
+
+def prepare_dataset(dataset: str, **options: Any) -> Any:
+    """Prepare one dataset of the family by name: ``prepare_mnist(**options)`` and its siblings."""
+    return _class_files.prepare(_declaration(dataset), **options)
+
+
+def load_dataset(dataset: str, *args: Any, **options: Any) -> Any:
+    """Load one dataset of the family by name: ``load_mnist(*args, **options)`` and its siblings."""
+    return _class_files.load(_declaration(dataset), *args, **options)
+
+
+def glyph_images(dataset: str, *args: Any, **options: Any) -> Any:
+    """The glyphs of one dataset of the family by name: ``mnist_glyph_images(*args, **options)`` and its siblings."""
+    return _class_files.glyph_images(_declaration(dataset), *args, **options)
 
 
 def dataset_classes(dataset: str) -> list[str]:
     """Return the class names of ``dataset`` in label order (no download needed)."""
-    return list(_family(dataset).classes)
+    return _class_files.class_names(_declaration(dataset))
 
 
-# -- prepare -------------------------------------------------------------------------
-def _params(family: Family, shape: tuple[int, int]) -> dict[str, Any]:
-    """The cache params of the entry of ``(family, shape)``."""
-    source = {name: resource.hash for name, resource in sorted(family.resources.items())}
-    params: dict[str, Any] = {"shape": list(shape), "source": source}
-    if shape != NATIVE_SHAPE:
-        params["resize"] = DEFAULT_METHOD
-    return params
+preview_examples = _class_files.preview
+
+prepare_mnist, prepare_fashion_mnist, prepare_kmnist = (
+    _class_files.bind(_class_files.prepare, name, f"prepare_{DATASETS[name].ident}", __name__) for name in NAMES)
+load_mnist, load_fashion_mnist, load_kmnist = (
+    _class_files.bind(_class_files.load, name, f"load_{DATASETS[name].ident}", __name__) for name in NAMES)
+mnist_classes, fashion_mnist_classes, kmnist_classes = (
+    _class_files.bind(_class_files.class_names, name, f"{DATASETS[name].ident}_classes", __name__) for name in NAMES)
+mnist_glyph_images, fashion_mnist_glyph_images, kmnist_glyph_images = (
+    _class_files.bind(_class_files.glyph_images, name, f"{DATASETS[name].ident}_glyph_images", __name__)
+    for name in NAMES)
 
 
-def prepare_dataset(
-    dataset: str,
-    *,
-    shapes: Iterable[tuple[int, int]] = (),
-    data_dir: PathLike | None = None,
-    mirrors: Sequence[str] | str | None = None,
-    archives: Mapping[str, PathLike] | None = None,
-    verify: bool = True,
-    progress: bool = True,
-    offline: bool | None = None,
-) -> list[Entry]:
-    """Fetch, validate and convert one dataset of the family, and make resized variants.
+class MNISTFamilyDataset(ClassFilesDataset):
+    """One dataset of the family as a map-style dataset (see `glyphforge.datasets._class_files.ClassFilesDataset`).
 
-    Idempotent: entries already in the cache are returned without touching the files
-    or the network. The four upstream files land in ``<data dir>/raw/<dataset>/``.
-
-    Parameters
-    ----------
-    dataset
-        One of :data:`NAMES`.
-    shapes
-        Extra ``(height, width)`` variants, each the box resize of the 28x28 entry.
-    data_dir
-        The data dir (see :mod:`glyphforge.config`).
-    mirrors
-        Mirror bases tried before the origin; a mirror ``M`` serves ``M/<dataset>/<file>``.
-    archives
-        ``{file name: path}``: local copies of some of the four files (e.g.
-        ``{"train-images-idx3-ubyte.gz": path}``), used in place instead of fetching them.
-    verify
-        Check each file's md5 against the pinned one. False (custom copies) uses
-        ``archives`` and files already in the raw dir unchecked, and lets them hold
-        other counts than upstream's (up to 1.25x); a download is always verified. The
-        files' structure (IDX headers, 28x28, labels 0-9, counts agreeing) is always checked.
-    progress
-        Show progress bars.
-    offline
-        True: never use the network (files in place, ``archives`` and local mirrors
-        only); None: ``$GLYPHFORGE_OFFLINE`` decides.
-
-    Returns
-    -------
-    list of Entry
-        The 28x28 entry, then one entry per distinct other shape.
-
-    Raises
-    ------
-    ValueError
-        For an unknown dataset, a bad shape or an ``archives`` name that is none of the files.
-    DownloadError
-        When a file cannot be fetched (the message says where to place it by hand).
-    HashMismatchError
-        When ``verify`` and a file's md5 is not the pinned one (nothing is cached).
-    IDXError, MNISTFormatError
-        When a file is truncated or corrupt, or the files disagree (nothing is cached).
+    Use a subclass (:class:`MNIST`, :class:`FashionMNIST`, :class:`KMNIST`), which names its dataset.
     """
-    family = _family(dataset)
-    wanted = [shape for shape in check_shapes(shapes) if shape != NATIVE_SHAPE]
-    given = given_archives(archives, family.resources, family.title)
-    context = DataContext.resolve(data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress)
-    store = context.store
-    base = store.get(family.name, _params(family, NATIVE_SHAPE))
-    if base is None:
-        files: dict[str, tuple[Path, bool]] = {
-            name: upstream_file(resource, context, given.get(name))
-            for name, resource in family.resources.items()
-        }
-        train, test = read_files(family, files, progress)  # before the cache is touched: errors leave no trace
-        verified = all(checked for _, checked in files.values())
-        write = partial(write_native, family=family, train=train, test=test, verified=verified, progress=progress)
-        base = store.get_or_create(family.name, _params(family, NATIVE_SHAPE), write)
-    entries = [base]
-    for shape in wanted:
-        write = partial(write_resized, base=base, shape=shape, method=DEFAULT_METHOD, progress=progress)
-        entries.append(store.get_or_create(family.name, _params(family, shape), write))
-    return entries
-
-
-# -- load ------------------------------------------------------------------------------
-def _check_classes(family: Family, classes: Iterable[str | int] | str | None) -> list[str]:
-    """Return the sorted distinct class names of ``classes`` (None: every class), or raise.
-
-    A string is one class name, but for MNIST (whose names are single characters) it is
-    split into characters, as for EMNIST: ``"0123"``.
-    """
-    known = family.classes
-    if classes is None:
-        return sorted(known)
-    if isinstance(classes, str):
-        names = list(classes) if all(len(name) == 1 for name in known) else [classes]
-    else:
-        names = [str(item) for item in classes]
-    unknown = sorted({name for name in names if name not in known})
-    if unknown:
-        raise ValueError(f"unknown {family.title} classes {unknown}: its classes are {', '.join(map(repr, known))}")
-    if not names:
-        raise ValueError("classes is empty: give at least one class, or None for all")
-    return sorted(set(names))
-
-
-def _request(
-    dataset: str,
-    classes: Iterable[str | int] | str | None,
-    subset: str,
-    shape: tuple[int, int] | None,
-    example_range: tuple[float, float] | None,
-) -> tuple[Family, list[str], tuple[int, int], tuple[float, float] | None]:
-    """Check a load's arguments; return the family, the sorted classes, the shape and the example range."""
-    family = _family(dataset)
-    check_subset(subset)
-    names = _check_classes(family, classes)
-    return family, names, NATIVE_SHAPE if shape is None else check_shape(shape), check_example_range(example_range)
-
-
-def _entry(
-    family: Family,
-    shape: tuple[int, int],
-    data_dir: PathLike | None,
-    download: bool,
-    mirrors: Sequence[str] | str | None,
-    offline: bool | None,
-) -> Entry:
-    """Return the entry of ``(family, shape)``, preparing it when allowed."""
-    store = CacheStore.for_data_dir(data_dir)
-    entry = store.get(family.name, _params(family, shape))
-    if entry is not None:
-        return entry
-    if not download and store.get(family.name, _params(family, NATIVE_SHAPE)) is None:
-        raise FileNotFoundError(
-            f"{family.title} is not prepared in {store.root}: run prepare_{family.ident}() or "
-            f"`prepare-data {family.name}`, or pass download=True"
-        )
-    return prepare_dataset(family.name, shapes=[shape], data_dir=data_dir, mirrors=mirrors, offline=offline)[-1]
-
-
-def load_dataset(
-    dataset: str,
-    classes: Iterable[str | int] | str | None = None,
-    *,
-    subset: str = "train",
-    balance: bool = False,
-    include_blank: bool = False,
-    shape: tuple[int, int] | None = None,
-    n_examples: int | None = None,
-    example_range: tuple[float, float] | None = None,
-    seed: int | None = None,
-    data_dir: PathLike | None = None,
-    download: bool = True,
-    mirrors: Sequence[str] | str | None = None,
-    offline: bool | None = None,
-) -> tuple[np.ndarray, np.ndarray, ClassNames]:
-    """Load images of some classes of one dataset of the family, shuffled, reading only those classes' files.
-
-    The options and the result are :func:`glyphforge.load_emnist`'s.
-
-    Parameters
-    ----------
-    dataset
-        One of :data:`NAMES`.
-    classes
-        Class names (see ``*_classes()``; MNIST's digits may be ints or one string such
-        as ``"0123"``), or None for every class. They are de-duplicated and sorted.
-    subset
-        ``"train"`` (the default), ``"test"`` or ``"all"`` (test and train).
-    balance
-        Truncate every class to the smallest class's count (keeping its first images).
-    include_blank
-        Add the class ``' '`` (last in the class list) of all-zero images, as many as
-        the smallest class has.
-    shape
-        ``(height, width)``; None for 28x28. Other shapes use the box-resized entry,
-        made from the 28x28 entry when missing.
-    n_examples
-        Keep only the first ``n_examples`` images after shuffling.
-    example_range
-        ``(a, b)``: take images ``[int(a * n), int(b * n))`` of each class's ``n``
-        images in the subset (adjacent ranges partition a class exactly).
-    seed
-        Seeds ``numpy.random.default_rng`` whose ``permutation`` shuffles the images.
-    data_dir, mirrors, offline
-        As in :func:`prepare_dataset`.
-    download
-        Prepare the dataset (fetching its files) when it is not in the cache.
-
-    Returns
-    -------
-    x : numpy.ndarray
-        uint8 ``(n, H, W)``, upright, white on black.
-    y : numpy.ndarray
-        int64 ``(n,)``: indices into ``classes``.
-    classes : ClassNames
-        The sorted class names (then ``' '`` with ``include_blank``).
-
-    Raises
-    ------
-    ValueError
-        For an unknown dataset, subset or class, a bad shape, example range or
-        ``n_examples``, or more ``n_examples`` than images selected.
-    FileNotFoundError
-        When the dataset is not prepared and ``download`` is False.
-    """
-    family, names, shape, checked_range = _request(dataset, classes, subset, shape, example_range)
-    if n_examples is not None:  # checked before anything is fetched
-        check_int("n_examples", n_examples, 0)
-    entry = _entry(family, shape, data_dir, download, mirrors, offline)
-    selection = select(entry, names, subset, checked_range, balance, include_blank, key="name")
-    x, y = selection.shuffled(n_examples, seed)
-    return x, y, selection.classes
-
-
-class MNISTFamilyDataset(MapStyleDataset):
-    """One dataset of the family as a map-style dataset: ``len(ds)``, ``ds[i] -> (image, label)``.
-
-    Use a subclass (:class:`MNIST`, :class:`FashionMNIST`, :class:`KMNIST`), which names
-    its dataset. Images are in a fixed order (classes sorted, each class's images in its
-    file order); ``images`` is uint8 ``(n, H, W)``, ``labels`` int64 indices into
-    ``classes`` (a :class:`ClassNames`).
-
-    Parameters
-    ----------
-    subset, shape, classes, balance, include_blank, example_range, data_dir, download, mirrors, offline
-        As in :func:`load_dataset` (``subset`` defaults to ``"train"``).
-    transform
-        Applied to each image by ``ds[i]`` (e.g. a torchvision transform).
-    """
-
-    #: The dataset's name (one of :data:`NAMES`), set by each subclass.
-    dataset: ClassVar[str]
-
-    def __init__(
-        self,
-        subset: str = "train",
-        shape: tuple[int, int] | None = None,
-        *,
-        classes: Iterable[str | int] | str | None = None,
-        balance: bool = False,
-        include_blank: bool = False,
-        example_range: tuple[float, float] | None = None,
-        transform: Callable[[np.ndarray], Any] | None = None,
-        data_dir: PathLike | None = None,
-        download: bool = True,
-        mirrors: Sequence[str] | str | None = None,
-        offline: bool | None = None,
-    ) -> None:
-        if not hasattr(self, "dataset"):
-            raise TypeError("MNISTFamilyDataset is the base of MNIST, FashionMNIST and KMNIST: use one of those")
-        family, names, self.shape, checked_range = _request(self.dataset, classes, subset, shape, example_range)
-        self.subset = subset
-        entry = _entry(family, self.shape, data_dir, download, mirrors, offline)
-        selection = select(entry, names, subset, checked_range, balance, include_blank, key="name")
-        self.images, self.labels = selection.in_order()
-        self.classes = selection.classes
-        self.transform = transform
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(subset={self.subset!r}, shape={self.shape}, {len(self)} images, "
-            f"{len(self.classes)} classes)"
-        )
 
 
 class MNIST(MNISTFamilyDataset):
-    """MNIST's handwritten digits as a map-style dataset, e.g. ``MNIST("train")``.
+    """MNIST's handwritten digits as a map-style dataset, e.g. ``MNIST("train")``."""
 
-    See :class:`MNISTFamilyDataset`.
-    """
-
-    dataset = "mnist"
+    name = "mnist"
 
 
 class FashionMNIST(MNISTFamilyDataset):
-    """Fashion-MNIST's clothes as a map-style dataset, e.g. ``FashionMNIST("test")``.
+    """Fashion-MNIST's clothes as a map-style dataset, e.g. ``FashionMNIST("test")``."""
 
-    See :class:`MNISTFamilyDataset`.
-    """
-
-    dataset = "fashion-mnist"
+    name = "fashion-mnist"
 
 
 class KMNIST(MNISTFamilyDataset):
-    """Kuzushiji-MNIST's cursive kana as a map-style dataset, e.g. ``KMNIST()``.
+    """Kuzushiji-MNIST's cursive kana as a map-style dataset, e.g. ``KMNIST()``."""
 
-    See :class:`MNISTFamilyDataset`.
-    """
-
-    dataset = "kmnist"
-
-
-# -- registry parts (cache only) ---------------------------------------------------------
-def preview_examples(
-    entry: Entry, n: int, rng: np.random.Generator, data_dir: PathLike | None
-) -> tuple[np.ndarray, list[str]]:
-    """Return ``n`` images of the prepared ``entry`` (any dataset of the family, any shape) and their class names.
-
-    ``rng`` picks up to ``n`` distinct classes, then ``n`` of their images (test and
-    train; fewer if they hold fewer). Only ``entry``'s class files are read.
-    """
-    return preview_selection(entry, n, rng, key="name")
-
-
-def glyph_images(
-    dataset: str,
-    classes: Iterable[str | int] | str | None,
-    *,
-    example_range: tuple[float, float] | None,
-    shape: tuple[int, int] | None,
-    data_dir: PathLike | None,
-) -> tuple[np.ndarray, np.ndarray, ClassNames]:
-    """Return the glyph images scenes draw (the registry's glyphs part), reading the cache only.
-
-    The result is exactly ``load_dataset(dataset, classes, subset="all", shape=shape,
-    example_range=example_range, seed=0, data_dir=data_dir, download=False)``, but a
-    missing resized entry is never made: build workers must not write to the cache.
-
-    Raises
-    ------
-    FileNotFoundError
-        When the entry of ``shape`` (None: 28x28) is not prepared; the message names
-        the ``prepare-data`` command that makes it.
-    """
-    family, names, shape, checked_range = _request(dataset, classes, "all", shape, example_range)
-    store = CacheStore.for_data_dir(data_dir)
-    entry = store.get(family.name, _params(family, shape))
-    if entry is None:
-        size = f"{shape[0]}x{shape[1]}"
-        raise FileNotFoundError(
-            f"{family.title} at {size} is not prepared in {store.root}: run `prepare-data {family.name} --shape "
-            f"{size}` first (glyph images are read from the cache only, never downloaded)"
-        )
-    selection = select(entry, names, "all", checked_range, balance=False, include_blank=False, key="name")
-    x, y = selection.shuffled(None, 0)
-    return x, y, selection.classes
-
-
-# -- the per-dataset names -----------------------------------------------------------------
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _for_dataset(function: Callable[Concatenate[str, _P], _R], dataset: str, name: str) -> Callable[_P, _R]:
-    """Return ``function`` with its first argument, the dataset, fixed: a module function called ``name``."""
-
-    def bound(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        return function(dataset, *args, **kwargs)
-
-    signature = inspect.signature(function)
-    bound.__signature__ = signature.replace(  # type: ignore[attr-defined]  # read by inspect.signature and help()
-        parameters=list(signature.parameters.values())[1:]
-    )
-    bound.__name__ = bound.__qualname__ = name
-    bound.__doc__ = (
-        f"{DATASETS[dataset].title}: :func:`{function.__name__}` with ``dataset={dataset!r}``.\n\n"
-        f"{inspect.getdoc(function)}"
-    )
-    return bound
-
-
-prepare_mnist = _for_dataset(prepare_dataset, "mnist", "prepare_mnist")
-prepare_fashion_mnist = _for_dataset(prepare_dataset, "fashion-mnist", "prepare_fashion_mnist")
-prepare_kmnist = _for_dataset(prepare_dataset, "kmnist", "prepare_kmnist")
-load_mnist = _for_dataset(load_dataset, "mnist", "load_mnist")
-load_fashion_mnist = _for_dataset(load_dataset, "fashion-mnist", "load_fashion_mnist")
-load_kmnist = _for_dataset(load_dataset, "kmnist", "load_kmnist")
-mnist_classes = _for_dataset(dataset_classes, "mnist", "mnist_classes")
-fashion_mnist_classes = _for_dataset(dataset_classes, "fashion-mnist", "fashion_mnist_classes")
-kmnist_classes = _for_dataset(dataset_classes, "kmnist", "kmnist_classes")
-mnist_glyph_images = _for_dataset(glyph_images, "mnist", "mnist_glyph_images")
-fashion_mnist_glyph_images = _for_dataset(glyph_images, "fashion-mnist", "fashion_mnist_glyph_images")
-kmnist_glyph_images = _for_dataset(glyph_images, "kmnist", "kmnist_glyph_images")
+    name = "kmnist"

@@ -1,0 +1,843 @@
+"""Per-class datasets: one cache entry per (config, shape), one uint8 file per class; a dataset is a declaration.
+
+EMNIST, MNIST, Fashion-MNIST and KMNIST have one form: upstream files holding test and
+train images of a few classes. Each is a :class:`Declaration` (name, title, pinned
+resources, configs with their classes and counts, a reader, the class file names, the
+default resize); everything else lives here, once: prepare (fetch the resources with
+:func:`glyphforge.datasets._prepare.upstream_file`, read them with the declaration's
+reader, write the native entry, write resized entries), the cache params, the entry (get,
+or prepare when the context allows), the argument checks, the selection of images, load,
+the map-style dataset, preview and the glyphs scenes draw. A new dataset of this form is
+one declaration (:func:`declare`) and one registry line (:meth:`Declaration.record`).
+
+Cache entries
+-------------
+One entry per ``(config, shape)``, of kind the dataset's name, with the params
+``{config_option: config}`` (only for datasets with several configs, e.g. EMNIST's
+``"split"``), ``"shape"`` and ``"source"`` (the pinned hash of the only resource, or
+``{file name: hash}`` of several) and, for any shape but the native one,
+``"resize": <default resize>``. The native entry is converted from the upstream files;
+any other shape is the resize (Pillow's, exactly) of every image of the native entry.
+An entry holds one ``.pklz`` per class (named by the declaration's ``class_file``): the
+uint8 array ``(n_images_of_class, H, W)``, upright, white on black, that class's *test*
+images first, then its *train* images, each in file order. ``entry.meta`` holds
+``dataset``, the config option's value (``split`` for EMNIST), ``shape``, ``n_images``,
+``n_train``, ``n_test``, ``verified`` (False when made from files used unchecked,
+``verify=False``) and ``classes``: one record per class in label order, ``{"name",
+"label", "file", "n_test", "n_train"}``; the first ``n_test`` images of a class file are
+its test images. Resized entries add ``resized_from`` (the native entry's key) and
+``resize``. Entries written by glyphforge 0.2 name a class ``"char"`` (EMNIST) and record
+``verified_archive`` / ``verified_files``: they are read as they are (:func:`class_records`).
+
+Selection
+---------
+A load takes one contiguous block of each class file: the subset (``"all"``, ``"test"``
+or ``"train"``), then of that subset's ``n`` images those ``[int(a * n), int(b * n))``
+that ``example_range=(a, b)`` selects (:func:`glyphforge._checks.example_bounds`).
+``balance`` cuts every block to the smallest block's size, keeping its first images;
+the blank class is that many all-zero images. Only the selected classes' files are read,
+on a few threads.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from tqdm import tqdm
+
+from glyphforge._checks import (
+    MAX_READ_THREADS,
+    PathLike,
+    check_example_range,
+    check_int,
+    check_shape,
+    example_bounds,
+    worker_count,
+)
+from glyphforge.batching import MapStyleDataset
+from glyphforge.cache import Entry, Writer
+from glyphforge.context import DataContext, Mirrors
+from glyphforge.datasets._classes import BLANK, ClassNames
+from glyphforge.datasets._prepare import check_shapes, given_archives, resized, upstream_file
+from glyphforge.pipelines.download import Resource
+
+SUBSETS = ("all", "train", "test")
+#: The config name of a dataset that has only one.
+DEFAULT_CONFIG = "default"
+
+
+# -- the declaration -------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """One configuration of a dataset: its classes in label order and its pinned image counts."""
+
+    classes: tuple[str, ...]
+    n_images: tuple[int, int]
+    """The pinned ``(train, test)`` image counts."""
+    first_label: int = 0
+    """The upstream label of the first class (EMNIST ``letters``: 1)."""
+
+    def count(self, subset: str) -> int:
+        """The pinned number of images of ``subset`` (``"train"`` or ``"test"``)."""
+        return self.n_images[0 if subset == "train" else 1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Subset:
+    """The test or train images of a config as the upstream files store them (validated by a reader)."""
+
+    images: np.ndarray
+    """uint8 ``(n, H, W)``, upright, or transposed when the reader says so."""
+    labels: np.ndarray
+    """The class index ``0 .. n_classes - 1`` of every image."""
+
+    def by_class(self, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return the image indices grouped by class (file order kept), and where each class starts."""
+        order = np.argsort(self.labels, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(np.bincount(self.labels, minlength=n_classes))])
+        return order, starts
+
+
+@dataclasses.dataclass(frozen=True)
+class Parsed:
+    """What a reader returns: a config's test and train images, checked."""
+
+    test: Subset
+    train: Subset
+    transposed: bool = False
+    """The images are stored transposed (EMNIST): ``image.T`` is upright."""
+
+
+#: ``reader(dataset, config, {resource name: (path, hash checked)}, progress) -> Parsed``; raises on bad files.
+Reader = Callable[["Declaration", str, Mapping[str, tuple[Path, bool]], bool], Parsed]
+
+
+def numbered_file(label: int, name: str) -> str:
+    """The class file of class index ``label``: ``class_00.pklz`` ... (plain names whatever the class is called)."""
+    return f"class_{label:02d}.pklz"
+
+
+@dataclasses.dataclass(frozen=True)
+class Declaration:
+    """A per-class dataset: what differs from one to another (see the module docstring).
+
+    Attributes
+    ----------
+    name
+        The registry name, cache kind and folder of the upstream files (``"fashion-mnist"``).
+    title
+        How messages call it (``"Fashion-MNIST"``).
+    resources
+        The pinned upstream files, by name (a key of ``archives=``).
+    configs
+        The configurations by name, in order: EMNIST's splits; one (:data:`DEFAULT_CONFIG`) for most datasets.
+    reader
+        Reads and validates the resources of a config (see :data:`Reader`).
+    config_option
+        The keyword, cache param and ``--`` flag naming a config (EMNIST: ``"split"``); None with one config.
+    default_config
+        The config when none is given (None: the first).
+    class_file
+        ``(label, class name) -> file name`` of a class file in an entry.
+    default_resize
+        The resize method of every resized entry (part of its cache key).
+    native_shape
+        The shape of the upstream images.
+    """
+
+    name: str
+    title: str
+    resources: Mapping[str, Resource]
+    configs: Mapping[str, Config]
+    reader: Reader
+    config_option: str | None = None
+    default_config: str | None = None
+    class_file: Callable[[int, str], str] = numbered_file
+    default_resize: str = "box"
+    native_shape: tuple[int, int] = (28, 28)
+
+    def __post_init__(self) -> None:
+        if self.config_option is None and len(self.configs) != 1:
+            raise ValueError(f"{self.title} has {len(self.configs)} configs: name its config_option")
+
+    @property
+    def ident(self) -> str:
+        """The name as a Python identifier, as in ``load_fashion_mnist``."""
+        return self.name.replace("-", "_")
+
+    @property
+    def config(self) -> str:
+        """The default config."""
+        return self.default_config or next(iter(self.configs))
+
+    def record(self, summary: str) -> Any:
+        """Return the registry record of this dataset (a :class:`~glyphforge.datasets.registry.DatasetRecord`)."""
+        from glyphforge.datasets.registry import DatasetRecord
+
+        return DatasetRecord(
+            name=self.name, summary=summary, prepare=bind(prepare, self.name, f"prepare_{self.ident}"),
+            load=bind(load, self.name, f"load_{self.ident}"), preview=preview,
+            glyphs=bind(glyph_images, self.name, f"{self.ident}_glyph_images"),
+            glyph_classes=bind(class_names, self.name, f"{self.ident}_classes"), default_resize=self.default_resize,
+        )
+
+
+#: The declared datasets by name (tests swap one for a copy pinning synthetic files).
+DECLARATIONS: dict[str, Declaration] = {}
+
+
+def declare(dataset: Declaration) -> Declaration:
+    """Add ``dataset`` to :data:`DECLARATIONS` (replacing one of the same name); return it."""
+    DECLARATIONS[dataset.name] = dataset
+    return dataset
+
+
+# -- argument checks -------------------------------------------------------------------
+def _config_phrase(dataset: Declaration, config: str) -> str:
+    return dataset.title if dataset.config_option is None else f"{dataset.title} {config}"
+
+
+def check_config(dataset: Declaration, config: Any) -> str:
+    """Return ``config`` (None: the default) if ``dataset`` has it, else raise a ValueError listing them."""
+    if config is None:
+        return dataset.config
+    if config not in dataset.configs:
+        raise ValueError(f"unknown {dataset.title} {dataset.config_option} {config!r}: use one of "
+                         f"{', '.join(dataset.configs)}")
+    return str(config)
+
+
+def check_configs(dataset: Declaration, config: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Return the configs ``config`` names (one name, an iterable of names, None: the default), repeats dropped."""
+    names = (dataset.config,) if config is None else (config,) if isinstance(config, str) else tuple(
+        dict.fromkeys(config))
+    if not names:
+        raise ValueError(f"{dataset.config_option} is empty: give one or more of {', '.join(dataset.configs)}, or "
+                         f"None for {dataset.config}")
+    return tuple(check_config(dataset, name) for name in names)
+
+
+def check_subset(subset: Any) -> str:
+    """Return ``subset`` if it is one of :data:`SUBSETS`, else raise a ValueError listing them."""
+    if subset not in SUBSETS:
+        raise ValueError(f"subset {subset!r} is invalid: use one of {', '.join(SUBSETS)}")
+    return str(subset)
+
+
+def check_classes(dataset: Declaration, config: str, classes: Iterable[str | int] | str | None) -> list[str]:
+    """Return the sorted distinct class names of ``classes`` (None: every class of ``config``), or raise.
+
+    A string is one class name, but where every class name is one character (EMNIST,
+    MNIST) it is split into characters: ``"0123"``. Integers are taken as their digits.
+    """
+    known = dataset.configs[config].classes
+    if classes is None:
+        return sorted(known)
+    single = all(len(name) == 1 for name in known)
+    if isinstance(classes, str):
+        names = list(classes) if single else [classes]
+    else:
+        names = [str(item) for item in classes]
+    unknown = sorted({name for name in names if name not in known})
+    if unknown:
+        listed = repr("".join(known)) if single else ", ".join(map(repr, known))
+        whose = "its classes are" if dataset.config_option is None else f"this {dataset.config_option} has the classes"
+        raise ValueError(f"unknown {_config_phrase(dataset, config)} classes {unknown}: {whose} {listed}")
+    if not names:
+        raise ValueError("classes is empty: give at least one class, or None for all")
+    return sorted(set(names))
+
+
+def class_names(dataset: Declaration, config: str | None = None) -> list[str]:
+    """Return the class names of ``config`` (None: the default) in label order (no download needed)."""
+    return list(dataset.configs[check_config(dataset, config)].classes)
+
+
+# -- prepare ---------------------------------------------------------------------------
+def params(dataset: Declaration, config: str, shape: tuple[int, int]) -> dict[str, Any]:
+    """The cache params of the entry of ``(config, shape)`` (see the module docstring)."""
+    hashes = {name: resource.hash for name, resource in sorted(dataset.resources.items())}
+    found: dict[str, Any] = {} if dataset.config_option is None else {dataset.config_option: config}
+    found.update(shape=list(shape), source=next(iter(hashes.values())) if len(hashes) == 1 else hashes)
+    if shape != dataset.native_shape:
+        found["resize"] = dataset.default_resize
+    return found
+
+
+def prepare(
+    dataset: Declaration,
+    *,
+    config: str | Iterable[str] | None = None,
+    shapes: Iterable[tuple[int, int]] = (),
+    archives: Mapping[str, PathLike] | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    mirrors: Mirrors = None,
+    verify: bool | None = None,
+    progress: bool | None = None,
+    offline: bool | None = None,
+) -> list[Entry]:
+    """Fetch, validate and convert configs of ``dataset``, and make resized variants.
+
+    Idempotent: entries already in the cache are returned without touching the files
+    or the network; each upstream file is fetched (or checked) at most once.
+
+    Parameters
+    ----------
+    dataset
+        The declaration.
+    config
+        One config, or several (repeats dropped); None: the default. (EMNIST calls it ``split``.)
+    shapes
+        Extra ``(height, width)`` variants, each the resize of the native entry.
+    archives
+        ``{resource or file name: path}``: local copies of upstream files, used in place.
+    context
+        Where data lives and how it may be fetched (:class:`~glyphforge.context.DataContext`).
+    data_dir, mirrors, verify, progress, offline
+        Override ``context``'s (see :meth:`DataContext.resolve`). With ``verify`` False,
+        ``archives`` and files placed in ``<data dir>/raw/<name>/`` are used unchecked
+        (a download is always verified); the files' structure is always validated.
+
+    Returns
+    -------
+    list of Entry
+        For each config in order: its native entry, then one entry per distinct other shape.
+
+    Raises
+    ------
+    ValueError
+        For an unknown config, a bad shape or an ``archives`` name that is none of the files.
+    DownloadError, HashMismatchError
+        When a file cannot be fetched, or is not the pinned file (nothing is cached).
+    IDXError, ArchiveError, and the reader's format errors
+        When a file is truncated or corrupt (nothing is cached).
+    """
+    names = check_configs(dataset, config)
+    given = given_archives(archives, dataset.resources, dataset.title)
+    ctx = DataContext.resolve(context, data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify,
+                              progress=progress)
+    return prepare_entries(dataset, names, check_shapes(shapes), given, ctx)
+
+
+def prepare_entries(
+    dataset: Declaration, configs: Iterable[str], shapes: Iterable[tuple[int, int]],
+    given: Mapping[str, PathLike], context: DataContext,
+) -> list[Entry]:
+    """:func:`prepare` with checked arguments and a resolved context."""
+    store = context.store
+    files: dict[str, tuple[Path, bool]] = {}  # fetched once needed
+    entries = []
+    for config in configs:
+        base = store.get(dataset.name, params(dataset, config, dataset.native_shape))
+        if base is None:
+            files = files or {name: upstream_file(resource, context, given.get(name))
+                              for name, resource in dataset.resources.items()}
+            parsed = dataset.reader(dataset, config, files, context.progress)  # errors leave no trace
+            verified = all(checked for _, checked in files.values())
+            write = partial(write_native, dataset=dataset, config=config, parsed=parsed, verified=verified,
+                            progress=context.progress)
+            base = store.get_or_create(dataset.name, params(dataset, config, dataset.native_shape), write)
+        entries.append(base)
+        for shape in shapes:
+            if shape != dataset.native_shape:
+                write = partial(write_resized, base=base, shape=shape, method=dataset.default_resize,
+                                label=_config_phrase(dataset, config), progress=context.progress)
+                entries.append(store.get_or_create(dataset.name, params(dataset, config, shape), write))
+    return entries
+
+
+def write_native(
+    writer: Writer, dataset: Declaration, config: str, parsed: Parsed, verified: bool, progress: bool
+) -> None:
+    """Write one upright class file per class (test images first, then train) and the entry's meta."""
+    classes, first = dataset.configs[config].classes, dataset.configs[config].first_label
+    (test_order, test_starts), (train_order, train_starts) = (
+        parsed.test.by_class(len(classes)), parsed.train.by_class(len(classes))
+    )
+
+    def write_class(index: int) -> int:
+        parts = [subset.images[order[starts[index]:starts[index + 1]]]
+                 for subset, order, starts in ((parsed.test, test_order, test_starts),
+                                               (parsed.train, train_order, train_starts))]
+        images = np.concatenate(parts)
+        writer.write(dataset.class_file(index, classes[index]), images.transpose(0, 2, 1) if parsed.transposed
+                     else images)
+        return len(images)
+
+    n_images = len(parsed.test.labels) + len(parsed.train.labels)
+    label = f"{_config_phrase(dataset, config)}: writing {dataset.native_shape[0]}x{dataset.native_shape[1]}"
+    _run_per_class(write_class, len(classes), n_images, label, progress)
+    writer.meta.update(
+        dataset=dataset.name,
+        **({} if dataset.config_option is None else {dataset.config_option: config}),
+        shape=list(dataset.native_shape),
+        n_images=n_images,
+        n_train=len(parsed.train.labels),
+        n_test=len(parsed.test.labels),
+        verified=verified,
+        classes=[
+            {"name": name, "label": first + index, "file": dataset.class_file(index, name),
+             "n_test": int(test_starts[index + 1] - test_starts[index]),
+             "n_train": int(train_starts[index + 1] - train_starts[index])}
+            for index, name in enumerate(classes)
+        ],
+    )
+
+
+def write_resized(
+    writer: Writer, base: Entry, shape: tuple[int, int], method: str, label: str, progress: bool
+) -> None:
+    """Write the resize (``method``) of every image of every class file of ``base``, and the meta.
+
+    ``label`` names the dataset on the progress bar.
+
+    Worker threads load, resize and write classes; one resize runs at a time, on one
+    numba thread (not every threading layer allows concurrent launches), so the other
+    cores decompress and compress meanwhile.
+    """
+    import numba
+
+    kernel_lock = threading.Lock()
+    records = class_records(base)
+
+    def resize_class(index: int) -> int:
+        name = records[index]["file"]
+        images: np.ndarray = base.load(name)
+        numba.set_num_threads(1)  # for this worker thread only
+        with kernel_lock:
+            small = resized(images, shape, method, batch=True)
+        writer.write(name, small)
+        return len(small)
+
+    _run_per_class(resize_class, len(records), base.meta["n_images"], f"{label}: writing {shape[0]}x{shape[1]}",
+                   progress)
+    writer.meta.update({**base.meta, "shape": list(shape), "resized_from": base.key, "resize": method})
+
+
+def _run_per_class(task: Callable[[int], int], n_classes: int, n_images: int, label: str, progress: bool) -> None:
+    """Run ``task(class_index) -> n_images_done`` for every class on a few threads, with a bar."""
+    bar = tqdm(total=n_images, desc=label, unit="img", disable=not progress)
+    with ThreadPoolExecutor(worker_count(None, cap=MAX_READ_THREADS)) as pool, bar:
+        for done in pool.map(task, range(n_classes)):
+            bar.update(done)
+
+
+# -- the entry -------------------------------------------------------------------------------
+def class_records(entry: Entry) -> list[dict[str, Any]]:
+    """Return the class records of ``entry`` in label order, ``{"name", "label", "file", "n_test", "n_train"}``.
+
+    Records of entries written by glyphforge 0.2 (EMNIST's ``"char"``) are read too.
+    """
+    return [{"name": record["char"], **record} if "name" not in record else record
+            for record in entry.meta["classes"]]
+
+
+def entry_for(dataset: Declaration, config: str, shape: tuple[int, int], context: DataContext) -> Entry:
+    """Return the entry of ``(config, shape)``, preparing it when ``context.download`` allows."""
+    store = context.store
+    entry = store.get(dataset.name, params(dataset, config, shape))
+    if entry is not None:
+        return entry
+    if not context.download and store.get(dataset.name, params(dataset, config, dataset.native_shape)) is None:
+        option = "" if dataset.config_option is None else f"{dataset.config_option}={config!r}"
+        flag = "" if dataset.config_option is None else f" --{dataset.config_option} {config}"
+        raise FileNotFoundError(
+            f"{_config_phrase(dataset, config)} is not prepared in {store.root}: run prepare_{dataset.ident}({option}) "
+            f"or `prepare-data {dataset.name}{flag}`, or pass download=True"
+        )
+    return prepare_entries(dataset, [config], [shape], {}, context)[-1]
+
+
+# -- selection -------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """The images of one class that a load takes: ``file[start:stop]`` (file None: blank images)."""
+
+    file: str | None
+    start: int
+    stop: int
+
+    @property
+    def size(self) -> int:
+        """How many images the block holds."""
+        return self.stop - self.start
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The blocks a load takes from an entry, one per class in label order (see the module docstring).
+
+    ``classes`` names the blocks (the labels' names); ``request`` says what was asked for,
+    for messages.
+    """
+
+    entry: Entry
+    blocks: tuple[Block, ...]
+    classes: ClassNames
+    request: str
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """The number of images of each block."""
+        return np.array([block.size for block in self.blocks], dtype=np.int64)
+
+    @property
+    def total(self) -> int:
+        """The number of images selected."""
+        return int(self.sizes.sum())
+
+    def in_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return every selected image, block by block in file order, and its block index (int64)."""
+        sizes = self.sizes
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        x = self._empty(self.total)
+        self._fill(x, [np.arange(bounds[i], bounds[i + 1]) for i in range(len(self.blocks))])
+        return x, np.repeat(np.arange(len(self.blocks), dtype=np.int64), sizes)
+
+    def shuffled(self, n_examples: int | None, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Return the images in the order ``numpy.random.default_rng(seed).permutation``, cut to ``n_examples``.
+
+        The images listed block by block are permuted, then the first ``n_examples``
+        (None: all) kept; only the kept images are copied. The labels are block indices.
+
+        Raises
+        ------
+        ValueError
+            ``n_examples`` is not a non-negative integer, or more than the images
+            selected (the message says which, from ``request``).
+        """
+        sizes, total = self.sizes, self.total
+        kept = total if n_examples is None else check_int("n_examples", n_examples, 0)
+        if kept > total:
+            raise ValueError(f"n_examples={kept} is more than the {total} images selected ({self.request}); "
+                             f"ask for at most {total}")
+        permutation = np.random.default_rng(seed).permutation(total)
+        position = np.empty(total, np.int64)
+        position[permutation] = np.arange(total)  # where each image of the block-ordered list lands
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        x = self._empty(kept)
+        self._fill(x, [position[bounds[i]:bounds[i + 1]] for i in range(len(self.blocks))])
+        y = np.repeat(np.arange(len(self.blocks), dtype=np.int64), sizes)[permutation[:kept]]
+        return x, y
+
+    def _empty(self, n: int) -> np.ndarray:
+        return np.empty((n, *self.entry.meta["shape"]), np.uint8)
+
+    def _fill(self, out: np.ndarray, destinations: list[np.ndarray]) -> None:
+        """Read each block into ``out``: image ``j`` of block ``i`` to ``out[destinations[i][j]]``.
+
+        Images whose destination is beyond ``out`` are dropped; each class file is read
+        once, on a few threads.
+        """
+
+        def fill(index: int) -> None:
+            block, where = self.blocks[index], destinations[index]
+            keep = where < len(out)
+            if block.file is None:
+                out[where[keep]] = 0
+                return
+            images = self.entry.load(block.file)[block.start:block.stop]
+            if keep.all():
+                out[where] = images
+            else:
+                out[where[keep]] = images[keep]
+
+        with ThreadPoolExecutor(worker_count(None, cap=MAX_READ_THREADS)) as pool:
+            list(pool.map(fill, range(len(self.blocks))))
+
+
+def select(
+    entry: Entry,
+    names: list[str],
+    subset: str,
+    example_range: tuple[float, float] | None,
+    balance: bool,
+    include_blank: bool,
+) -> Selection:
+    """Decide which images of the classes ``names`` (sorted, all in ``entry``) a load takes.
+
+    No class file is read. The rule is the module docstring's; the blank block, when
+    ``include_blank``, comes last. Selecting no image at all raises ValueError.
+    """
+    records = {record["name"]: record for record in class_records(entry)}
+    blocks = []
+    for name in names:
+        record = records[name]
+        n_test, n_all = record["n_test"], record["n_test"] + record["n_train"]
+        start, stop = {"all": (0, n_all), "test": (0, n_test), "train": (n_test, n_all)}[subset]
+        low, high = example_bounds(stop - start, example_range)
+        blocks.append(Block(record["file"], start + low, start + high))
+    request = f"{len(names)} classes, subset {subset!r}, example_range {example_range}"
+    if not any(block.size for block in blocks):
+        n_test, n_train = (sum(records[name][held] for name in names) for held in ("n_test", "n_train"))
+        raise ValueError(
+            f"no images selected: {request} take none of the images of cache entry {entry.kind} {entry.key[:12]} "
+            f"(those classes hold {n_train:,} train and {n_test:,} test images there). Choose another subset, a "
+            "wider example_range or other classes"
+        )
+    smallest = min(block.size for block in blocks)
+    if balance:
+        blocks = [Block(block.file, block.start, block.start + smallest) for block in blocks]
+    if include_blank:
+        blocks.append(Block(None, 0, smallest))
+    return Selection(entry, tuple(blocks), ClassNames(names + [BLANK] * include_blank), request)
+
+
+# -- load, the map-style dataset, preview, glyphs -------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """A load's checked arguments."""
+
+    dataset: Declaration
+    config: str
+    names: list[str]
+    subset: str
+    shape: tuple[int, int]
+    example_range: tuple[float, float] | None
+
+    @classmethod
+    def check(
+        cls, dataset: Declaration, config: str | None, classes: Iterable[str | int] | str | None, subset: str,
+        shape: tuple[int, int] | None, example_range: tuple[float, float] | None,
+    ) -> Request:
+        """Check a load's arguments (raising ValueError) before anything is read or fetched."""
+        config = check_config(dataset, config)
+        return cls(dataset, config, check_classes(dataset, config, classes), check_subset(subset),
+                   dataset.native_shape if shape is None else check_shape(shape), check_example_range(example_range))
+
+    def select(self, entry: Entry, balance: bool = False, include_blank: bool = False) -> Selection:
+        """The selection of this request from ``entry``."""
+        return select(entry, self.names, self.subset, self.example_range, balance, include_blank)
+
+
+def load(
+    dataset: Declaration,
+    classes: Iterable[str | int] | str | None = None,
+    *,
+    config: str | None = None,
+    subset: str = "train",
+    balance: bool = False,
+    include_blank: bool = False,
+    shape: tuple[int, int] | None = None,
+    n_examples: int | None = None,
+    example_range: tuple[float, float] | None = None,
+    seed: int | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    download: bool | None = None,
+    mirrors: Mirrors = None,
+    offline: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray, ClassNames]:
+    """Load images of some classes, shuffled, reading only those classes' files.
+
+    Parameters
+    ----------
+    dataset
+        The declaration.
+    classes
+        Class names (a string of one-character names such as ``"0123"`` works; digits
+        may be ints), or None for every class. They are de-duplicated and sorted.
+    config
+        The config (EMNIST: ``split``); None: the default.
+    subset
+        ``"train"`` (the default), ``"test"`` or ``"all"`` (test and train).
+    balance
+        Truncate every class to the smallest class's count (keeping its first images).
+    include_blank
+        Add the class ``' '`` (last in the class list) of all-zero images, as many as
+        the smallest class has.
+    shape
+        ``(height, width)``; None for the native shape. Other shapes use the resized
+        entry, made from the native entry when missing.
+    n_examples
+        Keep only the first ``n_examples`` images after shuffling.
+    example_range
+        ``(a, b)``: take images ``[int(a * n), int(b * n))`` of each class's ``n``
+        images in the subset, so adjacent ranges such as ``(0, 0.9)`` and
+        ``(0.9, 1)`` partition a class exactly.
+    seed
+        Seeds ``numpy.random.default_rng`` whose ``permutation`` shuffles the images
+        (same seed, same order; None: fresh entropy).
+    context, data_dir, mirrors, offline
+        Where data lives and how it may be fetched (see :func:`prepare`).
+    download
+        Prepare the dataset (fetching its files) when it is not in the cache (None: the context's, True).
+
+    Returns
+    -------
+    x : numpy.ndarray
+        uint8 ``(n, H, W)``, upright, white on black.
+    y : numpy.ndarray
+        int64 ``(n,)``: indices into ``classes``.
+    classes : ClassNames
+        The sorted class names (then ``' '`` with ``include_blank``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown config, subset or class, a bad shape, example range or
+        ``n_examples``, or more ``n_examples`` than images selected.
+    FileNotFoundError
+        When the dataset is not prepared and ``download`` is False.
+    """
+    request = Request.check(dataset, config, classes, subset, shape, example_range)
+    if n_examples is not None:  # checked before anything is fetched
+        check_int("n_examples", n_examples, 0)
+    ctx = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+    selection = request.select(entry_for(dataset, request.config, request.shape, ctx), balance, include_blank)
+    x, y = selection.shuffled(n_examples, seed)
+    return x, y, selection.classes
+
+
+class ClassFilesDataset(MapStyleDataset):
+    """A per-class dataset as a map-style dataset: ``len(ds)``, ``ds[i] -> (image, label)``.
+
+    Subclasses name their declaration (``name``). Images are in a fixed order (classes
+    sorted, each class's images in its file order), so a PyTorch ``DataLoader`` (which
+    shuffles) or :meth:`batches` takes it as is. ``images`` is uint8 ``(n, H, W)``;
+    ``labels`` int64 indices into ``classes`` (a :class:`ClassNames`).
+
+    Parameters
+    ----------
+    subset, shape, config, classes, balance, include_blank, example_range, context, data_dir, download, mirrors, offline
+        As in :func:`load` (``subset`` defaults to ``"train"`` there too).
+    transform
+        Applied to each image by ``ds[i]`` (e.g. a torchvision transform).
+    """
+
+    #: The declaration's name (a key of :data:`DECLARATIONS`), set by each subclass.
+    name: ClassVar[str]
+
+    def __init__(
+        self,
+        subset: str = "train",
+        shape: tuple[int, int] | None = None,
+        *,
+        config: str | None = None,
+        classes: Iterable[str | int] | str | None = None,
+        balance: bool = False,
+        include_blank: bool = False,
+        example_range: tuple[float, float] | None = None,
+        transform: Callable[[np.ndarray], Any] | None = None,
+        context: DataContext | None = None,
+        data_dir: PathLike | None = None,
+        download: bool | None = None,
+        mirrors: Mirrors = None,
+        offline: bool | None = None,
+    ) -> None:
+        if not hasattr(self, "name"):
+            kinds = [kind.__name__ for kind in type(self).__subclasses__()]
+            listed = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+            raise TypeError(f"{type(self).__name__} is the base of {listed}: use one of those")
+        request = Request.check(DECLARATIONS[self.name], config, classes, subset, shape, example_range)
+        ctx = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+        selection = request.select(entry_for(request.dataset, request.config, request.shape, ctx), balance,
+                                   include_blank)
+        self.config, self.subset, self.shape = request.config, subset, request.shape
+        self.images, self.labels = selection.in_order()
+        self.classes = selection.classes
+        self.transform = transform
+
+    def __repr__(self) -> str:
+        dataset = DECLARATIONS[self.name]
+        config = "" if dataset.config_option is None else f"{dataset.config_option}={self.config!r}, "
+        return (f"{type(self).__name__}({config}subset={self.subset!r}, shape={self.shape}, {len(self)} images, "
+                f"{len(self.classes)} classes)")
+
+
+def preview(
+    entry: Entry, n: int, rng: np.random.Generator, context: DataContext | PathLike | None = None
+) -> tuple[np.ndarray, list[str]]:
+    """Return ``n`` images of the prepared ``entry`` (any shape) and their class names (the registry's preview).
+
+    ``rng`` picks up to ``n`` distinct classes, then ``n`` of their images (test and
+    train; fewer if they hold fewer). Only those classes' files are read, so ``context``
+    (part of the preview contract) is not needed.
+    """
+    names = [record["name"] for record in class_records(entry)]
+    chosen = sorted(rng.choice(names, size=min(n, len(names)), replace=False).tolist())
+    seed = int(rng.integers(2**32))
+    selection = select(entry, chosen, "all", None, balance=False, include_blank=False)
+    x, y = selection.shuffled(min(n, selection.total), seed)
+    return x, [chosen[label] for label in y]
+
+
+def glyph_images(
+    dataset: Declaration,
+    classes: Iterable[str | int] | str | None = None,
+    *,
+    example_range: tuple[float, float] | None = None,
+    shape: tuple[int, int] | None = None,
+    config: str | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+) -> tuple[np.ndarray, np.ndarray, ClassNames]:
+    """Return the glyph images scenes draw (the registry's glyphs part), reading the cache only.
+
+    The result is exactly ``load(dataset, classes, config=config, subset="all",
+    shape=shape, example_range=example_range, seed=0, download=False)``: every image of
+    the range of each class's test and train images, shuffled with seed 0. Unlike that
+    call, it never makes a missing resized entry: build workers must not write to the
+    cache nor download.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the entry of ``(config, shape)`` (None: native) is not prepared; the message
+        names the ``prepare-data`` command that makes it.
+    """
+    request = Request.check(dataset, config, classes, "all", shape, example_range)
+    store = DataContext.resolve(context, data_dir=data_dir).store
+    entry = store.get(dataset.name, params(dataset, request.config, request.shape))
+    if entry is None:
+        size = f"{request.shape[0]}x{request.shape[1]}"
+        flag = "" if dataset.config_option is None else f" --{dataset.config_option} {request.config}"
+        raise FileNotFoundError(
+            f"{_config_phrase(dataset, request.config)} at {size} is not prepared in {store.root}: run "
+            f"`prepare-data {dataset.name}{flag} --shape {size}` first (glyph images are read from the cache only, "
+            "never downloaded)"
+        )
+    selection = request.select(entry)
+    x, y = selection.shuffled(None, 0)
+    return x, y, selection.classes
+
+
+# -- the public names of a declared dataset ------------------------------------------------------
+def bind(function: Callable[..., Any], name: str, public: str, module: str = __name__) -> Callable[..., Any]:
+    """Return ``function`` with its first argument, the declaration ``name``, fixed: the public function ``public``.
+
+    The declaration is looked up in :data:`DECLARATIONS` on each call. Its ``config``
+    keyword is called by the declaration's ``config_option`` (EMNIST: ``split``), or
+    dropped for a dataset with one config. The signature and docstring shown by
+    ``help()`` are the bound ones.
+    """
+    option = DECLARATIONS[name].config_option
+
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        if option is not None and option in kwargs:
+            kwargs["config"] = kwargs.pop(option)
+        return function(DECLARATIONS[name], *args, **kwargs)
+
+    signature = inspect.signature(function)
+    parameters = []
+    for parameter in list(signature.parameters.values())[1:]:
+        if parameter.name == "config":
+            if option is None:
+                continue
+            parameter = parameter.replace(name=option)
+        parameters.append(parameter)
+    bound.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]  # read by help()
+    bound.__name__ = bound.__qualname__ = public
+    bound.__module__ = module
+    option_note = "" if option is None else f" (``config`` is called ``{option}``)"
+    bound.__doc__ = (f"{DECLARATIONS[name].title}: :func:`{function.__name__}` of "
+                     f"{__name__}{option_note}.\n\n{inspect.getdoc(function)}")
+    return bound
