@@ -96,7 +96,8 @@ def _prepare_parser() -> argparse.ArgumentParser:
         + "\n".join(f"  {name:{_name_width()}s} {registry.get(name).summary}" for name in names),
         "prepare-data emnist omniglot --shape 14x14 --mirror file:///shared/mirror",
     )
-    parser.add_argument("datasets", nargs="*", choices=[*names, "all"], default=["all"], metavar="DATASET",
+    # default "all", a string: argparse (3.11) checks a list default against the choices as one value, and fails
+    parser.add_argument("datasets", nargs="*", choices=[*names, "all"], default="all", metavar="DATASET",
                         help=f"what to prepare: {', '.join(names)} or all (default all)")
     parser.add_argument("--shape", action="append", dest="shapes", type=parse_shape, default=[], metavar="HxW",
                         help="also make a resized variant (repeatable), e.g. 14x14")

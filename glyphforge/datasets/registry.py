@@ -38,19 +38,17 @@ name lives in the module of the record's ``load`` part, ``"module:name"`` anywhe
 from __future__ import annotations
 
 import importlib
-import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from glyphforge._checks import worker_count
 from glyphforge._deprecation import warn_deprecated
-from glyphforge._files import existing_file
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
     from glyphforge.cache.store import Entry
     from glyphforge.context import DataContext
@@ -313,6 +311,8 @@ def load(name: str, classes: Any = None, *, context: DataContext | None = None, 
 
 def _check_options(name: str, loader: Callable[..., Any], options: Mapping[str, Any]) -> None:
     """Refuse keywords ``loader`` does not take, naming the ones it takes (not its first, the classes)."""
+    import inspect  # here, not at the top: `import glyphforge` reads this module
+
     parameters = list(inspect.signature(loader).parameters.values())
     if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
         return
@@ -327,6 +327,8 @@ def _check_options(name: str, loader: Callable[..., Any], options: Mapping[str, 
 
 def emnist_archive(path: Path) -> dict[str, Path]:
     """``--emnist-archive PATH``: ``archives={"gzip.zip": path}`` for a file that exists."""
+    from glyphforge._files import existing_file
+
     return {"gzip.zip": existing_file(path, "a copy of NIST's gzip.zip")}
 
 
