@@ -118,7 +118,7 @@ def _prepare_parser() -> argparse.ArgumentParser:
         if record.options:
             group = parser.add_argument_group(f"{name} options")
             for option in record.options:
-                add_option(group, option, _option_dest(name, option), option.help)
+                add_option(group, option, _option_dest(name, option))
     _add_common(parser)
     return parser
 

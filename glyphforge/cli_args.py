@@ -104,16 +104,20 @@ def names(text: str) -> list[str]:
 
 
 def add_option(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup, option: registry.Option, dest: str, help_text: str
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, option: registry.Option, dest: str,
+    help_text: str | None = None,
 ) -> None:
-    """Add ``option`` to ``parser`` as an argument stored as ``dest`` (None when not given), with ``help_text``.
+    """Add ``option`` to ``parser`` as an argument stored as ``dest`` (None when not given).
+
+    ``help_text`` replaces the option's ``help`` (scenes add what the option is short for).
 
     Each value is read as the option's ``value`` kind, then given to its ``convert``; a
     bad value is an argparse error (exit status 2, before any work).
     """
     shown = f" (default: {option.default})" if option.default is not None else ""
     parser.add_argument(
-        option.flag, dest=dest, default=None, help=f"{help_text}{shown}", type=functools.partial(option_value, option),
+        option.flag, dest=dest, default=None, help=f"{help_text or option.help}{shown}",
+        type=functools.partial(option_value, option),
         choices=option.choices, metavar=option.metavar or (None if option.choices else option.param.upper()),
         nargs="+" if option.many else None, action="append" if option.repeatable else "store",
     )

@@ -134,7 +134,7 @@ class Option:
         warn_deprecated("Option.add_to(parser, dest)", "glyphforge.cli_args.add_option(parser, option, dest)")
         from glyphforge.cli_args import add_option
 
-        add_option(parser, self, dest, self.help)
+        add_option(parser, self, dest)
 
 
 def _is_named_function(function: Callable[..., Any]) -> bool:
