@@ -2,7 +2,9 @@
 
 The public API is re-exported here. Names are imported lazily on first use, so
 ``import glyphforge`` stays fast and a command such as ``glyphforge info`` never
-pays for numba or Dask it does not use.
+pays for numba or Dask it does not use. Each built-in dataset's names
+(``load_mnist``, ``EMNIST``...) are the ``exports`` of its registry record
+(`glyphforge.datasets.registry`); reading the registry imports no dataset module.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import importlib
 from typing import Any
 
 from glyphforge._version import __version__ as __version__
+from glyphforge.datasets import registry as _registry
 
 _EXPORTS: dict[str, str] = {
     # configuration and cache
@@ -23,26 +26,9 @@ _EXPORTS: dict[str, str] = {
     "HashMismatchError": "glyphforge.pipelines.download",
     # kernels
     "resize": "glyphforge.pipelines.resize",
-    # datasets
-    "prepare_emnist": "glyphforge.datasets.emnist",
-    "load_emnist": "glyphforge.datasets.emnist",
-    "emnist_classes": "glyphforge.datasets.emnist",
-    "EMNIST": "glyphforge.datasets.emnist",
-    "prepare_omniglot": "glyphforge.datasets.omniglot",
-    "load_omniglot": "glyphforge.datasets.omniglot",
-    "omniglot_classes": "glyphforge.datasets.omniglot",
-    "omniglot_episodes": "glyphforge.datasets.omniglot",
-    "Omniglot": "glyphforge.datasets.omniglot",
-    "prepare_backgrounds": "glyphforge.datasets.backgrounds",
-    "load_backgrounds": "glyphforge.datasets.backgrounds",
-    "background_names": "glyphforge.datasets.backgrounds",
-    "hard_background_names": "glyphforge.datasets.backgrounds",
-    "load_mnist": "glyphforge.datasets.mnist_family",
-    "load_fashion_mnist": "glyphforge.datasets.mnist_family",
-    "load_kmnist": "glyphforge.datasets.mnist_family",
-    "MNIST": "glyphforge.datasets.mnist_family",
-    "FashionMNIST": "glyphforge.datasets.mnist_family",
-    "KMNIST": "glyphforge.datasets.mnist_family",
+    # datasets (each dataset's own names come from its registry record: see below)
+    "load": "glyphforge.datasets.registry",
+    "DataContext": "glyphforge.context",
     "ClassNames": "glyphforge.datasets._classes",
     # parallel builds
     "open_session": "glyphforge.session",
@@ -60,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "batches": "glyphforge.loaders",
     "ImageList": "glyphforge.loaders",
 }
+
+_EXPORTS.update(_registry.exports())
 
 __all__ = sorted([*_EXPORTS, "__version__"])
 

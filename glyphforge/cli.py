@@ -23,6 +23,7 @@ from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry
 from glyphforge.cache.store import read_entry
 from glyphforge.cli_args import (
     UsageError,
+    add_option,
     add_scene_arguments,
     data_directory,
     name_value,
@@ -95,7 +96,8 @@ def _prepare_parser() -> argparse.ArgumentParser:
         + "\n".join(f"  {name:{_name_width()}s} {registry.get(name).summary}" for name in names),
         "prepare-data emnist omniglot --shape 14x14 --mirror file:///shared/mirror",
     )
-    parser.add_argument("datasets", nargs="*", choices=[*names, "all"], default=["all"], metavar="DATASET",
+    # default "all", a string: argparse (3.11) checks a list default against the choices as one value, and fails
+    parser.add_argument("datasets", nargs="*", choices=[*names, "all"], default="all", metavar="DATASET",
                         help=f"what to prepare: {', '.join(names)} or all (default all)")
     parser.add_argument("--shape", action="append", dest="shapes", type=parse_shape, default=[], metavar="HxW",
                         help="also make a resized variant (repeatable), e.g. 14x14")
@@ -116,7 +118,7 @@ def _prepare_parser() -> argparse.ArgumentParser:
         if record.options:
             group = parser.add_argument_group(f"{name} options")
             for option in record.options:
-                option.add_to(group, dest=_option_dest(name, option))
+                add_option(group, option, _option_dest(name, option))
     _add_common(parser)
     return parser
 
@@ -149,11 +151,8 @@ def _entry_images(entry: Entry) -> int | str:
 
 
 def _entry_label(entry: Entry) -> str:
-    """``'small1 28x28 3fa2c81b9d'``: which split or set, the image size, the key's start."""
-    shape = entry.params.get("shape")
-    which = entry.params.get("split") or entry.params.get("set")
-    size = "x".join(map(str, shape)) if shape else "native sizes"
-    return " ".join(part for part in (which, size, entry.key[:10]) if part)
+    """``'small1 28x28 3fa2c81b9d'``: the dataset's label of the entry (`registry.entry_label`), the key's start."""
+    return f"{registry.entry_label(entry)} {entry.key[:10]}"
 
 
 def _prepare(args: argparse.Namespace) -> int:

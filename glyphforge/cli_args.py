@@ -1,19 +1,23 @@
 """Argument types and the scene options shared by the ``glyphforge`` command's parsers.
 
-``add_scene_arguments`` adds every `ScatteredGlyphs` field as an option whose default is
-the spec's own (shown in ``--help``; an option not given is not passed), and
-``scene_spec`` turns the parsed options into the spec.
+``add_option`` turns a dataset's typed `Option` (from the registry) into an argparse
+argument: the one place that does. ``add_scene_arguments`` adds every `ScatteredGlyphs`
+field as an option whose default is the spec's own (shown in ``--help``; an option not
+given is not passed), plus each glyph dataset's ``scene_options``, and ``scene_spec``
+turns the parsed options into the spec.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 from pathlib import Path
 from typing import Any
 
 from glyphforge import _files
-from glyphforge._checks import MAX_SIDE, check_shape, worker_count
+from glyphforge._checks import MAX_SIDE, check_shape
+from glyphforge.datasets import registry
 
 
 def parse_shape(text: str) -> tuple[int, int]:
@@ -85,14 +89,6 @@ def positive(text: str) -> int:
     return value
 
 
-def local_workers(text: str) -> int:
-    """Parse a number of local worker processes: positive, at most what this machine runs usefully (argparse type)."""
-    try:
-        return worker_count(positive(text))
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def fraction_range(text: str) -> tuple[float, float]:
     """Parse ``'0,0.8'`` into ``(0.0, 0.8)`` (argparse type)."""
     try:
@@ -105,6 +101,43 @@ def fraction_range(text: str) -> tuple[float, float]:
 def names(text: str) -> list[str]:
     """Split a list given as one argument: by commas, or by spaces."""
     return [name for name in text.replace(",", " ").split() if name]
+
+
+def add_option(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, option: registry.Option, dest: str,
+    help_text: str | None = None,
+) -> None:
+    """Add ``option`` to ``parser`` as an argument stored as ``dest`` (None when not given).
+
+    ``help_text`` replaces the option's ``help`` (scenes add what the option is short for).
+
+    Each value is read as the option's ``value`` kind, then given to its ``convert``; a
+    bad value is an argparse error (exit status 2, before any work).
+    """
+    shown = f" (default: {option.default})" if option.default is not None else ""
+    parser.add_argument(
+        option.flag, dest=dest, default=None, help=f"{help_text or option.help}{shown}",
+        type=functools.partial(option_value, option),
+        choices=option.choices, metavar=option.metavar or (None if option.choices else option.param.upper()),
+        nargs="+" if option.many else None, action="append" if option.repeatable else "store",
+    )
+
+
+def option_value(option: registry.Option, text: str) -> Any:
+    """Read one command-line value of ``option``: its ``value`` kind, then its ``convert`` (argparse type)."""
+    if option.value is int:
+        try:
+            value: Any = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"give an integer, e.g. 4; got {text!r}") from None
+    else:
+        value = Path(text).expanduser() if option.value == "path" else text
+    if option.convert is None:
+        return value
+    try:
+        return option.convert(value)
+    except (ValueError, OSError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
@@ -128,10 +161,10 @@ def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
            "Latin,2')", shown="all")
     option("--glyph-option", "a keyword of the glyph dataset (repeatable), e.g. split=letters for EMNIST",
            shown="the dataset's", action="append", dest="glyph_options", type=name_value, metavar="NAME=VALUE")
-    option("--emnist-split", "EMNIST split the glyphs come from (short for --glyph-option split=SPLIT)",
-           shown="byclass")
-    option("--omniglot-sets", "Omniglot sets the glyphs come from (short for --glyph-option sets=...)",
-           shown="background evaluation", nargs="+", metavar="SET")
+    for dataset, glyph_option in _scene_options():
+        value = "..." if glyph_option.many else glyph_option.metavar or glyph_option.param.upper()
+        short = f"short for --glyph-option {glyph_option.param}={value}"
+        add_option(parser, glyph_option, _scene_dest(dataset, glyph_option), f"{glyph_option.help} ({short})")
     option("--glyph-shape", "glyph size", type=parse_shape, metavar="HxW")
     option("--glyph-shape-jitter", "vary each glyph's size by up to this fraction, e.g. 0.2", type=float)
     option("--glyph-example-range", "use only the fraction [A, B) of each class's images, e.g. 0,0.8 for "
@@ -147,8 +180,13 @@ def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
     option("--shard-size", "scenes per shard", type=int)
 
 
-#: ``--emnist-split`` and ``--omniglot-sets``: the glyph dataset and keyword each one fills.
-_GLYPH_SHORTHANDS = {"emnist_split": ("emnist", "split"), "omniglot_sets": ("omniglot", "sets")}
+def _scene_options() -> list[tuple[str, registry.Option]]:
+    """Each glyph dataset's ``scene_options`` (``--emnist-split``, ``--omniglot-sets``...), with its dataset."""
+    return [(name, option) for name in registry.glyph_sources() for option in registry.get(name).scene_options]
+
+
+def _scene_dest(dataset: str, option: registry.Option) -> str:
+    return f"glyph_option:{dataset}:{option.param}"
 
 
 def scene_spec(args: argparse.Namespace) -> Any:
@@ -159,10 +197,10 @@ def scene_spec(args: argparse.Namespace) -> Any:
     given = {name: value for name, value in vars(args).items() if name in fields}
     glyphs = given.get("glyphs", ScatteredGlyphs.glyphs)
     options = dict(given.pop("glyph_options", []))
-    for flag, (source, name) in _GLYPH_SHORTHANDS.items():
-        value = given.pop(flag, None)
-        if value is not None and glyphs == source:  # a shorthand applies to its own dataset only
-            options.setdefault(name, value)
+    for dataset, option in _scene_options():
+        value = getattr(args, _scene_dest(dataset, option), None)
+        if value is not None and glyphs == dataset:  # a shorthand applies to its own dataset only
+            options.setdefault(option.param, value)
     if options:
         given["glyph_options"] = options
     if "characters" in given and glyphs == "omniglot":  # Omniglot's names hold commas: separated by spaces

@@ -130,7 +130,7 @@ def test_session_options_are_checked_on_a_cache_hit_too(built_scenes):
 
 
 @pytest.mark.parametrize(("argv", "words"), [
-    (["omniglot", "--workers", "0"], ["argument --workers: give a positive integer, e.g. 16; got '0'"]),
+    (["omniglot", "--workers", "0"], ["argument --workers: workers must be an integer >= 1, got 0"]),
     (["omniglot", "--workers", "100000"], ["argument --workers: 100,000 local workers is more than"]),
     (["emnist", "--shape", "100000x100000"], ["argument --shape: shape 100000x100000 is too large", "4,096"]),
 ])

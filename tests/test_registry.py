@@ -1,16 +1,26 @@
 """The dataset registry: the built-in records, and a toy dataset registered in one call everywhere it shows."""
 from __future__ import annotations
 
+import argparse
+import functools
+import importlib
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+import glyphforge
 import glyphforge.datasets
-from glyphforge import cli
-from glyphforge.cache import CacheStore, Entry
+from glyphforge import cli, cli_args
+from glyphforge.cache import CacheStore
+from glyphforge.context import DataContext
 from glyphforge.datasets import registry
+
+from support.toy_dataset import register_toy
 
 
 def test_the_built_in_datasets_are_registered_with_parts_that_resolve():
@@ -36,29 +46,10 @@ def test_unknown_names_and_bad_registrations_are_refused():
     assert "my-set" not in registry.registered()
 
 
-# -- a toy dataset: one module's worth of parts and one registration -----------------------------
-def _prepare_toy(*, shapes=(), data_dir=None, mirrors=None, verify=True, progress=True, offline=None,
-                 level=3) -> list[Entry]:
-    store = CacheStore.for_data_dir(data_dir)
-
-    def write(writer) -> None:
-        writer.write("squares.pklz", np.stack([np.full((8, 8), 40 * i + level, np.uint8) for i in range(5)]))
-        writer.meta["n_images"] = 5
-
-    return [store.get_or_create("toy", {"level": level}, write)]
-
-
-def _preview_toy(entry: Entry, n: int, rng: np.random.Generator, data_dir) -> tuple[np.ndarray, list[str]]:
-    images = entry.load("squares.pklz")[:n]
-    return images, [f"square {i}" for i in range(len(images))]
-
-
+# -- a toy dataset registered at run time (support.toy_dataset) -------------------------------------
 @pytest.fixture
 def toy():
-    record = registry.register(registry.DatasetRecord(
-        name="toy", summary="five grey squares (a test dataset)", prepare=_prepare_toy, load=_prepare_toy,
-        preview=_preview_toy, options=(registry.Option("--toy-level", "level", "grey level", {"type": int}),),
-    ))
+    record = register_toy()
     yield record
     registry.unregister("toy")
 
@@ -69,12 +60,12 @@ def test_a_registered_dataset_shows_in_prepare_data_info_and_preview(toy, tmp_pa
         cli.prepare_data_main(["--help"])
     help_text = capsys.readouterr().out
     assert re.search(r"\n  toy +five grey squares \(a test dataset\)\n", help_text)
-    assert re.search(r"toy options:\n  --toy-level LEVEL +grey level\n", help_text)
+    assert re.search(r"toy options:\n  --toy-level LEVEL +grey level of the squares \(default: 3\)\n", help_text)
 
     assert cli.prepare_data_main(["toy", "--toy-level", "7", "--data-dir", str(tmp_path)]) == 0
     table = capsys.readouterr().out
     assert table.splitlines()[0].split() == ["dataset", "entry", "images", "size", "seconds"]
-    assert re.match(r"toy +native sizes [0-9a-f]{10} +5 +", table.splitlines()[2])
+    assert re.match(r"toy +level 7 native sizes [0-9a-f]{10} +5 +", table.splitlines()[2])
     entry = CacheStore.for_data_dir(tmp_path).get("toy", {"level": 7})
     assert entry is not None and entry.load("squares.pklz")[1, 0, 0] == 47
 
@@ -96,3 +87,215 @@ def test_a_registered_dataset_that_is_not_prepared_says_what_to_run(toy, tmp_pat
     )
     assert cli.main(["info", "--data-dir", str(tmp_path)]) == 0
     assert re.search(r"\n  toy +not prepared \(prepare-data toy\)\n", capsys.readouterr().out)
+
+
+# -- the registry knows nothing of argparse; glyphforge's dataset names come from it ---------------------
+def _in_a_fresh_python(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_reading_the_registry_imports_neither_argparse_nor_any_dataset_module():
+    loaded = _in_a_fresh_python(
+        "import sys, glyphforge, glyphforge.datasets.registry as r; "
+        "r.get('emnist').options; r.exports(); dir(glyphforge); glyphforge.__all__; "
+        "print(sorted(m for m in sys.modules if m == 'argparse' or m.startswith('glyphforge.datasets.')))"
+    )
+    assert loaded == "['glyphforge.datasets.registry']"
+
+
+EXPORTED = {
+    "emnist": ["prepare_emnist", "load_emnist", "emnist_classes", "EMNIST"],
+    "omniglot": ["prepare_omniglot", "load_omniglot", "omniglot_classes", "omniglot_episodes", "Omniglot"],
+    "backgrounds": ["prepare_backgrounds", "load_backgrounds", "background_names", "hard_background_names"],
+    "mnist": ["prepare_mnist", "load_mnist", "mnist_classes", "MNIST"],
+    "fashion-mnist": ["prepare_fashion_mnist", "load_fashion_mnist", "fashion_mnist_classes", "FashionMNIST"],
+    "kmnist": ["prepare_kmnist", "load_kmnist", "kmnist_classes", "KMNIST"],
+}
+
+
+def test_each_records_exports_are_glyphforge_names_from_the_module_of_its_loader():
+    assert {name: list(registry.get(name).exports) for name in registry.registered()} == EXPORTED
+    for name, exported in EXPORTED.items():
+        module = importlib.import_module(registry.get(name).load.partition(":")[0])
+        for attribute in exported:
+            assert attribute in glyphforge.__all__ and attribute in dir(glyphforge)
+            assert getattr(glyphforge, attribute) is getattr(module, attribute), attribute
+    assert glyphforge.load is registry.load and glyphforge.DataContext is DataContext
+    assert {"load", "DataContext"} <= set(glyphforge.__all__)
+
+
+def test_an_export_may_name_its_module():
+    record = registry.register(registry.DatasetRecord(
+        "toy", "", prepare=print, load="glyphforge.datasets.labels:shape_label", preview=print,
+        exports=("shape_label", "glyphforge.datasets.registry:resolve")))
+    try:
+        exported = registry.exports()
+        assert exported["shape_label"] == "glyphforge.datasets.labels"
+        assert exported["resolve"] == "glyphforge.datasets.registry"
+        assert "shape_label" not in glyphforge.__all__  # registered at run time: gf.load("toy"), not gf.<name>
+    finally:
+        registry.unregister(record.name)
+
+
+def _nested_converter():
+    def convert(path):
+        return {"gzip.zip": path}
+
+    return convert
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"convert": lambda path: path}, r"option --x: convert=<function .*<lambda>.* must be a named module-level "
+                                     r"function \(a record is a declaration"),
+    ({"convert": _nested_converter()}, r"convert=<function _nested_converter.<locals>.convert .* must be a named "),
+    ({"convert": functools.partial(int, base=8)}, r"must be a named module-level function"),
+    ({"value": float}, r"option --x: value must be str, int or 'path', got <class 'float'>"),
+    ({"many": True, "repeatable": True}, r"option --x: give many=True \(one flag, several values\) or "
+                                         r"repeatable=True \(the flag given several times\), not both"),
+    ({"choices": ("a", "b"), "value": int}, r"option --x: choices are for text values without a converter"),
+    ({"choices": ("a", "b"), "convert": registry.emnist_archive}, r"choices are for text values"),
+], ids=["lambda", "nested", "partial", "float", "many-and-repeatable", "int-choices", "converted-choices"])
+def test_an_option_is_a_typed_declaration(options, message):
+    with pytest.raises(ValueError, match=message):
+        registry.Option("--x", "x", "help", **options)
+
+
+def test_bad_flags_and_params_are_refused():
+    for flag, param in (("-x", "x"), ("--X", "x"), ("x", "x"), ("--x", "not a name")):
+        with pytest.raises(ValueError, match=f"option {flag!r} fills {param!r}: give a flag such as '--emnist-split' "
+                                             "and the keyword it fills, a Python identifier such as 'split'"):
+            registry.Option(flag, param, "help")
+
+
+def test_argparse_settings_of_0_2_are_read_as_typed_fields_with_a_warning():
+    with pytest.warns(DeprecationWarning, match=r"Option\('--old', param, help, \{argparse settings\}\) is "
+                                                r"deprecated and stops working in glyphforge 0\.3"):
+        old = registry.Option("--old", "names", "names", {"nargs": "+", "metavar": "NAME", "type": int})
+    assert (old.value, old.many, old.repeatable, old.metavar, old.convert) == (int, True, False, "NAME", None)
+    with pytest.warns(DeprecationWarning):
+        appended = registry.Option("--old", "names", "names", {"action": "append", "type": registry.emnist_archive})
+    assert (appended.value, appended.repeatable, appended.convert) == (str, True, registry.emnist_archive)
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match=r"option --old: the argparse setting "
+                                                                         r"action='count' has no typed equivalent"):
+        registry.Option("--old", "names", "names", {"action": "count"})
+    parser = argparse.ArgumentParser()
+    with pytest.warns(DeprecationWarning, match=r"Option.add_to\(parser, dest\) is deprecated"):
+        old.add_to(parser, "names")
+    assert parser.parse_args(["--old", "3", "4"]).names == [3, 4]
+
+
+def test_a_flag_or_export_of_another_dataset_is_refused():
+    split = registry.Option("--split", "split", "EMNIST's flag")
+    with pytest.raises(ValueError, match=r"dataset 'toy' declares the prepare-data option --split, which dataset "
+                                         r"'emnist' already declares: give 'toy' its own \(e.g. prefixed with its "
+                                         r"name\)"):
+        registry.register(registry.DatasetRecord("toy", "", prepare=print, load=print, preview=print, options=(split,)))
+    with pytest.raises(ValueError, match=r"declares the build scenes option --omniglot-sets, which dataset "
+                                         r"'omniglot' already declares"):
+        registry.register(registry.DatasetRecord("toy", "", prepare=print, load=print, preview=print,
+                                                 scene_options=(registry.get("omniglot").scene_options[0],)))
+    with pytest.raises(ValueError, match=r"declares the export MNIST, which dataset 'mnist' already declares"):
+        registry.register(registry.DatasetRecord("toy", "", prepare=print, load=print, preview=print,
+                                                 exports=("mypackage.toy:MNIST",)))
+    assert "toy" not in registry.registered()
+    assert registry.register(registry.get("emnist")) is registry.get("emnist")  # replacing itself is no clash
+
+
+def test_built_in_options_read_their_values_as_declared(tmp_path):
+    archive = tmp_path / "gzip.zip"
+    archive.write_bytes(b"zip")
+    parse = cli._prepare_parser().parse_args
+    args = parse(["--emnist-archive", str(archive), "--split", "letters", "--split", "digits", "--omniglot-sets",
+                  "small1", "small2", "--workers", "2", "--backgrounds", "water"])
+    assert vars(args)["emnist:archives"] == {"gzip.zip": archive}
+    assert vars(args)["emnist:split"] == ["letters", "digits"]
+    assert (vars(args)["omniglot:sets"], vars(args)["omniglot:workers"]) == (["small1", "small2"], 2)
+    assert vars(args)["backgrounds:names"] == ["water"]
+    assert vars(parse(["emnist"]))["emnist:split"] is None  # not given: not passed, the dataset's default applies
+    assert [name for name, _ in cli._prepare_jobs(parse([]))] == registry.registered()  # no dataset named: all
+
+
+def test_entry_labels_name_the_split_or_set_and_the_size(tmp_path):
+    store = CacheStore.for_data_dir(tmp_path)
+
+    def entry(kind, params):
+        return store.get_or_create(kind, params, lambda writer: writer.write("a.pklz", np.zeros(1)))
+
+    assert registry.entry_label(entry("emnist", {"split": "byclass", "shape": [28, 28]})) == "byclass 28x28"
+    assert registry.entry_label(entry("omniglot", {"set": "small1", "shape": [105, 105]})) == "small1 105x105"
+    assert registry.entry_label(entry("mnist", {"shape": [14, 14]})) == "14x14"
+    assert registry.entry_label(entry("backgrounds", {"commit": "abc"})) == "native sizes"
+    assert registry.entry_label(entry("scenes", {"n": 1})) == "native sizes"  # no record: the default
+
+
+# -- the toy in a fresh process: its typed option, glyph option and entry label on the real command line ---
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def toy_command(*argv) -> subprocess.CompletedProcess[str]:
+    """``python -m support.toy_dataset ARGV``: the toy registered, then the real command in a fresh process."""
+    return subprocess.run([sys.executable, "-m", "support.toy_dataset", *map(str, argv)], capture_output=True,
+                          text=True, timeout=300, cwd=TESTS_DIR)
+
+
+def test_a_dataset_registered_at_run_time_gets_its_options_and_label_on_the_command_line(tmp_path):
+    data_dir = tmp_path / "data"
+    help_text = toy_command("prepare-data", "--help")
+    assert help_text.returncode == 0
+    assert re.search(r"toy options:\n  --toy-level LEVEL +grey level of the squares \(default: 3\)\n", help_text.stdout)
+
+    prepared = toy_command("prepare-data", "toy", "--toy-level", "7", "--no-warmup", "--data-dir", data_dir)
+    assert prepared.returncode == 0, prepared.stderr
+    entry = CacheStore.for_data_dir(data_dir).get("toy", {"level": 7})
+    assert entry is not None and entry.load("squares.pklz")[:, 0, 0].tolist() == [7, 47, 87, 127, 167]
+    assert re.fullmatch(rf"toy +level 7 native sizes {entry.key[:10]} +5 +\S+ +\S+ +[0-9.]+",
+                        prepared.stdout.splitlines()[2])
+
+    refused = toy_command("prepare-data", "toy", "--toy-level", "300", "--no-warmup", "--data-dir", tmp_path / "no")
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines()[-1] == "prepare-data: error: argument --toy-level: a toy grey level is 0 to " \
+                                              "215, got 300"
+    assert not (tmp_path / "no").exists()
+
+    scenes_help = toy_command("glyphforge", "build", "scenes", "--help")
+    assert scenes_help.returncode == 0
+    assert re.search(r"--glyphs \{[a-z,-]*toy[a-z,-]*\}", scenes_help.stdout)
+    assert re.search(r" --toy-shade SHADE grey level of the toy glyphs \(short for --glyph-option level=SHADE\) ",
+                     " ".join(scenes_help.stdout.split()).replace("--glyph- option", "--glyph-option"))
+    assert "--toy-shade" not in toy_command("prepare-data", "--help").stdout
+
+
+def test_scene_options_fill_the_glyph_options_of_their_own_dataset(toy):
+    parse = cli._glyphforge_parser().parse_args
+    spec = cli_args.scene_spec(parse(["build", "scenes", "--glyphs", "toy", "--toy-shade", "9", "--emnist-split",
+                                      "letters", "--characters", "square 1,square 2"]))
+    assert spec.glyph_options == {"level": 9}
+    assert cli_args.scene_spec(parse(["build", "scenes", "--glyphs", "emnist", "--toy-shade", "9", "--emnist-split",
+                                      "letters"])).glyph_options == {"split": "letters"}
+    explicit = parse(["build", "scenes", "--glyphs", "toy", "--toy-shade", "9", "--glyph-option", "level=4"])
+    assert cli_args.scene_spec(explicit).glyph_options == {"level": 4}  # --glyph-option wins, as before
+
+
+# -- glyphforge.load --------------------------------------------------------------------------------------
+def test_load_reads_a_registered_dataset_through_its_loader(toy, tmp_path):
+    x, y, classes = glyphforge.load("toy", ["square 3", "square 1"], level=5, data_dir=tmp_path)
+    assert classes == ["square 1", "square 3"] and y.tolist() == [0, 1]
+    assert np.array_equal(x, np.stack([np.full((8, 8), 45, np.uint8), np.full((8, 8), 125, np.uint8)]))
+    context = DataContext.resolve(data_dir=tmp_path, download=False)
+    x, y, classes = glyphforge.load("toy", level=5, context=context)
+    assert classes == [f"square {i}" for i in range(5)] and x[:, 0, 0].tolist() == [5, 45, 85, 125, 165]
+    with pytest.raises(ValueError, match=r"toy level 6 is not prepared: run `prepare-data toy --toy-level 6` first"):
+        glyphforge.load("toy", level=6, context=context)  # the context's download=False reached the loader
+    assert "toy" not in glyphforge.__all__ and "load_toy" not in glyphforge.__all__
+
+
+def test_load_refuses_an_unknown_dataset_or_option_naming_the_known_ones(toy):
+    with pytest.raises(KeyError, match="no dataset 'cifar10' is registered; the registered ones are backgrounds, "
+                                       "emnist, fashion-mnist, kmnist, mnist, omniglot, toy"):
+        glyphforge.load("cifar10")
+    with pytest.raises(TypeError, match=r"^glyphforge.load\('toy'\) got the option\(s\) 'shape', 'split', which the "
+                                        r"toy loader does not take; it takes level, context, data_dir, download$"):
+        glyphforge.load("toy", split="letters", shape=(14, 14))
+    with pytest.raises(TypeError, match=r"^glyphforge.load\('mnist'\) got the option\(s\) 'split', which the mnist "
+                                        r"loader does not take; it takes (\w+, )*subset, (\w+, )*shape, "):
+        glyphforge.load("mnist", "0123", split="letters")

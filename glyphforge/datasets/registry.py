@@ -1,8 +1,10 @@
-"""The dataset registry: one record per dataset, read by the CLI, ``glyphforge info``, previews and scenes.
+"""The dataset registry: one record per dataset, read by the CLI, ``glyphforge info``, previews, scenes and `load`.
 
 A record names a dataset and says where its parts are; the parts are named as
 ``"module:function"`` strings (imported on first use, so reading the registry, as
-``prepare-data --help`` does, imports no dataset code) or given as callables.
+``prepare-data --help`` and ``import glyphforge`` do, imports no dataset code) or given as
+callables. The registry knows nothing of argparse: a record's command-line options are
+typed `Option` s, which the CLI (`glyphforge.cli_args.add_option`) turns into arguments.
 
 Adding a dataset is one module (``glyphforge/datasets/<name>.py``; datasets of one
 form may share one, as MNIST, Fashion-MNIST and KMNIST share ``mnist_family.py``) and
@@ -10,33 +12,53 @@ one `register` call (in this module's list :data:`BUILT_IN` for the datasets gly
 ships). A name is lowercase, an identifier or identifiers joined by hyphens
 (``"emnist"``, ``"fashion-mnist"``): it is also the cache kind, the folder of the
 upstream files in ``raw/`` and on mirrors, and the ``prepare-data`` argument. Its parts
-follow these contracts:
+follow these contracts (``context`` is a `glyphforge.context.DataContext`):
 
-``prepare(*, shapes, data_dir, mirrors, verify, progress, offline, **options) -> list[Entry]``
+``prepare(*, context, shapes=(), **options) -> list[Entry]``
     Fetch, verify and convert into the cache (kind ``name``); idempotent. ``options``
     are the keywords of the record's `Option` s (what ``prepare-data NAME`` offers).
-``load(...)``
-    The loader users call (``glyphforge.load_<name>``); listed by ``glyphforge info``.
-``preview(entry, n, rng, data_dir) -> (images, labels)``
+``load(classes=None, *, context=None, ..., **options) -> (x, y, classes)``
+    The loader users call (``glyphforge.load_<name>``, or ``glyphforge.load(name)``, see
+    `load`); listed by ``glyphforge info``.
+``preview(entry, n, rng, context) -> (images, labels)``
     ``n`` examples of a prepared entry picked with ``rng`` (reading the cache only):
     an image array or a list of images, and one label string per image.
-``glyphs(classes, *, example_range, shape, data_dir, **options) -> (images, labels, class_names)``
+``glyphs(classes, *, example_range, shape, context, **options) -> (images, labels, class_names)``
     Optional: glyph images scenes may draw, read from the cache only (the build's
     driver prepares them first with ``prepare(shapes=[shape], **glyph_prepare, **options)``).
+    The record's ``scene_options`` are the ``glyphforge build scenes`` flags that fill
+    ``options`` (``--emnist-split SPLIT`` is ``--glyph-option split=SPLIT``).
+``entry_label(entry) -> str``
+    How ``prepare-data``'s table names an entry, e.g. ``"byclass 28x28"`` (default:
+    the image size only, see `glyphforge.datasets.labels`).
+
+A record's ``exports`` are its public names, re-exported by ``glyphforge`` (lazily): a bare
+name lives in the module of the record's ``load`` part, ``"module:name"`` anywhere.
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from glyphforge.cli_args import existing_file, local_workers
+from glyphforge._checks import worker_count
+from glyphforge._deprecation import warn_deprecated
+
+if TYPE_CHECKING:
+    import argparse
+    from pathlib import Path
+
+    from glyphforge.cache.store import Entry
+    from glyphforge.context import DataContext
 
 #: A part of a dataset: a callable, or ``"module:attribute"`` naming one (imported on use).
 Ref = str | Callable[..., Any]
+#: What one command-line value of an `Option` is: text, an integer, or a path (``~`` expanded).
+ValueKind = type[str] | type[int] | Literal["path"]
+#: The label of entries whose record declares none: the image size.
+DEFAULT_ENTRY_LABEL = "glyphforge.datasets.labels:shape_label"
 
 
 def resolve(ref: Ref) -> Callable[..., Any]:
@@ -50,18 +72,94 @@ def resolve(ref: Ref) -> Callable[..., Any]:
 
 @dataclass(frozen=True)
 class Option:
-    """One ``prepare-data`` option of a dataset: its flag, the prepare keyword it fills, argparse settings."""
+    """One command-line option of a dataset: its flag, the keyword it fills, and how its value is read.
+
+    Parameters
+    ----------
+    flag
+        The flag, e.g. ``"--emnist-archive"``.
+    param
+        The keyword of the dataset's ``prepare`` (or, in ``scene_options``, the glyph option) it fills.
+    help
+        One line for ``--help``.
+    value
+        ``str``, ``int`` or ``"path"``: how each value given is read.
+    many
+        The flag takes one or more values (``--omniglot-sets small1 small2``): a list.
+    repeatable
+        The flag may be given several times (``--split byclass --split letters``): a list.
+    choices
+        The values allowed, when they are few and fixed.
+    metavar
+        The value's name in ``--help`` (default: ``param`` in capitals).
+    default
+        What the dataset does when the flag is not given, shown in ``--help`` only (nothing is passed then).
+    convert
+        A named module-level function applied to each value read (``path -> {"gzip.zip": path}``);
+        a ValueError or OSError it raises is a usage error (exit status 2, before any work).
+    """
 
     flag: str
     param: str
     help: str
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    """Extra ``ArgumentParser.add_argument`` keywords (``nargs``, ``type``, ``default``, ``metavar``...)."""
+    value: ValueKind = str
+    many: bool = False
+    repeatable: bool = False
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    default: str | None = None
+    convert: Callable[[Any], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, Mapping):  # 0.2's argparse settings, given where `value` now stands
+            for name, setting in _from_settings(self.flag, self.value).items():
+                object.__setattr__(self, name, setting)
+        elif self.convert is not None and not _is_named_function(self.convert):
+            raise ValueError(f"option {self.flag}: convert={self.convert!r} must be a named module-level "
+                             "function (a record is a declaration: define the function beside it and name it)")
+        if not re.fullmatch(r"--[a-z0-9][a-z0-9-]*", self.flag) or not self.param.isidentifier():
+            raise ValueError(f"option {self.flag!r} fills {self.param!r}: give a flag such as '--emnist-split' and "
+                             "the keyword it fills, a Python identifier such as 'split'")
+        if self.value not in (str, int, "path"):
+            raise ValueError(f"option {self.flag}: value must be str, int or 'path', got {self.value!r}")
+        if self.many and self.repeatable:
+            raise ValueError(f"option {self.flag}: give many=True (one flag, several values) or repeatable=True "
+                             "(the flag given several times), not both")
+        if self.choices is not None and (self.convert is not None or self.value is not str):
+            raise ValueError(f"option {self.flag}: choices are for text values without a converter (a converter "
+                             "refuses bad values itself)")
 
     def add_to(self, parser: argparse.ArgumentParser | argparse._ArgumentGroup, dest: str) -> None:
-        """Add this option to ``parser`` (an ArgumentParser or an argument group), stored as ``dest``."""
-        settings = {"metavar": self.param.upper(), **self.settings}
-        parser.add_argument(self.flag, dest=dest, help=self.help, default=None, **settings)
+        """Deprecated (0.2): add this option to ``parser``; use `glyphforge.cli_args.add_option`."""
+        warn_deprecated("Option.add_to(parser, dest)", "glyphforge.cli_args.add_option(parser, option, dest)")
+        from glyphforge.cli_args import add_option
+
+        add_option(parser, self, dest)
+
+
+def _is_named_function(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` is defined at the top level of its module (not a lambda, not nested, not a partial)."""
+    name = getattr(function, "__name__", None)
+    return name not in (None, "<lambda>") and getattr(function, "__qualname__", None) == name
+
+
+def _from_settings(flag: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The typed fields of 0.2's argparse settings (``nargs='+'``, ``action='append'``, ``type``, ...), warning."""
+    warn_deprecated(f"Option({flag!r}, param, help, {{argparse settings}})",
+                    f"Option({flag!r}, param, help, value=..., many=..., repeatable=..., convert=...)", stacklevel=5)
+    known = {"nargs": ("many", {"+": True}), "action": ("repeatable", {"append": True})}
+    fields: dict[str, Any] = {"value": str}
+    for name, setting in settings.items():
+        if name in known and setting in known[name][1]:
+            fields[known[name][0]] = known[name][1][setting]
+        elif name in ("metavar", "choices"):
+            fields[name] = tuple(setting) if name == "choices" else setting
+        elif name == "type":
+            fields["value"], fields["convert"] = (int, None) if setting is int else (str, setting)
+        elif name != "default":  # the CLI never passed an option that was not given
+            raise ValueError(f"option {flag}: the argparse setting {name}={setting!r} has no typed equivalent; "
+                             "declare the option with Option's fields (value, many, repeatable, choices, convert)")
+    return fields
 
 
 @dataclass(frozen=True)
@@ -80,6 +178,13 @@ class DatasetRecord:
     """Optional ``(**options) -> list[str]``: the glyph classes, where they are known without any data
     (EMNIST's splits), so scenes can refuse an unknown class before preparing anything."""
     options: tuple[Option, ...] = ()
+    """The ``prepare-data`` options; each fills a ``prepare`` keyword."""
+    scene_options: tuple[Option, ...] = ()
+    """The ``glyphforge build scenes`` options for glyphs of this dataset; each fills a glyph option."""
+    entry_label: Ref = DEFAULT_ENTRY_LABEL
+    """``(entry) -> str``: how ``prepare-data``'s table names an entry (e.g. ``"byclass 28x28"``)."""
+    exports: tuple[str, ...] = ()
+    """Public names re-exported by ``glyphforge``: bare (in the ``load`` part's module) or ``"module:name"``."""
     default_resize: str = "box"
     """The resize method of the dataset's resized variants and loaders (README: "Resizing")."""
 
@@ -90,14 +195,40 @@ _NAME = re.compile(r"[a-z_][a-z0-9_]*(-[a-z0-9_]+)*")
 
 
 def register(record: DatasetRecord) -> DatasetRecord:
-    """Add ``record`` (replacing one of the same name); return it."""
+    """Add ``record`` (replacing one of the same name); return it.
+
+    Raises
+    ------
+    ValueError
+        The name is not a lowercase identifier (or such joined by hyphens), or an option
+        flag or export name is already another dataset's.
+    """
     if not isinstance(record.name, str) or not _NAME.fullmatch(record.name):
         raise ValueError(
             f"dataset name {record.name!r} must be a lowercase identifier such as 'emnist', or lowercase identifiers "
             "joined by hyphens such as 'fashion-mnist'"
         )
+    others = [other for other in _REGISTRY.values() if other.name != record.name]
+    for what, mine, theirs in (
+        ("prepare-data option", _flags(record.options), {o.name: _flags(o.options) for o in others}),
+        ("build scenes option", _flags(record.scene_options), {o.name: _flags(o.scene_options) for o in others}),
+        ("export", _export_names(record), {o.name: _export_names(o) for o in others}),
+    ):
+        for other, taken in theirs.items():
+            clash = sorted(mine & taken)
+            if clash:
+                raise ValueError(f"dataset {record.name!r} declares the {what} {clash[0]}, which dataset {other!r} "
+                                 f"already declares: give {record.name!r} its own (e.g. prefixed with its name)")
     _REGISTRY[record.name] = record
     return record
+
+
+def _flags(options: tuple[Option, ...]) -> set[str]:
+    return {option.flag for option in options}
+
+
+def _export_names(record: DatasetRecord) -> set[str]:
+    return {ref.rpartition(":")[2] for ref in record.exports}
 
 
 def unregister(name: str) -> None:
@@ -124,6 +255,83 @@ def glyph_sources() -> list[str]:
     return [name for name in registered() if _REGISTRY[name].glyphs is not None]
 
 
+def entry_label(entry: Entry) -> str:
+    """Return the label of a prepared ``entry`` (its record's ``entry_label``, else its image size)."""
+    record = _REGISTRY.get(entry.kind)
+    label: str = resolve(DEFAULT_ENTRY_LABEL if record is None else record.entry_label)(entry)
+    return label
+
+
+def exports() -> dict[str, str]:
+    """Return ``{public name: module}`` of every registered dataset's ``exports`` (``glyphforge`` re-exports them)."""
+    found: dict[str, str] = {}
+    for name in registered():
+        record = _REGISTRY[name]
+        load = record.load
+        home = load.partition(":")[0] if isinstance(load, str) else load.__module__
+        for ref in record.exports:
+            module, _, attribute = ref.rpartition(":")
+            found[attribute] = module or home
+    return found
+
+
+def load(name: str, classes: Any = None, *, context: DataContext | None = None, **options: Any) -> Any:
+    """Load the registered dataset ``name`` through its record's loader, as ``tfds.load`` does.
+
+    Parameters
+    ----------
+    name
+        A registered dataset (`registered`), e.g. ``"mnist"``.
+    classes
+        The classes to load (None: all), as the dataset's ``load_*`` takes them.
+    context
+        Where the data lives and how it may be fetched (None: the loose keywords in
+        ``options``, such as ``data_dir=``, and the environment).
+    **options
+        Keywords of the dataset's loader (``shape=(14, 14)``, ``seed=0``, ``split="letters"``...).
+
+    Returns
+    -------
+    tuple
+        ``(x, y, classes)``, as the dataset's ``load_*`` returns it.
+
+    Raises
+    ------
+    KeyError
+        ``name`` is not registered (the message lists the registered names).
+    TypeError
+        An option the dataset's loader does not take (the message lists the ones it takes).
+    """
+    loader = resolve(get(name).load)
+    if context is not None:  # a loader written before contexts works when none is given
+        options["context"] = context
+    _check_options(name, loader, options)
+    return loader(classes, **options)
+
+
+def _check_options(name: str, loader: Callable[..., Any], options: Mapping[str, Any]) -> None:
+    """Refuse keywords ``loader`` does not take, naming the ones it takes (not its first, the classes)."""
+    import inspect  # here, not at the top: `import glyphforge` reads this module
+
+    parameters = list(inspect.signature(loader).parameters.values())
+    if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
+        return
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    takes = [parameter.name for parameter in parameters[1:] if parameter.kind in named]
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        listed = ", ".join(repr(option) for option in unknown)
+        raise TypeError(f"glyphforge.load({name!r}) got the option(s) {listed}, which the {name} loader does not "
+                        f"take; it takes {', '.join(takes) or 'no options'}")
+
+
+def emnist_archive(path: Path) -> dict[str, Path]:
+    """``--emnist-archive PATH``: ``archives={"gzip.zip": path}`` for a file that exists."""
+    from glyphforge._files import existing_file
+
+    return {"gzip.zip": existing_file(path, "a copy of NIST's gzip.zip")}
+
+
 BUILT_IN = (
     DatasetRecord(
         name="emnist",
@@ -134,12 +342,13 @@ BUILT_IN = (
         glyphs="glyphforge.datasets.emnist:glyph_images",
         glyph_classes="glyphforge.datasets.emnist:emnist_classes",
         options=(
-            Option("--split", "split", "EMNIST split (repeatable; default byclass)",
-                   {"action": "append", "metavar": "SPLIT"}),
+            Option("--split", "split", "EMNIST split (repeatable)", repeatable=True, default="byclass"),
             Option("--emnist-archive", "archives", "convert this local copy of NIST's gzip.zip instead of fetching it",
-                   {"type": lambda path: {"gzip.zip": existing_file(path, "a copy of NIST's gzip.zip")},
-                    "metavar": "ZIP"}),
+                   value="path", metavar="ZIP", convert=emnist_archive),
         ),
+        scene_options=(Option("--emnist-split", "split", "EMNIST split the glyphs come from", default="byclass"),),
+        entry_label="glyphforge.datasets.labels:emnist_label",
+        exports=("prepare_emnist", "load_emnist", "emnist_classes", "EMNIST"),
         default_resize="box",
     ),
     DatasetRecord(
@@ -151,12 +360,15 @@ BUILT_IN = (
         glyphs="glyphforge.datasets.omniglot:glyph_images",
         glyph_prepare={"method": "box"},
         options=(
-            Option("--omniglot-sets", "sets", "Omniglot sets: background evaluation small1 small2 "
-                   "(default background evaluation)", {"nargs": "+", "metavar": "SET"}),
-            Option("--workers", "workers", "processes for decoding Omniglot (default: one per CPU for sets of "
-                   "10,000 images or more, else none)",
-                   {"type": local_workers, "metavar": "N"}),
+            Option("--omniglot-sets", "sets", "Omniglot sets: background evaluation small1 small2", many=True,
+                   metavar="SET", default="background evaluation"),
+            Option("--workers", "workers", "processes for decoding Omniglot", value=int, metavar="N",
+                   default="one per CPU for sets of 10,000 images or more, else none", convert=worker_count),
         ),
+        scene_options=(Option("--omniglot-sets", "sets", "Omniglot sets the glyphs come from", many=True,
+                              metavar="SET", default="background evaluation"),),
+        entry_label="glyphforge.datasets.labels:omniglot_label",
+        exports=("prepare_omniglot", "load_omniglot", "omniglot_classes", "omniglot_episodes", "Omniglot"),
         default_resize="area",
     ),
     DatasetRecord(
@@ -167,8 +379,9 @@ BUILT_IN = (
         preview="glyphforge.datasets.backgrounds:preview_examples",
         options=(
             Option("--backgrounds", "names", "backgrounds to fetch: all, hard (the .jpg textures) or names "
-                   "such as water ice (default all)", {"nargs": "+", "metavar": "NAME"}),
+                   "such as water ice", many=True, metavar="NAME", default="all"),
         ),
+        exports=("prepare_backgrounds", "load_backgrounds", "background_names", "hard_background_names"),
         default_resize="bilinear",
     ),
     DatasetRecord(
@@ -180,6 +393,7 @@ BUILT_IN = (
         glyphs="glyphforge.datasets.mnist_family:mnist_glyph_images",
         glyph_classes="glyphforge.datasets.mnist_family:mnist_classes",
         default_resize="box",
+        exports=("prepare_mnist", "load_mnist", "mnist_classes", "MNIST"),
     ),
     DatasetRecord(
         name="fashion-mnist",
@@ -190,6 +404,7 @@ BUILT_IN = (
         glyphs="glyphforge.datasets.mnist_family:fashion_mnist_glyph_images",
         glyph_classes="glyphforge.datasets.mnist_family:fashion_mnist_classes",
         default_resize="box",
+        exports=("prepare_fashion_mnist", "load_fashion_mnist", "fashion_mnist_classes", "FashionMNIST"),
     ),
     DatasetRecord(
         name="kmnist",
@@ -200,6 +415,7 @@ BUILT_IN = (
         glyphs="glyphforge.datasets.mnist_family:kmnist_glyph_images",
         glyph_classes="glyphforge.datasets.mnist_family:kmnist_classes",
         default_resize="box",
+        exports=("prepare_kmnist", "load_kmnist", "kmnist_classes", "KMNIST"),
     ),
 )
 
