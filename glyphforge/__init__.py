@@ -14,6 +14,7 @@ from glyphforge._version import __version__ as __version__
 _EXPORTS: dict[str, str] = {
     # configuration and cache
     "data_dir": "glyphforge.config",
+    "DataContext": "glyphforge.context",
     "CacheStore": "glyphforge.cache",
     "UnsafePickleError": "glyphforge.cache",
     # downloading
