@@ -17,6 +17,7 @@ from glyphforge.datasets import registry as _registry
 _EXPORTS: dict[str, str] = {
     # configuration and cache
     "data_dir": "glyphforge.config",
+    "DataContext": "glyphforge.context",
     "CacheStore": "glyphforge.cache",
     "UnsafePickleError": "glyphforge.cache",
     # downloading

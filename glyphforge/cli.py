@@ -19,6 +19,7 @@ from glyphforge import config
 from glyphforge.builds.builder import SpecError
 from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
 from glyphforge.builds.export import ExportTargetError
+from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry
 from glyphforge.cache.store import read_entry
 from glyphforge.cli_args import (
@@ -31,6 +32,7 @@ from glyphforge.cli_args import (
     positive,
     scene_spec,
 )
+from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.session import check_session
 from glyphforge.textfmt import count, human_size, table
@@ -53,6 +55,28 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     noise = parser.add_mutually_exclusive_group()
     noise.add_argument("-q", "--quiet", action="store_true", help="no progress bars or tables, errors only")
     noise.add_argument("-v", "--verbose", action="store_true", help="show Python tracebacks on errors")
+
+
+def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--mirror``, ``--no-verify`` and ``--offline``: how missing data is fetched (see `_context`)."""
+    fetch = parser.add_argument_group("fetching (when data is missing)")
+    fetch.add_argument("--mirror", action="append", dest="mirrors", default=[], metavar="URL",
+                       help="mirror base URL or directory tried before the origin (repeatable; also "
+                            "$GLYPHFORGE_MIRROR)")
+    fetch.add_argument("--no-verify", action="store_true",
+                       help="do not check the hash of a local archive given on the command line or of hand-placed "
+                            "files (custom archives); downloads are always checked")
+    fetch.add_argument("--offline", action="store_true",
+                       help="never use the network: files must be in place or on local mirrors (also "
+                            "$GLYPHFORGE_OFFLINE=1)")
+
+
+def _context(args: argparse.Namespace) -> DataContext:
+    """The one data context of a command: ``--data-dir``, the fetch arguments and ``-q``, over the environment."""
+    return DataContext.resolve(
+        data_dir=args.data_dir, mirrors=args.mirrors, offline=True if args.offline else None,
+        verify=not args.no_verify, progress=not args.quiet,
+    )
 
 
 def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
@@ -101,15 +125,7 @@ def _prepare_parser() -> argparse.ArgumentParser:
                         help=f"what to prepare: {', '.join(names)} or all (default all)")
     parser.add_argument("--shape", action="append", dest="shapes", type=parse_shape, default=[], metavar="HxW",
                         help="also make a resized variant (repeatable), e.g. 14x14")
-    parser.add_argument("--mirror", action="append", dest="mirrors", default=[], metavar="URL",
-                        help="mirror base URL or directory tried before the origin (repeatable; also "
-                             "$GLYPHFORGE_MIRROR)")
-    parser.add_argument("--no-verify", action="store_true",
-                        help="do not check the hash of a local archive given on the command line or of hand-placed "
-                             "files (custom archives); downloads are always checked")
-    parser.add_argument("--offline", action="store_true",
-                        help="never use the network: files must be in place or on local mirrors (also "
-                             "$GLYPHFORGE_OFFLINE=1)")
+    _add_fetch_arguments(parser)
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="do not compile the numba kernels at the end (by default it does, like glyphforge "
                              "warmup: a few seconds once per machine, well under one when already done)")
@@ -132,17 +148,20 @@ def _option_dest(dataset: str, option: registry.Option) -> str:
     return f"{dataset}:{option.param}"
 
 
-def _prepare_jobs(args: argparse.Namespace) -> list[tuple[str, Callable[[], list[Entry]]]]:
-    """One job per dataset to prepare: its record's ``prepare`` with the options given on the command line."""
+def _prepare_jobs(
+    args: argparse.Namespace, context: DataContext | None = None
+) -> list[tuple[str, Callable[[], list[Entry]]]]:
+    """One job per dataset to prepare: its record's ``prepare`` with ``context`` (None: the arguments')
+    and the options given on the command line."""
     wanted = registry.registered() if "all" in args.datasets else list(dict.fromkeys(args.datasets))
-    common = dict(shapes=tuple(args.shapes), data_dir=args.data_dir, mirrors=tuple(args.mirrors) or None,
-                  progress=not args.quiet, verify=not args.no_verify, offline=True if args.offline else None)
+    context = context or _context(args)
     jobs: list[tuple[str, Callable[[], list[Entry]]]] = []
     for name in wanted:
         record = registry.get(name)
         given = {option.param: getattr(args, _option_dest(name, option)) for option in record.options}
         options = {param: value for param, value in given.items() if value is not None}
-        jobs.append((name, functools.partial(registry.resolve(record.prepare), **common, **options)))
+        jobs.append((name, functools.partial(dataset_part(name, "prepare", context), shapes=tuple(args.shapes),
+                                             **options)))
     return jobs
 
 
@@ -156,9 +175,10 @@ def _entry_label(entry: Entry) -> str:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    store = CacheStore.for_data_dir(args.data_dir)
+    context = _context(args)
+    store = context.store
     rows = []
-    for name, job in _prepare_jobs(args):
+    for name, job in _prepare_jobs(args, context):
         known = {entry.key for entry in store.ls()}
         started = time.perf_counter()
         entries = job()
@@ -324,7 +344,7 @@ def _warmup(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from glyphforge.builds.dataset import find_built
 
-    dataset = find_built(args.target, data_dir=args.data_dir)
+    dataset = find_built(args.target, data_dir=_context(args).data_dir)
     started = time.perf_counter()
     path = dataset.export(args.directory, format=args.format, overwrite=args.overwrite)
     seconds = time.perf_counter() - started
@@ -341,7 +361,7 @@ def _build_scenes(args: argparse.Namespace) -> int:
         check_session(args.session, dict(args.session_options))
     except (ValueError, TypeError) as error:  # the spec's and session's own checks: bad arguments, before any work
         raise UsageError(str(error)) from None
-    dataset = build(spec, session=args.session, data_dir=args.data_dir, progress=not args.quiet,
+    dataset = build(spec, session=args.session, context=_context(args), progress=not args.quiet,
                     session_options=dict(args.session_options))
     print(f"built {len(dataset)} scenes: entry {dataset.key} at {dataset.path}")
     return 0
@@ -390,6 +410,7 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["npy"], default="npy", help="file format (default: npy)")
     export.add_argument("--overwrite", action="store_true",
                         help="replace an earlier export in the directory (nothing else is ever replaced)")
+    _add_fetch_arguments(export)
 
     build = commands.add_parser("build", help="build a derived dataset in parallel",
                                 epilog="example:\n  glyphforge build scenes --glyphs font --n-examples 2000",
@@ -406,6 +427,7 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
                         help="a session option (repeatable), e.g. cores=4 memory=16GB queue=normal walltime=02:00:00 "
                              "for slurm/pbs (any dask-jobqueue keyword)")
     add_scene_arguments(scenes)
+    _add_fetch_arguments(scenes)
     return parser
 
 

@@ -12,8 +12,10 @@ environment (``$GLYPHFORGE_DATA_DIR``, ``$GLYPHFORGE_MIRROR``, ``$GLYPHFORGE_OFF
 see `glyphforge.config`), else the default. Mirrors given explicitly come before the
 environment's, without repeats.
 
-A context is also an ``os.PathLike`` of its data dir, so code written for a
-``data_dir`` path (a spec's ``prepare(data_dir)``) works when handed a context.
+A context is also an ``os.PathLike`` of its data dir, and ``str(context)`` and
+``context / "name"`` are those of the data dir, so code written for a ``data_dir``
+path (a spec's ``prepare(data_dir)``, which `glyphforge.build` used to hand a
+``Path``) works when handed a context.
 """
 from __future__ import annotations
 
@@ -119,6 +121,12 @@ class DataContext:
 
     def __fspath__(self) -> str:
         return os.fspath(self.data_dir)
+
+    def __str__(self) -> str:
+        return str(self.data_dir)
+
+    def __truediv__(self, other: PathLike) -> Path:
+        return self.data_dir / other
 
     @property
     def store(self) -> CacheStore:

@@ -13,14 +13,17 @@ import numpy as np
 
 from glyphforge._checks import PathLike
 from glyphforge.builds.dataset import BuiltDataset
+from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import CacheStore, Entry
+from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.textfmt import count
 from glyphforge.visualize import preview
 
 
 def preview_target(
-    target: str, *, out: PathLike, n: int = 16, data_dir: PathLike | None = None, seed: int = 0
+    target: str, *, out: PathLike, n: int = 16, data_dir: PathLike | None = None, seed: int = 0,
+    context: DataContext | None = None,
 ) -> Path:
     """Write a PNG grid of ``n`` examples of ``target``; return its path.
 
@@ -36,20 +39,22 @@ def preview_target(
     n
         How many examples.
     data_dir
-        Data dir whose cache is read.
+        Data dir whose cache is read (None: ``context``'s).
     seed
         Which examples are picked (the same seed picks the same ones).
+    context
+        The `~glyphforge.context.DataContext` whose cache is read (None: the environment's).
 
     Raises
     ------
     LookupError
         Nothing in the cache matches ``target``; the message says how to make it.
     """
-    entry = _find_entry(CacheStore.for_data_dir(data_dir), target)
+    context = DataContext.resolve(context, data_dir=data_dir, download=False)
+    entry = _find_entry(context.store, target)
     rng = np.random.default_rng(seed)
     if entry.kind in registry.registered():
-        draw = registry.resolve(registry.get(entry.kind).preview)
-        images, labels = draw(entry, n, rng, data_dir)
+        images, labels = dataset_part(entry.kind, "preview", context)(entry, n, rng)
         return preview(images, n, out, labels=labels)
     dataset = BuiltDataset(entry)
     picked = np.sort(rng.choice(len(dataset), size=min(n, len(dataset)), replace=False))

@@ -78,14 +78,18 @@ def test_prepare_over_http_equals_pillow_and_skips_svg(shared_data, http_server,
     assert http_server.requests() == 12
     again, = prepare_backgrounds(names=CARRIED, data_dir=tmp_path, mirrors=[http_server.base_url], progress=False)
     assert again.key == entry.key and http_server.requests() == 12
-    assert [image.shape for image in load_backgrounds(["water", "ice"], data_dir=tmp_path, download=False)] == [
-        (265, 398, 3), (1080, 1920, 3)]
+    x, y, classes = load_backgrounds(["water", "ice"], data_dir=tmp_path, download=False)
+    assert [image.shape for image in x] == [(265, 398, 3), (1080, 1920, 3)]
+    assert classes == ["ice", "water"] and y.dtype == np.int64 and y.tolist() == [1, 0]
 
 
 def test_name_forms_and_order(shared_data, prepared):
-    by_list = load_backgrounds(["water", "red_x", "water"], data_dir=prepared, download=False)
-    by_string = load_backgrounds("water red_x.png water.jpg", data_dir=prepared, download=False)
+    by_list, labels, classes = load_backgrounds(["water", "red_x", "water"], data_dir=prepared, download=False)
+    by_string, same_labels, same_classes = load_backgrounds("water red_x.png water.jpg", data_dir=prepared,
+                                                            download=False)
     assert len(by_list) == len(by_string) == 3
+    assert classes == same_classes == ["red_x", "water"]  # sorted and distinct, as every loader's classes
+    assert labels.tolist() == same_labels.tolist() == [1, 0, 1]
     for image, other, name in zip(by_list, by_string, ["water", "red_x", "water"], strict=True):
         expected = pillow_rgb(source(shared_data, name))
         np.testing.assert_array_equal(image, expected)
@@ -93,14 +97,14 @@ def test_name_forms_and_order(shared_data, prepared):
 
 
 def test_shape_resizes_each_image_with_the_kernel(shared_data, prepared):
-    images = load_backgrounds(["curves", "blue_x"], shape=(48, 64), data_dir=prepared, download=False)
+    images, _, _ = load_backgrounds(["curves", "blue_x"], shape=(48, 64), data_dir=prepared, download=False)
     for image, name in zip(images, ["curves", "blue_x"], strict=True):
         original = pillow_rgb(source(shared_data, name))
         assert image.shape == (48, 64, 3)
         np.testing.assert_array_equal(image, resize(original, (48, 64), method="bilinear", batch=False))
         with Image.open(source(shared_data, name)) as pil:  # the kernel's bilinear is Pillow's
             np.testing.assert_array_equal(image, np.array(pil.convert("RGB").resize((64, 48), Image.BILINEAR)))
-    area = load_backgrounds(["curves"], shape=(48, 64), method="area", data_dir=prepared, download=False)[0]
+    area = load_backgrounds(["curves"], shape=(48, 64), method="area", data_dir=prepared, download=False)[0][0]
     np.testing.assert_array_equal(area, resize(pillow_rgb(source(shared_data, "curves")), (48, 64), method="area",
                                                batch=False))
     store = CacheStore.for_data_dir(prepared)
@@ -136,6 +140,22 @@ def test_missing_file_fails_clearly_and_keeps_the_entry(shared_data, prepared, m
     assert sorted(entry.meta["backgrounds"]) == CARRIED
 
 
+def test_classes_none_means_all_and_names_is_a_deprecated_spelling(shared_data, tmp_path):
+    archives = {name: source(shared_data, name) for name in CARRIED}
+    archives["space"] = source(shared_data, "water")  # space.jpg is not carried: a stand-in, used unverified
+    prepare_backgrounds(names="all", archives=archives, verify=False, data_dir=tmp_path, offline=True, progress=False)
+    x, y, classes = load_backgrounds(data_dir=tmp_path, download=False)
+    assert classes == ALL and y.tolist() == list(range(13)) and y.dtype == np.int64
+    np.testing.assert_array_equal(x[ALL.index("space")], pillow_rgb(source(shared_data, "water")))
+    for image, name in zip(x, ALL, strict=True):
+        if name != "space":
+            np.testing.assert_array_equal(image, pillow_rgb(source(shared_data, name)))
+    with pytest.warns(DeprecationWarning, match=r"load_backgrounds\(names=...\) is deprecated.*classes="):
+        old, labels, names = load_backgrounds(names=["water", "ice"], data_dir=tmp_path, download=False)
+    assert names == ["ice", "water"] and labels.tolist() == [1, 0]
+    np.testing.assert_array_equal(old[0], x[ALL.index("water")])
+
+
 def test_png_transparency_is_composited_on_black(tmp_path):
     rgba = np.zeros((4, 5, 4), np.uint8)
     rgba[..., 0], rgba[..., 3] = 200, 255
@@ -146,7 +166,7 @@ def test_png_transparency_is_composited_on_black(tmp_path):
     Image.fromarray(rgba, "RGBA").save(raw / "blue_x.png")  # a custom file: used as is with verify=False
     entry, = prepare_backgrounds(names=["blue_x"], data_dir=tmp_path, verify=False, progress=False)
     assert entry.meta["backgrounds"]["blue_x"]["verified"] is False
-    image, = load_backgrounds(["blue_x"], data_dir=tmp_path, download=False)
+    (image,), _, _ = load_backgrounds(["blue_x"], data_dir=tmp_path, download=False)
     expected = np.zeros((4, 5, 3), np.uint8)
     expected[2:, :, 0] = 200
     expected[3, 4] = (50, 25, 125)  # (value * 128 + 127) // 255

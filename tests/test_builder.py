@@ -161,8 +161,8 @@ def test_prepare_runs_on_the_driver_once_before_any_shard_and_not_on_a_cache_hit
     events = []
 
     class Prepared(NoiseSpec):
-        def prepare(self, data_dir):
-            events.append(("prepare", data_dir))
+        def prepare(self, context):
+            events.append(("prepare", context.data_dir))  # the build's DataContext
 
         def make_shard(self, index, rng, n):
             events.append(("shard", index))

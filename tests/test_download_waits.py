@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from glyphforge._files import StorageError
+from glyphforge.context import DataContext
 from glyphforge.datasets._prepare import upstream_file
 from glyphforge.pipelines.download import DownloadError, HashMismatchError, Resource, RetryPolicy, fetch
 from glyphforge.pipelines.hashes import bytes_hash
@@ -191,7 +192,7 @@ def test_a_given_file_with_the_wrong_hash_names_verify_false_and_no_verify(tmp_p
     res = Resource("ds", "f.bin", "https://example.org/f.bin", bytes_hash(DATA, "sha256"))
     with pytest.raises(HashMismatchError, match=r"pass verify=False \(on the command line: --no-verify\) to "
                                                 r"convert a custom file\.$"):
-        upstream_file(res, data_dir=tmp_path, mirrors=None, verify=True, progress=False, given=given)
+        upstream_file(res, DataContext.resolve(data_dir=tmp_path, progress=False), given=given)
 
 
 # row 10: a full disk names the .part, the free space and what to do, and keeps the .part -------------

@@ -10,10 +10,15 @@ A *spec* is any object with these members (duck typing, see `Spec`)::
         def params(self) -> dict: ...          # everything that determines the output
         def make_shard(self, index, rng, n) -> dict[str, numpy.ndarray]: ...
         # optional:
-        def prepare(self, data_dir) -> None: ...   # on the driver, before any shard: fetch
+        def prepare(self, context) -> None: ...    # on the driver, before any shard: fetch
                                                    # and convert what the shards read
         def metadata(self) -> dict: ...        # JSON facts about the output, kept as
                                                # BuiltDataset.metadata
+
+``prepare`` gets the build's `~glyphforge.context.DataContext` (data dir, mirrors,
+offline, verify, progress); a context is an ``os.PathLike`` of its data dir (and
+``str(context)``, ``context / "name"`` work as on a path), so a ``prepare(data_dir)``
+that treats its argument as a path keeps working.
 
 ``make_shard`` and ``metadata`` may take a keyword ``data_dir``: the shard task then
 passes the build's data dir (workers read prepared data from there and never
@@ -37,7 +42,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from glyphforge import config
 from glyphforge._checks import PathLike, check_int, worker_count
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
@@ -52,8 +56,9 @@ from glyphforge.builds.shards import (
     shard_bounds,
     shard_path,
 )
-from glyphforge.cache import CacheStore, Writer, concat_pklz
+from glyphforge.cache import Writer, concat_pklz
 from glyphforge.cache.pklz import MemberMismatchError
+from glyphforge.context import DataContext
 from glyphforge.session import Session, TaskFailure, check_session, open_session
 from glyphforge.session.base import check_main_guard
 from glyphforge.textfmt import count
@@ -132,14 +137,14 @@ def cache_params(spec: Any) -> dict[str, Any]:
 
 def build(
     spec: Spec, session: Session | str | None = None, data_dir: PathLike | None = None,
-    progress: bool = True, session_options: Mapping[str, Any] | None = None,
+    progress: bool = True, session_options: Mapping[str, Any] | None = None, context: DataContext | None = None,
 ) -> BuiltDataset:
     """Build ``spec`` shard by shard through ``session``; return the cached dataset.
 
     Parameters
     ----------
     spec
-        A spec (see the module docstring). Its ``prepare(data_dir)``, if any, runs
+        A spec (see the module docstring). Its ``prepare(context)``, if any, runs
         here before any shard is made (only when there is work to do).
     session
         A `glyphforge.session.Session` (used, not closed), a session string such as
@@ -154,6 +159,11 @@ def build(
     session_options
         Options for `glyphforge.open_session` when ``session`` is a string, e.g.
         ``{"cores": 4, "memory": "16GB"}`` for ``"slurm:8"``.
+    context
+        A `~glyphforge.context.DataContext` whose data dir, mirrors, ``offline`` and
+        ``verify`` the spec's ``prepare`` fetches with (``data_dir``, when given, overrides
+        its data dir; None: the environment's). ``progress=False`` also hides the
+        prepare's progress bars.
 
     Returns
     -------
@@ -184,8 +194,9 @@ def build(
     if data_dir is None and getattr(spec, "data_dir", None) is not None:  # the spelling of 0.1
         warn_deprecated("a spec's data_dir attribute", "build(spec, data_dir=...)")
         data_dir = spec.data_dir  # type: ignore[attr-defined]  # checked just above
-    root = config.data_dir(data_dir)
-    store = CacheStore.for_data_dir(root)
+    context = DataContext.resolve(context, data_dir=data_dir, progress=None if progress else False)
+    root = context.data_dir
+    store = context.store
     params = cache_params(spec)
     entry = store.get(spec.kind, params)
     if entry is not None:
@@ -194,7 +205,7 @@ def build(
 
     def fill(writer: Writer) -> None:
         if callable(getattr(spec, "prepare", None)):
-            spec.prepare(root)  # type: ignore[attr-defined]  # optional member, checked just above
+            spec.prepare(context)  # type: ignore[attr-defined]  # optional member, checked just above
         work_dirs.append(store.work_dir(spec.kind, params))
         _build_shards(spec, store.key(spec.kind, params), work_dirs[0], root, writer, session,
                       dict(session_options or {}), progress)

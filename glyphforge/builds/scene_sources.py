@@ -9,23 +9,63 @@ fails the shard with a message naming the ``prepare-data`` command to run.
 Glyph sources are ``"font"`` (Pillow's bundled font: needs no data) and every
 registered dataset whose record has a ``glyphs`` part (see
 `glyphforge.datasets.registry`).
+
+`dataset_part` is how glyphforge (scenes, previews, the CLI) calls any dataset's
+registry parts with a `~glyphforge.context.DataContext`.
 """
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from glyphforge._checks import PathLike
+from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 
 FONT = "font"
 
 #: Glyph options as a hashable, canonical value: sorted ``(name, value)`` pairs, lists made tuples.
 FrozenOptions = tuple[tuple[str, Any], ...]
+
+
+#: The context fields each registry part takes today, as loose keywords (see `dataset_part`).
+_PART_FIELDS = {
+    "prepare": ("data_dir", "mirrors", "offline", "verify", "progress"),
+    "load": ("data_dir", "mirrors", "offline", "download"),
+    "preview": ("data_dir",),
+    "glyphs": ("data_dir",),
+}
+
+
+def dataset_part(dataset: str, part: str, context: DataContext) -> Callable[..., Any]:
+    """Return registry part ``part`` of ``dataset`` with ``context``'s fields bound as keywords.
+
+    Every dataset's parts take the fetch settings as the loose keywords ``data_dir``,
+    ``mirrors``, ``offline``, ``verify``, ``progress`` and ``download`` (each part the ones
+    in :data:`_PART_FIELDS`); this is the one place that turns a context into them, and
+    the one place to switch to ``context=context`` once every dataset's parts take it.
+
+    Parameters
+    ----------
+    dataset
+        A registered dataset name.
+    part
+        ``"prepare"``, ``"load"``, ``"preview"`` or ``"glyphs"``.
+    context
+        The data context the part reads from and fetches with.
+
+    Raises
+    ------
+    ValueError
+        When ``dataset`` has no such part (only ``glyphs`` is optional).
+    """
+    ref = getattr(registry.get(dataset), part)
+    if ref is None:
+        raise ValueError(f"scenes cannot draw glyphs from {dataset!r}: use one of {', '.join(glyph_sources())}")
+    return functools.partial(registry.resolve(ref), **{name: getattr(context, name) for name in _PART_FIELDS[part]})
 
 
 def glyph_sources() -> tuple[str, ...]:
@@ -121,19 +161,15 @@ def check_names(
 
 def prepare_sources(
     glyphs: str, options: FrozenOptions, shape: tuple[int, int] | None,
-    backgrounds: str | Sequence[str] | None, data_dir: PathLike,
+    backgrounds: str | Sequence[str] | None, context: DataContext,
 ) -> None:
-    """Prepare (fetch and convert, when missing) the glyph dataset at ``shape`` and the textures."""
+    """Prepare (fetch and convert, when missing) the glyph dataset at ``shape`` and the textures, within ``context``."""
     if glyphs != FONT:
-        record = registry.get(glyphs)
-        registry.resolve(record.prepare)(
-            shapes=[] if shape is None else [shape], data_dir=data_dir, progress=False, **record.glyph_prepare,
-            **dict(options),
-        )
+        prepare = dataset_part(glyphs, "prepare", context)
+        prepare(shapes=[] if shape is None else [shape], **registry.get(glyphs).glyph_prepare, **dict(options))
     if backgrounds is not None:
-        registry.resolve(registry.get("backgrounds").prepare)(
-            names=backgrounds if isinstance(backgrounds, str) else list(backgrounds), data_dir=data_dir,
-            progress=False,
+        dataset_part("backgrounds", "prepare", context)(
+            names=backgrounds if isinstance(backgrounds, str) else list(backgrounds)
         )
 
 
@@ -154,10 +190,8 @@ def glyph_pool(
         if characters is None:
             raise ValueError("font glyphs need their characters")
         return GlyphPool(class_names=characters)
-    source = registry.resolve(_glyph_part(glyphs))
-    images, labels, names = source(
-        characters, example_range=example_range, shape=shape, data_dir=data_dir, **dict(options)
-    )
+    source = dataset_part(glyphs, "glyphs", DataContext.resolve(data_dir=data_dir))
+    images, labels, names = source(characters, example_range=example_range, shape=shape, **dict(options))
     order = np.argsort(labels, kind="stable")
     counts = np.bincount(labels, minlength=len(names)).astype(np.int64)
     if not counts.all():
@@ -178,16 +212,10 @@ def textures(names: str | tuple[str, ...] | None, image_shape: tuple[int, int], 
     """Return the background textures ``names`` (none: an empty set), read from the cache once per process."""
     images: list[np.ndarray] = []
     if names is not None:
-        load = registry.resolve(registry.get("backgrounds").load)
-        images = load(names if isinstance(names, str) else list(names), data_dir=data_dir, download=False)
+        load = dataset_part("backgrounds", "load", DataContext.resolve(data_dir=data_dir, download=False))
+        images, _, _ = load(names if isinstance(names, str) else list(names))
     if not images:
         empty = np.zeros(0, np.int64)
         return Textures(np.zeros(0, np.uint8), empty, empty, empty)
     return Textures.from_images(images, image_shape)
 
-
-def _glyph_part(glyphs: str) -> registry.Ref:
-    part = registry.get(glyphs).glyphs
-    if part is None:
-        raise ValueError(f"scenes cannot draw glyphs from {glyphs!r}: use one of {', '.join(glyph_sources())}")
-    return part

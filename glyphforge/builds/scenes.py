@@ -39,6 +39,7 @@ from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds import scene_sources
 from glyphforge.builds.builder import SpecError
 from glyphforge.builds.scene_sources import FONT, FrozenOptions, GlyphPool, Textures
+from glyphforge.context import DataContext
 
 #: Bumped whenever the same spec would give different bytes; part of `ScatteredGlyphs.params`.
 #: 2: glyph options replace emnist_split/omniglot_sets in the params; Omniglot's
@@ -199,17 +200,21 @@ class ScatteredGlyphs:
             params["pillow"] = PIL.__version__  # the font and its rasteriser ship with Pillow
         return params
 
-    def prepare(self, data_dir: PathLike) -> None:
+    def prepare(self, context: DataContext | PathLike) -> None:
         """Fetch and convert what the shards read, then check the classes and backgrounds against it.
 
-        `glyphforge.build` calls it on the driver before fanning out, so that shard
-        workers only read the cache and an unknown class or background name fails here
-        (a `SpecError`), before any shard runs.
+        `glyphforge.build` calls it on the driver before fanning out, with the build's
+        `~glyphforge.context.DataContext` (its mirrors, ``offline`` and ``verify`` reach the
+        glyph dataset's and the backgrounds' prepare); a data dir path is accepted too (the
+        environment's fetch settings). Shard workers then only read the cache, and an
+        unknown class or background name fails here (a `SpecError`), before any shard runs.
         """
+        context = context if isinstance(context, DataContext) else DataContext.resolve(data_dir=context)
+        data_dir = context.data_dir
         try:
             scene_sources.check_names(self.glyphs, self.characters, self._frozen_options(), self.backgrounds)
             scene_sources.prepare_sources(
-                self.glyphs, self._frozen_options(), self._pool_shape(), self.backgrounds, data_dir
+                self.glyphs, self._frozen_options(), self._pool_shape(), self.backgrounds, context
             )
             self.class_names(data_dir)  # loads the glyphs here once: unknown classes are named now
             self.textures(data_dir)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 
 from glyphforge._checks import PathLike, check_int
+from glyphforge.context import DataContext
 from glyphforge.datasets._omniglot_catalog import select_drawers
 from glyphforge.datasets._omniglot_prepare import DEFAULT_METHOD, DEFAULT_SETS, open_catalog
 
@@ -47,9 +48,10 @@ def omniglot_episodes(
     seed: int | None = None,
     method: str = DEFAULT_METHOD,
     data_dir: PathLike | None = None,
-    download: bool = True,
+    download: bool | None = None,
     mirrors: Sequence[str] | str | None = None,
     offline: bool | None = None,
+    context: DataContext | None = None,
 ) -> Iterator[Episode]:
     """Yield seeded few-shot episodes: ``n_way`` distinct classes, disjoint support and query drawers.
 
@@ -64,7 +66,7 @@ def omniglot_episodes(
         Classes per episode, support images per class, query images per class (>= 0).
     n_episodes
         How many episodes to yield; None for an endless stream.
-    classes, sets, shape, indices, example_range, method, data_dir, download, mirrors, offline
+    classes, sets, shape, indices, example_range, method, data_dir, download, mirrors, offline, context
         Which images to draw from, as in :func:`~glyphforge.datasets.omniglot.load_omniglot`.
     seed
         Seeds the ``numpy.random.default_rng`` that draws the episodes.
@@ -79,7 +81,8 @@ def omniglot_episodes(
             f"k_shot + n_query = {k_shot + n_query} drawings per class, but only {len(drawers)} drawers "
             f"are selected (indices or example_range); use at most {len(drawers)}"
         )
-    catalog = open_catalog(sets, shape, method, data_dir, download, mirrors, offline)
+    context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+    catalog = open_catalog(sets, shape, method, context)
     chosen = catalog.select(classes)
     if n_way > len(chosen):
         raise ValueError(f"n_way={n_way} is more than the {len(chosen)} classes selected; use at most {len(chosen)}")

@@ -13,7 +13,7 @@ from typing import Any
 from tqdm import tqdm
 
 from glyphforge._checks import PathLike, check_shape
-from glyphforge.cache import CacheStore, Entry, Writer
+from glyphforge.cache import Entry, Writer
 from glyphforge.context import DataContext
 from glyphforge.datasets._omniglot_archive import N_DRAWERS, NATIVE_SHAPE, convert_set
 from glyphforge.datasets._omniglot_catalog import Catalog
@@ -106,10 +106,11 @@ def prepare_omniglot(
     data_dir: PathLike | None = None,
     mirrors: Sequence[str] | str | None = None,
     archives: Mapping[str, PathLike] | None = None,
-    verify: bool = True,
-    progress: bool = True,
+    verify: bool | None = None,
+    progress: bool | None = None,
     workers: int | None = None,
     offline: bool | None = None,
+    context: DataContext | None = None,
 ) -> list[Entry]:
     """Fetch, verify and convert Omniglot sets, and make resized variants.
 
@@ -132,18 +133,21 @@ def prepare_omniglot(
         Local zips to convert instead of fetching them (used in place), by set name
         (``{"small1": path}``) or by upstream file name (``{"images_background_small1.zip": path}``).
     verify
-        Check the hash of ``archives`` and of zips already in ``<data dir>/raw/omniglot/``;
-        False converts such files as they are. Downloads are always verified and the
-        layout is always checked.
+        Check the hash of ``archives`` and of zips already in ``<data dir>/raw/omniglot/``
+        (None: the context's, by default True); False converts such files as they are.
+        Downloads are always verified and the layout is always checked.
     progress
-        Show progress bars.
+        Show progress bars (None: the context's, by default True).
     workers
         Processes that decode a set's PNGs (one alphabet per task). None: one per CPU for
         sets of at least :data:`PARALLEL_MIN_IMAGES` images (the full sets), else decode
         in this process (``small1``, ``small2``).
     offline
         True: never use the network (zips placed in ``<data dir>/raw/omniglot/``, local
-        mirrors and ``archives`` only); None: ``$GLYPHFORGE_OFFLINE`` decides.
+        mirrors and ``archives`` only); None: the context's (``$GLYPHFORGE_OFFLINE``).
+    context
+        A `~glyphforge.context.DataContext` giving every fetch setting at once; the
+        keywords above, when given, override its fields.
 
     Returns
     -------
@@ -168,7 +172,9 @@ def prepare_omniglot(
     stray = [name for name in given if name not in names]
     if stray:
         raise ValueError(f"archives names sets {stray} that are not in sets {list(names)}: add them to sets")
-    context = DataContext.resolve(data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress)
+    context = DataContext.resolve(
+        context, data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress
+    )
     store = context.store
     entries = []
     for name in names:
@@ -176,12 +182,13 @@ def prepare_omniglot(
         if base is None:
             zip_path, verified = upstream_file(RESOURCES[name], context, given.get(name))
             base = store.get_or_create(KIND, params(name, NATIVE_SHAPE, method), functools.partial(
-                _write_native, set_name=name, zip_path=zip_path, workers=workers, verified=verified, progress=progress,
+                _write_native, set_name=name, zip_path=zip_path, workers=workers, verified=verified,
+                progress=context.progress,
             ))
         entries.append(base)
         for shape in wanted:
             entries.append(store.get_or_create(KIND, params(name, shape, method), functools.partial(
-                _write_resized, base=base, shape=shape, method=method, progress=progress,
+                _write_resized, base=base, shape=shape, method=method, progress=context.progress,
             )))
     return entries
 
@@ -194,46 +201,30 @@ def not_prepared(sets: Sequence[str], root: Path, hint: str) -> FileNotFoundErro
     )
 
 
-def set_entries(
-    sets: tuple[str, ...],
-    shape: tuple[int, int],
-    method: str,
-    data_dir: PathLike | None,
-    download: bool,
-    mirrors: Sequence[str] | str | None,
-    offline: bool | None,
-) -> dict[str, Entry]:
+def set_entries(sets: tuple[str, ...], shape: tuple[int, int], method: str, context: DataContext) -> dict[str, Entry]:
     """Return the entry of each set at ``shape``, preparing what is missing.
 
     A missing resized variant is always made from the cached 105x105 entry; a set
-    whose 105x105 entry is missing is fetched and converted only when ``download``.
+    whose 105x105 entry is missing is fetched and converted only when ``context.download``.
     """
-    store = CacheStore.for_data_dir(data_dir)
+    store = context.store
     entries = {name: store.get(KIND, params(name, shape, method)) for name in sets}
     missing = [name for name, entry in entries.items() if entry is None]
     if missing:
         absent = [name for name in missing if store.get(KIND, params(name, NATIVE_SHAPE, method)) is None]
-        if absent and not download:
+        if absent and not context.download:
             raise not_prepared(absent, store.root, ", or pass download=True")
-        prepared = prepare_omniglot(
-            sets=missing, shapes=[shape], method=method, data_dir=data_dir, mirrors=mirrors, offline=offline
-        )
+        prepared = prepare_omniglot(sets=missing, shapes=[shape], method=method, context=context)
         per_set = 1 if shape == NATIVE_SHAPE else 2  # the 105x105 entry, then the resized one
         entries.update(zip(missing, prepared[per_set - 1::per_set], strict=True))
     return entries  # type: ignore[return-value]  # every set has its entry now
 
 
 def open_catalog(
-    sets: str | Iterable[str],
-    shape: tuple[int, int] | None,
-    method: str,
-    data_dir: PathLike | None,
-    download: bool,
-    mirrors: Sequence[str] | str | None,
-    offline: bool | None,
+    sets: str | Iterable[str], shape: tuple[int, int] | None, method: str, context: DataContext
 ) -> Catalog:
     """Check the arguments and return the catalog of ``sets`` at ``shape`` (None: 105x105)."""
     names = check_sets(sets)
     size = NATIVE_SHAPE if shape is None else check_shape(shape)
     check_method(method)
-    return Catalog(set_entries(names, size, method, data_dir, download, mirrors, offline))
+    return Catalog(set_entries(names, size, method, context))

@@ -28,8 +28,10 @@ from typing import Any
 import numpy as np
 
 from glyphforge._checks import PathLike, check_shape
+from glyphforge._deprecation import warn_deprecated
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.context import DataContext
+from glyphforge.datasets._classes import ClassNames
 from glyphforge.datasets._prepare import check_method, check_shapes, given_archives, resized, unknown, upstream_file
 from glyphforge.pipelines.decode import decode_image
 from glyphforge.pipelines.download import Resource
@@ -158,9 +160,10 @@ def prepare_backgrounds(
     data_dir: PathLike | None = None,
     mirrors: Sequence[str] | str | None = None,
     archives: Mapping[str, PathLike] | None = None,
-    verify: bool = True,
-    progress: bool = True,
+    verify: bool | None = None,
+    progress: bool | None = None,
     offline: bool | None = None,
+    context: DataContext | None = None,
 ) -> list[Entry]:
     """Fetch, verify and decode backgrounds, and make resized variants.
 
@@ -186,13 +189,17 @@ def prepare_backgrounds(
         name or file name: ``{"water": path}`` or ``{"water.jpg": path}``. Each must be
         one of ``names``.
     verify
-        Check the hash of ``archives`` and of files already in ``<data dir>/raw/backgrounds/``;
-        False decodes such files as they are. Downloads are always verified.
+        Check the hash of ``archives`` and of files already in ``<data dir>/raw/backgrounds/``
+        (None: the context's, by default True); False decodes such files as they are.
+        Downloads are always verified.
     progress
-        Show download progress bars.
+        Show download progress bars (None: the context's, by default True).
     offline
         True: never use the network (files placed in ``<data dir>/raw/backgrounds/``,
-        local mirrors and ``archives`` only); None: ``$GLYPHFORGE_OFFLINE`` decides.
+        local mirrors and ``archives`` only); None: the context's (``$GLYPHFORGE_OFFLINE``).
+    context
+        A `~glyphforge.context.DataContext` giving every fetch setting at once; the
+        keywords above, when given, override its fields.
 
     Returns
     -------
@@ -215,7 +222,9 @@ def prepare_backgrounds(
     stray = [name for name in given if name not in wanted]
     if stray:
         raise ValueError(f"archives names backgrounds {stray} that are not in names {wanted}: add them to names")
-    context = DataContext.resolve(data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress)
+    context = DataContext.resolve(
+        context, data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress
+    )
     store = context.store
     native = _holding(store, _params(None, method), wanted)
     if native is None:
@@ -252,21 +261,23 @@ def _resized_image(name: str, *, native: Entry, shape: tuple[int, int], method: 
 
 
 def load_backgrounds(
-    names: str | Iterable[str] = "all",
+    classes: str | Iterable[str] | None = None,
     *,
     shape: tuple[int, int] | None = None,
     method: str = DEFAULT_METHOD,
     data_dir: PathLike | None = None,
-    download: bool = True,
+    download: bool | None = None,
     mirrors: Sequence[str] | str | None = None,
     offline: bool | None = None,
-) -> list[np.ndarray]:
-    """Load backgrounds as uint8 RGB arrays.
+    context: DataContext | None = None,
+    names: str | Iterable[str] | None = None,
+) -> tuple[list[np.ndarray], np.ndarray, ClassNames]:
+    """Load backgrounds as uint8 RGB arrays, with labels and class names like every loader.
 
     Parameters
     ----------
-    names
-        ``"all"`` (:func:`background_names`), ``"hard"`` (:func:`hard_background_names`),
+    classes
+        None or ``"all"`` (:func:`background_names`), ``"hard"`` (:func:`hard_background_names`),
         or background names: a list, or one space-separated string (``"water ice"``);
         ``["all"]`` and ``["hard"]`` mean ``"all"`` and ``"hard"``. A name may carry its
         file's extension (``"water.jpg"``).
@@ -278,13 +289,24 @@ def load_backgrounds(
     data_dir, mirrors, offline
         As in :func:`prepare_backgrounds`.
     download
-        Fetch and decode the backgrounds missing from the cache first. False reads only
-        the cache (a resized variant is still made from cached native images).
+        Fetch and decode the backgrounds missing from the cache first (None: the
+        context's, by default True). False reads only the cache (a resized variant is
+        still made from cached native images).
+    context
+        A `~glyphforge.context.DataContext` giving every fetch setting at once; the
+        keywords above, when given, override its fields.
+    names
+        Deprecated spelling of ``classes`` (until 0.3).
 
     Returns
     -------
-    list of numpy.ndarray
-        One uint8 ``(H, W, 3)`` array per name, in the order of ``names``.
+    x : list of numpy.ndarray
+        One uint8 ``(H, W, 3)`` array per name, in the order of ``classes`` (the sizes
+        differ unless ``shape`` is given, so this is a list, not one array).
+    y : numpy.ndarray
+        int64 ``(len(x),)``: ``classes[y[i]]`` is the name of ``x[i]``.
+    classes : ClassNames
+        The sorted distinct names loaded.
 
     Raises
     ------
@@ -293,35 +315,39 @@ def load_backgrounds(
     FileNotFoundError
         With ``download=False``, when some backgrounds were never prepared.
     """
-    wanted = check_names(names)
+    if names is not None:
+        warn_deprecated("load_backgrounds(names=...)", "load_backgrounds(classes=...) (or the first argument)")
+        classes = names if classes is None else classes
+    wanted = check_names("all" if classes is None else classes)
     size = None if shape is None else check_shape(shape)
     check_method(method)
-    store = CacheStore.for_data_dir(data_dir)
+    context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+    store = context.store
     entry = _holding(store, _params(size, method), wanted)
     if entry is None:
         native = _holding(store, _params(None, method), wanted)
-        if native is None and not download:
+        if native is None and not context.download:
             have = store.get(KIND, _params(None, method))
             missing = sorted(set(wanted) - set(have.meta["backgrounds"] if have is not None else ()))
             raise FileNotFoundError(
                 f"backgrounds {missing} are not prepared in {store.root}: run prepare_backgrounds(names={missing!r}) "
                 "or `prepare-data backgrounds`, or pass download=True"
             )
-        prepared = prepare_backgrounds(
-            names=wanted, shapes=[] if size is None else [size], method=method, data_dir=data_dir, mirrors=mirrors,
-            offline=offline,
-        )
-        entry = prepared[-1]
-    return [entry.load(entry.meta["backgrounds"][name]["file"]) for name in wanted]
+        entry = prepare_backgrounds(names=wanted, shapes=[] if size is None else [size], method=method,
+                                    context=context)[-1]
+    found = ClassNames(sorted(set(wanted)))
+    x = [entry.load(entry.meta["backgrounds"][name]["file"]) for name in wanted]
+    return x, np.array([found.index(name) for name in wanted], np.int64), found
 
 
 def preview_examples(
-    entry: Entry, n: int, rng: np.random.Generator, data_dir: PathLike | None
+    entry: Entry, n: int, rng: np.random.Generator, data_dir: PathLike | None = None, *,
+    context: DataContext | None = None,
 ) -> tuple[list[np.ndarray], list[str]]:
     """Return the first ``n`` backgrounds of ``entry`` (in name order) and their names (registry ``preview``).
 
-    Reads the entry only; ``rng`` and ``data_dir`` are part of the contract and unused
-    (a preview shows the backgrounds themselves, in a fixed order).
+    Reads the entry only; ``rng``, ``data_dir`` and ``context`` are part of the contract
+    and unused (a preview shows the backgrounds themselves, in a fixed order).
     """
     names = list(entry.meta["backgrounds"])[:n]
     return [entry.load(entry.meta["backgrounds"][name]["file"]) for name in names], names

@@ -53,7 +53,8 @@ import numpy as np
 from glyphforge._checks import PathLike, check_shape
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import MapStyleDataset
-from glyphforge.cache import CacheStore, Entry
+from glyphforge.cache import Entry
+from glyphforge.context import DataContext
 from glyphforge.datasets._classes import BLANK, ClassNames
 from glyphforge.datasets._omniglot_archive import N_DRAWERS, NATIVE_SHAPE, PARALLEL_MIN_IMAGES, OmniglotFormatError
 from glyphforge.datasets._omniglot_catalog import Catalog, OmniglotClass, select_drawers
@@ -86,17 +87,21 @@ def omniglot_classes(
     sets: str | Iterable[str] = DEFAULT_SETS,
     *,
     data_dir: PathLike | None = None,
-    download: bool = True,
+    download: bool | None = None,
     mirrors: Sequence[str] | str | None = None,
     offline: bool | None = None,
+    context: DataContext | None = None,
 ) -> list[str]:
     """Return the sorted class names of ``sets``, e.g. ``["Alphabet_of_the_Magi,1", ...]``.
 
     The names come from the converted sets (prepared first when ``download``). When
     several selected sets hold the same alphabet, its classes are qualified by set
-    (``"small1/Latin,3"``, ``"small2/Latin,3"``): see the module docstring.
+    (``"small1/Latin,3"``, ``"small2/Latin,3"``): see the module docstring. The fetch
+    keywords and ``context`` are those of :func:`load_omniglot`.
     """
-    catalog = open_catalog(sets, None, DEFAULT_METHOD, data_dir, download, mirrors, offline)
+    catalog = open_catalog(sets, None, DEFAULT_METHOD, DataContext.resolve(
+        context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline
+    ))
     return sorted(item.name for item in catalog.all_classes())
 
 
@@ -140,9 +145,10 @@ def load_omniglot(
     seed: int | None = None,
     method: str = DEFAULT_METHOD,
     data_dir: PathLike | None = None,
-    download: bool = True,
+    download: bool | None = None,
     mirrors: Sequence[str] | str | None = None,
     offline: bool | None = None,
+    context: DataContext | None = None,
 ) -> tuple[np.ndarray, np.ndarray, ClassNames]:
     """Load Omniglot characters as a shuffled labelled array, reading only their alphabets' files.
 
@@ -173,7 +179,10 @@ def load_omniglot(
     data_dir, mirrors, offline
         As in :func:`prepare_omniglot`.
     download
-        Prepare missing sets (fetching their zips) first.
+        Prepare missing sets (fetching their zips) first (None: the context's, by default True).
+    context
+        A `~glyphforge.context.DataContext` giving every fetch setting at once; the
+        keywords above, when given, override its fields.
 
     Returns
     -------
@@ -194,7 +203,8 @@ def load_omniglot(
         With ``download=False``, when a set is not prepared (the message names the command).
     """
     drawers = select_drawers(indices, example_range)
-    catalog = open_catalog(sets, shape, method, data_dir, download, mirrors, offline)
+    context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+    catalog = open_catalog(sets, shape, method, context)
     chosen = catalog.select(classes)
     x, y, names = _labelled(catalog, chosen, drawers, include_blank=include_blank, seed=seed)
     if one_hot:
@@ -213,7 +223,7 @@ class Omniglot(MapStyleDataset):
 
     Parameters
     ----------
-    classes, sets, shape, indices, example_range, include_blank, method, data_dir, download, mirrors, offline
+    classes, sets, shape, indices, example_range, include_blank, method, data_dir, download, mirrors, offline, context
         As in :func:`load_omniglot`.
     transform
         Applied to each image by ``ds[i]`` (e.g. a torchvision transform).
@@ -231,12 +241,14 @@ class Omniglot(MapStyleDataset):
         method: str = DEFAULT_METHOD,
         transform: Callable[[np.ndarray], Any] | None = None,
         data_dir: PathLike | None = None,
-        download: bool = True,
+        download: bool | None = None,
         mirrors: Sequence[str] | str | None = None,
         offline: bool | None = None,
+        context: DataContext | None = None,
     ) -> None:
         drawers = select_drawers(indices, example_range)
-        catalog = open_catalog(sets, shape, method, data_dir, download, mirrors, offline)
+        context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+        catalog = open_catalog(sets, shape, method, context)
         chosen = catalog.select(classes)
         images = catalog.stack(chosen, drawers).reshape(-1, *catalog.shape)
         if include_blank:
@@ -260,19 +272,21 @@ class Omniglot(MapStyleDataset):
 
 # -- registry parts (glyphforge.datasets.registry) ----------------------------------------
 def preview_examples(
-    entry: Entry, n: int, rng: np.random.Generator, data_dir: PathLike | None
+    entry: Entry, n: int, rng: np.random.Generator, data_dir: PathLike | None = None, *,
+    context: DataContext | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Return ``n`` drawings of distinct classes of ``entry``'s set and shape, and their class names.
 
-    Reads the cache only. The classes and one drawer (shared by all) are picked with ``rng``.
+    Reads the cache of ``data_dir`` (or ``context``) only. The classes and one drawer
+    (shared by all) are picked with ``rng``.
     """
     set_name = entry.params["set"]
-    names = omniglot_classes(sets=(set_name,), data_dir=data_dir, download=False)
+    context = DataContext.resolve(context, data_dir=data_dir, download=False)
+    names = omniglot_classes(sets=(set_name,), context=context)
     chosen = rng.choice(names, size=min(n, len(names)), replace=False).tolist()
     x, y, classes = load_omniglot(
         chosen, sets=(set_name,), shape=tuple(entry.params["shape"]), indices=[int(rng.integers(N_DRAWERS))],
-        seed=int(rng.integers(2**32)), method=entry.params.get("resize", DEFAULT_METHOD), data_dir=data_dir,
-        download=False,
+        seed=int(rng.integers(2**32)), method=entry.params.get("resize", DEFAULT_METHOD), context=context,
     )
     return x, [classes[int(label)] for label in y]
 
@@ -282,7 +296,8 @@ def glyph_images(
     *,
     example_range: tuple[float, float] | None,
     shape: tuple[int, int] | None,
-    data_dir: PathLike | None,
+    data_dir: PathLike | None = None,
+    context: DataContext | None = None,
     sets: str | Iterable[str] = DEFAULT_SETS,
 ) -> tuple[np.ndarray, np.ndarray, ClassNames]:
     """The glyphs scenes draw: every selected drawing of ``classes``, box-resized to ``shape``; cache only.
@@ -303,8 +318,8 @@ def glyph_images(
         The drawers of every class (see :func:`load_omniglot`); None for all 20.
     shape
         The glyphs' ``(height, width)``; None for 105x105.
-    data_dir
-        The data dir whose cache is read.
+    data_dir, context
+        The data dir whose cache is read (``context``'s, unless ``data_dir`` is given).
     sets
         The Omniglot sets (as in :func:`load_omniglot`).
 
@@ -318,7 +333,7 @@ def glyph_images(
     drawers = select_drawers(None, example_range)
     names = check_sets(sets)
     size = NATIVE_SHAPE if shape is None else check_shape(shape)
-    store = CacheStore.for_data_dir(data_dir)
+    store = DataContext.resolve(context, data_dir=data_dir).store
     found = {name: store.get(KIND, params(name, size, GLYPH_METHOD)) for name in names}
     resize: Callable[[np.ndarray], np.ndarray] | None = None
     if any(entry is None for entry in found.values()):  # not prepared at this shape: resize the 105x105 drawings
