@@ -29,7 +29,6 @@ _EXPORTS: dict[str, str] = {
     "resize": "glyphforge.pipelines.resize",
     # datasets (each dataset's own names come from its registry record: see below)
     "load": "glyphforge.datasets.registry",
-    "DataContext": "glyphforge.context",
     "ClassNames": "glyphforge.datasets._classes",
     # parallel builds
     "open_session": "glyphforge.session",
