@@ -31,22 +31,12 @@ FONT = "font"
 FrozenOptions = tuple[tuple[str, Any], ...]
 
 
-#: The context fields each registry part takes today, as loose keywords (see `dataset_part`).
-_PART_FIELDS = {
-    "prepare": ("data_dir", "mirrors", "offline", "verify", "progress"),
-    "load": ("data_dir", "mirrors", "offline", "download"),
-    "preview": ("data_dir",),
-    "glyphs": ("data_dir",),
-}
-
-
 def dataset_part(dataset: str, part: str, context: DataContext) -> Callable[..., Any]:
-    """Return registry part ``part`` of ``dataset`` with ``context``'s fields bound as keywords.
+    """Return registry part ``part`` of ``dataset`` with ``context`` bound (``context=context``).
 
-    Every dataset's parts take the fetch settings as the loose keywords ``data_dir``,
-    ``mirrors``, ``offline``, ``verify``, ``progress`` and ``download`` (each part the ones
-    in :data:`_PART_FIELDS`); this is the one place that turns a context into them, and
-    the one place to switch to ``context=context`` once every dataset's parts take it.
+    Every dataset's parts take the data context (see `glyphforge.datasets.registry`): this is
+    how glyphforge calls them, so the one context resolved from the command line or a
+    build's arguments reaches each dataset.
 
     Parameters
     ----------
@@ -65,7 +55,7 @@ def dataset_part(dataset: str, part: str, context: DataContext) -> Callable[...,
     ref = getattr(registry.get(dataset), part)
     if ref is None:
         raise ValueError(f"scenes cannot draw glyphs from {dataset!r}: use one of {', '.join(glyph_sources())}")
-    return functools.partial(registry.resolve(ref), **{name: getattr(context, name) for name in _PART_FIELDS[part]})
+    return functools.partial(registry.resolve(ref), context=context)
 
 
 def glyph_sources() -> tuple[str, ...]:

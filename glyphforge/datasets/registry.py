@@ -6,10 +6,11 @@ A record names a dataset and says where its parts are; the parts are named as
 callables. The registry knows nothing of argparse: a record's command-line options are
 typed `Option` s, which the CLI (`glyphforge.cli_args.add_option`) turns into arguments.
 
-Adding a dataset is one module (``glyphforge/datasets/<name>.py``; datasets of one
-form may share one, as MNIST, Fashion-MNIST and KMNIST share ``mnist_family.py``) and
-one `register` call (in this module's list :data:`BUILT_IN` for the datasets glyphforge
-ships). A name is lowercase, an identifier or identifiers joined by hyphens
+Adding a dataset is one module (``glyphforge/datasets/<name>.py``) and one `register`
+call (in this module's list :data:`BUILT_IN` for the datasets glyphforge ships). A dataset
+stored as one file per class (EMNIST, the MNIST family, any IDX set of that shape) is a
+declaration of its resources, configs, reader and default resize
+(`glyphforge.datasets._class_files.Declaration`), which gives it every part. A name is lowercase, an identifier or identifiers joined by hyphens
 (``"emnist"``, ``"fashion-mnist"``): it is also the cache kind, the folder of the
 upstream files in ``raw/`` and on mirrors, and the ``prepare-data`` argument. Its parts
 follow these contracts (``context`` is a `glyphforge.context.DataContext`):
