@@ -1,13 +1,14 @@
 """`BuiltDataset`: the reader of a built dataset, at any size, with bounded memory.
 
-An entry made by `glyphforge.build` holds one file, ``arrays.pklz``: the shard files
+An entry made by `glyphforge.build` holds two files. ``arrays.pklz``: the shard files
 joined without recompression, so a plain multi-member gzip file (stdlib ``gzip``
-reads it whole) whose member ``i`` is the pickle of shard ``i``'s dict of arrays. The
-manifest's ``meta`` records ``n_examples``, ``n_shards``, ``layout`` (each array's
-dtype and per-example shape), ``metadata`` (what the spec's optional ``metadata()``
-returned, e.g. the scenes' ``class_names``) and ``index``: each shard's byte offset,
-byte length and row range (see `glyphforge.builds.index`), so a reader seeks to one
-member and decodes only it.
+reads it whole) whose member ``i`` is the pickle of shard ``i``'s dict of arrays; and
+``index.npy``: each shard's byte offset, byte length and row range (see
+`glyphforge.builds.index`; glyphforge 0.2 kept it in the manifest's ``meta["index"]``),
+so a reader seeks to one member and decodes only it. The manifest's ``meta`` records
+``n_examples``, ``n_shards``, ``layout`` (each array's dtype and per-example shape) and
+``metadata`` (what the spec's optional ``metadata()`` returned, e.g. the scenes'
+``class_names``).
 
 Reading:
 
@@ -129,7 +130,7 @@ class BuiltDataset:
         """Where each shard is in ``arrays.pklz`` and which rows it holds (checked against the file)."""
         if self._index is None:
             where = str(self.path / ARRAYS_FILE)
-            index = ShardIndex.from_meta(self.entry.meta, self.entry.params, where)
+            index = ShardIndex.of_entry(self.entry, where)
             index.check(len(self), where)
             self._index = index
         return self._index
@@ -351,7 +352,7 @@ def lost_shards(entry: Entry, size: int) -> str | None:
     """
     if size >= entry.manifest["files"][ARRAYS_FILE]["size"]:
         return None
-    index = ShardIndex.from_meta(entry.meta, entry.params, str(entry.path / ARRAYS_FILE))
+    index = ShardIndex.of_entry(entry, str(entry.path / ARRAYS_FILE))
     first = index.first_lost(size)
     intact = index.describe(0, first - 1) if first else "none"
     return f"Lost: {index.describe(first, len(index) - 1)}; intact: {intact}"
