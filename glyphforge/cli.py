@@ -12,6 +12,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from glyphforge.builds.builder import SpecError
 from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry
-from glyphforge.cache.store import read_entry
+from glyphforge.cache.store import Eviction, read_entry
 from glyphforge.cli_args import (
     UsageError,
     add_scene_arguments,
@@ -32,7 +33,7 @@ from glyphforge.cli_args import (
 )
 from glyphforge.datasets import registry
 from glyphforge.session import check_session
-from glyphforge.textfmt import count, human_size, table
+from glyphforge.textfmt import count, human_size, parse_size, table
 
 
 # -- shared argument parsing -----------------------------------------------
@@ -263,7 +264,37 @@ def _cache_gc(args: argparse.Namespace) -> int:
     _print_removed(removed)
     for problem in store.unreadable():
         print(f"left alone: {problem}", file=sys.stderr)
+    if args.max_size is not None:
+        _print_eviction(store.evict(args.max_size))
     return 0
+
+
+def _print_eviction(eviction: Eviction) -> None:
+    """Say what `CacheStore.evict` removed and left, and the size now."""
+    for entry in eviction.evicted:
+        print(f"evicted {entry.kind} {entry.key[:12]} ({human_size(entry.size_bytes)}, last used "
+              f"{_when(entry.last_used)})")
+    for entry in eviction.in_use:
+        print(f"kept {entry.kind} {entry.key[:12]} ({human_size(entry.size_bytes)}): in use by a process reading it")
+    now, limit, before = (human_size(size) for size in (eviction.size_after, eviction.limit, eviction.size_before))
+    print(f"{count(len(eviction.evicted), 'entry', 'entries')} evicted; the cache holds {now} (limit {limit}, "
+          f"was {before})")
+    if not eviction.fits:
+        print(f"the cache is still over {human_size(eviction.limit)}: what is left is in use (or never read since "
+              "made, and newer); run `glyphforge cache gc --max-size` again once those processes are done",
+              file=sys.stderr)
+
+
+def _when(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _byte_size(text: str) -> int:
+    """Parse a size such as 20GB (argparse type)."""
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _print_removed(removed: list[Path]) -> None:
@@ -371,7 +402,11 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     rm = command("rm", "remove one entry by key (or a unique prefix of 6+ characters)",
                  "glyphforge cache rm 3fa2c81b9d", _cache_rm, cache_commands)
     rm.add_argument("key")
-    command("gc", "remove abandoned temporaries and broken entries", "glyphforge cache gc", _cache_gc, cache_commands)
+    gc = command("gc", "remove abandoned temporaries and broken entries; with --max-size, evict the least recently "
+                 "used entries", "glyphforge cache gc --max-size 20GB", _cache_gc, cache_commands)
+    gc.add_argument("--max-size", type=_byte_size, metavar="SIZE",
+                    help="then remove the least recently used entries until the cache fits SIZE (20GB, 500MB, "
+                         "1.5TiB or bytes); entries a process is reading are never removed")
 
     preview = command("preview", "write a PNG grid of examples of a dataset or a cache entry",
                       "glyphforge preview emnist --out emnist.png", _preview)

@@ -22,12 +22,15 @@ Reading:
 * ``ds.arrays``: everything at once, refused beyond ``arrays_limit`` bytes.
 
 A `BuiltDataset` pickles as a handle (its entry's path and key), never its arrays, so
-DataLoader workers and Dask tasks receive a few hundred bytes.
+DataLoader workers and Dask tasks receive a few hundred bytes. An open one holds its
+entry's read lock (`glyphforge.cache.locks.ReadLock`) until ``ds.close()`` or until it is
+garbage collected, so ``glyphforge cache gc --max-size`` never evicts it.
 """
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,6 +100,9 @@ class BuiltDataset:
         self._index: ShardIndex | None = None
         self._decoded: OrderedDict[int, Shard] = OrderedDict()
         self._lock = threading.Lock()
+        self._read_lock = entry.read_lock()  # held while the dataset is open: `cache gc --max-size` leaves it alone
+        self._read_lock.acquire()
+        weakref.finalize(self, self._read_lock.release)
 
     # -- what it is -------------------------------------------------------------
     @property
@@ -141,6 +147,13 @@ class BuiltDataset:
     def __repr__(self) -> str:
         arrays = list(self.entry.meta["layout"])
         return f"<BuiltDataset {self.entry.kind} {self.key[:12]}: {len(self)} examples, arrays {arrays}>"
+
+    def close(self) -> None:
+        """Let the entry go: release its read lock, so `glyphforge cache gc --max-size` may evict it.
+
+        The dataset holds the lock from its creation until this, or until it is garbage collected.
+        """
+        self._read_lock.release()
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as a handle: the entry's path and key, never the arrays."""

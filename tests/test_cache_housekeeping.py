@@ -1,0 +1,123 @@
+"""Cache housekeeping: eviction by size (never an entry in use), raw files in ls/verify/gc (issue 23)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from glyphforge.builds import build
+from glyphforge.cache import CacheStore, Entry
+from glyphforge.textfmt import human_size, parse_size
+
+from support.cli import run
+from support.specs import RowSpec
+
+#: Opens the built dataset in a data dir and holds it (its read lock) until stdin closes; then reads it again.
+_HOLDER = textwrap.dedent("""
+    import sys
+    from glyphforge.builds.dataset import find_built
+    dataset = find_built(sys.argv[2], sys.argv[1])
+    print(dataset.take([0])["row"].tolist(), flush=True)
+    sys.stdin.read()
+    print(dataset.take([len(dataset) - 1])["row"].tolist(), flush=True)
+    """)
+
+
+def _blob(store: CacheStore, number: int, n_bytes: int) -> Entry:
+    """An entry of ``n_bytes`` random (incompressible) bytes."""
+    data = np.random.default_rng(number).integers(0, 256, n_bytes, dtype=np.uint8)
+    with store.create("test-blob", {"number": number}) as writer:
+        writer.write("data.pklz", data)
+    entry = store.get("test-blob", {"number": number})
+    assert entry is not None
+    return entry
+
+
+def test_gc_max_size_evicts_least_recently_used_first_and_never_an_entry_another_process_reads(tmp_path):
+    built = build(RowSpec(n_examples=300, shard_size=100), data_dir=tmp_path, progress=False)
+    built.close()
+    store = CacheStore.for_data_dir(tmp_path)
+    blobs = [_blob(store, number, 200_000) for number in range(3)]
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path), built.key], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "[0]\n"  # it holds the build open
+        for blob in blobs:  # used after the build: the build is the least recently used entry
+            time.sleep(0.05)  # file times advance by the kernel's clock tick (a few ms): uses a tick apart
+            assert blob.load("data.pklz").nbytes == 200_000
+        entries = {entry.key: entry for entry in store.ls()}
+        order = sorted(entries.values(), key=lambda entry: entry.last_used)
+        assert [entry.key for entry in order] == [built.key, *(blob.key for blob in blobs)]
+        sizes = [entries[blob.key].size_bytes for blob in blobs]
+        built_size = entries[built.key].size_bytes
+        before = built_size + sum(sizes)
+        limit = built_size + sizes[2]  # fits only once the two older blobs go, as the build may not
+
+        done = run("glyphforge", "cache", "gc", "--max-size", str(limit), "--data-dir", tmp_path)
+
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert lines[0] == "0 item(s) removed"
+        assert [line.split(" (")[0] for line in lines[1:4]] == [
+            f"evicted test-blob {blobs[0].key[:12]}", f"evicted test-blob {blobs[1].key[:12]}",
+            f"kept test-rows {built.key[:12]}"]
+        assert lines[1].startswith(f"evicted test-blob {blobs[0].key[:12]} ({human_size(sizes[0])}, last used 20")
+        assert lines[3] == (f"kept test-rows {built.key[:12]} ({human_size(built_size)}): in use by a process "
+                            "reading it")
+        assert lines[4] == (f"2 entries evicted; the cache holds {human_size(limit)} (limit {human_size(limit)}, "
+                            f"was {human_size(before)})")
+        assert sorted(entry.key for entry in store.ls()) == sorted([built.key, blobs[2].key])
+        assert not blobs[0].path.exists() and not blobs[1].path.exists()
+        holder.stdin.close()  # type: ignore[union-attr]
+        assert holder.stdout.readline() == "[299]\n"  # the kept build still reads
+        assert holder.wait(timeout=60) == 0
+    finally:
+        holder.kill()
+        holder.wait()
+
+    done = run("glyphforge", "cache", "gc", "--max-size", str(sizes[2]), "--data-dir", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"evicted test-rows {built.key[:12]}" in done.stdout  # released: now the least recently used goes
+    assert [entry.key for entry in store.ls()] == [blobs[2].key]
+
+
+def test_an_open_built_dataset_is_in_use_until_closed(tmp_path):
+    dataset = build(RowSpec(n_examples=200, shard_size=100), data_dir=tmp_path, progress=False)
+    store = CacheStore.for_data_dir(tmp_path)
+    eviction = store.evict(0)
+    assert [entry.key for entry in eviction.in_use] == [dataset.key] and not eviction.evicted
+    assert not eviction.fits and eviction.size_after == eviction.size_before > 0
+    dataset.close()
+    assert [entry.key for entry in store.evict("0B").evicted] == [dataset.key]
+    assert store.ls() == [] and not dataset.path.exists()
+
+
+def test_gc_max_size_removes_nothing_when_the_cache_fits(tmp_path):
+    store = CacheStore.for_data_dir(tmp_path)
+    blob = _blob(store, 0, 1000)
+    removed = store.gc(max_size="1MB")
+    assert removed == [] and [entry.key for entry in store.ls()] == [blob.key]
+    assert store.gc(max_size=0) == [blob.path]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("20GB", 20 * 10**9), ("500MB", 500 * 10**6), ("1.5TiB", 3 * 2**39), ("1000000", 10**6), ("2 kib", 2048),
+    ("0", 0), ("7B", 7),
+])
+def test_sizes_are_parsed(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["20 gigs", "-1", "1e3GB", "", "GB", "20GBs"])
+def test_a_bad_max_size_exits_2_before_any_work(tmp_path, text):
+    store = CacheStore.for_data_dir(tmp_path)
+    blob = _blob(store, 0, 1000)
+    done = run("glyphforge", "cache", "gc", "--max-size", text, "--data-dir", tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert (f"argument --max-size: {text!r} is not a size: give bytes (1000000) or a number and a unit, such as "
+            "500MB, 20GB or 1.5TiB (KB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB: powers of 1024)") in done.stderr
+    assert [entry.key for entry in store.ls()] == [blob.key]
