@@ -23,17 +23,25 @@ follow these contracts:
 ``glyphs(classes, *, example_range, shape, data_dir, **options) -> (images, labels, class_names)``
     Optional: glyph images scenes may draw, read from the cache only (the build's
     driver prepares them first with ``prepare(shapes=[shape], **glyph_prepare, **options)``).
+``resources``
+    Optional: the dataset's upstream files (`glyphforge.pipelines.download.Resource`), named
+    as a Resource, a mapping or a sequence of them, or a function of no arguments returning
+    them; read by `resources`, for ``glyphforge cache ls/verify/gc`` on ``raw/``.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from glyphforge.cli_args import existing_file, local_workers
+
+if TYPE_CHECKING:
+    from glyphforge.pipelines.download import Resource
 
 #: A part of a dataset: a callable, or ``"module:attribute"`` naming one (imported on use).
 Ref = str | Callable[..., Any]
@@ -82,6 +90,8 @@ class DatasetRecord:
     options: tuple[Option, ...] = ()
     default_resize: str = "box"
     """The resize method of the dataset's resized variants and loaders (README: "Resizing")."""
+    resources: Ref | None = None
+    """The upstream files (see the module docstring); None: none declared."""
 
 
 _REGISTRY: dict[str, DatasetRecord] = {}
@@ -119,6 +129,27 @@ def get(name: str) -> DatasetRecord:
         raise KeyError(f"no dataset {name!r} is registered; the registered ones are {known}") from None
 
 
+def resources(name: str) -> list[Resource]:
+    """Return the upstream files dataset ``name`` declares (none for a name not registered, or none declared)."""
+    from glyphforge.pipelines.download import Resource
+
+    record = _REGISTRY.get(name)
+    if record is None or record.resources is None:
+        return []
+    declared: Any = resolve(record.resources)
+    if callable(declared):
+        declared = declared()
+    if isinstance(declared, Resource):
+        return [declared]
+    return list(declared.values() if isinstance(declared, Mapping) else declared)
+
+
+def _mnist_family_files(name: str) -> Iterable[Resource]:
+    """The four files of the MNIST-family dataset ``name`` (imported on use)."""
+    family = importlib.import_module("glyphforge.datasets._mnist_files").DATASETS[name]
+    return family.resources.values()
+
+
 def glyph_sources() -> list[str]:
     """Return the registered datasets that scenes can draw glyphs from, sorted."""
     return [name for name in registered() if _REGISTRY[name].glyphs is not None]
@@ -141,6 +172,7 @@ BUILT_IN = (
                     "metavar": "ZIP"}),
         ),
         default_resize="box",
+        resources="glyphforge.datasets._emnist_archive:EMNIST_ZIP",
     ),
     DatasetRecord(
         name="omniglot",
@@ -158,6 +190,7 @@ BUILT_IN = (
                    {"type": local_workers, "metavar": "N"}),
         ),
         default_resize="area",
+        resources="glyphforge.datasets._omniglot_prepare:RESOURCES",
     ),
     DatasetRecord(
         name="backgrounds",
@@ -170,6 +203,7 @@ BUILT_IN = (
                    "such as water ice (default all)", {"nargs": "+", "metavar": "NAME"}),
         ),
         default_resize="bilinear",
+        resources="glyphforge.datasets.backgrounds:RESOURCES",
     ),
     DatasetRecord(
         name="mnist",
@@ -180,6 +214,7 @@ BUILT_IN = (
         glyphs="glyphforge.datasets.mnist_family:mnist_glyph_images",
         glyph_classes="glyphforge.datasets.mnist_family:mnist_classes",
         default_resize="box",
+        resources=functools.partial(_mnist_family_files, "mnist"),
     ),
     DatasetRecord(
         name="fashion-mnist",
@@ -190,6 +225,7 @@ BUILT_IN = (
         glyphs="glyphforge.datasets.mnist_family:fashion_mnist_glyph_images",
         glyph_classes="glyphforge.datasets.mnist_family:fashion_mnist_classes",
         default_resize="box",
+        resources=functools.partial(_mnist_family_files, "fashion-mnist"),
     ),
     DatasetRecord(
         name="kmnist",
@@ -200,6 +236,7 @@ BUILT_IN = (
         glyphs="glyphforge.datasets.mnist_family:kmnist_glyph_images",
         glyph_classes="glyphforge.datasets.mnist_family:kmnist_classes",
         default_resize="box",
+        resources=functools.partial(_mnist_family_files, "kmnist"),
     ),
 )
 
