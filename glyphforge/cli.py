@@ -296,7 +296,13 @@ def _cache_gc(args: argparse.Namespace) -> int:
     if args.raw:
         _collect_raw(args, store)
     if args.max_size is not None:
-        _print_eviction(store.evict(args.max_size))
+        try:
+            eviction = store.evict(args.max_size)
+        except CleanupError as error:
+            for path in error.removed:
+                print(f"evicted {path}")
+            raise
+        _print_eviction(eviction)
     return 0
 
 

@@ -263,7 +263,11 @@ class ReadLock:
         fd = _open_lock_file(self.path)
         if fd is None:
             return
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError:  # a file system without locks (some NFS mounts: ENOLCK): read unlocked, as without flock
+            os.close(fd)
+            return
         try:
             os.utime(fd)
         except OSError:  # another user's file, read-only: used, but not marked
@@ -305,7 +309,7 @@ def exclusive(path: Path) -> Iterator[bool]:
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except OSError:  # held by a reader (EWOULDBLOCK), or no locks on this file system: not known to be unused
             yield False
         else:
             yield True

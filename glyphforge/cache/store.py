@@ -576,21 +576,35 @@ class CacheStore:
         ------
         ValueError
             When ``max_size`` is not a size.
+        CleanupError
+            After evicting all it could, when an entry it should evict is another user's that this
+            one may not delete; the message names each, its owner and what to do.
         OSError
             Where there are no POSIX file locks (see :mod:`glyphforge.cache.locks`).
         """
         limit = parse_size(max_size)
         entries = sorted(self.ls(), key=lambda entry: entry.last_used)
         size = before = sum(entry.size_bytes for entry in entries)
-        evicted, in_use = [], []
+        evicted, in_use, failed = [], [], []
         for entry in entries:
             if size <= limit:
                 break
-            if self._evict(entry):
+            try:
+                taken = self._evict(entry)
+            except OSError as error:  # another user's entry this one may not delete
+                failed.append(_failure(entry.path, error))
+                continue
+            if taken:
                 evicted.append(entry)
                 size -= entry.size_bytes
             else:
                 in_use.append(entry)
+        if failed:
+            raise CleanupError(
+                f"`glyphforge cache gc --max-size` evicted {len(evicted)} entries but could not remove "
+                f"{len(failed)}: " + "; ".join(failed) + ". Where they are another user's, ask their owner to "
+                "remove them (`glyphforge cache rm KEY`), or to let the group write their files (`chmod -R g+rwX` "
+                "on them, and `umask 002` from then on).", [entry.path for entry in evicted])
         return Eviction(limit, before, size, tuple(evicted), tuple(in_use))
 
     def _evict(self, entry: Entry) -> bool:
@@ -658,15 +672,20 @@ class CacheStore:
         if error is None:
             removed.append(path)
         else:
-            where = error.filename or path
-            why = os.strerror(error.errno) if error.errno else str(error)
-            failed.append(f"{path} ({why} at {where}: {describe_owner(where)})")
+            failed.append(_failure(path, error))
 
     def _remove_staging(self, path: Path) -> OSError | None:
         """Delete an abandoned staging directory (`remove_tree`), holding its key's lock (none: `LockTimeoutError`)."""
         key = path.name[len(_STAGING_PREFIX):].rsplit("-", 1)[0]
         with self._locked(path.parent.name, key, timeout=0):
             return remove_tree(path)
+
+
+def _failure(path: Path, error: OSError) -> str:
+    """Why ``path`` could not be removed, for `CleanupError`: the error, where, and whose that is."""
+    where = error.filename or path
+    why = os.strerror(error.errno) if error.errno else str(error)
+    return f"{path} ({why} at {where}: {describe_owner(where)})"
 
 
 def _listing(folder: Path) -> list[Path]:
