@@ -228,3 +228,16 @@ def test_a_download_replaced_by_hand_is_no_longer_glyphforges_and_is_never_colle
 
     assert collected.stdout.splitlines()[-1] == "0 upstream files removed (0 B); 1 placed by hand left as they are"
     assert water.is_file()
+
+
+def test_an_entry_being_iterated_is_in_use_until_the_iterator_ends(tmp_path):
+    store = CacheStore.for_data_dir(tmp_path)
+    blob = _blob(store, 0, 1000)
+    made = blob.last_used
+    time.sleep(0.05)  # file times advance by the kernel's clock tick
+    items = blob.iter("data.pklz")
+    assert next(items).nbytes == 1000
+    assert blob.last_used > made  # the read lock marked the use
+    assert [entry.key for entry in store.evict(0).in_use] == [blob.key]
+    assert list(items) == []  # exhausted: the lock is let go
+    assert [entry.key for entry in store.evict(0).evicted] == [blob.key]
