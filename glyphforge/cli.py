@@ -12,6 +12,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,8 @@ from glyphforge.builds.builder import SpecError
 from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.builds.scene_sources import dataset_part
-from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry
-from glyphforge.cache.store import read_entry
+from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry, raw
+from glyphforge.cache.store import Eviction, read_entry
 from glyphforge.cli_args import (
     UsageError,
     add_option,
@@ -35,7 +36,7 @@ from glyphforge.cli_args import (
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.session import check_session
-from glyphforge.textfmt import count, human_size, table
+from glyphforge.textfmt import count, human_size, parse_size, table
 
 
 # -- shared argument parsing -----------------------------------------------
@@ -220,7 +221,22 @@ def _cache_ls(args: argparse.Namespace) -> int:
           else f"the cache at {store.root} is empty")
     for problem in unreadable:
         print(f"not listed: {problem}", file=sys.stderr)
+    files = _raw_files(args, rehash=False)
+    if files:
+        print(f"\nupstream files in {_raw_root(args)}:")
+        print(table(["dataset", "file", "size", "origin", "hash"],
+                    [[file.dataset, file.path.name, human_size(file.size), file.origin, raw.STATES[file.state]]
+                     for file in files]))
     return 0
+
+
+def _raw_root(args: argparse.Namespace) -> Path:
+    return config.data_dir(args.data_dir) / "raw"
+
+
+def _raw_files(args: argparse.Namespace, rehash: bool) -> list[raw.RawFile]:
+    """The files of ``<data dir>/raw/``, checked against the hashes their datasets pin (see `glyphforge.cache.raw`)."""
+    return raw.raw_files(_raw_root(args), registry.resources, rehash=rehash)
 
 
 def _describe_params(params: dict[str, Any], width: int = 60) -> str:
@@ -241,7 +257,7 @@ def _describe_params(params: dict[str, Any], width: int = 60) -> str:
 
 def _cache_verify(args: argparse.Namespace) -> int:
     store = CacheStore.for_data_dir(args.data_dir)
-    problems = store.verify()
+    problems = store.verify() + _raw_problems(_raw_files(args, rehash=True))
     for problem in problems:
         print(f"{'UNREADABLE' if problem.unreadable else 'CORRUPT'} {problem}{_lost_shards_note(problem)}")
     broken = sum(not problem.unreadable for problem in problems)
@@ -255,6 +271,20 @@ def _cache_verify(args: argparse.Namespace) -> int:
         return 1
     print(f"all {count(len(store.ls()), 'entry', 'entries')} in {store.root} verified")
     return 0
+
+
+def _raw_problems(files: list[raw.RawFile]) -> list[CacheProblem]:
+    """A download that no longer has its pinned hash is a problem; a custom copy placed by hand is named, not one."""
+    for file in files:
+        if file.state == "differs" and not file.downloaded:
+            print(f"CUSTOM {file.path}: placed by hand, {raw.STATES['differs']}")
+    checked = [file for file in files if file.state in ("matches", "differs")]
+    if checked:
+        matching = sum(file.state == "matches" for file in checked)
+        print(f"{count(len(checked), 'upstream file')} hashed: {matching} match the pinned hashes")
+    return [CacheProblem(file.path, "downloaded by glyphforge, but it no longer has the pinned hash (damaged on "
+                         "disk): remove it and run prepare-data again to download it again")
+            for file in files if file.state == "differs" and file.downloaded]
 
 
 def _lost_shards_note(problem: CacheProblem) -> str:
@@ -282,7 +312,56 @@ def _cache_gc(args: argparse.Namespace) -> int:
     _print_removed(removed)
     for problem in store.unreadable():
         print(f"left alone: {problem}", file=sys.stderr)
+    if args.raw:
+        _collect_raw(args, store)
+    if args.max_size is not None:
+        try:
+            eviction = store.evict(args.max_size)
+        except CleanupError as error:
+            for path in error.removed:
+                print(f"evicted {path}")
+            raise
+        _print_eviction(eviction)
     return 0
+
+
+def _collect_raw(args: argparse.Namespace, store: CacheStore) -> None:
+    """Remove the downloads every prepared entry is made from (`glyphforge.cache.raw.remove_downloads`), and say so."""
+    files = _raw_files(args, rehash=False)
+    removed = raw.remove_downloads(files, store.ls())
+    for file in removed:
+        print(f"removed {file.path} ({human_size(file.size)}, downloaded and converted)")
+    placed = sum(not file.downloaded and file.state != "partial" for file in files)
+    print(f"{count(len(removed), 'upstream file')} removed ({human_size(sum(file.size for file in removed))})"
+          + (f"; {placed} placed by hand left as they are" if placed else ""))
+
+
+def _print_eviction(eviction: Eviction) -> None:
+    """Say what `CacheStore.evict` removed and left, and the size now."""
+    for entry in eviction.evicted:
+        print(f"evicted {entry.kind} {entry.key[:12]} ({human_size(entry.size_bytes)}, last used "
+              f"{_when(entry.last_used)})")
+    for entry in eviction.in_use:
+        print(f"kept {entry.kind} {entry.key[:12]} ({human_size(entry.size_bytes)}): in use by a process reading it")
+    now, limit, before = (human_size(size) for size in (eviction.size_after, eviction.limit, eviction.size_before))
+    print(f"{count(len(eviction.evicted), 'entry', 'entries')} evicted; the cache holds {now} (limit {limit}, "
+          f"was {before})")
+    if not eviction.fits:
+        print(f"the cache is still over {human_size(eviction.limit)}: what is left is in use (or never read since "
+              "made, and newer); run `glyphforge cache gc --max-size` again once those processes are done",
+              file=sys.stderr)
+
+
+def _when(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _byte_size(text: str) -> int:
+    """Parse a size such as 20GB (argparse type)."""
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _print_removed(removed: list[Path]) -> None:
@@ -384,13 +463,22 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     cache = commands.add_parser("cache", help="list, verify and clean the cache",
                                 epilog="example:\n  glyphforge cache verify", formatter_class=_Formatter)
     cache_commands = cache.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
-    command("ls", "list cache entries with their sizes", "glyphforge cache ls", _cache_ls, cache_commands)
-    command("verify", "re-hash every cached file against its manifest", "glyphforge cache verify", _cache_verify,
-            cache_commands)
+    command("ls", "list cache entries with their sizes, and the upstream files in raw/ with their hash state",
+            "glyphforge cache ls", _cache_ls, cache_commands)
+    command("verify", "re-hash every cached file against its manifest, and every upstream file against its pinned "
+            "hash", "glyphforge cache verify", _cache_verify, cache_commands)
     rm = command("rm", "remove one entry by key (or a unique prefix of 6+ characters)",
                  "glyphforge cache rm 3fa2c81b9d", _cache_rm, cache_commands)
     rm.add_argument("key")
-    command("gc", "remove abandoned temporaries and broken entries", "glyphforge cache gc", _cache_gc, cache_commands)
+    gc = command("gc", "remove abandoned temporaries and broken entries; with --max-size, evict the least recently "
+                 "used entries", "glyphforge cache gc --max-size 20GB", _cache_gc, cache_commands)
+    gc.add_argument("--raw", action="store_true",
+                    help="also remove upstream files in <data dir>/raw that glyphforge downloaded and has converted "
+                         "into the cache since (never a file placed by hand); making something new from one "
+                         "downloads it again")
+    gc.add_argument("--max-size", type=_byte_size, metavar="SIZE",
+                    help="then remove the least recently used entries until the cache fits SIZE (20GB, 500MB, "
+                         "1.5TiB or bytes); entries a process is reading are never removed")
 
     preview = command("preview", "write a PNG grid of examples of a dataset or a cache entry",
                       "glyphforge preview emnist --out emnist.png", _preview)

@@ -126,7 +126,7 @@ def test_a_subset_grows_into_one_entry(shared_data, http_server, tmp_path):
     np.testing.assert_array_equal(second.load("water.pklz"), water)
     np.testing.assert_array_equal(first.load("water.pklz"), water)  # a reader's older handle still reads
     kind_dir = CacheStore.for_data_dir(tmp_path).root / "backgrounds"
-    assert sorted(p.name for p in kind_dir.iterdir() if not p.name.endswith(".lock")) == [first.key]
+    assert sorted(p.name for p in kind_dir.iterdir() if not p.name.endswith((".lock", ".readers"))) == [first.key]
 
 
 def test_missing_file_fails_clearly_and_keeps_the_entry(shared_data, prepared, monkeypatch):

@@ -3,15 +3,17 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
 from glyphforge.builds.dataset import DatasetTooLargeError, find_built
-from glyphforge.builds.index import ShardIndex
+from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore, CorruptPklzError
 
 from support.specs import RowSpec
@@ -145,6 +147,7 @@ def _damaged_copy(dataset: BuiltDataset, tmp_path, change) -> BuiltDataset:
     with store.create(dataset.entry.kind, {"copy": 1}) as writer:
         data = bytearray((dataset.path / ARRAYS_FILE).read_bytes())
         (writer.path / ARRAYS_FILE).write_bytes(bytes(change(data)))
+        writer.add_file(INDEX_FILE, shutil.copy(dataset.path / INDEX_FILE, tmp_path / INDEX_FILE))
         writer.meta.update(dataset.entry.meta)
     return BuiltDataset(store.get(dataset.entry.kind, {"copy": 1}))
 
@@ -176,18 +179,23 @@ def test_a_flipped_byte_raises_corrupt_pklz_error_naming_the_shard(built, tmp_pa
         _ = damaged.reopened().arrays
 
 
-def test_an_entry_of_the_previous_format_still_reads(built, tmp_path):
-    """glyphforge 0.1 recorded shard_bytes (each member's length) and no index: it is derived."""
+@pytest.mark.parametrize("version", ["0.1", "0.2"])
+def test_an_entry_of_a_previous_format_still_reads(built, tmp_path, version):
+    """glyphforge 0.1 recorded shard_bytes (each member's length) and no index: it is derived; 0.2 kept the
+    index in the manifest's meta["index"]. Neither has an index.npy."""
     dataset, arrays = built
     store = CacheStore.for_data_dir(tmp_path)
-    old_meta = {name: value for name, value in dataset.entry.meta.items() if name != "index"}
-    old_meta["shard_bytes"] = dataset.index.length.tolist()
+    old_meta = dict(dataset.entry.meta)
+    if version == "0.1":
+        old_meta["shard_bytes"] = dataset.index.length.tolist()
+    else:
+        old_meta["index"] = dataset.index.to_meta()
     params = dict(dataset.entry.params)
     with store.create(dataset.entry.kind, params) as writer:
         (writer.path / ARRAYS_FILE).write_bytes((dataset.path / ARRAYS_FILE).read_bytes())
         writer.meta.update(old_meta)
     old = BuiltDataset(store.get(dataset.entry.kind, params))
-    assert "index" not in old.entry.meta
+    assert old.entry.files == [ARRAYS_FILE] and ("index" in old.entry.meta) == (version == "0.2")
     assert old.index.to_meta() == dataset.index.to_meta()
     assert old[-1][1]["row"] == 1029 and np.array_equal(old.take([512, 3])["images"], arrays["images"][[512, 3]])
     assert np.array_equal(old.stream(100, shuffle=False).__iter__().__next__()[1]["row"], np.arange(100))
@@ -214,8 +222,24 @@ def test_find_built_by_kind_or_key(built, tmp_path):
         find_built("scenes", tmp_path)
 
 
-def test_the_manifest_index_is_json(built):
+def test_the_index_is_a_data_file_of_the_entry_not_part_of_the_manifest(built):
     dataset, _ = built
     manifest = json.loads((dataset.path / "manifest.json").read_text())
-    assert set(manifest["meta"]["index"]) == {"offset", "length", "start", "stop"}
-    assert "shard_bytes" not in manifest["meta"]
+    assert "index" not in manifest["meta"] and "shard_bytes" not in manifest["meta"]
+    table = np.load(dataset.path / INDEX_FILE, allow_pickle=False)
+    assert table.dtype == np.int64 and table.shape == (4, dataset.entry.meta["n_shards"])
+    assert manifest["files"][INDEX_FILE]["sha256"] == sha256_file(dataset.path / INDEX_FILE)
+    assert table.tolist() == [dataset.index.offset.tolist(), dataset.index.length.tolist(),
+                              dataset.index.start.tolist(), dataset.index.stop.tolist()]
+
+
+def test_a_damaged_index_file_is_refused_naming_it(tmp_path):
+    copy = tmp_path / "copy" / "index.npy"
+    copy.parent.mkdir()
+    np.save(copy, np.zeros((3, 2), np.int64))
+    with pytest.raises(ValueError, match=r"x: its shard index .*index\.npy holds a int64 array of shape \(3, 2\), "
+                                         r"not int64 of shape \(4, shards\)"):
+        ShardIndex.read(copy, "x")
+    copy.write_bytes(b"not an npy file")
+    with pytest.raises(ValueError, match=r"x: its shard index .*index\.npy cannot be read"):
+        ShardIndex.read(copy, "x")

@@ -31,7 +31,7 @@ from isal import isal_zlib
 from glyphforge import cli, config
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, LostShardsError, build
-from glyphforge.builds.index import ShardIndex
+from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import (
     CacheStore,
     CorruptPklzError,
@@ -80,14 +80,15 @@ def _replace_member(entry_dir: Path, number: int, member: bytes) -> None:
     """Put ``member`` in place of shard ``number``'s gzip member, recomputing the index, the file's size and
     sha256 and the manifest's hashes, as anyone who can write the cache can."""
     manifest = _manifest(entry_dir)
-    index = ShardIndex.from_meta(manifest["meta"], manifest["params"], "entry")
+    index = ShardIndex.read(entry_dir / INDEX_FILE, "entry")
     path = entry_dir / ARRAYS_FILE
     data = path.read_bytes()
     members = [data[offset:offset + length] for offset, length in zip(index.offset, index.length, strict=True)]
     members[number] = member
     path.write_bytes(b"".join(members))
-    manifest["meta"]["index"] = ShardIndex.from_lengths([len(part) for part in members], index.rows).to_meta()
-    manifest["files"][ARRAYS_FILE] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+    ShardIndex.from_lengths([len(part) for part in members], index.rows).write(entry_dir / INDEX_FILE)
+    for changed in (path, entry_dir / INDEX_FILE):
+        manifest["files"][changed.name] = {"size": changed.stat().st_size, "sha256": sha256_file(changed)}
     _write_manifest(entry_dir, make_manifest(manifest["kind"], manifest["key"], manifest["params"],
                                              manifest["files"], manifest["meta"]))
 
@@ -142,8 +143,8 @@ def test_a_member_asking_beyond_its_layout_is_refused_naming_the_shard_before_th
 
 def _index(entry_dir: Path) -> list[str]:
     """Each shard's "bytes A to B" as errors quote it."""
-    index = _manifest(entry_dir)["meta"]["index"]
-    return [f"{offset} to {offset + length}" for offset, length in zip(index["offset"], index["length"], strict=True)]
+    index = ShardIndex.read(entry_dir / INDEX_FILE, "entry")
+    return [f"{offset} to {offset + length}" for offset, length in zip(index.offset, index.length, strict=True)]
 
 
 # -- 14: a truncated arrays.pklz ---------------------------------------------------------------------
@@ -152,8 +153,8 @@ def test_a_truncated_arrays_file_serves_its_whole_shards_and_every_read_and_veri
     data_dir, entry_dir = _copy_build(rows_build, tmp_path)
     path = entry_dir / ARRAYS_FILE
     size = path.stat().st_size
-    index = _manifest(entry_dir)["meta"]["index"]
-    cut = index["offset"][1] + index["length"][1] // 2  # half of shard 1 left, shard 2 gone
+    index = ShardIndex.read(entry_dir / INDEX_FILE, "entry")
+    cut = int(index.offset[1] + index.length[1] // 2)  # half of shard 1 left, shard 2 gone
     with open(path, "r+b") as file:
         file.truncate(cut)
     store = CacheStore.for_data_dir(data_dir)

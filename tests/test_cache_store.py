@@ -49,7 +49,9 @@ def test_create_commits_a_complete_entry_with_manifest(tmp_path):
     size = (entry.path / "A.pklz").stat().st_size
     assert manifest["files"]["A.pklz"]["size"] == size == entry.size_bytes - (entry.path / "B.pklz").stat().st_size
     assert np.array_equal(entry.load("A.pklz"), np.arange(12, dtype=np.uint8).reshape(3, 4))
-    assert sorted(p.name for p in (tmp_path / "k").iterdir()) == [f".{entry.key}.lock", entry.key]
+    # the key's lock, and the readers' lock that loading took (its time is the entry's last use)
+    assert sorted(p.name for p in (tmp_path / "k").iterdir()) == [f".{entry.key}.lock", f".{entry.key}.readers",
+                                                                  entry.key]
 
 
 def test_exception_discards_the_staging_directory(tmp_path):

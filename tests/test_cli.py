@@ -118,7 +118,8 @@ def test_bad_arguments_exit_2_with_usage(tmp_path):
 def test_cache_verify_finds_a_corrupted_file(prepared, tmp_path):
     data_dir, _, _ = prepared
     good = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
-    assert good.returncode == 0 and good.stdout.strip() == f"all 8 entries in {data_dir / 'cache'} verified"
+    assert good.returncode == 0 and good.stdout.splitlines() == [  # the 12 backgrounds and 2 Omniglot zips in raw/
+        "14 upstream files hashed: 14 match the pinned hashes", f"all 8 entries in {data_dir / 'cache'} verified"]
     copy = tmp_path / "copy"
     subprocess.run(["cp", "-r", str(data_dir), str(copy)], check=True)
     entry = next(e for e in CacheStore.for_data_dir(copy).ls() if e.kind == "backgrounds")
@@ -139,7 +140,9 @@ def test_cache_ls_rm_and_gc(prepared, tmp_path):
     subprocess.run(["cp", "-r", str(data_dir), str(copy)], check=True)
     listing = run("glyphforge", "cache", "ls", "--data-dir", copy)
     assert listing.returncode == 0
-    header, rule, *rows = listing.stdout.splitlines()
+    entries, upstream = listing.stdout.split("\n\n")  # the entries, then the files in raw/
+    header, rule, *rows = entries.splitlines()
+    assert upstream.startswith(f"upstream files in {copy / 'raw'}:\ndataset ")
     assert header.split() == ["key", "kind", "params", "files", "size", "created"] and len(rows) == 8
     assert all(("KB" in row or "MB" in row) for row in rows)
     emnist = next(e for e in CacheStore.for_data_dir(copy).ls() if e.kind == "emnist" and "resize" in e.params)

@@ -166,7 +166,8 @@ def test_the_same_spec_gives_the_same_bytes_on_every_run_and_session(tmp_path):
     runs = [build(spec, session="processes:2", data_dir=tmp_path / f"run-{run}", progress=False) for run in range(4)]
     local = build(spec, session="local", data_dir=tmp_path / "local", progress=False)
     assert local.entry.meta["n_shards"] == 8
-    assert _data_files(local) == {"arrays.pklz": local.entry.manifest["files"]["arrays.pklz"]["sha256"]}
+    assert _data_files(local) == {name: local.entry.manifest["files"][name]["sha256"]
+                                  for name in ("arrays.pklz", "index.npy")}  # the shards, and where each one is
     for dataset in runs:
         assert dataset.key == local.key
         assert _data_files(dataset) == _data_files(local)

@@ -132,9 +132,12 @@ def test_another_member_lists_verifies_loads_builds_into_and_cleans_the_data_dir
     keys = set(lab.entry_dirs())
     listed = lab.cli(USER_B, "cache", "ls")
     assert listed.returncode == 0, listed.stderr
-    assert {line.split()[0] for line in listed.stdout.splitlines()[2:]} == {key[:12] for key in keys}
+    entries, upstream = listed.stdout.split("\n\n")  # the entries; then raw/'s files: the synthetic MNIST copies
+    assert {line.split()[0] for line in entries.splitlines()[2:]} == {key[:12] for key in keys}
+    assert upstream.count("placed  differs from the pinned hash") == 4
     verified = lab.cli(USER_B, "cache", "verify")
-    assert (verified.returncode, verified.stdout.strip()) == (0, f"all 3 entries in {lab.data / 'cache'} verified")
+    assert (verified.returncode, verified.stdout.splitlines()[-2:]) == (
+        0, ["4 upstream files hashed: 0 match the pinned hashes", f"all 3 entries in {lab.data / 'cache'} verified"])
 
     x, y, _ = load_mnist("0123456789", subset="test", seed=4, shape=(7, 7), data_dir=lab.data, offline=True)
     loaded = lab.run(USER_B, sys.executable, "-c", LOAD.replace("SHAPE", "(7, 7)"), lab.data)
@@ -171,7 +174,9 @@ def test_a_lock_and_staging_left_by_one_member_do_not_stop_another(lab):
         assert made.returncode == 0, made.stderr
         entry = store.get("k", {"n": 1})
         assert entry is not None and entry.load("a.pklz") == [1, 2, 3] and entry.path.stat().st_uid == USER_B
-        assert [path.name for path in lock.parent.iterdir() if path.name.startswith(".")] in ([], [lock.name])
+        readers = f".{entry.key}.readers"  # made with the entry by B (readers' shared lock, see glyphforge.cache.locks)
+        assert {path.name for path in lock.parent.iterdir() if path.name.startswith(".")} in ({readers},
+                                                                                             {lock.name, readers})
     finally:
         shutil.rmtree(lock.parent, ignore_errors=True)
 
@@ -186,14 +191,16 @@ def test_an_entry_another_member_made_owner_only_is_named_and_left_alone(lab):
     try:
         listed = lab.cli(USER_B, "cache", "ls")
         assert listed.returncode == 0 and small.name[:12] not in listed.stdout
-        assert len(listed.stdout.splitlines()) == 2 + len(lab.entry_dirs()) - 1  # the header, its rule, the others
+        entries = listed.stdout.split("\n\n")[0].splitlines()
+        assert len(entries) == 2 + len(lab.entry_dirs()) - 1  # the header, its rule, the others
         assert listed.stderr.startswith(f"not listed: {small}: you may not read it: permission is denied (owner uid "
                                         f"{USER_A}, group gid {GROUP}, mode drwx--S---)")
         assert f"`chmod -R g+rX {small}`" in listed.stderr
 
         verified = lab.cli(USER_B, "cache", "verify")
         assert verified.returncode == 1 and "CORRUPT" not in verified.stdout
-        assert verified.stdout.splitlines() == [f"UNREADABLE {small}: " + listed.stderr.split(": ", 2)[2].strip()]
+        assert verified.stdout.splitlines()[-1:] == [  # after raw/'s 4 CUSTOM copies and their count
+            f"UNREADABLE {small}: " + listed.stderr.split(": ", 2)[2].strip()]
         assert "1 item(s) you may not read, so not verified" in verified.stderr
 
         loaded = lab.run(USER_B, sys.executable, "-c", LOAD.replace("SHAPE", "(7, 7)"), lab.data)

@@ -45,7 +45,7 @@ import numpy as np
 from glyphforge._checks import PathLike, check_int, worker_count
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
-from glyphforge.builds.index import ShardIndex
+from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.shards import (
     ShardRecord,
     ShardTask,
@@ -249,12 +249,12 @@ def _build_shards(
             reused.discard(changed.index)
             examples_reused -= records.pop(changed.index)["n"]
     writer.known_sha256[ARRAYS_FILE] = joined.sha256
-    index = ShardIndex.from_lengths(joined.lengths, [records[shard]["n"] for shard in range(n_shards)])
+    ShardIndex.from_lengths(joined.lengths, [records[shard]["n"] for shard in range(n_shards)]).write(
+        writer.path / INDEX_FILE)
     writer.meta.update(
         n_examples=int(spec.n_examples),
         n_shards=n_shards,
         layout=_common_layout(records, spec.kind),
-        index=index.to_meta(),
         metadata=records[0].get("metadata", {}),
     )
     seconds = time.perf_counter() - started

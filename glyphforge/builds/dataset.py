@@ -1,13 +1,14 @@
 """`BuiltDataset`: the reader of a built dataset, at any size, with bounded memory.
 
-An entry made by `glyphforge.build` holds one file, ``arrays.pklz``: the shard files
+An entry made by `glyphforge.build` holds two files. ``arrays.pklz``: the shard files
 joined without recompression, so a plain multi-member gzip file (stdlib ``gzip``
-reads it whole) whose member ``i`` is the pickle of shard ``i``'s dict of arrays. The
-manifest's ``meta`` records ``n_examples``, ``n_shards``, ``layout`` (each array's
-dtype and per-example shape), ``metadata`` (what the spec's optional ``metadata()``
-returned, e.g. the scenes' ``class_names``) and ``index``: each shard's byte offset,
-byte length and row range (see `glyphforge.builds.index`), so a reader seeks to one
-member and decodes only it.
+reads it whole) whose member ``i`` is the pickle of shard ``i``'s dict of arrays; and
+``index.npy``: each shard's byte offset, byte length and row range (see
+`glyphforge.builds.index`; glyphforge 0.2 kept it in the manifest's ``meta["index"]``),
+so a reader seeks to one member and decodes only it. The manifest's ``meta`` records
+``n_examples``, ``n_shards``, ``layout`` (each array's dtype and per-example shape) and
+``metadata`` (what the spec's optional ``metadata()`` returned, e.g. the scenes'
+``class_names``).
 
 Reading:
 
@@ -21,12 +22,15 @@ Reading:
 * ``ds.arrays``: everything at once, refused beyond ``arrays_limit`` bytes.
 
 A `BuiltDataset` pickles as a handle (its entry's path and key), never its arrays, so
-DataLoader workers and Dask tasks receive a few hundred bytes.
+DataLoader workers and Dask tasks receive a few hundred bytes. An open one holds its
+entry's read lock (`glyphforge.cache.locks.ReadLock`) until ``ds.close()`` or until it is
+garbage collected, so ``glyphforge cache gc --max-size`` never evicts it.
 """
 from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,6 +100,9 @@ class BuiltDataset:
         self._index: ShardIndex | None = None
         self._decoded: OrderedDict[int, Shard] = OrderedDict()
         self._lock = threading.Lock()
+        self._read_lock = entry.read_lock()  # held while the dataset is open: `cache gc --max-size` leaves it alone
+        self._read_lock.acquire()
+        weakref.finalize(self, self._read_lock.release)
 
     # -- what it is -------------------------------------------------------------
     @property
@@ -129,7 +136,7 @@ class BuiltDataset:
         """Where each shard is in ``arrays.pklz`` and which rows it holds (checked against the file)."""
         if self._index is None:
             where = str(self.path / ARRAYS_FILE)
-            index = ShardIndex.from_meta(self.entry.meta, self.entry.params, where)
+            index = ShardIndex.of_entry(self.entry, where)
             index.check(len(self), where)
             self._index = index
         return self._index
@@ -140,6 +147,13 @@ class BuiltDataset:
     def __repr__(self) -> str:
         arrays = list(self.entry.meta["layout"])
         return f"<BuiltDataset {self.entry.kind} {self.key[:12]}: {len(self)} examples, arrays {arrays}>"
+
+    def close(self) -> None:
+        """Let the entry go: release its read lock, so `glyphforge cache gc --max-size` may evict it.
+
+        The dataset holds the lock from its creation until this, or until it is garbage collected.
+        """
+        self._read_lock.release()
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as a handle: the entry's path and key, never the arrays."""
@@ -351,7 +365,7 @@ def lost_shards(entry: Entry, size: int) -> str | None:
     """
     if size >= entry.manifest["files"][ARRAYS_FILE]["size"]:
         return None
-    index = ShardIndex.from_meta(entry.meta, entry.params, str(entry.path / ARRAYS_FILE))
+    index = ShardIndex.of_entry(entry, str(entry.path / ARRAYS_FILE))
     first = index.first_lost(size)
     intact = index.describe(0, first - 1) if first else "none"
     return f"Lost: {index.describe(first, len(index) - 1)}; intact: {intact}"

@@ -1,27 +1,41 @@
 """`ShardIndex`: where each shard of a built dataset is in ``arrays.pklz``, and which rows it holds.
 
-The builder records it in the manifest's ``meta["index"]`` as four equal-length
-lists, one item per shard in order::
+The builder writes it as the entry's data file ``index.npy`` (:data:`INDEX_FILE`): a
+NumPy ``.npy`` file of one int64 array of shape ``(4, n_shards)`` whose rows are, for
+each shard in order::
 
-    {"offset": [0, 491832, ...],   # the shard's gzip member starts at this byte
-     "length": [491832, ...],      # and is this many bytes long
-     "start":  [0, 1000, ...],     # it holds the rows [start, stop) of the dataset
-     "stop":   [1000, 2000, ...]}
+    offset   # the shard's gzip member starts at this byte of arrays.pklz
+    length   # and is this many bytes long
+    start    # it holds the rows [start, stop) of the dataset
+    stop
 
-Entries built before the index existed (glyphforge 0.1) have ``meta["shard_bytes"]``
-instead; their index is derived from it and from how the builder cuts shards
-(``n_examples`` and ``shard_size`` are in the entry's parameters), without reading
-the data file. An entry with neither says to build it again.
+It is listed in the manifest's files table like every data file (so ``cache verify``
+re-hashes it and the manifest's ``entry_sha256`` covers it), and only a reader opens
+it: listing the cache parses a manifest of a few hundred bytes, whatever the number of
+shards (1,000,000 shards in the manifest's JSON were ~55 MB). It is read without
+pickles (``allow_pickle=False``).
+
+Entries of glyphforge 0.2 hold the index in the manifest instead, as ``meta["index"]``:
+four equal-length lists ``{"offset": [...], "length": [...], "start": [...], "stop":
+[...]}``. Entries built before the index existed (glyphforge 0.1) have
+``meta["shard_bytes"]``; their index is derived from it and from how the builder cuts
+shards (``n_examples`` and ``shard_size`` are in the entry's parameters), without
+reading the data file. Both still read. An entry with none of them says to build it again.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from glyphforge.cache import Entry
+
 INDEX_COLUMNS = ("offset", "length", "start", "stop")
+#: The data file of a built entry holding its shard index (see the module docstring).
+INDEX_FILE = "index.npy"
 
 
 @dataclass(frozen=True)
@@ -45,8 +59,33 @@ class ShardIndex:
         return cls(offset, length, stop - count, stop)
 
     @classmethod
+    def of_entry(cls, entry: Entry, where: str) -> ShardIndex:
+        """Read the index of the built ``entry`` (``where`` names it in errors): its `INDEX_FILE`, else its meta."""
+        if INDEX_FILE in entry.manifest["files"]:
+            return cls.read(entry.file(INDEX_FILE), where)
+        return cls.from_meta(entry.meta, entry.params, where)
+
+    @classmethod
+    def read(cls, path: Path, where: str) -> ShardIndex:
+        """Read an `INDEX_FILE`; a ValueError naming ``where`` when it is not a ``(4, n)`` int64 array."""
+        try:
+            table = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as error:
+            raise ValueError(f"{where}: its shard index {path} cannot be read ({error}). The entry is damaged: "
+                             "remove it with `glyphforge cache rm KEY` and build it again") from None
+        if table.dtype != np.int64 or table.shape[:1] != (len(INDEX_COLUMNS),) or table.ndim != 2:
+            raise ValueError(f"{where}: its shard index {path} holds a {table.dtype} array of shape {table.shape}, "
+                             f"not int64 of shape ({len(INDEX_COLUMNS)}, shards). The entry is damaged: remove it "
+                             "with `glyphforge cache rm KEY` and build it again")
+        return cls(*table)
+
+    def write(self, path: Path) -> None:
+        """Write the index as an `INDEX_FILE` at ``path``."""
+        np.save(path, np.stack([getattr(self, name) for name in INDEX_COLUMNS]).astype(np.int64), allow_pickle=False)
+
+    @classmethod
     def from_meta(cls, meta: Mapping[str, Any], params: Mapping[str, Any], where: str) -> ShardIndex:
-        """Read the index of a built entry (``where`` names it in errors), deriving it for 0.1 entries."""
+        """Read the index a 0.2 entry keeps in its meta (``where`` names it in errors), deriving it for 0.1 entries."""
         if "index" in meta:
             columns = [np.asarray(meta["index"][name], np.int64) for name in INDEX_COLUMNS]
             return cls(*columns)
@@ -59,7 +98,7 @@ class ShardIndex:
                          "with `glyphforge cache rm KEY` and build it again")
 
     def to_meta(self) -> dict[str, list[int]]:
-        """Return the JSON form stored as ``meta["index"]``."""
+        """Return the JSON form glyphforge 0.2 stored as ``meta["index"]``."""
         return {name: getattr(self, name).tolist() for name in INDEX_COLUMNS}
 
     def __len__(self) -> int:

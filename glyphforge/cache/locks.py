@@ -16,9 +16,18 @@ and then every `LOG_INTERVAL` seconds (logger ``glyphforge.cache.locks``, INFO: 
 the holder and what to do. No wait is silent: after `WARN_AFTER` seconds one line says
 who holds the lock at WARNING, which Python prints to stderr even where logging was
 never configured (a library user's script).
+
+Readers of a cache entry hold a `ReadLock`: a shared ``flock`` on the entry's readers
+file, ``<root>/<kind>/.<key>.readers`` (`readers_path`), for as long as they use it.
+Taking it sets the file's modification time to now: that is the entry's last use, which
+`glyphforge cache gc --max-size` evicts by (least recently used first). Eviction takes
+the same lock exclusively without waiting (`exclusive`) and leaves an entry alone when
+it cannot: some process is reading it. These locks need POSIX ``flock``; where there is
+none (Windows) readers take none and eviction refuses to run.
 """
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
@@ -30,14 +39,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import TracebackType
 
 import filelock
 
 from glyphforge import config
 from glyphforge._files import atomic_path, writing
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; see the module docstring
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
-    "HOLDER_SUFFIX", "LOG_INTERVAL", "WARN_AFTER", "Holder", "LockTimeoutError", "hold", "holder_path", "read_holder",
+    "HOLDER_SUFFIX", "LOG_INTERVAL", "READERS_SUFFIX", "WARN_AFTER", "Holder", "LockTimeoutError", "ReadLock",
+    "exclusive", "hold", "holder_path", "read_holder", "readers_path",
 ]
 
 log = logging.getLogger(__name__)
@@ -47,6 +63,7 @@ LOG_INTERVAL = 10.0
 #: Seconds of waiting after which one line says who holds the lock at WARNING (then INFO again).
 WARN_AFTER = 5.0
 HOLDER_SUFFIX = ".holder"
+READERS_SUFFIX = ".readers"
 
 
 @dataclass(frozen=True)
@@ -209,3 +226,92 @@ def hold(
                 holder_path(lock_path).unlink(missing_ok=True)
         finally:
             lock.release()
+
+
+def readers_path(entry_dir: Path) -> Path:
+    """Return the readers file of the cache entry in ``entry_dir``: ``<root>/<kind>/.<key>.readers``."""
+    return entry_dir.with_name(f".{entry_dir.name}{READERS_SUFFIX}")
+
+
+def _open_lock_file(path: Path) -> int | None:
+    """Open (creating, under the umask) the lock file ``path``; read-only where this user may not write; else None."""
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+        try:
+            return os.open(path, flags, 0o666)
+        except OSError:
+            continue
+    return None
+
+
+class ReadLock:
+    """A shared lock on a cache entry, held by a reader while it uses the entry (see the module docstring).
+
+    ``acquire`` waits only while an eviction holds the entry (it removes it, briefly) and
+    marks the entry used; ``release`` (or leaving a ``with`` block) lets it go. Where the
+    readers file can neither be created nor opened (a read-only cache) no lock is taken:
+    nobody can evict there either.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the shared lock (nothing when it is held already, or without ``flock``)."""
+        if fcntl is None or self._fd is not None:
+            return
+        fd = _open_lock_file(self.path)
+        if fd is None:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError:  # a file system without locks (some NFS mounts: ENOLCK): read unlocked, as without flock
+            os.close(fd)
+            return
+        try:
+            os.utime(fd)
+        except OSError:  # another user's file, read-only: used, but not marked
+            pass
+        self._fd = fd
+
+    def release(self) -> None:
+        """Let the lock go (closing the file releases it)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __enter__(self) -> ReadLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.release()
+
+
+@contextmanager
+def exclusive(path: Path) -> Iterator[bool]:
+    """Try to take the lock file ``path`` exclusively without waiting; yield whether it was taken (held in the block).
+
+    Raises
+    ------
+    OSError
+        Where there is no ``flock`` (Windows): readers take no lock there, so whether an
+        entry is in use cannot be known.
+    """
+    if fcntl is None:
+        raise OSError(errno.ENOSYS, "evicting cache entries needs POSIX file locks (flock), which this system "
+                      "lacks, to know which entries are in use; remove entries with `glyphforge cache rm KEY`")
+    fd = _open_lock_file(path)
+    if fd is None:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by a reader (EWOULDBLOCK), or no locks on this file system: not known to be unused
+            yield False
+        else:
+            yield True
+    finally:
+        os.close(fd)

@@ -7,6 +7,7 @@ Layout under the root::
     <root>/<kind>/.tmp-<key>-<random>/    a writer's staging directory
     <root>/<kind>/.<key>.lock             the per-key lock (filelock)
     <root>/<kind>/.<key>.lock.holder      who holds it (pid, host, since): see glyphforge.cache.locks
+    <root>/<kind>/.<key>.readers          readers' shared lock; its mtime is the entry's last use
     <root>/<kind>/<key>.work/             persistent scratch for resumable work
 
 An entry is staged in a sibling temporary directory and renamed into place only
@@ -18,6 +19,14 @@ An entry directory whose manifest fails `glyphforge.cache.manifest.read_manifest
 broken: :meth:`CacheStore.get` treats it as missing (so it is made again),
 :meth:`~CacheStore.ls` skips it, :meth:`~CacheStore.verify` reports it and
 :meth:`~CacheStore.gc` removes it.
+
+Readers hold a shared lock on the entry while they read it (`Entry.load`, `Entry.iter`;
+a `glyphforge.builds.BuiltDataset` for as long as it is open), which also records the
+entry's last use (see :mod:`glyphforge.cache.locks`). :meth:`CacheStore.evict` (``gc``'s
+``max_size``) removes the least recently used entries until the store's data files fit
+a size, and never one whose lock it cannot take at once: some process is reading it.
+An entry never read since it was made was last used when it was made (its manifest's
+modification time).
 
 An entry (or a folder) this user may not read is not broken: another user of a shared
 data dir made it owner-only. :meth:`~CacheStore.get` raises `UnreadableEntryError`
@@ -43,9 +52,10 @@ from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge._files import StorageError, describe_owner, make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.cache.keys import cache_key, check_kind
-from glyphforge.cache.locks import LockTimeoutError, hold
+from glyphforge.cache.locks import LockTimeoutError, ReadLock, exclusive, hold, readers_path
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, check_file_name, make_manifest, read_manifest
 from glyphforge.cache.pklz import CorruptPklzError, dump_pklz, iter_pklz, load_pklz
+from glyphforge.textfmt import parse_size
 
 _STAGING_PREFIX = ".tmp-"
 _TRASH_PREFIX = ".trash-"
@@ -183,13 +193,43 @@ class Entry:
                 f"{expected:,} (truncated or replaced): {fix}", path, size, expected)
         return path
 
+    def read_lock(self) -> ReadLock:
+        """Return the entry's readers lock (not yet taken): hold it while using the entry, so it is not evicted."""
+        return ReadLock(readers_path(self.path))
+
     def load(self, name: str, trusted: bool = False) -> Any:
-        """Load the pickle in data file ``name`` (safe unpickler unless ``trusted``); see :meth:`file` for errors."""
-        return load_pklz(self.file(name), trusted=trusted)
+        """Load the pickle in data file ``name`` (safe unpickler unless ``trusted``); see :meth:`file` for errors.
+
+        The entry's read lock is held while it loads.
+        """
+        with self.read_lock():
+            return load_pklz(self.file(name), trusted=trusted)
 
     def iter(self, name: str, trusted: bool = False) -> Iterator[Any]:
-        """Yield every pickle of the multi-member data file ``name``, in order; see :meth:`file` for errors."""
-        return iter_pklz(self.file(name), trusted=trusted)
+        """Yield every pickle of the multi-member data file ``name``, in order; see :meth:`file` for errors.
+
+        The entry's read lock is held until the iterator is exhausted or closed.
+        """
+        return _locked_iter(self.read_lock(), iter_pklz(self.file(name), trusted=trusted))
+
+    @property
+    def last_used(self) -> float:
+        """When a reader last took the entry's lock, else when it was made (seconds since the epoch)."""
+        made = _mtime(self.path / MANIFEST)
+        used = _mtime(readers_path(self.path))
+        return max(made, used)
+
+
+def _locked_iter(lock: ReadLock, items: Iterator[Any]) -> Iterator[Any]:
+    with lock:
+        yield from items
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def read_entry(path: Path) -> Entry | None:
@@ -221,6 +261,34 @@ class CacheProblem:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """What :meth:`CacheStore.evict` did.
+
+    Attributes
+    ----------
+    limit
+        The size asked for, in bytes.
+    size_before, size_after
+        The store's data files before and after, in bytes (`Entry.size_bytes` summed).
+    evicted
+        The entries removed, least recently used first.
+    in_use
+        Entries it would have removed but left: a process was reading them.
+    """
+
+    limit: int
+    size_before: int
+    size_after: int
+    evicted: tuple[Entry, ...]
+    in_use: tuple[Entry, ...]
+
+    @property
+    def fits(self) -> bool:
+        """Whether the store fits the limit now."""
+        return self.size_after <= self.limit
 
 
 @dataclass
@@ -379,6 +447,8 @@ class CacheStore:
             os.rename(writer.path, final)  # right after hiding: the key is without an entry only between two renames
         if replaced is not None:
             shutil.rmtree(replaced, ignore_errors=True)
+        with ReadLock(readers_path(final)):  # made by the writer (its umask, as the key's lock), and used now
+            pass
 
     def _hide(self, path: Path) -> Path:
         """Move ``path`` out of sight atomically; return the trash directory now holding it.
@@ -489,12 +559,72 @@ class CacheStore:
             problems.extend(_check_entry_files(entry, rehash=True))
         return problems
 
-    def gc(self) -> list[Path]:
-        """Remove abandoned staging and trash directories and broken entries.
+    def evict(self, max_size: int | str) -> Eviction:
+        """Remove the least recently used entries until the store's data files fit ``max_size``; never one in use.
+
+        Parameters
+        ----------
+        max_size
+            Bytes, or a size such as ``"20GB"``, ``"500MB"``, ``"1.5TiB"`` (see `glyphforge.textfmt.parse_size`).
+
+        Returns
+        -------
+        Eviction
+            What was removed, what was left because a process was reading it, and the sizes.
+
+        Raises
+        ------
+        ValueError
+            When ``max_size`` is not a size.
+        CleanupError
+            After evicting all it could, when an entry it should evict is another user's that this
+            one may not delete; the message names each, its owner and what to do.
+        OSError
+            Where there are no POSIX file locks (see :mod:`glyphforge.cache.locks`).
+        """
+        limit = parse_size(max_size)
+        entries = sorted(self.ls(), key=lambda entry: entry.last_used)
+        size = before = sum(entry.size_bytes for entry in entries)
+        evicted, in_use, failed = [], [], []
+        for entry in entries:
+            if size <= limit:
+                break
+            try:
+                taken = self._evict(entry)
+            except OSError as error:  # another user's entry this one may not delete
+                failed.append(_failure(entry.path, error))
+                continue
+            if taken:
+                evicted.append(entry)
+                size -= entry.size_bytes
+            else:
+                in_use.append(entry)
+        if failed:
+            raise CleanupError(
+                f"`glyphforge cache gc --max-size` evicted {len(evicted)} entries but could not remove "
+                f"{len(failed)}: " + "; ".join(failed) + ". Where they are another user's, ask their owner to "
+                "remove them (`glyphforge cache rm KEY`), or to let the group write their files (`chmod -R g+rwX` "
+                "on them, and `umask 002` from then on).", [entry.path for entry in evicted])
+        return Eviction(limit, before, size, tuple(evicted), tuple(in_use))
+
+    def _evict(self, entry: Entry) -> bool:
+        """Remove ``entry`` unless a writer holds its key or a reader its read lock; whether it was removed."""
+        try:
+            with self._locked(entry.kind, entry.key, timeout=0), exclusive(readers_path(entry.path)) as taken:
+                if taken:
+                    self._discard(entry.path)
+                    shutil.rmtree(entry.path.parent / f"{entry.key}{_WORK_SUFFIX}", ignore_errors=True)
+                return taken
+        except LockTimeoutError:
+            return False
+
+    def gc(self, max_size: int | str | None = None) -> list[Path]:
+        """Remove abandoned staging and trash directories and broken entries; with ``max_size``, then `evict`.
 
         A broken entry has a manifest that fails `read_manifest`, or a data file that
         is missing or of the wrong size. An entry this user may not read is not broken:
-        it is left alone (`unreadable` names it). Returns the removed paths.
+        it is left alone (`unreadable` names it). Returns the removed paths (the evicted
+        entries' directories last, least recently used first).
 
         Raises
         ------
@@ -523,6 +653,8 @@ class CacheStore:
                 + "; ".join(failed) + ". Where they are another user's, ask their owner to run `glyphforge cache gc`, "
                 "or to let the group write their files (`chmod -R g+rwX` on them, and `umask 002` from then on).",
                 removed)
+        if max_size is not None:
+            removed.extend(entry.path for entry in self.evict(max_size).evicted)
         return removed
 
     @staticmethod
@@ -540,15 +672,20 @@ class CacheStore:
         if error is None:
             removed.append(path)
         else:
-            where = error.filename or path
-            why = os.strerror(error.errno) if error.errno else str(error)
-            failed.append(f"{path} ({why} at {where}: {describe_owner(where)})")
+            failed.append(_failure(path, error))
 
     def _remove_staging(self, path: Path) -> OSError | None:
         """Delete an abandoned staging directory (`remove_tree`), holding its key's lock (none: `LockTimeoutError`)."""
         key = path.name[len(_STAGING_PREFIX):].rsplit("-", 1)[0]
         with self._locked(path.parent.name, key, timeout=0):
             return remove_tree(path)
+
+
+def _failure(path: Path, error: OSError) -> str:
+    """Why ``path`` could not be removed, for `CleanupError`: the error, where, and whose that is."""
+    where = error.filename or path
+    why = os.strerror(error.errno) if error.errno else str(error)
+    return f"{path} ({why} at {where}: {describe_owner(where)})"
 
 
 def _listing(folder: Path) -> list[Path]:

@@ -10,10 +10,11 @@ Adding a dataset is one module (``glyphforge/datasets/<name>.py``) and one `regi
 call (in this module's list :data:`BUILT_IN` for the datasets glyphforge ships). A dataset
 stored as one file per class (EMNIST, the MNIST family, any IDX set of that shape) is a
 declaration of its resources, configs, reader and default resize
-(`glyphforge.datasets._class_files.Declaration`), which gives it every part. A name is lowercase, an identifier or identifiers joined by hyphens
-(``"emnist"``, ``"fashion-mnist"``): it is also the cache kind, the folder of the
-upstream files in ``raw/`` and on mirrors, and the ``prepare-data`` argument. Its parts
-follow these contracts (``context`` is a `glyphforge.context.DataContext`):
+(`glyphforge.datasets._class_files.Declaration`), which gives it every part. A name is
+lowercase, an identifier or identifiers joined by hyphens (``"emnist"``,
+``"fashion-mnist"``): it is also the cache kind, the folder of the upstream files in ``raw/``
+and on mirrors, and the ``prepare-data`` argument. Its parts follow these contracts
+(``context`` is a `glyphforge.context.DataContext`):
 
 ``prepare(*, context, shapes=(), **options) -> list[Entry]``
     Fetch, verify and convert into the cache (kind ``name``); idempotent. ``options``
@@ -32,15 +33,20 @@ follow these contracts (``context`` is a `glyphforge.context.DataContext`):
 ``entry_label(entry) -> str``
     How ``prepare-data``'s table names an entry, e.g. ``"byclass 28x28"`` (default:
     the image size only, see `glyphforge.datasets.labels`).
+``resources``
+    Optional: the dataset's upstream files (`glyphforge.pipelines.download.Resource`), named
+    as a Resource, a mapping or a sequence of them, or a function of no arguments returning
+    them; read by `resources`, for ``glyphforge cache ls/verify/gc`` on ``raw/``.
 
 A record's ``exports`` are its public names, re-exported by ``glyphforge`` (lazily): a bare
 name lives in the module of the record's ``load`` part, ``"module:name"`` anywhere.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -53,6 +59,7 @@ if TYPE_CHECKING:
 
     from glyphforge.cache.store import Entry
     from glyphforge.context import DataContext
+    from glyphforge.pipelines.download import Resource
 
 #: A part of a dataset: a callable, or ``"module:attribute"`` naming one (imported on use).
 Ref = str | Callable[..., Any]
@@ -188,6 +195,8 @@ class DatasetRecord:
     """Public names re-exported by ``glyphforge``: bare (in the ``load`` part's module) or ``"module:name"``."""
     default_resize: str = "box"
     """The resize method of the dataset's resized variants and loaders (README: "Resizing")."""
+    resources: Ref | None = None
+    """The upstream files (see the module docstring); None: none declared."""
 
 
 _REGISTRY: dict[str, DatasetRecord] = {}
@@ -249,6 +258,27 @@ def get(name: str) -> DatasetRecord:
     except KeyError:
         known = ", ".join(registered())
         raise KeyError(f"no dataset {name!r} is registered; the registered ones are {known}") from None
+
+
+def resources(name: str) -> list[Resource]:
+    """Return the upstream files dataset ``name`` declares (none for a name not registered, or none declared)."""
+    from glyphforge.pipelines.download import Resource
+
+    record = _REGISTRY.get(name)
+    if record is None or record.resources is None:
+        return []
+    declared: Any = resolve(record.resources)
+    if callable(declared):
+        declared = declared()
+    if isinstance(declared, Resource):
+        return [declared]
+    return list(declared.values() if isinstance(declared, Mapping) else declared)
+
+
+def _mnist_family_files(name: str) -> Iterable[Resource]:
+    """The four files of the MNIST-family dataset ``name`` (imported on use)."""
+    declaration = importlib.import_module("glyphforge.datasets.mnist_family").DATASETS[name]
+    return declaration.resources.values()
 
 
 def glyph_sources() -> list[str]:
@@ -351,6 +381,7 @@ BUILT_IN = (
         entry_label="glyphforge.datasets.labels:emnist_label",
         exports=("prepare_emnist", "load_emnist", "emnist_classes", "EMNIST"),
         default_resize="box",
+        resources="glyphforge.datasets._emnist_archive:EMNIST_ZIP",
     ),
     DatasetRecord(
         name="omniglot",
@@ -371,6 +402,7 @@ BUILT_IN = (
         entry_label="glyphforge.datasets.labels:omniglot_label",
         exports=("prepare_omniglot", "load_omniglot", "omniglot_classes", "omniglot_episodes", "Omniglot"),
         default_resize="area",
+        resources="glyphforge.datasets._omniglot_prepare:RESOURCES",
     ),
     DatasetRecord(
         name="backgrounds",
@@ -384,6 +416,7 @@ BUILT_IN = (
         ),
         exports=("prepare_backgrounds", "load_backgrounds", "background_names", "hard_background_names"),
         default_resize="bilinear",
+        resources="glyphforge.datasets.backgrounds:RESOURCES",
     ),
     DatasetRecord(
         name="mnist",
@@ -395,6 +428,7 @@ BUILT_IN = (
         glyph_classes="glyphforge.datasets.mnist_family:mnist_classes",
         default_resize="box",
         exports=("prepare_mnist", "load_mnist", "mnist_classes", "MNIST"),
+        resources=functools.partial(_mnist_family_files, "mnist"),
     ),
     DatasetRecord(
         name="fashion-mnist",
@@ -406,6 +440,7 @@ BUILT_IN = (
         glyph_classes="glyphforge.datasets.mnist_family:fashion_mnist_classes",
         default_resize="box",
         exports=("prepare_fashion_mnist", "load_fashion_mnist", "fashion_mnist_classes", "FashionMNIST"),
+        resources=functools.partial(_mnist_family_files, "fashion-mnist"),
     ),
     DatasetRecord(
         name="kmnist",
@@ -417,6 +452,7 @@ BUILT_IN = (
         glyph_classes="glyphforge.datasets.mnist_family:kmnist_classes",
         default_resize="box",
         exports=("prepare_kmnist", "load_kmnist", "kmnist_classes", "KMNIST"),
+        resources=functools.partial(_mnist_family_files, "kmnist"),
     ),
 )
 

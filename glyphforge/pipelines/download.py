@@ -17,7 +17,10 @@ pinned hash, and never leaves a wrong or partial file there:
 3. a source is streamed into ``<filename>.part`` (resumed with a Range request when the
    server supports it), verified against the hash, and renamed into place. A resumed
    file that does not verify is downloaded once more from byte 0 before the source fails;
-   a ``.part`` file with the wrong hash (glyphforge's own download) is deleted.
+   a ``.part`` file with the wrong hash (glyphforge's own download) is deleted. A
+   download renamed into place leaves a record (``.<filename>.record``, see
+   :mod:`glyphforge.cache.raw`) saying glyphforge wrote it, so ``glyphforge cache gc
+   --raw`` may remove it and never removes a file placed by hand.
 
 HTTP requests have connect and read timeouts; connection errors, timeouts, 408, 429 and
 5xx are retried with exponential backoff honouring Retry-After, an answer slower than a
@@ -52,6 +55,7 @@ from glyphforge._checks import check_int
 from glyphforge._files import StorageError, writing
 from glyphforge._version import __version__
 from glyphforge.cache.locks import LockTimeoutError, hold
+from glyphforge.cache.raw import record_download
 from glyphforge.pipelines.hashes import check_hash, normalise_hash
 from glyphforge.pipelines.http_source import (
     CHUNK_SIZE,
@@ -297,6 +301,7 @@ def _fetch_locked(
                 attempts.append(failure.attempt)
                 continue
             os.replace(part, target)
+            record_download(target, resource.hash, source.location)  # what glyphforge wrote: `cache gc --raw` may go
             return target
     raise _failure(resource, target, mirror_names, tuple(attempts), offline)
 
