@@ -209,7 +209,7 @@ def test_raw_files_are_listed_verified_and_only_glyphforges_converted_downloads_
         "notes.txt"]
     assert (raw / "floor.jpg").read_bytes() == b"my own floor" and (raw / "notes.txt").read_text() == "mine"
     assert (raw / "ice.jpg").read_bytes() == (shared_data / "backgrounds" / "ice.jpg").read_bytes()
-    assert load_backgrounds(["water", "circles", "ice"], data_dir=tmp_path, offline=True)[0].shape[2] == 3
+    assert load_backgrounds(["water", "circles", "ice"], data_dir=tmp_path, offline=True)[0][0].shape[2] == 3
 
 
 def test_a_download_replaced_by_hand_is_no_longer_glyphforges_and_is_never_collected(
