@@ -19,6 +19,10 @@ A *spec* is any object with these members (duck typing, see `Spec`)::
 passes the build's data dir (workers read prepared data from there and never
 download: what is missing fails the shard with a message saying what to prepare).
 
+The dataset's *images* (the first item of ``ds[i]`` and of every batch) are the array
+``metadata()`` names with ``"images": name``, else the array called ``"images"``, else
+the first array ``make_shard`` returns (`glyphforge.builds.shards.images_array`).
+
 Shard ``i`` holds examples ``[i * shard_size, min((i + 1) * shard_size, n_examples))``
 and draws from ``numpy.random.SeedSequence(seed).spawn(n_shards)[i]``, so the output
 depends only on the spec, never on the session or its number of workers.
@@ -48,6 +52,7 @@ from glyphforge.builds.shards import (
     completed_shards,
     count_shards,
     forget_shard,
+    images_array,
     remove_partial_files,
     shard_bounds,
     shard_path,
@@ -245,6 +250,7 @@ def _build_shards(
         layout=_common_layout(records, spec.kind),
         index=index.to_meta(),
         metadata=records[0].get("metadata", {}),
+        images=images_array(records[0]["layout"], records[0].get("metadata", {}), spec.kind),
     )
     seconds = time.perf_counter() - started
     summary = (

@@ -5,7 +5,11 @@ joined without recompression, so a plain multi-member gzip file (stdlib ``gzip``
 reads it whole) whose member ``i`` is the pickle of shard ``i``'s dict of arrays. The
 manifest's ``meta`` records ``n_examples``, ``n_shards``, ``layout`` (each array's
 dtype and per-example shape), ``metadata`` (what the spec's optional ``metadata()``
-returned, e.g. the scenes' ``class_names``) and ``index``: each shard's byte offset,
+returned, e.g. the scenes' ``class_names``), ``images`` (the name of the images array,
+chosen at build time by `glyphforge.builds.shards.images_array`: ``metadata()``'s
+``images``, else ``"images"``, else the first array ``make_shard`` returned; entries
+built by glyphforge 0.2 lack it and keep 0.2's rule: ``"images"``, else the
+alphabetically first array) and ``index``: each shard's byte offset,
 byte length and row range (see `glyphforge.builds.index`), so a reader seeks to one
 member and decodes only it.
 
@@ -74,7 +78,7 @@ class BuiltDataset:
     It is map-style, like the EMNIST and Omniglot datasets: ``ds[i]`` is ``(image,
     targets)`` with ``targets`` a dict of the other arrays' rows ``i`` (a slice or an
     index array gives stacked rows); ``ds["images"]`` is one whole array. ``images``
-    is the ``"images"`` array, or the first array when the spec makes none of that name.
+    is the array named by :attr:`image_name`.
 
     Parameters
     ----------
@@ -283,9 +287,16 @@ class BuiltDataset:
 
     @property
     def image_name(self) -> str:
-        """The array ``ds[i]`` and batches give first: ``"images"``, else the first array."""
-        layout = self.entry.meta["layout"]
-        return "images" if "images" in layout else next(iter(layout))
+        """The array ``ds[i]`` and batches give first, as recorded at build time (see the module docstring).
+
+        ``metadata()``'s ``images``, else ``"images"``, else the first array ``make_shard``
+        returned; for an entry built by glyphforge 0.2 (no record): ``"images"``, else the
+        alphabetically first array.
+        """
+        meta = self.entry.meta
+        if "images" in meta:
+            return str(meta["images"])
+        return "images" if "images" in meta["layout"] else min(meta["layout"])
 
     def reopened(self, **options: Any) -> BuiltDataset:
         """A new reader of the same entry (its own LRU), with ``cache_shards`` or ``arrays_limit`` changed."""
@@ -294,7 +305,7 @@ class BuiltDataset:
 
     @property
     def images(self) -> np.ndarray:
-        """The ``"images"`` array (or the first array when there is none of that name)."""
+        """The images array, :attr:`image_name` (every row: see :attr:`arrays`)."""
         return self.arrays[self.image_name]
 
     @property
