@@ -53,6 +53,10 @@ if TYPE_CHECKING:
 ARRAYS_FILE = "arrays.pklz"
 #: The part of the available memory ``ds.arrays`` may fill by default.
 ARRAYS_MEMORY_FRACTION = 0.5
+#: What ``ds.arrays`` may decode by default where the available memory cannot be measured (Windows): 4 GiB.
+FALLBACK_ARRAYS_LIMIT = 4 << 30
+#: Where Linux tells the memory available.
+MEMINFO = "/proc/meminfo"
 DEFAULT_CACHE_SHARDS = 4
 #: What a shard's pickle may hold beside its arrays' bytes (names, dtypes, framing): part of its `Budget`.
 SHARD_PICKLE_SLACK = 1 << 20
@@ -88,7 +92,7 @@ class BuiltDataset:
         How many decoded shards to keep for the next reads (0: none).
     arrays_limit
         The most bytes ``ds.arrays`` (and ``ds["name"]``, ``ds.images``, ``ds.batches``)
-        may decode; None: half the memory available when asked.
+        may decode; None: `default_arrays_limit` (half the memory available when asked).
     """
 
     def __init__(self, entry: Entry, *, cache_shards: int = DEFAULT_CACHE_SHARDS,
@@ -369,19 +373,29 @@ def lost_shards(entry: Entry, size: int) -> str | None:
 
 
 def default_arrays_limit() -> int:
-    """Half the memory available now (``MemAvailable``; the physical memory where that is unknown)."""
-    available = None
+    """Half the memory available now, or :data:`FALLBACK_ARRAYS_LIMIT` where that cannot be measured.
+
+    The memory is ``MemAvailable`` of ``/proc/meminfo`` (Linux), else the physical memory
+    from ``os.sysconf`` (other Unix systems); Windows has neither.
+    """
+    available = _available_memory()
+    return FALLBACK_ARRAYS_LIMIT if available is None else int(available * ARRAYS_MEMORY_FRACTION)
+
+
+def _available_memory() -> int | None:
+    """``MemAvailable`` in bytes, else the physical memory, else None (neither can be read here)."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as info:
+        with open(MEMINFO, encoding="ascii") as info:
             for line in info:
                 if line.startswith("MemAvailable:"):
-                    available = int(line.split()[1]) * 1024
-                    break
+                    return int(line.split()[1]) * 1024
     except OSError:
         pass
-    if available is None:
-        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return int(available * ARRAYS_MEMORY_FRACTION)
+    sysconf = getattr(os, "sysconf", None)  # absent on Windows
+    try:
+        return None if sysconf is None else int(sysconf("SC_PAGE_SIZE") * sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError):  # a name this system does not know
+        return None
 
 
 def find_built(target: str, data_dir: PathLike | None = None) -> BuiltDataset:
