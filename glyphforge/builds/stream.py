@@ -19,7 +19,8 @@ epoch from the shard index alone (no data is read to plan):
    ``default_rng([seed, epoch, rank, window number])``. Memory: about twice a window
    of decoded shards, whatever the dataset's size.
 4. **Batches and workers.** The rank's rows are cut into batches of ``batch_size``
-   (the last one short, or dropped with ``drop_last``); worker ``w`` of ``W`` yields the
+   (the last one short, or dropped with ``drop_last``) by `glyphforge.batching.rebatch`,
+   the batcher `glyphforge.batches` uses too; worker ``w`` of ``W`` yields the
    contiguous run of batches ``[w B / W, (w + 1) B / W)`` of its rank's ``B`` batches,
    so the batches of a rank are the same for any number of workers.
 
