@@ -2,19 +2,22 @@
 
 Every dataset in glyphforge (EMNIST, Omniglot, built scenes, `glyphforge.ImageList`)
 is *map-style*: ``len(ds)`` and ``ds[i] -> (image, label)``. That is the whole
-protocol a PyTorch ``DataLoader`` needs, so none of this imports torch. This module
-needs only numpy (``import glyphforge`` loads it through the builder).
+protocol a PyTorch ``DataLoader`` needs, so none of this imports torch. :func:`rebatch`
+is the one place rows are cut into batches: :func:`batches` cuts its visiting orders
+with it, and a built dataset's stream its decoded shards. This module needs only
+numpy (``import glyphforge`` loads it through the builder).
 """
 from __future__ import annotations
 
 import itertools
-import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Indexable", "MapStyleDataset", "batch_indices", "batches"]
+from glyphforge._checks import check_int
+
+__all__ = ["Indexable", "MapStyleDataset", "batch_indices", "batches", "join_rows", "rebatch"]
 
 
 class Indexable(Protocol):
@@ -124,6 +127,10 @@ def _take_batches(
         yield x[idx], taken if named else taken.get("y")
 
 
+#: The name :func:`batch_indices` gives its index arrays when it cuts them with :func:`rebatch`.
+INDEX = "index"
+
+
 def batch_indices(
     n: int,
     *,
@@ -135,9 +142,9 @@ def batch_indices(
     epochs: int | None = 1,
 ) -> Iterator[np.ndarray]:
     """The int64 index arrays :func:`batches` uses for ``n`` items (same keywords)."""
-    batch_size = _positive_int("batch_size", batch_size)
+    batch_size = check_int("batch_size", batch_size, 1)
     if epochs is not None:
-        epochs = _positive_int("epochs", epochs)
+        epochs = check_int("epochs", epochs, 1)
     elif drop_last and not wrap and 0 < n < batch_size:
         raise ValueError(
             f"drop_last=True with batch_size={batch_size} > {n} items drops every batch; "
@@ -146,9 +153,14 @@ def batch_indices(
     rng = np.random.default_rng(seed) if shuffle else None
     if n == 0:
         return iter(())
-    if wrap:
-        return _stream_batches(_orders(n, rng), batch_size, epochs, drop_last)
-    return _epoch_batches(itertools.islice(_orders(n, rng), epochs), batch_size, drop_last)
+    orders = _orders(n, rng)
+    if not wrap:
+        cut = (rebatch([{INDEX: order}], batch_size, drop_last) for order in itertools.islice(orders, epochs))
+        return (batch[INDEX] for batch in itertools.chain.from_iterable(cut))
+    chunks: Iterator[np.ndarray] = itertools.islice(orders, epochs)
+    if epochs is not None and not drop_last:  # complete the short final batch from the next orders
+        chunks = itertools.chain(chunks, _first_items(orders, -n * epochs % batch_size))
+    return (batch[INDEX] for batch in rebatch(({INDEX: chunk} for chunk in chunks), batch_size, drop_last))
 
 
 def _orders(n: int, rng: np.random.Generator | None) -> Iterator[np.ndarray]:
@@ -157,37 +169,65 @@ def _orders(n: int, rng: np.random.Generator | None) -> Iterator[np.ndarray]:
         yield np.arange(n, dtype=np.int64) if rng is None else rng.permutation(n)
 
 
-def _epoch_batches(orders: Iterator[np.ndarray], size: int, drop_last: bool) -> Iterator[np.ndarray]:
-    for order in orders:
-        stop = len(order) - len(order) % size if drop_last else len(order)
-        for start in range(0, stop, size):
-            yield order[start : start + size]
+def _first_items(orders: Iterator[np.ndarray], count: int) -> Iterator[np.ndarray]:
+    """The first ``count`` items of ``orders`` taken end to end, as pieces of whole orders."""
+    while count > 0:
+        piece = next(orders)[:count]
+        count -= len(piece)
+        yield piece
 
 
-def _stream_batches(
-    orders: Iterator[np.ndarray], size: int, epochs: int | None, drop_last: bool
-) -> Iterator[np.ndarray]:
-    pending = np.empty(0, dtype=np.int64)
-    for order in itertools.islice(orders, epochs):
-        pending = np.concatenate([pending, order])
-        full = len(pending) - len(pending) % size
-        for start in range(0, full, size):
-            yield pending[start : start + size]
-        pending = pending[full:]
-    if len(pending) and not drop_last:
-        while len(pending) < size:
-            pending = np.concatenate([pending, next(orders)])
-        yield pending[:size]
+def rebatch(
+    chunks: Iterable[dict[str, np.ndarray]], size: int, drop_last: bool
+) -> Iterator[dict[str, np.ndarray]]:
+    """Re-cut chunks of rows into batches of ``size`` rows: the one batcher of glyphforge.
+
+    Each chunk is a dict of arrays with the same number of rows (its first axis), and
+    every chunk has the same names. The rows, taken end to end across the chunks, are
+    cut every ``size`` rows; a batch lying in one chunk is a view of it, one spanning
+    chunks is a concatenation. The short last batch is yielded, or dropped with
+    ``drop_last``. :func:`batches` cuts its visiting orders with it, and a built
+    dataset's stream its decoded windows (`glyphforge.builds.stream`).
+
+    Parameters
+    ----------
+    chunks
+        The rows, in order: dicts of name -> array (chunks with no rows are skipped).
+    size
+        Rows per batch, a positive integer.
+    drop_last
+        Drop the short last batch instead of yielding it.
+
+    Yields
+    ------
+    dict of str to numpy.ndarray
+        One batch: the same names as the chunks, ``size`` rows each (fewer for the last).
+    """
+    held: list[dict[str, np.ndarray]] = []
+    count = 0
+    for chunk in chunks:
+        rows = len(next(iter(chunk.values())))
+        at = 0
+        if held:  # complete the batch begun in earlier chunks
+            take = min(size - count, rows)
+            held.append({name: array[:take] for name, array in chunk.items()})
+            count, at = count + take, take
+            if count == size:
+                yield join_rows(held)
+                held, count = [], 0
+        while rows - at >= size:
+            yield {name: array[at:at + size] for name, array in chunk.items()}
+            at += size
+        if at < rows:
+            held.append({name: array[at:] for name, array in chunk.items()})
+            count += rows - at
+    if held and not drop_last:
+        yield join_rows(held)
 
 
-def _positive_int(name: str, value: Any) -> int:
-    try:
-        number = operator.index(value)
-    except TypeError:
-        number = 0
-    if isinstance(value, bool) or number <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return number
+def join_rows(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Join the rows of ``parts`` (dicts of the same arrays), array by array."""
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
 def _as_indexable(data: Any) -> Indexable:

@@ -58,7 +58,9 @@ def preview_target(
         return preview(images, n, out, labels=labels)
     dataset = BuiltDataset(entry)
     picked = np.sort(rng.choice(len(dataset), size=min(n, len(dataset)), replace=False))
-    return preview(dataset.take(picked), n, out)
+    rows = dataset.take(picked)
+    rows["images"] = rows.pop(dataset.image_name)  # the dataset's images, whatever the spec named them
+    return preview(rows, n, out)
 
 
 def _find_entry(store: CacheStore, target: str) -> Entry:

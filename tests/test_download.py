@@ -19,8 +19,8 @@ from glyphforge.pipelines.download import (
     RetryPolicy,
     fetch,
 )
-from glyphforge.pipelines.hashes import bytes_hash
 
+from support.hashes import bytes_hash
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
 from support.waits import TIMEOUT, wait_until
 

@@ -21,8 +21,8 @@ from glyphforge._files import StorageError
 from glyphforge.context import DataContext
 from glyphforge.datasets._prepare import upstream_file
 from glyphforge.pipelines.download import DownloadError, HashMismatchError, Resource, RetryPolicy, fetch
-from glyphforge.pipelines.hashes import bytes_hash
 
+from support.hashes import bytes_hash
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
 from support.mounts import small_disk  # noqa: F401 (fixture)
 from support.waits import TIMEOUT, wait_until

@@ -6,18 +6,24 @@ import subprocess
 
 import pytest
 
-from glyphforge.pipelines.hashes import ALGORITHMS, bytes_hash, check_hash, file_hash, normalise_hash, parse_hash
+from glyphforge.pipelines.hashes import ALGORITHMS, check_hash, file_hash, normalise_hash, parse_hash
+
+from support.hashes import bytes_hash
 
 FORMS = "write it as one of sha256:<64 hex digits>, md5:<32 hex digits>, git-blob-sha1:<40 hex digits>"
 
 
-def test_known_digests_of_abc():
-    assert bytes_hash(b"abc", "md5") == "md5:900150983cd24fb0d6963f7d28e17f72"
-    assert bytes_hash(b"abc", "sha256") == "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+def test_known_digests_of_abc(tmp_path):
+    path = tmp_path / "abc"
+    path.write_bytes(b"abc")
+    assert file_hash(path, "md5") == "md5:900150983cd24fb0d6963f7d28e17f72"
+    assert file_hash(path, "sha256") == "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
 
 def test_git_blob_sha1_is_what_git_hash_object_prints(tmp_path):
-    assert bytes_hash(b"hello world\n", "git-blob-sha1") == "git-blob-sha1:3b18e512dba79e4c8300dd08aeb37f8e728b8dad"
+    hello = tmp_path / "hello"
+    hello.write_bytes(b"hello world\n")
+    assert file_hash(hello, "git-blob-sha1") == "git-blob-sha1:3b18e512dba79e4c8300dd08aeb37f8e728b8dad"
     path = tmp_path / "blob.bin"
     path.write_bytes(random.Random(3).randbytes(70_001))
     git = subprocess.run(["git", "hash-object", str(path)], capture_output=True, text=True, check=True)
@@ -72,6 +78,7 @@ def test_bad_hash_strings_are_refused_with_the_expected_form(spec, message):
     assert str(caught.value) == f"hash {spec!r} {message}"
 
 
-def test_unknown_algorithm_for_computing_is_refused():
+def test_unknown_algorithm_for_computing_is_refused(tmp_path):
+    (tmp_path / "empty").write_bytes(b"")
     with pytest.raises(ValueError, match="unknown hash algorithm 'sha1': use one of sha256, md5, git-blob-sha1"):
-        bytes_hash(b"", "sha1")
+        file_hash(tmp_path / "empty", "sha1")

@@ -1,11 +1,23 @@
-"""Layering: the lower layers of glyphforge never import the layers above them.
+"""Layering: every module of glyphforge has a layer, and no module imports a layer above its own.
 
-The lower layers are the kernels and I/O helpers (``glyphforge.pipelines``), the cache,
-the sessions, batching, configuration and the foundation modules (``_checks``, ``_files``,
-``_version``, ``_deprecation``). They must not import the dataset modules, the builds, the
-command line, the previews, or the package face ``glyphforge`` itself (whose ``__init__``
-re-exports everything, so importing a name from it can import every layer). The
-foundation modules import nothing from glyphforge but each other.
+The layers, bottom to top (a module may import its own layer and those below it):
+
+===========  ===================================================================================
+foundation   ``_checks``, ``_files``, ``_version``, ``_deprecation``, ``textfmt``: no glyphforge
+             import but each other
+lower        the kernels and I/O helpers (``pipelines``), the ``cache``, the sessions
+             (``session``), ``config``, ``batching`` and ``visualize``
+context      ``context``: the data context (over the cache store)
+datasets     the dataset modules (``datasets``) and users' own files (``loaders``)
+builds       the builder, its shards, the reader and the specs (``builds``)
+face         the command line (``cli``, ``cli_args``), ``previews``, ``warmup`` and the
+             package face ``glyphforge`` (whose ``__init__`` re-exports everything, so
+             importing a name from it can import every layer)
+===========  ===================================================================================
+
+The modules are found from the package's files, so a new module is checked as soon as it
+exists: one inside a subpackage has its subpackage's layer, and a new top-level module
+fails `test_every_module_has_a_layer` until it is given one in :data:`LAYERS`.
 
 Every ``import``, ``from ... import`` (relative ones too, and those inside functions or
 ``if TYPE_CHECKING:`` blocks) and ``importlib.import_module("...")`` with a literal name
@@ -14,28 +26,34 @@ is checked, by parsing the source: nothing is imported to run this test.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "glyphforge"
+README = PACKAGE_DIR.parent / "README.md"
 
-#: Packages (every module under them) and modules forming the lower layers, relative to the package.
-LOWER_PACKAGES = ("pipelines", "cache", "session")
-LOWER_MODULES = ("batching.py", "config.py", "_checks.py", "_files.py", "_version.py", "_deprecation.py")
+#: Layers bottom to top: ``(layer name, the top-level modules and subpackages it holds)``.
+Layers = tuple[tuple[str, tuple[str, ...]], ...]
 
-#: What a lower layer must not import (these modules and everything below them).
-UPPER = (
-    "glyphforge.datasets",
-    "glyphforge.builds",
-    "glyphforge.cli",
-    "glyphforge.previews",
-    "glyphforge.build",
-    "glyphforge.shards",
+#: glyphforge's layers (``__init__`` is the package face itself).
+LAYERS: Layers = (
+    ("foundation", ("_checks", "_files", "_version", "_deprecation", "textfmt")),
+    ("lower", ("pipelines", "cache", "session", "config", "batching", "visualize")),
+    ("context", ("context",)),
+    ("datasets", ("datasets", "loaders")),
+    ("builds", ("builds",)),
+    ("face", ("cli", "cli_args", "previews", "warmup", "__init__")),
 )
-#: The foundation: these import nothing from glyphforge except each other.
-FOUNDATION = ("glyphforge._checks", "glyphforge._files", "glyphforge._version", "glyphforge._deprecation")
+
+#: Upward imports known and scheduled for removal, ``(importing file, imported module)``: why.
+#: Each must still occur (`test_each_known_upward_import_still_occurs`), so a fixed one is struck off.
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    ("glyphforge/datasets/registry.py", "glyphforge.cli_args"):
+        "the registry holds argparse settings; #23 (a registry without argparse) removes the import",
+}
 
 
 @dataclass(frozen=True)
@@ -45,16 +63,22 @@ class Violation:
     path: str
     line: int
     statement: str
+    module: str
     reason: str
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: `{self.statement}` {self.reason}"
 
 
-def lower_layer_files(package_dir: Path) -> list[Path]:
-    """Return the lower-layer modules of the package at ``package_dir``."""
-    files = [path for name in LOWER_PACKAGES for path in sorted((package_dir / name).rglob("*.py"))]
-    return files + [package_dir / name for name in LOWER_MODULES if (package_dir / name).is_file()]
+def package_modules(package_dir: Path) -> list[Path]:
+    """Return every module file of the package at ``package_dir``."""
+    return sorted(package_dir.rglob("*.py"))
+
+
+def layer_of(module: str, package: str, layers: Layers = LAYERS) -> int | None:
+    """Return the number of ``module``'s layer (0 at the bottom), or None when no layer holds it."""
+    top = "__init__" if module == package else module.split(".")[1]
+    return next((number for number, (_, names) in enumerate(layers) if top in names), None)
 
 
 def _module_name(path: Path, package_dir: Path) -> str:
@@ -113,43 +137,82 @@ def _within(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
-def upward_imports(package_dir: Path, files: list[Path] | None = None) -> list[Violation]:
-    """Return every forbidden import of the lower layers of the package at ``package_dir``."""
+def unlayered(package_dir: Path, layers: Layers = LAYERS) -> list[str]:
+    """Return the package's modules no layer holds, and the layer names that hold no module."""
     package = package_dir.name
-    upper = tuple(prefix.replace("glyphforge", package, 1) for prefix in UPPER)
-    foundation = tuple(name.replace("glyphforge", package, 1) for name in FOUNDATION)
+    modules = [_module_name(path, package_dir) for path in package_modules(package_dir)]
+    missing = [module for module in modules if layer_of(module, package, layers) is None]
+    tops = {"__init__" if module == package else module.split(".")[1] for module in modules}
+    stale = [f"{name} (in layer {layer}: no such module)" for layer, names in layers for name in names
+             if name not in tops]
+    return missing + stale
+
+
+def upward_imports(package_dir: Path, files: list[Path] | None = None, layers: Layers = LAYERS) -> list[Violation]:
+    """Return every import in ``files`` (default: every module) of a layer above the importing module's."""
+    package = package_dir.name
     violations = []
-    for path in lower_layer_files(package_dir) if files is None else files:
+    for path in package_modules(package_dir) if files is None else files:
         own = _module_name(path, package_dir)
+        own_layer = layer_of(own, package, layers)
         shown = path.relative_to(package_dir.parent).as_posix()
         for line, statement, module in imported_modules(path, package_dir):
-            if module == package:
-                reason = f"imports from the package face `{package}` (import the submodule that defines the name)"
-            elif any(_within(module, prefix) for prefix in upper):
-                reason = f"imports `{module}`, a layer above {shown}"
-            elif own in foundation and _within(module, package) and module not in foundation:
-                reason = f"imports `{module}`: {shown} may import only {', '.join(foundation)}"
-            else:
+            if not _within(module, package) or own_layer is None:
                 continue
-            violations.append(Violation(shown, line, statement, reason))
+            layer = layer_of(module, package, layers)
+            if layer is None:
+                reason = f"imports `{module}`, which no layer holds (no such module?)"
+            elif layer <= own_layer:
+                continue
+            elif module == package:
+                reason = (f"imports from the package face `{package}` (import the submodule that defines the "
+                          "name)")
+            else:
+                reason = (f"imports `{module}` (layer {layers[layer][0]}), above {shown} (layer "
+                          f"{layers[own_layer][0]})")
+            violations.append(Violation(shown, line, statement, module, reason))
     return violations
 
 
 # -- the real package ----------------------------------------------------------------------
-def test_the_lower_layers_are_found():
-    names = {path.relative_to(PACKAGE_DIR).as_posix() for path in lower_layer_files(PACKAGE_DIR)}
-    expected = {"pipelines/download.py", "cache/store.py", "session/__init__.py", "config.py", "_checks.py"}
-    assert expected <= names, f"the layer check no longer sees {sorted(expected - names)}"
+def test_every_module_has_a_layer():
+    assert unlayered(PACKAGE_DIR) == [], "give each a layer in LAYERS (or remove the stale name)"
+    names = {path.relative_to(PACKAGE_DIR).as_posix() for path in package_modules(PACKAGE_DIR)}
+    assert {"pipelines/download.py", "cache/store.py", "loaders.py", "visualize.py", "warmup.py", "textfmt.py",
+            "context.py", "cli.py", "__init__.py", "builds/stream.py"} <= names
 
 
 @pytest.mark.parametrize(
-    "path", lower_layer_files(PACKAGE_DIR), ids=lambda path: path.relative_to(PACKAGE_DIR).as_posix()
+    "path", package_modules(PACKAGE_DIR), ids=lambda path: path.relative_to(PACKAGE_DIR).as_posix()
 )
-def test_lower_layer_imports_nothing_above_it(path):
-    violations = upward_imports(PACKAGE_DIR, [path])
+def test_module_imports_nothing_above_its_layer(path):
+    violations = [violation for violation in upward_imports(PACKAGE_DIR, [path])
+                  if (violation.path, violation.module) not in KNOWN_UPWARD]
     assert not violations, "upward imports (move the code down, or the import up):\n" + "\n".join(
         map(str, violations)
     )
+
+
+def test_each_known_upward_import_still_occurs():
+    found = {(violation.path, violation.module) for violation in upward_imports(PACKAGE_DIR)}
+    gone = sorted(set(KNOWN_UPWARD) - found)
+    assert not gone, f"these upward imports are gone: strike them off KNOWN_UPWARD: {gone}"
+
+
+def readme_layout_rows(text: str) -> dict[str, str]:
+    """Return ``{module path: layer}`` from the README's "How the code is laid out" table."""
+    section = text.split("\n## How the code is laid out\n", 1)[1].split("\n#", 1)[0]
+    return dict(re.findall(r"^\| `glyphforge/([^`]+)` \| .+ \| (\w+) \|$", section, flags=re.MULTILINE))
+
+
+def test_the_readme_layout_table_lists_every_module_with_its_layer():
+    rows = readme_layout_rows(README.read_text(encoding="utf-8"))
+    for path in package_modules(PACKAGE_DIR):
+        name = path.relative_to(PACKAGE_DIR).as_posix()
+        number = layer_of(_module_name(path, PACKAGE_DIR), PACKAGE_DIR.name)
+        layer = "(none)" if number is None else LAYERS[number][0]
+        assert name in rows, f"README.md's layout table lacks glyphforge/{name}: add a row (layer {layer})"
+        assert rows[name] == layer, f"README.md puts glyphforge/{name} in layer {rows[name]}; it is in {layer}"
 
 
 # -- the checker itself -------------------------------------------------------------------
@@ -160,15 +223,23 @@ def _write(root: Path, files: dict[str, str]) -> Path:
     return root / "glyphforge"
 
 
+TOY_LAYERS: Layers = (
+    ("foundation", ("_checks", "_files")),
+    ("lower", ("pipelines", "config")),
+    ("datasets", ("datasets",)),
+    ("face", ("cli", "__init__")),
+)
+
+
 def test_checker_reports_each_kind_of_upward_import(tmp_path):
     package_dir = _write(tmp_path, {
         "glyphforge/__init__.py": "__version__ = '0'\n",
         "glyphforge/config.py": "",
-        "glyphforge/cli.py": "",
+        "glyphforge/cli.py": "import glyphforge\nfrom glyphforge.datasets import emnist\n",
         "glyphforge/_checks.py": "from glyphforge._files import x\nfrom glyphforge.config import y\n",
         "glyphforge/_files.py": "",
         "glyphforge/datasets/__init__.py": "",
-        "glyphforge/datasets/emnist.py": "",
+        "glyphforge/datasets/emnist.py": "from glyphforge.shards import gone\n",
         "glyphforge/pipelines/__init__.py": "",
         "glyphforge/pipelines/ok.py": "",
         "glyphforge/pipelines/bad.py": (
@@ -186,30 +257,50 @@ def test_checker_reports_each_kind_of_upward_import(tmp_path):
             "    import glyphforge\n"
         ),
     })
-    reported = [str(violation) for violation in upward_imports(package_dir)]
+    reported = [str(violation) for violation in upward_imports(package_dir, layers=TOY_LAYERS)]
     assert reported == [
+        "glyphforge/_checks.py:2: `from glyphforge.config import y` imports `glyphforge.config` (layer lower), "
+        "above glyphforge/_checks.py (layer foundation)",
+        "glyphforge/datasets/emnist.py:1: `from glyphforge.shards import gone` imports `glyphforge.shards`, which "
+        "no layer holds (no such module?)",
         "glyphforge/pipelines/bad.py:2: `from glyphforge import __version__` imports from the package face "
         "`glyphforge` (import the submodule that defines the name)",
-        "glyphforge/pipelines/bad.py:6: `from ..datasets import emnist` imports `glyphforge.datasets.emnist`, "
-        "a layer above glyphforge/pipelines/bad.py",
+        "glyphforge/pipelines/bad.py:6: `from ..datasets import emnist` imports `glyphforge.datasets.emnist` "
+        "(layer datasets), above glyphforge/pipelines/bad.py (layer lower)",
         "glyphforge/pipelines/bad.py:9: `from glyphforge.datasets.emnist import load` imports "
-        "`glyphforge.datasets.emnist`, a layer above glyphforge/pipelines/bad.py",
-        "glyphforge/pipelines/bad.py:10: `importlib.import_module('glyphforge.cli')` imports `glyphforge.cli`, "
-        "a layer above glyphforge/pipelines/bad.py",
+        "`glyphforge.datasets.emnist` (layer datasets), above glyphforge/pipelines/bad.py (layer lower)",
+        "glyphforge/pipelines/bad.py:10: `importlib.import_module('glyphforge.cli')` imports `glyphforge.cli` "
+        "(layer face), above glyphforge/pipelines/bad.py (layer lower)",
         "glyphforge/pipelines/bad.py:12: `import glyphforge` imports from the package face `glyphforge` "
         "(import the submodule that defines the name)",
-        "glyphforge/_checks.py:2: `from glyphforge.config import y` imports `glyphforge.config`: "
-        "glyphforge/_checks.py may import only glyphforge._checks, glyphforge._files, glyphforge._version, "
-        "glyphforge._deprecation",
     ]
+
+
+def test_unlayered_names_new_modules_and_stale_layer_names(tmp_path):
+    package_dir = _write(tmp_path, {
+        "glyphforge/__init__.py": "",
+        "glyphforge/_checks.py": "",
+        "glyphforge/_files.py": "",
+        "glyphforge/config.py": "",
+        "glyphforge/pipelines/__init__.py": "",
+        "glyphforge/pipelines/new_kernel.py": "",
+        "glyphforge/datasets/__init__.py": "",
+        "glyphforge/newcomer.py": "",
+    })
+    assert layer_of("glyphforge.pipelines.new_kernel", "glyphforge", TOY_LAYERS) == 1
+    assert unlayered(package_dir, TOY_LAYERS) == ["glyphforge.newcomer", "cli (in layer face: no such module)"]
 
 
 def test_checker_passes_a_clean_package(tmp_path):
     package_dir = _write(tmp_path, {
         "glyphforge/__init__.py": "from glyphforge.pipelines.ok import x\n",
+        "glyphforge/cli.py": "import glyphforge\nfrom glyphforge.datasets import d\n",
+        "glyphforge/datasets/__init__.py": "from glyphforge.pipelines import ok\n",
+        "glyphforge/datasets/d.py": "from . import e\n",
+        "glyphforge/datasets/e.py": "from glyphforge.datasets import d\n",  # a circle within a layer
         "glyphforge/pipelines/__init__.py": "",
         "glyphforge/pipelines/ok.py": "from glyphforge._checks import check_int\nimport numpy\n",
-        "glyphforge/_checks.py": "import os\nfrom glyphforge._version import __version__\n",
-        "glyphforge/_version.py": "",
+        "glyphforge/_checks.py": "import os\nfrom glyphforge._files import x\n",
+        "glyphforge/_files.py": "",
     })
-    assert upward_imports(package_dir) == []
+    assert upward_imports(package_dir, layers=TOY_LAYERS) == []

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from glyphforge.batching import rebatch
 from glyphforge.loaders import ImageList, MapStyleDataset, batch_indices, batches
 from glyphforge.pipelines.decode import ImageDecodeError, decode_image
 from glyphforge.pipelines.resize import resize
@@ -148,13 +149,37 @@ def test_empty_data_yields_nothing():
         assert list(batches(np.empty((0, 3)), batch_size=2, wrap=wrap, epochs=epochs)) == []
 
 
+def test_rebatch_cuts_rows_end_to_end_across_chunks_views_inside_one():
+    rows = np.arange(11)
+    chunks = [{"a": rows[0:3], "b": -rows[0:3]}, {"a": rows[3:3], "b": -rows[3:3]},
+              {"a": rows[3:9], "b": -rows[3:9]}, {"a": rows[9:11], "b": -rows[9:11]}]
+    got = list(rebatch(chunks, 4, drop_last=False))
+    assert [batch["a"].tolist() for batch in got] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10]]
+    assert all(np.array_equal(batch["b"], -batch["a"]) for batch in got)
+    assert np.shares_memory(got[1]["a"], rows)  # inside one chunk: a view
+    assert not np.shares_memory(got[0]["a"], rows)  # across chunks: joined
+    assert [batch["a"].tolist() for batch in rebatch(chunks, 4, drop_last=True)] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert list(rebatch([], 4, drop_last=False)) == []
+
+
+def test_wrapped_batches_draw_the_completion_from_the_next_permutation():
+    rng = np.random.default_rng(7)
+    orders = [rng.permutation(5) for _ in range(4)]
+    got = list(batch_indices(5, batch_size=4, shuffle=True, seed=7, wrap=True, epochs=2))
+    stream = np.concatenate(orders)  # 2 epochs of 5 = 10 rows; the third batch takes 2 of the third order
+    assert [batch.tolist() for batch in got] == [stream[0:4].tolist(), stream[4:8].tolist(), stream[8:12].tolist()]
+    wide = list(batch_indices(5, batch_size=12, shuffle=True, seed=7, wrap=True, epochs=1))
+    assert [batch.tolist() for batch in wide] == [stream[:12].tolist()]  # spans three orders
+    assert all(batch.dtype == np.int64 for batch in got + wide)
+
+
 def test_batches_validates_eagerly():
     x = np.arange(5)
     for bad in (0, -1, 2.5, True, "4", None):
-        with pytest.raises(ValueError, match=rf"^batch_size must be a positive integer, got {bad!r}$"):
+        with pytest.raises(ValueError, match=rf"^batch_size must be an integer >= 1, got {bad!r}$"):
             batches(x, batch_size=bad)
     for bad in (0, -2, 1.0):
-        with pytest.raises(ValueError, match=rf"^epochs must be a positive integer, got {bad!r}$"):
+        with pytest.raises(ValueError, match=rf"^epochs must be an integer >= 1, got {bad!r}$"):
             batches(x, batch_size=2, epochs=bad)
     with pytest.raises(ValueError, match=r"^x has 5 items but y has 4; they must pair up"):
         batches(x, np.arange(4), batch_size=2)

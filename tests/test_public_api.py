@@ -4,6 +4,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import glyphforge
 
 
@@ -20,9 +22,10 @@ def test_every_exported_name_resolves_to_its_module_object():
     assert sorted(dir(glyphforge)) == sorted(glyphforge.__all__)
 
 
-def test_import_does_not_load_numba_dask_or_pillow():
+@pytest.mark.parametrize("module", ["glyphforge", "glyphforge.builds.scenes"])
+def test_import_does_not_load_numba_dask_or_pillow(module):
     code = (
-        "import sys, glyphforge; "
+        f"import sys, {module}; "
         "print(sorted(m for m in ('numba', 'dask', 'distributed', 'PIL') if m in sys.modules))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -7,8 +7,9 @@
 * `glyphforge.builds.scenes`: the `ScatteredGlyphs` spec, and
   `glyphforge.builds.scene_sources`: where its glyphs and textures come from.
 
-Importing this package loads neither numba, Pillow nor Dask (the scenes spec does,
-when imported).
+Importing this package, or the scenes spec, loads neither numba, Pillow nor Dask:
+numba is loaded where scenes are made (a shard, or the spec's one warm-up scene),
+Pillow where font glyphs or colour names are used, and Dask by a Dask session.
 """
 from glyphforge.builds.builder import BUILD_FORMAT, ShardError, Spec, build, cache_params, check_spec
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, LostShardsError

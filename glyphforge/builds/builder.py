@@ -24,6 +24,10 @@ that treats its argument as a path keeps working.
 passes the build's data dir (workers read prepared data from there and never
 download: what is missing fails the shard with a message saying what to prepare).
 
+The dataset's *images* (the first item of ``ds[i]`` and of every batch) are the array
+``metadata()`` names with ``"images": name``, else the array called ``"images"``, else
+the first array ``make_shard`` returns (`glyphforge.builds.shards.images_array`).
+
 Shard ``i`` holds examples ``[i * shard_size, min((i + 1) * shard_size, n_examples))``
 and draws from ``numpy.random.SeedSequence(seed).spawn(n_shards)[i]``, so the output
 depends only on the spec, never on the session or its number of workers.
@@ -52,6 +56,7 @@ from glyphforge.builds.shards import (
     completed_shards,
     count_shards,
     forget_shard,
+    images_array,
     remove_partial_files,
     shard_bounds,
     shard_path,
@@ -256,6 +261,7 @@ def _build_shards(
         n_shards=n_shards,
         layout=_common_layout(records, spec.kind),
         metadata=records[0].get("metadata", {}),
+        images=images_array(records[0]["layout"], records[0].get("metadata", {}), spec.kind),
     )
     seconds = time.perf_counter() - started
     summary = (

@@ -6,9 +6,12 @@ reads it whole) whose member ``i`` is the pickle of shard ``i``'s dict of arrays
 ``index.npy``: each shard's byte offset, byte length and row range (see
 `glyphforge.builds.index`; glyphforge 0.2 kept it in the manifest's ``meta["index"]``),
 so a reader seeks to one member and decodes only it. The manifest's ``meta`` records
-``n_examples``, ``n_shards``, ``layout`` (each array's dtype and per-example shape) and
+``n_examples``, ``n_shards``, ``layout`` (each array's dtype and per-example shape),
 ``metadata`` (what the spec's optional ``metadata()`` returned, e.g. the scenes'
-``class_names``).
+``class_names``) and ``images`` (the name of the images array, chosen at build time by
+`glyphforge.builds.shards.images_array`: ``metadata()``'s ``images``, else ``"images"``,
+else the first array ``make_shard`` returned; entries built by glyphforge 0.2 lack it and
+keep 0.2's rule: ``"images"``, else the alphabetically first array).
 
 Reading:
 
@@ -53,6 +56,10 @@ if TYPE_CHECKING:
 ARRAYS_FILE = "arrays.pklz"
 #: The part of the available memory ``ds.arrays`` may fill by default.
 ARRAYS_MEMORY_FRACTION = 0.5
+#: What ``ds.arrays`` may decode by default where the available memory cannot be measured (Windows): 4 GiB.
+FALLBACK_ARRAYS_LIMIT = 4 << 30
+#: Where Linux tells the memory available.
+MEMINFO = "/proc/meminfo"
 DEFAULT_CACHE_SHARDS = 4
 #: What a shard's pickle may hold beside its arrays' bytes (names, dtypes, framing): part of its `Budget`.
 SHARD_PICKLE_SLACK = 1 << 20
@@ -78,7 +85,7 @@ class BuiltDataset:
     It is map-style, like the EMNIST and Omniglot datasets: ``ds[i]`` is ``(image,
     targets)`` with ``targets`` a dict of the other arrays' rows ``i`` (a slice or an
     index array gives stacked rows); ``ds["images"]`` is one whole array. ``images``
-    is the ``"images"`` array, or the first array when the spec makes none of that name.
+    is the array named by :attr:`image_name`.
 
     Parameters
     ----------
@@ -88,7 +95,7 @@ class BuiltDataset:
         How many decoded shards to keep for the next reads (0: none).
     arrays_limit
         The most bytes ``ds.arrays`` (and ``ds["name"]``, ``ds.images``, ``ds.batches``)
-        may decode; None: half the memory available when asked.
+        may decode; None: `default_arrays_limit` (half the memory available when asked).
     """
 
     def __init__(self, entry: Entry, *, cache_shards: int = DEFAULT_CACHE_SHARDS,
@@ -297,9 +304,16 @@ class BuiltDataset:
 
     @property
     def image_name(self) -> str:
-        """The array ``ds[i]`` and batches give first: ``"images"``, else the first array."""
-        layout = self.entry.meta["layout"]
-        return "images" if "images" in layout else next(iter(layout))
+        """The array ``ds[i]`` and batches give first, as recorded at build time (see the module docstring).
+
+        ``metadata()``'s ``images``, else ``"images"``, else the first array ``make_shard``
+        returned; for an entry built by glyphforge 0.2 (no record): ``"images"``, else the
+        alphabetically first array.
+        """
+        meta = self.entry.meta
+        if "images" in meta:
+            return str(meta["images"])
+        return "images" if "images" in meta["layout"] else min(meta["layout"])
 
     def reopened(self, **options: Any) -> BuiltDataset:
         """A new reader of the same entry (its own LRU), with ``cache_shards`` or ``arrays_limit`` changed."""
@@ -308,7 +322,7 @@ class BuiltDataset:
 
     @property
     def images(self) -> np.ndarray:
-        """The ``"images"`` array (or the first array when there is none of that name)."""
+        """The images array, :attr:`image_name` (every row: see :attr:`arrays`)."""
         return self.arrays[self.image_name]
 
     @property
@@ -372,19 +386,29 @@ def lost_shards(entry: Entry, size: int) -> str | None:
 
 
 def default_arrays_limit() -> int:
-    """Half the memory available now (``MemAvailable``; the physical memory where that is unknown)."""
-    available = None
+    """Half the memory available now, or :data:`FALLBACK_ARRAYS_LIMIT` where that cannot be measured.
+
+    The memory is ``MemAvailable`` of ``/proc/meminfo`` (Linux), else the physical memory
+    from ``os.sysconf`` (other Unix systems); Windows has neither.
+    """
+    available = _available_memory()
+    return FALLBACK_ARRAYS_LIMIT if available is None else int(available * ARRAYS_MEMORY_FRACTION)
+
+
+def _available_memory() -> int | None:
+    """``MemAvailable`` in bytes, else the physical memory, else None (neither can be read here)."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as info:
+        with open(MEMINFO, encoding="ascii") as info:
             for line in info:
                 if line.startswith("MemAvailable:"):
-                    available = int(line.split()[1]) * 1024
-                    break
+                    return int(line.split()[1]) * 1024
     except OSError:
         pass
-    if available is None:
-        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return int(available * ARRAYS_MEMORY_FRACTION)
+    sysconf = getattr(os, "sysconf", None)  # absent on Windows
+    try:
+        return None if sysconf is None else int(sysconf("SC_PAGE_SIZE") * sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError):  # a name this system does not know
+        return None
 
 
 def find_built(target: str, data_dir: PathLike | None = None) -> BuiltDataset:

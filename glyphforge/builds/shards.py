@@ -24,7 +24,8 @@ import numpy as np
 from glyphforge._files import atomic_path, sha256_file
 from glyphforge.cache import dump_pklz
 
-#: One shard's record: ``{"shard", "n", "size", "mtime_ns", "sha256", "layout"}``, plus ``"metadata"``
+#: One shard's record: ``{"shard", "n", "size", "mtime_ns", "sha256", "layout"}`` (``layout`` in the order
+#: ``make_shard`` returned the arrays: `images_array` reads it), plus ``"metadata"``
 #: (what ``spec.metadata()`` returned) for specs that have that optional method.
 ShardRecord = dict[str, Any]
 
@@ -86,6 +87,28 @@ def array_layout(arrays: Any, index: int, n: int) -> dict[str, dict[str, Any]]:
     return layout
 
 
+def images_array(layout: Mapping[str, Any], metadata: Mapping[str, Any], kind: str) -> str:
+    """Return the name of a build's images array: what ``ds[i]``, ``ds.images`` and batches give first.
+
+    It is ``metadata["images"]`` when the spec's ``metadata()`` names one, else the array
+    called ``"images"``, else the first array ``make_shard`` returned (``layout`` keeps
+    that order).
+
+    Raises
+    ------
+    ValueError
+        ``metadata["images"]`` is not the name of an array ``make_shard`` returned.
+    """
+    named = metadata.get("images")
+    if named is None:
+        return "images" if "images" in layout else next(iter(layout))
+    if not isinstance(named, str) or named not in layout:
+        raise ValueError(f"{kind}: metadata() names images={named!r}, but make_shard returned the arrays "
+                         f"{', '.join(map(repr, layout))}; name one of these, or drop 'images' from metadata() "
+                         "to use the first array make_shard returns")
+    return named
+
+
 def _write_json(path: Path, document: Any) -> None:
     with atomic_path(path) as temporary:
         temporary.write_text(json.dumps(document), encoding="utf-8")
@@ -128,10 +151,11 @@ class ShardTask:
         layout = array_layout(arrays, index, stop - start)
         path = dump_pklz(dict(arrays), shard_path(work_dir, index))
         written = path.stat()
-        record = {"shard": index, "n": stop - start, "size": written.st_size, "mtime_ns": written.st_mtime_ns,
-                  "sha256": sha256_file(path), "layout": layout}
+        record: ShardRecord = {"shard": index, "n": stop - start, "size": written.st_size,
+                               "mtime_ns": written.st_mtime_ns, "sha256": sha256_file(path), "layout": layout}
         if callable(getattr(spec, "metadata", None)):
             record["metadata"] = call_with_data_dir(spec.metadata, data_dir=self.data_dir)
+        images_array(layout, record.get("metadata", {}), spec.kind)  # a bad images= fails here, not at the join
         _write_json(_record_path(work_dir, index), record)
         return record
 

@@ -19,7 +19,8 @@ epoch from the shard index alone (no data is read to plan):
    ``default_rng([seed, epoch, rank, window number])``. Memory: about twice a window
    of decoded shards, whatever the dataset's size.
 4. **Batches and workers.** The rank's rows are cut into batches of ``batch_size``
-   (the last one short, or dropped with ``drop_last``); worker ``w`` of ``W`` yields the
+   (the last one short, or dropped with ``drop_last``) by `glyphforge.batching.rebatch`,
+   the batcher `glyphforge.batches` uses too; worker ``w`` of ``W`` yields the
    contiguous run of batches ``[w B / W, (w + 1) B / W)`` of its rank's ``B`` batches,
    so the batches of a rank are the same for any number of workers.
 
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from glyphforge._checks import check_int
+from glyphforge.batching import join_rows, rebatch
 from glyphforge.builds.index import ShardIndex
 
 if TYPE_CHECKING:
@@ -190,7 +192,7 @@ class ShardStream:
             plan = self.plan(epoch)
             low = first * self.batch_size
             high = min(last * self.batch_size, plan.n_rows)
-            for arrays in _batches(self._rows(reader, plan, epoch, low, high), self.batch_size, self.drop_last):
+            for arrays in rebatch(self._rows(reader, plan, epoch, low, high), self.batch_size, self.drop_last):
                 images = arrays.pop(image_name)
                 yield images, arrays or None
 
@@ -206,7 +208,7 @@ class ShardStream:
             end = int(ends[last - 1])
             if end <= low or begin >= high:
                 continue
-            window = _concatenate([
+            window = join_rows([
                 {name: array[int(pieces.start[i]):int(pieces.stop[i])] for name, array in
                  reader.shard(int(pieces.shard[i])).items()}
                 for i in range(first, last)
@@ -223,35 +225,6 @@ class ShardStream:
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "
                 f"worker {self.worker}/{self.num_workers}, {len(self)} batches>")
-
-
-def _concatenate(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Join the rows of ``parts`` (dicts of the same arrays), array by array."""
-    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
-
-
-def _batches(chunks: Iterator[dict[str, np.ndarray]], size: int, drop_last: bool) -> Iterator[dict[str, np.ndarray]]:
-    """Re-cut chunks of rows into batches of ``size`` rows (views where a batch lies in one chunk)."""
-    held: list[dict[str, np.ndarray]] = []
-    count = 0
-    for chunk in chunks:
-        rows = len(next(iter(chunk.values())))
-        at = 0
-        if held:  # complete the batch begun in earlier chunks
-            take = min(size - count, rows)
-            held.append({name: array[:take] for name, array in chunk.items()})
-            count, at = count + take, take
-            if count == size:
-                yield _concatenate(held)
-                held, count = [], 0
-        while rows - at >= size:
-            yield {name: array[at:at + size] for name, array in chunk.items()}
-            at += size
-        if at < rows:
-            held.append({name: array[at:] for name, array in chunk.items()})
-            count += rows - at
-    if held and not drop_last:
-        yield _concatenate(held)
 
 
 def _torch_worker_info() -> Any:

@@ -57,13 +57,6 @@ def normalise_hash(spec: str) -> str:
     return f"{algorithm}:{digest}"
 
 
-def bytes_hash(data: bytes, algorithm: str) -> str:
-    """Return the hash string (``"<algorithm>:<hex>"``) of ``data``."""
-    digest = _new_digest(algorithm, len(data))
-    digest.update(data)
-    return f"{algorithm}:{digest.hexdigest()}"
-
-
 def file_hash(path: PathLike, algorithm: str) -> str:
     """Return the hash string (``"<algorithm>:<hex>"``) of the file at ``path``.
 

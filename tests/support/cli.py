@@ -15,6 +15,6 @@ def run(command: str, *argv: str | Path, env: dict[str, str] | None = None) -> s
     """Run an installed console script; return its completed process (text output)."""
     script = BIN / command
     if not script.exists():
-        pytest.fail(f"{script} is not installed: run pip install -e \".[test,cluster]\" first")
+        pytest.fail(f"{script} is not installed: run pip install -e \".[test,lint,cluster]\" first")
     return subprocess.run([str(script), *map(str, argv)], capture_output=True, text=True, timeout=300,
                           env={**os.environ, **(env or {})})
