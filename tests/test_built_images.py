@@ -81,6 +81,7 @@ def test_an_entry_built_by_0_2_keeps_the_alphabetical_rule(tmp_path):
     with store.create(dataset.entry.kind, params) as writer:
         (writer.path / ARRAYS_FILE).write_bytes((dataset.path / ARRAYS_FILE).read_bytes())
         writer.meta.update({name: value for name, value in dataset.entry.meta.items() if name != "images"})
+        writer.meta["index"] = dataset.index.to_meta()  # where 0.2 kept the shard index (no index.npy)
     old = BuiltDataset(store.get(dataset.entry.kind, params))
     assert old.image_name == "shard"
     image, targets = old[9]
