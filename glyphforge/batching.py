@@ -4,7 +4,8 @@ Every dataset in glyphforge (EMNIST, Omniglot, built scenes, `glyphforge.ImageLi
 is *map-style*: ``len(ds)`` and ``ds[i] -> (image, label)``. That is the whole
 protocol a PyTorch ``DataLoader`` needs, so none of this imports torch. :func:`rebatch`
 is the one place rows are cut into batches: :func:`batches` cuts its visiting orders
-with it, and a built dataset's stream its decoded shards. This module needs only
+with it (a built dataset's stream cuts positions of its epoch's order by arithmetic,
+`glyphforge.builds.stream`). This module needs only
 numpy (``import glyphforge`` loads it through the builder).
 """
 from __future__ import annotations
@@ -186,8 +187,7 @@ def rebatch(
     every chunk has the same names. The rows, taken end to end across the chunks, are
     cut every ``size`` rows; a batch lying in one chunk is a view of it, one spanning
     chunks is a concatenation. The short last batch is yielded, or dropped with
-    ``drop_last``. :func:`batches` cuts its visiting orders with it, and a built
-    dataset's stream its decoded windows (`glyphforge.builds.stream`).
+    ``drop_last``. :func:`batches` cuts its visiting orders with it.
 
     Parameters
     ----------

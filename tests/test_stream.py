@@ -119,10 +119,36 @@ def test_shuffling_mixes_rows_only_within_a_window_of_shards(rows_1030):
 
 
 def test_the_batches_of_a_rank_do_not_depend_on_its_number_of_workers(rows_1030):
+    """Worker w of 4 yields the rank's batches w, w + 4, ...: taken in turn they are the rank's batches in order."""
     whole = rows_of(rows_1030.stream(16, seed=2, rank=1, world_size=2))
-    split = [batch for worker in range(4)
-             for batch in rows_of(rows_1030.stream(16, seed=2, rank=1, world_size=2, worker=worker, num_workers=4))]
-    assert all(np.array_equal(a, b) for a, b in zip(whole, split, strict=True))
+    split = [rows_of(rows_1030.stream(16, seed=2, rank=1, world_size=2, worker=worker, num_workers=4))
+             for worker in range(4)]
+    assert [len(batches) for batches in split] == [9, 8, 8, 8] and len(whole) == 33
+    in_turn = [split[number % 4][number // 4] for number in range(33)]
+    assert all(np.array_equal(a, b) for a, b in zip(whole, in_turn, strict=True))
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 4, 6])
+def test_the_global_order_does_not_depend_on_the_world_size(rows_1030, world_size):
+    """A global batch of 48: the ranks' i-th batches, rank by rank, are the one-rank run's i-th batch."""
+    one = rows_of(rows_1030.stream(48, seed=9, epochs=2))
+    ranks = [rows_of(rows_1030.stream(48 // world_size, seed=9, epochs=2, rank=rank, world_size=world_size))
+             for rank in range(world_size)]
+    assert len(one) == 44 and all(len(batches) == 44 for batches in ranks)
+    for number, batch in enumerate(one):
+        joined = np.concatenate([batches[number] for batches in ranks])
+        if len(batch) == 48:
+            assert np.array_equal(joined, batch)
+        else:  # the short last global batch (1030 = 21 * 48 + 22): split by position, short ranks repeat
+            assert set(joined.tolist()) == set(batch.tolist()) and len(joined) == -(-22 // world_size) * world_size
+
+
+def test_the_last_global_batch_repeats_the_next_ranks_first_rows(rows_1030):
+    """22 rows left over 4 ranks: parts of 5, 6, 5, 6 rows, each short rank repeats the row after its part."""
+    last = rows_of(rows_1030.stream(48, seed=9))[-1]
+    shares = [rows_of(rows_1030.stream(12, seed=9, rank=rank, world_size=4))[-1] for rank in range(4)]
+    assert [share.tolist() for share in shares] == [
+        last[0:6].tolist(), last[5:11].tolist(), last[11:17].tolist(), last[16:22].tolist()]
 
 
 def test_a_stream_pickles_small_and_iterates_in_another_process(rows_97, tmp_path):
@@ -202,6 +228,7 @@ def test_a_torch_dataloader_with_workers_yields_every_row_once(rows_1030, start)
     rows = [np.asarray(targets["row"]) for _, targets in loader]
     assert len(rows) == len(stream) == len(loader) == 65
     assert sorted(np.concatenate(rows).tolist()) == list(range(1030))
+    stream.set_epoch(0)  # the workers iterated copies; this one has not moved, but say so
     alone = torch.utils.data.DataLoader(stream, batch_size=None)
     without_workers = [np.asarray(targets["row"]) for _, targets in alone]
-    assert sorted(map(tuple, without_workers)) == sorted(map(tuple, rows))  # the same batches, in another order
+    assert all(np.array_equal(a, b) for a, b in zip(without_workers, rows, strict=True))  # the same, in order

@@ -339,11 +339,14 @@ class BuiltDataset:
         return batches(self.images, self.labels, batch_size=batch_size, **options)
 
     # -- streaming and export -------------------------------------------------------
-    def stream(self, batch_size: int, **options: Any) -> ShardStream:
-        """Return a re-iterable stream of ``(images, targets)`` batches (see `glyphforge.builds.stream`)."""
+    def stream(self, batch_size: int, *, resume: dict[str, Any] | None = None, **options: Any) -> ShardStream:
+        """Return a re-iterable stream of ``(images, targets)`` batches (see `glyphforge.builds.stream`).
+
+        ``resume``: a ``stream.state_dict()`` to continue from (on any number of ranks).
+        """
         from glyphforge.builds.stream import open_stream
 
-        return open_stream(self, batch_size, **options)
+        return open_stream(self, batch_size, resume=resume, **options)
 
     def export(self, directory: PathLike, format: str = "npy", *, overwrite: bool = False) -> Path:
         """Write every array as ``<directory>/<name>.npy`` plus ``metadata.json`` (see `glyphforge.builds.export`)."""

@@ -1,111 +1,123 @@
-"""`ShardStream`: shuffled batches of a built dataset for training, a few decoded shards in memory.
+"""`ShardStream`: shuffled batches of a built dataset for training, resumable, the same order on any number of ranks.
 
 ``ds.stream(batch_size, shuffle=True, seed=0, epochs=1, drop_last=False, rank=0,
 world_size=1, worker=0, num_workers=1, even_ranks="repeat", window=4)`` plans each
-epoch from the shard index alone (no data is read to plan):
+epoch from the shard index alone (no data is read to plan). ``batch_size`` is a rank's
+batch; the **global batch** is ``G = batch_size * world_size`` rows.
 
-1. **Shard order.** The epoch's shards are permuted by ``default_rng([seed, epoch])``
-   (every rank computes the same order), or kept in order without ``shuffle``.
-2. **Ranks.** The epoch is that order's rows, end to end; rank ``r`` takes the
-   contiguous part ``[r N / R, (r + 1) N / R)`` (``N`` rows, ``R = world_size``), so
-   each rank reads whole shards except at most one shared at each end. Counts
-   differ by at most one row; with ``even_ranks="repeat"`` (default) a short rank
-   repeats the row after its part (the next rank's first), so every rank has
-   ``ceil(N / R)`` rows; with ``"drop"`` a long rank drops its last row (``N // R``
-   each). Every rank therefore yields the same number of batches: data-parallel
-   training never waits on a rank that ran out.
-3. **Shuffling.** A rank's rows are cut into windows of ``window`` consecutive shard
-   pieces (default 4 shards); rows are permuted within each window by
-   ``default_rng([seed, epoch, rank, window number])``. Memory: about twice a window
-   of decoded shards, whatever the dataset's size.
-4. **Batches and workers.** The rank's rows are cut into batches of ``batch_size``
-   (the last one short, or dropped with ``drop_last``) by `glyphforge.batching.rebatch`,
-   the batcher `glyphforge.batches` uses too; worker ``w`` of ``W`` yields the
-   contiguous run of batches ``[w B / W, (w + 1) B / W)`` of its rank's ``B`` batches,
-   so the batches of a rank are the same for any number of workers.
+1. **The epoch's global order** depends on ``(seed, epoch)`` only, never on the ranks or
+   workers. The shards are permuted by ``default_rng([seed, epoch])`` (kept in order
+   without ``shuffle``) and grouped, in that order, into windows of ``window`` shards
+   (default 4; the last window may hold fewer); window ``k``'s rows are permuted by
+   ``default_rng([seed, epoch, k])``. The epoch's ``N`` rows are the windows end to end.
+2. **Global batches.** That order is cut into global batches of ``G`` rows from the
+   epoch's start (or from where a resumed stream starts, below); the last one holds the
+   ``g = N mod G`` rows left (dropped with ``drop_last``).
+3. **Ranks.** Rank ``r`` takes the positions ``[r * batch_size, (r + 1) * batch_size)`` of
+   each full global batch, so the union of the ranks' ``i``-th batches is the same set of
+   examples for every ``world_size`` dividing ``G``: a run on 8 ranks of 32 is replayed on
+   one rank of 256. Of the short last global batch, rank ``r`` takes positions
+   ``[r g / R, (r + 1) g / R)`` (``R = world_size``); with ``even_ranks="repeat"``
+   (default) a rank one row short repeats the row after its part (the next rank's first;
+   the last rank's is the batch's first), so every rank gets ``ceil(g / R)`` rows (at most
+   ``R - 1`` repeats an epoch); with ``"drop"`` a long rank drops its last row (``g // R``
+   each; none left: the batch is dropped). Every rank yields the same number of batches,
+   so data-parallel training never waits on a rank that ran out.
+4. **Workers.** Worker ``w`` of ``W`` yields the rank's batches ``w, w + W, w + 2W, ...``
+   (counted from where the iteration starts): a ``DataLoader``, which takes one batch from
+   each worker in turn, yields exactly the rank's batches in order, for any ``W``.
+
+Reading: the stream decodes a window at a time (about one window of decoded shards in
+memory, whatever the dataset's size) and gathers each batch's rows from it. Every rank
+(and every worker) decodes every window, since each global batch mixes a window's rows:
+workers parallelise per-batch work (transforms), not decoding.
+
+**Resuming.** ``stream.state_dict()`` is small and JSON-able: the format ``version``,
+``seed``, ``shuffle``, ``window``, ``n_examples``, ``epoch`` and ``rows`` (the rows of the
+epoch's global order consumed: global batches consumed times ``G``), ``base`` (where the
+iteration's batch numbering began: workers' turns), ``batch_size`` and ``world_size``.
+``stream.load_state_dict(state)`` (or ``ds.stream(..., resume=state)``) continues at
+``rows``: the windows before it are skipped by arithmetic, never decoded. On the same
+``G`` the batches are exactly those the uninterrupted run would have yielded next, on
+any number of ranks and workers; on another ``G`` the rest of the epoch is cut into the
+new global batches, each example once (plus the repeats of rule 3). The seed, shuffle,
+window and dataset must be the state's. A loop iterating the stream itself reads
+``stream.state_dict()``; a loop over a ``DataLoader`` (whose workers iterate copies)
+counts its steps and reads ``stream.state_after(steps)``; torchdata's
+``StatefulDataLoader`` calls ``state_dict``/``load_state_dict`` in each worker itself.
+
+**Epochs advance by themselves**: the stream keeps its position, so iterating it again
+continues where the last iteration stopped, the next epoch after a whole one (persistent
+``DataLoader`` workers get a new order each epoch). ``set_epoch(e)`` moves it to the start
+of epoch ``e`` (it stays put when already in epoch ``e``: a resumed epoch goes on).
 
 Within a ``torch.utils.data.DataLoader`` worker the stream reads
 ``torch.utils.data.get_worker_info()`` itself (only when torch is already imported:
 glyphforge never imports it), so ``DataLoader(ds.stream(256), batch_size=None,
-num_workers=4)`` splits the work among the loader's workers, and ``len(stream)``
-(the rank's batches per epoch times ``epochs``) is what the loader yields.
+num_workers=4)`` splits the work among the loader's workers, and ``len(stream)`` (the
+batches of one iteration: the rest of the current epoch, then whole epochs, up to
+``epochs``) is what the loader yields.
 """
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from glyphforge._checks import check_int
-from glyphforge.batching import join_rows, rebatch
-from glyphforge.builds.index import ShardIndex
+from glyphforge.batching import join_rows
 
 if TYPE_CHECKING:
     from glyphforge.builds.dataset import BuiltDataset
 
 EVEN_RANKS = ("repeat", "drop")
 DEFAULT_WINDOW = 4
+#: The version of `ShardStream.state_dict`'s format.
+STATE_VERSION = 1
+#: What a state must match in the stream that loads it (the epoch's global order depends on them).
+ORDER_KEYS = ("seed", "shuffle", "window", "n_examples")
 
 Batch = tuple[np.ndarray, dict[str, np.ndarray] | None]
 
 
 @dataclass(frozen=True)
-class Pieces:
-    """Runs of rows of shards, in reading order: shard ``shard[i]``'s rows ``[start[i], stop[i])``."""
+class EpochPlan:
+    """The global order of one epoch: shards in reading order, grouped into windows (reads no data)."""
 
-    shard: np.ndarray
-    start: np.ndarray
-    stop: np.ndarray
-
-    @property
-    def sizes(self) -> np.ndarray:
-        return self.stop - self.start
-
-    def __len__(self) -> int:
-        return len(self.shard)
-
-    def cut(self, low: int, high: int) -> Pieces:
-        """The rows at positions ``[low, high)`` of these pieces' rows taken end to end."""
-        if high <= low:
-            return Pieces(*(np.zeros(0, np.int64) for _ in range(3)))
-        ends = np.cumsum(self.sizes)
-        first, last = int(np.searchsorted(ends, low, side="right")), int(np.searchsorted(ends, high, side="left"))
-        shard, start, stop = (column[first:last + 1].copy() for column in (self.shard, self.start, self.stop))
-        begins = ends[first:last + 1] - self.sizes[first:last + 1]
-        start[0] += low - begins[0]
-        stop[-1] -= ends[last] - high
-        return Pieces(shard, start, stop)
-
-    def then(self, other: Pieces) -> Pieces:
-        """These pieces followed by ``other``."""
-        return Pieces(*(np.concatenate([a, b]) for a, b in zip(
-            (self.shard, self.start, self.stop), (other.shard, other.start, other.stop), strict=True)))
-
-
-@dataclass(frozen=True)
-class RankPlan:
-    """One rank's rows of one epoch (after evening out) and how they are cut into windows."""
-
-    pieces: Pieces
+    shards: np.ndarray
+    """The epoch's shards, in reading order."""
     windows: np.ndarray
-    """Window ``j`` is ``pieces[windows[j]:windows[j + 1]]``."""
+    """Window ``k`` is ``shards[windows[k]:windows[k + 1]]``."""
+    ends: np.ndarray
+    """Window ``k`` holds the positions ``[ends[k - 1], ends[k])`` of the epoch's order (``ends[-1] = 0``)."""
 
     @property
     def n_rows(self) -> int:
-        return int(self.pieces.sizes.sum())
+        return int(self.ends[-1]) if len(self.ends) else 0
+
+    def begin(self, number: int) -> int:
+        """The first position of window ``number``."""
+        return int(self.ends[number - 1]) if number else 0
+
+
+@dataclass
+class Window:
+    """One decoded window: its rows in shard order and the permutation giving the epoch's order."""
+
+    begin: int
+    arrays: dict[str, np.ndarray]
+    order: np.ndarray | None
 
 
 @dataclass(frozen=True)
 class ShardStream:
-    """A re-iterable stream of ``(images, targets)`` batches (see the module docstring).
+    """A resumable, re-iterable stream of ``(images, targets)`` batches (see the module docstring).
 
     Create it with ``BuiltDataset.stream``; ``len(stream)`` is the number of batches one
     iteration yields (for this rank, and this worker when ``num_workers > 1``).
-    ``set_epoch(e)`` makes the next iteration start at epoch ``e`` (for a loop that
-    iterates once per epoch).
     """
 
     dataset: BuiltDataset
@@ -120,7 +132,10 @@ class ShardStream:
     num_workers: int = 1
     even_ranks: str = "repeat"
     window: int = DEFAULT_WINDOW
-    first_epoch: int = field(default=0, repr=False)
+    epoch: int = field(default=0, init=False)
+    """The epoch the next iteration reads (the position: `epoch`, `rows`, `base`)."""
+    rows: int = field(default=0, init=False, repr=False)
+    base: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         check_int("batch_size", self.batch_size, 1)
@@ -137,47 +152,136 @@ class ShardStream:
             raise ValueError(f"even_ranks='drop' leaves no row for each of {self.world_size} ranks: the dataset "
                              f"has {len(self.dataset)}; use even_ranks='repeat' or fewer ranks")
 
+    # -- position ---------------------------------------------------------------------
+    def _move(self, epoch: int, rows: int = 0, base: int | None = None) -> None:
+        if rows and rows >= len(self.dataset):  # the epoch is over
+            epoch, rows, base = epoch + 1, 0, 0
+        for name, value in (("epoch", epoch), ("rows", rows), ("base", rows if base is None else base)):
+            object.__setattr__(self, name, value)
+
     def set_epoch(self, epoch: int) -> None:
-        """Start the next iteration at epoch ``epoch`` (its shuffle), like ``DistributedSampler.set_epoch``."""
-        object.__setattr__(self, "first_epoch", check_int("epoch", epoch, 0))
+        """Start the next iteration at epoch ``epoch``, like ``DistributedSampler.set_epoch``.
+
+        A stream already in epoch ``epoch`` (resumed, or stopped early) stays where it is.
+        """
+        if check_int("epoch", epoch, 0) != self.epoch:
+            self._move(epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the stream's position: a small JSON-able dict for `load_state_dict` (see the module docstring)."""
+        return self._state(self.epoch, self.rows, self.base)
+
+    def state_after(self, batches: int) -> dict[str, Any]:
+        """Return the state after this rank's next ``batches`` batches (a loop over a ``DataLoader`` counts its steps).
+
+        Parameters
+        ----------
+        batches
+            Batches consumed since the stream's position (`state_dict`), across epochs.
+
+        Returns
+        -------
+        dict
+            What `state_dict` would return after those batches.
+        """
+        batches = check_int("batches", batches, 0)
+        epoch, rows = self.epoch, self.rows
+        while batches:
+            left = self._batches_from(rows)
+            if batches < left:
+                return self._state(epoch, rows + batches * self.global_batch_size, self.base if epoch == self.epoch
+                                   else 0)
+            batches -= left
+            epoch, rows = epoch + 1, 0
+        return self._state(epoch, rows, self.base if epoch == self.epoch else 0)
+
+    def _state(self, epoch: int, rows: int, base: int) -> dict[str, Any]:
+        return {"version": STATE_VERSION, "seed": self.seed, "shuffle": self.shuffle, "window": self.window,
+                "n_examples": len(self.dataset), "epoch": epoch, "rows": rows, "base": base,
+                "batch_size": self.batch_size, "world_size": self.world_size}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue at the position ``state`` holds (from `state_dict` or `state_after`, on any number of ranks).
+
+        Raises
+        ------
+        ValueError
+            ``state`` is not a stream state of this format, or was saved by a stream with
+            another seed, shuffle, window or dataset size (another global order).
+        """
+        if not isinstance(state, Mapping) or state.get("version") != STATE_VERSION:
+            raise ValueError(f"not a stream state of format version {STATE_VERSION}: {state!r}. Pass what "
+                             "stream.state_dict() or stream.state_after(steps) returned")
+        differ = [f"{key} {state.get(key)!r} (this stream: {value!r})" for key in ORDER_KEYS
+                  if state.get(key) != (value := self._state(0, 0, 0)[key])]
+        if differ:
+            raise ValueError(f"this stream state was saved with {', '.join(differ)}: resuming would read another "
+                             "order, so examples would be repeated or skipped. Open the stream with the state's "
+                             "seed, shuffle and window, over the same built dataset")
+        epoch, rows = check_int("epoch", state["epoch"], 0), check_int("rows", state["rows"], 0, len(self.dataset))
+        same_cut = (state.get("batch_size"), state.get("world_size")) == (self.batch_size, self.world_size)
+        in_worker = _torch_worker_info() is not None  # StatefulDataLoader: each worker gets its own state back
+        self._move(epoch, rows, check_int("base", state["base"], 0) if same_cut and in_worker else rows)
 
     # -- sizes --------------------------------------------------------------------
     @property
+    def global_batch_size(self) -> int:
+        """Rows of one global batch: ``batch_size * world_size``."""
+        return self.batch_size * self.world_size
+
+    def _last_share(self, short: int) -> int:
+        """Rows each rank takes of a short last global batch of ``short`` rows (0: the batch is dropped)."""
+        if self.drop_last or not short:
+            return 0
+        return -(-short // self.world_size) if self.even_ranks == "repeat" else short // self.world_size
+
+    def _batches_from(self, rows: int) -> int:
+        """This rank's batches in the rest of an epoch from position ``rows``."""
+        left = len(self.dataset) - rows
+        return left // self.global_batch_size + bool(self._last_share(left % self.global_batch_size))
+
+    @property
     def rows_per_rank(self) -> int:
-        """Rows each rank yields per epoch (the same for every rank)."""
+        """Rows each rank yields in a whole epoch (the same for every rank)."""
         n = len(self.dataset)
-        return -(-n // self.world_size) if self.even_ranks == "repeat" else n // self.world_size
+        return n // self.global_batch_size * self.batch_size + self._last_share(n % self.global_batch_size)
 
     @property
     def batches_per_rank(self) -> int:
-        """Batches each rank yields per epoch."""
-        rows = self.rows_per_rank
-        return rows // self.batch_size if self.drop_last else -(-rows // self.batch_size)
+        """Batches each rank yields in a whole epoch."""
+        return self._batches_from(0)
 
-    def _worker_batches(self, worker: int, num_workers: int) -> tuple[int, int]:
-        total = self.batches_per_rank
-        return worker * total // num_workers, (worker + 1) * total // num_workers
+    @staticmethod
+    def _turns(first: int, count: int, worker: int, num_workers: int) -> range:
+        """The batch numbers of ``[first, first + count)`` that are ``worker``'s turns (numbered from 0)."""
+        return range(first + (worker - first) % num_workers, first + count, num_workers)
 
     def __len__(self) -> int:
-        first, last = self._worker_batches(self.worker, self.num_workers)
-        return (last - first) * self.epochs
+        first = (self.rows - self.base) // self.global_batch_size
+        total = len(self._turns(first, self._batches_from(self.rows), self.worker, self.num_workers))
+        return total + (self.epochs - 1) * len(self._turns(0, self.batches_per_rank, self.worker, self.num_workers))
 
     # -- planning -------------------------------------------------------------------
-    def plan(self, epoch: int) -> RankPlan:
-        """Return this rank's rows of ``epoch`` and their windows (reads no data)."""
-        index: ShardIndex = self.dataset.index
-        n = index.n_examples
-        order = np.random.default_rng([self.seed, epoch]).permutation(len(index)) if self.shuffle \
+    def plan(self, epoch: int) -> EpochPlan:
+        """Return the global order of ``epoch``: its shards and windows (reads no data)."""
+        index = self.dataset.index
+        shards = np.random.default_rng([self.seed, epoch]).permutation(len(index)) if self.shuffle \
             else np.arange(len(index))
-        epoch_pieces = Pieces(order.astype(np.int64), np.zeros(len(order), np.int64), index.rows[order])
-        low, high = self.rank * n // self.world_size, (self.rank + 1) * n // self.world_size
-        wanted = self.rows_per_rank
-        mine = epoch_pieces.cut(low, min(high, low + wanted))  # "drop": a long rank loses its last row
-        for extra in range(wanted - (high - low)):  # "repeat": a short rank repeats the rows after its part
-            position = (high + extra) % n
-            mine = mine.then(epoch_pieces.cut(position, position + 1))
-        windows = np.append(np.arange(0, len(mine), self.window), len(mine)).astype(np.int64)
-        return RankPlan(mine, windows)
+        windows = np.append(np.arange(0, len(shards), self.window), len(shards)).astype(np.int64)
+        ends = np.cumsum(index.rows[shards])[windows[1:] - 1]
+        return EpochPlan(shards.astype(np.int64), windows, ends)
+
+    def positions(self, start: int, n_rows: int) -> np.ndarray:
+        """This rank's positions of the global batch beginning at position ``start`` of an ``n_rows``-row epoch."""
+        size = min(self.global_batch_size, n_rows - start)
+        if size == self.global_batch_size:
+            low = start + self.rank * self.batch_size
+            return np.arange(low, low + self.batch_size, dtype=np.int64)
+        low, high = self.rank * size // self.world_size, (self.rank + 1) * size // self.world_size
+        share = self._last_share(size)
+        mine = np.arange(low, low + share, dtype=np.int64)
+        mine[high - low:] = mine[high - low:] % size  # "repeat": the rows after the part ("drop": never reached)
+        return start + mine
 
     # -- reading ---------------------------------------------------------------------
     def __iter__(self) -> Iterator[Batch]:
@@ -185,46 +289,61 @@ class ShardStream:
         info = _torch_worker_info()
         if info is not None:  # inside a DataLoader worker: split this stream among the loader's workers too
             worker, num_workers = worker * info.num_workers + info.id, num_workers * info.num_workers
-        first, last = self._worker_batches(worker, num_workers)
         reader = self.dataset.reopened(cache_shards=0)  # each shard is read once: keep none
         image_name = reader.image_name
-        for epoch in range(self.first_epoch, self.first_epoch + self.epochs):
-            plan = self.plan(epoch)
-            low = first * self.batch_size
-            high = min(last * self.batch_size, plan.n_rows)
-            for arrays in rebatch(self._rows(reader, plan, epoch, low, high), self.batch_size, self.drop_last):
+        size = self.global_batch_size
+        for epoch in range(self.epoch, self.epoch + self.epochs):
+            plan, base = self.plan(epoch), self.base
+            first = (self.rows - base) // size
+            windows: dict[int, Window] = {}
+            for number in self._turns(first, self._batches_from(self.rows), worker, num_workers):
+                start = base + number * size
+                arrays = self._gather(reader, plan, epoch, windows, self.positions(start, plan.n_rows))
+                self._move(epoch, start + size, base if num_workers > 1 else None)  # one worker: renumber from here
                 images = arrays.pop(image_name)
                 yield images, arrays or None
+            self._move(epoch + 1)
 
-    def _rows(
-        self, reader: BuiltDataset, plan: RankPlan, epoch: int, low: int, high: int
-    ) -> Iterator[dict[str, np.ndarray]]:
-        """Yield chunks of rows at positions ``[low, high)`` of ``plan`` (each window shuffled whole)."""
-        pieces = plan.pieces
-        ends = np.cumsum(pieces.sizes)
-        for number in range(len(plan.windows) - 1):
-            first, last = int(plan.windows[number]), int(plan.windows[number + 1])
-            begin = int(ends[first - 1]) if first else 0
-            end = int(ends[last - 1])
-            if end <= low or begin >= high:
-                continue
-            window = join_rows([
-                {name: array[int(pieces.start[i]):int(pieces.stop[i])] for name, array in
-                 reader.shard(int(pieces.shard[i])).items()}
-                for i in range(first, last)
-            ])  # the decoded shards are freed here: only the window's rows stay
-            keep = slice(max(low, begin) - begin, min(high, end) - begin)
-            if self.shuffle:
-                order = np.random.default_rng([self.seed, epoch, self.rank, number]).permutation(end - begin)[keep]
-                chunk = {name: array[order] for name, array in window.items()}
-            else:
-                chunk = {name: array[keep] for name, array in window.items()}
-            del window
-            yield chunk
+    def _gather(
+        self, reader: BuiltDataset, plan: EpochPlan, epoch: int, windows: dict[int, Window], positions: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Return the rows at ``positions`` of the epoch's order, decoding windows into ``windows`` as needed."""
+        numbers = np.searchsorted(plan.ends, positions, side="right")
+        needed = np.unique(numbers)
+        for number in [number for number in windows if number < needed[0]]:
+            del windows[number]  # the batches go forward: a window before this batch's is done
+        for number in needed.tolist():
+            if number not in windows:
+                windows[number] = self._decode(reader, plan, epoch, number)
+        if len(needed) == 1:
+            window = windows[int(needed[0])]
+            return {name: array[_rows_of(window, positions)] for name, array in window.arrays.items()}
+        parts = [(numbers == number, windows[number]) for number in needed.tolist()]
+        out = {name: np.empty((len(positions),) + array.shape[1:], array.dtype)
+               for name, array in parts[0][1].arrays.items()}
+        for mask, window in parts:
+            rows = _rows_of(window, positions[mask])
+            for name, array in window.arrays.items():
+                out[name][mask] = array[rows]
+        return out
+
+    def _decode(self, reader: BuiltDataset, plan: EpochPlan, epoch: int, number: int) -> Window:
+        shards = plan.shards[plan.windows[number]:plan.windows[number + 1]]
+        arrays = join_rows([reader.shard(int(shard)) for shard in shards])  # the decoded shards are freed here
+        begin = plan.begin(number)
+        order = np.random.default_rng([self.seed, epoch, number]).permutation(int(plan.ends[number]) - begin) \
+            if self.shuffle else None
+        return Window(begin, arrays, order)
 
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "
-                f"worker {self.worker}/{self.num_workers}, {len(self)} batches>")
+                f"worker {self.worker}/{self.num_workers}, epoch {self.epoch}, {len(self)} batches>")
+
+
+def _rows_of(window: Window, positions: np.ndarray) -> np.ndarray:
+    """The rows of ``window``'s arrays at ``positions`` of the epoch's order."""
+    local = positions - window.begin
+    return local if window.order is None else window.order[local]
 
 
 def _torch_worker_info() -> Any:
@@ -233,10 +352,17 @@ def _torch_worker_info() -> Any:
     return None if torch is None else torch.utils.data.get_worker_info()
 
 
-def open_stream(dataset: BuiltDataset, batch_size: int, **options: Any) -> ShardStream:
-    """Return ``ShardStream(dataset, batch_size, **options)``; a torch ``IterableDataset`` where torch is imported."""
+def open_stream(
+    dataset: BuiltDataset, batch_size: int, resume: Mapping[str, Any] | None = None, **options: Any
+) -> ShardStream:
+    """Return ``ShardStream(dataset, batch_size, **options)`` at ``resume`` (a state) if given.
+
+    It is a torch ``IterableDataset`` where torch is imported.
+    """
     stream_class = __getattr__("TorchShardStream") if "torch" in sys.modules else ShardStream
     stream: ShardStream = stream_class(dataset, batch_size, **options)
+    if resume is not None:
+        stream.load_state_dict(resume)
     return stream
 
 
