@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import collections
 import importlib.util
+import json
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,6 +16,8 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import build
+from glyphforge.builds.dataset import find_built
+from glyphforge.cache.pklz import CorruptPklzError
 
 from support.specs import RowSpec
 
@@ -214,9 +218,12 @@ def test_streaming_memory_stays_bounded_far_below_the_dataset(data_dir):
     assert peak_mb - before_mb < 200, (before_mb, peak_mb)  # a window of 4 shards is ~28 MB decoded; 1.4 GB in all
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                    reason="torch is not installed (not a dependency; CI does not install it: its wheels pull "
-                           "gigabytes of CUDA libraries). `pip install torch` to run this test")
+needs_torch = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None,
+    reason="torch is not installed (not a dependency; .ci/run installs it). `pip install torch` to run this test")
+
+
+@needs_torch
 @pytest.mark.filterwarnings("ignore:This DataLoader will create 3 worker processes")
 @pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_a_torch_dataloader_with_workers_yields_every_row_once(rows_1030, start):
@@ -232,3 +239,148 @@ def test_a_torch_dataloader_with_workers_yields_every_row_once(rows_1030, start)
     alone = torch.utils.data.DataLoader(stream, batch_size=None)
     without_workers = [np.asarray(targets["row"]) for _, targets in alone]
     assert all(np.array_equal(a, b) for a, b in zip(without_workers, rows, strict=True))  # the same, in order
+
+
+# -- resuming -------------------------------------------------------------------------------------
+def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_were_next(rows_1030):
+    whole = rows_of(rows_1030.stream(16, seed=6, epochs=2))
+    stream = rows_1030.stream(16, seed=6, epochs=2)
+    batches = iter(stream)
+    head = [next(batches)[1]["row"] for _ in range(70)]  # 65 batches an epoch: 5 into the second
+    state = json.loads(json.dumps(stream.state_dict()))
+    assert state == {"version": 1, "seed": 6, "shuffle": True, "window": 4, "n_examples": 1030, "epoch": 1,
+                     "rows": 80, "base": 80, "until": 2, "batch_size": 16, "world_size": 1}
+    resumed = rows_1030.stream(16, seed=6, resume=state)
+    assert len(resumed) == 60
+    rest = rows_of(resumed)  # the rest of the iteration under way: up to the end of epoch 1
+    assert all(np.array_equal(a, b) for a, b in zip(head + rest, whole, strict=True))
+    assert resumed.state_dict() == {**state, "epoch": 2, "rows": 0, "base": 0, "until": None}
+    assert len(rows_of(resumed)) == 65  # iterated again: epoch 2, whole
+
+
+def test_resuming_skips_the_consumed_windows_without_reading_them(rows_1030, tmp_path):
+    """A copy of the entry whose consumed shards are overwritten with zeros still resumes."""
+    stream = rows_1030.stream(50, seed=4, window=2)
+    plan = stream.plan(0)
+    consumed_windows = int(np.searchsorted(plan.ends, 600, side="right"))  # 12 batches of 50: windows 0 to 2 are done
+    assert consumed_windows == 3 and plan.ends[2] < 600 < plan.ends[3]
+    copy = tmp_path / "cache"
+    shutil.copytree(rows_1030.path, copy / rows_1030.path.relative_to(rows_1030.path.parents[1]))
+    damaged = find_built(rows_1030.key, tmp_path)
+    index = damaged.index
+    with open(damaged.path / "arrays.pklz", "r+b") as data:
+        for shard in plan.shards[:plan.windows[consumed_windows]].tolist():
+            data.seek(int(index.offset[shard]))
+            data.write(bytes(int(index.length[shard])))
+    with pytest.raises(CorruptPklzError):
+        rows_of(damaged.stream(50, seed=4, window=2))
+    state = stream.state_after(12)
+    assert state["rows"] == 600
+    rest = rows_of(damaged.stream(50, seed=4, window=2, resume=state))
+    assert all(np.array_equal(a, b) for a, b in zip(rest, rows_of(stream)[12:], strict=True)) and len(rest) == 9
+
+
+@pytest.mark.parametrize(("saved_on", "resumed_on", "batch_size"), [(2, 3, 16), (4, 1, 64), (3, 2, 8)])
+def test_a_state_saved_on_some_ranks_resumes_on_others_each_example_once(rows_1030, saved_on, resumed_on,
+                                                                        batch_size):
+    seen = collections.Counter()
+    states = []
+    for rank in range(saved_on):
+        stream = rows_1030.stream(16, seed=1, rank=rank, world_size=saved_on)
+        batches = iter(stream)
+        seen.update(np.concatenate([next(batches)[1]["row"] for _ in range(7)]).tolist())
+        states.append(stream.state_dict())
+    assert states[0]["rows"] == 7 * 16 * saved_on and all(state == states[0] for state in states)  # one state
+    per_rank = []
+    for rank in range(resumed_on):
+        rest = rows_of(rows_1030.stream(batch_size, seed=1, rank=rank, world_size=resumed_on, resume=states[0]))
+        per_rank.append(len(rest))
+        seen.update(np.concatenate(rest).tolist())
+    left = 1030 - 7 * 16 * saved_on
+    assert len(set(per_rank)) == 1 and set(seen) == set(range(1030))
+    assert sum(seen.values()) - 1030 == -(-(left % (batch_size * resumed_on)) // resumed_on) * resumed_on - left % (
+        batch_size * resumed_on) < resumed_on  # only the documented repeats of the last global batch
+
+
+def test_the_same_global_batch_on_other_ranks_resumes_with_the_same_global_batches(rows_1030):
+    """Saved on 2 ranks of 24, resumed on 4 ranks of 12: the union of the i-th batches is the uninterrupted one."""
+    uninterrupted = rows_of(rows_1030.stream(48, seed=2))
+    stream = rows_1030.stream(24, seed=2, rank=1, world_size=2)
+    state = stream.state_after(5)
+    ranks = [rows_of(rows_1030.stream(12, seed=2, rank=rank, world_size=4, resume=state)) for rank in range(4)]
+    for number, batch in enumerate(uninterrupted[5:-1]):
+        assert np.array_equal(np.concatenate([batches[number] for batches in ranks]), batch)
+
+
+def test_iterating_again_starts_the_next_epoch_unless_set_epoch_says_otherwise(rows_97):
+    two = rows_of(rows_97.stream(10, seed=3, epochs=2))
+    stream = rows_97.stream(10, seed=3)
+    first, second = rows_of(stream), rows_of(stream)
+    assert all(np.array_equal(a, b) for a, b in zip(first + second, two, strict=True))
+    stream.set_epoch(0)
+    assert all(np.array_equal(a, b) for a, b in zip(rows_of(stream), first, strict=True))
+    stopped = iter(stream)
+    next(stopped)
+    stream.set_epoch(1)  # stopped early in epoch 1: set_epoch(1) goes on with it
+    assert all(np.array_equal(a, b) for a, b in zip(rows_of(stream), second[1:], strict=True))
+
+
+@pytest.mark.parametrize(("state", "message"), [
+    ({"version": 9}, "not a stream state of format version 1"),
+    (dict(version=1, seed=5, shuffle=True, window=4, n_examples=97, epoch=0, rows=0, base=0, batch_size=4,
+          world_size=1), r"saved with seed 5 \(this stream: 3\): resuming would read another order"),
+    (dict(version=1, seed=3, shuffle=True, window=2, n_examples=96, epoch=0, rows=0, base=0, batch_size=4,
+          world_size=1), r"window 2 \(this stream: 4\), n_examples 96 \(this stream: 97\)"),
+])
+def test_a_state_of_another_order_is_refused(rows_97, state, message):
+    with pytest.raises(ValueError, match=message):
+        rows_97.stream(4, seed=3, resume=state)
+
+
+@needs_torch
+def test_persistent_dataloader_workers_read_a_new_order_each_epoch(rows_1030):
+    import torch.utils.data
+
+    two = rows_of(rows_1030.stream(16, seed=8, epochs=2))
+    loader = torch.utils.data.DataLoader(rows_1030.stream(16, seed=8), batch_size=None, num_workers=2,
+                                         persistent_workers=True)
+    epochs = [[np.asarray(targets["row"]) for _, targets in loader] for _ in range(2)]
+    assert len(epochs[0]) == len(epochs[1]) == 65
+    assert all(np.array_equal(a, b) for a, b in zip(epochs[0] + epochs[1], two, strict=True))
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore:This DataLoader will create 3 worker processes")
+def test_a_loop_counting_its_steps_over_a_dataloader_resumes_on_other_workers(rows_1030):
+    import torch.utils.data
+
+    whole = rows_of(rows_1030.stream(16, seed=2, rank=1, world_size=2))
+    stream = rows_1030.stream(16, seed=2, rank=1, world_size=2)
+    head = []
+    for step, (_, targets) in enumerate(torch.utils.data.DataLoader(stream, batch_size=None, num_workers=3), 1):
+        head.append(np.asarray(targets["row"]))
+        if step == 20:
+            break
+    state = stream.state_after(20)
+    resumed = rows_1030.stream(16, seed=2, rank=1, world_size=2, resume=state)
+    rest = [np.asarray(t["row"]) for _, t in torch.utils.data.DataLoader(resumed, batch_size=None, num_workers=2)]
+    assert all(np.array_equal(a, b) for a, b in zip(head + rest, whole, strict=True))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torchdata") is None,
+                    reason="torchdata is not installed (.ci/run installs it next to torch)")
+def test_torchdata_stateful_dataloader_resumes_each_worker_where_it_was(rows_1030):
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    whole = rows_of(rows_1030.stream(16, seed=5, epochs=2))
+    loader = StatefulDataLoader(rows_1030.stream(16, seed=5, epochs=2), batch_size=None, num_workers=2)
+    head = []
+    for _, targets in loader:
+        head.append(np.asarray(targets["row"]))
+        if len(head) == 71:  # 65 batches an epoch: 6 into the second
+            break
+    state = loader.state_dict()
+    again = StatefulDataLoader(rows_1030.stream(16, seed=5, epochs=2), batch_size=None, num_workers=2)
+    again.load_state_dict(state)
+    rest = [np.asarray(targets["row"]) for _, targets in again]
+    assert all(np.array_equal(a, b) for a, b in zip(head + rest, whole, strict=True))

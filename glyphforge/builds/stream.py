@@ -34,8 +34,10 @@ workers parallelise per-batch work (transforms), not decoding.
 
 **Resuming.** ``stream.state_dict()`` is small and JSON-able: the format ``version``,
 ``seed``, ``shuffle``, ``window``, ``n_examples``, ``epoch`` and ``rows`` (the rows of the
-epoch's global order consumed: global batches consumed times ``G``), ``base`` (where the
-iteration's batch numbering began: workers' turns), ``batch_size`` and ``world_size``.
+epoch's global order consumed: global batches consumed times ``G``), ``base`` (the
+position of the iteration's batch number 0, which sets the workers' turns: negative when
+the iteration began in an earlier epoch), ``until`` (the epoch an iteration under way
+stops before, else None), ``batch_size`` and ``world_size``.
 ``stream.load_state_dict(state)`` (or ``ds.stream(..., resume=state)``) continues at
 ``rows``: the windows before it are skipped by arithmetic, never decoded. On the same
 ``G`` the batches are exactly those the uninterrupted run would have yielded next, on
@@ -136,6 +138,8 @@ class ShardStream:
     """The epoch the next iteration reads (the position: `epoch`, `rows`, `base`)."""
     rows: int = field(default=0, init=False, repr=False)
     base: int = field(default=0, init=False, repr=False)
+    until: int | None = field(default=None, init=False, repr=False)
+    """The epoch the iteration under way stops before (None: none is)."""
 
     def __post_init__(self) -> None:
         check_int("batch_size", self.batch_size, 1)
@@ -153,10 +157,9 @@ class ShardStream:
                              f"has {len(self.dataset)}; use even_ranks='repeat' or fewer ranks")
 
     # -- position ---------------------------------------------------------------------
-    def _move(self, epoch: int, rows: int = 0, base: int | None = None) -> None:
-        if rows and rows >= len(self.dataset):  # the epoch is over
-            epoch, rows, base = epoch + 1, 0, 0
-        for name, value in (("epoch", epoch), ("rows", rows), ("base", rows if base is None else base)):
+    def _move(self, epoch: int, rows: int = 0, base: int | None = None, until: int | None = None) -> None:
+        for name, value in (("epoch", epoch), ("rows", rows), ("base", rows if base is None else base),
+                            ("until", until)):
             object.__setattr__(self, name, value)
 
     def set_epoch(self, epoch: int) -> None:
@@ -169,7 +172,7 @@ class ShardStream:
 
     def state_dict(self) -> dict[str, Any]:
         """Return the stream's position: a small JSON-able dict for `load_state_dict` (see the module docstring)."""
-        return self._state(self.epoch, self.rows, self.base)
+        return {**self._state(self.epoch, self.rows, self.base), "until": self.until}
 
     def state_after(self, batches: int) -> dict[str, Any]:
         """Return the state after this rank's next ``batches`` batches (a loop over a ``DataLoader`` counts its steps).
@@ -219,9 +222,15 @@ class ShardStream:
                              "order, so examples would be repeated or skipped. Open the stream with the state's "
                              "seed, shuffle and window, over the same built dataset")
         epoch, rows = check_int("epoch", state["epoch"], 0), check_int("rows", state["rows"], 0, len(self.dataset))
+        if rows == len(self.dataset):
+            epoch, rows = epoch + 1, 0
         same_cut = (state.get("batch_size"), state.get("world_size")) == (self.batch_size, self.world_size)
         in_worker = _torch_worker_info() is not None  # StatefulDataLoader: each worker gets its own state back
-        self._move(epoch, rows, check_int("base", state["base"], 0) if same_cut and in_worker else rows)
+        until = state.get("until")  # the iteration under way goes on to its last epoch
+        if until is not None:
+            check_int("until", until, epoch)
+        base = check_int("base", state["base"]) if same_cut and in_worker else rows  # workers: their own turns
+        self._move(epoch, rows, base, until)
 
     # -- sizes --------------------------------------------------------------------
     @property
@@ -258,8 +267,9 @@ class ShardStream:
 
     def __len__(self) -> int:
         first = (self.rows - self.base) // self.global_batch_size
-        total = len(self._turns(first, self._batches_from(self.rows), self.worker, self.num_workers))
-        return total + (self.epochs - 1) * len(self._turns(0, self.batches_per_rank, self.worker, self.num_workers))
+        epochs = self.epochs if self.until is None else self.until - self.epoch
+        count = (self._batches_from(self.rows) + (epochs - 1) * self.batches_per_rank) if epochs > 0 else 0
+        return len(self._turns(first, count, self.worker, self.num_workers))
 
     # -- planning -------------------------------------------------------------------
     def plan(self, epoch: int) -> EpochPlan:
@@ -292,17 +302,24 @@ class ShardStream:
         reader = self.dataset.reopened(cache_shards=0)  # each shard is read once: keep none
         image_name = reader.image_name
         size = self.global_batch_size
-        for epoch in range(self.epoch, self.epoch + self.epochs):
+        until = self.epoch + self.epochs if self.until is None else self.until
+        for epoch in range(self.epoch, until):
             plan, base = self.plan(epoch), self.base
             first = (self.rows - base) // size
+            last = first + self._batches_from(self.rows)
+            after = -(last % num_workers) * size  # the next epoch's batches go on being numbered from `last`
             windows: dict[int, Window] = {}
-            for number in self._turns(first, self._batches_from(self.rows), worker, num_workers):
+            for number in self._turns(first, last - first, worker, num_workers):
                 start = base + number * size
                 arrays = self._gather(reader, plan, epoch, windows, self.positions(start, plan.n_rows))
-                self._move(epoch, start + size, base if num_workers > 1 else None)  # one worker: renumber from here
+                if start + size >= plan.n_rows:
+                    self._move(epoch + 1, 0, after, until)
+                else:  # one worker: number its batches from here (a loader made from it starts with its first)
+                    self._move(epoch, start + size, base if num_workers > 1 else None, until)
                 images = arrays.pop(image_name)
                 yield images, arrays or None
-            self._move(epoch + 1)
+            self._move(epoch + 1, 0, after, until)
+        self._move(self.epoch, self.rows)  # the iteration is over: the next one numbers its batches afresh
 
     def _gather(
         self, reader: BuiltDataset, plan: EpochPlan, epoch: int, windows: dict[int, Window], positions: np.ndarray
