@@ -79,8 +79,6 @@ EVEN_RANKS = ("repeat", "drop")
 DEFAULT_WINDOW = 4
 #: The version of `ShardStream.state_dict`'s format.
 STATE_VERSION = 1
-#: What a state must match in the stream that loads it (the epoch's global order depends on them).
-ORDER_KEYS = ("seed", "shuffle", "window", "n_examples")
 
 Batch = tuple[np.ndarray, dict[str, np.ndarray] | None]
 
@@ -135,7 +133,7 @@ class ShardStream:
     even_ranks: str = "repeat"
     window: int = DEFAULT_WINDOW
     epoch: int = field(default=0, init=False)
-    """The epoch the next iteration reads (the position: `epoch`, `rows`, `base`)."""
+    """The epoch the next iteration reads; with ``rows``, ``base`` and ``until``, the position (`state_dict`)."""
     rows: int = field(default=0, init=False, repr=False)
     base: int = field(default=0, init=False, repr=False)
     until: int | None = field(default=None, init=False, repr=False)
@@ -172,7 +170,7 @@ class ShardStream:
 
     def state_dict(self) -> dict[str, Any]:
         """Return the stream's position: a small JSON-able dict for `load_state_dict` (see the module docstring)."""
-        return {**self._state(self.epoch, self.rows, self.base), "until": self.until}
+        return self._state(self.epoch, self.rows, self.base, self.until)
 
     def state_after(self, batches: int) -> dict[str, Any]:
         """Return the state after this rank's next ``batches`` batches (a loop over a ``DataLoader`` counts its steps).
@@ -189,19 +187,20 @@ class ShardStream:
         """
         batches = check_int("batches", batches, 0)
         epoch, rows = self.epoch, self.rows
-        while batches:
-            left = self._batches_from(rows)
-            if batches < left:
-                return self._state(epoch, rows + batches * self.global_batch_size, self.base if epoch == self.epoch
-                                   else 0)
+        while batches >= (left := self._batches_from(rows)) > 0:
             batches -= left
             epoch, rows = epoch + 1, 0
-        return self._state(epoch, rows, self.base if epoch == self.epoch else 0)
+        rows += batches * self.global_batch_size
+        until = self.until if self.until is not None and epoch < self.until else None
+        return self._state(epoch, rows, rows, until)  # numbered afresh from there: a new loader starts at it
 
-    def _state(self, epoch: int, rows: int, base: int) -> dict[str, Any]:
-        return {"version": STATE_VERSION, "seed": self.seed, "shuffle": self.shuffle, "window": self.window,
-                "n_examples": len(self.dataset), "epoch": epoch, "rows": rows, "base": base,
-                "batch_size": self.batch_size, "world_size": self.world_size}
+    def _order(self) -> dict[str, Any]:
+        """What the epochs' global order depends on (a state must match it)."""
+        return {"seed": self.seed, "shuffle": self.shuffle, "window": self.window, "n_examples": len(self.dataset)}
+
+    def _state(self, epoch: int, rows: int, base: int, until: int | None) -> dict[str, Any]:
+        return {"version": STATE_VERSION, **self._order(), "epoch": epoch, "rows": rows, "base": base,
+                "until": until, "batch_size": self.batch_size, "world_size": self.world_size}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue at the position ``state`` holds (from `state_dict` or `state_after`, on any number of ranks).
@@ -215,8 +214,8 @@ class ShardStream:
         if not isinstance(state, Mapping) or state.get("version") != STATE_VERSION:
             raise ValueError(f"not a stream state of format version {STATE_VERSION}: {state!r}. Pass what "
                              "stream.state_dict() or stream.state_after(steps) returned")
-        differ = [f"{key} {state.get(key)!r} (this stream: {value!r})" for key in ORDER_KEYS
-                  if state.get(key) != (value := self._state(0, 0, 0)[key])]
+        differ = [f"{key} {state.get(key)!r} (this stream: {value!r})" for key, value in self._order().items()
+                  if state.get(key) != value]
         if differ:
             raise ValueError(f"this stream state was saved with {', '.join(differ)}: resuming would read another "
                              "order, so examples would be repeated or skipped. Open the stream with the state's "
@@ -326,16 +325,16 @@ class ShardStream:
     ) -> dict[str, np.ndarray]:
         """Return the rows at ``positions`` of the epoch's order, decoding windows into ``windows`` as needed."""
         numbers = np.searchsorted(plan.ends, positions, side="right")
-        needed = np.unique(numbers)
-        for number in [number for number in windows if number < needed[0]]:
+        low, high = int(numbers.min()), int(numbers.max())
+        for number in [number for number in windows if number < low]:
             del windows[number]  # the batches go forward: a window before this batch's is done
-        for number in needed.tolist():
+        for number in range(low, high + 1):
             if number not in windows:
                 windows[number] = self._decode(reader, plan, epoch, number)
-        if len(needed) == 1:
-            window = windows[int(needed[0])]
+        if low == high:
+            window = windows[low]
             return {name: array[_rows_of(window, positions)] for name, array in window.arrays.items()}
-        parts = [(numbers == number, windows[number]) for number in needed.tolist()]
+        parts = [(numbers == number, windows[number]) for number in range(low, high + 1)]
         out = {name: np.empty((len(positions),) + array.shape[1:], array.dtype)
                for name, array in parts[0][1].arrays.items()}
         for mask, window in parts:

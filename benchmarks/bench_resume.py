@@ -1,0 +1,79 @@
+"""Resuming a stream mid-epoch: what reading the rest costs against the whole epoch.
+
+    python benchmarks/bench_resume.py --glyphs font --examples 100000
+    python benchmarks/bench_resume.py --at 0.9 --repeats 3 --workdir /tmp/bench-read
+
+Uses the scenes ``bench_read.py`` builds (once, cached in ``--workdir``; same options).
+Each measurement runs in a fresh process: a whole shuffled epoch through
+``ds.stream(256, seed=0)``, then, from ``stream.state_after(steps)`` at ``--at`` of the
+epoch (90% by default), opening ``ds.stream(256, seed=0, resume=state)`` and reading the
+rest of the epoch (the time includes the first batch's window decode). The goal: resuming
+at 90% costs at most 15% of the epoch's time (the consumed windows are skipped, not read).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_read import open_dataset, peak_mb, prepare  # noqa: E402
+
+GOAL = 0.15
+BATCH = 256
+
+
+def child(data_dir: str, at: float) -> dict:
+    """Time the whole epoch (``at`` 0) or the rest of it resumed at ``at`` of its batches."""
+    ds = open_dataset(data_dir)
+    started = time.perf_counter()
+    stream = ds.stream(BATCH, seed=0)
+    if at:
+        stream = ds.stream(BATCH, seed=0, resume=stream.state_after(int(at * stream.batches_per_rank)))
+    count = sum(len(images) for images, _ in stream)
+    return {"examples": count, "seconds": time.perf_counter() - started, "mb": peak_mb()}
+
+
+def run(data_dir: str, at: float) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--child", data_dir, str(at)], capture_output=True, text=True,
+                          check=True)
+    result: dict = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--glyphs", choices=["emnist", "font"], default="font")
+    parser.add_argument("--examples", type=int, default=100_000)
+    parser.add_argument("--backgrounds", choices=["none", "hard"], default="none")
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "glyphforge-bench-read")
+    parser.add_argument("--emnist-workdir", type=Path, default=Path(tempfile.gettempdir()) / "glyphforge-bench-emnist")
+    parser.add_argument("--at", type=float, default=0.9, help="where to resume, as a part of the epoch's batches")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], float(args.child[1]))))
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    data_dir = str(prepare(args))
+    whole = [run(data_dir, 0.0) for _ in range(args.repeats)]
+    rest = [run(data_dir, args.at) for _ in range(args.repeats)]
+    epoch = statistics.median(result["seconds"] for result in whole)
+    resumed = statistics.median(result["seconds"] for result in rest)
+    ratio = resumed / epoch
+    print(f"\nwhole epoch: {whole[0]['examples']:,} examples in {epoch:.3f} s (median of {args.repeats}), "
+          f"{whole[0]['examples'] / epoch:,.0f} ex/s, peak {max(r['mb'] for r in whole):.0f} MB")
+    print(f"resumed at {args.at:.0%}: {rest[0]['examples']:,} examples in {resumed:.3f} s, "
+          f"peak {max(r['mb'] for r in rest):.0f} MB")
+    print(f"resume / epoch: {ratio:.1%} (goal <= {GOAL:.0%}, ideal {1 - args.at:.0%}) "
+          f"{'met' if ratio <= GOAL else 'NOT MET'}")
+
+
+if __name__ == "__main__":
+    main()
