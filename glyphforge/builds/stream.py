@@ -27,8 +27,9 @@ batch; the **global batch** is ``G = batch_size * world_size`` rows.
    (counted from where the iteration starts): a ``DataLoader``, which takes one batch from
    each worker in turn, yields exactly the rank's batches in order, for any ``W``.
 
-Reading: the stream decodes a window at a time (about one window of decoded shards in
-memory, whatever the dataset's size) and gathers each batch's rows from it. Every rank
+Reading: the stream decodes a window at a time, one shard after the other, putting each
+shard's rows where the window's shuffle puts them (about one window of decoded shards in
+memory, whatever the dataset's size); a batch lying in one window is a view of it. Every rank
 (and every worker) decodes every window, since each global batch mixes a window's rows:
 workers parallelise per-batch work (transforms), not decoding.
 
@@ -70,7 +71,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from glyphforge._checks import check_int
-from glyphforge.batching import join_rows
 
 if TYPE_CHECKING:
     from glyphforge.builds.dataset import BuiltDataset
@@ -105,11 +105,10 @@ class EpochPlan:
 
 @dataclass
 class Window:
-    """One decoded window: its rows in shard order and the permutation giving the epoch's order."""
+    """One decoded window: its rows in the epoch's order, from position ``begin`` of the epoch."""
 
     begin: int
     arrays: dict[str, np.ndarray]
-    order: np.ndarray | None
 
 
 @dataclass(frozen=True)
@@ -333,33 +332,43 @@ class ShardStream:
                 windows[number] = self._decode(reader, plan, epoch, number)
         if low == high:
             window = windows[low]
-            return {name: array[_rows_of(window, positions)] for name, array in window.arrays.items()}
+            local = positions - window.begin
+            first, last = int(local[0]), int(local[-1])
+            rows: slice | np.ndarray = slice(first, last + 1) if last - first == len(local) - 1 else local
+            return {name: array[rows] for name, array in window.arrays.items()}  # a run of rows: views
         parts = [(numbers == number, windows[number]) for number in range(low, high + 1)]
         out = {name: np.empty((len(positions),) + array.shape[1:], array.dtype)
                for name, array in parts[0][1].arrays.items()}
         for mask, window in parts:
-            rows = _rows_of(window, positions[mask])
             for name, array in window.arrays.items():
-                out[name][mask] = array[rows]
+                out[name][mask] = array[positions[mask] - window.begin]
         return out
 
     def _decode(self, reader: BuiltDataset, plan: EpochPlan, epoch: int, number: int) -> Window:
-        shards = plan.shards[plan.windows[number]:plan.windows[number + 1]]
-        arrays = join_rows([reader.shard(int(shard)) for shard in shards])  # the decoded shards are freed here
+        """Decode window ``number`` shard by shard, each shard's rows put where the window's shuffle puts them."""
         begin = plan.begin(number)
-        order = np.random.default_rng([self.seed, epoch, number]).permutation(int(plan.ends[number]) - begin) \
-            if self.shuffle else None
-        return Window(begin, arrays, order)
+        size = int(plan.ends[number]) - begin
+        where = None
+        if self.shuffle:  # position in the window of each row in shard order: the inverse of the window's permutation
+            where = np.empty(size, np.int64)
+            where[np.random.default_rng([self.seed, epoch, number]).permutation(size)] = np.arange(size)
+        arrays: dict[str, np.ndarray] = {}
+        at = 0
+        for shard in plan.shards[plan.windows[number]:plan.windows[number + 1]].tolist():
+            rows = reader.shard(shard)
+            count = len(next(iter(rows.values())))
+            target = slice(at, at + count) if where is None else where[at:at + count]
+            for name, array in rows.items():  # every shard has the same dtypes and shapes (the builder checks)
+                if name not in arrays:
+                    arrays[name] = np.empty((size,) + array.shape[1:], array.dtype)
+                arrays[name][target] = array
+            at += count
+            del rows  # one decoded shard at a time beside the window
+        return Window(begin, arrays)
 
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "
                 f"worker {self.worker}/{self.num_workers}, epoch {self.epoch}, {len(self)} batches>")
-
-
-def _rows_of(window: Window, positions: np.ndarray) -> np.ndarray:
-    """The rows of ``window``'s arrays at ``positions`` of the epoch's order."""
-    local = positions - window.begin
-    return local if window.order is None else window.order[local]
 
 
 def _torch_worker_info() -> Any:
