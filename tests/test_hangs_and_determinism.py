@@ -209,7 +209,7 @@ def test_a_dataset_built_with_a_relative_data_dir_unpickles_and_streams_in_anoth
     monkeypatch.chdir(here)
     dataset = find_built("scenes", data_dir="data")
     stream = dataset.stream(8, shuffle=True, seed=1)
-    expected_images, expected_targets = next(iter(stream))
+    expected_images, expected_targets = next(iter(dataset.stream(8, shuffle=True, seed=1)))  # a stream moves on
     handles = tmp_path / "handles.pkl"
     handles.write_bytes(pickle.dumps((dataset, stream)))
 

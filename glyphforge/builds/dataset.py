@@ -18,7 +18,7 @@ Reading:
 * ``len(ds)``, ``ds[i]``, ``ds[a:b]``, ``ds.take(indices)``: decode only the shards
   holding the rows; the last ``cache_shards`` decoded shards are kept (an LRU), so
   neighbouring reads are cheap.
-* ``ds.stream(...)``: batches for training, a few decoded shards in memory
+* ``ds.stream(...)``: resumable batches for training, a window of decoded shards in memory
   (`glyphforge.builds.stream`).
 * ``ds.export(dir)``: ``.npy`` files for ``numpy.load(mmap_mode="r")``
   (`glyphforge.builds.export`).

@@ -1,7 +1,7 @@
 """`ShardStream`: shuffled batches of a built dataset for training, resumable, the same order on any number of ranks.
 
 ``ds.stream(batch_size, shuffle=True, seed=0, epochs=1, drop_last=False, rank=0,
-world_size=1, worker=0, num_workers=1, even_ranks="repeat", window=4)`` plans each
+world_size=1, worker=0, num_workers=1, even_ranks="repeat", window=4, resume=None)`` plans each
 epoch from the shard index alone (no data is read to plan). ``batch_size`` is a rank's
 batch; the **global batch** is ``G = batch_size * world_size`` rows.
 
@@ -28,7 +28,7 @@ batch; the **global batch** is ``G = batch_size * world_size`` rows.
    each worker in turn, yields exactly the rank's batches in order, for any ``W``.
 
 Reading: the stream decodes a window at a time, one shard after the other, putting each
-shard's rows where the window's shuffle puts them (about one window of decoded shards in
+shard's rows where the window's shuffle puts them (one window and one decoded shard in
 memory, whatever the dataset's size); a batch lying in one window is a view of it. Every rank
 (and every worker) decodes every window, since each global batch mixes a window's rows:
 workers parallelise per-batch work (transforms), not decoding.
