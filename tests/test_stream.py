@@ -231,6 +231,7 @@ def test_a_torch_dataloader_with_workers_yields_every_row_once(rows_1030, start)
 
     stream = rows_1030.stream(16, seed=5)
     assert isinstance(stream, torch.utils.data.IterableDataset)
+    assert type(rows_1030.stream(16)) is type(stream) and len(pickle.loads(pickle.dumps(stream))) == 65  # one class
     loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=3, multiprocessing_context=start)
     rows = [np.asarray(targets["row"]) for _, targets in loader]
     assert len(rows) == len(stream) == len(loader) == 65
@@ -248,6 +249,7 @@ def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_we
     batches = iter(stream)
     head = [next(batches)[1]["row"] for _ in range(70)]  # 65 batches an epoch: 5 into the second
     state = json.loads(json.dumps(stream.state_dict()))
+    assert stream.state_after(70) == state  # a loop counting its steps over the stream itself says the same
     assert state == {"version": 1, "seed": 6, "shuffle": True, "window": 4, "n_examples": 1030, "epoch": 1,
                      "rows": 80, "base": 80, "until": 2, "batch_size": 16, "world_size": 1}
     resumed = rows_1030.stream(16, seed=6, resume=state)
@@ -351,13 +353,14 @@ def test_persistent_dataloader_workers_read_a_new_order_each_epoch(rows_1030):
 
 @needs_torch
 @pytest.mark.filterwarnings("ignore:This DataLoader will create 3 worker processes")
-def test_a_loop_counting_its_steps_over_a_dataloader_resumes_on_other_workers(rows_1030):
+@pytest.mark.parametrize("workers", [0, 3])
+def test_a_loop_counting_its_steps_over_a_dataloader_resumes_on_other_workers(rows_1030, workers):
     import torch.utils.data
 
     whole = rows_of(rows_1030.stream(16, seed=2, rank=1, world_size=2))
     stream = rows_1030.stream(16, seed=2, rank=1, world_size=2)
     head = []
-    for step, (_, targets) in enumerate(torch.utils.data.DataLoader(stream, batch_size=None, num_workers=3), 1):
+    for step, (_, targets) in enumerate(torch.utils.data.DataLoader(stream, batch_size=None, num_workers=workers), 1):
         head.append(np.asarray(targets["row"]))
         if step == 20:
             break

@@ -137,6 +137,8 @@ class ShardStream:
     base: int = field(default=0, init=False, repr=False)
     until: int | None = field(default=None, init=False, repr=False)
     """The epoch the iteration under way stops before (None: none is)."""
+    began: tuple[int, int] | None = field(default=None, init=False, repr=False)
+    """The position (epoch, rows) where the iteration under way began, in this process."""
 
     def __post_init__(self) -> None:
         check_int("batch_size", self.batch_size, 1)
@@ -166,6 +168,7 @@ class ShardStream:
         """
         if check_int("epoch", epoch, 0) != self.epoch:
             self._move(epoch)
+            object.__setattr__(self, "began", None)
 
     def state_dict(self) -> dict[str, Any]:
         """Return the stream's position: a small JSON-able dict for `load_state_dict` (see the module docstring)."""
@@ -177,7 +180,9 @@ class ShardStream:
         Parameters
         ----------
         batches
-            Batches consumed since the stream's position (`state_dict`), across epochs.
+            Batches consumed, across epochs, since the start of the iteration under way
+            in this process (a ``DataLoader`` without workers iterates the stream itself),
+            else since the stream's position (`state_dict`; the workers iterate copies).
 
         Returns
         -------
@@ -185,7 +190,7 @@ class ShardStream:
             What `state_dict` would return after those batches.
         """
         batches = check_int("batches", batches, 0)
-        epoch, rows = self.epoch, self.rows
+        epoch, rows = (self.epoch, self.rows) if self.began is None else self.began
         while batches >= (left := self._batches_from(rows)) > 0:
             batches -= left
             epoch, rows = epoch + 1, 0
@@ -301,6 +306,7 @@ class ShardStream:
         image_name = reader.image_name
         size = self.global_batch_size
         until = self.epoch + self.epochs if self.until is None else self.until
+        object.__setattr__(self, "began", (self.epoch, self.rows))
         for epoch in range(self.epoch, until):
             plan, base = self.plan(epoch), self.base
             first = (self.rows - base) // size
@@ -318,6 +324,7 @@ class ShardStream:
                 yield images, arrays or None
             self._move(epoch + 1, 0, after, until)
         self._move(self.epoch, self.rows)  # the iteration is over: the next one numbers its batches afresh
+        object.__setattr__(self, "began", None)
 
     def _gather(
         self, reader: BuiltDataset, plan: EpochPlan, epoch: int, windows: dict[int, Window], positions: np.ndarray
@@ -399,6 +406,8 @@ def __getattr__(name: str) -> Any:
     """
     if name != "TorchShardStream":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in globals():  # made already (open_stream calls this function directly)
+        return globals()[name]
     import torch.utils.data
 
     torch_class = type("TorchShardStream", (ShardStream, torch.utils.data.IterableDataset), {
