@@ -251,7 +251,7 @@ class BuiltDataset:
         except (OSError, LockTimeoutError) as error:
             self._no_copy = True
             log.warning("%s: random access goes on decoding a shard per row (slow), for want of a decoded copy: %s",
-                        what, error)
+                        what, str(error))  # not the error: a record would keep its frames (and this dataset)
 
     # -- random access ----------------------------------------------------------
     def shard(self, number: int) -> Shard:
