@@ -22,10 +22,10 @@ Reading:
   ``DataLoader(ds, shuffle=True)``): once a shard must be decoded again after the LRU
   dropped it, reading shard by shard is thrashing, and (``random_access="auto"``, the
   default) the dataset makes a decoded copy of the entry, once per machine, and reads
-  every row from its memory map from then on (`glyphforge.builds.materialize`; one INFO
-  line says so). Without room on the disk for it, one WARNING says why and it keeps
-  decoding. ``ds.materialize()`` makes the copy at once; ``random_access="decode"``
-  never uses one. A copy another process made is used from the first read.
+  every row from it from then on (`glyphforge.builds.materialize`; one INFO line says
+  so). Without room on the disk for it, one WARNING says why and it keeps decoding.
+  ``ds.materialize()`` makes the copy at once; ``random_access="decode"`` never makes or
+  looks for one by itself. A copy another process made is used from the first read.
 * ``ds.stream(...)``: batches for training, a few decoded shards in memory
   (`glyphforge.builds.stream`).
 * ``ds.export(dir)``: ``.npy`` files for ``numpy.load(mmap_mode="r")``
@@ -117,7 +117,7 @@ class BuiltDataset:
         the LRU, then make and read a decoded copy where the disk has room; see the module
         docstring), ``"materialize"`` (the decoded copy from the first read; no room raises
         `glyphforge.builds.materialize.NotEnoughSpaceError`) or ``"decode"`` (shards only,
-        never a copy). A copy already made is read in ``"auto"`` and ``"materialize"``.
+        unless ``ds.materialize()`` is called). A copy already made is read in ``"auto"`` and ``"materialize"``.
     """
 
     def __init__(self, entry: Entry, *, cache_shards: int = DEFAULT_CACHE_SHARDS,
@@ -134,7 +134,7 @@ class BuiltDataset:
         self._thrashing = False  # a shard was decoded again after the LRU dropped it
         self._dropped: set[int] = set()
         self._no_copy = False  # "auto" could not make one (said once)
-        self._copy_lock = threading.Lock()
+        self._copy_lock = threading.RLock()
         self._arrays: dict[str, np.ndarray] | None = None
         self._index: ShardIndex | None = None
         self._decoded: OrderedDict[int, Shard] = OrderedDict()
@@ -241,17 +241,19 @@ class BuiltDataset:
         if self.random_access == "materialize":
             self.materialize()
             return
-        what = f"{self.entry.kind} {self.key[:12]}"
-        log.info("%s: random access decodes each shard again and again (an LRU of %d decoded shards of %d); making "
-                 "a decoded copy (%s, once per machine) to read rows from its memory map. "
-                 "random_access='decode' turns this off", what, self.cache_shards, len(self.index),
-                 human_size(self.nbytes))
-        try:
-            self.materialize()
-        except (OSError, LockTimeoutError) as error:
-            self._no_copy = True
-            log.warning("%s: random access goes on decoding a shard per row (slow), for want of a decoded copy: %s",
-                        what, str(error))  # not the error: a record would keep its frames (and this dataset)
+        with self._copy_lock:  # one thread decides, and says so once
+            if self._copy is not None or self._no_copy:
+                return
+            what = f"{self.entry.kind} {self.key[:12]}"
+            log.info("%s: random access decodes each shard again and again (an LRU of %d decoded shards of %d); "
+                     "making a decoded copy (%s, once per machine) to read rows from. random_access='decode' turns "
+                     "this off", what, self.cache_shards, len(self.index), human_size(self.nbytes))
+            try:
+                self.materialize()
+            except (OSError, LockTimeoutError) as error:
+                self._no_copy = True
+                log.warning("%s: random access goes on decoding a shard per row (slow), for want of a decoded copy: "
+                            "%s", what, str(error))  # not the error: a record would keep its frames (and this dataset)
 
     # -- random access ----------------------------------------------------------
     def shard(self, number: int) -> Shard:
