@@ -1,7 +1,7 @@
-"""A built dataset's decoded copy: its arrays as uncompressed ``.npy`` files, read by memory map.
+"""A built dataset's decoded copy: its arrays as uncompressed ``.npy`` files, for random rows at memory speed.
 
 Random rows of ``arrays.pklz`` cost a whole shard's decoding each; rows of a decoded
-copy cost a page or two of a memory map. The copy is made once per machine (per cache)
+copy cost a read of their own bytes (from the page cache, once warm). The copy is made once per machine (per cache)
 and read by every process that opens the entry, DataLoader workers included.
 
 Layout: ``<root>/<kind>/<key>.decoded/`` beside the entry (`glyphforge.cache.store.decoded_dir`),
