@@ -86,7 +86,7 @@ def test_non_integer_indices_are_refused(built):
 
 def test_reads_decode_only_the_shards_they_need_and_keep_a_few(built, monkeypatch):
     dataset, _ = built
-    reader = fresh(dataset, cache_shards=2)
+    reader = fresh(dataset, cache_shards=2, random_access="decode")  # the LRU itself: no decoded copy
     decoded = []
     original = BuiltDataset._decode
     monkeypatch.setattr(BuiltDataset, "_decode", lambda self, number: decoded.append(number) or original(self, number))

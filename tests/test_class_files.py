@@ -23,7 +23,7 @@ from PIL import Image
 from glyphforge.builds.dataset import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.context import DataContext
-from glyphforge.datasets import _class_files, registry
+from glyphforge.datasets import _class_files, _class_selection, registry
 from glyphforge.datasets._class_files import DECLARATIONS, ClassFilesDataset
 from glyphforge.datasets.emnist import EMNIST, emnist_classes, load_emnist, prepare_emnist, preview_examples
 from glyphforge.pipelines.resize import resize
@@ -207,6 +207,6 @@ def test_entries_written_by_0_2_with_the_old_keys_still_load(tmp_path):
     shown, labels = preview_examples(entry, 4, np.random.default_rng(0), context)
     assert [int(image[0, 0]) for image in shown] == [10 * int(label) for label in labels]
     [_, small] = prepare_emnist(split="digits", shapes=[(14, 14)], context=context, progress=False)  # no archive
-    assert [record["name"] for record in _class_files.class_records(small)] == list("0123456789")
+    assert [record["name"] for record in _class_selection.class_records(small)] == list("0123456789")
     assert np.array_equal(EMNIST("digits", "all", (14, 14), classes="9", context=context).images,
                           np.full((12, 14, 14), 90, np.uint8))

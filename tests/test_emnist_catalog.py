@@ -6,7 +6,8 @@ import pytest
 
 from glyphforge.cache import DamagedEntryFileError, MissingEntryFileError
 from glyphforge.datasets import _class_files
-from glyphforge.datasets._class_files import Block, check_subset, select
+from glyphforge.datasets._class_files import check_subset
+from glyphforge.datasets._class_selection import Block, select
 from glyphforge.datasets._emnist_catalog import class_file_name, first_label
 from glyphforge.datasets.emnist import DATASET, load_emnist, prepare_emnist
 

@@ -18,6 +18,14 @@ Reading:
 * ``len(ds)``, ``ds[i]``, ``ds[a:b]``, ``ds.take(indices)``: decode only the shards
   holding the rows; the last ``cache_shards`` decoded shards are kept (an LRU), so
   neighbouring reads are cheap.
+* Random access (``ds[i]`` in random order, ``ds.take(random rows)``, a
+  ``DataLoader(ds, shuffle=True)``): once a shard must be decoded again after the LRU
+  dropped it, reading shard by shard is thrashing, and (``random_access="auto"``, the
+  default) the dataset makes a decoded copy of the entry, once per machine, and reads
+  every row from it from then on (`glyphforge.builds.materialize`; one INFO line says
+  so). Without room on the disk for it, one WARNING says why and it keeps decoding.
+  ``ds.materialize()`` makes the copy at once; ``random_access="decode"`` never makes or
+  looks for one by itself. A copy another process made is used from the first read.
 * ``ds.stream(...)``: resumable batches for training, a window of decoded shards in memory
   (`glyphforge.builds.stream`).
 * ``ds.export(dir)``: ``.npy`` files for ``numpy.load(mmap_mode="r")``
@@ -31,6 +39,7 @@ garbage collected, so ``glyphforge cache gc --max-size`` never evicts it.
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -45,10 +54,13 @@ from glyphforge._checks import PathLike, check_int
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import batches
 from glyphforge.builds.index import ShardIndex
+from glyphforge.builds.materialize import DecodedCopy, make_copy, open_copy
 from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry
+from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.cache.pklz import read_member
 from glyphforge.cache.safe_pickle import Budget
 from glyphforge.cache.store import read_entry
+from glyphforge.textfmt import human_size
 
 if TYPE_CHECKING:
     from glyphforge.builds.stream import ShardStream
@@ -65,6 +77,10 @@ DEFAULT_CACHE_SHARDS = 4
 SHARD_PICKLE_SLACK = 1 << 20
 
 Shard = dict[str, np.ndarray]
+#: The values of ``BuiltDataset(random_access=...)``.
+RANDOM_ACCESS = ("auto", "decode", "materialize")
+
+log = logging.getLogger(__name__)
 
 
 class DatasetTooLargeError(MemoryError):
@@ -96,13 +112,29 @@ class BuiltDataset:
     arrays_limit
         The most bytes ``ds.arrays`` (and ``ds["name"]``, ``ds.images``, ``ds.batches``)
         may decode; None: `default_arrays_limit` (half the memory available when asked).
+    random_access
+        How ``ds[i]`` and ``ds.take`` read rows: ``"auto"`` (decode shards until reads thrash
+        the LRU, then make and read a decoded copy where the disk has room; see the module
+        docstring), ``"materialize"`` (the decoded copy from the first read; no room raises
+        `glyphforge.builds.materialize.NotEnoughSpaceError`) or ``"decode"`` (shards only,
+        unless ``ds.materialize()`` is called). A copy already made is read in ``"auto"`` and ``"materialize"``.
     """
 
     def __init__(self, entry: Entry, *, cache_shards: int = DEFAULT_CACHE_SHARDS,
-                 arrays_limit: int | None = None) -> None:
+                 arrays_limit: int | None = None, random_access: str = "auto") -> None:
+        if random_access not in RANDOM_ACCESS:
+            raise ValueError(f"random_access must be one of {', '.join(map(repr, RANDOM_ACCESS))}, got "
+                             f"{random_access!r}")
         self.entry = entry
         self.cache_shards = check_int("cache_shards", cache_shards, 0)
         self.arrays_limit = None if arrays_limit is None else check_int("arrays_limit", arrays_limit, 0)
+        self.random_access = random_access
+        self._copy: DecodedCopy | None = None
+        self._looked_for_copy = False
+        self._thrashing = False  # a shard was decoded again after the LRU dropped it
+        self._dropped: set[int] = set()
+        self._no_copy = False  # "auto" could not make one (said once)
+        self._copy_lock = threading.RLock()
         self._arrays: dict[str, np.ndarray] | None = None
         self._index: ShardIndex | None = None
         self._decoded: OrderedDict[int, Shard] = OrderedDict()
@@ -164,7 +196,64 @@ class BuiltDataset:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as a handle: the entry's path and key, never the arrays."""
-        return _reopen, (str(self.path), self.key, self.cache_shards, self.arrays_limit)
+        return _reopen, (str(self.path), self.key, self.cache_shards, self.arrays_limit, self.random_access)
+
+    @property
+    def materialized(self) -> Path | None:
+        """The decoded copy this dataset reads rows from (see the module docstring), None while it decodes shards."""
+        return None if self._copy is None else self._copy.path
+
+    def materialize(self) -> Path:
+        """Make the entry's decoded copy (once per machine: another process's is used) and read rows from it.
+
+        Returns
+        -------
+        Path
+            The copy's directory, ``<root>/<kind>/<key>.decoded``.
+
+        Raises
+        ------
+        NotEnoughSpaceError
+            Its disk has no room for it (the message says how much it needs); nothing was written.
+        StorageError
+            Writing it failed (full, read-only, forbidden); nothing is left behind.
+        """
+        with self._copy_lock:
+            if self._copy is None:
+                self._copy = make_copy(self)
+            return self._copy.path
+
+    def _row_source(self) -> DecodedCopy | None:
+        """The decoded copy to read rows from, making it when ``random_access`` says so; None: decode shards."""
+        if self._copy is not None or self.random_access == "decode":
+            return self._copy
+        if not self._looked_for_copy:
+            with self._copy_lock:
+                if self._copy is None:
+                    self._copy = open_copy(self.entry, self.layout, len(self))
+                self._looked_for_copy = True
+        if self._copy is None and (self.random_access == "materialize" or (self._thrashing and not self._no_copy)):
+            self._make_copy()
+        return self._copy
+
+    def _make_copy(self) -> None:
+        """Materialize; in ``"auto"`` say so at INFO, or at WARNING why it cannot be (and then keep decoding)."""
+        if self.random_access == "materialize":
+            self.materialize()
+            return
+        with self._copy_lock:  # one thread decides, and says so once
+            if self._copy is not None or self._no_copy:
+                return
+            what = f"{self.entry.kind} {self.key[:12]}"
+            log.info("%s: random access decodes each shard again and again (an LRU of %d decoded shards of %d); "
+                     "making a decoded copy (%s, once per machine) to read rows from. random_access='decode' turns "
+                     "this off", what, self.cache_shards, len(self.index), human_size(self.nbytes))
+            try:
+                self.materialize()
+            except (OSError, LockTimeoutError) as error:
+                self._no_copy = True
+                log.warning("%s: random access goes on decoding a shard per row (slow), for want of a decoded copy: "
+                            "%s", what, str(error))  # not the error: a record would keep its frames (and this dataset)
 
     # -- random access ----------------------------------------------------------
     def shard(self, number: int) -> Shard:
@@ -174,11 +263,14 @@ class BuiltDataset:
                 self._decoded.move_to_end(number)
                 return self._decoded[number]
         arrays = self._decode(number)
-        if self.cache_shards:
-            with self._lock:
+        with self._lock:
+            self._thrashing = self._thrashing or number in self._dropped
+            if not self.cache_shards:
+                self._dropped.add(number)
+            else:
                 self._decoded[number] = arrays
                 while len(self._decoded) > self.cache_shards:
-                    self._decoded.popitem(last=False)
+                    self._dropped.add(self._decoded.popitem(last=False)[0])
         return arrays
 
     def _decode(self, number: int) -> Shard:
@@ -223,11 +315,15 @@ class BuiltDataset:
     def take(self, indices: Any) -> dict[str, np.ndarray]:
         """Return rows ``indices`` (ints, negative from the end) of every array, in that order.
 
-        Only the shards holding those rows are decoded, one at a time.
+        From the decoded copy when there is one (see ``random_access``), else only the shards
+        holding those rows are decoded, one at a time.
         """
         wanted = self._rows(indices)
         if self._arrays is not None:
             return {name: array[wanted] for name, array in self._arrays.items()}
+        copy = self._row_source()
+        if copy is not None:
+            return copy.take(wanted)
         out = self._empty(len(wanted))
         if not len(wanted):
             return out
@@ -251,7 +347,11 @@ class BuiltDataset:
         if isinstance(index, slice):
             rows = self.take(np.arange(len(self))[index])
         elif isinstance(index, (int, np.integer)):
-            rows = {name: array[0] for name, array in self.take([index]).items()}
+            copy = self._row_source() if self._arrays is None else None
+            if copy is not None and -len(self) <= index < len(self):
+                rows = copy.row(int(index) % len(self))
+            else:
+                rows = {name: array[0] for name, array in self.take([index]).items()}
         else:
             rows = self.take(index)
         image = rows.pop(self.image_name)
@@ -316,8 +416,10 @@ class BuiltDataset:
         return "images" if "images" in meta["layout"] else min(meta["layout"])
 
     def reopened(self, **options: Any) -> BuiltDataset:
-        """A new reader of the same entry (its own LRU), with ``cache_shards`` or ``arrays_limit`` changed."""
-        settings = {"cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit, **options}
+        """A new reader of the same entry (its own LRU), with ``cache_shards``, ``arrays_limit`` or ``random_access``
+        changed."""
+        settings = {"cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit,
+                    "random_access": self.random_access, **options}
         return BuiltDataset(self.entry, **settings)
 
     @property
@@ -438,13 +540,17 @@ def find_built(target: str, data_dir: PathLike | None = None) -> BuiltDataset:
     return BuiltDataset(entry)
 
 
-def _reopen(path: str, key: str, cache_shards: int, arrays_limit: int | None) -> BuiltDataset:
-    """Open the built dataset at ``path`` again (unpickling), checking it is still entry ``key``."""
+def _reopen(path: str, key: str, cache_shards: int, arrays_limit: int | None,
+            random_access: str = "auto") -> BuiltDataset:
+    """Open the built dataset at ``path`` again (unpickling), checking it is still entry ``key``.
+
+    A DataLoader worker's copy finds the decoded copy the parent (or any process) made, at its first read.
+    """
     entry = read_entry(Path(path))
     if entry is None or entry.key != key:
         raise FileNotFoundError(f"the built dataset {key[:12]} is no longer at {path}: was it removed from the "
                                 "cache? Build it again, or unpickle where that data dir is mounted")
-    return BuiltDataset(entry, cache_shards=cache_shards, arrays_limit=arrays_limit)
+    return BuiltDataset(entry, cache_shards=cache_shards, arrays_limit=arrays_limit, random_access=random_access)
 
 
 def _dtype(descr: Any) -> np.dtype[Any]:

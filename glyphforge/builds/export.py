@@ -272,7 +272,7 @@ def _stage_and_publish(dataset: BuiltDataset, target: Path) -> None:
     else:
         staging = make_temp_dir(f"{_BESIDE_PREFIX}{target.name}-", target.parent)
     try:
-        _write(dataset, staging)
+        write_npy_files(dataset, staging)
         if staging.parent == target:
             _move_up(staging, target)
         else:
@@ -296,7 +296,12 @@ def _move_up(staging: Path, target: Path) -> None:
     staging.rmdir()
 
 
-def _write(dataset: BuiltDataset, staging: Path) -> None:
+def write_npy_files(dataset: BuiltDataset, staging: Path) -> None:
+    """Write ``<name>.npy`` for every array of ``dataset`` and ``metadata.json`` into the directory ``staging``.
+
+    Shard after shard, sequentially: the resident memory stays at one decoded shard. Also
+    the layout of a decoded copy (`glyphforge.builds.materialize`).
+    """
     reader = dataset.reopened(cache_shards=0)
     n = len(reader)
     dtypes = {name: reader.dtype(name) for name in reader.layout}

@@ -9,6 +9,8 @@ Layout under the root::
     <root>/<kind>/.<key>.lock.holder      who holds it (pid, host, since): see glyphforge.cache.locks
     <root>/<kind>/.<key>.readers          readers' shared lock; its mtime is the entry's last use
     <root>/<kind>/<key>.work/             persistent scratch for resumable work
+    <root>/<kind>/<key>.decoded/          a built dataset's decoded copy (glyphforge.builds.materialize)
+    <root>/<kind>/.tmp-<key>.decoded-<random>/  its staging, under the lock .<key>.decoded.lock
 
 An entry is staged in a sibling temporary directory and renamed into place only
 when complete, so readers never see a partial entry and a crash leaves either no
@@ -27,6 +29,11 @@ entry's last use (see :mod:`glyphforge.cache.locks`). :meth:`CacheStore.evict` (
 a size, and never one whose lock it cannot take at once: some process is reading it.
 An entry never read since it was made was last used when it was made (its manifest's
 modification time).
+
+An entry's companions, its ``.work`` scratch and its ``.decoded`` copy, go with it:
+:meth:`~CacheStore.rm` and :meth:`~CacheStore.evict` remove them, eviction counts the
+decoded copy's bytes with the entry's, replacing an entry drops its decoded copy, and
+:meth:`~CacheStore.gc` removes a decoded copy whose entry is gone.
 
 An entry (or a folder) this user may not read is not broken: another user of a shared
 data dir made it owner-only. :meth:`~CacheStore.get` raises `UnreadableEntryError`
@@ -60,7 +67,10 @@ from glyphforge.textfmt import parse_size
 _STAGING_PREFIX = ".tmp-"
 _TRASH_PREFIX = ".trash-"
 _WORK_SUFFIX = ".work"
+#: The suffix of an entry's decoded copy, ``<root>/<kind>/<key>.decoded`` (see `decoded_dir`).
+DECODED_SUFFIX = ".decoded"
 _UNREADABLE = "you may not read it: "
+_COMPANIONS = (_WORK_SUFFIX, DECODED_SUFFIX)
 
 
 class MissingEntryFileError(FileNotFoundError):
@@ -213,6 +223,11 @@ class Entry:
         return _locked_iter(self.read_lock(), iter_pklz(self.file(name), trusted=trusted))
 
     @property
+    def decoded_bytes(self) -> int:
+        """The bytes of the entry's decoded copy (`decoded_dir`); 0 when it has none."""
+        return sum(path.stat().st_size for path in _listing(decoded_dir(self.path)) if path.is_file())
+
+    @property
     def last_used(self) -> float:
         """When a reader last took the entry's lock, else when it was made (seconds since the epoch)."""
         made = _mtime(self.path / MANIFEST)
@@ -230,6 +245,19 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+def decoded_dir(entry_dir: Path) -> Path:
+    """Return where the decoded copy of the entry in ``entry_dir`` lives: ``<root>/<kind>/<key>.decoded``."""
+    return entry_dir.with_name(f"{entry_dir.name}{DECODED_SUFFIX}")
+
+
+def decoded_staging_prefix(entry_dir: Path) -> str:
+    """The name prefix of a staging directory of that decoded copy: the store's staging of key ``<key>.decoded``.
+
+    So `CacheStore.gc` removes an abandoned one under the lock ``.<key>.decoded.lock``, which its maker holds.
+    """
+    return f"{_STAGING_PREFIX}{entry_dir.name}{DECODED_SUFFIX}-"
 
 
 def read_entry(path: Path) -> Entry | None:
@@ -272,7 +300,7 @@ class Eviction:
     limit
         The size asked for, in bytes.
     size_before, size_after
-        The store's data files before and after, in bytes (`Entry.size_bytes` summed).
+        The store's data files before and after, in bytes (`Entry.size_bytes` and `Entry.decoded_bytes` summed).
     evicted
         The entries removed, least recently used first.
     in_use
@@ -447,6 +475,7 @@ class CacheStore:
             os.rename(writer.path, final)  # right after hiding: the key is without an entry only between two renames
         if replaced is not None:
             shutil.rmtree(replaced, ignore_errors=True)
+            shutil.rmtree(decoded_dir(final), ignore_errors=True)  # the replaced entry's
         with ReadLock(readers_path(final)):  # made by the writer (its umask, as the key's lock), and used now
             pass
 
@@ -495,7 +524,7 @@ class CacheStore:
     def _entry_dirs(self) -> Iterator[Path]:
         for kind_dir in self._kind_dirs():
             for path in _listing(kind_dir):
-                if path.is_dir() and not path.name.startswith(".") and not path.name.endswith(_WORK_SUFFIX):
+                if path.is_dir() and not path.name.startswith(".") and not path.name.endswith(_COMPANIONS):
                     yield path
 
     def unreadable(self) -> list[CacheProblem]:
@@ -537,7 +566,7 @@ class CacheStore:
         entry = self.find(key)
         with self._locked(entry.kind, entry.key):
             self._discard(entry.path)
-            shutil.rmtree(entry.path.parent / f"{entry.key}{_WORK_SUFFIX}", ignore_errors=True)
+            _remove_companions(entry.path)
         return entry
 
     def verify(self) -> list[CacheProblem]:
@@ -584,7 +613,8 @@ class CacheStore:
         """
         limit = parse_size(max_size)
         entries = sorted(self.ls(), key=lambda entry: entry.last_used)
-        size = before = sum(entry.size_bytes for entry in entries)
+        sizes = {entry.path: entry.size_bytes + entry.decoded_bytes for entry in entries}
+        size = before = sum(sizes.values())
         evicted, in_use, failed = [], [], []
         for entry in entries:
             if size <= limit:
@@ -596,7 +626,7 @@ class CacheStore:
                 continue
             if taken:
                 evicted.append(entry)
-                size -= entry.size_bytes
+                size -= sizes[entry.path]
             else:
                 in_use.append(entry)
         if failed:
@@ -613,13 +643,14 @@ class CacheStore:
             with self._locked(entry.kind, entry.key, timeout=0), exclusive(readers_path(entry.path)) as taken:
                 if taken:
                     self._discard(entry.path)
-                    shutil.rmtree(entry.path.parent / f"{entry.key}{_WORK_SUFFIX}", ignore_errors=True)
+                    _remove_companions(entry.path)
                 return taken
         except LockTimeoutError:
             return False
 
     def gc(self, max_size: int | str | None = None) -> list[Path]:
-        """Remove abandoned staging and trash directories and broken entries; with ``max_size``, then `evict`.
+        """Remove abandoned staging and trash directories, broken entries and decoded copies whose entry is gone;
+        with ``max_size``, then `evict`.
 
         A broken entry has a manifest that fails `read_manifest`, or a data file that
         is missing or of the wrong size. An entry this user may not read is not broken:
@@ -647,6 +678,10 @@ class CacheStore:
                 continue  # not known to be broken: another user's (`unreadable` names it)
             if entry is None or _check_entry_files(entry, rehash=False):
                 self._collect(path, lambda broken: remove_tree(self._hide(broken)), removed, failed)
+        for kind_dir in self._kind_dirs():  # decoded copies of entries gone (removed above, or by hand)
+            for path in _listing(kind_dir):
+                if path.name.endswith(DECODED_SUFFIX) and not (kind_dir / path.name[:-len(DECODED_SUFFIX)]).exists():
+                    self._collect(path, remove_tree, removed, failed)
         if failed:
             raise CleanupError(
                 f"`glyphforge cache gc` removed {len(removed)} item(s) but could not remove {len(failed)}: "
@@ -679,6 +714,12 @@ class CacheStore:
         key = path.name[len(_STAGING_PREFIX):].rsplit("-", 1)[0]
         with self._locked(path.parent.name, key, timeout=0):
             return remove_tree(path)
+
+
+def _remove_companions(entry_dir: Path) -> None:
+    """Delete the scratch directory and the decoded copy of the entry that was in ``entry_dir``."""
+    for suffix in _COMPANIONS:
+        shutil.rmtree(entry_dir.with_name(f"{entry_dir.name}{suffix}"), ignore_errors=True)
 
 
 def _failure(path: Path, error: OSError) -> str:

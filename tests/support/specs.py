@@ -137,3 +137,19 @@ class RowSpec:
         rows = index * self.shard_size + np.arange(n, dtype=np.int64)
         images = (rows[:, None, None] * np.arange(1, 13, dtype=np.int64).reshape(1, 3, 4)) % 251
         return {"images": images.astype(np.uint8), "row": rows, "name": np.array([f"r{r}" for r in rows], "<U5")}
+
+
+@dataclass
+class WideRowSpec(RowSpec):
+    """`RowSpec` with 64x64x3 images (12 KB a row, compressing well): a decoded copy of megabytes from a small entry."""
+
+    n_examples: int = 2000
+    kind: str = "test-wide-rows"
+
+    def params(self) -> dict[str, Any]:
+        return {"version": 1, "side": 64}
+
+    def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        rows = index * self.shard_size + np.arange(n, dtype=np.int64)
+        images = (rows[:, None] + np.arange(64 * 64 * 3, dtype=np.int64)[None, :] // 97) % 251
+        return {"images": images.astype(np.uint8).reshape(n, 64, 64, 3), "row": rows}
