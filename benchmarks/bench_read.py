@@ -24,12 +24,17 @@ Then, each in a fresh process (so peak RSS is that step's own, read from VmHWM):
   there: the goal is >= 50% of the stream's examples/s at <= 600 MB), and ``ds[i]`` one
   by one in random order (goal >= 20,000 rows/s). The decoded copy is removed first, so
   the earlier steps read shards as before;
-* a peer reader, where the ``bench`` extra installed it: WebDataset (tar shards of 1,000
-  raw ``.npy`` images and the first glyph's label, written once into ``--workdir``;
-  ``shardshuffle``, ``shuffle(5000)``, batches of 256), as
-  ../shared/notes/peer-readers.md measured it (the goal: the stream >= 10x WebDataset).
-  Both give the label sum and a pixel checksum, so nothing skipped decoding. litdata and
-  mosaicml-streaming are not in the extra: they would replace the installed torch.
+* the peer readers the ``bench`` extra installs (each skipped if not importable), as
+  ../shared/notes/peer-readers.md measured them, the same scenes and the first glyph's label
+  written once into ``--workdir`` in each tool's own format, one shuffled epoch in batches of
+  256, one process, no DataLoader: WebDataset (tar shards of 1,000 raw ``.npy`` images;
+  ``shardshuffle``, ``shuffle(5000)``), litdata (``litdata.optimize`` into raw numpy chunks of
+  8 MB; ``StreamingDataset(dir, shuffle=True)``) and MosaicML streaming (``MDSWriter``, an
+  ``ndarray:uint8:48,48,3`` column and an ``int`` label, raw shards of 8 MB;
+  ``StreamingDataset(local=dir, shuffle=True)``). The goals: the stream >= 10x WebDataset and
+  >= 2.5x litdata in the same run. Every peer must give the stream's example count, label sum
+  and pixel checksum, so nothing skipped decoding. litdata and mosaicml-streaming pull in torch
+  (pip picks 2.14.1, not CI's 2.13.0): install the extra in a venv of its own.
 
 and, in this process, the bookkeeping of a 10,000,000-example dataset (an index of
 10,000 and of 100,000 shards: reading it, planning an epoch for one of 8 ranks) to
@@ -59,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 SHARED_DATA = ROOT.parent / "shared" / "data"
 GOALS = {"cold_ms": 50.0, "warm_ms": 1.0, "take_s": 0.5, "take_mb": 300.0, "stream_ratio": 0.8, "stream_mb": 400.0,
          "export_mb_s": 200.0, "random_ratio": 0.5, "random_mb": 600.0, "random_getitem": 20_000.0,
-         "over_webdataset": 10.0}
+         "over_webdataset": 10.0, "over_litdata": 2.5}
 
 
 def peak_mb() -> float:
@@ -118,6 +123,43 @@ def step_stream(data_dir: str) -> dict:
             "labels": labels}
 
 
+def count_batches(batches: Any) -> dict:
+    """Read ``batches`` of (images, labels) to the end: examples/s, peak RSS, pixel checksum and label sum."""
+    count = pixels = labels = 0
+    started = time.perf_counter()
+    for images, batch_labels in batches:
+        count += len(images)
+        batch_pixels, label_sum = checksums(np.asarray(images), np.asarray(batch_labels))
+        pixels, labels = pixels + batch_pixels, labels + label_sum
+    seconds = time.perf_counter() - started
+    return {"examples": count, "per_s": count / seconds, "seconds": seconds, "mb": peak_mb(), "pixels": pixels,
+            "labels": labels}
+
+
+def batched(samples: Any, size: int = 256) -> Any:
+    """Collate a peer's samples (dicts of an ``image`` array and an int ``label``) into numpy batches of ``size``."""
+    images: list = []
+    labels: list = []
+    for sample in samples:
+        images.append(sample["image"])
+        labels.append(sample["label"])
+        if len(images) == size:
+            yield np.stack(images), np.asarray(labels)
+            images, labels = [], []
+    if images:
+        yield np.stack(images), np.asarray(labels)
+
+
+def scene_rows(data_dir: str) -> Any:
+    """Every scene in order, as (image, label of the first glyph): what the peers' writers are given."""
+    for images, targets in open_dataset(data_dir).stream(1000, shuffle=False):
+        yield from zip(images, targets["labels"][:, 0].tolist(), strict=True)
+
+
+def disk_mb(directory: Path) -> float:
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file()) / 1e6
+
+
 def write_webdataset(data_dir: str, out: Path) -> Path:
     """Write the scenes into ``out`` as WebDataset tar shards of 1,000 (image.npy, cls), once; return ``out``."""
     import webdataset as wds
@@ -126,12 +168,46 @@ def write_webdataset(data_dir: str, out: Path) -> Path:
     if not done.exists():
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        row = 0
         with wds.ShardWriter(str(out / "scenes-%06d.tar"), maxcount=1000, verbose=0) as sink:
-            for images, targets in open_dataset(data_dir).stream(1000, shuffle=False):
-                for image, label in zip(images, targets["labels"][:, 0].tolist(), strict=True):
-                    sink.write({"__key__": f"{row:07d}", "image.npy": image, "cls": label})
-                    row += 1
+            for row, (image, label) in enumerate(scene_rows(data_dir)):
+                sink.write({"__key__": f"{row:07d}", "image.npy": image, "cls": label})
+        done.touch()
+    return out
+
+
+def litdata_rows(task: tuple[str, int, int]) -> Any:
+    """litdata's ``optimize`` function: the scenes ``start:stop`` of ``data_dir``, one sample each."""
+    data_dir, start, stop = task
+    taken = open_dataset(data_dir).take(np.arange(start, stop))
+    for image, label in zip(taken["images"], taken["labels"][:, 0].tolist(), strict=True):
+        yield {"image": image, "label": label}
+
+
+def write_litdata(data_dir: str, out: Path) -> Path:
+    """Write the scenes into ``out`` as litdata chunks of 8 MB (raw numpy), once; return ``out``."""
+    import litdata
+
+    done = out.with_name(out.name + ".done")  # beside it: optimize wants an empty output dir
+    if not done.exists():
+        shutil.rmtree(out, ignore_errors=True)
+        n_rows = len(open_dataset(data_dir))
+        tasks = [(data_dir, start, min(start + 1000, n_rows)) for start in range(0, n_rows, 1000)]
+        litdata.optimize(fn=litdata_rows, inputs=tasks, output_dir=str(out), chunk_bytes="8MB", num_workers=2)
+        done.touch()
+    return out
+
+
+def write_mds(data_dir: str, out: Path) -> Path:
+    """Write the scenes into ``out`` as MosaicML MDS shards of 8 MB (raw, no compression), once; return ``out``."""
+    from streaming import MDSWriter
+
+    done = out.with_name(out.name + ".done")
+    if not done.exists():
+        shutil.rmtree(out, ignore_errors=True)
+        columns = {"image": "ndarray:uint8:48,48,3", "label": "int"}
+        with MDSWriter(out=str(out), columns=columns, size_limit=1 << 23) as sink:
+            for image, label in scene_rows(data_dir):
+                sink.write({"image": image, "label": label})
         done.touch()
     return out
 
@@ -142,15 +218,21 @@ def step_webdataset(shards_dir: str) -> dict:
     shards = sorted(str(path) for path in Path(shards_dir).glob("scenes-*.tar"))
     pipeline = (wds.WebDataset(shards, shardshuffle=len(shards), seed=0, empty_check=False).shuffle(5000)
                 .decode().to_tuple("image.npy", "cls").batched(256))
-    count = pixels = labels = 0
-    started = time.perf_counter()
-    for images, batch_labels in pipeline:
-        count += len(images)
-        batch_pixels, label_sum = checksums(np.asarray(images), np.asarray(batch_labels))
-        pixels, labels = pixels + batch_pixels, labels + label_sum
-    seconds = time.perf_counter() - started
-    return {"examples": count, "per_s": count / seconds, "seconds": seconds, "mb": peak_mb(), "pixels": pixels,
-            "labels": labels}
+    return count_batches(pipeline)
+
+
+def step_litdata(chunks_dir: str) -> dict:
+    from litdata import StreamingDataset
+
+    return count_batches(batched(StreamingDataset(chunks_dir, shuffle=True, seed=0)))
+
+
+def step_mds(shards_dir: str) -> dict:
+    from streaming import StreamingDataset
+    from streaming.base.util import clean_stale_shared_memory
+
+    clean_stale_shared_memory()  # a killed earlier run leaves its shared memory behind
+    return count_batches(batched(StreamingDataset(local=shards_dir, shuffle=True, shuffle_seed=0, batch_size=256)))
 
 
 def step_arrays(data_dir: str) -> dict:
@@ -227,7 +309,8 @@ def remove_decoded_copy(data_dir: str) -> None:
 
 STEPS = {"getitem": step_getitem, "take": step_take, "stream": step_stream, "arrays": step_arrays,
          "export": step_export, "random_decode": step_random_decode, "random_first": step_random_first,
-         "random_take": step_random_take, "random_getitem": step_random_getitem, "webdataset": step_webdataset}
+         "random_take": step_random_take, "random_getitem": step_random_getitem, "webdataset": step_webdataset,
+         "litdata": step_litdata, "mds": step_mds}
 
 
 def run_step(name: str, *args: str) -> dict:
@@ -339,14 +422,23 @@ def main() -> None:
     random_take = run_step("random_take", data_dir)
     random_getitem = run_step("random_getitem", data_dir)
     peers = []
-    if importlib.util.find_spec("webdataset") is not None:
-        webdataset = run_step("webdataset", str(write_webdataset(data_dir, args.workdir / "webdataset")))
-        if (webdataset["examples"], webdataset["pixels"], webdataset["labels"]) != (
-                stream["examples"], stream["pixels"], stream["labels"]):
-            raise SystemExit(f"WebDataset read other data than the stream: {webdataset} vs {stream}")
-        peers = [("WebDataset 1.0.2, shuffle 5000", rate(webdataset), "stream >= 10x",
-                  stream["per_s"] >= GOALS["over_webdataset"] * webdataset["per_s"]),
-                 ("  stream / WebDataset", f"{stream['per_s'] / webdataset['per_s']:.1f}x", "", None)]
+    for module, name, label, write, goal in (
+            ("webdataset", "webdataset", "WebDataset 1.0.2, shuffle 5000", write_webdataset, "over_webdataset"),
+            ("litdata", "litdata", "litdata 0.2.76, 8 MB chunks", write_litdata, "over_litdata"),
+            ("streaming", "mds", "MosaicML MDS 0.13.0, raw", write_mds, None)):
+        if importlib.util.find_spec(module) is None:
+            continue
+        started = time.perf_counter()
+        written = write(data_dir, args.workdir / name)
+        print(f"{label}: {disk_mb(written):.0f} MB on disk in {written} (written in "
+              f"{time.perf_counter() - started:.1f} s, or earlier)")
+        peer = run_step(name, str(written))
+        if any(peer[key] != stream[key] for key in ("examples", "pixels", "labels")):
+            raise SystemExit(f"{label} read other data than the stream: {peer} vs {stream}")
+        over = stream["per_s"] / peer["per_s"]
+        met = None if goal is None else over >= GOALS[goal]
+        peers += [(label, rate(peer), f"stream >= {GOALS[goal]:g}x" if goal else "", met),
+                  (f"  stream / {label.split()[0]}", f"{over:.2f}x", "", None)]
     ratio = stream["per_s"] / arrays["per_s"]
     random_ratio = random_take["per_s"] / stream["per_s"]
     rows = [
