@@ -9,6 +9,9 @@ here, so the rules are in one place:
   streams, shard tasks on workers started in another directory);
 * ``<data dir>/raw/<dataset>/``: downloaded (or hand-placed) upstream files;
 * ``<data dir>/cache/``: the content-addressed store of converted data;
+* the local cache of data read from URLs (`local_cache_dir`): the explicit ``cache_dir``,
+  else ``$GLYPHFORGE_CACHE_DIR``, else platformdirs' user cache dir for ``glyphforge``;
+  a data dir that is a URL (``s3://...``) is never taken for a path (`data_dir` refuses it);
 * the wait for a cache entry or a download another process is making: the explicit
   ``lock_timeout``, else ``$GLYPHFORGE_LOCK_TIMEOUT`` (seconds), else an hour.
 """
@@ -22,11 +25,13 @@ from pathlib import Path
 import platformdirs
 
 from glyphforge._checks import PathLike
+from glyphforge.storage.location import is_url
 
 ENV_DATA_DIR = "GLYPHFORGE_DATA_DIR"
 ENV_MIRROR = "GLYPHFORGE_MIRROR"
 ENV_OFFLINE = "GLYPHFORGE_OFFLINE"
 ENV_LOCK_TIMEOUT = "GLYPHFORGE_LOCK_TIMEOUT"
+ENV_CACHE_DIR = "GLYPHFORGE_CACHE_DIR"
 #: Seconds a process waits for a cache entry or a download that another process is making, unless told otherwise.
 DEFAULT_LOCK_TIMEOUT = 3600.0
 
@@ -54,6 +59,25 @@ def data_dir(data_dir: PathLike | None = None) -> Path:
         chosen = os.environ[ENV_DATA_DIR]
     else:
         chosen = platformdirs.user_data_dir("glyphforge", appauthor=False)
+    if is_url(chosen):
+        where = "" if data_dir is not None else f" (from ${ENV_DATA_DIR})"
+        raise ValueError(f"the data dir {chosen}{where} is a URL, and this needs a directory on a local or mounted "
+                         "filesystem: give a path here (URL data dirs are for glyphforge.DataContext.resolve("
+                         "data_dir=URL), and what takes a context)")
+    return Path(chosen).expanduser().absolute()
+
+
+def local_cache_dir(cache_dir: PathLike | None = None) -> Path:
+    """Return where data read from URLs is kept on this machine (not created), as an absolute path.
+
+    ``cache_dir``, else ``$GLYPHFORGE_CACHE_DIR``, else the platform's user cache directory for
+    glyphforge (e.g. ``~/.cache/glyphforge``): shards and entries fetched from object storage or
+    HTTP, keyed by their content, so the second read of anything is local.
+    """
+    chosen = cache_dir if cache_dir is not None else (
+        os.environ.get(ENV_CACHE_DIR) or platformdirs.user_cache_dir("glyphforge", appauthor=False))
+    if is_url(chosen):
+        raise ValueError(f"the local cache dir {chosen} is a URL: it must be a directory on this machine")
     return Path(chosen).expanduser().absolute()
 
 

@@ -7,6 +7,13 @@ prepared on load. It is resolved once from arguments and the environment
 (:meth:`DataContext.resolve`), frozen, small and picklable, so the same object travels
 from the command line or the caller down to the dataset code and to build workers.
 
+The data dir may be a URL (``s3://bucket/data``, ``gs://...``, ``https://...`` read-only,
+``file://...``): the context then has a `~glyphforge.storage.Location` as :attr:`DataContext.remote`
+(the URL and fsspec's ``storage_options``), and its :attr:`~DataContext.data_dir` is a local
+directory under the local cache dir (:attr:`~DataContext.cache_dir`, see
+`glyphforge.config.local_cache_dir`) where what is fetched from the URL, downloaded or
+prepared on this machine lives before it is read or published.
+
 Precedence, per field: an explicit argument, else the given context's value, else the
 environment (``$GLYPHFORGE_DATA_DIR``, ``$GLYPHFORGE_MIRROR``, ``$GLYPHFORGE_OFFLINE``;
 see `glyphforge.config`), else the default. Mirrors given explicitly come before the
@@ -19,14 +26,16 @@ path (a spec's ``prepare(data_dir)``, which `glyphforge.build` used to hand a
 """
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from glyphforge import config
 from glyphforge._checks import PathLike
+from glyphforge.storage.location import Location, is_url
 
 if TYPE_CHECKING:
     from glyphforge.cache.store import CacheStore
@@ -64,6 +73,10 @@ class DataContext:
         Show progress bars.
     download
         Loaders may prepare (fetch and convert) a dataset that is not in the cache.
+    remote
+        The data dir's URL and storage options when it is a URL, else None.
+    cache_dir
+        Where data read from URLs is kept on this machine (see `glyphforge.config.local_cache_dir`).
     """
 
     data_dir: Path
@@ -72,6 +85,8 @@ class DataContext:
     verify: bool = True
     progress: bool = True
     download: bool = True
+    remote: Location | None = None
+    cache_dir: Path | None = None
 
     @classmethod
     def resolve(
@@ -84,6 +99,8 @@ class DataContext:
         verify: bool | None = None,
         progress: bool | None = None,
         download: bool | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        cache_dir: PathLike | None = None,
     ) -> DataContext:
         """Return the context the arguments describe: explicit values, else ``context``'s, else the environment's.
 
@@ -91,8 +108,12 @@ class DataContext:
         ----------
         context
             A context to start from (None: the environment and the defaults).
-        data_dir, mirrors, offline, verify, progress, download
+        data_dir, mirrors, offline, verify, progress, download, cache_dir
             Explicit values; None keeps ``context``'s (or the environment's, or the default).
+            ``data_dir`` may be a URL (see the module docstring), also in ``$GLYPHFORGE_DATA_DIR``.
+        storage_options
+            fsspec's options for a URL data dir (e.g. ``{"endpoint_url": ...}``); None keeps
+            ``context``'s when the data dir stays its.
 
         Returns
         -------
@@ -108,9 +129,18 @@ class DataContext:
             raise TypeError(f"context must be a glyphforge.DataContext, got {type(context).__name__}: build one with "
                             "glyphforge.DataContext.resolve(data_dir=..., mirrors=..., offline=...)")
         if context is None:  # the environment's and the defaults
-            context = cls(config.data_dir(data_dir), config.mirrors_from_env(), config.offline_from_env())
-        resolved = cls(
-            data_dir=context.data_dir if data_dir is None else config.data_dir(data_dir),
+            chosen = data_dir if data_dir is not None else os.environ.get(config.ENV_DATA_DIR) or None
+            context = cls(mirrors=config.mirrors_from_env(), offline=config.offline_from_env(),
+                          **_place(chosen, storage_options, cache_dir))
+        elif data_dir is not None or storage_options is not None or cache_dir is not None:
+            kept = data_dir is None  # the context's data dir, with other options or another local cache
+            chosen = (context.remote.url if context.remote else context.data_dir) if kept else data_dir
+            if storage_options is None and kept and context.remote:
+                storage_options = context.remote.storage_options
+            place = _place(chosen, storage_options, cache_dir if cache_dir is not None else context.cache_dir)
+            context = dataclasses.replace(context, **place)
+        resolved = dataclasses.replace(
+            context,
             mirrors=tuple(dict.fromkeys([*_mirror_list(mirrors), *context.mirrors])),
             offline=context.offline if offline is None else bool(offline),
             verify=context.verify if verify is None else bool(verify),
@@ -118,6 +148,11 @@ class DataContext:
             download=context.download if download is None else bool(download),
         )
         return context if resolved == context else resolved
+
+    @property
+    def local_cache(self) -> Path:
+        """Where data read from URLs is kept on this machine (`cache_dir`, else the default)."""
+        return config.local_cache_dir(self.cache_dir)
 
     def __fspath__(self) -> str:
         return os.fspath(self.data_dir)
@@ -138,3 +173,17 @@ class DataContext:
     def raw_dir(self, dataset: str) -> Path:
         """Return ``<data dir>/raw/<dataset>``, where the upstream files of ``dataset`` live."""
         return config.raw_dir(dataset, self.data_dir)
+
+
+def _place(chosen: PathLike | None, storage_options: Mapping[str, Any] | None,
+           cache_dir: PathLike | None) -> dict[str, Any]:
+    """The ``data_dir``, ``remote`` and ``cache_dir`` fields for the data dir ``chosen`` (a path, a URL or None)."""
+    local_cache = None if cache_dir is None else config.local_cache_dir(cache_dir)
+    if is_url(chosen):
+        assert isinstance(chosen, str)
+        return {"data_dir": config.local_cache_dir(local_cache) / "data",
+                "remote": Location(chosen, storage_options or {}), "cache_dir": local_cache}
+    if storage_options:
+        raise ValueError(f"storage_options apply to a data dir that is a URL (s3://, gs://, https://...), and "
+                         f"{chosen or 'the default data dir'} is a path: drop them, or give a URL")
+    return {"data_dir": config.data_dir(chosen), "remote": None, "cache_dir": local_cache}

@@ -11,11 +11,12 @@ SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory, monkeypatch):
-    """Point every test at a fresh data dir and clear mirror/offline settings.
+    """Point every test at a fresh data dir and local cache dir, and clear mirror/offline settings.
 
-    No test may touch the user's real data directory or inherit a mirror.
+    No test may touch the user's real data or cache directory or inherit a mirror.
     """
     monkeypatch.setenv("GLYPHFORGE_DATA_DIR", str(tmp_path_factory.mktemp("data-dir")))
+    monkeypatch.setenv("GLYPHFORGE_CACHE_DIR", str(tmp_path_factory.mktemp("local-cache")))
     monkeypatch.delenv("GLYPHFORGE_MIRROR", raising=False)
     monkeypatch.delenv("GLYPHFORGE_OFFLINE", raising=False)
 

@@ -5,8 +5,8 @@ The layers, bottom to top (a module may import its own layer and those below it)
 ===========  ===================================================================================
 foundation   ``_checks``, ``_files``, ``_version``, ``_deprecation``, ``textfmt``: no glyphforge
              import but each other
-lower        the kernels and I/O helpers (``pipelines``), the ``cache``, the sessions
-             (``session``), ``config``, ``batching`` and ``visualize``
+lower        the kernels and I/O helpers (``pipelines``), the ``cache``, URLs (``storage``),
+             the sessions (``session``), ``config``, ``batching`` and ``visualize``
 context      ``context``: the data context (over the cache store)
 datasets     the dataset modules (``datasets``) and users' own files (``loaders``)
 builds       the builder, its shards, the reader and the specs (``builds``)
@@ -41,7 +41,7 @@ Layers = tuple[tuple[str, tuple[str, ...]], ...]
 #: glyphforge's layers (``__init__`` is the package face itself).
 LAYERS: Layers = (
     ("foundation", ("_checks", "_files", "_version", "_deprecation", "textfmt")),
-    ("lower", ("pipelines", "cache", "session", "config", "batching", "visualize")),
+    ("lower", ("pipelines", "cache", "storage", "session", "config", "batching", "visualize")),
     ("context", ("context",)),
     ("datasets", ("datasets", "loaders")),
     ("builds", ("builds",)),

@@ -281,12 +281,16 @@ class BuiltDataset:
         rows = int(index.rows[number])
         budget = Budget(rows * self._row_nbytes() + SHARD_PICKLE_SLACK,
                         f"the {rows:,} rows its layout declares, and 1 MiB for the pickle's framing")
-        arrays: Shard = read_member(self._arrays_file(number), int(index.offset[number]),
-                                    int(index.length[number]), what=f"shard {number}", budget=budget)
+        path, offset = self._member(number)
+        arrays: Shard = read_member(path, offset, int(index.length[number]), what=f"shard {number}", budget=budget)
         if sorted(arrays) != sorted(self.layout) or any(len(array) != rows for array in arrays.values()):
             raise ValueError(f"{self.path / ARRAYS_FILE}: shard {number} does not hold the {rows} rows of arrays "
                              f"{sorted(self.layout)} its index promises; remove the entry and build it again")
         return arrays
+
+    def _member(self, number: int) -> tuple[Path, int]:
+        """Where shard ``number``'s gzip member is: the file to read it from and its first byte there."""
+        return self._arrays_file(number), int(self.index.offset[number])
 
     def _arrays_file(self, number: int) -> Path:
         """The file to read shard ``number`` from: a truncated one still serves the shards it holds whole.

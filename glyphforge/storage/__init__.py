@@ -1,0 +1,4 @@
+"""Data beyond one machine's disk: URLs in object storage and over HTTP, read and written through fsspec."""
+from glyphforge.storage.location import SECRET_OPTIONS, Location, UnsupportedURLError, is_url
+
+__all__ = ["SECRET_OPTIONS", "Location", "UnsupportedURLError", "is_url"]

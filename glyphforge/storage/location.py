@@ -1,0 +1,122 @@
+"""`Location`: a place in object storage or over HTTP, named by a URL and opened with fsspec.
+
+A data dir (or a built entry) may be a URL: ``s3://bucket/prefix``, ``gs://bucket/prefix``,
+``https://host/path`` (read-only), ``file:///abs/path``. A plain path is never a URL
+(`is_url`): ``C:\\data`` and ``./s3:x`` stay paths, and a URL is never taken for a path.
+
+Credentials are not glyphforge's business: the filesystem reads them as the provider's SDK
+does (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``~/.aws``, ``GOOGLE_APPLICATION_CREDENTIALS``
+...) in the process that reads. ``storage_options`` (fsspec's keywords, e.g.
+``{"endpoint_url": ...}`` or ``{"anon": True}``) may also hold secrets, so a `Location`
+pickles without the options named in :data:`SECRET_OPTIONS`: a DataLoader worker or a Dask
+task receives the URL and the harmless options, and takes its credentials from its own
+environment.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+__all__ = ["SECRET_OPTIONS", "Location", "UnsupportedURLError", "is_url"]
+
+#: A URL's scheme and the ``://`` after it (two letters at least: ``C:\\`` is a Windows drive).
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
+#: storage_options never pickled (credentials: each process takes its own from its environment).
+SECRET_OPTIONS = frozenset({
+    "key", "secret", "token", "password", "username", "session_token", "aws_access_key_id",
+    "aws_secret_access_key", "aws_session_token", "client_secret", "credentials", "headers",
+})
+#: The schemes glyphforge reads and writes, and the extra that brings each one's filesystem.
+EXTRAS = {"s3": "glyphforge[s3]", "s3a": "glyphforge[s3]", "gs": "glyphforge[gcs]", "gcs": "glyphforge[gcs]"}
+#: Schemes glyphforge only reads.
+READ_ONLY = frozenset({"http", "https"})
+
+
+class UnsupportedURLError(ValueError):
+    """A URL whose scheme fsspec cannot open here (unknown, or its package is not installed)."""
+
+
+def is_url(value: object) -> bool:
+    """Whether ``value`` is a URL (``scheme://...``), not a path; paths (also ``os.PathLike``) never are."""
+    return isinstance(value, str) and _URL.match(value) is not None
+
+
+@dataclass(frozen=True)
+class Location:
+    """A URL and the fsspec ``storage_options`` to open it with (see the module docstring).
+
+    ``Location("s3://bucket/data").child("cache", "scenes")`` is ``s3://bucket/data/cache/scenes``
+    with the same options; ``loc.fs`` is its fsspec filesystem and ``loc.path`` the path on it.
+    """
+
+    url: str
+    storage_options: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if not is_url(self.url):
+            raise UnsupportedURLError(f"{self.url!r} is not a URL (scheme://...); a plain path is a local directory")
+        object.__setattr__(self, "url", self.url.rstrip("/") if not self.url.endswith("://") else self.url)
+        object.__setattr__(self, "storage_options", dict(self.storage_options))
+
+    @property
+    def scheme(self) -> str:
+        """The URL's scheme, lower case (``s3``, ``https``, ``file``...)."""
+        match = _URL.match(self.url)
+        assert match is not None  # checked in __post_init__
+        return match.group(1).lower()
+
+    @property
+    def read_only(self) -> bool:
+        """Whether glyphforge only reads here (HTTP)."""
+        return self.scheme in READ_ONLY
+
+    @property
+    def fs(self) -> AbstractFileSystem:
+        """The fsspec filesystem of the URL (fsspec caches instances per options and process).
+
+        Raises
+        ------
+        UnsupportedURLError
+            fsspec has no filesystem for the scheme, or its package is not installed (the
+            message names the extra to install).
+        """
+        import fsspec
+
+        try:
+            return fsspec.filesystem(self.scheme, **self.storage_options)
+        except (ImportError, ValueError) as error:
+            extra = EXTRAS.get(self.scheme)
+            hint = f"pip install '{extra}'" if extra else "use s3://, gs://, https:// or file:// URLs, or a local path"
+            raise UnsupportedURLError(f"cannot open {self.url}: {error}. {hint}") from None
+
+    @property
+    def path(self) -> str:
+        """The path of the URL on its filesystem (as fsspec names it: ``bucket/data`` for ``s3://bucket/data``)."""
+        import fsspec
+
+        try:
+            return str(fsspec.get_filesystem_class(self.scheme)._strip_protocol(self.url))
+        except (ImportError, ValueError):
+            return str(self.fs._strip_protocol(self.url))  # raises, naming the extra
+
+    def child(self, *names: str) -> Location:
+        """The location ``names`` below this one, with the same options."""
+        return Location("/".join([self.url, *(name.strip("/") for name in names)]), self.storage_options)
+
+    @property
+    def name(self) -> str:
+        """The last part of the URL."""
+        return self.url.rsplit("/", 1)[-1]
+
+    def __str__(self) -> str:
+        return self.url
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle the URL and the options but the secret ones (see the module docstring)."""
+        return Location, (self.url, {name: value for name, value in self.storage_options.items()
+                                     if name not in SECRET_OPTIONS})

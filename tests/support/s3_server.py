@@ -1,0 +1,93 @@
+"""A real S3 API on 127.0.0.1: moto's server mode, for tests of ``s3://`` data dirs.
+
+Use the module-scoped ``s3_server`` fixture (one server per test module; each test makes
+its own bucket with ``s3_server.bucket()``)::
+
+    from support.s3_server import s3_server  # noqa: F401 (fixture)
+
+    def test_something(s3_server):
+        url = s3_server.bucket()            # "s3://gf-test-1"
+        ...                                  # s3fs finds the server through the environment
+
+The fixture sets ``AWS_ENDPOINT_URL``, test credentials and the region in ``os.environ``
+for the module's tests (and so for the subprocesses and Dask workers they start), and
+restores the environment afterwards. ``s3_server.fs()`` is a fresh s3fs filesystem on it.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+#: What the fixture puts in the environment (moto accepts any credentials).
+ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class LocalS3Server:
+    """moto's threaded S3 server on a free port of 127.0.0.1 (see the module docstring)."""
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
+        self.port = _free_port()
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self._buckets = itertools.count(1)
+
+    @property
+    def endpoint(self) -> str:
+        """The server's URL, as ``AWS_ENDPOINT_URL`` holds it."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def environment(self) -> dict[str, str]:
+        """The variables a process needs to reach this server (credentials, region, endpoint)."""
+        return {**ENVIRONMENT, "AWS_ENDPOINT_URL": self.endpoint}
+
+    def start(self) -> LocalS3Server:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def fs(self, **options: Any) -> Any:
+        """A new s3fs filesystem on this server (not fsspec's cached instance)."""
+        import s3fs
+
+        return s3fs.S3FileSystem(skip_instance_cache=True, endpoint_url=self.endpoint, **options)
+
+    def bucket(self, name: str | None = None) -> str:
+        """Make a bucket (a new one per call unless ``name`` is given); return its ``s3://`` URL."""
+        name = name or f"gf-test-{next(self._buckets)}"
+        self.fs().mkdir(name)
+        return f"s3://{name}"
+
+
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[LocalS3Server]:
+    """moto's S3 server on 127.0.0.1 for one test module, with the environment pointing at it."""
+    pytest.importorskip("moto.server", reason="moto[server] is in the test extra: pip install -e '.[test]'")
+    pytest.importorskip("s3fs", reason="s3fs is in the test extra: pip install -e '.[test]'")
+    server = LocalS3Server().start()
+    saved = {name: os.environ.get(name) for name in server.environment()}
+    os.environ.update(server.environment())
+    try:
+        yield server
+    finally:
+        server.stop()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -1,0 +1,62 @@
+"""URLs as data dirs: `Location`, `is_url`, and the data context of a URL data dir (no server needed)."""
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from glyphforge import config
+from glyphforge.context import DataContext
+from glyphforge.storage import Location, UnsupportedURLError, is_url
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("s3://bucket/x", True), ("gs://b", True), ("https://host/a", True), ("file:///tmp/a", True),
+    ("C:\\data", False), ("./s3:x", False), ("/tmp/s3://x", False), ("data", False), (None, False),
+])
+def test_is_url_tells_urls_from_paths(value, expected):
+    assert is_url(value) is expected
+
+
+def test_a_location_pickles_without_its_secrets():
+    location = Location("s3://bucket/data/", {"endpoint_url": "http://127.0.0.1:9", "key": "K", "secret": "S"})
+    assert location.url == "s3://bucket/data"
+    assert location.path == "bucket/data"
+    assert location.child("cache", "scenes").url == "s3://bucket/data/cache/scenes"
+    assert location.child("cache").storage_options["secret"] == "S"
+    copy = pickle.loads(pickle.dumps(location))
+    assert copy.url == location.url
+    assert copy.storage_options == {"endpoint_url": "http://127.0.0.1:9"}
+
+
+def test_a_scheme_without_a_filesystem_names_what_to_do():
+    with pytest.raises(UnsupportedURLError, match="nosuchscheme://x/y"):
+        _ = Location("nosuchscheme://x/y").fs
+    with pytest.raises(UnsupportedURLError, match="not a URL"):
+        Location("/tmp/x")
+
+
+def test_a_url_data_dir_is_never_taken_for_a_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="s3://bucket/x is a URL"):
+        config.data_dir("s3://bucket/x")
+    monkeypatch.setenv("GLYPHFORGE_DATA_DIR", "s3://bucket/y")
+    with pytest.raises(ValueError, match=r"s3://bucket/y \(from \$GLYPHFORGE_DATA_DIR\) is a URL"):
+        config.data_dir()
+    assert list(tmp_path.iterdir()) == []  # no directory named "s3:"
+
+
+def test_the_context_of_a_url_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("GLYPHFORGE_CACHE_DIR", str(tmp_path / "local"))
+    context = DataContext.resolve(data_dir="s3://bucket/x", storage_options={"endpoint_url": "http://e"})
+    assert context.remote == Location("s3://bucket/x")
+    assert context.remote is not None and context.remote.storage_options == {"endpoint_url": "http://e"}
+    assert context.data_dir == tmp_path / "local" / "data"
+    kept = DataContext.resolve(context, offline=True)
+    assert (kept.remote, kept.offline, kept.remote.storage_options) == (context.remote, True, {"endpoint_url": "http://e"})
+    assert DataContext.resolve(context, data_dir=tmp_path / "d").remote is None
+    monkeypatch.setenv("GLYPHFORGE_DATA_DIR", "gs://bucket/z")
+    assert DataContext.resolve().remote == Location("gs://bucket/z")
+    with pytest.raises(ValueError, match="storage_options apply to a data dir that is a URL"):
+        DataContext.resolve(data_dir=tmp_path, storage_options={"anon": True})
+    assert pickle.loads(pickle.dumps(context)) == context
