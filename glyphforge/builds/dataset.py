@@ -288,6 +288,10 @@ class BuiltDataset:
                              f"{sorted(self.layout)} its index promises; remove the entry and build it again")
         return arrays
 
+    def _member_name(self, number: int) -> str:
+        """The name of the entry's data file holding shard ``number``'s gzip member."""
+        return ARRAYS_FILE
+
     def _member(self, number: int) -> tuple[Path, int]:
         """Where shard ``number``'s gzip member is: the file to read it from and its first byte there."""
         return self._arrays_file(number), int(self.index.offset[number])
