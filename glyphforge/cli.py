@@ -72,12 +72,19 @@ def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
                             "$GLYPHFORGE_OFFLINE=1)")
 
 
-def _context(args: argparse.Namespace) -> DataContext:
-    """The one data context of a command: ``--data-dir``, the fetch arguments and ``-q``, over the environment."""
-    return DataContext.resolve(
+def _context(args: argparse.Namespace, *, remote: bool = False) -> DataContext:
+    """The one data context of a command: ``--data-dir``, the fetch arguments and ``-q``, over the environment.
+
+    ``remote``: the command works with a data dir that is a URL; otherwise such a one is a `UsageError`.
+    """
+    context = DataContext.resolve(
         data_dir=args.data_dir, mirrors=args.mirrors, offline=True if args.offline else None,
         verify=not args.no_verify, progress=not args.quiet,
     )
+    if context.remote is not None and not remote:
+        raise UsageError(f"the data dir {context.remote} is a URL, and this command works on a data dir on a local or "
+                         "mounted filesystem: give a path with --data-dir (or in $GLYPHFORGE_DATA_DIR)")
+    return context
 
 
 def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 from glyphforge import _files
 from glyphforge._checks import MAX_SIDE, check_shape
 from glyphforge.datasets import registry
+from glyphforge.storage import Location, UnsupportedURLError, is_url
 
 
 def parse_shape(text: str) -> tuple[int, int]:
@@ -43,14 +44,22 @@ def existing_file(text: str, what: str = "the file") -> Path:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def data_directory(text: str) -> Path:
-    """Parse ``--data-dir`` (argparse type): a directory that exists or can be made, on a real disk.
+def data_directory(text: str) -> Path | str:
+    """Parse ``--data-dir`` (argparse type): a directory that exists or can be made, on a real disk, or a URL.
 
     Refuses an empty path (which would silently mean the current directory), a file (or a
     path below one), a directory on a file system without storage (``/proc``, ``/sys``),
     and a missing directory whose nearest existing parent is not writable. An existing
     directory that is read-only is accepted: a shared data dir may be read by its users.
+    A URL (``s3://bucket/data``: `glyphforge.storage.is_url`) is returned as it is once
+    fsspec can open its scheme here; the commands that work with one say so.
     """
+    if is_url(text):
+        try:
+            Location(text).fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
+        except UnsupportedURLError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return text
     if not text.strip():
         raise argparse.ArgumentTypeError(
             "the data dir is empty (''), which would mean the current directory: give a directory, e.g. "
