@@ -62,6 +62,36 @@ def check_file_name(name: str) -> str:
     return name
 
 
+class ManifestFields:
+    """What a complete entry's ``manifest`` says, wherever the entry lies (on disk: `Entry`; at a URL)."""
+
+    manifest: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        return self.manifest["key"]
+
+    @property
+    def kind(self) -> str:
+        return self.manifest["kind"]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.manifest["params"]
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.manifest["meta"]
+
+    @property
+    def files(self) -> list[str]:
+        return sorted(self.manifest["files"])
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(info["size"] for info in self.manifest["files"].values())
+
+
 class BrokenManifestError(ValueError):
     """An entry directory's ``manifest.json`` is missing, unreadable or inconsistent (the message says how)."""
 
@@ -95,14 +125,7 @@ def make_manifest(kind: str, key: str, params: Mapping[str, Any], files: dict[st
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
-    """Return the manifest of the entry directory ``path`` once it passes every check.
-
-    Checked: it is a JSON object with the manifest's fields of the right types; each
-    file is a plain name inside the entry with an int size and a sha256; its kind and
-    key are those of the directory (``<root>/<kind>/<key>``); its key is the hash of
-    its kind, params and format version; its ``meta_sha256`` is that of its kind, key,
-    params and meta; and its ``entry_sha256`` that of these and its files table (a
-    manifest without them, as older versions wrote, is accepted: see the module docstring).
+    """Return the manifest of the entry directory ``path`` once it passes every check (`parse_manifest`).
 
     Raises
     ------
@@ -112,13 +135,36 @@ def read_manifest(path: Path) -> dict[str, Any]:
         When this user may not read it (another user's entry, owner-only): that is not broken.
     """
     try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        text = (path / MANIFEST).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise BrokenManifestError("missing (the entry was never completed, or the file was deleted)") from None
     except PermissionError:
         raise  # another user's entry this one may not read: not broken
     except OSError as error:
         raise BrokenManifestError(f"unreadable ({error.strerror or error})") from None
+    except ValueError as error:  # not UTF-8
+        raise BrokenManifestError(f"not valid JSON ({error})") from None
+    return parse_manifest(text, path.parent.name, path.name)
+
+
+def parse_manifest(text: str | bytes, kind: str, key: str) -> dict[str, Any]:
+    """Return the manifest in ``text`` once it passes every check, for the entry ``kind``/``key`` it must be.
+
+    Checked: it is a JSON object with the manifest's fields of the right types; each
+    file is a plain name inside the entry with an int size and a sha256; its kind and
+    key are ``kind`` and ``key`` (those of its directory, ``<root>/<kind>/<key>``, or of
+    its URL); its key is the hash of its kind, params and format version; its
+    ``meta_sha256`` is that of its kind, key, params and meta; and its ``entry_sha256``
+    that of these and its files table (a manifest without them, as older versions wrote,
+    is accepted: see the module docstring).
+
+    Raises
+    ------
+    BrokenManifestError
+        Saying what is wrong (without the place: the caller names it).
+    """
+    try:
+        manifest = json.loads(text)
     except (ValueError, RecursionError) as error:
         raise BrokenManifestError(f"not valid JSON ({error})") from None
     if not isinstance(manifest, dict):
@@ -139,10 +185,10 @@ def read_manifest(path: Path) -> dict[str, Any]:
         if not (type(size) is int and size >= 0 and isinstance(digest, str) and _SHA256.match(digest)):
             raise BrokenManifestError(f"records the file {name!r} as {reprlib.repr(info)}, not as {{'size': "
                                       "bytes, 'sha256': hex digest}")
+    if (manifest["kind"], manifest["key"]) != (kind, key):
+        raise BrokenManifestError(f"belongs to the {manifest['kind']!r} entry {manifest['key'][:12]!r}, not to "
+                                  f"the directory {kind}/{key} it is in (moved or copied under another key?)")
     kind, key, params = manifest["kind"], manifest["key"], manifest["params"]
-    if (kind, key) != (path.parent.name, path.name):
-        raise BrokenManifestError(f"belongs to the {kind!r} entry {key[:12]!r}, not to the directory "
-                                  f"{path.parent.name}/{path.name} it is in (moved or copied under another key?)")
     try:
         expected_key = cache_key(kind, params, manifest["format_version"])
         expected_meta = metadata_sha256(kind, key, params, manifest["meta"])

@@ -60,7 +60,14 @@ from glyphforge._checks import PathLike
 from glyphforge._files import StorageError, describe_owner, make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.cache.keys import cache_key, check_kind
 from glyphforge.cache.locks import LockTimeoutError, ReadLock, exclusive, hold, readers_path
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, check_file_name, make_manifest, read_manifest
+from glyphforge.cache.manifest import (
+    MANIFEST,
+    BrokenManifestError,
+    ManifestFields,
+    check_file_name,
+    make_manifest,
+    read_manifest,
+)
 from glyphforge.cache.pklz import CorruptPklzError, dump_pklz, iter_pklz, load_pklz
 from glyphforge.textfmt import parse_size
 
@@ -133,8 +140,8 @@ def _unreadable_text(path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class Entry:
-    """A complete cache entry.
+class Entry(ManifestFields):
+    """A complete cache entry (``key``, ``kind``, ``params``, ``meta``, ``files``, ``size_bytes``: its manifest's).
 
     Attributes
     ----------
@@ -146,30 +153,6 @@ class Entry:
 
     path: Path
     manifest: dict[str, Any]
-
-    @property
-    def key(self) -> str:
-        return self.manifest["key"]
-
-    @property
-    def kind(self) -> str:
-        return self.manifest["kind"]
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.manifest["params"]
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        return self.manifest["meta"]
-
-    @property
-    def files(self) -> list[str]:
-        return sorted(self.manifest["files"])
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(info["size"] for info in self.manifest["files"].values())
 
     def file(self, name: str) -> Path:
         """Return the path of the data file ``name``.

@@ -1,0 +1,119 @@
+"""`RemoteEntry`: a complete cache entry at a URL, read without copying it whole.
+
+An entry at ``<data dir URL>/cache/<kind>/<key>`` is complete when its ``manifest.json``
+is there and passes the checks a manifest on disk passes
+(`glyphforge.cache.manifest.parse_manifest`): writers put the data files first and the
+manifest last, so a reader never takes a partial entry for a whole one. Its data files
+are read by byte range (`RemoteEntry.read_range`) or fetched whole into a local
+directory with their sha256 checked (`RemoteEntry.download`).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from glyphforge._files import atomic_path
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, parse_manifest
+from glyphforge.storage.location import Location
+
+__all__ = ["BrokenRemoteEntryError", "RemoteEntry", "entry_location"]
+
+#: How much of a file `RemoteEntry.download` reads at a time.
+DOWNLOAD_BLOCK = 8 << 20
+
+
+class BrokenRemoteEntryError(ValueError):
+    """An entry's manifest at a URL fails the manifest's checks, or a data file is not what it records."""
+
+
+def entry_location(data_dir: Location, kind: str, key: str) -> Location:
+    """The URL of entry ``kind``/``key`` in the data dir at ``data_dir``: ``<data_dir>/cache/<kind>/<key>``."""
+    return data_dir.child("cache", kind, key)
+
+
+@dataclass(frozen=True)
+class RemoteEntry(ManifestFields):
+    """A complete entry at a URL (``key``, ``kind``, ``params``, ``meta``, ``files``: its manifest's).
+
+    Attributes
+    ----------
+    location
+        The entry's URL, ``<data dir>/cache/<kind>/<key>``.
+    manifest
+        Its parsed ``manifest.json``, checked as on disk.
+    """
+
+    location: Location
+    manifest: dict[str, Any]
+
+    @classmethod
+    def open(cls, location: Location) -> RemoteEntry | None:
+        """Return the complete entry at ``location``, or None when it has no manifest (absent, or not finished).
+
+        Raises
+        ------
+        BrokenRemoteEntryError
+            Its manifest is there but fails the checks (the message says how, and names the URL).
+        OSError
+            The store could not be read (permissions, network): fsspec's error.
+        """
+        manifest_url = location.child(MANIFEST)
+        try:
+            text = location.fs.cat_file(manifest_url.path)
+        except FileNotFoundError:
+            return None
+        kind, key = location.url.rsplit("/", 2)[-2:]
+        try:
+            return cls(location, parse_manifest(text, kind, key))
+        except BrokenManifestError as error:
+            raise BrokenRemoteEntryError(f"{manifest_url} is not a valid manifest: {error}. The entry at "
+                                         f"{location} is damaged: publish or build it there again") from None
+
+    @property
+    def url(self) -> str:
+        """The entry's URL."""
+        return self.location.url
+
+    def size(self, name: str) -> int:
+        """The size the manifest records for data file ``name`` (KeyError naming the files when it lists none)."""
+        if name not in self.manifest["files"]:
+            raise KeyError(f"entry {self.kind}/{self.key[:12]} at {self.url} has no file {name!r}; files: {self.files}")
+        return int(self.manifest["files"][name]["size"])
+
+    def read_range(self, name: str, offset: int, length: int) -> bytes:
+        """Return ``length`` bytes of data file ``name`` from byte ``offset`` (one ranged read)."""
+        if offset < 0 or length < 0 or offset + length > self.size(name):
+            raise ValueError(f"bytes {offset} to {offset + length} are outside {name} of {self.url} "
+                             f"({self.size(name):,} bytes)")
+        data: bytes = self.location.fs.cat_file(self.location.child(name).path, start=offset, end=offset + length)
+        if len(data) != length:
+            raise BrokenRemoteEntryError(f"{self.location.child(name)} gave {len(data):,} bytes for a range of "
+                                         f"{length:,} (bytes {offset} to {offset + length}): it is shorter than its "
+                                         "manifest records; the entry there is damaged")
+        return data
+
+    def download(self, name: str, destination: Path) -> Path:
+        """Fetch data file ``name`` whole to ``destination`` (atomically), checking its size and sha256.
+
+        Raises
+        ------
+        BrokenRemoteEntryError
+            The file is not the size or sha256 its manifest records; nothing is left at ``destination``.
+        """
+        self.size(name)  # a KeyError naming the files when the manifest lists no such file
+        expected = self.manifest["files"][name]
+        digest, size = hashlib.sha256(), 0
+        with atomic_path(destination) as temporary, open(temporary, "wb") as out, \
+                self.location.fs.open(self.location.child(name).path, "rb", block_size=DOWNLOAD_BLOCK) as source:
+            while block := source.read(DOWNLOAD_BLOCK):
+                digest.update(block)
+                out.write(block)
+                size += len(block)
+            if (size, digest.hexdigest()) != (expected["size"], expected["sha256"]):
+                raise BrokenRemoteEntryError(
+                    f"{self.location.child(name)} is {size:,} bytes with sha256 {digest.hexdigest()}, where the "
+                    f"manifest records {expected['size']:,} bytes and {expected['sha256']}: the entry at {self.url} "
+                    "is damaged (or being replaced); publish or build it there again")
+        return destination
