@@ -61,7 +61,9 @@ class DataContext:
     Attributes
     ----------
     data_dir
-        The data dir, absolute (see `glyphforge.config.data_dir`).
+        The data dir, absolute (see `glyphforge.config.data_dir`); for a data dir that is a URL,
+        the local directory ``<cache_dir>/data`` where what this machine fetches, downloads or
+        prepares for it lives.
     mirrors
         Mirror bases tried in order before the origin (explicit ones, then ``$GLYPHFORGE_MIRROR``'s).
     offline
