@@ -38,13 +38,14 @@ from glyphforge._checks import PathLike
 from glyphforge._files import CHUNK_BYTES, StorageError, atomic_path, writing
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.manifest import MANIFEST
+from glyphforge.cache.store import CacheStore
 from glyphforge.storage.location import SECRET_OPTIONS, Location, UnsupportedURLError, is_url
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
     from tqdm import tqdm
 
-    from glyphforge.cache.store import CacheStore, Entry
+    from glyphforge.cache.store import Entry
 
 __all__ = [
     "PublishConflictError", "Published", "entry_location", "find_entry", "identity", "publish", "publish_entry",
@@ -187,8 +188,9 @@ def publish(target: str, url: str, *, data_dir: PathLike | None = None,
     url
         The data dir URL (``s3://bucket/data``...); the entry lands at ``<url>/cache/<kind>/<key>``.
     data_dir
-        The local data dir holding the entry (default: ``$GLYPHFORGE_DATA_DIR`` or the user data dir;
-        a data dir URL means its local data dir under the local cache, where prepare-data prepares).
+        The local data dir holding the entry (default: ``$GLYPHFORGE_DATA_DIR`` or the user data dir),
+        or a `glyphforge.DataContext`: its data dir (for a URL data dir, its local data dir under the
+        local cache, where ``prepare-data --data-dir URL`` prepares).
     storage_options, progress
         As for `publish_entry`.
 
@@ -202,10 +204,8 @@ def publish(target: str, url: str, *, data_dir: PathLike | None = None,
     LookupError
         ``target`` matches no entry (the message lists what the cache holds).
     """
-    from glyphforge.context import DataContext
-
     location = target_location(url, storage_options)
-    entry = find_entry(DataContext.resolve(data_dir=data_dir).store, target)
+    entry = find_entry(CacheStore.for_data_dir(data_dir), target)
     return publish_entry(entry, location, progress=progress).url
 
 
