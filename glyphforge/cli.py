@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from glyphforge import config
 from glyphforge.builds.builder import SpecError
@@ -37,6 +37,9 @@ from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.session import check_session
 from glyphforge.storage.location import Location
+
+if TYPE_CHECKING:
+    from glyphforge.storage.publish import Published
 from glyphforge.textfmt import count, human_size, parse_size, table
 
 
@@ -203,7 +206,7 @@ def _prepare(args: argparse.Namespace) -> int:
         if context.remote is not None:
             _publish_prepared(context, name, request, entries, args.quiet)
         if all(entry.key in known for entry in entries):
-            if not args.quiet:
+            if not args.quiet and context.remote is None:  # published: `_publish_prepared` said what it did
                 print(f"{name}: already prepared (cache hit), nothing to do")
             continue
         for entry in entries:
@@ -501,15 +504,21 @@ def _publish(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     started = time.perf_counter()
     published = publish_entry(entry, args.url, progress=not args.quiet)
-    if not args.quiet:
-        uploaded = sum(entry.manifest["files"][name]["size"] for name in published.uploaded)
-        print(f"{entry.kind} {entry.key[:12]}: already published, nothing uploaded" if published.already else
-              f"{entry.kind} {entry.key[:12]}: published {count(len(published.uploaded), 'file')} "
-              f"({human_size(uploaded)}) and the manifest in {time.perf_counter() - started:.1f} s"
-              + (f"; {count(len(published.present), 'file')} already there" if published.present else ""),
-              file=sys.stderr)
+    if not args.quiet:  # on stderr: stdout is the entry URL alone, for scripts
+        print(_publish_summary(entry, published, time.perf_counter() - started), file=sys.stderr)
     print(published.url)
     return 0
+
+
+def _publish_summary(entry: Entry, published: Published, seconds: float) -> str:
+    """One line saying what `publish_entry` did with ``entry``."""
+    name = f"{entry.kind} {entry.key[:12]}"
+    if published.already:
+        return f"{name}: already published, nothing uploaded"
+    size = human_size(sum(entry.manifest["files"][file]["size"] for file in published.uploaded))
+    present = f"; {count(len(published.present), 'file')} already there" if published.present else ""
+    files = count(len(published.uploaded), "file")
+    return f"{name}: published {files} ({size}) and the manifest in {seconds:.1f} s{present}"
 
 
 def _publish_url(text: str) -> str:
