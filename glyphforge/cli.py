@@ -196,15 +196,14 @@ def _prepare(args: argparse.Namespace) -> int:
     store = context.store
     rows = []
     for name, job in _prepare_jobs(args, context):
-        request = _request_key(args, name)
-        if context.remote is not None and _already_at_url(context, name, request, args.quiet):
+        if context.remote is not None and _already_at_url(args, context.remote, name):
             continue
         known = {entry.key for entry in store.ls()}
         started = time.perf_counter()
         entries = job()
         seconds = time.perf_counter() - started
         if context.remote is not None:
-            _publish_prepared(context, name, request, entries, args.quiet)
+            _publish_prepared(args, context, name, entries)
         if all(entry.key in known for entry in entries):
             if not args.quiet and context.remote is None:  # published: `_publish_prepared` said what it did
                 print(f"{name}: already prepared (cache hit), nothing to do")
@@ -241,18 +240,17 @@ def _check_publish_target(location: Location) -> None:
         raise UsageError(f"prepare-data publishes what it prepares to the URL data dir, and {error}") from None
 
 
-def _already_at_url(context: DataContext, name: str, request: str, quiet: bool) -> bool:
-    """Whether this request of ``name`` is published whole at the URL data dir already (then say so)."""
+def _already_at_url(args: argparse.Namespace, remote: Location, name: str) -> bool:
+    """Whether what was asked for ``name`` is published whole at the URL data dir ``remote`` already (then say so)."""
     from glyphforge.storage.prepared import published_request
 
-    assert context.remote is not None
-    urls = published_request(context.remote, name, request)
-    if urls is not None and not quiet:
-        print(f"{name}: already at {context.remote} ({count(len(urls), 'entry', 'entries')}), nothing to do")
+    urls = published_request(remote, name, _request_key(args, name))
+    if urls is not None and not args.quiet:
+        print(f"{name}: already at {remote} ({count(len(urls), 'entry', 'entries')}), nothing to do")
     return urls is not None
 
 
-def _publish_prepared(context: DataContext, name: str, request: str, entries: list[Entry], quiet: bool) -> None:
+def _publish_prepared(args: argparse.Namespace, context: DataContext, name: str, entries: list[Entry]) -> None:
     """Publish the entries prepare-data made or used for ``name`` to the URL data dir, then record the request."""
     from glyphforge.storage.prepared import record_request
     from glyphforge.storage.publish import publish_entry
@@ -260,9 +258,9 @@ def _publish_prepared(context: DataContext, name: str, request: str, entries: li
     assert context.remote is not None
     for entry in entries:
         published = publish_entry(entry, context.remote, progress=context.progress)
-        if not quiet:
+        if not args.quiet:
             print(f"{name}: {'already at' if published.already else 'published to'} {published.url}")
-    record_request(context.remote, name, request, entries)
+    record_request(context.remote, name, _request_key(args, name), entries)
 
 
 def prepare_data_main(argv: Sequence[str] | None = None) -> int:
