@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fsspec.callbacks import Callback
+
 from glyphforge._checks import PathLike
 from glyphforge._files import CHUNK_BYTES, StorageError, atomic_path, writing
 from glyphforge.cache.keys import entry_sha256
@@ -393,23 +395,15 @@ def _part_options(fs: AbstractFileSystem, size: int) -> dict[str, int]:
     return {"chunksize": max(PART_BYTES, math.ceil(size / MAX_PARTS)), "max_concurrency": PARTS_AT_ONCE}
 
 
-class _BarCallback:
-    """An fsspec callback that adds the bytes a store reports sent to a tqdm bar."""
+class _BarCallback(Callback):
+    """An fsspec callback that adds the bytes a store reports sent to a tqdm bar (which counts every file)."""
 
     def __init__(self, bar: tqdm) -> None:
+        super().__init__()
         self.bar = bar
-
-    def set_size(self, size: int) -> None:
-        """The file's size (the bar counts every file's already)."""
 
     def relative_update(self, inc: int = 1) -> None:
         self.bar.update(inc)
-
-    def absolute_update(self, value: int) -> None:
-        """Unused by uploads; fsspec calls relative_update."""
-
-    def branched(self, path_1: str, path_2: str, **kwargs: Any) -> None:
-        return None
 
 
 def _progress_bar(total: int, place: Location, progress: bool) -> tqdm:
@@ -437,9 +431,12 @@ def _store_error(error: Exception, place: Location, doing: str) -> StorageError:
         why = "the store refused the credentials or the permission"
         fix = ("Check the credentials this process reads (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or "
                "~/.aws for s3://; GOOGLE_APPLICATION_CREDENTIALS for gs://) and that they may write there")
-    elif isinstance(error, FileNotFoundError):
+    elif isinstance(error, FileNotFoundError) and _no_bucket(error):
         why = "the bucket does not exist"
         fix = "Create the bucket (glyphforge never creates one), or check the URL"
+    elif isinstance(error, FileNotFoundError):
+        why = "a file went missing"
+        fix = "Check the URL, and that the local entry is whole (`glyphforge cache verify`)"
     else:
         why = "the store could not be reached or failed"
         fix = "Check the URL, the endpoint (AWS_ENDPOINT_URL) and the network"
