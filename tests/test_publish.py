@@ -26,6 +26,7 @@ import glyphforge as gf
 from glyphforge._files import StorageError, current_umask
 from glyphforge.builds.dataset import BuiltDataset, find_built
 from glyphforge.cache import CacheStore
+from glyphforge.storage.prepared import request_key
 from glyphforge.storage.publish import PublishConflictError, publish_entry
 
 from support.cli import BIN, run
@@ -156,6 +157,19 @@ def test_a_prepared_entry_lands_in_a_file_url_data_dir_with_modes_of_the_umask(l
     assert url == place.as_uri()
     assert {path.name: path.read_bytes() for path in place.iterdir()} == local_files(entry)  # no temporary left
     assert {path.stat().st_mode & 0o777 for path in place.iterdir()} == {0o666 & ~current_umask()}
+
+
+def test_a_built_entry_published_by_key_prefix_to_a_file_url_is_an_entry_glyphforge_reads_there(
+        local_data, built, tmp_path):
+    url = gf.publish(built.key[:8], (tmp_path / "published").as_uri(), data_dir=local_data, progress=False)
+
+    assert url == (tmp_path / "published" / "cache" / "test-noise" / built.key).as_uri()
+    copy = find_built("test-noise", data_dir=tmp_path / "published")
+    try:
+        assert copy.key == built.key and copy.path == tmp_path / "published" / "cache" / "test-noise" / built.key
+        assert all((copy.take(range(len(copy)))[name] == array).all() for name, array in built.arrays.items())
+    finally:
+        copy.close()
 
 
 def test_the_manifest_is_written_last_a_denied_manifest_leaves_the_whole_data_files_and_a_rerun_adds_it(
@@ -340,6 +354,21 @@ def test_prepare_data_prepares_again_what_is_no_longer_whole_at_the_url(s3_serve
     assert f"toy: published to {data}/cache/toy/{entry.key}\n" in again.stdout
     [made_again] = CacheStore.for_data_dir(tmp_path / "b" / "data").ls()
     assert objects(f"{data}/cache/toy/{entry.key}") == local_files(made_again)
+
+
+def test_prepare_data_leaves_a_record_it_did_not_write_untouched(s3_server, tmp_path):
+    data = f"{s3_server.bucket()}/data"
+    record = f"{data}/prepared/toy/{request_key('toy', {'level': 4}, [])}.json"
+    s3_server.fs().pipe_file(record[5:], b"someone else's notes")
+
+    result = toy_command("prepare-data", "toy", "--toy-level", "4", "--data-dir", data, "--no-warmup",
+                         cache_dir=tmp_path / "cache")
+
+    assert result.returncode == 1
+    assert f"error: {record} is not glyphforge's record of this prepare-data request: glyphforge did not write it" \
+        in result.stderr
+    assert objects(data) == {record[len(data) + 1:]: b"someone else's notes"}
+    assert not (tmp_path / "cache").exists()  # refused before any work
 
 
 def test_prepare_data_refuses_an_http_data_dir_before_any_work(tmp_path):
