@@ -96,14 +96,14 @@ def main() -> None:
     args = parser.parse_args()
 
     server, endpoint = start_moto()
-    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1",
-                      AWS_ENDPOINT_URL=endpoint)
-    import s3fs
-
-    fs = s3fs.S3FileSystem(skip_instance_cache=True)
-    nbytes = args.mb << 20
-    print(f"publishing {args.mb} MiB; moto_server at {endpoint}; load average {os.getloadavg()[0]:.1f}")
     try:
+        os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1",
+                          AWS_ENDPOINT_URL=endpoint)
+        import s3fs
+
+        fs = s3fs.S3FileSystem(skip_instance_cache=True)
+        nbytes = args.mb << 20
+        print(f"publishing {args.mb} MiB; moto_server at {endpoint}; load average {os.getloadavg()[0]:.1f}")
         for files in args.files:
             entry = make_entry(args.workdir / "data", args.mb, files)
             for target in ("s3", "file"):
