@@ -42,6 +42,8 @@ _EXPORTS: dict[str, str] = {
     "StorageError": "glyphforge._files",
     "ScatteredGlyphs": "glyphforge.builds.scenes",
     "preview": "glyphforge.visualize",
+    # object storage
+    "publish": "glyphforge.storage.publish",
     # loaders
     "batches": "glyphforge.loaders",
     "ImageList": "glyphforge.loaders",

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from glyphforge import config
 from glyphforge.builds.builder import SpecError
@@ -36,6 +36,10 @@ from glyphforge.cli_args import (
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.session import check_session
+from glyphforge.storage.location import Location
+
+if TYPE_CHECKING:
+    from glyphforge.storage.publish import Published
 from glyphforge.textfmt import count, human_size, parse_size, table
 
 
@@ -165,12 +169,15 @@ def _prepare_jobs(
     context = context or _context(args)
     jobs: list[tuple[str, Callable[[], list[Entry]]]] = []
     for name in wanted:
-        record = registry.get(name)
-        given = {option.param: getattr(args, _option_dest(name, option)) for option in record.options}
-        options = {param: value for param, value in given.items() if value is not None}
         jobs.append((name, functools.partial(dataset_part(name, "prepare", context), shapes=tuple(args.shapes),
-                                             **options)))
+                                             **_given_options(args, name))))
     return jobs
+
+
+def _given_options(args: argparse.Namespace, name: str) -> dict[str, Any]:
+    """The options of dataset ``name`` given on the command line, by keyword (those not given are left out)."""
+    given = {option.param: getattr(args, _option_dest(name, option)) for option in registry.get(name).options}
+    return {param: value for param, value in given.items() if value is not None}
 
 
 def _entry_images(entry: Entry) -> int | str:
@@ -183,16 +190,22 @@ def _entry_label(entry: Entry) -> str:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    context = _context(args)
+    context = _context(args, remote=True)
+    if context.remote is not None:
+        _check_publish_target(context.remote)
     store = context.store
     rows = []
     for name, job in _prepare_jobs(args, context):
+        if context.remote is not None and _already_at_url(args, context.remote, name):
+            continue
         known = {entry.key for entry in store.ls()}
         started = time.perf_counter()
         entries = job()
         seconds = time.perf_counter() - started
+        if context.remote is not None:
+            _publish_prepared(args, context, name, entries)
         if all(entry.key in known for entry in entries):
-            if not args.quiet:
+            if not args.quiet and context.remote is None:  # published: `_publish_prepared` said what it did
                 print(f"{name}: already prepared (cache hit), nothing to do")
             continue
         for entry in entries:
@@ -208,6 +221,46 @@ def _prepare(args: argparse.Namespace) -> int:
         logging.getLogger(__name__).info("numba kernels ready in %.1f s (glyphforge warmup)",
                                          time.perf_counter() - started)
     return 0
+
+
+def _request_key(args: argparse.Namespace, name: str) -> str:
+    """The key of what prepare-data was asked for ``name`` (see `glyphforge.storage.prepared`)."""
+    from glyphforge.storage.prepared import request_key
+
+    return request_key(name, _given_options(args, name), args.shapes)
+
+
+def _check_publish_target(location: Location) -> None:
+    """Refuse, before any work, a URL data dir prepare-data cannot publish to (``https://``: read-only)."""
+    from glyphforge.storage.publish import target_location
+
+    try:
+        target_location(location)
+    except ValueError as error:
+        raise UsageError(f"prepare-data publishes what it prepares to the URL data dir, and {error}") from None
+
+
+def _already_at_url(args: argparse.Namespace, remote: Location, name: str) -> bool:
+    """Whether what was asked for ``name`` is published whole at the URL data dir ``remote`` already (then say so)."""
+    from glyphforge.storage.prepared import published_request
+
+    urls = published_request(remote, name, _request_key(args, name))
+    if urls is not None and not args.quiet:
+        print(f"{name}: already at {remote} ({count(len(urls), 'entry', 'entries')}), nothing to do")
+    return urls is not None
+
+
+def _publish_prepared(args: argparse.Namespace, context: DataContext, name: str, entries: list[Entry]) -> None:
+    """Publish the entries prepare-data made or used for ``name`` to the URL data dir, then record the request."""
+    from glyphforge.storage.prepared import record_request
+    from glyphforge.storage.publish import publish_entry
+
+    assert context.remote is not None
+    for entry in entries:
+        published = publish_entry(entry, context.remote, progress=context.progress)
+        if not args.quiet:
+            print(f"{name}: {'already at' if published.already else 'published to'} {published.url}")
+    record_request(context.remote, name, _request_key(args, name), entries)
 
 
 def prepare_data_main(argv: Sequence[str] | None = None) -> int:
@@ -439,6 +492,43 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _publish(args: argparse.Namespace) -> int:
+    from glyphforge.storage.publish import find_entry, publish_entry
+
+    store = DataContext.resolve(data_dir=args.data_dir).store
+    try:
+        entry = find_entry(store, args.target)
+    except LookupError as error:  # the arguments: nothing was done
+        raise UsageError(str(error)) from None
+    started = time.perf_counter()
+    published = publish_entry(entry, args.url, progress=not args.quiet)
+    if not args.quiet:  # on stderr: stdout is the entry URL alone, for scripts
+        print(_publish_summary(entry, published, time.perf_counter() - started), file=sys.stderr)
+    print(published.url)
+    return 0
+
+
+def _publish_summary(entry: Entry, published: Published, seconds: float) -> str:
+    """One line saying what `publish_entry` did with ``entry``."""
+    name = f"{entry.kind} {entry.key[:12]}"
+    if published.already:
+        return f"{name}: already published, nothing uploaded"
+    size = human_size(sum(entry.manifest["files"][file]["size"] for file in published.uploaded))
+    present = f"; {count(len(published.present), 'file')} already there" if published.present else ""
+    files = count(len(published.uploaded), "file")
+    return f"{name}: published {files} ({size}) and the manifest in {seconds:.1f} s{present}"
+
+
+def _publish_url(text: str) -> str:
+    """Parse publish's URL (argparse type): a data dir URL glyphforge may write to (see `target_location`)."""
+    from glyphforge.storage.publish import target_location
+
+    try:
+        return target_location(text).url
+    except ValueError as error:  # also UnsupportedURLError: an unknown scheme, or its package missing
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _build_scenes(args: argparse.Namespace) -> int:
     from glyphforge import build
 
@@ -506,6 +596,15 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     export.add_argument("--overwrite", action="store_true",
                         help="replace an earlier export in the directory (nothing else is ever replaced)")
     _add_fetch_arguments(export)
+
+    publish = command("publish", "upload a cache entry (built or prepared) to a data dir URL: data files first, the "
+                      "manifest last; resumes an interrupted upload, and uploads nothing when the entry is there; "
+                      "prints the entry's URL", "glyphforge publish scenes s3://my-bucket/glyphforge", _publish)
+    publish.add_argument("target", help="a kind (a built kind: its newest entry; another kind: its only entry) or a "
+                                        "cache key (prefix of 6+ characters) of the local data dir (--data-dir)")
+    publish.add_argument("url", type=_publish_url,
+                         help="the data dir URL: s3://bucket/prefix, gs://bucket/prefix or file:///abs/path (the entry "
+                              "lands at URL/cache/KIND/KEY); credentials as the store's SDK reads them")
 
     build = commands.add_parser("build", help="build a derived dataset in parallel",
                                 epilog="example:\n  glyphforge build scenes --glyphs font --n-examples 2000",

@@ -44,7 +44,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -463,6 +463,17 @@ class BuiltDataset:
         from glyphforge.builds.export import export
 
         return export(self, directory, format=format, overwrite=overwrite)
+
+    def publish(self, url: str, *, storage_options: Mapping[str, Any] | None = None, progress: bool = True) -> str:
+        """Upload the entry to the data dir URL ``url`` (``s3://bucket/data``...); return the entry's URL.
+
+        Data files first, the manifest last; resumes an interrupted upload and does nothing when the
+        entry is there already (see `glyphforge.storage.publish`). The URL returned,
+        ``<url>/cache/<kind>/<key>``, is what `glyphforge.open_built` takes.
+        """
+        from glyphforge.storage.publish import publish_entry
+
+        return publish_entry(self.entry, url, storage_options=storage_options, progress=progress).url
 
     # -- helpers ------------------------------------------------------------------------
     def _rows(self, indices: Any) -> np.ndarray:

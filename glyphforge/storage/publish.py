@@ -1,0 +1,460 @@
+"""Publish a cache entry (built or prepared) to a data dir URL, so readers anywhere find it whole.
+
+An entry ``kind/key`` of a local cache lands at ``<url>/cache/<kind>/<key>/``: the data
+files its manifest lists, then ``manifest.json`` (byte for byte the local one) last. A
+reader trusts an entry at a URL only once its manifest is there, so it never sees a
+partial one. The entry URL ``<url>/cache/<kind>/<key>`` is what `glyphforge.open_built` takes.
+
+Publishing again is cheap and safe:
+
+* the target already holds this entry's manifest (the same kind, key, params, meta and
+  files table: the same ``entry_sha256``): nothing is uploaded (one small GET);
+* an interrupted publish resumes: a data file already there with the size the manifest
+  records is whole (an object store's put is atomic; on a ``file://`` target each file is
+  written under a temporary name and renamed), so only the missing files are uploaded;
+* glyphforge replaces only what it wrote itself: a manifest of another entry, or a data
+  file of another size, at the entry's place is an error naming it (`PublishConflictError`),
+  and nothing there is touched.
+
+Files are uploaded a few at once, large ones in parts (``s3://``: multipart uploads of
+:data:`PART_BYTES` parts, :data:`PARTS_AT_ONCE` at once per file), so at most about
+``FILES_AT_ONCE * PARTS_AT_ONCE * PART_BYTES`` bytes of file data are in memory. The
+entry's read lock is held throughout, so ``glyphforge cache gc --max-size`` does not evict
+it mid-upload. Credentials are the store's business (see `glyphforge.storage.location`):
+errors name the URL, what failed and what to do, never a secret.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fsspec.callbacks import Callback
+
+from glyphforge._checks import PathLike
+from glyphforge._files import CHUNK_BYTES, StorageError, atomic_path, writing
+from glyphforge.cache.keys import entry_sha256
+from glyphforge.cache.manifest import MANIFEST
+from glyphforge.cache.store import CacheStore
+from glyphforge.storage.location import SECRET_OPTIONS, Location, UnsupportedURLError, is_url
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+    from tqdm import tqdm
+
+    from glyphforge.cache.store import Entry
+
+__all__ = [
+    "PublishConflictError", "Published", "entry_location", "find_entry", "identity", "publish", "publish_entry",
+    "published_manifest", "put_bytes", "read_object", "target_location",
+]
+
+#: Data files uploaded at once.
+FILES_AT_ONCE = 4
+#: The part size of a multipart upload (``s3://``); larger for files of more than 10,000 parts (S3's limit).
+PART_BYTES = 8 << 20
+#: Parts of one file uploaded at once (``s3://``).
+PARTS_AT_ONCE = 4
+#: S3's limit on the parts of one multipart upload.
+MAX_PARTS = 10_000
+#: Environment variables whose values never appear in a message.
+SECRET_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
+
+
+class PublishConflictError(FileExistsError):
+    """Something that is not this entry is where it would be published; it was left untouched (the message names it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class Published:
+    """What `publish_entry` did.
+
+    Attributes
+    ----------
+    url
+        The entry's URL (``<data dir URL>/cache/<kind>/<key>``), what `glyphforge.open_built` takes.
+    uploaded
+        The data files uploaded now (the manifest is uploaded when anything is).
+    present
+        The data files that were there already, whole (an earlier, interrupted publish).
+    manifest_uploaded
+        Whether the manifest was uploaded (False: the entry was there already, nothing was uploaded).
+    """
+
+    url: str
+    uploaded: tuple[str, ...]
+    present: tuple[str, ...]
+    manifest_uploaded: bool
+
+    @property
+    def already(self) -> bool:
+        """Whether the entry was published already (nothing was uploaded)."""
+        return not self.manifest_uploaded
+
+
+def target_location(url: str | Location, storage_options: Mapping[str, Any] | None = None) -> Location:
+    """Return the data dir URL ``url`` as a `Location` glyphforge may write to; raise a ValueError otherwise.
+
+    Raises
+    ------
+    ValueError
+        ``url`` is no URL (a plain path: give ``file:///abs/path``), or an ``http(s)://`` one (read-only).
+    UnsupportedURLError
+        fsspec cannot open its scheme here (the message names the extra to install).
+    """
+    if isinstance(url, Location):
+        location = url if storage_options is None else Location(url.url, storage_options)
+    elif not is_url(url):
+        raise ValueError(f"{url!r} is not a URL: publish to a data dir URL such as s3://bucket/data, gs://bucket/data "
+                         f"or file:///abs/path (a local directory as file://{Path(url).expanduser().absolute()})")
+    else:
+        location = Location(url, storage_options or {})
+    if location.read_only:
+        raise ValueError(f"{location.url} is an {location.scheme}:// URL, which glyphforge only reads: publish to "
+                         "object storage (s3://, gs://) or a file:// directory, and serve that over HTTP if you wish")
+    location.fs  # noqa: B018 (raises UnsupportedURLError naming the extra to install; opens no connection)
+    return location
+
+
+def entry_location(data_dir: Location, kind: str, key: str) -> Location:
+    """Return where the entry ``kind/key`` lives in the data dir ``data_dir``: ``<url>/cache/<kind>/<key>``."""
+    return data_dir.child("cache", kind, key)
+
+
+def publish_entry(entry: Entry, url: str | Location, *, storage_options: Mapping[str, Any] | None = None,
+                  progress: bool = True) -> Published:
+    """Publish ``entry`` to the data dir ``url`` (see the module docstring); return what was done.
+
+    Parameters
+    ----------
+    entry
+        A complete cache entry (built or prepared) on this machine.
+    url
+        The data dir URL (``s3://bucket/data``, ``gs://...``, ``file:///abs/path``) or a `Location`;
+        the entry lands at ``<url>/cache/<kind>/<key>``.
+    storage_options
+        fsspec's options for ``url`` (e.g. ``{"endpoint_url": ...}``); None: the Location's, or none.
+    progress
+        Show a progress bar of the bytes uploaded.
+
+    Raises
+    ------
+    ValueError, UnsupportedURLError
+        A bad target (see `target_location`), before anything is read or sent.
+    PublishConflictError
+        Another entry's manifest, or a data file of another size, is at the entry's place (left untouched).
+    MissingEntryFileError, DamagedEntryFileError
+        A local data file is missing or not the size its manifest records (nothing of it is uploaded).
+    StorageError
+        The store refused or failed (wrong credentials, no permission, no such bucket, network): the
+        message names the URL and what to do; files uploaded before are kept and not uploaded again.
+    """
+    place = entry_location(target_location(url, storage_options), entry.kind, entry.key)
+    with entry.read_lock():
+        local_manifest = (entry.path / MANIFEST).read_bytes()
+        published = published_manifest(place)
+        if published is not None:
+            if identity(published) == identity(entry.manifest):
+                return Published(place.url, (), tuple(entry.files), manifest_uploaded=False)
+            raise PublishConflictError(
+                f"{place.url} already holds another version of the {entry.kind} entry {entry.key[:12]} (its files "
+                "table or metadata differ from the local entry's: made by another glyphforge version, or edited). "
+                "glyphforge replaces nothing at a URL: remove that entry there yourself if it is not needed, or "
+                "publish to another data dir URL")
+        sources = {name: entry.file(name) for name in entry.files}  # checks each is whole before sending any
+        present = _present_files(place, entry.manifest["files"])
+        missing = [name for name in entry.files if name not in present]
+        with _progress_bar(sum(entry.manifest["files"][name]["size"] for name in missing), place, progress) as bar:
+            _upload_all(place, {name: sources[name] for name in missing}, bar)
+        put_bytes(place.child(MANIFEST), local_manifest, "uploading manifest.json")
+    return Published(place.url, tuple(missing), tuple(sorted(present)), manifest_uploaded=True)
+
+
+def publish(target: str, url: str, *, data_dir: PathLike | None = None,
+            storage_options: Mapping[str, Any] | None = None, progress: bool = True) -> str:
+    """Publish a cache entry of the local data dir to the data dir URL ``url``; return the entry's URL.
+
+    Parameters
+    ----------
+    target
+        A cache key (or a prefix of 6+ characters), or a kind: a built kind (``"scenes"``) is its
+        newest entry, another kind (``"toy"``) must have one entry only.
+    url
+        The data dir URL (``s3://bucket/data``...); the entry lands at ``<url>/cache/<kind>/<key>``.
+    data_dir
+        The local data dir holding the entry (default: ``$GLYPHFORGE_DATA_DIR`` or the user data dir),
+        or a `glyphforge.DataContext`: its data dir (for a URL data dir, its local data dir under the
+        local cache, where ``prepare-data --data-dir URL`` prepares).
+    storage_options, progress
+        As for `publish_entry`.
+
+    Returns
+    -------
+    str
+        The entry's URL, what `glyphforge.open_built` takes.
+
+    Raises
+    ------
+    LookupError
+        ``target`` matches no entry (the message lists what the cache holds).
+    """
+    location = target_location(url, storage_options)
+    entry = find_entry(CacheStore.for_data_dir(data_dir), target)
+    return publish_entry(entry, location, progress=progress).url
+
+
+def find_entry(store: CacheStore, target: str) -> Entry:
+    """Return the entry of ``store`` that ``target`` names (see `publish`); LookupError listing the store if none."""
+    entries = store.ls()
+    of_kind = [entry for entry in entries if entry.kind == target]
+    built = [entry for entry in of_kind if "layout" in entry.meta and "n_examples" in entry.meta]
+    if built or len(of_kind) == 1:
+        return (built or of_kind)[-1]  # `ls` sorts a kind by creation time: the newest
+    if of_kind:
+        keys = ", ".join(entry.key[:12] for entry in of_kind)
+        raise LookupError(f"the cache at {store.root} holds {len(of_kind)} {target} entries ({keys}): give the key "
+                          "(a prefix of 6+ characters) of the one to publish; `glyphforge cache ls` lists them")
+    try:
+        return store.find(target)
+    except KeyError as error:
+        kinds = sorted({entry.kind for entry in entries})
+        held = f"kinds {', '.join(kinds)}" if kinds else "nothing yet"
+        raise LookupError(f"nothing to publish matches {target!r}: {error.args[0]}. The cache at {store.root} holds "
+                          f"{held}: give a kind or a cache key (prefix)") from None
+
+
+def identity(manifest: Mapping[str, Any]) -> str:
+    """Return what an entry holds, as its ``entry_sha256`` (computed, so older manifests without one compare too)."""
+    return entry_sha256(manifest["kind"], manifest["key"], manifest["params"], manifest["meta"], manifest["files"])
+
+
+def published_manifest(place: Location) -> dict[str, Any] | None:
+    """Return the manifest at the entry URL ``place``, or None when it has none.
+
+    Raises
+    ------
+    PublishConflictError
+        What is there is not a glyphforge manifest of the entry ``place`` names.
+    StorageError
+        The store refused or failed (see `publish_entry`).
+    """
+    where = place.child(MANIFEST)
+    text = read_object(where, "reading manifest.json")
+    if text is None:
+        return None
+    kind, key = place.url.rsplit("/", 2)[-2:]
+    try:
+        manifest = json.loads(text)
+        identity(manifest)
+        ours = (manifest["kind"], manifest["key"]) == (kind, key)
+    except (ValueError, TypeError, KeyError):
+        ours = False
+    if not ours:
+        raise _not_ours(where, f"the manifest of the {kind} entry {key[:12]} (not a glyphforge manifest, or another "
+                        "entry's)")
+    return dict(manifest)
+
+
+def read_object(where: Location, doing: str) -> bytes | None:
+    """Return the bytes of the object (or ``file://`` file) ``where``, None when there is none.
+
+    Raises
+    ------
+    PublishConflictError
+        ``where`` is a directory (not glyphforge's: left as it is).
+    StorageError
+        The store refused or failed, or the bucket does not exist (see `publish_entry`).
+    """
+    try:
+        data: bytes = _guarded(where, doing, lambda: where.fs.cat_file(where.path))
+    except StorageError as error:
+        cause = error.__cause__
+        if isinstance(cause, IsADirectoryError):
+            raise _not_ours(where, "a file") from None
+        if isinstance(cause, FileNotFoundError) and not _no_bucket(cause):
+            return None
+        raise
+    return data
+
+
+def put_bytes(where: Location, data: bytes, doing: str) -> None:
+    """Write ``data`` as the object ``where`` (a ``file://`` one under a temporary name first, then renamed)."""
+    _guarded(where, doing, lambda: _put(where, data))
+
+
+def _put(where: Location, data: bytes) -> None:
+    if _is_local(where.fs):
+        destination = Path(where.path)
+        with writing(destination):
+            destination.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(destination) as temporary:
+            temporary.write_bytes(data)
+    else:
+        where.fs.pipe_file(where.path, data)
+
+
+def _not_ours(where: Location, expected: str) -> PublishConflictError:
+    """The error for something at ``where`` that is not ``expected``: named, and left as it is."""
+    return PublishConflictError(
+        f"{where.url} is not {expected}: glyphforge did not write it and leaves it as it is. Remove it if it is not "
+        "needed, or publish to another data dir URL")
+
+
+def _no_bucket(error: FileNotFoundError) -> bool:
+    """Whether a missing object is a missing bucket (s3fs says so: "The specified bucket does not exist")."""
+    return "bucket does not exist" in str(error).lower()
+
+
+def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The entry's data files already at ``place`` whole (the size its manifest records); one listing.
+
+    Raises
+    ------
+    PublishConflictError
+        A data file of another size is there (named; left untouched).
+    """
+    sizes = _guarded(place, "listing the entry", lambda: _listing(place))
+    wrong = sorted(name for name in files if name in sizes and sizes[name] != files[name]["size"])
+    if wrong:
+        described = "; ".join(f"{place.url}/{name} is {sizes[name]:,} bytes, the entry's is {files[name]['size']:,}"
+                              for name in wrong)
+        raise PublishConflictError(
+            f"{described}: that is not this entry's file (an object store never holds part of one), and glyphforge "
+            "leaves it as it is. Remove it if it is not needed, or publish to another data dir URL")
+    return {name for name in files if name in sizes}
+
+
+def _listing(place: Location) -> dict[str, int]:
+    """The sizes of the files directly at ``place``, by name (empty when nothing is there)."""
+    fs = place.fs
+    fs.invalidate_cache(place.path)
+    try:
+        listed = fs.ls(place.path, detail=True)
+    except FileNotFoundError:
+        return {}
+    return {str(info["name"]).rstrip("/").rsplit("/", 1)[-1]: int(info["size"])
+            for info in listed if info.get("type") == "file"}
+
+
+def _upload_all(place: Location, sources: Mapping[str, Path], bar: tqdm) -> None:
+    """Upload ``sources`` (``{name: local file}``) to ``place``, :data:`FILES_AT_ONCE` at a time.
+
+    The first failure cancels the uploads not yet started and is raised once the running ones end.
+    """
+    if not sources:
+        return
+    if _is_local(place.fs):
+        with writing(place.path):
+            Path(place.path).mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=FILES_AT_ONCE, thread_name_prefix="glyphforge-publish") as pool:
+        futures = [pool.submit(_guarded, place, f"uploading {name}", _uploader(place, name, source, bar))
+                   for name, source in sorted(sources.items(), key=lambda item: -item[1].stat().st_size)]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = next((future for future in done if future.exception() is not None), None)
+        if failed is not None:
+            for future in futures:
+                future.cancel()
+            failed.result()
+
+
+def _uploader(place: Location, name: str, source: Path, bar: tqdm) -> Callable[[], None]:
+    """A function uploading ``source`` as ``<place>/<name>``, so that no partial file is ever at that name."""
+    fs, destination = place.fs, f"{place.path}/{name}"
+    if _is_local(fs):
+        return lambda: _copy_file(source, Path(destination), bar)
+    options = _part_options(fs, source.stat().st_size)
+    return lambda: fs.put_file(os.fspath(source), destination, callback=_BarCallback(bar), **options)
+
+
+def _copy_file(source: Path, destination: Path, bar: tqdm) -> None:
+    """Copy ``source`` to ``destination`` through a temporary file beside it (renamed when whole)."""
+    with atomic_path(destination) as temporary, open(source, "rb") as reading, open(temporary, "wb") as out:
+        while chunk := reading.read(CHUNK_BYTES):
+            out.write(chunk)
+            bar.update(len(chunk))
+
+
+def _is_local(fs: AbstractFileSystem) -> bool:
+    from fsspec.implementations.local import LocalFileSystem
+
+    return isinstance(fs, LocalFileSystem)
+
+
+def _part_options(fs: AbstractFileSystem, size: int) -> dict[str, int]:
+    """The multipart settings of an s3fs upload of ``size`` bytes (none for other stores: their defaults)."""
+    if "s3" not in fs.protocol:
+        return {}
+    return {"chunksize": max(PART_BYTES, math.ceil(size / MAX_PARTS)), "max_concurrency": PARTS_AT_ONCE}
+
+
+class _BarCallback(Callback):
+    """An fsspec callback that adds the bytes a store reports sent to a tqdm bar (which counts every file)."""
+
+    def __init__(self, bar: tqdm) -> None:
+        super().__init__()
+        self.bar = bar
+
+    def relative_update(self, inc: int = 1) -> None:
+        self.bar.update(inc)
+
+
+def _progress_bar(total: int, place: Location, progress: bool) -> tqdm:
+    from tqdm import tqdm
+
+    kind, key = place.url.rsplit("/", 2)[-2:]
+    return tqdm(total=total, unit="B", unit_scale=True, desc=f"publishing {kind} {key[:12]}",
+                disable=not progress)
+
+
+def _guarded(place: Location, doing: str, action: Callable[[], Any]) -> Any:
+    """Run ``action``; turn the store's errors into a `StorageError` naming ``place``, what failed and what to do."""
+    try:
+        return action()
+    except (PublishConflictError, StorageError, UnsupportedURLError):
+        raise
+    except Exception as error:  # the store's own (botocore, aiohttp, google...): one paragraph, no secrets
+        raise _store_error(error, place, doing) from error
+
+
+def _store_error(error: Exception, place: Location, doing: str) -> StorageError:
+    """The `StorageError` for ``error`` raised while ``doing`` at ``place`` (see `_guarded`)."""
+    what = _scrub(f"{type(error).__name__}: {error}", place)
+    if isinstance(error, PermissionError):
+        why = "the store refused the credentials or the permission"
+        fix = ("Check the credentials this process reads (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or "
+               "~/.aws for s3://; GOOGLE_APPLICATION_CREDENTIALS for gs://) and that they may write there")
+    elif isinstance(error, FileNotFoundError) and _no_bucket(error):
+        why = "the bucket does not exist"
+        fix = "Create the bucket (glyphforge never creates one), or check the URL"
+    elif isinstance(error, FileNotFoundError):
+        why = "a file went missing"
+        fix = "Check the URL, and that the local entry is whole (`glyphforge cache verify`)"
+    else:
+        why = "the store could not be reached or failed"
+        fix = "Check the URL, the endpoint (AWS_ENDPOINT_URL) and the network"
+    message = (f"cannot publish to {place.url}: {why} while {doing} ({what}). {fix}, then run the same command "
+               "again: files uploaded whole are kept and not uploaded again, and readers see the entry only once its "
+               "manifest, written last, is there")
+    converted = StorageError(message)
+    converted.errno = getattr(error, "errno", None)
+    converted.filename = place.url
+    return converted
+
+
+def _scrub(text: str, place: Location) -> str:
+    """``text`` without the secrets of ``place``'s storage options or of the environment."""
+    secrets = [str(value) for name, value in place.storage_options.items() if name in SECRET_OPTIONS and value]
+    secrets += [os.environ[name] for name in SECRET_VARIABLES if os.environ.get(name)]
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+

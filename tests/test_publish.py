@@ -1,0 +1,380 @@
+"""Publishing cache entries to a data dir URL (issue #25): `glyphforge.publish`, ``BuiltDataset.publish``,
+``glyphforge publish`` and ``prepare-data --data-dir URL``.
+
+Everything real: moto's S3 server on 127.0.0.1 (`support.s3_server`), with bucket versioning
+on so that the server itself counts the puts of each object (one version per upload), its
+IAM checks switched on (moto's ``/moto-api/reset-auth``) for wrong credentials and for a
+user denied the manifest's put; ``file://`` directories; the real command line in
+subprocesses, killed with SIGKILL mid-upload.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+import glyphforge as gf
+from glyphforge._files import StorageError, current_umask
+from glyphforge.builds.dataset import BuiltDataset, find_built
+from glyphforge.cache import CacheStore
+from glyphforge.storage.prepared import request_key
+from glyphforge.storage.publish import PublishConflictError, publish_entry
+
+from support.cli import BIN, run
+from support.s3_server import s3_server  # noqa: F401 (fixture)
+from support.specs import NoiseSpec
+from support.toy_dataset import prepare_toy
+from support.waits import wait_until
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+# -- fixtures and helpers -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def local_data(tmp_path_factory) -> Path:
+    """A local data dir holding a small build and a toy entry (module-wide: only read)."""
+    data_dir = tmp_path_factory.mktemp("local-data")
+    gf.build(NoiseSpec(n_examples=40, shard_size=8, seed=3), data_dir=data_dir, progress=False).close()
+    prepare_toy(data_dir=data_dir, level=5)
+    return data_dir
+
+
+@pytest.fixture
+def blob_data(tmp_path) -> Path:
+    """A local data dir holding an entry of two data files, 25 MB and 1 KB (the test evicts what it can)."""
+    with CacheStore.for_data_dir(tmp_path).create("test-blob", {"size": "25MB"}) as writer:
+        # publish never reads what a data file holds: incompressible bytes, as a large built part would be
+        (writer.path / "part-000000.pklz").write_bytes(os.urandom(24 << 20))
+        (writer.path / "part-000001.pklz").write_bytes(os.urandom(1000))
+    return tmp_path
+
+
+@pytest.fixture
+def built(local_data) -> Iterator[BuiltDataset]:
+    dataset = find_built("test-noise", data_dir=local_data)
+    yield dataset
+    dataset.close()
+
+
+def entry_of(local_data: Path, kind: str):
+    [entry] = [entry for entry in CacheStore.for_data_dir(local_data).ls() if entry.kind == kind]
+    return entry
+
+
+def s3_client():
+    import boto3
+
+    return boto3.client("s3")  # AWS_ENDPOINT_URL and the credentials: the s3_server fixture's environment
+
+
+def versioned_bucket(s3_server) -> str:
+    """A new bucket whose objects keep every version: the server's count of the puts of each key."""
+    url = s3_server.bucket()
+    s3_client().put_bucket_versioning(Bucket=url[5:], VersioningConfiguration={"Status": "Enabled"})
+    return url
+
+
+def puts(url: str) -> Counter[str]:
+    """How many times each object under the ``s3://`` URL ``url`` was written (its versions), by name below it."""
+    bucket, _, prefix = url[5:].partition("/")
+    versions = s3_client().list_object_versions(Bucket=bucket, Prefix=prefix).get("Versions", [])
+    return Counter(version["Key"][len(prefix):].lstrip("/") for version in versions)
+
+
+def objects(url: str) -> dict[str, bytes]:
+    """The objects under ``url`` (a fresh s3fs: no listing cache), by name below it."""
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(url, skip_instance_cache=True)
+    return {path[len(root):].lstrip("/"): fs.cat_file(path) for path in fs.find(root)}
+
+
+def local_files(entry) -> dict[str, bytes]:
+    """An entry's data files and manifest, by name."""
+    return {name: (entry.path / name).read_bytes() for name in [*entry.files, "manifest.json"]}
+
+
+@contextmanager
+def moto_auth(s3_server) -> Iterator[None]:
+    """Make the moto server check credentials and IAM policies (it accepts anything otherwise)."""
+    def reset_auth(count: bytes) -> None:
+        request = urllib.request.Request(f"{s3_server.endpoint}/moto-api/reset-auth", data=count, method="POST",
+                                         headers={"Content-Type": "text/plain"})
+        urllib.request.urlopen(request, timeout=30).read()
+
+    reset_auth(b"0")
+    try:
+        yield
+    finally:
+        reset_auth(b"inf")
+
+
+def user_denied_manifests(bucket: str) -> dict[str, str]:
+    """An IAM user of the server who may do anything in ``bucket`` but put a ``manifest.json``; its storage options."""
+    import boto3
+
+    iam = boto3.client("iam")
+    name = f"publisher-{bucket[5:]}"
+    iam.create_user(UserName=name)
+    iam.put_user_policy(UserName=name, PolicyName="no-manifests", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+            {"Effect": "Deny", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{bucket[5:]}/*/manifest.json"},
+        ]}))
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    return {"key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
+
+
+def publish_command(*argv: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return run("glyphforge", "publish", *argv, env=env)
+
+
+# -- publish: what lands at the URL -------------------------------------------------------------
+def test_a_built_entry_lands_byte_for_byte_at_the_url_open_built_takes(s3_server, built):
+    bucket = versioned_bucket(s3_server)
+    url = built.publish(f"{bucket}/data", progress=False)
+
+    assert url == f"{bucket}/data/cache/test-noise/{built.key}"
+    assert objects(url) == local_files(built.entry)  # the data files and the manifest, nothing else
+    assert puts(url) == {"arrays.pklz": 1, "index.npy": 1, "manifest.json": 1}
+
+
+def test_a_prepared_entry_lands_in_a_file_url_data_dir_with_modes_of_the_umask(local_data, tmp_path):
+    target = tmp_path / "published"
+    url = gf.publish("toy", target.as_uri(), data_dir=local_data, progress=False)
+
+    entry = entry_of(local_data, "toy")
+    place = target / "cache" / "toy" / entry.key
+    assert url == place.as_uri()
+    assert {path.name: path.read_bytes() for path in place.iterdir()} == local_files(entry)  # no temporary left
+    assert {path.stat().st_mode & 0o777 for path in place.iterdir()} == {0o666 & ~current_umask()}
+
+
+def test_a_built_entry_published_by_key_prefix_to_a_file_url_is_an_entry_glyphforge_reads_there(
+        local_data, built, tmp_path):
+    url = gf.publish(built.key[:8], (tmp_path / "published").as_uri(), data_dir=local_data, progress=False)
+
+    assert url == (tmp_path / "published" / "cache" / "test-noise" / built.key).as_uri()
+    copy = find_built("test-noise", data_dir=tmp_path / "published")
+    try:
+        assert copy.key == built.key and copy.path == tmp_path / "published" / "cache" / "test-noise" / built.key
+        assert all((copy.take(range(len(copy)))[name] == array).all() for name, array in built.arrays.items())
+    finally:
+        copy.close()
+
+
+def test_the_manifest_is_written_last_a_denied_manifest_leaves_the_whole_data_files_and_a_rerun_adds_it(
+        s3_server, built):
+    bucket = versioned_bucket(s3_server)
+    place = f"{bucket}/data/cache/test-noise/{built.key}"
+    options = user_denied_manifests(bucket)
+    with moto_auth(s3_server), pytest.raises(StorageError) as raised:
+        built.publish(f"{bucket}/data", storage_options=options, progress=False)
+
+    message = str(raised.value)
+    assert place in message and "refused the credentials or the permission while uploading manifest.json" in message
+    assert options["secret"] not in message
+    everything = local_files(built.entry)
+    assert objects(place) == {name: everything[name] for name in built.entry.files}  # all data, no manifest
+
+    published = publish_entry(built.entry, f"{bucket}/data", progress=False)  # the fixture's credentials
+    assert (published.uploaded, published.present, published.manifest_uploaded) == ((), tuple(built.entry.files), True)
+    assert objects(place) == everything
+    assert puts(place) == {"arrays.pklz": 1, "index.npy": 1, "manifest.json": 1}  # no data file sent twice
+
+
+@pytest.mark.slow
+def test_a_publish_killed_mid_upload_resumes_with_the_missing_file_only_and_held_the_entry_meanwhile(
+        s3_server, blob_data):
+    bucket = versioned_bucket(s3_server)
+    entry = entry_of(blob_data, "test-blob")
+    place = f"{bucket}/data/cache/test-blob/{entry.key}"
+    child = subprocess.Popen([str(BIN / "glyphforge"), "publish", "test-blob", f"{bucket}/data", "--data-dir",
+                              str(blob_data), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: "part-000001.pklz" in puts(place), "the small part at the URL", process=child)
+        eviction = CacheStore.for_data_dir(blob_data).evict(0)  # `cache gc --max-size 0` while it uploads
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.communicate(timeout=120)
+    assert entry in eviction.in_use and entry.path.is_dir()  # the uploader's read lock kept it
+    assert puts(place) == {"part-000001.pklz": 1}  # the large part was not whole yet: no object, no manifest
+
+    again = publish_command("test-blob", f"{bucket}/data", "--data-dir", blob_data)
+
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == f"{place}\n"
+    assert "published 1 file (25.2 MB) and the manifest" in again.stderr and "1 file already there" in again.stderr
+    assert objects(place) == local_files(entry)
+    assert puts(place) == {"part-000000.pklz": 1, "part-000001.pklz": 1, "manifest.json": 1}
+
+
+def test_publishing_again_uploads_nothing_and_says_already_published(s3_server, local_data):
+    bucket = versioned_bucket(s3_server)
+    first = publish_command("toy", f"{bucket}/data", "--data-dir", local_data)
+    second = publish_command("toy", f"{bucket}/data", "--data-dir", local_data)
+
+    key = entry_of(local_data, "toy").key
+    assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
+    assert first.stdout == second.stdout == f"{bucket}/data/cache/toy/{key}\n"
+    assert "already published, nothing uploaded" in second.stderr
+    assert puts(f"{bucket}/data") == {f"cache/toy/{key}/squares.pklz": 1, f"cache/toy/{key}/manifest.json": 1}
+
+
+# -- publish: what is not ours is never replaced ------------------------------------------------
+def test_a_data_file_of_another_size_at_the_entrys_place_is_refused_and_left_untouched(s3_server, built):
+    bucket = s3_server.bucket()
+    place = f"{bucket}/data/cache/test-noise/{built.key}"
+    s3_server.fs().pipe_file(f"{place}/arrays.pklz"[5:], b"not glyphforge's")
+
+    with pytest.raises(PublishConflictError) as raised:
+        built.publish(f"{bucket}/data", progress=False)
+
+    assert f"{place}/arrays.pklz is 16 bytes, the entry's is" in str(raised.value)
+    assert "leaves it as it is" in str(raised.value)
+    assert objects(place) == {"arrays.pklz": b"not glyphforge's"}  # nothing uploaded, nothing replaced
+
+
+def test_another_manifest_at_the_entrys_place_is_refused_and_left_untouched(s3_server, built):
+    bucket = s3_server.bucket()
+    place = f"{bucket}/data/cache/test-noise/{built.key}"
+    other = json.loads((built.path / "manifest.json").read_text())
+    other["files"]["arrays.pklz"]["size"] += 1  # another version of the entry (other bytes)
+    s3_server.fs().pipe_file(f"{place}/manifest.json"[5:], json.dumps(other).encode())
+
+    with pytest.raises(PublishConflictError, match="already holds another version of the test-noise entry"):
+        built.publish(f"{bucket}/data", progress=False)
+    assert objects(place) == {"manifest.json": json.dumps(other).encode()}
+
+
+def test_a_directory_where_the_manifest_goes_is_refused_and_left_untouched(built, tmp_path):
+    blocked = tmp_path / "target" / "cache" / "test-noise" / built.key / "manifest.json"
+    blocked.mkdir(parents=True)
+
+    with pytest.raises(PublishConflictError, match=f"{blocked.as_uri()} is not a file: glyphforge did not write it"):
+        built.publish((tmp_path / "target").as_uri(), progress=False)
+    assert [path.name for path in blocked.parent.iterdir()] == ["manifest.json"] and blocked.is_dir()
+
+
+# -- publish: errors of the store ------------------------------------------------------------------
+def test_a_missing_bucket_is_named_and_not_created(s3_server, built):
+    with pytest.raises(StorageError) as raised:
+        built.publish("s3://gf-no-such-bucket/data", progress=False)
+
+    assert "cannot publish to s3://gf-no-such-bucket/data/cache/test-noise/" in str(raised.value)
+    assert "the bucket does not exist" in str(raised.value) and "Create the bucket" in str(raised.value)
+    assert not s3_server.fs().exists("gf-no-such-bucket")
+
+
+def test_wrong_credentials_are_named_without_the_secret(s3_server, local_data):
+    bucket = s3_server.bucket()
+    secret = "wrong-secret-Zq8rT2"
+    with moto_auth(s3_server):
+        result = publish_command("toy", f"{bucket}/data", "--data-dir", local_data,
+                                 env={"AWS_ACCESS_KEY_ID": "AKIAWRONGKEY", "AWS_SECRET_ACCESS_KEY": secret})
+
+    assert result.returncode == 1
+    assert f"error: cannot publish to {bucket}/data/cache/toy/" in result.stderr
+    assert "the store refused the credentials or the permission" in result.stderr
+    assert "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in result.stderr
+    assert secret not in result.stderr + result.stdout
+    assert objects(bucket) == {}
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("published-here", "'published-here' is not a URL: publish to a data dir URL such as s3://"),
+    ("https://example.org/data", "https:// URL, which glyphforge only reads"),
+    ("nosuch://bucket/data", "cannot open nosuch://bucket/data"),
+])
+def test_a_url_glyphforge_cannot_publish_to_exits_2_before_any_work(local_data, tmp_path, url, expected):
+    result = subprocess.run([str(BIN / "glyphforge"), "publish", "toy", url, "--data-dir", str(local_data)],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 2
+    assert expected in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_target_that_matches_nothing_exits_2_listing_what_the_cache_holds(local_data, tmp_path):
+    result = publish_command("nothing-here", (tmp_path / "target").as_uri(), "--data-dir", local_data)
+
+    assert result.returncode == 2
+    assert "nothing to publish matches 'nothing-here'" in result.stderr
+    assert "holds kinds test-noise, toy: give a kind or a cache key (prefix)" in result.stderr
+    assert not (tmp_path / "target").exists()
+
+
+# -- prepare-data into a URL data dir -----------------------------------------------------------
+def toy_command(*argv: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:
+    """``prepare-data`` with the toy dataset registered, in a fresh process with its own local cache."""
+    return subprocess.run([sys.executable, "-m", "support.toy_dataset", *argv], capture_output=True, text=True,
+                          timeout=300, cwd=TESTS_DIR, env={**os.environ, "GLYPHFORGE_CACHE_DIR": str(cache_dir)})
+
+
+def test_prepare_data_into_a_url_publishes_there_and_a_later_run_anywhere_does_no_local_work(s3_server, tmp_path):
+    data = f"{versioned_bucket(s3_server)}/data"
+    first = toy_command("prepare-data", "toy", "--toy-level", "9", "--data-dir", data, "--no-warmup",
+                        cache_dir=tmp_path / "here")
+
+    assert first.returncode == 0, first.stderr
+    [entry] = CacheStore.for_data_dir(tmp_path / "here" / "data").ls()  # prepared in the local cache's data dir
+    place = f"{data}/cache/toy/{entry.key}"
+    assert f"toy: published to {place}\n" in first.stdout
+    assert objects(place) == local_files(entry)
+
+    second = toy_command("prepare-data", "toy", "--toy-level", "9", "--data-dir", data, "--no-warmup",
+                         cache_dir=tmp_path / "elsewhere")
+
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == f"toy: already at {data} (1 entry), nothing to do\n"
+    assert not (tmp_path / "elsewhere" / "data").exists()  # nothing prepared, nothing fetched
+    assert {name: count for name, count in puts(data).items() if name.startswith("cache/")} == {
+        f"cache/toy/{entry.key}/squares.pklz": 1, f"cache/toy/{entry.key}/manifest.json": 1}
+
+
+def test_prepare_data_prepares_again_what_is_no_longer_whole_at_the_url(s3_server, tmp_path):
+    data = f"{s3_server.bucket()}/data"
+    first = toy_command("prepare-data", "toy", "--data-dir", data, "--no-warmup", cache_dir=tmp_path / "a")
+    assert first.returncode == 0, first.stderr
+    [entry] = CacheStore.for_data_dir(tmp_path / "a" / "data").ls()
+    s3_server.fs().rm_file(f"{data}/cache/toy/{entry.key}/manifest.json"[5:])  # the entry is gone for readers
+
+    again = toy_command("prepare-data", "toy", "--data-dir", data, "--no-warmup", cache_dir=tmp_path / "b")
+
+    assert again.returncode == 0, again.stderr
+    assert f"toy: published to {data}/cache/toy/{entry.key}\n" in again.stdout
+    [made_again] = CacheStore.for_data_dir(tmp_path / "b" / "data").ls()
+    assert objects(f"{data}/cache/toy/{entry.key}") == local_files(made_again)
+
+
+def test_prepare_data_leaves_a_record_it_did_not_write_untouched(s3_server, tmp_path):
+    data = f"{s3_server.bucket()}/data"
+    record = f"{data}/prepared/toy/{request_key('toy', {'level': 4}, [])}.json"
+    s3_server.fs().pipe_file(record[5:], b"someone else's notes")
+
+    result = toy_command("prepare-data", "toy", "--toy-level", "4", "--data-dir", data, "--no-warmup",
+                         cache_dir=tmp_path / "cache")
+
+    assert result.returncode == 1
+    assert f"error: {record} is not glyphforge's record of this prepare-data request: glyphforge did not write it" \
+        in result.stderr
+    assert objects(data) == {record[len(data) + 1:]: b"someone else's notes"}
+    assert not (tmp_path / "cache").exists()  # refused before any work
+
+
+def test_prepare_data_refuses_an_http_data_dir_before_any_work(tmp_path):
+    result = toy_command("prepare-data", "toy", "--data-dir", "https://example.org/data", "--no-warmup",
+                         cache_dir=tmp_path / "cache")
+    assert result.returncode == 2
+    assert "prepare-data publishes what it prepares to the URL data dir" in result.stderr
+    assert "glyphforge only reads" in result.stderr
+    assert not (tmp_path / "cache").exists()
