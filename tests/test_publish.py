@@ -26,6 +26,7 @@ import glyphforge as gf
 from glyphforge._files import StorageError, current_umask
 from glyphforge.builds.dataset import BuiltDataset, find_built
 from glyphforge.cache import CacheStore
+from glyphforge.cache.keys import entry_sha256
 from glyphforge.storage.prepared import request_key
 from glyphforge.storage.publish import PublishConflictError, publish_entry
 
@@ -249,7 +250,8 @@ def test_another_manifest_at_the_entrys_place_is_refused_and_left_untouched(s3_s
     bucket = s3_server.bucket()
     place = f"{bucket}/data/cache/test-noise/{built.key}"
     other = json.loads((built.path / "manifest.json").read_text())
-    other["files"]["arrays.pklz"]["size"] += 1  # another version of the entry (other bytes)
+    other["files"]["arrays.pklz"]["size"] += 1  # another version of the entry (other bytes), a valid manifest
+    other["entry_sha256"] = entry_sha256(other["kind"], other["key"], other["params"], other["meta"], other["files"])
     s3_server.fs().pipe_file(f"{place}/manifest.json"[5:], json.dumps(other).encode())
 
     with pytest.raises(PublishConflictError, match="already holds another version of the test-noise entry"):

@@ -25,7 +25,6 @@ errors name the URL, what failed and what to do, never a secret.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Mapping
@@ -39,7 +38,7 @@ from fsspec.callbacks import Callback
 from glyphforge._checks import PathLike
 from glyphforge._files import CHUNK_BYTES, StorageError, atomic_path, writing
 from glyphforge.cache.keys import entry_sha256
-from glyphforge.cache.manifest import MANIFEST
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.cache.store import CacheStore
 from glyphforge.storage.location import SECRET_OPTIONS, Location, UnsupportedURLError, is_url
 
@@ -252,15 +251,9 @@ def published_manifest(place: Location) -> dict[str, Any] | None:
         return None
     kind, key = place.url.rsplit("/", 2)[-2:]
     try:
-        manifest = json.loads(text)
-        identity(manifest)
-        ours = (manifest["kind"], manifest["key"]) == (kind, key)
-    except (ValueError, TypeError, KeyError):
-        ours = False
-    if not ours:
-        raise _not_ours(where, f"the manifest of the {kind} entry {key[:12]} (not a glyphforge manifest, or another "
-                        "entry's)")
-    return dict(manifest)
+        return parse_manifest(text, kind, key)
+    except BrokenManifestError as error:
+        raise _not_ours(where, f"the manifest of the {kind} entry {key[:12]} (what is there is {error})") from None
 
 
 def read_object(where: Location, doing: str) -> bytes | None:
