@@ -100,6 +100,9 @@ def test_read_member_checks_the_member_trailer_and_end_after_its_pickle(tmp_path
     (tmp_path / "trailing.pklz").write_bytes(trailing)
     with pytest.raises(CorruptPklzError, match="does not end where the index says: bytes follow its pickle"):
         read_member(tmp_path / "trailing.pklz", 0, len(trailing))
+    for length in (0, 1, 5, 12):  # an index cutting the member anywhere, even within its gzip header
+        with pytest.raises(CorruptPklzError, match="a.pklz: member .* is truncated or damaged"):
+            read_member(tmp_path / "a.pklz", 0, length)
 
 
 def test_concat_checks_recorded_hashes_and_writes_nothing_on_a_mismatch(tmp_path):

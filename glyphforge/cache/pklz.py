@@ -75,14 +75,14 @@ def _open_for_reading(path: Path) -> gzip.GzipFile:
 def _open_member(raw: bytes) -> gzip.GzipFile | io.BufferedReader:
     """A stream of the inflated bytes of the gzip member ``raw``.
 
-    isal's C reader (``isal_zlib._GzipReader``, as ``isal.igzip`` uses it) behind a
-    ``BufferedReader`` inflates a large ``readinto`` straight into the caller's buffer;
-    ``gzip.GzipFile`` (no isal) inflates into a copy first.
+    isal's C reader (``isal_zlib._GzipReader``, as ``isal.igzip`` uses it; given bytes, it
+    reads them in place) behind a ``BufferedReader`` inflates a large ``readinto`` straight
+    into the caller's buffer; ``gzip.GzipFile`` (no isal) inflates into a copy first.
     """
     reader = getattr(_zlib, "_GzipReader", None)
     if reader is None:  # pragma: no cover - exercised only where isal is missing
         return gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb")
-    return io.BufferedReader(reader(io.BytesIO(raw), len(raw)))
+    return io.BufferedReader(reader(raw))
 
 
 class _BoundedReader:
