@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import tracemalloc
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from glyphforge.builds import build
 from glyphforge.builds.dataset import find_built
 from glyphforge.cache.pklz import CorruptPklzError
 
-from support.specs import RowSpec
+from support.specs import RowSpec, WideRowSpec
 
 
 @pytest.fixture(scope="module")
@@ -216,6 +217,22 @@ def test_streaming_memory_stays_bounded_far_below_the_dataset(data_dir):
     count, before_mb, peak_mb = map(int, result.stdout.split())
     assert count == 200_000
     assert peak_mb - before_mb < 200, (before_mb, peak_mb)  # a window of 4 shards is ~28 MB decoded; 1.4 GB in all
+
+
+def test_a_window_is_decoded_without_an_inflated_copy_of_its_shards(data_dir):
+    # each shard's images are inflated straight into the buffer they are unpickled into: beside the window
+    # only one shard's arrays exist (an inflated copy of the member was fresh memory: page faults each shard)
+    dataset = build(WideRowSpec(n_examples=400), data_dir=data_dir, progress=False)  # 4 shards of 100: one window
+    shard_bytes = dataset.nbytes // 4
+    stream = dataset.stream(100, seed=0)
+    tracemalloc.start()
+    try:
+        images, targets = next(iter(stream))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert images.shape == (100, 64, 64, 3) and len(set(targets["row"].tolist())) == 100
+    assert dataset.nbytes + shard_bytes <= peak < dataset.nbytes + 1.5 * shard_bytes, (peak, dataset.nbytes)
 
 
 needs_torch = pytest.mark.skipif(
