@@ -1,0 +1,198 @@
+"""Prepared datasets in a data dir at a URL (issue #25, fifth bullet): loaders read them through the local cache.
+
+Entries are prepared into a local data dir, uploaded as a publisher does (data files, then
+``manifest.json``) to a real S3 server on 127.0.0.1 (moto) or served by the project's HTTP
+server, then loaded with ``data_dir=URL`` and a fresh local cache (conftest gives each test
+its own ``$GLYPHFORGE_CACHE_DIR``). The ``glyphforge cache``/``info`` commands run as real
+subprocesses against the same server.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import glyphforge as gf
+from glyphforge import DataContext
+from glyphforge.cache import CacheStore
+from glyphforge.cache.store import Entry
+from glyphforge.datasets.emnist import EMNIST, load_emnist, prepare_emnist
+from glyphforge.datasets.mnist_family import MNIST, load_mnist, prepare_mnist
+from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot
+from glyphforge.storage import Location
+from glyphforge.storage.pull_through import PullThroughStore
+from glyphforge.storage.remote_entry import BrokenRemoteEntryError, entry_location
+
+from support.http_server import LocalHTTPServer
+from support.s3_server import s3_server  # noqa: F401 (fixture)
+from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
+from support.toy_dataset import load_toy, prepare_toy, register_toy
+
+
+def publish_by_hand(entry: Entry, data_dir: str) -> Location:
+    """Upload ``entry`` into the data dir at ``data_dir`` as a publisher does: its data files, then its manifest."""
+    location = entry_location(Location(data_dir), entry.kind, entry.key)
+    fs = location.fs
+    fs.makedirs(location.path, exist_ok=True)  # a no-op on S3; file:// needs its folders
+    for name in [*entry.files, "manifest.json"]:
+        fs.put_file(str(entry.path / name), location.child(name).path)
+    return location
+
+
+def local_store(data_dir: str) -> CacheStore:
+    """This machine's copy of the data dir at ``data_dir`` (under the test's local cache)."""
+    return DataContext.resolve(data_dir=data_dir).store
+
+
+def files_under(root) -> list[str]:
+    """Every file below ``root`` (relative), but the lock and readers files the store keeps beside entries."""
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*")
+                  if path.is_file() and not path.name.endswith((".lock", ".readers", ".holder")))
+
+
+@pytest.fixture(scope="module")
+def emnist_dir(synthetic_emnist, tmp_path_factory):
+    """A local data dir holding EMNIST byclass 28x28 (from the synthetic archive)."""
+    data_dir = tmp_path_factory.mktemp("emnist-local")
+    prepare_emnist(archives={"gzip.zip": synthetic_emnist.path}, verify=False, progress=False, data_dir=data_dir)
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def mnist_dir(tmp_path_factory):
+    """A local data dir holding MNIST 28x28 (synthetic files, unverified: the key is MNIST's own)."""
+    files = write_synthetic_mnist(tmp_path_factory.mktemp("mnist-files"), (60, 20), seed=4)
+    data_dir = tmp_path_factory.mktemp("mnist-local")
+    prepare_mnist(archives={name: files.path(name) for name in ALL_FILES}, verify=False, progress=False,
+                  data_dir=data_dir)
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def toy_dir(tmp_path_factory):
+    """A local data dir holding the toy dataset (level 3), registered for the module."""
+    register_toy()
+    data_dir = tmp_path_factory.mktemp("toy-local")
+    prepare_toy(data_dir=data_dir)
+    return data_dir
+
+
+def only_entry(data_dir, kind: str) -> Entry:
+    [entry] = [entry for entry in CacheStore.for_data_dir(data_dir).ls() if entry.kind == kind]
+    return entry
+
+
+# -- loading from s3:// ------------------------------------------------------------------------------------
+def test_emnist_loads_from_s3_exactly_as_from_its_local_data_dir(s3_server, emnist_dir):
+    url = s3_server.bucket() + "/data"
+    local = only_entry(emnist_dir, "emnist")
+    remote = publish_by_hand(local, url)
+    expected = load_emnist("Ab7", subset="all", seed=3, data_dir=emnist_dir)
+    got = load_emnist("Ab7", subset="all", seed=3, data_dir=url, download=False)
+    for a, b in zip(got, expected, strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else list(a) == list(b)
+    copy = local_store(url).get("emnist", local.params)
+    assert copy is not None and isinstance(local_store(url), PullThroughStore)
+    assert copy.manifest == local.manifest  # the same manifest: key, files table, created, entry_sha256
+    assert files_under(copy.path) == files_under(local.path)
+    # the second load is local: with the entry gone from the URL it still loads, and the copy is untouched
+    mtimes = {path.name: path.stat().st_mtime_ns for path in copy.path.iterdir()}
+    remote.fs.rm(remote.path, recursive=True)
+    again = EMNIST(classes="Ab7", subset="all", data_dir=url, download=False)
+    assert len(again) == len(expected[0])
+    assert {path.name: path.stat().st_mtime_ns for path in copy.path.iterdir()} == mtimes
+
+
+def test_mnist_and_its_map_style_class_load_from_s3(s3_server, mnist_dir):
+    url = s3_server.bucket() + "/data"
+    publish_by_hand(only_entry(mnist_dir, "mnist"), url)
+    x, y, classes = load_mnist(["3", "7"], subset="test", seed=1, data_dir=url, download=False)
+    x0, y0, classes0 = load_mnist(["3", "7"], subset="test", seed=1, data_dir=mnist_dir)
+    assert np.array_equal(x, x0) and np.array_equal(y, y0) and list(classes) == list(classes0)
+    dataset = MNIST(classes=["3", "7"], subset="test", data_dir=url, download=False)
+    assert np.array_equal(np.stack([dataset[i][0] for i in range(len(dataset))]),
+                          np.stack([MNIST(classes=["3", "7"], subset="test", data_dir=mnist_dir)[i][0]
+                                    for i in range(len(dataset))]))
+
+
+def test_a_registered_dataset_loads_from_s3_through_gf_load(s3_server, toy_dir):
+    url = s3_server.bucket() + "/data"
+    publish_by_hand(only_entry(toy_dir, "toy"), url)
+    x, y, names = gf.load("toy", data_dir=url, download=False)
+    assert np.array_equal(x, load_toy(data_dir=toy_dir)[0]) and names == [f"square {i}" for i in range(5)]
+
+
+@pytest.mark.slow
+def test_omniglot_loads_from_s3(s3_server, shared_data, tmp_path):
+    local_dir = tmp_path / "local"
+    [entry] = prepare_omniglot(sets="small1", data_dir=local_dir, mirrors=[shared_data.as_uri()], progress=False)
+    url = s3_server.bucket() + "/data"
+    publish_by_hand(entry, url)
+    got = load_omniglot(["Latin,3", "Korean,1"], sets="small1", seed=7, data_dir=url, download=False)
+    expected = load_omniglot(["Latin,3", "Korean,1"], sets="small1", seed=7, data_dir=local_dir)
+    assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+    assert local_store(url).get(entry.kind, entry.params).manifest == entry.manifest
+
+
+# -- over HTTP: a read-only data dir; the second load makes no request ----------------------------------------
+def test_an_https_style_data_dir_is_read_once_then_locally(toy_dir):
+    entry = only_entry(toy_dir, "toy")
+    with LocalHTTPServer() as server:
+        for name in [*entry.files, "manifest.json"]:
+            server.add(f"data/cache/toy/{entry.key}/{name}", (entry.path / name).read_bytes())
+        url = server.url("data")
+        x, _, _ = load_toy(data_dir=url, download=False)
+        assert np.array_equal(x, load_toy(data_dir=toy_dir)[0])
+        first = server.requests()
+        assert first >= 2 and server.bytes_served(f"data/cache/toy/{entry.key}/squares.pklz") == entry.size_bytes
+        x, _, _ = load_toy(data_dir=url, download=False)  # a new context and store: the local copy answers
+        assert server.requests() == first
+
+
+# -- an entry that is not at the URL -------------------------------------------------------------------------
+def test_an_entry_missing_at_the_url_is_an_error_naming_it_without_download(s3_server, synthetic_emnist):
+    url = s3_server.bucket() + "/data"
+    with pytest.raises(FileNotFoundError, match=rf"^EMNIST byclass is not prepared in {url} \(nor in this machine's "
+                                                rf"copy of it, .*; given --data-dir {url}, prepare-data publishes what "
+                                                r"it prepares there\): run prepare_emnist\(split='byclass'\) or "
+                                                r"`prepare-data emnist --split byclass`, or pass download=True$"):
+        load_emnist("Ab", data_dir=url, download=False)
+    assert local_store(url).ls() == []
+
+
+def test_an_entry_missing_at_the_url_is_made_locally_and_never_written_there(s3_server, toy_dir, caplog):
+    url = s3_server.bucket() + "/data"
+    with caplog.at_level(logging.INFO, logger="glyphforge"):
+        x, _, _ = load_toy(data_dir=url)  # download allowed: the toy prepares itself on this machine
+    assert np.array_equal(x, load_toy(data_dir=toy_dir)[0])
+    key = only_entry(toy_dir, "toy").key
+    [line] = [record.getMessage() for record in caplog.records if "is not at" in record.getMessage()]
+    assert line.startswith(f"toy {key[:12]} is not at {url}: where loading may prepare it, it is made on this "
+                           "machine, in ")
+    assert f"`prepare-data toy --data-dir {url}`, or `glyphforge publish`" in line
+    assert [entry.key for entry in local_store(url).ls()] == [key]
+    assert s3_server.fs().find(url) == []  # nothing written at the URL
+
+
+# -- damaged or built entries at the URL --------------------------------------------------------------------
+def test_a_damaged_entry_at_the_url_is_an_error_and_leaves_nothing_here(s3_server, toy_dir):
+    url = s3_server.bucket() + "/data"
+    remote = publish_by_hand(only_entry(toy_dir, "toy"), url)
+    remote.fs.pipe_file(remote.child("squares.pklz").path, b"not the squares")
+    with pytest.raises(BrokenRemoteEntryError, match=rf"squares.pklz is 15 bytes with sha256 [0-9a-f]{{64}}, where "
+                                                     rf"the manifest records .* the entry at {remote} is damaged"):
+        load_toy(data_dir=url, download=False)
+    store = local_store(url)
+    assert store.ls() == [] and files_under(store.root) == []
+
+
+def test_a_built_dataset_at_the_url_is_not_fetched_whole(s3_server, tmp_path):
+    url = s3_server.bucket() + "/data"
+    built = CacheStore(tmp_path / "cache").get_or_create(
+        "scenes", {"n": 1}, lambda writer: (writer.write("arrays.pklz", np.zeros(4)),
+                                            writer.meta.update(layout="shards", n_examples=4)))
+    publish_by_hand(built, url)
+    store = local_store(url)
+    assert store.get("scenes", {"n": 1}) is None
+    assert files_under(store.root) == []
