@@ -23,7 +23,9 @@ from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot
 from glyphforge.storage import Location
 from glyphforge.storage.pull_through import PullThroughStore
 from glyphforge.storage.remote_entry import BrokenRemoteEntryError, entry_location
+from glyphforge.textfmt import human_size
 
+from support.cli import run
 from support.http_server import LocalHTTPServer
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
@@ -196,3 +198,81 @@ def test_a_built_dataset_at_the_url_is_not_fetched_whole(s3_server, tmp_path):
     store = local_store(url)
     assert store.get("scenes", {"n": 1}) is None
     assert files_under(store.root) == []
+
+
+# -- the commands with a URL data dir -------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def published(s3_server, toy_dir, mnist_dir):
+    """A bucket holding the toy and MNIST entries, and an upload in progress (data without its manifest)."""
+    url = s3_server.bucket() + "/data"
+    entries = [only_entry(toy_dir, "toy"), only_entry(mnist_dir, "mnist")]
+    for entry in entries:
+        publish_by_hand(entry, url)
+    fs = s3_server.fs()
+    fs.pipe_file(f"{url}/cache/toy/{'0' * 64}/squares.pklz", b"half an upload")
+    return url, entries
+
+
+def test_cache_ls_lists_the_entries_at_a_url(published):
+    url, entries = published
+    listed = run("glyphforge", "cache", "ls", "--data-dir", url)
+    assert listed.returncode == 0, listed.stderr
+    header, rule, *rows = listed.stdout.splitlines()
+    assert header.split() == ["key", "kind", "params", "files", "size", "created"]
+    assert sorted(row.split()[:2] for row in rows) == sorted([entry.key[:12], entry.kind] for entry in entries)
+    assert listed.stderr == (f"not listed: {url}/cache/toy/{'0' * 64}: data files without manifest.json: an upload "
+                             "in progress, or an interrupted one (not an entry yet; publishing it again finishes "
+                             "it)\n")
+
+
+def test_info_describes_a_url_data_dir(published):
+    url, entries = published
+    info = run("glyphforge", "info", "--data-dir", url)
+    assert info.returncode == 0, info.stderr
+    size = sum(entry.size_bytes for entry in entries)
+    lines = info.stdout.splitlines()
+    assert lines[0] == f"data dir:   {url}"
+    assert lines[1] == f"cache:      {url}/cache (2 entries, {human_size(size)})"
+    assert lines[2].startswith("local copy: ") and lines[2].endswith("/data (entries fetched from the URL, and what "
+                                                                     "is made on this machine)")
+    assert any(line.split()[:2] == ["mnist", "shape=[28,28]"] for line in lines)
+
+
+def test_cache_verify_rehashes_the_entries_at_a_url(s3_server, published, toy_dir):
+    url, entries = published
+    good = run("glyphforge", "cache", "verify", "--data-dir", url)
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.splitlines() == [f"INCOMPLETE {url}/cache/toy/{'0' * 64}: data files without manifest.json: "
+                                        "an upload in progress, or an interrupted one (not an entry yet; publishing "
+                                        "it again finishes it)", f"all 2 entries at {url} verified"]
+    damaged = s3_server.bucket() + "/data"
+    entry = only_entry(toy_dir, "toy")
+    remote = publish_by_hand(entry, damaged)
+    data = bytearray((entry.path / "squares.pklz").read_bytes())
+    data[len(data) // 2] ^= 0xFF  # the same size, another sha256
+    remote.fs.pipe_file(remote.child("squares.pklz").path, bytes(data))
+    bad = run("glyphforge", "cache", "verify", "--data-dir", damaged)
+    assert bad.returncode == 1
+    assert bad.stdout.splitlines() == [f"CORRUPT {remote}/squares.pklz: sha256 differs from the manifest "
+                                       "(corrupted, or replaced)"]
+    assert f"1 problem(s) found at {damaged}; glyphforge does not delete at a URL" in bad.stderr
+
+
+def test_an_http_data_dir_cannot_be_listed(toy_dir):
+    with LocalHTTPServer() as server:
+        done = run("glyphforge", "cache", "ls", "--data-dir", server.url("data"))
+        assert done.returncode == 2
+        assert done.stderr.startswith(f"error: {server.url('data')} cannot be listed: HTTP has no listing")
+        assert server.requests() == 0
+
+
+@pytest.mark.parametrize("command", [["gc"], ["rm", "abcdef12"]])
+def test_cache_gc_and_rm_refuse_a_url(published, command):
+    url, _ = published
+    done = run("glyphforge", "cache", *command, "--data-dir", url)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"error: glyphforge cache {command[0]} never deletes anything at a URL ({url}) in "
+                                  "this version. Remove an entry there with the store's own tools, its manifest.json "
+                                  "first")
+    listed = run("glyphforge", "cache", "ls", "--data-dir", url)
+    assert len(listed.stdout.splitlines()) == 4  # header, rule, both entries: nothing was deleted
