@@ -65,8 +65,8 @@ def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--mirror``, ``--no-verify`` and ``--offline``: how missing data is fetched (see `_context`)."""
     fetch = parser.add_argument_group("fetching (when data is missing)")
     fetch.add_argument("--mirror", action="append", dest="mirrors", default=[], metavar="URL",
-                       help="mirror base URL or directory tried before the origin (repeatable; also "
-                            "$GLYPHFORGE_MIRROR)")
+                       help="mirror base tried before the origin: a directory, an https://, file:// or object "
+                            "storage URL (s3://, gs://; not used --offline) (repeatable; also $GLYPHFORGE_MIRROR)")
     fetch.add_argument("--no-verify", action="store_true",
                        help="do not check the hash of a local archive given on the command line or of hand-placed "
                             "files (custom archives); downloads are always checked")
