@@ -21,7 +21,7 @@ from glyphforge.datasets.emnist import EMNIST, load_emnist, prepare_emnist
 from glyphforge.datasets.mnist_family import MNIST, load_mnist, prepare_mnist
 from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot
 from glyphforge.storage import Location
-from glyphforge.storage.pull_through import PullThroughStore
+from glyphforge.storage.pull_through import PullThroughStore, RemoteReadError
 from glyphforge.storage.remote_entry import BrokenRemoteEntryError, entry_location
 from glyphforge.textfmt import human_size
 
@@ -141,15 +141,51 @@ def test_omniglot_loads_from_s3(s3_server, shared_data, tmp_path):
 def test_an_https_style_data_dir_is_read_once_then_locally(toy_dir):
     entry = only_entry(toy_dir, "toy")
     with LocalHTTPServer() as server:
-        for name in [*entry.files, "manifest.json"]:
-            server.add(f"data/cache/toy/{entry.key}/{name}", (entry.path / name).read_bytes())
-        url = server.url("data")
+        url = serve(server, entry)
         x, _, _ = load_toy(data_dir=url, download=False)
         assert np.array_equal(x, load_toy(data_dir=toy_dir)[0])
         first = server.requests()
         assert first >= 2 and server.bytes_served(f"data/cache/toy/{entry.key}/squares.pklz") == entry.size_bytes
         x, _, _ = load_toy(data_dir=url, download=False)  # a new context and store: the local copy answers
         assert server.requests() == first
+
+
+def serve(server: LocalHTTPServer, entry: Entry) -> str:
+    """Serve ``entry`` from ``server`` as a data dir at ``<server>/data`` would hold it; return the data dir's URL."""
+    for name in [*entry.files, "manifest.json"]:
+        server.add(f"data/cache/{entry.kind}/{entry.key}/{name}", (entry.path / name).read_bytes())
+    return server.url("data")
+
+
+@pytest.mark.slow
+def test_503s_and_a_dropped_connection_at_the_url_are_retried(toy_dir, caplog):
+    entry = only_entry(toy_dir, "toy")
+    with LocalHTTPServer() as server:
+        url = serve(server, entry)
+        where = f"data/cache/toy/{entry.key}"
+        server.fail(f"{where}/manifest.json", 503, times=1)
+        server.drop_after(f"{where}/squares.pklz", 10, times=1)
+        with caplog.at_level(logging.INFO, logger="glyphforge"):
+            x, _, _ = load_toy(data_dir=url, download=False)
+    assert np.array_equal(x, load_toy(data_dir=toy_dir)[0])
+    retries = [record.getMessage() for record in caplog.records if ", retry " in record.getMessage()]
+    assert retries == [f"ClientResponseError from {url}/cache/toy/{entry.key}/manifest.json, retry 2/5 in 1 s",
+                       f"ClientPayloadError from {url}/cache/toy/{entry.key}/squares.pklz, retry 2/5 in 1 s"]
+    assert local_store(url).get("toy", entry.params).manifest == entry.manifest
+
+
+def test_a_refusal_at_the_url_is_a_clear_error_tried_once(toy_dir):
+    entry = only_entry(toy_dir, "toy")
+    with LocalHTTPServer() as server:
+        url = serve(server, entry)
+        manifest = f"data/cache/toy/{entry.key}/manifest.json"
+        server.fail(manifest, 403, times=None)
+        with pytest.raises(RemoteReadError, match=rf"^cannot read {server.url(manifest)}: 403, message='Forbidden'.* "
+                                                  r"Check the URL, the network, and the credentials this process has "
+                                                  r"for it: they come from the environment"):
+            load_toy(data_dir=url, download=False)
+        assert server.requests() == 1
+    assert files_under(local_store(url).root) == []
 
 
 # -- an entry that is not at the URL -------------------------------------------------------------------------
