@@ -236,6 +236,17 @@ def test_a_built_dataset_at_the_url_is_not_fetched_whole(s3_server, tmp_path):
     assert files_under(store.root) == []
 
 
+def test_a_copied_manifest_is_committed_only_over_its_own_files(tmp_path, toy_dir):
+    entry = only_entry(toy_dir, "toy")
+    store = CacheStore(tmp_path / "cache")
+    with pytest.raises(ValueError, match=r"the manifest given for toy .* is not that of the staged files .* the "
+                                         r"staging holds \['other.pklz'\]\): nothing was committed"):
+        with store.create("toy", entry.params) as writer:
+            (writer.path / "other.pklz").write_bytes(b"x")
+            writer.manifest = entry.manifest
+    assert store.ls() == [] and files_under(store.root) == []
+
+
 # -- the commands with a URL data dir -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def published(s3_server, toy_dir, mnist_dir):
@@ -287,11 +298,14 @@ def test_cache_verify_rehashes_the_entries_at_a_url(s3_server, published, toy_di
     data = bytearray((entry.path / "squares.pklz").read_bytes())
     data[len(data) // 2] ^= 0xFF  # the same size, another sha256
     remote.fs.pipe_file(remote.child("squares.pklz").path, bytes(data))
+    mnist = publish_by_hand(entries[1], damaged)
+    mnist.fs.rm_file(mnist.child("class_03.pklz").path)
     bad = run("glyphforge", "cache", "verify", "--data-dir", damaged)
     assert bad.returncode == 1
-    assert bad.stdout.splitlines() == [f"CORRUPT {remote}/squares.pklz: sha256 differs from the manifest "
-                                       "(corrupted, or replaced)"]
-    assert f"1 problem(s) found at {damaged}; glyphforge does not delete at a URL" in bad.stderr
+    assert sorted(bad.stdout.splitlines()) == [
+        f"CORRUPT {mnist}/class_03.pklz: missing (deleted, or never uploaded)",
+        f"CORRUPT {remote}/squares.pklz: sha256 differs from the manifest (corrupted, or replaced)"]
+    assert f"2 problem(s) found at {damaged}; glyphforge does not delete at a URL" in bad.stderr
 
 
 def test_an_http_data_dir_cannot_be_listed(toy_dir):
