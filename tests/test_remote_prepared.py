@@ -9,6 +9,7 @@ subprocesses against the same server.
 from __future__ import annotations
 
 import logging
+import socket
 
 import numpy as np
 import pytest
@@ -326,3 +327,19 @@ def test_cache_gc_and_rm_refuse_a_url(published, command):
                                   "first")
     listed = run("glyphforge", "cache", "ls", "--data-dir", url)
     assert len(listed.stdout.splitlines()) == 4  # header, rule, both entries: nothing was deleted
+
+
+@pytest.mark.slow
+def test_an_unreachable_store_is_one_clear_error(tmp_path):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # a port nobody listens on (bound, never listening)
+    endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    with closed:
+        done = run("glyphforge", "cache", "ls", "--data-dir", "s3://gf-nowhere/data",
+                   env={"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "sekrit-4711",
+                        "AWS_DEFAULT_REGION": "us-east-1", "AWS_MAX_ATTEMPTS": "2"})
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(f"error: cannot read s3://gf-nowhere/data/cache: Could not connect to the endpoint "
+                                  f"URL: \"{endpoint}/gf-nowhere")
+    assert "Check the URL, the network, and the credentials this process has for it" in done.stderr
+    assert "Traceback" not in done.stderr and "sekrit-4711" not in done.stderr

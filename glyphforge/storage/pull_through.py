@@ -18,8 +18,9 @@ by itself (publishing is explicit: `glyphforge publish`, ``prepare-data NAME --d
 one INFO line says so. A damaged entry at the URL (a manifest failing the checks, a file
 of the wrong size or hash) is an error naming it, and leaves nothing in the local store.
 A dropped connection, a timeout or a 5xx answer is tried again as downloads are
-(`retrying`); a refusal (403, wrong credentials) is a `RemoteReadError` at once, naming the
-URL and where credentials come from.
+(`retrying`; s3fs and gcsfs retry by themselves, so their reads are made once); a refusal
+(403, wrong credentials) is a `RemoteReadError` at once, naming the URL and where
+credentials come from.
 
 The URL is read even in offline mode: it is the data dir asked for, not a source of
 upstream files (offline mode keeps loaders from downloading upstream files).
@@ -45,6 +46,11 @@ __all__ = ["PullThroughStore", "RemoteReadError", "reading", "retrying"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+#: Schemes whose filesystems retry failed requests themselves (s3fs, gcsfs): read once more would multiply waits.
+SELF_RETRYING = frozenset({"s3", "s3a", "gs", "gcs"})
+#: The policy of reads from those: one attempt (their own retries already ran).
+ONE_ATTEMPT = RetryPolicy(attempts=1)
 
 #: The entries (URL) already said to be missing at their URL in this process: the INFO line is said once each.
 _TOLD: set[str] = set()
@@ -127,6 +133,7 @@ class PullThroughStore(CacheStore):
         super().__init__(root, lock_timeout=lock_timeout)
         self.remote = remote
         self._absent: set[tuple[str, str]] = set()  # keys not at the URL (asked once per store)
+        self._policy = ONE_ATTEMPT if remote.scheme in SELF_RETRYING else DEFAULT_POLICY
 
     def __repr__(self) -> str:
         return f"PullThroughStore({str(self.root)!r}, {self.remote.url!r})"
@@ -160,7 +167,7 @@ class PullThroughStore(CacheStore):
         if (kind, key) in self._absent:
             return None
         location = entry_location(self.remote, kind, key)
-        remote = retrying(location.child(MANIFEST).url, lambda: RemoteEntry.open(location))
+        remote = retrying(location.child(MANIFEST).url, lambda: RemoteEntry.open(location), self._policy)
         if remote is None or _is_built(remote):
             self._absent.add((kind, key))
             if remote is None and location.url not in _TOLD:
@@ -182,7 +189,7 @@ class PullThroughStore(CacheStore):
                 with self.create(remote.kind, params) as writer:
                     for name in remote.files:
                         retrying(remote.location.child(name).url,
-                                 functools.partial(remote.download, name, writer.path / name))
+                                 functools.partial(remote.download, name, writer.path / name), self._policy)
                         writer.known_sha256[name] = remote.manifest["files"][name]["sha256"]
                     writer.manifest = remote.manifest
                 entry = super().get(remote.kind, params)
