@@ -362,8 +362,9 @@ def _local_for_deleting(args: argparse.Namespace) -> DataContext:
         raise UsageError(
             f"glyphforge cache {args.cache_command} never deletes anything at a URL ({context.remote}) in this "
             "version. Remove an entry there with the store's own tools, its manifest.json first so that no reader "
-            f"trusts it any more (e.g. `aws s3 rm {context.remote}/cache/KIND/KEY/manifest.json`, then the rest of "
-            f"the folder); to clean this machine's copy of it, run the command with --data-dir {context.data_dir}")
+            f"trusts it any more ({context.remote}/cache/KIND/KEY/manifest.json, e.g. with `aws s3 rm` or `gcloud "
+            "storage rm`, then the rest of the folder); to clean this machine's copy of it, run the command with "
+            f"--data-dir {context.data_dir}")
     return context
 
 

@@ -193,8 +193,9 @@ def test_a_refusal_at_the_url_is_a_clear_error_tried_once(toy_dir):
 def test_an_entry_missing_at_the_url_is_an_error_naming_it_without_download(s3_server, synthetic_emnist):
     url = s3_server.bucket() + "/data"
     with pytest.raises(FileNotFoundError, match=rf"^EMNIST byclass is not prepared in {url} \(nor in this machine's "
-                                                rf"copy of it, .*; given --data-dir {url}, prepare-data publishes what "
-                                                r"it prepares there\): run prepare_emnist\(split='byclass'\) or "
+                                                rf"copy of it, .*; to share it there, publish it \(`prepare-data "
+                                                rf"--data-dir {url}`, or `glyphforge publish`\)\): run "
+                                                r"prepare_emnist\(split='byclass'\) or "
                                                 r"`prepare-data emnist --split byclass`, or pass download=True$"):
         load_emnist("Ab", data_dir=url, download=False)
     assert local_store(url).ls() == []

@@ -141,8 +141,7 @@ class PullThroughStore(CacheStore):
     @property
     def where(self) -> str:
         """Where entries are looked for, for messages: the URL and this machine's copy of it."""
-        return (f"{self.remote} (nor in this machine's copy of it, {self.root}; given --data-dir {self.remote}, "
-                "prepare-data publishes what it prepares there)")
+        return f"{self.remote} (nor in this machine's copy of it, {self.root}; {self._how_to_publish('prepare-data')})"
 
     def get(self, kind: str, params: Mapping[str, Any]) -> Entry | None:
         """Return the local entry for ``(kind, params)``, fetching a prepared one from the URL when it is there.
@@ -173,11 +172,16 @@ class PullThroughStore(CacheStore):
             if remote is None and location.url not in _TOLD:
                 _TOLD.add(location.url)
                 log.info("%s %s is not at %s: where loading may prepare it, it is made on this machine, in %s. "
-                         "glyphforge never writes to a URL by itself: to share it there, publish it (`prepare-data "
-                         "%s --data-dir %s`, or `glyphforge publish`)", kind, key[:12], self.remote, self.root,
-                         kind, self.remote)
+                         "glyphforge never writes to a URL by itself: %s", kind, key[:12], self.remote, self.root,
+                         self._how_to_publish(f"prepare-data {kind}"))
             return None
         return self._pull(remote, params)
+
+    def _how_to_publish(self, command: str) -> str:
+        """How to put an entry made here at the URL (``command``: the prepare-data command that makes it)."""
+        if self.remote.read_only:
+            return f"{self.remote} is read-only (HTTP): publish it to the store that URL serves"
+        return f"to share it there, publish it (`{command} --data-dir {self.remote}`, or `glyphforge publish`)"
 
     def _pull(self, remote: RemoteEntry, params: Mapping[str, Any]) -> Entry:
         """Fetch ``remote`` whole into this store (under its key's lock) and return the local entry."""
