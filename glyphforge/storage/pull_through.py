@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from glyphforge._checks import PathLike
 from glyphforge._files import StorageError
-from glyphforge.cache.manifest import MANIFEST
+from glyphforge.cache.manifest import MANIFEST, is_built
 from glyphforge.cache.store import CacheStore, Entry
 from glyphforge.pipelines.http_source import DEFAULT_POLICY, RetryPolicy
 from glyphforge.storage.location import Location
@@ -167,7 +167,7 @@ class PullThroughStore(CacheStore):
             return None
         location = entry_location(self.remote, kind, key)
         remote = retrying(location.child(MANIFEST).url, lambda: RemoteEntry.open(location), self._policy)
-        if remote is None or _is_built(remote):
+        if remote is None or is_built(remote):
             self._absent.add((kind, key))
             if remote is None and location.url not in _TOLD:
                 _TOLD.add(location.url)
@@ -199,9 +199,3 @@ class PullThroughStore(CacheStore):
                 entry = super().get(remote.kind, params)
         assert entry is not None, "a committed entry must be readable"
         return entry
-
-
-def _is_built(entry: RemoteEntry) -> bool:
-    from glyphforge.builds.dataset import is_built
-
-    return is_built(entry)
