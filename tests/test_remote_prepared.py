@@ -18,6 +18,7 @@ import glyphforge as gf
 from glyphforge import DataContext
 from glyphforge.cache import CacheStore
 from glyphforge.cache.store import Entry
+from glyphforge.datasets import registry
 from glyphforge.datasets.emnist import EMNIST, load_emnist, prepare_emnist
 from glyphforge.datasets.mnist_family import MNIST, load_mnist, prepare_mnist
 from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot
@@ -78,7 +79,8 @@ def toy_dir(tmp_path_factory):
     register_toy()
     data_dir = tmp_path_factory.mktemp("toy-local")
     prepare_toy(data_dir=data_dir)
-    return data_dir
+    yield data_dir
+    registry.unregister("toy")
 
 
 def only_entry(data_dir, kind: str) -> Entry:
