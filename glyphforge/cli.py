@@ -22,6 +22,7 @@ from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry, raw
+from glyphforge.cache.manifest import ManifestFields
 from glyphforge.cache.store import Eviction, read_entry
 from glyphforge.cli_args import (
     UsageError,
@@ -37,10 +38,11 @@ from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.session import check_session
 from glyphforge.storage.location import Location
+from glyphforge.storage.remote_cache import INCOMPLETE, RemoteCache, UnlistableURLError
+from glyphforge.textfmt import count, human_size, parse_size, table
 
 if TYPE_CHECKING:
     from glyphforge.storage.publish import Published
-from glyphforge.textfmt import count, human_size, parse_size, table
 
 
 # -- shared argument parsing -----------------------------------------------
@@ -66,8 +68,8 @@ def _add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--mirror``, ``--no-verify`` and ``--offline``: how missing data is fetched (see `_context`)."""
     fetch = parser.add_argument_group("fetching (when data is missing)")
     fetch.add_argument("--mirror", action="append", dest="mirrors", default=[], metavar="URL",
-                       help="mirror base URL or directory tried before the origin (repeatable; also "
-                            "$GLYPHFORGE_MIRROR)")
+                       help="mirror base tried before the origin: a directory, an https://, file:// or object "
+                            "storage URL (s3://, gs://; not used --offline) (repeatable; also $GLYPHFORGE_MIRROR)")
     fetch.add_argument("--no-verify", action="store_true",
                        help="do not check the hash of a local archive given on the command line or of hand-placed "
                             "files (custom archives); downloads are always checked")
@@ -80,10 +82,12 @@ def _context(args: argparse.Namespace, *, remote: bool = False) -> DataContext:
     """The one data context of a command: ``--data-dir``, the fetch arguments and ``-q``, over the environment.
 
     ``remote``: the command works with a data dir that is a URL; otherwise such a one is a `UsageError`.
+    Commands without the fetch arguments (`_add_fetch_arguments`) take the environment's.
     """
     context = DataContext.resolve(
-        data_dir=args.data_dir, mirrors=args.mirrors, offline=True if args.offline else None,
-        verify=not args.no_verify, progress=not args.quiet,
+        data_dir=args.data_dir, mirrors=getattr(args, "mirrors", None),
+        offline=True if getattr(args, "offline", False) else None,
+        verify=not getattr(args, "no_verify", False), progress=not args.quiet,
     )
     if context.remote is not None and not remote:
         raise UsageError(f"the data dir {context.remote} is a URL, and this command works on a data dir on a local or "
@@ -271,12 +275,13 @@ def prepare_data_main(argv: Sequence[str] | None = None) -> int:
 
 # -- glyphforge --------------------------------------------------------------
 def _cache_ls(args: argparse.Namespace) -> int:
-    store = CacheStore.for_data_dir(args.data_dir)
+    context = _context(args, remote=True)
+    if context.remote is not None:
+        return _remote_cache_ls(context.remote)
+    store = context.store
     entries = store.ls()
-    rows = [[e.key[:12], e.kind, _describe_params(e.params), len(e.files), human_size(e.size_bytes),
-             e.manifest["created"]] for e in entries]
     unreadable = store.unreadable()
-    print(table(["key", "kind", "params", "files", "size", "created"], rows) if rows
+    print(_entry_table(entries) if entries
           else f"the cache at {store.root} has no entry you may read" if unreadable
           else f"the cache at {store.root} is empty")
     for problem in unreadable:
@@ -287,6 +292,34 @@ def _cache_ls(args: argparse.Namespace) -> int:
         print(table(["dataset", "file", "size", "origin", "hash"],
                     [[file.dataset, file.path.name, human_size(file.size), file.origin, raw.STATES[file.state]]
                      for file in files]))
+    return 0
+
+
+def _entry_table(entries: Sequence[ManifestFields]) -> str:
+    """The table of ``cache ls``: one row per entry (local or at a URL)."""
+    return table(["key", "kind", "params", "files", "size", "created"],
+                 [[e.key[:12], e.kind, _describe_params(e.params), len(e.files), human_size(e.size_bytes),
+                   e.manifest["created"]] for e in entries])
+
+
+def _remote_cache(data_dir: Location) -> RemoteCache:
+    """The store of the data dir at ``data_dir``; a `UsageError` when it cannot be listed (HTTP)."""
+    cache = RemoteCache(data_dir)
+    try:
+        cache.check_listable()
+    except UnlistableURLError as error:
+        raise UsageError(str(error)) from None
+    return cache
+
+
+def _remote_cache_ls(data_dir: Location) -> int:
+    """``cache ls`` of a data dir at a URL: its complete entries; upload in progress and broken ones named."""
+    scan = _remote_cache(data_dir).scan()
+    print(_entry_table(scan.entries) if scan.entries else f"the cache at {data_dir}/cache has no entry")
+    for url in scan.incomplete:
+        print(f"not listed: {url}: {INCOMPLETE}", file=sys.stderr)
+    for problem in scan.broken:
+        print(f"not listed: {problem} (glyphforge cache verify --data-dir {data_dir})", file=sys.stderr)
     return 0
 
 
@@ -316,7 +349,10 @@ def _describe_params(params: dict[str, Any], width: int = 60) -> str:
 
 
 def _cache_verify(args: argparse.Namespace) -> int:
-    store = CacheStore.for_data_dir(args.data_dir)
+    context = _context(args, remote=True)
+    if context.remote is not None:
+        return _remote_cache_verify(context.remote)
+    store = context.store
     problems = store.verify() + _raw_problems(_raw_files(args, rehash=True))
     for problem in problems:
         print(f"{'UNREADABLE' if problem.unreadable else 'CORRUPT'} {problem}{_lost_shards_note(problem)}")
@@ -330,6 +366,21 @@ def _cache_verify(args: argparse.Namespace) -> int:
     if problems:
         return 1
     print(f"all {count(len(store.ls()), 'entry', 'entries')} in {store.root} verified")
+    return 0
+
+
+def _remote_cache_verify(data_dir: Location) -> int:
+    """``cache verify`` of a data dir at a URL: every manifest checked, every data file re-hashed where it lies."""
+    scan, problems = _remote_cache(data_dir).verify()
+    for url in scan.incomplete:
+        print(f"INCOMPLETE {url}: {INCOMPLETE}")
+    for problem in problems:
+        print(f"CORRUPT {problem}")
+    if problems:
+        print(f"{len(problems)} problem(s) found at {data_dir}; glyphforge does not delete at a URL: publish (or "
+              "build) the damaged entries there again, or remove them with the store's own tools", file=sys.stderr)
+        return 1
+    print(f"all {count(len(scan.entries), 'entry', 'entries')} at {data_dir} verified")
     return 0
 
 
@@ -356,14 +407,27 @@ def _lost_shards_note(problem: CacheProblem) -> str:
     return f". {lost}" if lost else ""
 
 
+def _local_for_deleting(args: argparse.Namespace) -> DataContext:
+    """The context of ``cache rm``/``cache gc``: a URL data dir is a `UsageError` (glyphforge never deletes there)."""
+    context = _context(args, remote=True)
+    if context.remote is not None:
+        raise UsageError(
+            f"glyphforge cache {args.cache_command} never deletes anything at a URL ({context.remote}) in this "
+            "version. Remove an entry there with the store's own tools, its manifest.json first so that no reader "
+            f"trusts it any more ({context.remote}/cache/KIND/KEY/manifest.json, e.g. with `aws s3 rm` or `gcloud "
+            "storage rm`, then the rest of the folder); to clean this machine's copy of it, run the command with "
+            f"--data-dir {context.data_dir}")
+    return context
+
+
 def _cache_rm(args: argparse.Namespace) -> int:
-    entry = CacheStore.for_data_dir(args.data_dir).rm(args.key)
+    entry = _local_for_deleting(args).store.rm(args.key)
     print(f"removed {entry.kind} {entry.key} ({human_size(entry.size_bytes)})")
     return 0
 
 
 def _cache_gc(args: argparse.Namespace) -> int:
-    store = CacheStore.for_data_dir(args.data_dir)
+    store = _local_for_deleting(args).store
     try:
         removed = store.gc()
     except CleanupError as error:
@@ -431,12 +495,18 @@ def _print_removed(removed: list[Path]) -> None:
 
 
 def _info(args: argparse.Namespace) -> int:
-    root = config.data_dir(args.data_dir)
-    store = CacheStore.for_data_dir(args.data_dir)
-    entries = store.ls()
-    print(f"data dir:   {root}")
-    print(f"cache:      {store.root} ({count(len(entries), 'entry', 'entries')}, "
+    context = _context(args, remote=True)
+    entries: Sequence[ManifestFields]
+    if context.remote is not None:
+        entries, cache = _remote_cache(context.remote).ls(), f"{context.remote}/cache"
+    else:
+        store = context.store
+        entries, cache = store.ls(), str(store.root)
+    print(f"data dir:   {context.remote or context.data_dir}")
+    print(f"cache:      {cache} ({count(len(entries), 'entry', 'entries')}, "
           f"{human_size(sum(e.size_bytes for e in entries))})")
+    if context.remote is not None:
+        print(f"local copy: {context.data_dir} (entries fetched from the URL, and what is made on this machine)")
     print(f"mirrors:    {' '.join(config.mirrors_from_env()) or '(none; set $GLYPHFORGE_MIRROR)'}")
     print(f"offline:    {'yes' if config.offline_from_env() else 'no'}")
     print("datasets:")

@@ -167,10 +167,18 @@ class DataContext:
 
     @property
     def store(self) -> CacheStore:
-        """The cache store under ``<data dir>/cache``."""
+        """The cache store under ``<data dir>/cache``.
+
+        For a data dir at a URL, a `~glyphforge.storage.pull_through.PullThroughStore` over this
+        machine's copy (under :attr:`local_cache`): prepared entries it lacks are fetched from the URL.
+        """
         from glyphforge.cache.store import CacheStore
 
-        return CacheStore.for_data_dir(self.data_dir)
+        if self.remote is None:
+            return CacheStore.for_data_dir(self.data_dir)
+        from glyphforge.storage.pull_through import PullThroughStore
+
+        return PullThroughStore(config.cache_dir(self.data_dir), self.remote)
 
     def raw_dir(self, dataset: str) -> Path:
         """Return ``<data dir>/raw/<dataset>``, where the upstream files of ``dataset`` live."""

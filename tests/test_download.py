@@ -329,9 +329,12 @@ def test_file_url_origin_is_local_and_allowed_offline(tmp_path):
 
 
 def test_unsupported_mirror_scheme_is_refused(http_server, tmp_path):
-    with pytest.raises(ValueError, match=r"mirror 'ftp://example.org/data' is not supported: use an https:// or "
-                                         r"http:// URL, a file:// URL or a plain directory"):
-        get(resource(http_server), tmp_path, mirrors=["ftp://example.org/data"])
+    with pytest.raises(ValueError, match=r"^mirror 'nosuch://example.org/data' is not supported: cannot open "
+                                         r"nosuch://example.org/data: .*use s3://, gs://, https:// or file:// URLs"):
+        get(resource(http_server), tmp_path, mirrors=["nosuch://example.org/data"])
+    with pytest.raises(ValueError, match=r"^mirror 'file://host/data' is not supported: a file:// URL names a path on "
+                                         r"this machine \(file:///path, no host\)"):
+        get(resource(http_server), tmp_path, mirrors=["file://host/data"])
 
 
 # offline ---------------------------------------------------------------------------------------
@@ -349,7 +352,8 @@ def test_offline_fails_fast_with_the_manual_placement_message(http_server, tmp_p
     assert str(error) == (
         f"could not get ds/f.bin ({res.hash}) from {res.url}.\n"
         "Offline mode (GLYPHFORGE_OFFLINE=1 or offline=True) forbids network access: only the file in place "
-        "and local mirrors (directories, file://) were consulted.\n"
+        "and local mirrors (directories, file://) were consulted; HTTP and object storage (s3://, gs://) mirrors "
+        "are the network.\n"
         "Mirrors tried: none (offline, only directory and file:// mirrors are tried)\n"
         "  (no local source to try)\n"
         "What to do: unset GLYPHFORGE_OFFLINE and run again on a machine with network access, or download "

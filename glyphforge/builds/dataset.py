@@ -57,6 +57,7 @@ from glyphforge.builds.index import ShardIndex
 from glyphforge.builds.materialize import DecodedCopy, make_copy, open_copy
 from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry
 from glyphforge.cache.locks import LockTimeoutError
+from glyphforge.cache.manifest import is_built
 from glyphforge.cache.pklz import read_member
 from glyphforge.cache.safe_pickle import Budget
 from glyphforge.cache.store import read_entry
@@ -488,11 +489,6 @@ class BuiltDataset:
 
     def _empty(self, count: int) -> dict[str, np.ndarray]:
         return {name: np.empty((count, *info["shape"]), _dtype(info["dtype"])) for name, info in self.layout.items()}
-
-
-def is_built(entry: Entry) -> bool:
-    """Whether ``entry`` is a built dataset (its manifest records a shard layout)."""
-    return "layout" in entry.meta and "n_examples" in entry.meta
 
 
 def lost_shards(entry: Entry, size: int) -> str | None:

@@ -92,6 +92,11 @@ class ManifestFields:
         return sum(info["size"] for info in self.manifest["files"].values())
 
 
+def is_built(entry: ManifestFields) -> bool:
+    """Whether ``entry`` (on disk or at a URL) is a built dataset: its manifest records a shard layout."""
+    return "layout" in entry.meta and "n_examples" in entry.meta
+
+
 class BrokenManifestError(ValueError):
     """An entry directory's ``manifest.json`` is missing, unreadable or inconsistent (the message says how)."""
 

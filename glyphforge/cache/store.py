@@ -319,6 +319,10 @@ class Writer:
     known_sha256: dict[str, str] = field(default_factory=dict)
     """The sha256 of files the caller hashed while writing them (``concat_pklz`` does): committing
     records these instead of reading the files again."""
+    manifest: dict[str, Any] | None = None
+    """The manifest of an entry copied from elsewhere (a data dir at a URL), committed as it is
+    (its ``created`` and versions kept) instead of a new one; ``meta`` is then unused, and the staged
+    files must be exactly its files table."""
 
     def write(self, name: str, obj: Any, level: int | None = None) -> Path:
         """Write ``obj`` as the gzipped pickle ``name`` (see :func:`dump_pklz`)."""
@@ -358,6 +362,11 @@ class CacheStore:
 
     def __repr__(self) -> str:
         return f"CacheStore({str(self.root)!r})"
+
+    @property
+    def where(self) -> str:
+        """Where entries are looked for, for messages ("X is not prepared in ..."): the store's directory."""
+        return str(self.root)
 
     # -- addressing -------------------------------------------------------
     def key(self, kind: str, params: Mapping[str, Any]) -> str:
@@ -448,7 +457,11 @@ class CacheStore:
                 continue
             known = writer.known_sha256.get(path.name)
             files[path.name] = {"size": path.stat().st_size, "sha256": known or sha256_file(path)}
-        manifest = make_manifest(kind, key, params, files, writer.meta)
+        manifest = make_manifest(kind, key, params, files, writer.meta) if writer.manifest is None else writer.manifest
+        if (manifest["kind"], manifest["key"], manifest["files"]) != (kind, key, files):
+            raise ValueError(f"the manifest given for {kind} {key[:12]} is not that of the staged files (it names "
+                             f"{manifest['kind']} {manifest['key'][:12]} with files {sorted(manifest['files'])}, the "
+                             f"staging holds {sorted(files)}): nothing was committed")
         # A plain write, not _files.atomic_path: the staging directory is invisible until the rename below.
         with writing(writer.path / MANIFEST):
             (writer.path / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")

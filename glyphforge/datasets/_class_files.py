@@ -434,8 +434,8 @@ def entry_for(dataset: Declaration, config: str, shape: tuple[int, int], context
         option = "" if dataset.config_option is None else f"{dataset.config_option}={config!r}"
         flag = "" if dataset.config_option is None else f" --{dataset.config_option} {config}"
         raise FileNotFoundError(
-            f"{_config_phrase(dataset, config)} is not prepared in {store.root}: run prepare_{dataset.ident}({option}) "
-            f"or `prepare-data {dataset.name}{flag}`, or pass download=True"
+            f"{_config_phrase(dataset, config)} is not prepared in {store.where}: run "
+            f"prepare_{dataset.ident}({option}) or `prepare-data {dataset.name}{flag}`, or pass download=True"
         )
     return prepare_entries(dataset, [config], [shape], {}, context)[-1]
 
@@ -650,7 +650,7 @@ def glyph_images(
         size = f"{request.shape[0]}x{request.shape[1]}"
         flag = "" if dataset.config_option is None else f" --{dataset.config_option} {request.config}"
         raise FileNotFoundError(
-            f"{_config_phrase(dataset, request.config)} at {size} is not prepared in {store.root}: run "
+            f"{_config_phrase(dataset, request.config)} at {size} is not prepared in {store.where}: run "
             f"`prepare-data {dataset.name}{flag} --shape {size}` first (glyph images are read from the cache only, "
             "never downloaded)"
         )

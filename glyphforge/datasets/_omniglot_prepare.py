@@ -193,8 +193,9 @@ def prepare_omniglot(
     return entries
 
 
-def not_prepared(sets: Sequence[str], root: Path, hint: str) -> FileNotFoundError:
-    """The error for Omniglot ``sets`` missing from the cache at ``root``, naming the command that prepares them."""
+def not_prepared(sets: Sequence[str], root: str, hint: str) -> FileNotFoundError:
+    """The error for Omniglot ``sets`` missing from the cache at ``root`` (`CacheStore.where`), naming the command
+    that prepares them."""
     return FileNotFoundError(
         f"Omniglot sets {list(sets)} are not prepared in {root}: run prepare_omniglot(sets={list(sets)!r}) "
         f"or `prepare-data omniglot --omniglot-sets {' '.join(sets)}`{hint}"
@@ -213,7 +214,7 @@ def set_entries(sets: tuple[str, ...], shape: tuple[int, int], method: str, cont
     if missing:
         absent = [name for name in missing if store.get(KIND, params(name, NATIVE_SHAPE, method)) is None]
         if absent and not context.download:
-            raise not_prepared(absent, store.root, ", or pass download=True")
+            raise not_prepared(absent, store.where, ", or pass download=True")
         prepared = prepare_omniglot(sets=missing, shapes=[shape], method=method, context=context)
         per_set = 1 if shape == NATIVE_SHAPE else 2  # the 105x105 entry, then the resized one
         entries.update(zip(missing, prepared[per_set - 1::per_set], strict=True))

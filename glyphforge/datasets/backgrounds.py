@@ -330,7 +330,7 @@ def load_backgrounds(
             have = store.get(KIND, _params(None, method))
             missing = sorted(set(wanted) - set(have.meta["backgrounds"] if have is not None else ()))
             raise FileNotFoundError(
-                f"backgrounds {missing} are not prepared in {store.root}: run prepare_backgrounds(names={missing!r}) "
+                f"backgrounds {missing} are not prepared in {store.where}: run prepare_backgrounds(names={missing!r}) "
                 "or `prepare-data backgrounds`, or pass download=True"
             )
         entry = prepare_backgrounds(names=wanted, shapes=[] if size is None else [size], method=method,

@@ -340,7 +340,7 @@ def glyph_images(
         found = {name: store.get(KIND, params(name, NATIVE_SHAPE, GLYPH_METHOD)) for name in names}
         absent = [name for name, entry in found.items() if entry is None]
         if absent:
-            raise not_prepared(absent, store.root, " first: scenes read glyphs from the cache and never download")
+            raise not_prepared(absent, store.where, " first: scenes read glyphs from the cache and never download")
         resize = functools.partial(resized, shape=size, method=GLYPH_METHOD, batch=True)
     catalog = Catalog(found)  # type: ignore[arg-type]  # every set has its entry now
     chosen = catalog.select(classes)

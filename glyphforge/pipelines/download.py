@@ -13,9 +13,12 @@ pinned hash, and never leaves a wrong or partial file there:
    ``lock_timeout``, then reuse the result; see :mod:`glyphforge.cache.locks`),
    each source is tried in order: the ``mirrors`` given, the mirrors in
    ``$GLYPHFORGE_MIRROR``, then the origin URL. A mirror base ``M`` (``https://``,
-   ``http://``, ``file://`` or a plain directory) serves ``M/<dataset>/<filename>``;
-3. a source is streamed into ``<filename>.part`` (resumed with a Range request when the
-   server supports it), verified against the hash, and renamed into place. A resumed
+   ``http://``, ``file://``, a plain directory, or any URL fsspec opens: ``s3://``,
+   ``gs://``...) serves ``M/<dataset>/<filename>``;
+3. a source is streamed into ``<filename>.part`` (an HTTP one resumed with a Range request
+   when the server supports it; one in object storage read through fsspec from byte 0, with
+   the credentials the provider's SDK finds in the environment), verified against the hash,
+   and renamed into place. A resumed
    file that does not verify is downloaded once more from byte 0 before the source fails;
    a ``.part`` file with the wrong hash (glyphforge's own download) is deleted. A
    download renamed into place leaves a record (``.<filename>.record``, see
@@ -29,7 +32,8 @@ each retry, and a download still unfinished, is logged at INFO.
 A ``text/html`` answer is refused at once. A full disk raises
 :class:`~glyphforge._files.StorageError` naming the ``.part`` file, which is kept for a
 resume. In offline mode (``offline=True`` or ``$GLYPHFORGE_OFFLINE=1``) only local
-mirrors are consulted. Every failure raises
+mirrors (directories, ``file://``) are consulted: object storage (``s3://``, ``gs://``) is
+the network, as HTTP is. Every failure raises
 :class:`DownloadError` (or :class:`HashMismatchError`) listing each source tried and why,
 and the exact path where the file may be placed by hand.
 
@@ -44,6 +48,7 @@ from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import quote, urlsplit
 from urllib.request import url2pathname
 
@@ -67,6 +72,8 @@ from glyphforge.pipelines.http_source import (
     download,
     progress_bar,
 )
+from glyphforge.storage.location import Location, UnsupportedURLError
+from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK
 from glyphforge.textfmt import human_size
 
 __all__ = ["Attempt", "DownloadError", "HashMismatchError", "Resource", "RetryPolicy", "fetch"]
@@ -191,8 +198,11 @@ class HashMismatchError(DownloadError):
 
 @dataclass(frozen=True)
 class _Source:
+    """Where to get the file (``location``): ``path`` for a local one, ``remote`` for one fsspec opens, else HTTP."""
+
     location: str
     path: Path | None = None
+    remote: Location | None = None
 
 
 def fetch(
@@ -370,14 +380,32 @@ def _mirror_sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]
     bases = list(dict.fromkeys([*given, *config.mirrors_from_env()]))
     sources = []
     for base in bases:
-        if "://" in base and urlsplit(base).scheme.lower() in ("http", "https"):
+        scheme = urlsplit(base).scheme.lower() if "://" in base else ""
+        if scheme in ("http", "https"):
             location = f"{base.rstrip('/')}/{quote(resource.dataset)}/{quote(resource.filename)}"
             sources.append(_Source(location))
-        else:
+        elif scheme in ("", "file"):
             root = _local_path(base)
             path = root / resource.dataset / resource.filename
             sources.append(_Source(str(path), path))
+        else:
+            remote = _remote_mirror(base).child(resource.dataset, resource.filename)
+            sources.append(_Source(remote.url, remote=remote))
     return sources
+
+
+def _remote_mirror(base: str) -> Location:
+    """The fsspec location of the mirror base ``base`` (``s3://``, ``gs://``...).
+
+    Raises `UnsupportedURLError` (a ValueError) naming the package to install when fsspec
+    cannot open its scheme here.
+    """
+    location = Location(base)
+    try:
+        location.fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
+    except UnsupportedURLError as error:
+        raise UnsupportedURLError(f"mirror {base!r} is not supported: {error}") from None
+    return location
 
 
 def _source_from_url(url: str) -> _Source:
@@ -391,10 +419,11 @@ def _local_path(base: str) -> Path:
     if "://" not in base:
         return Path(base).expanduser()
     parts = urlsplit(base)
-    if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
+    if parts.netloc not in ("", "localhost"):
         raise ValueError(
-            f"mirror {base!r} is not supported: use an https:// or http:// URL, a file:// URL "
-            "or a plain directory (space-separated in GLYPHFORGE_MIRROR)"
+            f"mirror {base!r} is not supported: a file:// URL names a path on this machine (file:///path, no host); "
+            "use a plain directory, an https:// URL or an object storage URL (s3://, gs://), space-separated in "
+            "GLYPHFORGE_MIRROR"
         )
     return Path(url2pathname(parts.path))
 
@@ -404,6 +433,10 @@ def _get_verified(
 ) -> None:
     if source.path is not None:
         _copy_local(source.path, part, resource, progress)
+        _check_part(part, resource, source.location, final_url=None)
+        return
+    if source.remote is not None:
+        _copy_remote(source.remote, part, resource, progress)
         _check_part(part, resource, source.location, final_url=None)
         return
     fetched = _download(source.location, part, resource, session, policy, progress)
@@ -445,22 +478,42 @@ def _reject(part: Path, resource: Resource, *, source: str, final_url: str | Non
 
 
 def _copy_local(path: Path, part: Path, resource: Resource, progress: bool) -> None:
+    """Copy the local file ``path`` into ``part``; `SourceFailed` when it is missing, unreadable or of another size."""
     try:
-        size = path.stat().st_size
-        if resource.size is not None and size != resource.size:
-            raise SourceFailed(Attempt(str(path), f"has {size} bytes, expected {resource.size}"))
-        label = f"{resource.dataset}/{resource.filename}"
-        with open(path, "rb") as source, writing(part), open(part, "wb") as out, \
-                progress_bar(label, size, 0, progress) as bar:
-            while chunk := source.read(CHUNK_SIZE):
-                out.write(chunk)
-                bar.update(len(chunk))
+        with open(path, "rb") as source:
+            _copy_stream(source, os.fstat(source.fileno()).st_size, str(path), part, resource, progress)
     except StorageError:
         raise  # the destination's problem, not the mirror's: no other source can help
     except FileNotFoundError:
         raise SourceFailed(Attempt(str(path), "no such file")) from None
     except OSError as error:
         raise SourceFailed(Attempt(str(path), f"cannot read it ({error})")) from error
+
+
+def _copy_remote(location: Location, part: Path, resource: Resource, progress: bool) -> None:
+    """Stream the object at ``location`` (fsspec) into ``part``; `SourceFailed` when it cannot be read."""
+    try:
+        with location.fs.open(location.path, "rb", block_size=DOWNLOAD_BLOCK) as source:
+            _copy_stream(source, getattr(source, "size", None), location.url, part, resource, progress)
+    except (StorageError, SourceFailed):
+        raise  # the destination's problem (no other source can help), or already a failure of this source
+    except FileNotFoundError:
+        raise SourceFailed(Attempt(location.url, "no such object")) from None
+    except Exception as error:  # fsspec's backends raise their own errors (botocore's, aiohttp's) beside OSError
+        raise SourceFailed(Attempt(location.url, f"cannot read it ({type(error).__name__}: {error}); check the "
+                                   "credentials the provider's SDK finds in the environment")) from error
+
+
+def _copy_stream(source: BinaryIO, size: int | None, location: str, part: Path, resource: Resource,
+                 progress: bool) -> None:
+    """Copy ``source`` (``size`` bytes, None: unknown) into ``part``; `SourceFailed` when the size is not pinned's."""
+    if resource.size is not None and size is not None and size != resource.size:
+        raise SourceFailed(Attempt(location, f"has {size} bytes, expected {resource.size}"))
+    label = f"{resource.dataset}/{resource.filename}"
+    with writing(part), open(part, "wb") as out, progress_bar(label, size, 0, progress) as bar:
+        while chunk := source.read(CHUNK_SIZE):
+            out.write(chunk)
+            bar.update(len(chunk))
 
 
 def _failure(
@@ -470,7 +523,8 @@ def _failure(
     if offline:
         lines.append(
             "Offline mode (GLYPHFORGE_OFFLINE=1 or offline=True) forbids network access: "
-            "only the file in place and local mirrors (directories, file://) were consulted."
+            "only the file in place and local mirrors (directories, file://) were consulted; HTTP and object "
+            "storage (s3://, gs://) mirrors are the network."
         )
     no_mirror = "none (offline, only directory and file:// mirrors are tried)" if offline else (
         "none (set GLYPHFORGE_MIRROR or use --mirror)")

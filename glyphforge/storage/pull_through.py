@@ -1,0 +1,201 @@
+"""`PullThroughStore`: the local cache store of a data dir at a URL, filled from the entries found there.
+
+A loader given a URL data dir (``load_emnist(data_dir="s3://bucket/data")``) reads prepared
+entries through ``context.store``, which for such a context is a `PullThroughStore` over
+the local data dir under the local cache (``<local cache>/data/cache``, see
+`glyphforge.context.DataContext`). Its :meth:`~PullThroughStore.get` looks here first, then
+at ``<url>/cache/<kind>/<key>`` (`glyphforge.storage.remote_entry.RemoteEntry`): an entry
+there is fetched whole, each data file checked against the size and sha256 its manifest
+records, staged and committed under the key's lock like every local entry, with the same
+manifest (so its key and ``entry_sha256`` are the ones at the URL). The second load is
+local: no request is made for an entry already here.
+
+Only prepared entries are fetched so: a built dataset at the URL is read where it lies, by
+byte range (`glyphforge.open_built`), and :meth:`~PullThroughStore.get` leaves it alone
+(None). An entry that is not at the URL is made on this machine by the loaders that may
+(``download=True``), into the local store only: glyphforge never writes to a data dir URL
+by itself (publishing is explicit: `glyphforge publish`, ``prepare-data NAME --data-dir URL``);
+one INFO line says so. A damaged entry at the URL (a manifest failing the checks, a file
+of the wrong size or hash) is an error naming it, and leaves nothing in the local store.
+A dropped connection, a timeout or a 5xx answer is tried again as downloads are
+(`retrying`; s3fs and gcsfs retry by themselves, so their reads are made once); a refusal
+(403, wrong credentials) is a `RemoteReadError` at once, naming the URL and where
+credentials come from.
+
+The URL is read even in offline mode: it is the data dir asked for, not a source of
+upstream files (offline mode keeps loaders from downloading upstream files).
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from glyphforge._checks import PathLike
+from glyphforge._files import StorageError
+from glyphforge.cache.manifest import MANIFEST, is_built
+from glyphforge.cache.store import CacheStore, Entry
+from glyphforge.pipelines.http_source import DEFAULT_POLICY, RetryPolicy
+from glyphforge.storage.location import Location
+from glyphforge.storage.remote_entry import RemoteEntry, entry_location
+
+__all__ = ["PullThroughStore", "RemoteReadError", "reading", "retrying"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: Schemes whose filesystems retry failed requests themselves (s3fs, gcsfs): read once more would multiply waits.
+SELF_RETRYING = frozenset({"s3", "s3a", "gs", "gcs"})
+#: The policy of reads from those: one attempt (their own retries already ran).
+ONE_ATTEMPT = RetryPolicy(attempts=1)
+
+#: The entries (URL) already said to be missing at their URL in this process: the INFO line is said once each.
+_TOLD: set[str] = set()
+
+
+class RemoteReadError(OSError):
+    """A URL could not be read (network, permissions, credentials); the message names it and what to check."""
+
+
+@contextmanager
+def reading(url: str) -> Iterator[None]:
+    """Turn fsspec's errors reading ``url`` in the block into a `RemoteReadError` naming it and what to check.
+
+    A missing object (`FileNotFoundError`), this machine's disk (`StorageError`) and
+    glyphforge's own checks (ValueError such as `BrokenRemoteEntryError`, LookupError,
+    TypeError) pass unchanged: callers say what those mean.
+    """
+    try:
+        yield
+    except (FileNotFoundError, StorageError, RemoteReadError, ValueError, LookupError, TypeError):
+        raise
+    except Exception as error:  # fsspec's backends raise their own errors (aiohttp's, botocore's) beside OSError
+        raise RemoteReadError(
+            f"cannot read {url}: {error or type(error).__name__}. Check the URL, the network, and the credentials "
+            "this process has for it: they come from the environment as the provider's SDK reads them "
+            "(AWS_ACCESS_KEY_ID / AWS_PROFILE / AWS_ENDPOINT_URL for s3://, GOOGLE_APPLICATION_CREDENTIALS for "
+            "gs://) or from storage_options") from error
+
+
+def retrying(url: str, read: Callable[[], T], policy: RetryPolicy = DEFAULT_POLICY) -> T:
+    """Return ``read()``, a read of ``url``, tried again after a transient failure (`reading`'s errors).
+
+    A dropped connection, a timeout, a 408, 429 or 5xx answer is tried again up to
+    ``policy.attempts`` times in all, backing off as downloads do (`RetryPolicy.delay`), each
+    retry logged at INFO; a refusal (403, wrong credentials) is not.
+
+    Raises
+    ------
+    RemoteReadError
+        The last failure, naming the URL, how many attempts were made and what to check.
+    """
+    for attempt in range(1, policy.attempts + 1):
+        try:
+            with reading(url):
+                return read()
+        except RemoteReadError as error:
+            cause = error.__cause__
+            if attempt == policy.attempts or not _transient(cause):
+                tried = f" ({attempt} attempts)" if attempt > 1 else ""
+                raise RemoteReadError(f"{error}{tried}") from cause
+            delay = policy.delay(attempt, None)
+            log.info("%s from %s, retry %d/%d in %.2g s", type(cause).__name__, url, attempt + 1, policy.attempts,
+                     delay)
+            time.sleep(delay)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _transient(error: BaseException | None) -> bool:
+    """Whether a failed read may succeed when tried again: not a refusal (4xx but 408 and 429, permissions)."""
+    status = getattr(error, "status", None)  # aiohttp's ClientResponseError (http(s)://)
+    if isinstance(status, int):
+        return status in (408, 429) or status >= 500
+    return not isinstance(error, PermissionError)
+
+
+class PullThroughStore(CacheStore):
+    """A local `CacheStore` in front of the data dir at ``remote``: prepared entries missing here are fetched.
+
+    Parameters
+    ----------
+    root
+        The local store's directory (``<local cache>/data/cache``).
+    remote
+        The data dir's URL (and fsspec options); its entries are at ``<remote>/cache/<kind>/<key>``.
+    lock_timeout
+        As for `CacheStore`.
+    """
+
+    def __init__(self, root: PathLike, remote: Location, *, lock_timeout: float | None = None) -> None:
+        super().__init__(root, lock_timeout=lock_timeout)
+        self.remote = remote
+        self._absent: set[tuple[str, str]] = set()  # keys not at the URL (asked once per store)
+        self._policy = ONE_ATTEMPT if remote.scheme in SELF_RETRYING else DEFAULT_POLICY
+
+    def __repr__(self) -> str:
+        return f"PullThroughStore({str(self.root)!r}, {self.remote.url!r})"
+
+    @property
+    def where(self) -> str:
+        """Where entries are looked for, for messages: the URL and this machine's copy of it."""
+        return f"{self.remote} (nor in this machine's copy of it, {self.root}; {self._how_to_publish('prepare-data')})"
+
+    def get(self, kind: str, params: Mapping[str, Any]) -> Entry | None:
+        """Return the local entry for ``(kind, params)``, fetching a prepared one from the URL when it is there.
+
+        Returns None when neither has it (and for a built dataset at the URL, which is
+        read where it lies: `glyphforge.open_built`).
+
+        Raises
+        ------
+        BrokenRemoteEntryError
+            The entry at the URL is damaged (its manifest, or a data file's size or sha256);
+            nothing is left in the local store.
+        RemoteReadError
+            The URL could not be read (network, permissions, credentials).
+        UnreadableEntryError
+            As `CacheStore.get`, for the local entry.
+        """
+        entry = super().get(kind, params)
+        if entry is not None:
+            return entry
+        key = self.key(kind, params)
+        if (kind, key) in self._absent:
+            return None
+        location = entry_location(self.remote, kind, key)
+        remote = retrying(location.child(MANIFEST).url, lambda: RemoteEntry.open(location), self._policy)
+        if remote is None or is_built(remote):
+            self._absent.add((kind, key))
+            if remote is None and location.url not in _TOLD:
+                _TOLD.add(location.url)
+                log.info("%s %s is not at %s: where loading may prepare it, it is made on this machine, in %s. "
+                         "glyphforge never writes to a URL by itself: %s", kind, key[:12], self.remote, self.root,
+                         self._how_to_publish(f"prepare-data {kind}"))
+            return None
+        return self._pull(remote, params)
+
+    def _how_to_publish(self, command: str) -> str:
+        """How to put an entry made here at the URL (``command``: the prepare-data command that makes it)."""
+        if self.remote.read_only:
+            return f"{self.remote} is read-only (HTTP): publish it to the store that URL serves"
+        return f"to share it there, publish it (`{command} --data-dir {self.remote}`, or `glyphforge publish`)"
+
+    def _pull(self, remote: RemoteEntry, params: Mapping[str, Any]) -> Entry:
+        """Fetch ``remote`` whole into this store (under its key's lock) and return the local entry."""
+        with self._locked(remote.kind, remote.key):
+            entry = super().get(remote.kind, params)  # another process may have fetched it meanwhile
+            if entry is None:
+                log.info("fetching %s %s from %s (%d files, %d bytes)", remote.kind, remote.key[:12], remote.url,
+                         len(remote.files), remote.size_bytes)
+                with self.create(remote.kind, params) as writer:
+                    for name in remote.files:
+                        retrying(remote.location.child(name).url,
+                                 functools.partial(remote.download, name, writer.path / name), self._policy)
+                        writer.known_sha256[name] = remote.manifest["files"][name]["sha256"]
+                    writer.manifest = remote.manifest
+                entry = super().get(remote.kind, params)
+        assert entry is not None, "a committed entry must be readable"
+        return entry
