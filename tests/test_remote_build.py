@@ -24,6 +24,7 @@ from glyphforge.builds.remote_build import (
     ReadOnlyDataDirError,
     RemoteStorageError,
     build_into,
+    fetch_entries,
     remote_manifest,
 )
 from glyphforge.builds.scenes import ScatteredGlyphs
@@ -284,6 +285,43 @@ def test_workers_fetch_what_the_prepare_made_from_the_bucket_into_their_own_cach
     assert fetched.key == prepared.key and fetched.manifest["files"] == prepared.manifest["files"]
     local = build(spec, data_dir=tmp_path / "local", progress=False)
     _assert_parts_are_the_local_shards(fs, entry.url, local)
+
+
+def test_the_prepared_entries_are_published_checked_when_fetched_and_never_replace_a_foreign_object(
+        s3_server, shared_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("GLYPHFORGE_MIRROR", str(shared_data))
+    monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
+    spec = ScatteredGlyphs(20, glyphs="font", characters="AB", shard_size=10, backgrounds=["blue_circle"])
+    data_url = f"{s3_server.bucket()}/data"
+    build_into(spec, DataContext.resolve(data_dir=data_url), progress=False)
+    [prepared] = DataContext.resolve(data_dir=data_url).store.ls()
+    fs, inputs = s3_server.fs(), ((prepared.kind, prepared.key),)
+    published = f"{data_url}/cache/{prepared.kind}/{prepared.key}"
+    assert fs.cat_file(f"{published}/manifest.json") == (prepared.path / "manifest.json").read_bytes()
+
+    fetch_entries(Location(data_url), inputs, CacheStore.for_data_dir(tmp_path / "worker-1"))
+    [fetched] = CacheStore.for_data_dir(tmp_path / "worker-1").ls()
+    assert fetched.manifest["entry_sha256"] == prepared.manifest["entry_sha256"]
+    assert all((fetched.path / name).read_bytes() == (prepared.path / name).read_bytes() for name in prepared.files)
+
+    [name] = prepared.files
+    original = fs.cat_file(f"{published}/{name}")
+    fs.pipe_file(f"{published}/{name}", bytes(len(original)))  # damaged in the bucket, at the same size
+    damaged_store = CacheStore.for_data_dir(tmp_path / "worker-2")
+    with pytest.raises(RemoteStorageError, match=rf"{published}/{name} is not the file its manifest records .*"
+                                                 "Remove it there and run the build again"):
+        fetch_entries(Location(data_url), inputs, damaged_store)
+    assert damaged_store.ls() == []  # nothing half-fetched
+
+    foreign_url = f"{s3_server.bucket()}/data"
+    foreign = f"{foreign_url}/cache/{prepared.kind}/{prepared.key}/{name}"
+    fs.pipe_file(foreign, b"not glyphforge's")
+    with pytest.raises(RemoteStorageError, match=rf"{foreign} holds 16 bytes, not the [\d,]+ of backgrounds .*"
+                                                 "never replaces what it did not write"):
+        build_into(replace(spec, seed=1), DataContext.resolve(data_dir=foreign_url), progress=False)
+    assert fs.cat_file(foreign) == b"not glyphforge's"
+    assert _names(fs, f"{foreign_url}/cache/scenes") == [f"{cache_key('scenes', cache_params(replace(spec, seed=1)))}"
+                                                        ".work/build.json"]  # no shard was made
 
 
 # -- other URLs, bad URLs ------------------------------------------------------------------------------

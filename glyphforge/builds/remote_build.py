@@ -229,6 +229,9 @@ def remote_manifest(entry: Location, kind: str, key: str) -> dict[str, Any] | No
 def check_manifest(text: bytes, kind: str, key: str) -> dict[str, Any]:
     """Return the manifest ``text`` of entry ``kind/key`` once it passes `read_manifest`'s checks.
 
+    It is checked in a scratch ``<kind>/<key>/`` folder, as on disk (the remote reader's
+    ``glyphforge.cache.manifest.parse_manifest`` is to replace this when it is merged).
+
     Raises
     ------
     BrokenManifestError
