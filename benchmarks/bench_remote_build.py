@@ -58,6 +58,37 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def per_shard(spec, scratch: Path, fs, shards: int = 10) -> None:
+    """Time one shard's local task (`ShardTask`) against its remote task (`RemoteShardTask`), alternated here.
+
+    The same process runs both on the same shards, one after the other, so the load of the
+    machine (other builds, other users) hits both alike: the difference of the medians is what
+    writing a part and its record to S3 costs over writing them to the local disk.
+    """
+    from glyphforge.builds.remote_build import RemoteShardTask, entry_location
+    from glyphforge.builds.shards import ShardTask, count_shards
+    from glyphforge.storage.location import Location
+
+    shards = min(shards, count_shards(spec.n_examples, spec.shard_size))
+
+    fs.mkdir("bench-shards")
+    work = scratch / "per-shard"
+    work.mkdir()
+    local_task = ShardTask(spec, str(work), str(scratch / "unused"))
+    remote_task = RemoteShardTask(spec, entry_location(Location("s3://bench-shards/data"), spec.kind, "k" * 64),
+                                  Location("s3://bench-shards/data"))
+    local_times, remote_times = [], []
+    for index in range(shards):
+        for task, times in ((local_task, local_times), (remote_task, remote_times)):
+            started = time.perf_counter()
+            task(index)
+            times.append(time.perf_counter() - started)
+    local, remote = statistics.median(local_times) * 1000, statistics.median(remote_times) * 1000
+    print(f"one shard of {spec.shard_size:,} scenes, alternated in one process ({shards} each): local task "
+          f"{local:.0f} ms, remote task {remote:.0f} ms (median): {remote - local:+.0f} ms a shard "
+          f"({(remote - local) / local:+.1%})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples", type=int, default=100_000)
@@ -111,6 +142,8 @@ def main() -> None:
             ratios = [remote / local for remote, local in zip(remote_times, local_times, strict=True)]
             print(f"ratio:      {best_remote / best_local:.2f}x of the best times (goal <= 1.3x); round by round "
                   f"median {statistics.median(ratios):.2f}x")
+
+        per_shard(spec, scratch, fs)
 
         # the per-object cost: one put of a part-sized object, from one process, as each worker does
         data = os.urandom(int(mean))

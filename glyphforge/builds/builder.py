@@ -33,7 +33,9 @@ and draws from ``numpy.random.SeedSequence(seed).spawn(n_shards)[i]``, so the ou
 depends only on the spec, never on the session or its number of workers.
 
 The entry's one file, ``arrays.pklz``, is the shard files joined without
-recompression (see `glyphforge.builds.dataset`).
+recompression (see `glyphforge.builds.dataset`). Built into a data dir that is a URL
+(object storage), an entry keeps one part per shard instead, written by the workers
+(`glyphforge.builds.remote_build`).
 """
 from __future__ import annotations
 
