@@ -14,6 +14,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import dill
 import numpy as np
 import pytest
 
@@ -22,6 +23,7 @@ from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, LostShardsError
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.remote_build import (
     ReadOnlyDataDirError,
+    RemoteShardTask,
     RemoteStorageError,
     build_into,
     fetch_entries,
@@ -322,6 +324,15 @@ def test_the_prepared_entries_are_published_checked_when_fetched_and_never_repla
     assert fs.cat_file(foreign) == b"not glyphforge's"
     assert _names(fs, f"{foreign_url}/cache/scenes") == [f"{cache_key('scenes', cache_params(replace(spec, seed=1)))}"
                                                         ".work/build.json"]  # no shard was made
+
+
+def test_a_shard_task_travels_to_workers_without_the_secret_storage_options():
+    data_dir = Location("s3://bucket/data", {"secret": "s3cr3t-value", "key": "AKIA-KEY-ID", "endpoint_url": "http://x"})
+    task = RemoteShardTask(SPEC, data_dir.child("cache", "test-noise", "k"), data_dir)
+    sent = dill.dumps(task)
+    assert b"s3cr3t-value" not in sent and b"AKIA-KEY-ID" not in sent
+    received = dill.loads(sent)
+    assert received.data_dir.storage_options == {"endpoint_url": "http://x"} and received.entry == task.entry
 
 
 # -- other URLs, bad URLs ------------------------------------------------------------------------------
