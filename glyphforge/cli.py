@@ -601,13 +601,22 @@ def _publish_url(text: str) -> str:
 
 def _build_scenes(args: argparse.Namespace) -> int:
     from glyphforge import build
+    from glyphforge.builds.remote_build import build_into, check_writable
 
+    context = _context(args, remote=True)
     try:
         spec = scene_spec(args)
         check_session(args.session, dict(args.session_options))
+        if context.remote is not None:
+            check_writable(context.remote)
     except (ValueError, TypeError) as error:  # the spec's and session's own checks: bad arguments, before any work
         raise UsageError(str(error)) from None
-    dataset = build(spec, session=args.session, context=_context(args), progress=not args.quiet,
+    if context.remote is not None:  # into object storage: say where, without opening a reader of it
+        entry = build_into(spec, context, args.session, progress=not args.quiet,
+                           session_options=dict(args.session_options))
+        print(f"built {spec.n_examples} scenes: entry {entry.name} at {entry}")
+        return 0
+    dataset = build(spec, session=args.session, context=context, progress=not args.quiet,
                     session_options=dict(args.session_options))
     print(f"built {len(dataset)} scenes: entry {dataset.key} at {dataset.path}")
     return 0

@@ -33,10 +33,13 @@ and draws from ``numpy.random.SeedSequence(seed).spawn(n_shards)[i]``, so the ou
 depends only on the spec, never on the session or its number of workers.
 
 The entry's one file, ``arrays.pklz``, is the shard files joined without
-recompression (see `glyphforge.builds.dataset`).
+recompression (see `glyphforge.builds.dataset`). Built into a data dir that is a URL
+(object storage), an entry keeps one part per shard instead, written by the workers
+(`glyphforge.builds.remote_build`).
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import time
@@ -66,6 +69,7 @@ from glyphforge.cache.pklz import MemberMismatchError
 from glyphforge.context import DataContext
 from glyphforge.session import Session, TaskFailure, check_session, open_session
 from glyphforge.session.base import check_main_guard
+from glyphforge.storage.location import Location
 from glyphforge.textfmt import count
 
 log = logging.getLogger(__name__)
@@ -91,6 +95,15 @@ class Spec(Protocol):
     def params(self) -> dict[str, Any]: ...
 
     def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]: ...
+
+
+class ShardMaker(Protocol):
+    """What a session maps over shard indices: `ShardTask`, or a remote build's task."""
+
+    @property
+    def spec(self) -> Any: ...
+
+    def __call__(self, index: int) -> ShardRecord: ...
 
 
 class SpecError(ValueError):
@@ -143,6 +156,7 @@ def cache_params(spec: Any) -> dict[str, Any]:
 def build(
     spec: Spec, session: Session | str | None = None, data_dir: PathLike | None = None,
     progress: bool = True, session_options: Mapping[str, Any] | None = None, context: DataContext | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> BuiltDataset:
     """Build ``spec`` shard by shard through ``session``; return the cached dataset.
 
@@ -158,7 +172,9 @@ def build(
     data_dir
         Data dir whose cache holds the result and from which the shards read
         prepared data (default: see `glyphforge.config`). Workers write shards
-        there: on a cluster it must be on a shared filesystem.
+        there: on a cluster it must be on a shared filesystem. A URL
+        (``s3://bucket/x``, ``gs://...``, ``file://...``) builds into object storage
+        instead, without a shared filesystem (see `glyphforge.builds.remote_build`).
     progress
         Show a progress bar over shards and print a summary line (stderr).
     session_options
@@ -169,12 +185,16 @@ def build(
         ``verify`` the spec's ``prepare`` fetches with (``data_dir``, when given, overrides
         its data dir; None: the environment's). ``progress=False`` also hides the
         prepare's progress bars.
+    storage_options
+        fsspec's options for a ``data_dir`` that is a URL (e.g. ``{"endpoint_url": ...}``);
+        credentials come from the environment of each process, as the provider's SDK reads them.
 
     Returns
     -------
     BuiltDataset
         On a cache hit without any work. Otherwise finished shards found from an
-        interrupted earlier build are verified and reused, the others made.
+        interrupted earlier build are verified and reused, the others made. For a URL
+        data dir, the reader of the entry where it lies (`glyphforge.builds.remote.open_built`).
 
     Raises
     ------
@@ -188,18 +208,16 @@ def build(
         Called by a worker process while it imports the main script again: the
         script builds at its top level, without ``if __name__ == "__main__":``.
     """
-    check_main_guard("build()")
-    check_spec(spec)
-    if isinstance(session, Session):
-        if session_options:
-            raise ValueError("session_options apply when build opens the session from a string; "
-                             "this session is already open: give its options to open_session instead")
-    else:  # a bad session string or option fails now, before any work (also on a cache hit)
-        check_session(session or "local", session_options)
+    check_build_arguments(spec, session, session_options, "build()")
     if data_dir is None and getattr(spec, "data_dir", None) is not None:  # the spelling of 0.1
         warn_deprecated("a spec's data_dir attribute", "build(spec, data_dir=...)")
         data_dir = spec.data_dir  # type: ignore[attr-defined]  # checked just above
-    context = DataContext.resolve(context, data_dir=data_dir, progress=None if progress else False)
+    context = DataContext.resolve(context, data_dir=data_dir, progress=None if progress else False,
+                                  storage_options=storage_options)
+    if context.remote is not None:
+        from glyphforge.builds.remote_build import build_into  # it builds on this module
+
+        return _open_remote(build_into(spec, context, session, progress=progress, session_options=session_options))
     root = context.data_dir
     store = context.store
     params = cache_params(spec)
@@ -219,6 +237,26 @@ def build(
     for work_dir in work_dirs:  # its shards are in the entry now: delete them without waiting
         store.discard_in_background(work_dir)
     return BuiltDataset(entry)
+
+
+def check_build_arguments(spec: Any, session: Session | str | None, session_options: Mapping[str, Any] | None,
+                          caller: str) -> None:
+    """Check what a build is given before any work (also on a cache hit), as `build` documents; ``caller`` names it."""
+    check_main_guard(caller)
+    check_spec(spec)
+    if isinstance(session, Session):
+        if session_options:
+            raise ValueError("session_options apply when build opens the session from a string; "
+                             "this session is already open: give its options to open_session instead")
+    else:  # a bad session string or option fails now, before any work (also on a cache hit)
+        check_session(session or "local", session_options)
+
+
+def _open_remote(location: Location) -> BuiltDataset:
+    """The reader of the built entry at ``location`` (`glyphforge.builds.remote.open_built`)."""
+    remote = importlib.import_module("glyphforge.builds.remote")  # the remote reader (#25), imported when used
+    dataset: BuiltDataset = remote.open_built(location)
+    return dataset
 
 
 def _build_shards(
@@ -241,7 +279,7 @@ def _build_shards(
     while True:
         missing = [index for index in range(n_shards) if index not in records]
         if missing:
-            workers = _make_shards(task, missing, records, session, session_options, progress)
+            workers = make_shards(task, missing, records, session, session_options, progress)
         try:
             joined = concat_pklz(
                 [shard_path(work_dir, index) for index in range(n_shards)], writer.path / ARRAYS_FILE,
@@ -259,7 +297,7 @@ def _build_shards(
     writer.meta.update(
         n_examples=int(spec.n_examples),
         n_shards=n_shards,
-        layout=_common_layout(records, spec.kind),
+        layout=common_layout(records, spec.kind),
         metadata=records[0].get("metadata", {}),
         images=images_array(records[0]["layout"], records[0].get("metadata", {}), spec.kind),
     )
@@ -275,8 +313,8 @@ def _build_shards(
         log.info(summary)
 
 
-def _make_shards(
-    task: ShardTask, missing: list[int], records: dict[int, ShardRecord], session: Session | str | None,
+def make_shards(
+    task: ShardMaker, missing: list[int], records: dict[int, ShardRecord], session: Session | str | None,
     session_options: dict[str, Any], progress: bool,
 ) -> int:
     """Make the ``missing`` shards through ``session`` (opened here from a string); return its worker count."""
@@ -312,7 +350,7 @@ def _open(session: str, options: dict[str, Any], n_tasks: int) -> Session:
 
 
 def _run_shards(
-    task: ShardTask, missing: list[int], records: dict[int, ShardRecord], session: Session, progress: bool
+    task: ShardMaker, missing: list[int], records: dict[int, ShardRecord], session: Session, progress: bool
 ) -> None:
     """Map ``task`` over the ``missing`` shards, adding each finished one to ``records``."""
     from tqdm import tqdm
@@ -329,7 +367,7 @@ def _run_shards(
             bar.set_postfix_str(f"shards {len(records)}/{n_shards}")
 
 
-def _common_layout(records: dict[int, ShardRecord], kind: str) -> dict[str, Any]:
+def common_layout(records: dict[int, ShardRecord], kind: str) -> dict[str, Any]:
     """Return the array layout all shards share, or raise naming the first shard that differs."""
     first = records[0]["layout"]
     for index in sorted(records):

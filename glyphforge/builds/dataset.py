@@ -39,6 +39,7 @@ garbage collected, so ``glyphforge cache gc --max-size`` never evicts it.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -55,7 +56,7 @@ from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import batches
 from glyphforge.builds.index import ShardIndex
 from glyphforge.builds.materialize import DecodedCopy, make_copy, open_copy
-from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry
+from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry, MissingEntryFileError
 from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.cache.manifest import is_built
 from glyphforge.cache.pklz import read_member
@@ -175,9 +176,10 @@ class BuiltDataset:
     def index(self) -> ShardIndex:
         """Where each shard is in ``arrays.pklz`` and which rows it holds (checked against the file)."""
         if self._index is None:
-            where = str(self.path / ARRAYS_FILE)
+            parts = self.entry.meta.get("parts")
+            where = str(self.path if parts else self.path / ARRAYS_FILE)
             index = ShardIndex.of_entry(self.entry, where)
-            index.check(len(self), where)
+            index.check(len(self), where, parts)
             self._index = index
         return self._index
 
@@ -285,13 +287,18 @@ class BuiltDataset:
         path, offset = self._member(number)
         arrays: Shard = read_member(path, offset, int(index.length[number]), what=f"shard {number}", budget=budget)
         if sorted(arrays) != sorted(self.layout) or any(len(array) != rows for array in arrays.values()):
-            raise ValueError(f"{self.path / ARRAYS_FILE}: shard {number} does not hold the {rows} rows of arrays "
-                             f"{sorted(self.layout)} its index promises; remove the entry and build it again")
+            raise ValueError(f"{self.path / self._member_name(number)}: shard {number} does not hold the {rows} rows "
+                             f"of arrays {sorted(self.layout)} its index promises; remove the entry and build it again")
         return arrays
 
     def _member_name(self, number: int) -> str:
-        """The name of the entry's data file holding shard ``number``'s gzip member."""
-        return ARRAYS_FILE
+        """The name of the entry's data file holding shard ``number``'s gzip member.
+
+        ``arrays.pklz``, or for a multi-part entry (built into object storage, see
+        `glyphforge.builds.index`) ``meta["parts"][index.part[number]]``.
+        """
+        part = self.index.part
+        return ARRAYS_FILE if part is None else str(self.entry.meta["parts"][int(part[number])])
 
     def _member(self, number: int) -> tuple[Path, int]:
         """Where shard ``number``'s gzip member is: the file to read it from and its first byte there."""
@@ -307,6 +314,8 @@ class BuiltDataset:
         DamagedEntryFileError, MissingEntryFileError
             The file is longer than its manifest records, or missing (see `Entry.file`).
         """
+        if self.index.part is not None:
+            return self._part_file(number)
         try:
             return self.entry.file(ARRAYS_FILE)
         except DamagedEntryFileError as error:
@@ -320,6 +329,33 @@ class BuiltDataset:
                 f"manifest records {error.expected:,}, so shard {number} is lost. {lost}. Run `glyphforge cache gc` to "
                 "remove the entry, then build it again: the build makes its shards again",
                 error.path, error.size, error.expected) from None
+
+    def _part_file(self, number: int) -> Path:
+        """The part of a multi-part entry holding shard ``number``.
+
+        Raises
+        ------
+        LostShardsError, MissingEntryFileError
+            The part is not the size its manifest records, or missing: the message names it and the shards it held.
+        """
+        name = self._member_name(number)
+        try:
+            return self.entry.file(name)
+        except DamagedEntryFileError as error:
+            what = f"{error.size:,} bytes where the manifest records {error.expected:,}"
+            raise LostShardsError(self._lost_part(number, what), error.path, error.size, error.expected) from None
+        except MissingEntryFileError:
+            missing = self._lost_part(number, "missing")
+            raise MissingEntryFileError(errno.ENOENT, missing, str(self.path / name)) from None
+
+    def _lost_part(self, number: int, what: str) -> str:
+        """Say that the part holding shard ``number`` is ``what`` (missing, short...), naming the shards it held."""
+        index = self.index
+        assert index.part is not None, "only a multi-part entry has parts"
+        lost = index.describe(*index.shards_in_part(int(index.part[number])))
+        return (f"{self.path / self._member_name(number)} ({what}) is the part of the {self.entry.kind} entry "
+                f"{self.key[:12]} that held {lost}: they are lost. Run `glyphforge cache gc` to remove the entry, "
+                "then build it again")
 
     def take(self, indices: Any) -> dict[str, np.ndarray]:
         """Return rows ``indices`` (ints, negative from the end) of every array, in that order.

@@ -9,6 +9,14 @@ each shard in order::
     start    # it holds the rows [start, stop) of the dataset
     stop
 
+A *multi-part* entry (built into object storage, where the shards cannot be joined
+without downloading them: `glyphforge.builds.remote_build`) has a fifth row::
+
+    part     # the shard's member is in data file meta["parts"][part], at offset
+
+and ``offset`` counts from the start of that part (each part's members tile it from 0).
+A 4-row index means every member is in ``arrays.pklz``.
+
 It is listed in the manifest's files table like every data file (so ``cache verify``
 re-hashes it and the manifest's ``entry_sha256`` covers it), and only a reader opens
 it: listing the cache parses a manifest of a few hundred bytes, whatever the number of
@@ -34,18 +42,25 @@ import numpy as np
 from glyphforge.cache import Entry
 
 INDEX_COLUMNS = ("offset", "length", "start", "stop")
+#: The optional fifth row of a multi-part entry's index: which of ``meta["parts"]`` holds each shard.
+PART_COLUMN = "part"
 #: The data file of a built entry holding its shard index (see the module docstring).
 INDEX_FILE = "index.npy"
 
 
 @dataclass(frozen=True)
 class ShardIndex:
-    """Byte ranges and row ranges of every shard (int64 arrays of one item per shard)."""
+    """Byte ranges and row ranges of every shard (int64 arrays of one item per shard).
+
+    ``part`` is None for an entry whose members are all in ``arrays.pklz``, else the data
+    file (an item of ``meta["parts"]``) holding each shard (see the module docstring).
+    """
 
     offset: np.ndarray
     length: np.ndarray
     start: np.ndarray
     stop: np.ndarray
+    part: np.ndarray | None = None
 
     @classmethod
     def from_lengths(cls, lengths: Any, rows: Any) -> ShardIndex:
@@ -59,6 +74,13 @@ class ShardIndex:
         return cls(offset, length, stop - count, stop)
 
     @classmethod
+    def from_parts(cls, lengths: Any, rows: Any) -> ShardIndex:
+        """Build the index of a multi-part entry whose shard ``i`` is alone in part ``i`` (``lengths`` bytes long)."""
+        index = cls.from_lengths(lengths, rows)
+        return cls(np.zeros(len(index), np.int64), index.length, index.start, index.stop,
+                   np.arange(len(index), dtype=np.int64))
+
+    @classmethod
     def of_entry(cls, entry: Entry, where: str) -> ShardIndex:
         """Read the index of the built ``entry`` (``where`` names it in errors): its `INDEX_FILE`, else its meta."""
         if INDEX_FILE in entry.manifest["files"]:
@@ -67,21 +89,27 @@ class ShardIndex:
 
     @classmethod
     def read(cls, path: Path, where: str) -> ShardIndex:
-        """Read an `INDEX_FILE`; a ValueError naming ``where`` when it is not a ``(4, n)`` int64 array."""
+        """Read an `INDEX_FILE`; a ValueError naming ``where`` when it is not a ``(4, n)`` or ``(5, n)`` int64 array."""
         try:
             table = np.load(path, allow_pickle=False)
         except (ValueError, OSError, EOFError) as error:
             raise ValueError(f"{where}: its shard index {path} cannot be read ({error}). The entry is damaged: "
                              "remove it with `glyphforge cache rm KEY` and build it again") from None
-        if table.dtype != np.int64 or table.shape[:1] != (len(INDEX_COLUMNS),) or table.ndim != 2:
+        rows = len(INDEX_COLUMNS)
+        if table.dtype != np.int64 or table.ndim != 2 or table.shape[0] not in (rows, rows + 1):
             raise ValueError(f"{where}: its shard index {path} holds a {table.dtype} array of shape {table.shape}, "
-                             f"not int64 of shape ({len(INDEX_COLUMNS)}, shards). The entry is damaged: remove it "
-                             "with `glyphforge cache rm KEY` and build it again")
+                             f"not int64 of shape ({rows}, shards), or ({rows + 1}, shards) for a multi-part entry. "
+                             "The entry is damaged: remove it with `glyphforge cache rm KEY` and build it again")
         return cls(*table)
+
+    def table(self) -> np.ndarray:
+        """The index as one int64 array of 4 rows (5 with ``part``), as `INDEX_FILE` holds it."""
+        columns = [getattr(self, name) for name in INDEX_COLUMNS]
+        return np.stack(columns if self.part is None else [*columns, self.part]).astype(np.int64)
 
     def write(self, path: Path) -> None:
         """Write the index as an `INDEX_FILE` at ``path``."""
-        np.save(path, np.stack([getattr(self, name) for name in INDEX_COLUMNS]).astype(np.int64), allow_pickle=False)
+        np.save(path, self.table(), allow_pickle=False)
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, Any], params: Mapping[str, Any], where: str) -> ShardIndex:
@@ -127,19 +155,42 @@ class ShardIndex:
         shards = f"shard {first}" if first == last else f"shards {first} to {last}"
         return f"{shards} of {len(self)} (examples {self.start[first]} to {self.stop[last] - 1})"
 
-    def check(self, n_examples: int, where: str) -> None:
+    def shards_in_part(self, part: int) -> tuple[int, int]:
+        """The first and last shard held by data file number ``part`` of a multi-part entry."""
+        assert self.part is not None, "only a multi-part index has parts"
+        first, stop = np.searchsorted(self.part, [part, part + 1])
+        return int(first), int(stop) - 1
+
+    def check(self, n_examples: int, where: str, parts: Any = None) -> None:
         """Raise a ValueError naming ``where`` unless the index tiles ``n_examples`` rows and its bytes without gaps.
 
-        A data file shorter than the index says still serves the shards it holds whole;
-        reading the others names them (`glyphforge.builds.dataset.LostShardsError`).
+        ``parts`` is the entry's ``meta["parts"]`` (None: a single ``arrays.pklz``): a
+        multi-part index must have a ``part`` row naming them in order, each part's members
+        tiling it from byte 0. A data file shorter than the index says still serves the
+        shards it holds whole; reading the others names them
+        (`glyphforge.builds.dataset.LostShardsError`).
         """
-        tiles_bytes = len(self) > 0 and self.offset[0] == 0 and bool(
-            np.all(self.offset[1:] == self.offset[:-1] + self.length[:-1]) and np.all(self.length > 0))
+        fix = "The entry is damaged: remove it with `glyphforge cache rm KEY` and build it again"
+        if (parts is None) != (self.part is None):
+            raise ValueError(f"{where}: its shard index has {4 if self.part is None else 5} rows but its manifest "
+                             f"{'lists no' if parts is None else 'lists'} parts. {fix}")
+        if self.part is None:
+            first_in_file = np.zeros(len(self), bool)
+            first_in_file[:1] = True
+        else:
+            assert parts is not None
+            steps = np.diff(self.part)
+            in_order = bool(np.all((steps == 0) | (steps == 1)))
+            if len(self) and not (in_order and self.part[0] == 0 and self.part[-1] == len(parts) - 1):
+                raise ValueError(f"{where}: its shard index does not name its {len(parts)} parts in order. {fix}")
+            first_in_file = np.concatenate([[True], steps == 1])
+        follows = np.concatenate([[0], self.offset[:-1] + self.length[:-1]])
+        tiles_bytes = len(self) > 0 and bool(
+            np.all(self.offset == np.where(first_in_file, 0, follows)) and np.all(self.length > 0))
         tiles_rows = len(self) > 0 and self.start[0] == 0 and bool(
             np.all(self.start[1:] == self.stop[:-1]) and np.all(self.stop > self.start))
         if not (tiles_bytes and tiles_rows and self.n_examples == n_examples):
             raise ValueError(
                 f"{where}: its shard index does not tile the data (it covers {self.n_examples} rows; the manifest "
-                f"says {n_examples}). The entry is damaged: remove it with `glyphforge cache rm KEY` and build it "
-                "again"
+                f"says {n_examples}). {fix}"
             )

@@ -143,21 +143,33 @@ class ShardTask:
     data_dir: str
 
     def __call__(self, index: int) -> ShardRecord:
-        spec, work_dir = self.spec, Path(self.work_dir)
-        start, stop = shard_bounds(index, spec.n_examples, spec.shard_size)
-        arrays = call_with_data_dir(
-            spec.make_shard, index, shard_rng(spec.seed, index), stop - start, data_dir=self.data_dir
-        )
-        layout = array_layout(arrays, index, stop - start)
-        path = dump_pklz(dict(arrays), shard_path(work_dir, index))
+        arrays, record = make_shard_arrays(self.spec, index, self.data_dir)
+        path = dump_pklz(arrays, shard_path(Path(self.work_dir), index))
         written = path.stat()
-        record: ShardRecord = {"shard": index, "n": stop - start, "size": written.st_size,
-                               "mtime_ns": written.st_mtime_ns, "sha256": sha256_file(path), "layout": layout}
-        if callable(getattr(spec, "metadata", None)):
-            record["metadata"] = call_with_data_dir(spec.metadata, data_dir=self.data_dir)
-        images_array(layout, record.get("metadata", {}), spec.kind)  # a bad images= fails here, not at the join
-        _write_json(_record_path(work_dir, index), record)
+        record.update(size=written.st_size, mtime_ns=written.st_mtime_ns, sha256=sha256_file(path))
+        _write_json(_record_path(Path(self.work_dir), index), record)
         return record
+
+
+def make_shard_arrays(spec: Any, index: int, data_dir: str) -> tuple[dict[str, np.ndarray], ShardRecord]:
+    """Make shard ``index`` of ``spec``; return its arrays and the start of its record (no file facts yet).
+
+    The record holds ``shard``, ``n``, ``layout`` and, for a spec with ``metadata()``,
+    ``metadata``. ``data_dir`` is given to ``make_shard`` and ``metadata`` when they take it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``make_shard`` returned something unusable, or ``metadata()`` names no array as images.
+    """
+    start, stop = shard_bounds(index, spec.n_examples, spec.shard_size)
+    arrays = call_with_data_dir(spec.make_shard, index, shard_rng(spec.seed, index), stop - start, data_dir=data_dir)
+    layout = array_layout(arrays, index, stop - start)
+    record: ShardRecord = {"shard": index, "n": stop - start, "layout": layout}
+    if callable(getattr(spec, "metadata", None)):
+        record["metadata"] = call_with_data_dir(spec.metadata, data_dir=data_dir)
+    images_array(layout, record.get("metadata", {}), spec.kind)  # a bad images= fails here, not at the join
+    return dict(arrays), record
 
 
 def completed_shards(work_dir: Path, n_shards: int) -> dict[int, ShardRecord]:

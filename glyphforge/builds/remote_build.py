@@ -1,0 +1,529 @@
+"""Build into object storage (a URL data dir), with no filesystem shared by the driver and its workers.
+
+``build(spec, data_dir="s3://bucket/x", session=...)`` (and ``glyphforge build ... --data-dir
+s3://...``) calls `build_into`. The entry ``kind/key`` is made at ``<url>/cache/<kind>/<key>/``
+as a *multi-part* entry (see `glyphforge.builds.index`)::
+
+    <url>/cache/<kind>/<key>/part-000000.pklz ...   # one part per shard, written by the worker that made it
+    <url>/cache/<kind>/<key>/index.npy              # 5 rows: offset, length, start, stop, part
+    <url>/cache/<kind>/<key>/manifest.json          # written last, by the driver: the entry exists from then on
+    <url>/cache/<kind>/<key>.work/shard-000000.json # each finished shard's record (sha256, size, n, layout...)
+    <url>/cache/<kind>/<key>.work/build.json        # the driver's note; also its first write (checks the URL)
+
+Each part holds exactly the bytes of the shard file a local build makes (`dump_pklz` is
+deterministic), and the driver never downloads one: the records carry each part's size
+and sha256 into the manifest. A build whose driver was lost resumes from the shards whose
+record and part are there at the recorded size; at the end the driver deletes the records
+and the note it wrote (those exact names). A second build of the same spec finds the
+manifest and does nothing.
+
+**What workers read.** The spec's ``prepare(context)`` runs on the driver, into
+``context.data_dir`` (a data dir under the local cache, `glyphforge.context`), as for a
+local build. The cache entries it reads or makes there (the glyph dataset, the background
+textures) are published to the URL data dir (files first, manifest last; an entry whose
+manifest is there already is left as it is), and each worker fetches them from there into
+its own local cache (``cache_dir`` of the build's context, else its environment's
+``$GLYPHFORGE_CACHE_DIR`` or user cache dir), checked against their manifest's sha256s,
+before its first shard. Workers on the driver's machine find them there and fetch nothing.
+Which entries the prepare read is seen by watching the files it opens in the local data
+dir's cache (a `sys.addaudithook` hook, only while a prepare runs).
+
+Writes go through fsspec, so ``file://`` URLs work the same (there each file is written to a
+temporary name and renamed, as an object store's put makes a whole object at once).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from glyphforge._files import atomic_path, make_temp_dir, remove_tree, sha256_file, writing
+from glyphforge.builds.builder import Spec, cache_params, check_build_arguments, common_layout, make_shards
+from glyphforge.builds.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.shards import ShardRecord, count_shards, images_array, make_shard_arrays
+from glyphforge.cache import CacheStore, Entry, Writer, dump_pklz
+from glyphforge.cache.keys import cache_key
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, make_manifest, read_manifest
+from glyphforge.cache.store import read_entry
+from glyphforge.context import DataContext
+from glyphforge.session import Session
+from glyphforge.storage.location import Location
+
+log = logging.getLogger(__name__)
+
+#: The driver's note in an entry's ``.work`` prefix (see the module docstring).
+BUILD_NOTE = "build.json"
+
+
+class RemoteStorageError(OSError):
+    """Reading or writing a URL failed; the message names the URL, what failed and what to do."""
+
+
+class ReadOnlyDataDirError(ValueError):
+    """A build was given a data dir URL glyphforge only reads (``https://``)."""
+
+
+def part_name(index: int) -> str:
+    """The data file of a multi-part entry holding shard ``index``: ``part-000042.pklz``."""
+    return f"part-{index:06d}.pklz"
+
+
+def record_name(index: int) -> str:
+    """The record of shard ``index`` in the entry's ``.work`` prefix: ``shard-000042.json``."""
+    return f"shard-{index:06d}.json"
+
+
+def entry_location(data_dir: Location, kind: str, key: str) -> Location:
+    """Where entry ``kind/key`` of the URL data dir ``data_dir`` lives: ``<url>/cache/<kind>/<key>``."""
+    return data_dir.child("cache", kind, key)
+
+
+def work_location(entry: Location) -> Location:
+    """Where a remote build keeps the records of an unfinished ``entry``: ``<entry url>.work``."""
+    return Location(f"{entry.url}.work", entry.storage_options)
+
+
+def check_writable(data_dir: Location) -> Location:
+    """Return ``data_dir`` if glyphforge may build into it.
+
+    Raises
+    ------
+    ReadOnlyDataDirError
+        It is an HTTP URL.
+    UnsupportedURLError
+        fsspec cannot open its scheme here (the message names the extra to install).
+    """
+    if data_dir.read_only:
+        raise ReadOnlyDataDirError(
+            f"cannot build into {data_dir}: glyphforge only reads {data_dir.scheme}:// URLs. Build into an "
+            "s3://, gs:// or file:// data dir (or a local path) and serve that over HTTP")
+    data_dir.fs  # noqa: B018 (opens the filesystem: an unknown scheme or a missing extra fails here, naming the URL)
+    return data_dir
+
+
+@contextmanager
+def remote_errors(url: str, action: str) -> Iterator[None]:
+    """Turn an fsspec failure while ``action`` ("writing"...) ``url`` into a `RemoteStorageError` saying what to do."""
+    try:
+        yield
+    except RemoteStorageError:
+        raise
+    except FileNotFoundError as error:
+        raise RemoteStorageError(
+            f"{action} {url} failed: not found ({error}). Check that the bucket exists and the URL is right "
+            "(create the bucket first)") from None
+    except PermissionError as error:
+        raise RemoteStorageError(
+            f"{action} {url} failed: access denied ({error}). Check the credentials this process finds in its "
+            "environment (e.g. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS) "
+            "and that they may write there") from None
+    except OSError as error:
+        raise RemoteStorageError(f"{action} {url} failed: {error}. Check the URL, the network and "
+                                 "AWS_ENDPOINT_URL (or storage_options), then run the build again") from None
+
+
+def build_into(
+    spec: Spec, context: DataContext, session: Session | str | None = None, *, progress: bool = True,
+    session_options: Mapping[str, Any] | None = None,
+) -> Location:
+    """Build ``spec`` into the URL data dir of ``context`` (see the module docstring); return the entry's location.
+
+    Parameters
+    ----------
+    spec, session, progress, session_options
+        As for `glyphforge.build` (the arguments are checked the same way, before any work).
+    context
+        A context whose data dir is a URL (``context.remote``); the spec's ``prepare`` fetches
+        into its local ``data_dir`` with its mirrors, ``offline`` and ``verify``.
+
+    Returns
+    -------
+    Location
+        ``<url>/cache/<kind>/<key>``, what `glyphforge.builds.remote.open_built` takes.
+
+    Raises
+    ------
+    ReadOnlyDataDirError
+        The URL is read-only (HTTP).
+    UnsupportedURLError
+        fsspec cannot open its scheme here (the message names the extra to install).
+    RemoteStorageError
+        Reading or writing the URL failed (a missing bucket, wrong credentials...): the
+        first write is the driver's note, before the prepare and any shard.
+    ShardError
+        A shard failed; the finished ones are kept: run again to resume.
+    """
+    check_build_arguments(spec, session, session_options, "build_into()")
+    if context.remote is None:
+        raise ValueError(f"build_into builds into a data dir that is a URL; {context.data_dir} is a path: use build")
+    data_dir = check_writable(context.remote)
+    params = cache_params(spec)
+    key = cache_key(spec.kind, params)
+    entry = entry_location(data_dir, spec.kind, key)
+    if remote_manifest(entry, spec.kind, key) is not None:
+        return entry
+    n_shards = count_shards(spec.n_examples, spec.shard_size)
+    work = work_location(entry)
+    _write(work.child(BUILD_NOTE), json.dumps({"kind": spec.kind, "key": key, "n_shards": n_shards}).encode())
+    started = time.perf_counter()
+    inputs = _prepare(spec, context)
+    publish_entries(inputs, data_dir)
+    records = finished_shards(entry, n_shards)
+    reused = len(records)
+    task = RemoteShardTask(spec, entry, data_dir, tuple((item.kind, item.key) for item in inputs),
+                           None if context.cache_dir is None else str(context.cache_dir))
+    missing = [index for index in range(n_shards) if index not in records]
+    workers = make_shards(task, missing, records, session, dict(session_options or {}), progress) if missing else 0
+    _commit(spec, key, params, entry, records)
+    _remove(work, [record_name(index) for index in sorted(records)] + [BUILD_NOTE])
+    seconds = time.perf_counter() - started
+    summary = (f"built {spec.kind} {key[:12]} into {entry}: {n_shards} shards ({n_shards - reused} made, "
+               f"{reused} reused) in {seconds:.1f} s on {workers} workers")
+    if progress:
+        print(summary, file=sys.stderr)
+    else:
+        log.info(summary)
+    return entry
+
+
+# -- the driver's steps ----------------------------------------------------------------------------
+def remote_manifest(entry: Location, kind: str, key: str) -> dict[str, Any] | None:
+    """The checked manifest of the entry at ``entry`` (``kind/key``), or None when it has none.
+
+    Raises
+    ------
+    RemoteStorageError
+        It cannot be read (other than missing), or is not a valid manifest of that entry:
+        glyphforge does not replace it (it may not have written it); the message says to remove it.
+    """
+    url = entry.child(MANIFEST).url
+    with remote_errors(url, "reading"):
+        fs = entry.fs
+        fs.invalidate_cache(entry.path)
+        try:
+            text = fs.cat_file(entry.child(MANIFEST).path)
+        except FileNotFoundError:  # no manifest (or no bucket: the first write says so)
+            return None
+    try:
+        return check_manifest(text, kind, key)
+    except BrokenManifestError as error:
+        raise RemoteStorageError(
+            f"{url} is not a valid manifest of the {kind} entry {key[:12]}: {error}. glyphforge leaves what it did "
+            "not write alone: remove that entry's objects, then build again") from None
+
+
+def check_manifest(text: bytes, kind: str, key: str) -> dict[str, Any]:
+    """Return the manifest ``text`` of entry ``kind/key`` once it passes `read_manifest`'s checks.
+
+    It is checked in a scratch ``<kind>/<key>/`` folder, as on disk (the remote reader's
+    ``glyphforge.cache.manifest.parse_manifest`` is to replace this when it is merged).
+
+    Raises
+    ------
+    BrokenManifestError
+        Saying what is wrong.
+    """
+    scratch = make_temp_dir(".glyphforge-manifest-", tempfile.gettempdir())
+    try:
+        folder = scratch / kind / key
+        folder.mkdir(parents=True)
+        (folder / MANIFEST).write_bytes(text)
+        return read_manifest(folder)
+    finally:
+        remove_tree(scratch)
+
+
+def _prepare(spec: Spec, context: DataContext) -> list[Entry]:
+    """Run the spec's ``prepare`` on the driver; return the entries of the local cache it read or made."""
+    if not callable(getattr(spec, "prepare", None)):
+        return []
+    root = context.store.root
+    with _opened_entries(root) as opened:
+        spec.prepare(context)  # type: ignore[attr-defined]  # optional member, checked just above
+    entries = [read_entry(root / kind / key) for kind, key in sorted(opened) if kind != spec.kind]
+    return [entry for entry in entries if entry is not None]
+
+
+def publish_entries(entries: list[Entry], data_dir: Location) -> None:
+    """Copy each local cache entry to the URL data dir: its files, then its manifest (skipped when there already).
+
+    Raises
+    ------
+    RemoteStorageError
+        An object at one of its files' names has another size: glyphforge never replaces what it did not
+        write (the message names it).
+    """
+    for entry in entries:
+        target = entry_location(data_dir, entry.kind, entry.key)
+        if remote_manifest(target, entry.kind, entry.key) is not None:
+            continue
+        log.info("publishing %s %s (%d files) to %s, for the build's workers", entry.kind, entry.key[:12],
+                 len(entry.files), target)
+        sizes = _object_sizes(target)
+        for name, info in sorted(entry.manifest["files"].items()):
+            found = sizes.get(name)
+            if found is not None and found != info["size"]:
+                raise RemoteStorageError(
+                    f"{target.child(name)} holds {found:,} bytes, not the {info['size']:,} of {entry.kind} "
+                    f"{entry.key[:12]}'s {name}: glyphforge never replaces what it did not write. Remove it, or "
+                    "build into another data dir")
+            if found is None:
+                _upload(entry.path / name, target.child(name))
+        _write(target.child(MANIFEST), (entry.path / MANIFEST).read_bytes())
+
+
+def finished_shards(entry: Location, n_shards: int) -> dict[int, ShardRecord]:
+    """The records of shards below ``n_shards`` whose record and part are both at the URL, the part at its size."""
+    work = work_location(entry)
+    names = {record_name(index): index for index in range(n_shards)}
+    listed = _object_sizes(work)
+    paths = [work.child(name).path for name in sorted(listed) if name in names]
+    if not paths:
+        return {}
+    sizes = _object_sizes(entry)
+    with remote_errors(work.url, "reading the shard records of"):
+        texts = work.fs.cat(paths, on_error="omit")
+    done = {}
+    for path, text in texts.items():
+        index = names[path.rsplit("/", 1)[-1]]
+        try:
+            record = json.loads(text)
+            if record["shard"] == index and sizes.get(part_name(index)) == record["size"]:
+                done[index] = record
+        except (ValueError, KeyError, TypeError):
+            continue  # half-written or foreign: make the shard again
+    return done
+
+
+def _commit(spec: Spec, key: str, params: dict[str, Any], entry: Location, records: dict[int, ShardRecord]) -> None:
+    """Write the multi-part entry's ``index.npy``, then its manifest (last: the entry exists from then on)."""
+    n_shards = len(records)
+    ordered = [records[index] for index in range(n_shards)]
+    index = ShardIndex.from_parts([record["size"] for record in ordered], [record["n"] for record in ordered])
+    buffer = io.BytesIO()
+    np.save(buffer, index.table(), allow_pickle=False)
+    table = buffer.getvalue()
+    _write(entry.child(INDEX_FILE), table)
+    files = {part_name(number): {"size": record["size"], "sha256": record["sha256"]} for number, record in
+             enumerate(ordered)}
+    files[INDEX_FILE] = {"size": len(table), "sha256": _sha256(table)}
+    metadata = ordered[0].get("metadata", {})
+    meta = {
+        "n_examples": int(spec.n_examples),
+        "n_shards": n_shards,
+        "layout": common_layout(records, spec.kind),
+        "metadata": metadata,
+        "images": images_array(ordered[0]["layout"], metadata, spec.kind),
+        "parts": [part_name(number) for number in range(n_shards)],
+    }
+    manifest = make_manifest(spec.kind, key, params, files, meta)
+    _write(entry.child(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+
+
+# -- on the workers ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RemoteShardTask:
+    """Make one shard of ``spec`` and write it to ``entry`` (its part) and its record to the ``.work`` prefix.
+
+    Called with a shard index on a worker, returns the shard's record. Before making it,
+    the ``inputs`` (``(kind, key)`` entries the spec's prepare read) are fetched from the
+    URL data dir ``data_dir`` into the worker's local cache (``cache_dir``, else its
+    environment's), whose data dir ``make_shard`` and ``metadata`` are given.
+    """
+
+    spec: Any
+    entry: Location
+    data_dir: Location
+    inputs: tuple[tuple[str, str], ...] = ()
+    cache_dir: str | None = None
+
+    def __call__(self, index: int) -> ShardRecord:
+        context = DataContext.resolve(data_dir=self.data_dir.url, storage_options=self.data_dir.storage_options,
+                                      cache_dir=self.cache_dir)
+        fetch_entries(self.data_dir, self.inputs, context.store)
+        arrays, record = make_shard_arrays(self.spec, index, str(context.data_dir))
+        scratch = make_temp_dir(".shard-", _scratch_root(context))
+        try:
+            path = dump_pklz(arrays, scratch / part_name(index))
+            record.update(size=path.stat().st_size, sha256=sha256_file(path))
+            _upload(path, self.entry.child(part_name(index)))
+        finally:
+            remove_tree(scratch)
+        _write(work_location(self.entry).child(record_name(index)), json.dumps(record).encode("utf-8"))
+        return record
+
+
+def fetch_entries(data_dir: Location, inputs: tuple[tuple[str, str], ...], store: CacheStore) -> None:
+    """Fetch each ``(kind, key)`` entry of the URL data dir ``data_dir`` into ``store``, unless it is there.
+
+    Each file is checked against the sha256 its (checked) manifest records; the entry
+    appears in ``store`` whole, as any entry does (`CacheStore.get_or_create`).
+
+    Raises
+    ------
+    RemoteStorageError
+        An entry is not at the URL, or a file differs from its manifest.
+    """
+    for kind, key in inputs:
+        if read_entry(store.root / kind / key) is not None:
+            continue
+        source = entry_location(data_dir, kind, key)
+        manifest = remote_manifest(source, kind, key)
+        if manifest is None:
+            raise RemoteStorageError(
+                f"{source} has no manifest: the build's driver publishes the entries its prepare read there before "
+                "any shard runs. Was it removed meanwhile? Run the build again")
+        store.get_or_create(kind, manifest["params"], _fetcher(source, manifest))
+
+
+def _fetcher(source: Location, manifest: dict[str, Any]) -> Callable[[Writer], None]:
+    """A `CacheStore.get_or_create` fill that downloads the entry at ``source`` and checks every file."""
+    def fill(writer: Writer) -> None:
+        for name, info in sorted(manifest["files"].items()):
+            remote = source.child(name)
+            local = writer.path / name
+            with remote_errors(remote.url, "reading"):
+                source.fs.get_file(remote.path, str(local))
+            digest = sha256_file(local)
+            if digest != info["sha256"] or local.stat().st_size != info["size"]:
+                raise RemoteStorageError(
+                    f"{remote.url} is not the file its manifest records ({local.stat().st_size:,} bytes, sha256 "
+                    f"{digest[:12]}; the manifest says {info['size']:,} bytes, {info['sha256'][:12]}): the entry at "
+                    f"{source} is damaged. Remove it there and run the build again, which publishes it again")
+            writer.known_sha256[name] = digest
+        writer.meta.update(manifest["meta"])
+
+    return fill
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _write(location: Location, data: bytes) -> None:
+    """Write ``data`` as the object at ``location``: a reader sees it whole or not at all."""
+    local = _local_target(location)
+    if local is not None:
+        with atomic_path(local) as temporary:
+            temporary.write_bytes(data)
+        return
+    with remote_errors(location.url, "writing"):
+        location.fs.pipe_file(location.path, data)
+
+
+def _upload(source: Path, location: Location) -> None:
+    """Copy the local file ``source`` to the object at ``location``: a reader sees it whole or not at all."""
+    local = _local_target(location)
+    if local is not None:
+        with atomic_path(local) as temporary:
+            shutil.copyfile(source, temporary)
+        return
+    with remote_errors(location.url, "writing"):
+        location.fs.put_file(str(source), location.path)
+
+
+def _local_target(location: Location) -> Path | None:
+    """The path of a ``file://`` ``location``, its folder made (it is written there atomically); None for others."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    if not isinstance(location.fs, LocalFileSystem):
+        return None  # an object store: a put makes the whole object at once
+    path = Path(location.path)
+    with writing(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _object_sizes(folder: Location) -> dict[str, int]:
+    """The size of each object directly under ``folder``, by name (none: an empty dict)."""
+    fs = folder.fs
+    with remote_errors(folder.url, "listing"):
+        fs.invalidate_cache(folder.path)
+        try:
+            listing = fs.ls(folder.path, detail=True)
+        except FileNotFoundError:
+            return {}
+    return {item["name"].rstrip("/").rsplit("/", 1)[-1]: int(item["size"]) for item in listing
+            if item.get("type") == "file"}
+
+
+def _remove(folder: Location, names: list[str]) -> None:
+    """Delete the objects ``names`` under ``folder`` (exact names, never a prefix), then ``folder`` if left empty."""
+    fs = folder.fs
+    present = _object_sizes(folder)
+    doomed = [folder.child(name).path for name in names if name in present]
+    with remote_errors(folder.url, "cleaning up"):
+        if doomed:
+            fs.rm(doomed)
+        fs.invalidate_cache(folder.path)
+        if fs.isdir(folder.path) and not fs.ls(folder.path):  # a filesystem with directories (file://)
+            fs.rmdir(folder.path)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _scratch_root(context: DataContext) -> Path:
+    """The local cache dir of ``context`` (made if missing), where a shard's file waits for its upload."""
+    root = context.local_cache
+    with writing(root):
+        root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+# -- which entries a prepare reads ---------------------------------------------------------------------
+_watchers: list[_EntryWatcher] = []
+_watchers_lock = threading.Lock()
+_hooked = False
+
+
+@dataclass
+class _EntryWatcher:
+    """Collects the ``(kind, key)`` entries of the cache at ``root`` whose files are opened."""
+
+    root: str
+    opened: set[tuple[str, str]]
+
+    def note(self, path: str) -> None:
+        if not path.startswith(self.root):
+            return
+        parts = path[len(self.root):].split(os.sep)
+        if len(parts) >= 3 and not parts[1].startswith(".") and "." not in parts[1]:
+            self.opened.add((parts[0], parts[1]))
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _watchers and args and isinstance(args[0], (str, os.PathLike)):
+        path = os.fspath(args[0])
+        if isinstance(path, str):
+            for watcher in list(_watchers):
+                watcher.note(os.path.abspath(path))
+
+
+@contextmanager
+def _opened_entries(root: Path) -> Iterator[set[tuple[str, str]]]:
+    """Yield the set of ``(kind, key)`` entries under the cache ``root`` whose files are opened in the block."""
+    global _hooked
+    watcher = _EntryWatcher(os.path.abspath(root) + os.sep, set())
+    with _watchers_lock:
+        if not _hooked:
+            sys.addaudithook(_audit)  # for the process's life (hooks cannot be removed): idle without watchers
+            _hooked = True
+        _watchers.append(watcher)
+    try:
+        yield watcher.opened
+    finally:
+        with _watchers_lock:
+            _watchers.remove(watcher)
