@@ -27,7 +27,6 @@ from glyphforge.builds.remote_build import (
     RemoteStorageError,
     build_into,
     fetch_entries,
-    remote_manifest,
 )
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore, MissingEntryFileError
@@ -36,6 +35,8 @@ from glyphforge.cache.store import read_entry
 from glyphforge.context import DataContext
 from glyphforge.session import open_session
 from glyphforge.storage.location import Location, UnsupportedURLError
+from glyphforge.storage.publish import PublishConflictError
+from glyphforge.storage.remote_entry import BrokenRemoteEntryError, RemoteEntry
 
 from support.cli import run
 from support.dask_cluster import dask_cluster, wait_for_workers
@@ -189,7 +190,7 @@ def test_an_unfinished_build_leaves_records_and_parts_but_no_manifest_so_no_entr
     fs, entry_url = s3_server.fs(), _entry_url(data_url, spec)
     assert _names(fs, entry_url) == PARTS[:5]  # no manifest: a reader finds no entry
     kind, key = entry_url.rsplit("/", 2)[-2:]
-    assert remote_manifest(Location(entry_url), kind, key) is None
+    assert RemoteEntry.open(Location(entry_url)) is None
     assert _names(fs, f"{entry_url}.work") == ["build.json"] + [f"shard-{index:06d}.json" for index in range(5)]
     for index in range(5):
         record = json.loads(fs.cat_file(f"{entry_url}.work/shard-{index:06d}.json"))
@@ -297,29 +298,27 @@ def test_the_prepared_entries_are_published_checked_when_fetched_and_never_repla
     data_url = f"{s3_server.bucket()}/data"
     build_into(spec, DataContext.resolve(data_dir=data_url), progress=False)
     [prepared] = DataContext.resolve(data_dir=data_url).store.ls()
-    fs, inputs = s3_server.fs(), ((prepared.kind, prepared.key),)
+    fs, inputs = s3_server.fs(), ((prepared.kind, prepared.params),)
     published = f"{data_url}/cache/{prepared.kind}/{prepared.key}"
     assert fs.cat_file(f"{published}/manifest.json") == (prepared.path / "manifest.json").read_bytes()
 
-    fetch_entries(Location(data_url), inputs, CacheStore.for_data_dir(tmp_path / "worker-1"))
-    [fetched] = CacheStore.for_data_dir(tmp_path / "worker-1").ls()
+    fetch_entries(inputs, DataContext.resolve(data_dir=data_url, cache_dir=tmp_path / "worker-1"))
+    [fetched] = CacheStore.for_data_dir(tmp_path / "worker-1" / "data").ls()
     assert fetched.manifest["entry_sha256"] == prepared.manifest["entry_sha256"]
     assert all((fetched.path / name).read_bytes() == (prepared.path / name).read_bytes() for name in prepared.files)
 
     [name] = prepared.files
     original = fs.cat_file(f"{published}/{name}")
     fs.pipe_file(f"{published}/{name}", bytes(len(original)))  # damaged in the bucket, at the same size
-    damaged_store = CacheStore.for_data_dir(tmp_path / "worker-2")
-    with pytest.raises(RemoteStorageError, match=rf"{published}/{name} is not the file its manifest records .*"
-                                                 "Remove it there and run the build again"):
-        fetch_entries(Location(data_url), inputs, damaged_store)
+    damaged_store = CacheStore.for_data_dir(tmp_path / "worker-2" / "data")
+    with pytest.raises(BrokenRemoteEntryError, match=rf"{published}/{name} is [\d,]+ bytes with sha256 .* is damaged"):
+        fetch_entries(inputs, DataContext.resolve(data_dir=data_url, cache_dir=tmp_path / "worker-2"))
     assert damaged_store.ls() == []  # nothing half-fetched
 
     foreign_url = f"{s3_server.bucket()}/data"
     foreign = f"{foreign_url}/cache/{prepared.kind}/{prepared.key}/{name}"
     fs.pipe_file(foreign, b"not glyphforge's")
-    with pytest.raises(RemoteStorageError, match=rf"{foreign} holds 16 bytes, not the [\d,]+ of backgrounds .*"
-                                                 "never replaces what it did not write"):
+    with pytest.raises(PublishConflictError, match=rf"{foreign} is 16 bytes, the entry's is [\d,]+: .* as it is"):
         build_into(replace(spec, seed=1), DataContext.resolve(data_dir=foreign_url), progress=False)
     assert fs.cat_file(foreign) == b"not glyphforge's"
     assert _names(fs, f"{foreign_url}/cache/scenes") == [f"{cache_key('scenes', cache_params(replace(spec, seed=1)))}"

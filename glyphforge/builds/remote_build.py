@@ -38,12 +38,10 @@ import io
 import json
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,17 +49,20 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge._files import atomic_path, make_temp_dir, remove_tree, sha256_file, writing
+from glyphforge._files import make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.builds.builder import Spec, cache_params, check_build_arguments, common_layout, make_shards
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.shards import ShardRecord, count_shards, images_array, make_shard_arrays
-from glyphforge.cache import CacheStore, Entry, Writer, dump_pklz
+from glyphforge.cache import Entry, dump_pklz
 from glyphforge.cache.keys import cache_key
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, make_manifest, read_manifest
+from glyphforge.cache.manifest import MANIFEST, make_manifest
 from glyphforge.cache.store import read_entry
 from glyphforge.context import DataContext
 from glyphforge.session import Session
 from glyphforge.storage.location import Location
+from glyphforge.storage.objects import file_sizes, upload_file, write_bytes
+from glyphforge.storage.publish import publish_entry
+from glyphforge.storage.remote_entry import RemoteEntry, entry_location
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +86,6 @@ def part_name(index: int) -> str:
 def record_name(index: int) -> str:
     """The record of shard ``index`` in the entry's ``.work`` prefix: ``shard-000042.json``."""
     return f"shard-{index:06d}.json"
-
-
-def entry_location(data_dir: Location, kind: str, key: str) -> Location:
-    """Where entry ``kind/key`` of the URL data dir ``data_dir`` lives: ``<url>/cache/<kind>/<key>``."""
-    return data_dir.child("cache", kind, key)
 
 
 def work_location(entry: Location) -> Location:
@@ -174,17 +170,19 @@ def build_into(
     params = cache_params(spec)
     key = cache_key(spec.kind, params)
     entry = entry_location(data_dir, spec.kind, key)
-    if remote_manifest(entry, spec.kind, key) is not None:
-        return entry
+    with remote_errors(entry.child(MANIFEST).url, "reading"):
+        if RemoteEntry.open(entry) is not None:  # a manifest failing the checks: BrokenRemoteEntryError, left alone
+            return entry
     n_shards = count_shards(spec.n_examples, spec.shard_size)
     work = work_location(entry)
     _write(work.child(BUILD_NOTE), json.dumps({"kind": spec.kind, "key": key, "n_shards": n_shards}).encode())
     started = time.perf_counter()
     inputs = _prepare(spec, context)
-    publish_entries(inputs, data_dir)
+    for made in inputs:  # for the workers: they fetch them into their own local cache
+        publish_entry(made, data_dir, progress=False)
     records = finished_shards(entry, n_shards)
     reused = len(records)
-    task = RemoteShardTask(spec, entry, data_dir, tuple((item.kind, item.key) for item in inputs),
+    task = RemoteShardTask(spec, entry, data_dir, tuple((item.kind, item.params) for item in inputs),
                            None if context.cache_dir is None else str(context.cache_dir))
     missing = [index for index in range(n_shards) if index not in records]
     workers = make_shards(task, missing, records, session, dict(session_options or {}), progress) if missing else 0
@@ -201,52 +199,6 @@ def build_into(
 
 
 # -- the driver's steps ----------------------------------------------------------------------------
-def remote_manifest(entry: Location, kind: str, key: str) -> dict[str, Any] | None:
-    """The checked manifest of the entry at ``entry`` (``kind/key``), or None when it has none.
-
-    Raises
-    ------
-    RemoteStorageError
-        It cannot be read (other than missing), or is not a valid manifest of that entry:
-        glyphforge does not replace it (it may not have written it); the message says to remove it.
-    """
-    url = entry.child(MANIFEST).url
-    with remote_errors(url, "reading"):
-        fs = entry.fs
-        fs.invalidate_cache(entry.path)
-        try:
-            text = fs.cat_file(entry.child(MANIFEST).path)
-        except FileNotFoundError:  # no manifest (or no bucket: the first write says so)
-            return None
-    try:
-        return check_manifest(text, kind, key)
-    except BrokenManifestError as error:
-        raise RemoteStorageError(
-            f"{url} is not a valid manifest of the {kind} entry {key[:12]}: {error}. glyphforge leaves what it did "
-            "not write alone: remove that entry's objects, then build again") from None
-
-
-def check_manifest(text: bytes, kind: str, key: str) -> dict[str, Any]:
-    """Return the manifest ``text`` of entry ``kind/key`` once it passes `read_manifest`'s checks.
-
-    It is checked in a scratch ``<kind>/<key>/`` folder, as on disk (the remote reader's
-    ``glyphforge.cache.manifest.parse_manifest`` is to replace this when it is merged).
-
-    Raises
-    ------
-    BrokenManifestError
-        Saying what is wrong.
-    """
-    scratch = make_temp_dir(".glyphforge-manifest-", tempfile.gettempdir())
-    try:
-        folder = scratch / kind / key
-        folder.mkdir(parents=True)
-        (folder / MANIFEST).write_bytes(text)
-        return read_manifest(folder)
-    finally:
-        remove_tree(scratch)
-
-
 def _prepare(spec: Spec, context: DataContext) -> list[Entry]:
     """Run the spec's ``prepare`` on the driver; return the entries of the local cache it read or made."""
     if not callable(getattr(spec, "prepare", None)):
@@ -256,34 +208,6 @@ def _prepare(spec: Spec, context: DataContext) -> list[Entry]:
         spec.prepare(context)  # type: ignore[attr-defined]  # optional member, checked just above
     entries = [read_entry(root / kind / key) for kind, key in sorted(opened) if kind != spec.kind]
     return [entry for entry in entries if entry is not None]
-
-
-def publish_entries(entries: list[Entry], data_dir: Location) -> None:
-    """Copy each local cache entry to the URL data dir: its files, then its manifest (skipped when there already).
-
-    Raises
-    ------
-    RemoteStorageError
-        An object at one of its files' names has another size: glyphforge never replaces what it did not
-        write (the message names it).
-    """
-    for entry in entries:
-        target = entry_location(data_dir, entry.kind, entry.key)
-        if remote_manifest(target, entry.kind, entry.key) is not None:
-            continue
-        log.info("publishing %s %s (%d files) to %s, for the build's workers", entry.kind, entry.key[:12],
-                 len(entry.files), target)
-        sizes = _object_sizes(target)
-        for name, info in sorted(entry.manifest["files"].items()):
-            found = sizes.get(name)
-            if found is not None and found != info["size"]:
-                raise RemoteStorageError(
-                    f"{target.child(name)} holds {found:,} bytes, not the {info['size']:,} of {entry.kind} "
-                    f"{entry.key[:12]}'s {name}: glyphforge never replaces what it did not write. Remove it, or "
-                    "build into another data dir")
-            if found is None:
-                _upload(entry.path / name, target.child(name))
-        _write(target.child(MANIFEST), (entry.path / MANIFEST).read_bytes())
 
 
 def finished_shards(entry: Location, n_shards: int) -> dict[int, ShardRecord]:
@@ -340,21 +264,22 @@ class RemoteShardTask:
     """Make one shard of ``spec`` and write it to ``entry`` (its part) and its record to the ``.work`` prefix.
 
     Called with a shard index on a worker, returns the shard's record. Before making it,
-    the ``inputs`` (``(kind, key)`` entries the spec's prepare read) are fetched from the
-    URL data dir ``data_dir`` into the worker's local cache (``cache_dir``, else its
-    environment's), whose data dir ``make_shard`` and ``metadata`` are given.
+    the ``inputs`` (``(kind, params)`` of the entries the spec's prepare read) are fetched
+    from the URL data dir ``data_dir`` into the worker's local cache (``cache_dir``, else its
+    environment's; `glyphforge.storage.pull_through.PullThroughStore`), whose data dir
+    ``make_shard`` and ``metadata`` are given.
     """
 
     spec: Any
     entry: Location
     data_dir: Location
-    inputs: tuple[tuple[str, str], ...] = ()
+    inputs: tuple[tuple[str, dict[str, Any]], ...] = ()
     cache_dir: str | None = None
 
     def __call__(self, index: int) -> ShardRecord:
         context = DataContext.resolve(data_dir=self.data_dir.url, storage_options=self.data_dir.storage_options,
                                       cache_dir=self.cache_dir)
-        fetch_entries(self.data_dir, self.inputs, context.store)
+        fetch_entries(self.inputs, context)
         arrays, record = make_shard_arrays(self.spec, index, str(context.data_dir))
         scratch = make_temp_dir(".shard-", _scratch_root(context))
         try:
@@ -367,95 +292,46 @@ class RemoteShardTask:
         return record
 
 
-def fetch_entries(data_dir: Location, inputs: tuple[tuple[str, str], ...], store: CacheStore) -> None:
-    """Fetch each ``(kind, key)`` entry of the URL data dir ``data_dir`` into ``store``, unless it is there.
+def fetch_entries(inputs: tuple[tuple[str, dict[str, Any]], ...], context: DataContext) -> None:
+    """Fetch each ``(kind, params)`` entry from the URL data dir of ``context`` into its local store, unless there.
 
-    Each file is checked against the sha256 its (checked) manifest records; the entry
-    appears in ``store`` whole, as any entry does (`CacheStore.get_or_create`).
+    Each file is checked against the size and sha256 its (checked) manifest records; the
+    entry appears in the local store whole, as any entry does (`PullThroughStore.get`).
 
     Raises
     ------
     RemoteStorageError
-        An entry is not at the URL, or a file differs from its manifest.
+        An entry is not at the URL.
+    BrokenRemoteEntryError
+        A file there differs from its manifest (nothing is kept locally).
     """
-    for kind, key in inputs:
-        if read_entry(store.root / kind / key) is not None:
-            continue
-        source = entry_location(data_dir, kind, key)
-        manifest = remote_manifest(source, kind, key)
-        if manifest is None:
+    store, remote = context.store, context.remote
+    assert remote is not None, "a remote build's workers resolve the build's URL data dir"
+    for kind, params in inputs:
+        if store.get(kind, params) is None:
             raise RemoteStorageError(
-                f"{source} has no manifest: the build's driver publishes the entries its prepare read there before "
-                "any shard runs. Was it removed meanwhile? Run the build again")
-        store.get_or_create(kind, manifest["params"], _fetcher(source, manifest))
-
-
-def _fetcher(source: Location, manifest: dict[str, Any]) -> Callable[[Writer], None]:
-    """A `CacheStore.get_or_create` fill that downloads the entry at ``source`` and checks every file."""
-    def fill(writer: Writer) -> None:
-        for name, info in sorted(manifest["files"].items()):
-            remote = source.child(name)
-            local = writer.path / name
-            with remote_errors(remote.url, "reading"):
-                source.fs.get_file(remote.path, str(local))
-            digest = sha256_file(local)
-            if digest != info["sha256"] or local.stat().st_size != info["size"]:
-                raise RemoteStorageError(
-                    f"{remote.url} is not the file its manifest records ({local.stat().st_size:,} bytes, sha256 "
-                    f"{digest[:12]}; the manifest says {info['size']:,} bytes, {info['sha256'][:12]}): the entry at "
-                    f"{source} is damaged. Remove it there and run the build again, which publishes it again")
-            writer.known_sha256[name] = digest
-        writer.meta.update(manifest["meta"])
-
-    return fill
+                f"{entry_location(remote, kind, store.key(kind, params))} has no manifest: the build's driver "
+                "publishes the entries its prepare read there before any shard runs. "
+                "Was it removed meanwhile? Run the build again")
 
 
 # -- helpers ---------------------------------------------------------------------------------------
 def _write(location: Location, data: bytes) -> None:
-    """Write ``data`` as the object at ``location``: a reader sees it whole or not at all."""
-    local = _local_target(location)
-    if local is not None:
-        with atomic_path(local) as temporary:
-            temporary.write_bytes(data)
-        return
+    """Write ``data`` as the object at ``location`` (`glyphforge.storage.objects.write_bytes`), errors named."""
     with remote_errors(location.url, "writing"):
-        location.fs.pipe_file(location.path, data)
+        write_bytes(location, data)
 
 
 def _upload(source: Path, location: Location) -> None:
-    """Copy the local file ``source`` to the object at ``location``: a reader sees it whole or not at all."""
-    local = _local_target(location)
-    if local is not None:
-        with atomic_path(local) as temporary:
-            shutil.copyfile(source, temporary)
-        return
+    """Copy the local file ``source`` to the object at ``location`` (`upload_file`), errors named."""
     with remote_errors(location.url, "writing"):
-        location.fs.put_file(str(source), location.path)
-
-
-def _local_target(location: Location) -> Path | None:
-    """The path of a ``file://`` ``location``, its folder made (it is written there atomically); None for others."""
-    from fsspec.implementations.local import LocalFileSystem
-
-    if not isinstance(location.fs, LocalFileSystem):
-        return None  # an object store: a put makes the whole object at once
-    path = Path(location.path)
-    with writing(path.parent):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+        upload_file(source, location)
 
 
 def _object_sizes(folder: Location) -> dict[str, int]:
-    """The size of each object directly under ``folder``, by name (none: an empty dict)."""
-    fs = folder.fs
+    """The size of each object directly under ``folder``, by name (`file_sizes`), errors named."""
     with remote_errors(folder.url, "listing"):
-        fs.invalidate_cache(folder.path)
-        try:
-            listing = fs.ls(folder.path, detail=True)
-        except FileNotFoundError:
-            return {}
-    return {item["name"].rstrip("/").rsplit("/", 1)[-1]: int(item["size"]) for item in listing
-            if item.get("type") == "file"}
+        return file_sizes(folder)
 
 
 def _remove(folder: Location, names: list[str]) -> None:

@@ -26,12 +26,12 @@ from glyphforge.cache.keys import cache_key
 from glyphforge.storage.location import Location
 from glyphforge.storage.publish import (
     PublishConflictError,
-    entry_location,
     identity,
     published_manifest,
     put_bytes,
     read_object,
 )
+from glyphforge.storage.remote_entry import entry_location
 
 if TYPE_CHECKING:
     from glyphforge.cache.store import Entry

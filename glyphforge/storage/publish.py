@@ -36,11 +36,13 @@ from typing import TYPE_CHECKING, Any
 from fsspec.callbacks import Callback
 
 from glyphforge._checks import PathLike
-from glyphforge._files import CHUNK_BYTES, StorageError, atomic_path, writing
+from glyphforge._files import StorageError
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.cache.store import CacheStore
 from glyphforge.storage.location import SECRET_OPTIONS, Location, UnsupportedURLError, is_url
+from glyphforge.storage.objects import file_sizes, upload_file, write_bytes
+from glyphforge.storage.remote_entry import entry_location
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
     from glyphforge.cache.store import Entry
 
 __all__ = [
-    "PublishConflictError", "Published", "entry_location", "find_entry", "identity", "publish", "publish_entry",
+    "PublishConflictError", "Published", "find_entry", "identity", "publish", "publish_entry",
     "published_manifest", "put_bytes", "read_object", "target_location",
 ]
 
@@ -121,11 +123,6 @@ def target_location(url: str | Location, storage_options: Mapping[str, Any] | No
                          "object storage (s3://, gs://) or a file:// directory, and serve that over HTTP if you wish")
     location.fs  # noqa: B018 (raises UnsupportedURLError naming the extra to install; opens no connection)
     return location
-
-
-def entry_location(data_dir: Location, kind: str, key: str) -> Location:
-    """Return where the entry ``kind/key`` lives in the data dir ``data_dir``: ``<url>/cache/<kind>/<key>``."""
-    return data_dir.child("cache", kind, key)
 
 
 def publish_entry(entry: Entry, url: str | Location, *, storage_options: Mapping[str, Any] | None = None,
@@ -280,18 +277,7 @@ def read_object(where: Location, doing: str) -> bytes | None:
 
 def put_bytes(where: Location, data: bytes, doing: str) -> None:
     """Write ``data`` as the object ``where`` (a ``file://`` one under a temporary name first, then renamed)."""
-    _guarded(where, doing, lambda: _put(where, data))
-
-
-def _put(where: Location, data: bytes) -> None:
-    if _is_local(where.fs):
-        destination = Path(where.path)
-        with writing(destination):
-            destination.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(destination) as temporary:
-            temporary.write_bytes(data)
-    else:
-        where.fs.pipe_file(where.path, data)
+    _guarded(where, doing, lambda: write_bytes(where, data))
 
 
 def _not_ours(where: Location, expected: str) -> PublishConflictError:
@@ -314,7 +300,7 @@ def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]]) -> s
     PublishConflictError
         A data file of another size is there (named; left untouched).
     """
-    sizes = _guarded(place, "listing the entry", lambda: _listing(place))
+    sizes = _guarded(place, "listing the entry", lambda: file_sizes(place))
     wrong = sorted(name for name in files if name in sizes and sizes[name] != files[name]["size"])
     if wrong:
         described = "; ".join(f"{place.url}/{name} is {sizes[name]:,} bytes, the entry's is {files[name]['size']:,}"
@@ -325,18 +311,6 @@ def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]]) -> s
     return {name for name in files if name in sizes}
 
 
-def _listing(place: Location) -> dict[str, int]:
-    """The sizes of the files directly at ``place``, by name (empty when nothing is there)."""
-    fs = place.fs
-    fs.invalidate_cache(place.path)
-    try:
-        listed = fs.ls(place.path, detail=True)
-    except FileNotFoundError:
-        return {}
-    return {str(info["name"]).rstrip("/").rsplit("/", 1)[-1]: int(info["size"])
-            for info in listed if info.get("type") == "file"}
-
-
 def _upload_all(place: Location, sources: Mapping[str, Path], bar: tqdm) -> None:
     """Upload ``sources`` (``{name: local file}``) to ``place``, :data:`FILES_AT_ONCE` at a time.
 
@@ -344,9 +318,6 @@ def _upload_all(place: Location, sources: Mapping[str, Path], bar: tqdm) -> None
     """
     if not sources:
         return
-    if _is_local(place.fs):
-        with writing(place.path):
-            Path(place.path).mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=FILES_AT_ONCE, thread_name_prefix="glyphforge-publish") as pool:
         futures = [pool.submit(_guarded, place, f"uploading {name}", _uploader(place, name, source, bar))
                    for name, source in sorted(sources.items(), key=lambda item: -item[1].stat().st_size)]
@@ -360,25 +331,8 @@ def _upload_all(place: Location, sources: Mapping[str, Path], bar: tqdm) -> None
 
 def _uploader(place: Location, name: str, source: Path, bar: tqdm) -> Callable[[], None]:
     """A function uploading ``source`` as ``<place>/<name>``, so that no partial file is ever at that name."""
-    fs, destination = place.fs, f"{place.path}/{name}"
-    if _is_local(fs):
-        return lambda: _copy_file(source, Path(destination), bar)
-    options = _part_options(fs, source.stat().st_size)
-    return lambda: fs.put_file(os.fspath(source), destination, callback=_BarCallback(bar), **options)
-
-
-def _copy_file(source: Path, destination: Path, bar: tqdm) -> None:
-    """Copy ``source`` to ``destination`` through a temporary file beside it (renamed when whole)."""
-    with atomic_path(destination) as temporary, open(source, "rb") as reading, open(temporary, "wb") as out:
-        while chunk := reading.read(CHUNK_BYTES):
-            out.write(chunk)
-            bar.update(len(chunk))
-
-
-def _is_local(fs: AbstractFileSystem) -> bool:
-    from fsspec.implementations.local import LocalFileSystem
-
-    return isinstance(fs, LocalFileSystem)
+    options = _part_options(place.fs, source.stat().st_size)
+    return lambda: upload_file(source, place.child(name), callback=_BarCallback(bar), **options)
 
 
 def _part_options(fs: AbstractFileSystem, size: int) -> dict[str, int]:
