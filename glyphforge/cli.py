@@ -18,7 +18,7 @@ from typing import Any
 
 from glyphforge import config
 from glyphforge.builds.builder import SpecError
-from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
+from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, is_built, lost_shards
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry, raw
@@ -36,6 +36,7 @@ from glyphforge.cli_args import (
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.session import check_session
+from glyphforge.storage.location import is_url
 from glyphforge.textfmt import count, human_size, parse_size, table
 
 
@@ -409,11 +410,24 @@ def _without_sources(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _preview(args: argparse.Namespace) -> int:
-    from glyphforge.previews import preview_target
+    from glyphforge.previews import preview_built, preview_target
 
-    path = preview_target(args.target, out=args.out, n=args.n, data_dir=args.data_dir, seed=args.seed)
+    if is_url(args.data_dir):  # a built dataset read where it lies
+        dataset = _find_built(args.target, DataContext.resolve(data_dir=args.data_dir))
+        path = preview_built(dataset, out=args.out, n=args.n, seed=args.seed)
+    else:
+        path = preview_target(args.target, out=args.out, n=args.n, data_dir=args.data_dir, seed=args.seed)
     print(f"wrote {path}")
     return 0
+
+
+def _find_built(target: str, context: DataContext) -> BuiltDataset:
+    """The built dataset ``target`` of the context's data dir; one at a URL is read where it lies."""
+    from glyphforge.builds.dataset import find_built
+
+    if context.remote is None:
+        return find_built(target, data_dir=context.data_dir)
+    return find_built(target, data_dir=context.remote, cache_dir=context.local_cache)
 
 
 def _warmup(args: argparse.Namespace) -> int:
@@ -428,9 +442,7 @@ def _warmup(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from glyphforge.builds.dataset import find_built
-
-    dataset = find_built(args.target, data_dir=_context(args).data_dir)
+    dataset = _find_built(args.target, _context(args, remote=True))
     started = time.perf_counter()
     path = dataset.export(args.directory, format=args.format, overwrite=args.overwrite)
     seconds = time.perf_counter() - started
