@@ -6,8 +6,10 @@ first, manifest last); every test opens it with a fresh local cache dir (conftes
 from __future__ import annotations
 
 import gc
+import os
 import pickle
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -131,7 +133,7 @@ def test_the_same_entry_from_two_urls_is_one_copy(built, http, s3_data):
     ds = gf.open_built(url)
     assert sum(1 for _ in ds) == 1030
     assert http.bytes_served(arrays_path) == before
-    folder = ShardCache(ds.path.parents[2]).folder(local.entry.kind, local.key)
+    folder = ShardCache(Path(os.environ["GLYPHFORGE_CACHE_DIR"])).folder(local.entry.kind, local.key)
     assert folder == ds.path and len(list(folder.glob("*.shard"))) == len(local.index)
 
 
@@ -259,6 +261,15 @@ def test_a_missing_bucket_and_a_missing_entry_are_named(s3_server, built):
         gf.open_built(s3_server.bucket())
 
 
+
+def test_incomplete_credentials_are_named_without_the_secret(s3_data):
+    with pytest.raises(RemoteAccessError, match=r"manifest.json .*access was refused \(PartialCredentialsError: "
+                                                r"Partial credentials found in explicit, missing: aws_access_key_id\)"
+                                                r".*AWS_ACCESS_KEY_ID") as raised:
+        gf.open_built(s3_data[1], storage_options={"secret": "hush-hush"})
+    assert "hush-hush" not in str(raised.value)
+
+
 # -- handles ---------------------------------------------------------------------------------
 def test_a_pickled_dataset_is_a_handle_without_secrets(built, s3_data, s3_server):
     arrays = built[1]
@@ -304,3 +315,29 @@ def test_an_entry_on_disk_opens_too(built):
     ds = gf.open_built(local.path)
     assert type(ds) is type(local) and np.array_equal(ds[3][0], arrays[ds.image_name][3])
     assert ds.path == local.path
+
+
+# -- DataLoader workers --------------------------------------------------------------------------
+@pytest.mark.slow
+def test_dataloader_workers_read_from_s3_with_their_own_credentials(built, s3_data):
+    torch = pytest.importorskip("torch", reason="torch is not a dependency: `pip install torch` to run this test")
+    arrays = built[1]
+    ds = gf.open_built(s3_data[1], storage_options={"key": "test", "secret": "not-for-workers"})
+    next(iter(ds.stream(64, window=2)))  # the parent has prefetch threads and open connections before forking
+    stream = ds.stream(64, seed=4)
+    rows = [np.asarray(targets["row"]) for _, targets in
+            torch.utils.data.DataLoader(stream, batch_size=None, num_workers=2)]
+    expected = [targets["row"] for _, targets in built[0].stream(64, seed=4)]
+    assert len(rows) == len(expected) and all(np.array_equal(a, b) for a, b in zip(rows, expected, strict=True))
+    spawned = torch.utils.data.DataLoader(ds, batch_size=100, num_workers=2, multiprocessing_context="spawn")
+    images = np.concatenate([np.asarray(batch[0]) for batch in spawned])  # unpickled in fresh processes
+    assert np.array_equal(images, arrays[ds.image_name])
+
+
+def test_random_access_over_s3_makes_its_decoded_copy_in_the_local_cache(built, s3_data):
+    arrays = built[1]
+    ds = gf.open_built(s3_data[1], random_access="materialize")
+    rows = np.random.default_rng(0).permutation(1030)[:50]
+    rows_equal(ds.take(rows), arrays, rows)
+    assert ds.materialized == ds.path.with_name(f"{ds.key}.decoded")
+    assert ds.path.is_relative_to(ShardCache(Path(os.environ["GLYPHFORGE_CACHE_DIR"])).root)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import os
 import random
 import re
 import threading
@@ -191,11 +192,21 @@ _sessions = threading.local()
 
 
 def _session() -> requests.Session:
-    """This thread's session (kept-alive connections; a session is not shared between threads)."""
+    """This thread's session (kept-alive connections; a session is not shared between threads or processes)."""
     session = getattr(_sessions, "session", None)
     if session is None:
         session = _sessions.session = requests.Session()
     return session
+
+
+def _forget_sessions() -> None:
+    """In a forked child (a DataLoader worker): drop the parent's sessions, whose sockets the parent still uses."""
+    global _sessions
+    _sessions = threading.local()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_sessions)
 
 
 def _http(url: str, start: int | None, end: int | None, timeout: float) -> bytes:
@@ -288,6 +299,8 @@ def _fsspec(location: Location, start: int | None, end: int | None) -> bytes:
     except Exception as error:
         if _is_connection_error(error):
             raise _Transient(f"the connection failed ({type(error).__name__})") from None
+        if _is_credentials_error(error):
+            raise PermissionError(f"{type(error).__name__}: {error}") from None
         raise
     if start is not None and end is not None and len(data) != end - start:
         raise _Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
@@ -302,6 +315,15 @@ def _is_connection_error(error: Exception) -> bool:
     except ImportError:
         return False
     return isinstance(error, HTTPClientError) or type(error).__module__.startswith("aiohttp")
+
+
+def _is_credentials_error(error: Exception) -> bool:
+    """Whether ``error`` is botocore's word for credentials it could not find or complete."""
+    try:
+        from botocore.exceptions import CredentialRetrievalError, NoCredentialsError, PartialCredentialsError
+    except ImportError:
+        return False
+    return isinstance(error, (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError))
 
 
 def _reason(error: BaseException) -> str:
