@@ -154,16 +154,21 @@ def test_the_shard_cache_keeps_to_its_size_and_removes_only_its_shards(built, s3
     assert not [path for path in ds.path.iterdir() if path.name.endswith(".tmp")]
 
 
-def test_a_stream_prefetches_each_shard_once_and_its_threads_end(built, http):
+def test_a_stream_prefetches_runs_of_shards_once_and_its_threads_end(built, http):
     local, arrays, _ = built
     url, arrays_path = http_entry(http, local)
-    before = http.requests(arrays_path)
-    ds = gf.open_built(url, prefetch_threads=3)
+    size = (local.path / ARRAYS).stat().st_size
+    before = http.requests(arrays_path), http.bytes_served(arrays_path)
+    ds = gf.open_built(url, prefetch_threads=3)  # the entry fits in the cache: one run of every shard
     assert sum(len(batch[0]) for batch in ds.stream(50, window=2)) == 1030
-    assert http.requests(arrays_path) - before == len(local.index)
+    assert (http.requests(arrays_path), http.bytes_served(arrays_path)) == (before[0] + 1, before[1] + size)
+    again = gf.open_built(url, prefetch_threads=3, cache_dir=ds.path.parents[3] / "small", cache_size=size)
+    assert sum(len(batch[0]) for batch in again.stream(50, window=2)) == 1030  # over half the cache: shard by shard
+    assert (http.requests(arrays_path), http.bytes_served(arrays_path)) == (
+        before[0] + 1 + len(local.index), before[1] + 2 * size)
     assert any(thread.name.startswith("glyphforge-prefetch") for thread in threading.enumerate())
     ds.close()
-    del ds
+    del ds, again  # `again` is not closed: garbage collection ends its threads
     gc.collect()
     for thread in threading.enumerate():
         if thread.name.startswith("glyphforge-prefetch"):
@@ -243,7 +248,7 @@ def test_an_object_deleted_while_a_stream_reads_is_named(built, s3_server):
     local = built[0]
     entry = f"{s3_server.bucket()}/data/cache/{local.entry.kind}/{local.key}"
     upload(local.path, Location(entry))
-    ds = gf.open_built(entry, prefetch_threads=1)
+    ds = gf.open_built(entry, prefetch_threads=1, cache_size=(local.path / ARRAYS).stat().st_size)  # shard by shard
     batches = iter(ds.stream(100, window=1, shuffle=False))
     next(batches)
     s3_server.fs().rm(f"{entry[5:]}/{ARRAYS}")

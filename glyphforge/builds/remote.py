@@ -31,7 +31,9 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import PathLike, check_int
@@ -49,6 +51,8 @@ __all__ = ["DEFAULT_PREFETCH_THREADS", "CachedEntry", "RemoteBuiltDataset", "fin
 
 #: Threads fetching a stream's next shards ahead (0: none, every shard is fetched when it is read).
 DEFAULT_PREFETCH_THREADS = 4
+#: The most bytes of consecutive shards fetched ahead with one ranged read.
+RUN_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -75,67 +79,97 @@ class CachedEntry(Entry):
         return self.cache.whole(self.path / name, size, lambda temporary: self.remote.download(name, temporary))
 
 
+class Piece(NamedTuple):
+    """Shard ``number``'s gzip member: ``length`` bytes at ``offset`` of the entry's data file ``name``."""
+
+    number: int
+    name: str
+    offset: int
+    length: int
+
+
 class ShardFetcher:
     """Fetches shards' byte ranges of one remote entry into the shard cache: when read, or ahead on a thread pool.
 
-    The pool is made on the first `prefetch` and dropped by `close`, by garbage collection,
-    and in a forked child (a DataLoader worker makes its own).
+    Ahead, a run of consecutive shards of one data file is fetched with one ranged read
+    and cut into shard files. The pool is made on the first `prefetch` and dropped by
+    `close`, by garbage collection, and in a forked child (a DataLoader worker makes its own).
     """
 
     def __init__(self, entry: CachedEntry, threads: int) -> None:
         self.entry = entry
         self.threads = threads
+        self.runs: tuple[np.ndarray, list[range]] | None = None
+        """The readers' `RemoteBuiltDataset._shard_runs`, worked out once."""
         self._start()
 
     def _start(self) -> None:
         self._pid = os.getpid()
         self._lock = threading.RLock()  # a done callback may run at once, under it
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: dict[Path, Future[Path]] = {}
+        self._pending: dict[Path, Future[None]] = {}
+        self._fetched: set[Piece] = set()  # first shards of runs this process found cached or fetched
 
     def _in_this_process(self) -> None:
         """Forget a parent's pool and its fetches after a fork (their threads are not in this process)."""
         if self._pid != os.getpid():
             self._start()
 
-    def path(self, number: int, name: str, offset: int, length: int) -> Path:
-        """The cached file of shard ``number`` (``length`` bytes at ``offset`` of ``name``), fetched unless there."""
+    def _path(self, piece: Piece) -> Path:
+        return self.entry.cache.shard_path(self.entry.kind, self.entry.key, piece.name, piece.offset, piece.length)
+
+    def path(self, piece: Piece) -> Path:
+        """The cached file of shard ``piece``: fetched now, unless cached or on its way (then waited for)."""
         self._in_this_process()
-        path = self.entry.cache.shard_path(self.entry.kind, self.entry.key, name, offset, length)
+        path = self._path(piece)
         with self._lock:
             ahead = self._pending.get(path)
         if ahead is not None:
             try:
-                return ahead.result()
+                ahead.result()
             except Exception:  # noqa: BLE001 (fetched again below: its error is raised in this thread)
                 pass
-        return self._fetch(number, name, offset, length)
+        return self.entry.cache.shard(path, piece.length, lambda: self.entry.remote.read_range(
+            piece.name, piece.offset, piece.length, what=f"shard {piece.number}"))
 
-    def _fetch(self, number: int, name: str, offset: int, length: int) -> Path:
-        path = self.entry.cache.shard_path(self.entry.kind, self.entry.key, name, offset, length)
-        return self.entry.cache.shard(
-            path, length, lambda: self.entry.remote.read_range(name, offset, length, what=f"shard {number}"))
+    def _fetch_run(self, run: list[Piece]) -> None:
+        """Fetch the consecutive shards ``run`` of one data file with one ranged read, into their shard files."""
+        first, last = run[0], run[-1]
+        begin = first.offset
+        data = memoryview(self.entry.remote.read_range(
+            first.name, begin, last.offset + last.length - begin, what=f"shards {first.number} to {last.number}"))
+        for piece in run:
+            part = data[piece.offset - begin:piece.offset - begin + piece.length]
+            self.entry.cache.shard(self._path(piece), piece.length, part.tobytes)
 
-    def prefetch(self, pieces: Iterable[tuple[int, str, int, int]]) -> None:
-        """Start fetching the shards ``(number, name, offset, length)`` that are neither cached nor under way."""
+    def prefetch(self, runs: Iterable[list[Piece]]) -> None:
+        """Start fetching ``runs`` (lists of consecutive shards of one data file), but shards cached or under way."""
         self._in_this_process()
         if not self.threads:
             return
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="glyphforge-prefetch")
-            for number, name, offset, length in pieces:
-                path = self.entry.cache.shard_path(self.entry.kind, self.entry.key, name, offset, length)
-                if path in self._pending or self.entry.cache.cached(path, length):
+            for run in runs:
+                if run[0] in self._fetched:  # (a shard evicted since is fetched alone when it is read)
                     continue
-                future = self._pool.submit(self._fetch, number, name, offset, length)
-                self._pending[path] = future
-                future.add_done_callback(functools.partial(self._done, path))
+                missing = [piece for piece in run if self._path(piece) not in self._pending
+                           and not self.entry.cache.cached(self._path(piece), piece.length)]
+                if not missing:
+                    self._fetched.add(run[0])
+                    continue
+                span = run[run.index(missing[0]):run.index(missing[-1]) + 1]
+                future = self._pool.submit(self._fetch_run, span)
+                paths = [self._path(piece) for piece in span]
+                for path in paths:
+                    self._pending.setdefault(path, future)
+                future.add_done_callback(functools.partial(self._done, paths))
 
-    def _done(self, path: Path, future: Future[Path]) -> None:
+    def _done(self, paths: list[Path], future: Future[None]) -> None:
         with self._lock:
-            if self._pending.get(path) is future:
-                del self._pending[path]
+            for path in paths:
+                if self._pending.get(path) is future:
+                    del self._pending[path]
 
     def close(self) -> None:
         """Cancel the fetches not started and let the pool's threads end (a later `prefetch` makes a new pool)."""
@@ -169,15 +203,41 @@ class RemoteBuiltDataset(BuiltDataset):
 
     def _member(self, number: int) -> tuple[Path, int]:
         """Shard ``number``'s gzip member: its byte range, fetched into the shard cache (unless there), from byte 0."""
+        return self._fetcher.path(self._piece(number)), 0
+
+    def _piece(self, number: int) -> Piece:
         index = self.index
-        return self._fetcher.path(number, self._member_name(number), int(index.offset[number]),
-                                  int(index.length[number])), 0
+        return Piece(number, self._member_name(number), int(index.offset[number]), int(index.length[number]))
 
     def prefetch(self, shards: Iterable[int]) -> None:
-        """Start fetching ``shards`` into the local shard cache on the prefetch threads (see the module docstring)."""
-        index = self.index
-        self._fetcher.prefetch((number, self._member_name(number), int(index.offset[number]),
-                                int(index.length[number])) for number in map(int, shards))
+        """Start fetching ``shards`` into the local shard cache on the prefetch threads (see the module docstring).
+
+        Each shard comes with the run of consecutive shards around it (`runs`) when the whole
+        entry fits in half the shard cache: what an epoch reads in all, in fewer, larger requests.
+        """
+        run_of, runs = self._shard_runs()
+        wanted = dict.fromkeys(int(run_of[int(shard)]) for shard in shards)  # in the order asked
+        self._fetcher.prefetch([self._piece(number) for number in runs[run]] for run in wanted)
+
+    def _shard_runs(self) -> tuple[np.ndarray, list[range]]:
+        """Each shard's run (its number in the list of runs), and the runs: consecutive shards of one data file,
+        adjacent in it, of at most `RUN_BYTES` together; one shard each when the entry is over half the cache."""
+        if self._fetcher.runs is None:
+            index = self.index
+            runs: list[range] = []
+            first = 0
+            alone = self.entry.size_bytes > self.entry.cache.size // 2
+            for number in range(1, len(index) + 1):
+                if number == len(index) or alone or self._member_name(number) != self._member_name(first) or \
+                        int(index.offset[number]) != int(index.offset[number - 1] + index.length[number - 1]) or \
+                        int(index.offset[number] + index.length[number] - index.offset[first]) > RUN_BYTES:
+                    runs.append(range(first, number))
+                    first = number
+            run_of = np.empty(len(index), np.int64)
+            for position, run in enumerate(runs):
+                run_of[run.start:run.stop] = position
+            self._fetcher.runs = (run_of, runs)
+        return self._fetcher.runs
 
     def _sibling(self, **settings: Any) -> RemoteBuiltDataset:
         return RemoteBuiltDataset(self.entry, prefetch_threads=self.prefetch_threads, fetcher=self._fetcher,

@@ -87,7 +87,7 @@ class ShardCache:
 
     def shard_path(self, kind: str, key: str, name: str, offset: int, length: int) -> Path:
         """The file of bytes ``[offset, offset + length)`` of data file ``name`` of entry ``kind``/``key``."""
-        return self.folder(kind, key) / f"{name}.{offset}-{length}.shard"
+        return Path(f"{self.root}/{kind}/{key}/{name}.{offset}-{length}.shard")  # one Path made: a stream asks often
 
     def cached(self, path: Path, length: int) -> bool:
         """Whether ``path`` holds a whole piece of ``length`` bytes (then marked as just used)."""
