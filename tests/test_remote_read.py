@@ -18,6 +18,7 @@ import glyphforge as gf
 from glyphforge.builds import build
 from glyphforge.builds.dataset import find_built
 from glyphforge.builds.remote import RemoteBuiltDataset
+from glyphforge.cache import CorruptPklzError
 from glyphforge.storage import Location
 from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError
 from glyphforge.storage.shard_cache import ShardCache
@@ -237,6 +238,26 @@ def test_a_lost_file_refused_credentials_and_ignored_ranges_are_not_retried(buil
     assert http.requests(arrays_path) == 3 and shards_kept(ds) == []
 
 
+def test_a_damaged_shard_is_fetched_again_and_a_damaged_entry_is_named(built, server):
+    http, url, arrays_path = server
+    local, arrays, _ = built
+    ds = gf.open_built(url, cache_shards=0, random_access="decode")
+    ds[5]
+    (cached,) = ds.path.glob("*.shard")
+    data = bytearray(cached.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    cached.write_bytes(bytes(data))  # the disk damaged the local copy
+    assert np.array_equal(ds[5][0], arrays[ds.image_name][5])
+    assert http.requests(arrays_path) == 2 and cached.read_bytes() != bytes(data)
+    size = (local.path / ARRAYS).stat().st_size
+    middle = int(np.searchsorted(local.index.offset + local.index.length, size // 2, side="right"))
+    http.corrupt(arrays_path, ranges_only=True)  # the server serves a damaged byte in shard `middle`
+    with pytest.raises(CorruptPklzError, match=rf"shard {middle} of the test-rows entry at {url} is damaged: fetched "
+                                               "twice.*nothing of it is kept"):
+        ds[int(local.index.start[middle])]
+    assert shards_kept(ds) == [cached.name]
+
+
 def test_a_slow_server_is_waited_for(built, server):
     http, url, arrays_path = server
     http.drip(arrays_path, 4096, 0.002)
@@ -283,6 +304,7 @@ def test_a_pickled_dataset_is_a_handle_without_secrets(built, s3_data, s3_server
                                                     "key": "test"}, cache_shards=2)
     data = pickle.dumps(ds)
     assert secret.encode() not in data and len(data) < 2000 and s3_data[1].encode() in data
+    assert os.environ["GLYPHFORGE_CACHE_DIR"].encode() not in data  # not given: the unpickling process's own
     again = pickle.loads(data)
     assert isinstance(again, RemoteBuiltDataset) and again.cache_shards == 2
     assert np.array_equal(again[600][0], arrays[ds.image_name][600])

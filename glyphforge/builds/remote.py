@@ -35,11 +35,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from glyphforge import config
 from glyphforge._checks import PathLike, check_int
 from glyphforge._files import writing
 from glyphforge.builds.dataset import BuiltDataset, is_built
-from glyphforge.cache import Entry
+from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, is_url
@@ -132,6 +131,10 @@ class ShardFetcher:
         return self.entry.cache.shard(path, piece.length, lambda: self.entry.remote.read_range(
             piece.name, piece.offset, piece.length, what=f"shard {piece.number}"))
 
+    def forget(self, piece: Piece) -> None:
+        """Remove the cached file of shard ``piece`` (one that does not decode)."""
+        self._path(piece).unlink(missing_ok=True)
+
     def _fetch_run(self, run: list[Piece]) -> None:
         """Fetch the consecutive shards ``run`` of one data file with one ranged read, into their shard files."""
         first, last = run[0], run[-1]
@@ -205,6 +208,22 @@ class RemoteBuiltDataset(BuiltDataset):
         """Shard ``number``'s gzip member: its byte range, fetched into the shard cache (unless there), from byte 0."""
         return self._fetcher.path(self._piece(number)), 0
 
+    def _decode(self, number: int) -> dict[str, np.ndarray]:
+        """Decode shard ``number`` from its cached copy; a copy that does not decode is removed and fetched again
+        once (damaged again: the entry at the URL is, and nothing of it is kept)."""
+        try:
+            return super()._decode(number)
+        except CorruptPklzError:
+            self._fetcher.forget(self._piece(number))
+        try:
+            return super()._decode(number)
+        except CorruptPklzError as error:
+            self._fetcher.forget(self._piece(number))
+            raise CorruptPklzError(
+                f"shard {number} of the {self.entry.kind} entry at {self.url} is damaged: fetched twice, its bytes do "
+                f"not decode ({error.__cause__ or error}); nothing of it is kept in the local cache. The entry at "
+                "that URL is damaged: publish or build it there again") from None
+
     def _piece(self, number: int) -> Piece:
         index = self.index
         return Piece(number, self._member_name(number), int(index.offset[number]), int(index.length[number]))
@@ -249,10 +268,13 @@ class RemoteBuiltDataset(BuiltDataset):
         super().close()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as a handle: the URL and storage options (without secrets), the local cache and the settings."""
-        settings = {"cache_dir": str(self.entry.cache.root.parent), "cache_size": self.entry.cache.size,
-                    "prefetch_threads": self.prefetch_threads, "cache_shards": self.cache_shards,
-                    "arrays_limit": self.arrays_limit, "random_access": self.random_access}
+        """Pickle as a handle: the URL and storage options (without secrets), the cache options and the settings.
+
+        The local cache dir and size are pickled as given: given none, the process unpickling uses its own default.
+        """
+        settings = {**self.entry.cache.options, "prefetch_threads": self.prefetch_threads,
+                    "cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit,
+                    "random_access": self.random_access}
         return _reopen_remote, (self.entry.remote.location, self.key, settings)
 
     def __repr__(self) -> str:
@@ -305,7 +327,7 @@ def open_built(
     if isinstance(url, Location) and storage_options:
         location = Location(url.url, {**url.storage_options, **storage_options})
     remote = _open_entry(location)
-    cache = ShardCache(config.local_cache_dir(cache_dir), cache_size)
+    cache = ShardCache(cache_dir, cache_size)
     entry = CachedEntry(cache.folder(remote.kind, remote.key), remote.manifest, remote, cache)
     return RemoteBuiltDataset(entry, prefetch_threads=prefetch_threads, **options)
 

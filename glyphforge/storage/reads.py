@@ -333,5 +333,5 @@ def _reason(error: BaseException) -> str:
 
 
 def _shown(text: str) -> str:
-    """``text`` without URL query strings (a signed URL's signature is a secret)."""
-    return re.sub(r"\?[^\s'\"]*", "?...", text)
+    """``text`` without URL query strings (a signed URL's signature is a secret) or user:password@ parts."""
+    return re.sub(r"\?[^\s'\"]*", "?...", re.sub(r"://[^/@\s]*@", "://", text))

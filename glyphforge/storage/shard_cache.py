@@ -31,6 +31,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from glyphforge import config
+from glyphforge._checks import PathLike
 from glyphforge._files import atomic_path, writing
 from glyphforge.textfmt import human_size, parse_size
 
@@ -70,14 +72,17 @@ class ShardCache:
     Parameters
     ----------
     local_cache
-        The local cache dir (`glyphforge.DataContext.local_cache`).
+        The local cache dir (None: ``$GLYPHFORGE_CACHE_DIR``, else the user cache dir; see
+        `glyphforge.config.local_cache_dir`).
     size
         The size limit in bytes (or text such as ``"20GB"``); None: `default_cache_size`.
     """
 
-    def __init__(self, local_cache: Path, size: int | str | None = None) -> None:
-        self.root = Path(local_cache) / SHARDS
+    def __init__(self, local_cache: PathLike | None = None, size: int | str | None = None) -> None:
+        self.root = config.local_cache_dir(local_cache) / SHARDS
         self.size = default_cache_size(self.root) if size is None else parse_size(size)
+        self.options = {"cache_dir": None if local_cache is None else str(local_cache), "cache_size": size}
+        """What it was opened with: a process unpickling a dataset opens its own with these (its own defaults)."""
         self._used: int | None = None  # bytes of shard files, counted at the first write, then kept up
         self._lock = threading.Lock()
 
