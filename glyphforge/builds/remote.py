@@ -87,6 +87,21 @@ class Piece(NamedTuple):
     length: int
 
 
+class ShardRuns(NamedTuple):
+    """A remote entry's shards as pieces, and grouped into runs to fetch ahead with one ranged read each.
+
+    A run is consecutive shards of one data file, adjacent in it, of at most `RUN_BYTES`
+    together; each shard is a run of its own when the entry is over half the shard cache
+    (a run's other shards would be evicted before they are read).
+    """
+
+    pieces: list[Piece]
+    """Shard ``number``'s piece is ``pieces[number]``."""
+    run_of: list[int]
+    """Shard ``number`` is in the run ``runs[run_of[number]]``."""
+    runs: list[list[Piece]]
+
+
 class ShardFetcher:
     """Fetches shards' byte ranges of one remote entry into the shard cache: when read, or ahead on a thread pool.
 
@@ -98,7 +113,7 @@ class ShardFetcher:
     def __init__(self, entry: CachedEntry, threads: int) -> None:
         self.entry = entry
         self.threads = threads
-        self.runs: tuple[np.ndarray, list[range]] | None = None
+        self.runs: ShardRuns | None = None
         """The readers' `RemoteBuiltDataset._shard_runs`, worked out once."""
         self._start()
 
@@ -225,37 +240,35 @@ class RemoteBuiltDataset(BuiltDataset):
                 "that URL is damaged: publish or build it there again") from None
 
     def _piece(self, number: int) -> Piece:
-        index = self.index
-        return Piece(number, self._member_name(number), int(index.offset[number]), int(index.length[number]))
+        return self._shard_runs().pieces[number]
 
     def prefetch(self, shards: Iterable[int]) -> None:
         """Start fetching ``shards`` into the local shard cache on the prefetch threads (see the module docstring).
 
-        Each shard comes with the run of consecutive shards around it (`runs`) when the whole
-        entry fits in half the shard cache: what an epoch reads in all, in fewer, larger requests.
+        Each shard comes with its run of consecutive shards (`ShardRuns`) when the whole entry
+        fits in half the shard cache: what an epoch reads in all, in fewer, larger requests.
         """
-        run_of, runs = self._shard_runs()
-        wanted = dict.fromkeys(int(run_of[int(shard)]) for shard in shards)  # in the order asked
-        self._fetcher.prefetch([self._piece(number) for number in runs[run]] for run in wanted)
+        layout = self._shard_runs()
+        wanted = dict.fromkeys(layout.run_of[int(shard)] for shard in shards)  # in the order asked
+        self._fetcher.prefetch(layout.runs[run] for run in wanted)
 
-    def _shard_runs(self) -> tuple[np.ndarray, list[range]]:
-        """Each shard's run (its number in the list of runs), and the runs: consecutive shards of one data file,
-        adjacent in it, of at most `RUN_BYTES` together; one shard each when the entry is over half the cache."""
+    def _shard_runs(self) -> ShardRuns:
+        """Every shard's piece and run, worked out once (the dataset's readers share them through their fetcher)."""
         if self._fetcher.runs is None:
             index = self.index
-            runs: list[range] = []
-            first = 0
+            pieces = [Piece(number, self._member_name(number), offset, length) for number, (offset, length) in
+                      enumerate(zip(index.offset.tolist(), index.length.tolist(), strict=True))]
             alone = self.entry.size_bytes > self.entry.cache.size // 2
-            for number in range(1, len(index) + 1):
-                if number == len(index) or alone or self._member_name(number) != self._member_name(first) or \
-                        int(index.offset[number]) != int(index.offset[number - 1] + index.length[number - 1]) or \
-                        int(index.offset[number] + index.length[number] - index.offset[first]) > RUN_BYTES:
-                    runs.append(range(first, number))
-                    first = number
-            run_of = np.empty(len(index), np.int64)
-            for position, run in enumerate(runs):
-                run_of[run.start:run.stop] = position
-            self._fetcher.runs = (run_of, runs)
+            runs: list[list[Piece]] = []
+            for piece in pieces:
+                run = runs[-1] if runs else None
+                if run is None or alone or piece.name != run[0].name or piece.offset != run[-1].offset + \
+                        run[-1].length or piece.offset + piece.length - run[0].offset > RUN_BYTES:
+                    runs.append([piece])
+                else:
+                    run.append(piece)
+            run_of = [position for position, run in enumerate(runs) for _ in run]
+            self._fetcher.runs = ShardRuns(pieces, run_of, runs)
         return self._fetcher.runs
 
     def _sibling(self, **settings: Any) -> RemoteBuiltDataset:
