@@ -335,6 +335,12 @@ def test_the_cli_exports_and_previews_a_dataset_on_s3(built, s3_data, tmp_path):
     missing = run("glyphforge", "export", "nothing", tmp_path / "none", "--data-dir", s3_data[0])
     assert missing.returncode == 1 and "no built dataset 'nothing'" in missing.stderr
     assert not (tmp_path / "none").exists()
+    no_credentials = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_EC2_METADATA_DISABLED": "true",
+                      "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "AWS_CONFIG_FILE": str(tmp_path / "none")}
+    refused = run("glyphforge", "export", "test-rows", tmp_path / "none", "--data-dir", s3_data[0], env=no_credentials)
+    assert refused.returncode == 1 and not (tmp_path / "none").exists()
+    assert f"could not list {s3_data[0]}/cache: access was refused (NoCredentialsError" in refused.stderr
+    assert "AWS_ACCESS_KEY_ID" in refused.stderr
 
 
 def test_an_entry_on_disk_opens_too(built):

@@ -42,7 +42,7 @@ from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, is_url
-from glyphforge.storage.reads import RemoteFileMissingError, read_bytes
+from glyphforge.storage.reads import RemoteFileMissingError, list_names, read_bytes
 from glyphforge.storage.remote_entry import RemoteEntry, entry_location
 from glyphforge.storage.shard_cache import ShardCache
 
@@ -390,12 +390,12 @@ def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltD
                           f"{target!r} cannot be looked up there: give the entry as kind/key with its whole key "
                           "(--data-dir URL and target scenes/<key>), or its URL to glyphforge.open_built")
     cache = data_dir.child("cache")
-    kinds = _listing(cache)
+    kinds = list_names(cache)
     if target in kinds:
         newest = _newest_built(cache.child(target), target)
         if newest is not None:
             return open_built(cache.child(target, newest), **options)
-    matches = [(kind, key) for kind in kinds for key in _listing(cache.child(kind)) if key.startswith(target)]
+    matches = [(kind, key) for kind in kinds for key in list_names(cache.child(kind)) if key.startswith(target)]
     if len(matches) == 1:
         return open_built(cache.child(*matches[0]), **options)
     listed = ", ".join(sorted(kinds)) or f"nothing: {cache} holds no entries"
@@ -406,20 +406,10 @@ def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltD
                       f"{listed}")
 
 
-def _listing(location: Location) -> list[str]:
-    """The names in the folder at ``location`` (none when it does not exist), fresh from the store."""
-    fs = location.fs
-    fs.invalidate_cache(location.path)
-    try:
-        return sorted(path.rstrip("/").rsplit("/", 1)[-1] for path in fs.ls(location.path, detail=False))
-    except FileNotFoundError:
-        return []
-
-
 def _newest_built(kind_dir: Location, kind: str) -> str | None:
     """The key of the newest complete built entry in ``kind_dir`` (by its manifest's ``created``), None if none."""
     newest: tuple[str, str] | None = None
-    for key in _listing(kind_dir):
+    for key in list_names(kind_dir):
         try:
             manifest = parse_manifest(read_bytes(kind_dir.child(key, MANIFEST), what="a manifest"), kind, key)
         except (RemoteFileMissingError, BrokenManifestError):  # not whole yet, or not an entry: skipped

@@ -1,12 +1,12 @@
 """Reading bytes at a URL: one object whole or one byte range of it, retried, bounded, with clear errors.
 
 `read_bytes` is the one way glyphforge reads a remote object (a manifest, an index, a shard's
-byte range). ``http://`` and ``https://`` are read with ``requests`` (a core dependency: no
-aiohttp needed), so an answer is checked before its body is read: a range must come back as
-``206 Partial Content`` starting at the byte asked for, and a server that ignores ``Range``
-(``200`` with the whole file) is refused rather than downloaded whole. Every other scheme
-(``s3://``, ``gs://``, ``file://``) is read with fsspec's ranged ``cat_file``, which fetches
-exactly the range (no read-ahead).
+byte range), and `list_names` lists a folder of a store. ``http://`` and ``https://`` are read
+with ``requests`` (a core dependency: no aiohttp needed), so an answer is checked before its
+body is read: a range must come back as ``206 Partial Content`` starting at the byte asked
+for, and a server that ignores ``Range`` (``200`` with the whole file) is refused rather than
+downloaded whole. Every other scheme (``s3://``, ``gs://``, ``file://``) is read with fsspec's
+ranged ``cat_file``, which fetches exactly the range (no read-ahead).
 
 Transient failures (a dropped connection, a timeout, HTTP 408, 429 and 5xx, S3's throttling)
 are retried `ReadPolicy.attempts` times with exponential backoff (a ``Retry-After`` is
@@ -29,8 +29,9 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import requests
 
@@ -40,9 +41,10 @@ if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
 __all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
-           "ShortObjectError", "read_bytes"]
+           "ShortObjectError", "list_names", "read_bytes"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 #: HTTP statuses worth retrying.
@@ -156,35 +158,62 @@ def read_bytes(location: Location, start: int | None = None, end: int | None = N
     ranged = start is not None and end is not None
     span = f"bytes {start:,} to {end:,} of " if ranged else ""
     described = f"{span}{_shown(location.url)}" + (f" ({what})" if what else "")
+    if location.scheme in ("http", "https"):
+        return _retried(lambda: _http(location.url, start, end, policy.timeout), f"read {described}", policy)
+    return _retried(lambda: _fsspec(location, start, end), f"read {described}", policy)
+
+
+def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> list[str]:
+    """Return the sorted names in the folder at ``location`` (none when it does not exist), fresh from the store.
+
+    Retried and failing as `read_bytes` does (a missing bucket is a `RemoteFileMissingError`).
+    """
+    def attempt() -> list[str]:
+        fs = location.fs
+        fs.invalidate_cache(location.path)
+        try:
+            paths = _classified(lambda: fs.ls(location.path, detail=False))
+        except FileNotFoundError as error:
+            if "bucket" in _reason(error).lower():
+                raise
+            return []
+        return sorted(str(path).rstrip("/").rsplit("/", 1)[-1] for path in paths)
+
+    return _retried(attempt, f"list {_shown(location.url)}", policy)
+
+
+def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy) -> T:
+    """Return ``attempt()``, tried again on transient failures; the errors of the module docstring otherwise.
+
+    ``described`` is what is done, for messages ("read bytes 0 to 9 of s3://...").
+    """
     failures = 0
     while True:
         try:
-            if location.scheme in ("http", "https"):
-                return _http(location.url, start, end, policy.timeout)
-            return _fsspec(location, start, end)
+            return attempt()
         except _Transient as error:
             failures += 1
             if failures >= policy.attempts:
                 raise RemoteReadError(
-                    f"could not read {described}: {error.why}, {failures} times in a row. The store or the network "
+                    f"could not {described}: {error.why}, {failures} times in a row. The store or the network "
                     "is failing: try again later, or check the URL and the connection") from None
             pause = policy.delay(failures, error.retry_after)
-            log.info("reading %s failed (%s); trying again in %.1f s (attempt %d of %d)", described, error.why, pause,
+            log.info("could not %s (%s); trying again in %.1f s (attempt %d of %d)", described, error.why, pause,
                      failures + 1, policy.attempts)
             time.sleep(pause)
         except FileNotFoundError as error:
             no_bucket = "bucket" in _reason(error).lower()
             missing = "the bucket does not exist" if no_bucket else "there is no such object"
-            raise RemoteFileMissingError(f"could not read {described}: {missing}. It was deleted, or the URL is "
-                                         "wrong: check it", no_bucket) from None
+            raise RemoteFileMissingError(f"could not {described}: {missing}. It was deleted, or the URL is wrong: "
+                                         "check it", no_bucket) from None
         except PermissionError as error:
             raise RemoteAccessError(
-                f"could not read {described}: access was refused ({_reason(error)}). The credentials this process "
-                "has are wrong or missing: set them as the store's SDK reads them (e.g. AWS_ACCESS_KEY_ID and "
+                f"could not {described}: access was refused ({_reason(error)}). The credentials this process has "
+                "are wrong or missing: set them as the store's SDK reads them (e.g. AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS), or pass storage_options") from None
         except _Permanent as error:
             raise (ShortObjectError if isinstance(error, _Short) else RemoteReadError)(
-                f"could not read {described}: {error}") from None
+                f"could not {described}: {error}") from None
 
 
 # -- HTTP, with requests -------------------------------------------------------------------
@@ -290,8 +319,17 @@ def _retry_after(response: requests.Response) -> float | None:
 # -- everything else, with fsspec ------------------------------------------------------------
 def _fsspec(location: Location, start: int | None, end: int | None) -> bytes:
     """One ranged (or whole) ``cat_file`` of the object, its failures sorted into transient and not."""
+    data: bytes = _classified(lambda: location.fs.cat_file(location.path, start=start, end=end))
+    if start is not None and end is not None and len(data) != end - start:
+        raise _Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
+                     "expected (damaged, or replaced by another)")
+    return data
+
+
+def _classified(call: Callable[[], T]) -> T:
+    """Return ``call()`` (an fsspec call), its failures sorted: `_Transient`, FileNotFound-, PermissionError."""
     try:
-        data: bytes = location.fs.cat_file(location.path, start=start, end=end)
+        return call()
     except (FileNotFoundError, PermissionError):
         raise
     except (OSError, TimeoutError) as error:
@@ -302,10 +340,6 @@ def _fsspec(location: Location, start: int | None, end: int | None) -> bytes:
         if _is_credentials_error(error):
             raise PermissionError(f"{type(error).__name__}: {error}") from None
         raise
-    if start is not None and end is not None and len(data) != end - start:
-        raise _Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
-                     "expected (damaged, or replaced by another)")
-    return data
 
 
 def _is_connection_error(error: Exception) -> bool:

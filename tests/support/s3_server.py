@@ -24,6 +24,9 @@ from typing import Any
 
 import pytest
 
+#: Bucket numbers, for the whole test session: moto keeps its buckets in the process, so a second
+#: module's server starts with the first one's buckets.
+_BUCKETS = itertools.count(1)
 #: What the fixture puts in the environment (moto accepts any credentials).
 ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
 
@@ -43,7 +46,6 @@ class LocalS3Server:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
         self.port = _free_port()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-        self._buckets = itertools.count(1)
 
     @property
     def endpoint(self) -> str:
@@ -69,7 +71,7 @@ class LocalS3Server:
 
     def bucket(self, name: str | None = None) -> str:
         """Make a bucket (a new one per call unless ``name`` is given); return its ``s3://`` URL."""
-        name = name or f"gf-test-{next(self._buckets)}"
+        name = name or f"gf-test-{next(_BUCKETS)}"
         self.fs().mkdir(name)
         return f"s3://{name}"
 
@@ -79,13 +81,17 @@ def s3_server() -> Iterator[LocalS3Server]:
     """moto's S3 server on 127.0.0.1 for one test module, with the environment pointing at it."""
     pytest.importorskip("moto.server", reason="moto[server] is in the test extra: pip install -e '.[test]'")
     pytest.importorskip("s3fs", reason="s3fs is in the test extra: pip install -e '.[test]'")
+    import s3fs
+
     server = LocalS3Server().start()
     saved = {name: os.environ.get(name) for name in server.environment()}
     os.environ.update(server.environment())
+    s3fs.S3FileSystem.clear_instance_cache()  # fsspec keeps filesystems per options: one made for another server
     try:
         yield server
     finally:
         server.stop()
+        s3fs.S3FileSystem.clear_instance_cache()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
