@@ -422,12 +422,19 @@ def _preview(args: argparse.Namespace) -> int:
 
 
 def _find_built(target: str, context: DataContext) -> BuiltDataset:
-    """The built dataset ``target`` of the context's data dir; one at a URL is read where it lies."""
+    """The built dataset ``target`` of the context's data dir; one at a URL is read where it lies.
+
+    A kind or key prefix for a data dir that cannot be listed (HTTP) is a `UsageError`.
+    """
     from glyphforge.builds.dataset import find_built
+    from glyphforge.builds.remote import UnlistableDataDirError
 
     if context.remote is None:
         return find_built(target, data_dir=context.data_dir)
-    return find_built(target, data_dir=context.remote, cache_dir=context.local_cache)
+    try:
+        return find_built(target, data_dir=context.remote, cache_dir=context.local_cache)
+    except UnlistableDataDirError as error:
+        raise UsageError(str(error)) from None
 
 
 def _warmup(args: argparse.Namespace) -> int:

@@ -343,6 +343,19 @@ def test_the_cli_exports_and_previews_a_dataset_on_s3(built, s3_data, tmp_path):
     assert "AWS_ACCESS_KEY_ID" in refused.stderr
 
 
+def test_the_cli_over_http_takes_kind_and_key_and_refuses_a_kind_alone(built, http, tmp_path):
+    local, arrays, _ = built
+    shown = run("glyphforge", "preview", f"test-rows/{local.key}", "--out", tmp_path / "p.png", "-n", "2",
+                "--data-dir", http.base_url)
+    assert shown.returncode == 0, shown.stderr
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    before = http.requests()
+    refused = run("glyphforge", "export", "test-rows", tmp_path / "out", "--data-dir", http.base_url)
+    assert refused.returncode == 2 and http.requests() == before and not (tmp_path / "out").exists()
+    assert f"{http.base_url} cannot be listed (over HTTP there is no listing)" in refused.stderr
+    assert "give the entry as kind/key with its whole key" in refused.stderr
+
+
 def test_an_entry_on_disk_opens_too(built):
     local, arrays, _ = built
     ds = gf.open_built(local.path)

@@ -46,12 +46,17 @@ from glyphforge.storage.reads import RemoteFileMissingError, list_names, read_by
 from glyphforge.storage.remote_entry import RemoteEntry, entry_location
 from glyphforge.storage.shard_cache import ShardCache
 
-__all__ = ["DEFAULT_PREFETCH_THREADS", "CachedEntry", "RemoteBuiltDataset", "find_remote_built", "open_built"]
+__all__ = ["DEFAULT_PREFETCH_THREADS", "CachedEntry", "RemoteBuiltDataset", "UnlistableDataDirError",
+           "find_remote_built", "open_built"]
 
 #: Threads fetching a stream's next shards ahead (0: none, every shard is fetched when it is read).
 DEFAULT_PREFETCH_THREADS = 4
 #: The most bytes of consecutive shards fetched ahead with one ranged read.
 RUN_BYTES = 8 << 20
+
+
+class UnlistableDataDirError(LookupError):
+    """A kind or key prefix was given for a data dir that cannot be listed (over HTTP): give kind/key instead."""
 
 
 @dataclass(frozen=True)
@@ -380,15 +385,18 @@ def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltD
     Raises
     ------
     LookupError
-        Nothing built there matches (the message lists what is), or the data dir cannot be listed.
+        Nothing built there matches (the message lists what is).
+    UnlistableDataDirError
+        ``target`` is a kind or a key prefix, and the data dir cannot be listed (HTTP).
     """
     if "/" in target:
         kind, key = target.split("/", 1)
         return open_built(entry_location(data_dir, kind, key), **options)
     if data_dir.read_only:
-        raise LookupError(f"{data_dir} cannot be listed (over {data_dir.scheme.upper()} there is no listing), so "
-                          f"{target!r} cannot be looked up there: give the entry as kind/key with its whole key "
-                          "(--data-dir URL and target scenes/<key>), or its URL to glyphforge.open_built")
+        raise UnlistableDataDirError(
+            f"{data_dir} cannot be listed (over {data_dir.scheme.upper()} there is no listing), so {target!r} cannot "
+            "be looked up there: give the entry as kind/key with its whole key (e.g. scenes/<key>), or its URL to "
+            "glyphforge.open_built")
     cache = data_dir.child("cache")
     kinds = list_names(cache)
     if target in kinds:
