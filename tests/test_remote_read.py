@@ -285,6 +285,8 @@ def test_a_missing_bucket_and_a_missing_entry_are_named(s3_server, built):
         gf.open_built(f"{s3_server.bucket()}/data/cache/test-rows/{local.key}")
     with pytest.raises(LookupError, match="is not the URL of an entry"):
         gf.open_built(s3_server.bucket())
+    with pytest.raises(LookupError, match="is not the URL of an entry"):  # never a folder outside the shard cache
+        gf.open_built(f"{s3_server.bucket()}/data/cache/../{local.key}")
 
 
 

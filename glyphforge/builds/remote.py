@@ -39,7 +39,7 @@ from glyphforge._checks import PathLike, check_int
 from glyphforge._files import writing
 from glyphforge.builds.dataset import BuiltDataset, is_built
 from glyphforge.cache import CorruptPklzError, Entry
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest
 from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.reads import RemoteFileMissingError, list_names, read_bytes
@@ -353,7 +353,7 @@ def open_built(
 def _open_entry(location: Location) -> RemoteEntry:
     """The built entry at ``location``; a LookupError saying what is there otherwise."""
     parts = location.url.rstrip("/").rsplit("/", 3)
-    if len(parts) < 4 or parts[1] != "cache":
+    if len(parts) < 4 or parts[1] != "cache" or not (is_plain_name(parts[2]) and is_plain_name(parts[3])):
         raise LookupError(f"{location} is not the URL of an entry: an entry's URL is <data dir URL>/cache/<kind>/"
                           "<key>. To find the newest entry of a kind in a data dir at a URL, use "
                           "glyphforge.builds.find_built(kind, data_dir=URL)")
