@@ -432,7 +432,7 @@ def _find_built(target: str, context: DataContext) -> BuiltDataset:
     if context.remote is None:
         return find_built(target, data_dir=context.data_dir)
     try:
-        return find_built(target, data_dir=context.remote, cache_dir=context.local_cache)
+        return find_built(target, data_dir=context.remote, cache_dir=context.cache_dir)
     except UnlistableDataDirError as error:
         raise UsageError(str(error)) from None
 

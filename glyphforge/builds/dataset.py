@@ -555,9 +555,11 @@ def find_built(target: str, data_dir: PathLike | Location | None = None, *,
 
         location = data_dir if isinstance(data_dir, Location) else Location(str(data_dir), storage_options or {})
         return find_remote_built(target, location, **options)
-    if storage_options or options:
-        raise ValueError(f"{', '.join(sorted({*(['storage_options'] if storage_options else []), *options}))} apply "
-                         f"to a data dir that is a URL, and {data_dir or 'the default data dir'} is a path")
+    given = sorted([*options, *(["storage_options"] if storage_options else [])])
+    if given:
+        place = data_dir or "the default data dir"
+        raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {place} is a path; drop "
+                         f"{'them' if len(given) > 1 else 'it'}, or give a URL")
     store = CacheStore.for_data_dir(data_dir)
     built = [entry for entry in store.ls() if is_built(entry)]
     of_kind = [entry for entry in built if entry.kind == target]
