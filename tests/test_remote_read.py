@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import shutil
 import threading
 from pathlib import Path
 
@@ -323,6 +324,19 @@ def test_find_built_lists_a_data_dir_on_s3(built, s3_data, http):
         find_built("nothing", data_dir=data_dir)
     with pytest.raises(LookupError, match="cannot be listed .*kind/key"):
         find_built("test-rows", data_dir=http.base_url)
+    with pytest.raises(ValueError, match="cache_dir: only for a data dir that is a URL"):
+        find_built("test-rows", data_dir=built[2], cache_dir="elsewhere")
+
+
+def test_the_shard_cache_size_comes_from_the_argument_the_environment_or_the_disk(monkeypatch, tmp_path):
+    disk = shutil.disk_usage(tmp_path).total
+    assert ShardCache(tmp_path).size == min(20 * 10**9, int(disk * 0.1))
+    assert ShardCache(tmp_path, "2GB").size == 2 * 10**9
+    monkeypatch.setenv("GLYPHFORGE_CACHE_SIZE", "1.5GiB")
+    assert ShardCache(tmp_path).size == int(1.5 * 2**30) and ShardCache(tmp_path, 1000).size == 1000
+    monkeypatch.setenv("GLYPHFORGE_CACHE_SIZE", "lots")
+    with pytest.raises(ValueError, match=r"\$GLYPHFORGE_CACHE_SIZE: 'lots' is not a size"):
+        ShardCache(tmp_path)
 
 
 def test_the_cli_exports_and_previews_a_dataset_on_s3(built, s3_data, tmp_path):
