@@ -230,10 +230,13 @@ class RemoteBuiltDataset(BuiltDataset):
 
     def _decode(self, number: int) -> dict[str, np.ndarray]:
         """Decode shard ``number`` from its cached copy; a copy that does not decode is removed and fetched again
-        once (damaged again: the entry at the URL is, and nothing of it is kept)."""
+        once (damaged again: the entry at the URL is, and nothing of it is kept), as is one another process evicted
+        between its fetch and its reading."""
         try:
             return super()._decode(number)
-        except CorruptPklzError:
+        except RemoteFileMissingError:
+            raise
+        except (CorruptPklzError, FileNotFoundError):
             self._fetcher.forget(self._piece(number))
         try:
             return super()._decode(number)

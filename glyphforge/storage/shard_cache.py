@@ -99,9 +99,12 @@ class ShardCache:
         try:
             if os.stat(path).st_size != length:
                 return False
-            os.utime(path)  # the eviction's "recently used"
-        except OSError:  # absent, or evicted between the two calls
+        except OSError:  # absent
             return False
+        try:
+            os.utime(path)  # the eviction's "recently used"
+        except OSError:  # evicted meanwhile (the reader fetches it again), or a cache this user may only read
+            pass
         return True
 
     def shard(self, path: Path, length: int, fetch: Callable[[], bytes]) -> Path:
