@@ -403,3 +403,15 @@ def test_random_access_over_s3_makes_its_decoded_copy_in_the_local_cache(built, 
     rows_equal(ds.take(rows), arrays, rows)
     assert ds.materialized == ds.path.with_name(f"{ds.key}.decoded")
     assert ds.path.is_relative_to(ShardCache(Path(os.environ["GLYPHFORGE_CACHE_DIR"])).root)
+
+
+def test_dataloader_workers_fetch_each_run_once_between_them(built, http, tmp_path):
+    torch = pytest.importorskip("torch", reason="torch is not a dependency: `pip install torch` to run this test")
+    local = built[0]
+    url, arrays_path = http_entry(http, local)
+    size = (local.path / ARRAYS).stat().st_size
+    before = http.bytes_served(arrays_path)
+    stream = gf.open_built(url, cache_dir=tmp_path).stream(50, window=2)
+    loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=2)
+    assert sum(len(images) for images, _ in loader) == 1030
+    assert http.bytes_served(arrays_path) - before == size  # every worker reads every window: fetched once

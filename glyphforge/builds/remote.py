@@ -13,7 +13,9 @@ iteration, ``stream``, ``export``, ``arrays``...), which reads the entry at its 
   shard (the second epoch) is local.
 * ``ds.stream(...)`` tells the dataset which shards its next windows hold
   (`BuiltDataset.prefetch`): they are fetched on a few threads (``prefetch_threads``) while
-  the current ones are decoded. Fetched shards are files in the cache, not bytes in memory.
+  the current ones are decoded, in runs of consecutive shards (`ShardRuns`) when the entry
+  fits in half the cache, each run by one process of the machine at a time (DataLoader
+  workers fetch it once between them). Fetched shards are files in the cache, not bytes in memory.
 * Reads are retried on transient failures; a lost file, refused credentials or a server
   that keeps failing raise errors naming the URL, the shard and what to do
   (`glyphforge.storage.reads`).
@@ -33,12 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import filelock
 import numpy as np
 
+from glyphforge import config
 from glyphforge._checks import PathLike, check_int
 from glyphforge._files import writing
 from glyphforge.builds.dataset import BuiltDataset, is_built
 from glyphforge.cache import CorruptPklzError, Entry
+from glyphforge.cache.locks import hold
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest
 from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, is_url
@@ -127,7 +132,7 @@ class ShardFetcher:
         self._lock = threading.RLock()  # a done callback may run at once, under it
         self._pool: ThreadPoolExecutor | None = None
         self._pending: dict[Path, Future[None]] = {}
-        self._fetched: set[Piece] = set()  # first shards of runs this process found cached or fetched
+        self._fetched: set[Piece] = set()  # the first shards of runs this process found whole in the cache
 
     def _in_this_process(self) -> None:
         """Forget a parent's pool and its fetches after a fork (their threads are not in this process)."""
@@ -156,14 +161,24 @@ class ShardFetcher:
         self._path(piece).unlink(missing_ok=True)
 
     def _fetch_run(self, run: list[Piece]) -> None:
-        """Fetch the consecutive shards ``run`` of one data file with one ranged read, into their shard files."""
-        first, last = run[0], run[-1]
-        begin = first.offset
-        data = memoryview(self.entry.remote.read_range(
-            first.name, begin, last.offset + last.length - begin, what=f"shards {first.number} to {last.number}"))
-        for piece in run:
-            part = data[piece.offset - begin:piece.offset - begin + piece.length]
-            self.entry.cache.shard(self._path(piece), piece.length, part.tobytes)
+        """Fetch the shards of ``run`` not cached yet with one ranged read, into their shard files.
+
+        One process at a time per run (a lock file in the entry's folder): DataLoader workers,
+        which all read every window, fetch each run once between them.
+        """
+        lock_path = self.entry.path / f".{run[0].name}.{run[0].offset}.run.lock"
+        what = f"shards {run[0].number} to {run[-1].number}"
+        with hold(filelock.FileLock(lock_path), f"fetching {what} of {self.entry.remote.url}", config.lock_timeout()):
+            missing = [piece for piece in run if not self.entry.cache.cached(self._path(piece), piece.length)]
+            if not missing:
+                return  # another process fetched them
+            first, last = missing[0], missing[-1]
+            begin = first.offset
+            data = memoryview(self.entry.remote.read_range(first.name, begin, last.offset + last.length - begin,
+                                                           what=what))
+            for piece in run[run.index(first):run.index(last) + 1]:
+                part = data[piece.offset - begin:piece.offset - begin + piece.length]
+                self.entry.cache.shard(self._path(piece), piece.length, part.tobytes)
 
     def prefetch(self, runs: Iterable[list[Piece]]) -> None:
         """Start fetching ``runs`` (lists of consecutive shards of one data file), but shards cached or under way."""
@@ -174,18 +189,15 @@ class ShardFetcher:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="glyphforge-prefetch")
             for run in runs:
-                if run[0] in self._fetched:  # (a shard evicted since is fetched alone when it is read)
-                    continue
-                missing = [piece for piece in run if self._path(piece) not in self._pending
-                           and not self.entry.cache.cached(self._path(piece), piece.length)]
-                if not missing:
+                paths = [self._path(piece) for piece in run]
+                if run[0] in self._fetched or any(path in self._pending for path in paths):
+                    continue  # whole (a shard evicted since is fetched alone when it is read), or on its way
+                if all(self.entry.cache.cached(path, piece.length) for path, piece in zip(paths, run, strict=True)):
                     self._fetched.add(run[0])
                     continue
-                span = run[run.index(missing[0]):run.index(missing[-1]) + 1]
-                future = self._pool.submit(self._fetch_run, span)
-                paths = [self._path(piece) for piece in span]
+                future = self._pool.submit(self._fetch_run, run)
                 for path in paths:
-                    self._pending.setdefault(path, future)
+                    self._pending[path] = future
                 future.add_done_callback(functools.partial(self._done, paths))
 
     def _done(self, paths: list[Path], future: Future[None]) -> None:

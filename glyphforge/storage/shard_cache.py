@@ -9,9 +9,10 @@ else ``$GLYPHFORGE_CACHE_DIR``, else the user cache dir)::
 Keyed by kind and key, not by URL: entries are content-addressed, so the same entry read
 from two URLs is one copy. Every file is written atomically (a temporary file beside it,
 renamed; modes follow the umask), so a reader finds a whole file or none, and processes
-sharing the cache (DataLoader workers, ranks on one machine) need no lock: two fetching the
-same shard write the same bytes. A shard file is used only when its length is the one its
-index records (its gzip CRC is checked when it is decoded).
+sharing the cache (DataLoader workers, ranks on one machine) need no lock to stay correct: two
+fetching the same shard write the same bytes (a reader of runs of shards takes a lock per run
+only so as not to download them twice: `glyphforge.builds.remote`). A shard file is used only
+when its length is the one its index records (its gzip CRC is checked when it is decoded).
 
 Size limit: ``cache_size=`` (bytes, or text such as ``"20GB"``), else
 ``$GLYPHFORGE_CACHE_SIZE``, else :data:`DEFAULT_CACHE_SIZE` or a tenth of the disk holding
