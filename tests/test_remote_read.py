@@ -415,3 +415,13 @@ def test_dataloader_workers_fetch_each_run_once_between_them(built, http, tmp_pa
     loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=2)
     assert sum(len(images) for images, _ in loader) == 1030
     assert http.bytes_served(arrays_path) - before == size  # every worker reads every window: fetched once
+
+
+def test_runs_of_shards_stay_in_one_data_file_adjacent_and_within_8_mb():
+    from glyphforge.builds.remote import RUN_BYTES, Piece, _continues
+
+    run = [Piece(0, "part-000000.pklz", 0, 100), Piece(1, "part-000000.pklz", 100, 50)]
+    assert _continues(run, Piece(2, "part-000000.pklz", 150, RUN_BYTES - 150))
+    assert not _continues(run, Piece(2, "part-000000.pklz", 150, RUN_BYTES - 149))  # past 8 MB
+    assert not _continues(run, Piece(2, "part-000001.pklz", 150, 10))  # another part of a multi-part entry
+    assert not _continues(run, Piece(2, "part-000000.pklz", 160, 10))  # not adjacent

@@ -112,6 +112,13 @@ class ShardRuns(NamedTuple):
     runs: list[list[Piece]]
 
 
+def _continues(run: list[Piece], piece: Piece) -> bool:
+    """Whether ``piece`` extends ``run``: the same data file, right after it, the run staying within `RUN_BYTES`."""
+    last = run[-1]
+    return (piece.name == last.name and piece.offset == last.offset + last.length
+            and piece.offset + piece.length - run[0].offset <= RUN_BYTES)
+
+
 class ShardFetcher:
     """Fetches shards' byte ranges of one remote entry into the shard cache: when read, or ahead on a thread pool.
 
@@ -281,12 +288,10 @@ class RemoteBuiltDataset(BuiltDataset):
             alone = self.entry.size_bytes > self.entry.cache.size // 2
             runs: list[list[Piece]] = []
             for piece in pieces:
-                run = runs[-1] if runs else None
-                if run is None or alone or piece.name != run[0].name or piece.offset != run[-1].offset + \
-                        run[-1].length or piece.offset + piece.length - run[0].offset > RUN_BYTES:
-                    runs.append([piece])
+                if runs and not alone and _continues(runs[-1], piece):
+                    runs[-1].append(piece)
                 else:
-                    run.append(piece)
+                    runs.append([piece])
             run_of = [position for position, run in enumerate(runs) for _ in run]
             self._fetcher.runs = ShardRuns(pieces, run_of, runs)
         return self._fetcher.runs
