@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "open_session": "glyphforge.session",
     "build": "glyphforge.builds.builder",
     "BuiltDataset": "glyphforge.builds.dataset",
+    "open_built": "glyphforge.builds.remote",
     "DatasetTooLargeError": "glyphforge.builds.dataset",
     "ExportTargetError": "glyphforge.builds.export",
     "ShardStream": "glyphforge.builds.stream",

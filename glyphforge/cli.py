@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from glyphforge import config
 from glyphforge.builds.builder import SpecError
-from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
+from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, is_built, lost_shards
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry, raw
@@ -37,7 +37,7 @@ from glyphforge.cli_args import (
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.session import check_session
-from glyphforge.storage.location import Location
+from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.remote_cache import INCOMPLETE, RemoteCache, UnlistableURLError
 from glyphforge.textfmt import count, human_size, parse_size, table
 
@@ -532,11 +532,31 @@ def _without_sources(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _preview(args: argparse.Namespace) -> int:
-    from glyphforge.previews import preview_target
+    from glyphforge.previews import preview_built, preview_target
 
-    path = preview_target(args.target, out=args.out, n=args.n, data_dir=args.data_dir, seed=args.seed)
+    if is_url(args.data_dir):  # a built dataset read where it lies
+        dataset = _find_built(args.target, DataContext.resolve(data_dir=args.data_dir))
+        path = preview_built(dataset, out=args.out, n=args.n, seed=args.seed)
+    else:
+        path = preview_target(args.target, out=args.out, n=args.n, data_dir=args.data_dir, seed=args.seed)
     print(f"wrote {path}")
     return 0
+
+
+def _find_built(target: str, context: DataContext) -> BuiltDataset:
+    """The built dataset ``target`` of the context's data dir; one at a URL is read where it lies.
+
+    A kind or key prefix for a data dir that cannot be listed (HTTP) is a `UsageError`.
+    """
+    from glyphforge.builds.dataset import find_built
+    from glyphforge.builds.remote import UnlistableDataDirError
+
+    if context.remote is None:
+        return find_built(target, data_dir=context.data_dir)
+    try:
+        return find_built(target, data_dir=context.remote, cache_dir=context.cache_dir)
+    except UnlistableDataDirError as error:
+        raise UsageError(str(error)) from None
 
 
 def _warmup(args: argparse.Namespace) -> int:
@@ -551,9 +571,7 @@ def _warmup(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from glyphforge.builds.dataset import find_built
-
-    dataset = find_built(args.target, data_dir=_context(args).data_dir)
+    dataset = _find_built(args.target, _context(args, remote=True))
     started = time.perf_counter()
     path = dataset.export(args.directory, format=args.format, overwrite=args.overwrite)
     seconds = time.perf_counter() - started

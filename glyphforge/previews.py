@@ -52,11 +52,15 @@ def preview_target(
     """
     context = DataContext.resolve(context, data_dir=data_dir, download=False)
     entry = _find_entry(context.store, target)
-    rng = np.random.default_rng(seed)
     if entry.kind in registry.registered():
-        images, labels = dataset_part(entry.kind, "preview", context)(entry, n, rng)
+        images, labels = dataset_part(entry.kind, "preview", context)(entry, n, np.random.default_rng(seed))
         return preview(images, n, out, labels=labels)
-    dataset = BuiltDataset(entry)
+    return preview_built(BuiltDataset(entry), out=out, n=n, seed=seed)
+
+
+def preview_built(dataset: BuiltDataset, *, out: PathLike, n: int = 16, seed: int = 0) -> Path:
+    """Write a PNG grid of ``n`` examples of the built ``dataset`` (picked by ``seed``); return its path."""
+    rng = np.random.default_rng(seed)
     picked = np.sort(rng.choice(len(dataset), size=min(n, len(dataset)), replace=False))
     rows = dataset.take(picked)
     rows["images"] = rows.pop(dataset.image_name)  # the dataset's images, whatever the spec named them

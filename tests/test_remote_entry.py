@@ -61,7 +61,13 @@ def test_a_damaged_remote_entry_is_named(local_entry, data_dir, tmp_path):
     location.fs.pipe_file(location.child("A.pklz").path, b"not the data")
     remote = RemoteEntry.open(location)
     assert remote is not None
-    with pytest.raises(BrokenRemoteEntryError, match="12 bytes with sha256"):
+    with pytest.raises(BrokenRemoteEntryError, match=r"A.pklz is shorter than the .* bytes its manifest records: .*"
+                                                     "gave 12 bytes"):
+        remote.download("A.pklz", tmp_path / "A.pklz")
+    assert not (tmp_path / "A.pklz").exists()
+    data = (local_entry.path / "A.pklz").read_bytes()
+    location.fs.pipe_file(location.child("A.pklz").path, data[:-1] + bytes([data[-1] ^ 1]))  # same size
+    with pytest.raises(BrokenRemoteEntryError, match=f"{len(data):,} bytes with sha256"):
         remote.download("A.pklz", tmp_path / "A.pklz")
     assert not (tmp_path / "A.pklz").exists()
     manifest = json.loads((local_entry.path / "manifest.json").read_text())

@@ -60,14 +60,3 @@ def test_the_context_of_a_url_data_dir(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="storage_options apply to a data dir that is a URL"):
         DataContext.resolve(data_dir=tmp_path, storage_options={"anon": True})
     assert pickle.loads(pickle.dumps(context)) == context
-
-
-@pytest.mark.parametrize("command", [["export", "scenes", "out"]])
-def test_commands_without_url_support_refuse_a_url_data_dir(tmp_path, monkeypatch, command):
-    from support.cli import run
-
-    monkeypatch.chdir(tmp_path)
-    done = run("glyphforge", *command, "--data-dir", "s3://bucket/data")
-    assert done.returncode != 0
-    assert "s3://bucket/data is a URL" in done.stderr
-    assert not (tmp_path / "s3:").exists()

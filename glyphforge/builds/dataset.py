@@ -62,6 +62,7 @@ from glyphforge.cache.manifest import is_built
 from glyphforge.cache.pklz import read_member
 from glyphforge.cache.safe_pickle import Budget
 from glyphforge.cache.store import read_entry
+from glyphforge.storage.location import Location, is_url
 from glyphforge.textfmt import human_size
 
 if TYPE_CHECKING:
@@ -465,7 +466,17 @@ class BuiltDataset:
         changed."""
         settings = {"cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit,
                     "random_access": self.random_access, **options}
+        return self._sibling(**settings)
+
+    def _sibling(self, **settings: Any) -> BuiltDataset:
+        """A new reader of the same entry with these settings (a remote dataset's shares its fetcher)."""
         return BuiltDataset(self.entry, **settings)
+
+    def prefetch(self, shards: Any) -> None:
+        """Hint that ``shards`` will be read soon (the stream's next windows): a remote dataset fetches them ahead.
+
+        A no-op for an entry on disk.
+        """
 
     @property
     def images(self) -> np.ndarray:
@@ -567,14 +578,30 @@ def _available_memory() -> int | None:
         return None
 
 
-def find_built(target: str, data_dir: PathLike | None = None) -> BuiltDataset:
+def find_built(target: str, data_dir: PathLike | Location | None = None, *,
+               storage_options: dict[str, Any] | None = None, **options: Any) -> BuiltDataset:
     """Return the built dataset ``target``: a kind such as ``"scenes"`` (its newest entry) or a cache key (prefix).
+
+    ``data_dir`` may be a URL (or a `~glyphforge.storage.Location`, with ``storage_options``):
+    the entries there are listed and the one found is read where it lies
+    (`glyphforge.builds.remote.find_remote_built`; ``target`` may also be ``kind/key``, which
+    needs no listing, as over HTTP; ``options`` such as ``cache_dir`` go to `glyphforge.open_built`).
 
     Raises
     ------
     LookupError
         Nothing built matches; the message lists what is built.
     """
+    if isinstance(data_dir, Location) or is_url(data_dir):
+        from glyphforge.builds.remote import find_remote_built
+
+        location = data_dir if isinstance(data_dir, Location) else Location(str(data_dir), storage_options or {})
+        return find_remote_built(target, location, **options)
+    given = sorted([*options, *(["storage_options"] if storage_options else [])])
+    if given:
+        place = data_dir or "the default data dir"
+        raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {place} is a path; drop "
+                         f"{'them' if len(given) > 1 else 'it'}, or give a URL")
     store = CacheStore.for_data_dir(data_dir)
     built = [entry for entry in store.ls() if is_built(entry)]
     of_kind = [entry for entry in built if entry.kind == target]

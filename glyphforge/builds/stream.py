@@ -361,6 +361,7 @@ class ShardStream:
             where[np.random.default_rng([self.seed, epoch, number]).permutation(size)] = np.arange(size)
         arrays: dict[str, np.ndarray] = {}
         at = 0
+        reader.prefetch(plan.shards[plan.windows[number]:plan.windows[min(number + 2, len(plan.windows) - 1)]])
         for shard in plan.shards[plan.windows[number]:plan.windows[number + 1]].tolist():
             rows = reader.shard(shard)
             count = len(next(iter(rows.values())))

@@ -5,7 +5,10 @@ is there and passes the checks a manifest on disk passes
 (`glyphforge.cache.manifest.parse_manifest`): writers put the data files first and the
 manifest last, so a reader never takes a partial entry for a whole one. Its data files
 are read by byte range (`RemoteEntry.read_range`) or fetched whole into a local
-directory with their sha256 checked (`RemoteEntry.download`).
+directory with their sha256 checked (`RemoteEntry.download`). Every read goes through
+`glyphforge.storage.reads.read_bytes`: retried on transient failures, and failing with an
+error that names the URL, what failed and what to do (a file the entry lost is a
+`~glyphforge.storage.reads.RemoteFileMissingError` saying so).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Any
 from glyphforge._files import atomic_path
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, parse_manifest
 from glyphforge.storage.location import Location
+from glyphforge.storage.reads import RemoteFileMissingError, ShortObjectError, read_bytes
 
 __all__ = ["BrokenRemoteEntryError", "RemoteEntry", "entry_location"]
 
@@ -56,13 +60,15 @@ class RemoteEntry(ManifestFields):
         ------
         BrokenRemoteEntryError
             Its manifest is there but fails the checks (the message says how, and names the URL).
-        OSError
-            The store could not be read (permissions, network): fsspec's error.
+        RemoteAccessError, RemoteReadError
+            The store could not be read (credentials, network; see `glyphforge.storage.reads`).
         """
         manifest_url = location.child(MANIFEST)
         try:
-            text = location.fs.cat_file(manifest_url.path)
-        except FileNotFoundError:
+            text = read_bytes(manifest_url, what="the manifest of an entry")
+        except RemoteFileMissingError as error:
+            if error.no_bucket:
+                raise
             return None
         kind, key = location.url.rsplit("/", 2)[-2:]
         try:
@@ -82,17 +88,36 @@ class RemoteEntry(ManifestFields):
             raise KeyError(f"entry {self.kind}/{self.key[:12]} at {self.url} has no file {name!r}; files: {self.files}")
         return int(self.manifest["files"][name]["size"])
 
-    def read_range(self, name: str, offset: int, length: int) -> bytes:
-        """Return ``length`` bytes of data file ``name`` from byte ``offset`` (one ranged read)."""
+    def read_range(self, name: str, offset: int, length: int, *, what: str = "") -> bytes:
+        """Return ``length`` bytes of data file ``name`` from byte ``offset`` (one ranged read, retried).
+
+        ``what`` says what the bytes are in messages (e.g. ``"shard 7"``).
+
+        Raises
+        ------
+        RemoteFileMissingError
+            The entry lost the file (deleted at its URL): the message says so.
+        BrokenRemoteEntryError
+            The file is shorter than its manifest records.
+        RemoteAccessError, RemoteReadError
+            See `glyphforge.storage.reads`.
+        """
         if offset < 0 or length < 0 or offset + length > self.size(name):
             raise ValueError(f"bytes {offset} to {offset + length} are outside {name} of {self.url} "
                              f"({self.size(name):,} bytes)")
-        data: bytes = self.location.fs.cat_file(self.location.child(name).path, start=offset, end=offset + length)
-        if len(data) != length:
-            raise BrokenRemoteEntryError(f"{self.location.child(name)} gave {len(data):,} bytes for a range of "
-                                         f"{length:,} (bytes {offset} to {offset + length}): it is shorter than its "
-                                         "manifest records; the entry there is damaged")
-        return data
+        about = f"{what} of " if what else ""
+        try:
+            return read_bytes(self.location.child(name), offset, offset + length,
+                              what=f"{about}the {self.kind} entry {self.key[:12]}")
+        except RemoteFileMissingError as error:
+            raise RemoteFileMissingError(
+                f"the {self.kind} entry at {self.url} lost its file {name}: {error} Its manifest is still there, so "
+                "the entry is damaged (or being replaced): publish or build it there again") from None
+        except ShortObjectError as error:
+            raise BrokenRemoteEntryError(
+                f"{self.location.child(name)} is shorter than the {self.size(name):,} bytes its manifest records: "
+                f"{error}. The entry at {self.url} is damaged (or being replaced): publish or build it there "
+                "again") from None
 
     def download(self, name: str, destination: Path) -> Path:
         """Fetch data file ``name`` whole to ``destination`` (atomically), checking its size and sha256.
@@ -101,13 +126,15 @@ class RemoteEntry(ManifestFields):
         ------
         BrokenRemoteEntryError
             The file is not the size or sha256 its manifest records; nothing is left at ``destination``.
+        RemoteFileMissingError, RemoteAccessError, RemoteReadError
+            See `read_range`.
         """
-        self.size(name)  # a KeyError naming the files when the manifest lists no such file
+        total = self.size(name)  # a KeyError naming the files when the manifest lists no such file
         expected = self.manifest["files"][name]
         digest, size = hashlib.sha256(), 0
-        with atomic_path(destination) as temporary, open(temporary, "wb") as out, \
-                self.location.fs.open(self.location.child(name).path, "rb", block_size=DOWNLOAD_BLOCK) as source:
-            while block := source.read(DOWNLOAD_BLOCK):
+        with atomic_path(destination) as temporary, open(temporary, "wb") as out:
+            for offset in range(0, total, DOWNLOAD_BLOCK):  # block by block: each read retried on its own
+                block = self.read_range(name, offset, min(DOWNLOAD_BLOCK, total - offset))
                 digest.update(block)
                 out.write(block)
                 size += len(block)

@@ -24,6 +24,9 @@ from typing import Any
 
 import pytest
 
+#: Bucket numbers, for the whole test session: moto keeps its buckets in the process, so a second
+#: module's server starts with the first one's buckets.
+_BUCKETS = itertools.count(1)
 #: What the fixture puts in the environment (moto accepts any credentials).
 ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
 

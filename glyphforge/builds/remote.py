@@ -1,0 +1,456 @@
+"""A built dataset read where it lies: in object storage or over HTTP (`open_built`, `find_remote_built`).
+
+``gf.open_built("s3://bucket/data/cache/scenes/<key>")`` returns a `RemoteBuiltDataset`, a
+`~glyphforge.builds.dataset.BuiltDataset` with the same API (``len``, ``ds[i]``, ``take``,
+iteration, ``stream``, ``export``, ``arrays``...), which reads the entry at its URL:
+
+* Its manifest is read once, and checked as on disk; its ``index.npy`` is fetched once
+  (whole, sha256 checked) into the local shard cache.
+* A shard is one byte range of the data file holding it (``arrays.pklz``, or the part
+  ``meta["parts"]`` names for an entry built into object storage): ``ds[i]`` and ``take``
+  fetch only the ranges of the shards they need, into the local shard cache
+  (`glyphforge.storage.shard_cache`), and decode them from there. So the second read of a
+  shard (the second epoch) is local.
+* ``ds.stream(...)`` tells the dataset which shards its next windows hold
+  (`BuiltDataset.prefetch`): they are fetched on a few threads (``prefetch_threads``) while
+  the current ones are decoded, in runs of consecutive shards (`ShardRuns`) when the entry
+  fits in half the cache, each run by one process of the machine at a time (DataLoader
+  workers fetch it once between them). Fetched shards are files in the cache, not bytes in memory.
+* Reads are retried on transient failures; a lost file, refused credentials or a server
+  that keeps failing raise errors naming the URL, the shard and what to do
+  (`glyphforge.storage.reads`).
+
+A remote dataset pickles as a handle: the URL, the storage options without secrets, the
+local cache dir and the reader's settings. A DataLoader worker (or a Dask task) opens the
+entry again with its own environment's credentials.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import filelock
+import numpy as np
+
+from glyphforge import config
+from glyphforge._checks import PathLike, check_int
+from glyphforge._files import writing
+from glyphforge.builds.dataset import BuiltDataset, is_built
+from glyphforge.cache import CorruptPklzError, Entry
+from glyphforge.cache.locks import hold
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest
+from glyphforge.cache.store import read_entry
+from glyphforge.storage.location import Location, is_url
+from glyphforge.storage.reads import RemoteFileMissingError, list_names, read_bytes
+from glyphforge.storage.remote_entry import RemoteEntry, entry_location
+from glyphforge.storage.shard_cache import ShardCache
+
+__all__ = ["DEFAULT_PREFETCH_THREADS", "CachedEntry", "RemoteBuiltDataset", "UnlistableDataDirError",
+           "find_remote_built", "open_built"]
+
+#: Threads fetching a stream's next shards ahead (0: none, every shard is fetched when it is read).
+DEFAULT_PREFETCH_THREADS = 4
+#: The most bytes of consecutive shards fetched ahead with one ranged read.
+RUN_BYTES = 8 << 20
+
+
+class UnlistableDataDirError(LookupError):
+    """A kind or key prefix was given for a data dir that cannot be listed (over HTTP): give kind/key instead."""
+
+
+@dataclass(frozen=True)
+class CachedEntry(Entry):
+    """A built entry at a URL as this machine reads it.
+
+    Its ``manifest`` is the remote one; ``path`` is its folder in the local shard cache,
+    where `file` fetches a whole data file (the index) and shards are kept.
+
+    Attributes
+    ----------
+    remote
+        The entry at its URL.
+    cache
+        The local shard cache.
+    """
+
+    remote: RemoteEntry
+    cache: ShardCache
+
+    def file(self, name: str) -> Path:
+        """Return the local copy of data file ``name``, fetched whole (size and sha256 checked) on first use."""
+        size = self.remote.size(name)  # a KeyError naming the files when the manifest lists no such file
+        return self.cache.whole(self.path / name, size, lambda temporary: self.remote.download(name, temporary))
+
+
+class Piece(NamedTuple):
+    """Shard ``number``'s gzip member: ``length`` bytes at ``offset`` of the entry's data file ``name``."""
+
+    number: int
+    name: str
+    offset: int
+    length: int
+
+
+class ShardRuns(NamedTuple):
+    """A remote entry's shards as pieces, and grouped into runs to fetch ahead with one ranged read each.
+
+    A run is consecutive shards of one data file, adjacent in it, of at most `RUN_BYTES`
+    together; each shard is a run of its own when the entry is over half the shard cache
+    (a run's other shards would be evicted before they are read).
+    """
+
+    pieces: list[Piece]
+    """Shard ``number``'s piece is ``pieces[number]``."""
+    run_of: list[int]
+    """Shard ``number`` is in the run ``runs[run_of[number]]``."""
+    runs: list[list[Piece]]
+
+
+def _continues(run: list[Piece], piece: Piece) -> bool:
+    """Whether ``piece`` extends ``run``: the same data file, right after it, the run staying within `RUN_BYTES`."""
+    last = run[-1]
+    return (piece.name == last.name and piece.offset == last.offset + last.length
+            and piece.offset + piece.length - run[0].offset <= RUN_BYTES)
+
+
+class ShardFetcher:
+    """Fetches shards' byte ranges of one remote entry into the shard cache: when read, or ahead on a thread pool.
+
+    Ahead, a run of consecutive shards of one data file is fetched with one ranged read
+    and cut into shard files. The pool is made on the first `prefetch` and dropped by
+    `close`, by garbage collection, and in a forked child (a DataLoader worker makes its own).
+    """
+
+    def __init__(self, entry: CachedEntry, threads: int) -> None:
+        self.entry = entry
+        self.threads = threads
+        self.runs: ShardRuns | None = None
+        """The readers' `RemoteBuiltDataset._shard_runs`, worked out once."""
+        self._start()
+
+    def _start(self) -> None:
+        self._pid = os.getpid()
+        self._lock = threading.RLock()  # a done callback may run at once, under it
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: dict[Path, Future[None]] = {}
+        self._fetched: set[Piece] = set()  # the first shards of runs this process found whole in the cache
+
+    def _in_this_process(self) -> None:
+        """Forget a parent's pool and its fetches after a fork (their threads are not in this process)."""
+        if self._pid != os.getpid():
+            self._start()
+
+    def _path(self, piece: Piece) -> Path:
+        return self.entry.cache.shard_path(self.entry.kind, self.entry.key, piece.name, piece.offset, piece.length)
+
+    def path(self, piece: Piece) -> Path:
+        """The cached file of shard ``piece``: fetched now, unless cached or on its way (then waited for)."""
+        self._in_this_process()
+        path = self._path(piece)
+        with self._lock:
+            ahead = self._pending.get(path)
+        if ahead is not None:
+            try:
+                ahead.result()
+            except Exception:  # noqa: BLE001 (fetched again below: its error is raised in this thread)
+                pass
+        return self.entry.cache.shard(path, piece.length, lambda: self.entry.remote.read_range(
+            piece.name, piece.offset, piece.length, what=f"shard {piece.number}"))
+
+    def forget(self, piece: Piece) -> None:
+        """Remove the cached file of shard ``piece`` (one that does not decode)."""
+        self._path(piece).unlink(missing_ok=True)
+
+    def _fetch_run(self, run: list[Piece]) -> None:
+        """Fetch the shards of ``run`` not cached yet with one ranged read, into their shard files.
+
+        One process at a time per run (a lock file in the entry's folder): DataLoader workers,
+        which all read every window, fetch each run once between them.
+        """
+        lock_path = self.entry.path / f".{run[0].name}.{run[0].offset}.run.lock"
+        what = f"shards {run[0].number} to {run[-1].number}"
+        with hold(filelock.FileLock(lock_path), f"fetching {what} of {self.entry.remote.url}", config.lock_timeout()):
+            missing = [piece for piece in run if not self.entry.cache.cached(self._path(piece), piece.length)]
+            if not missing:
+                return  # another process fetched them
+            first, last = missing[0], missing[-1]
+            begin = first.offset
+            data = memoryview(self.entry.remote.read_range(first.name, begin, last.offset + last.length - begin,
+                                                           what=what))
+            for piece in run[run.index(first):run.index(last) + 1]:
+                part = data[piece.offset - begin:piece.offset - begin + piece.length]
+                self.entry.cache.shard(self._path(piece), piece.length, part.tobytes)
+
+    def prefetch(self, runs: Iterable[list[Piece]]) -> None:
+        """Start fetching ``runs`` (lists of consecutive shards of one data file), but shards cached or under way."""
+        self._in_this_process()
+        if not self.threads:
+            return
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="glyphforge-prefetch")
+            for run in runs:
+                paths = [self._path(piece) for piece in run]
+                if run[0] in self._fetched or any(path in self._pending for path in paths):
+                    continue  # whole (a shard evicted since is fetched alone when it is read), or on its way
+                if all(self.entry.cache.cached(path, piece.length) for path, piece in zip(paths, run, strict=True)):
+                    self._fetched.add(run[0])
+                    continue
+                future = self._pool.submit(self._fetch_run, run)
+                for path in paths:
+                    self._pending[path] = future
+                future.add_done_callback(functools.partial(self._done, paths))
+
+    def _done(self, paths: list[Path], future: Future[None]) -> None:
+        with self._lock:
+            for path in paths:
+                if self._pending.get(path) is future:
+                    del self._pending[path]
+
+    def close(self) -> None:
+        """Cancel the fetches not started and let the pool's threads end (a later `prefetch` makes a new pool)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+            self._pending.clear()
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+class RemoteBuiltDataset(BuiltDataset):
+    """A `BuiltDataset` whose entry is at a URL (see the module docstring); open one with `open_built`.
+
+    ``ds.url`` is the entry's URL; ``ds.path`` its folder in the local shard cache.
+    """
+
+    entry: CachedEntry
+
+    def __init__(self, entry: CachedEntry, *, prefetch_threads: int = DEFAULT_PREFETCH_THREADS,
+                 fetcher: ShardFetcher | None = None, **options: Any) -> None:
+        with writing(entry.path):
+            entry.path.mkdir(parents=True, exist_ok=True)
+        super().__init__(entry, **options)
+        self.prefetch_threads = check_int("prefetch_threads", prefetch_threads, 0)
+        self._fetcher = fetcher or ShardFetcher(entry, self.prefetch_threads)
+
+    @property
+    def url(self) -> str:
+        """The entry's URL (what `open_built` takes)."""
+        return self.entry.remote.url
+
+    def _member(self, number: int) -> tuple[Path, int]:
+        """Shard ``number``'s gzip member: its byte range, fetched into the shard cache (unless there), from byte 0."""
+        return self._fetcher.path(self._piece(number)), 0
+
+    def _decode(self, number: int) -> dict[str, np.ndarray]:
+        """Decode shard ``number`` from its cached copy; a copy that does not decode is removed and fetched again
+        once (damaged again: the entry at the URL is, and nothing of it is kept), as is one another process evicted
+        between its fetch and its reading."""
+        try:
+            return super()._decode(number)
+        except RemoteFileMissingError:
+            raise
+        except (CorruptPklzError, FileNotFoundError):
+            self._fetcher.forget(self._piece(number))
+        try:
+            return super()._decode(number)
+        except CorruptPklzError as error:
+            self._fetcher.forget(self._piece(number))
+            raise CorruptPklzError(
+                f"shard {number} of the {self.entry.kind} entry at {self.url} is damaged: fetched twice, its bytes do "
+                f"not decode ({error.__cause__ or error}); nothing of it is kept in the local cache. The entry at "
+                "that URL is damaged: publish or build it there again") from None
+
+    def _piece(self, number: int) -> Piece:
+        return self._shard_runs().pieces[number]
+
+    def prefetch(self, shards: Iterable[int]) -> None:
+        """Start fetching ``shards`` into the local shard cache on the prefetch threads (see the module docstring).
+
+        Each shard comes with its run of consecutive shards (`ShardRuns`) when the whole entry
+        fits in half the shard cache: what an epoch reads in all, in fewer, larger requests.
+        """
+        layout = self._shard_runs()
+        wanted = dict.fromkeys(layout.run_of[int(shard)] for shard in shards)  # in the order asked
+        self._fetcher.prefetch(layout.runs[run] for run in wanted)
+
+    def _shard_runs(self) -> ShardRuns:
+        """Every shard's piece and run, worked out once (the dataset's readers share them through their fetcher)."""
+        if self._fetcher.runs is None:
+            index = self.index
+            pieces = [Piece(number, self._member_name(number), offset, length) for number, (offset, length) in
+                      enumerate(zip(index.offset.tolist(), index.length.tolist(), strict=True))]
+            alone = self.entry.size_bytes > self.entry.cache.size // 2
+            runs: list[list[Piece]] = []
+            for piece in pieces:
+                if runs and not alone and _continues(runs[-1], piece):
+                    runs[-1].append(piece)
+                else:
+                    runs.append([piece])
+            run_of = [position for position, run in enumerate(runs) for _ in run]
+            self._fetcher.runs = ShardRuns(pieces, run_of, runs)
+        return self._fetcher.runs
+
+    def _sibling(self, **settings: Any) -> RemoteBuiltDataset:
+        return RemoteBuiltDataset(self.entry, prefetch_threads=self.prefetch_threads, fetcher=self._fetcher,
+                                  **settings)
+
+    def close(self) -> None:
+        """Stop the prefetch threads and let the entry go (see `BuiltDataset.close`)."""
+        self._fetcher.close()
+        super().close()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as a handle: the URL and storage options (without secrets), the cache options and the settings.
+
+        The local cache dir and size are pickled as given: given none, the process unpickling uses its own default.
+        """
+        settings = {**self.entry.cache.options, "prefetch_threads": self.prefetch_threads,
+                    "cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit,
+                    "random_access": self.random_access}
+        return _reopen_remote, (self.entry.remote.location, self.key, settings)
+
+    def __repr__(self) -> str:
+        return (f"<BuiltDataset {self.entry.kind} {self.key[:12]} at {self.url}: {len(self)} examples, "
+                f"arrays {list(self.layout)}>")
+
+
+def open_built(
+    url: str | Location | PathLike, *, storage_options: dict[str, Any] | None = None, cache_dir: PathLike | None = None,
+    cache_size: int | str | None = None, prefetch_threads: int = DEFAULT_PREFETCH_THREADS, **options: Any,
+) -> BuiltDataset:
+    """Open the built dataset whose entry is at ``url``, reading it where it lies (see the module docstring).
+
+    Parameters
+    ----------
+    url
+        The entry's URL, ``<data dir URL>/cache/<kind>/<key>`` (``s3://``, ``gs://``, ``https://``,
+        ``file://``), or a `~glyphforge.storage.Location`; a local entry directory opens as usual.
+    storage_options
+        fsspec's options for the URL (e.g. ``{"endpoint_url": ...}``); credentials are best left
+        to the environment (they are never pickled).
+    cache_dir
+        The local cache dir (default ``$GLYPHFORGE_CACHE_DIR``, else the user cache dir); shards
+        are kept in its ``shards/`` folder.
+    cache_size
+        The shard cache's size limit (bytes, or text such as ``"20GB"``; default
+        ``$GLYPHFORGE_CACHE_SIZE``, else 20 GB or a tenth of its disk, whichever is smaller).
+    prefetch_threads
+        Threads fetching a stream's next shards ahead (0: none).
+    **options
+        The reader's settings: ``cache_shards``, ``arrays_limit``, ``random_access`` (see `BuiltDataset`).
+
+    Returns
+    -------
+    BuiltDataset
+        A `RemoteBuiltDataset` for a URL.
+
+    Raises
+    ------
+    LookupError
+        No built dataset is there (no manifest: not published yet, or a wrong URL).
+    RemoteFileMissingError, RemoteAccessError, RemoteReadError
+        The store could not be read (see `glyphforge.storage.reads`).
+    """
+    if not isinstance(url, Location) and not is_url(url):
+        if storage_options:
+            raise ValueError(f"storage_options apply to a URL, and {url} is a path: drop them, or give a URL")
+        return _open_local(Path(url), **options)
+    location = url if isinstance(url, Location) else Location(str(url), storage_options or {})
+    if isinstance(url, Location) and storage_options:
+        location = Location(url.url, {**url.storage_options, **storage_options})
+    remote = _open_entry(location)
+    cache = ShardCache(cache_dir, cache_size)
+    entry = CachedEntry(cache.folder(remote.kind, remote.key), remote.manifest, remote, cache)
+    return RemoteBuiltDataset(entry, prefetch_threads=prefetch_threads, **options)
+
+
+def _open_entry(location: Location) -> RemoteEntry:
+    """The built entry at ``location``; a LookupError saying what is there otherwise."""
+    parts = location.url.rstrip("/").rsplit("/", 3)
+    if len(parts) < 4 or parts[1] != "cache" or not (is_plain_name(parts[2]) and is_plain_name(parts[3])):
+        raise LookupError(f"{location} is not the URL of an entry: an entry's URL is <data dir URL>/cache/<kind>/"
+                          "<key>. To find the newest entry of a kind in a data dir at a URL, use "
+                          "glyphforge.builds.find_built(kind, data_dir=URL)")
+    remote = RemoteEntry.open(location)
+    if remote is None:
+        raise LookupError(f"no built dataset at {location}: it has no {MANIFEST} (not published or built there yet, "
+                          "still being written, or a wrong URL). Check the URL, or find the entries of its data dir "
+                          "with glyphforge.builds.find_built(kind, data_dir=<data dir URL>)")
+    if not is_built(remote):
+        raise LookupError(f"the {remote.kind} entry at {location} is not a built dataset (it has no shard layout)")
+    return remote
+
+
+def _open_local(path: Path, **options: Any) -> BuiltDataset:
+    entry = read_entry(path)
+    if entry is None or not is_built(entry):
+        raise LookupError(f"no built dataset at {path}: give the directory of a built entry (<data dir>/cache/<kind>/"
+                          "<key>), or a URL")
+    return BuiltDataset(entry, **options)
+
+
+def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltDataset:
+    """Return the built dataset ``target`` of the data dir at the URL ``data_dir`` (see `find_built`).
+
+    ``target`` is a kind (its newest entry, by the manifests' ``created``), a cache key or a
+    unique prefix of one, or ``kind/key`` (the whole key: found without listing, so it also
+    works where the store cannot be listed, as over HTTP). ``options`` go to `open_built`.
+
+    Raises
+    ------
+    LookupError
+        Nothing built there matches (the message lists what is).
+    UnlistableDataDirError
+        ``target`` is a kind or a key prefix, and the data dir cannot be listed (HTTP).
+    """
+    if "/" in target:
+        kind, key = target.split("/", 1)
+        return open_built(entry_location(data_dir, kind, key), **options)
+    if data_dir.read_only:
+        raise UnlistableDataDirError(
+            f"{data_dir} cannot be listed (over {data_dir.scheme.upper()} there is no listing), so {target!r} cannot "
+            "be looked up there: give the entry as kind/key with its whole key (e.g. scenes/<key>), or its URL to "
+            "glyphforge.open_built")
+    cache = data_dir.child("cache")
+    kinds = list_names(cache)
+    if target in kinds:
+        newest = _newest_built(cache.child(target), target)
+        if newest is not None:
+            return open_built(cache.child(target, newest), **options)
+    matches = [(kind, key) for kind in kinds for key in list_names(cache.child(kind)) if key.startswith(target)]
+    if len(matches) == 1:
+        return open_built(cache.child(*matches[0]), **options)
+    listed = ", ".join(sorted(kinds)) or f"nothing: {cache} holds no entries"
+    if matches:
+        found = ", ".join(f"{kind}/{key[:12]}" for kind, key in matches[:5])
+        raise LookupError(f"{target!r} matches several entries in {cache} ({found}): give more of the key")
+    raise LookupError(f"no built dataset {target!r} in {cache}: give a built kind or a cache key (prefix); it holds "
+                      f"{listed}")
+
+
+def _newest_built(kind_dir: Location, kind: str) -> str | None:
+    """The key of the newest complete built entry in ``kind_dir`` (by its manifest's ``created``), None if none."""
+    newest: tuple[str, str] | None = None
+    for key in list_names(kind_dir):
+        try:
+            manifest = parse_manifest(read_bytes(kind_dir.child(key, MANIFEST), what="a manifest"), kind, key)
+        except (RemoteFileMissingError, BrokenManifestError):  # not whole yet, or not an entry: skipped
+            continue
+        if "layout" in manifest["meta"] and "n_examples" in manifest["meta"] and (
+                newest is None or manifest["created"] > newest[0]):
+            newest = (manifest["created"], key)
+    return None if newest is None else newest[1]
+
+
+def _reopen_remote(location: Location, key: str, settings: dict[str, Any]) -> BuiltDataset:
+    """Open the remote dataset again (unpickling), checking it is still entry ``key``."""
+    dataset = open_built(location, **settings)
+    if dataset.key != key:
+        raise LookupError(f"the entry at {location} is {dataset.key[:12]}, not the pickled dataset's {key[:12]}")
+    return dataset

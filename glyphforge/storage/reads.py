@@ -1,0 +1,371 @@
+"""Reading bytes at a URL: one object whole or one byte range of it, retried, bounded, with clear errors.
+
+`read_bytes` is the one way glyphforge reads a remote object (a manifest, an index, a shard's
+byte range), and `list_names` lists a folder of a store. ``http://`` and ``https://`` are read
+with ``requests`` (a core dependency: no aiohttp needed), so an answer is checked before its
+body is read: a range must come back as ``206 Partial Content`` starting at the byte asked
+for, and a server that ignores ``Range`` (``200`` with the whole file) is refused rather than
+downloaded whole. Every other scheme (``s3://``, ``gs://``, ``file://``) is read with fsspec's
+ranged ``cat_file``, which fetches exactly the range (no read-ahead).
+
+Transient failures (a dropped connection, a timeout, HTTP 408, 429 and 5xx, S3's throttling)
+are retried `ReadPolicy.attempts` times with exponential backoff (a ``Retry-After`` is
+honoured, up to ``max_delay``), each retry logged at INFO. Then, or at once for what retrying
+cannot fix, an error names the URL, what was read, what failed and what to do:
+
+* `RemoteFileMissingError` (a ``FileNotFoundError``): no such object, or no such bucket (404);
+* `RemoteAccessError` (a ``PermissionError``): the credentials were refused (401, 403);
+* `ShortObjectError` (a `RemoteReadError`): the object ends before the range asked for;
+* `RemoteReadError` (an ``OSError``): anything else, transient failures included once retried.
+
+Messages never hold credentials: only the URL (query strings are cut) and the server's status.
+"""
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+import requests
+
+from glyphforge._checks import check_int, check_real
+
+if TYPE_CHECKING:
+    from glyphforge.storage.location import Location
+
+__all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
+           "ShortObjectError", "list_names", "read_bytes"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+#: HTTP statuses worth retrying.
+_TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: The most bytes a whole-object read (a manifest, an index) takes over HTTP.
+WHOLE_LIMIT = 256 << 20
+_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class ReadPolicy:
+    """How hard to try one read.
+
+    Attributes
+    ----------
+    attempts
+        Tries before giving up on a transient failure (1: no retry).
+    backoff
+        Seconds to wait after the first failure, doubled after each further one (with jitter).
+    max_delay
+        The longest wait between two tries, a server's Retry-After included.
+    timeout
+        Seconds allowed to connect, and between two pieces of an answer (HTTP).
+    """
+
+    attempts: int = 5
+    backoff: float = 0.5
+    max_delay: float = 30.0
+    timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        check_int("ReadPolicy.attempts", self.attempts, 1)
+        for name in ("backoff", "max_delay", "timeout"):
+            check_real(f"ReadPolicy.{name}", getattr(self, name), 0.0, float("inf"))
+
+    def delay(self, failures: int, retry_after: float | None) -> float:
+        """Seconds to wait after ``failures`` failures in a row (the server's ``retry_after`` when it gave one)."""
+        if retry_after is not None:
+            return min(retry_after, self.max_delay)
+        return min(self.backoff * 2 ** (failures - 1) * random.uniform(0.8, 1.2), self.max_delay)
+
+
+DEFAULT_POLICY = ReadPolicy()
+
+
+class RemoteReadError(OSError):
+    """A remote object could not be read (the message says what failed and what to do)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ShortObjectError(RemoteReadError):
+    """The object ends before the range asked for: it is not the object expected (damaged, or replaced)."""
+
+
+class RemoteFileMissingError(FileNotFoundError):
+    """The object (or its bucket: ``no_bucket``) does not exist: retrying cannot help."""
+
+    def __init__(self, message: str, no_bucket: bool = False) -> None:
+        super().__init__(message)
+        self.no_bucket = no_bucket
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class RemoteAccessError(PermissionError):
+    """The store refused the credentials (or has none for this process): retrying cannot help."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class _Transient(Exception):
+    """A failure worth another try; ``retry_after`` is the server's wish, in seconds."""
+
+    def __init__(self, why: str, retry_after: float | None = None) -> None:
+        super().__init__(why)
+        self.why, self.retry_after = why, retry_after
+
+
+class _Permanent(Exception):
+    """A failure no retry fixes (the message says what the server did)."""
+
+
+class _Short(_Permanent):
+    """The object is shorter than the range asked for."""
+
+
+def read_bytes(location: Location, start: int | None = None, end: int | None = None, *, what: str = "",
+               policy: ReadPolicy = DEFAULT_POLICY) -> bytes:
+    """Return bytes ``[start, end)`` of the object at ``location``, or all of it when both are None.
+
+    Parameters
+    ----------
+    location
+        The object's URL and storage options.
+    start, end
+        The range to read (both or neither).
+    what
+        What the bytes are, for messages (e.g. ``"shard 7 of the entry at s3://..."``).
+    policy
+        Retries and timeouts.
+
+    Raises
+    ------
+    RemoteFileMissingError, RemoteAccessError, RemoteReadError
+        See the module docstring; each names the URL, what failed and what to do.
+    """
+    ranged = start is not None and end is not None
+    span = f"bytes {start:,} to {end:,} of " if ranged else ""
+    described = f"{span}{_shown(location.url)}" + (f" ({what})" if what else "")
+    if location.scheme in ("http", "https"):
+        return _retried(lambda: _http(location.url, start, end, policy.timeout), f"read {described}", policy)
+    return _retried(lambda: _fsspec(location, start, end), f"read {described}", policy)
+
+
+def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> list[str]:
+    """Return the sorted names in the folder at ``location`` (none when it does not exist), fresh from the store.
+
+    Retried and failing as `read_bytes` does (a missing bucket is a `RemoteFileMissingError`).
+    """
+    def attempt() -> list[str]:
+        fs = location.fs
+        fs.invalidate_cache(location.path)
+        try:
+            paths = _classified(lambda: fs.ls(location.path, detail=False))
+        except FileNotFoundError as error:
+            if "bucket" in _reason(error).lower():
+                raise
+            return []
+        return sorted(str(path).rstrip("/").rsplit("/", 1)[-1] for path in paths)
+
+    return _retried(attempt, f"list {_shown(location.url)}", policy)
+
+
+def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy) -> T:
+    """Return ``attempt()``, tried again on transient failures; the errors of the module docstring otherwise.
+
+    ``described`` is what is done, for messages ("read bytes 0 to 9 of s3://...").
+    """
+    failures = 0
+    while True:
+        try:
+            return attempt()
+        except _Transient as error:
+            failures += 1
+            if failures >= policy.attempts:
+                raise RemoteReadError(
+                    f"could not {described}: {error.why}, {failures} times in a row. The store or the network "
+                    "is failing: try again later, or check the URL and the connection") from None
+            pause = policy.delay(failures, error.retry_after)
+            log.info("could not %s (%s); trying again in %.1f s (attempt %d of %d)", described, error.why, pause,
+                     failures + 1, policy.attempts)
+            time.sleep(pause)
+        except FileNotFoundError as error:
+            no_bucket = "bucket" in _reason(error).lower()
+            missing = "the bucket does not exist" if no_bucket else "there is no such object"
+            raise RemoteFileMissingError(f"could not {described}: {missing}. It was deleted, or the URL is wrong: "
+                                         "check it", no_bucket) from None
+        except PermissionError as error:
+            raise RemoteAccessError(
+                f"could not {described}: access was refused ({_reason(error)}). The credentials this process has "
+                "are wrong or missing: set them as the store's SDK reads them (e.g. AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS), or pass storage_options") from None
+        except _Permanent as error:
+            raise (ShortObjectError if isinstance(error, _Short) else RemoteReadError)(
+                f"could not {described}: {error}") from None
+
+
+# -- HTTP, with requests -------------------------------------------------------------------
+_sessions = threading.local()
+
+
+def _session() -> requests.Session:
+    """This thread's session (kept-alive connections; a session is not shared between threads or processes)."""
+    session = getattr(_sessions, "session", None)
+    if session is None:
+        session = _sessions.session = requests.Session()
+    return session
+
+
+def _forget_sessions() -> None:
+    """In a forked child (a DataLoader worker): drop the parent's sessions, whose sockets the parent still uses."""
+    global _sessions
+    _sessions = threading.local()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_sessions)
+
+
+def _http(url: str, start: int | None, end: int | None, timeout: float) -> bytes:
+    """One GET of ``url`` (bytes ``[start, end)`` with a Range header), its answer checked."""
+    headers = {"Range": f"bytes={start}-{end - 1}", "Accept-Encoding": "identity"} \
+        if start is not None and end is not None else {"Accept-Encoding": "identity"}
+    try:
+        with _session().get(url, headers=headers, stream=True, timeout=(timeout, timeout)) as response:
+            _check_status(response)
+            expected = _expected_length(response, start, end)
+            return _body(response, expected)
+    except requests.exceptions.ChunkedEncodingError:
+        raise _Transient("the connection was closed before the whole answer came") from None
+    except (requests.ConnectionError, requests.Timeout) as error:
+        raise _Transient(f"the connection failed ({type(error).__name__})") from None
+
+
+def _check_status(response: requests.Response) -> None:
+    """Raise what an answer that is not 200 or 206 means."""
+    status = response.status_code
+    if status in (200, 206):
+        return
+    if status == 404 or status == 410:
+        raise FileNotFoundError(f"the server answered {status} {response.reason} (no such file)")
+    if status in (401, 403):
+        raise PermissionError(f"HTTP {status} {response.reason}")
+    if status in _TRANSIENT_STATUS:
+        raise _Transient(f"the server answered {status} {response.reason}", _retry_after(response))
+    raise _Permanent(f"the server answered {status} {response.reason}. Check the URL")
+
+
+def _expected_length(response: requests.Response, start: int | None, end: int | None) -> int | None:
+    """How many body bytes the answer must hold (None: a whole object); refuses an answer to another range."""
+    if start is None or end is None:
+        return None
+    if response.status_code == 200:
+        size = response.headers.get("Content-Length", "unknown")
+        raise _Permanent(
+            f"the server ignores Range requests (it answered 200 with the whole file, {size} bytes), so every read "
+            "would download the whole file. Serve the data from a server that supports Range (any static file "
+            "server or object store does), or copy the entry to a local data dir and read it there")
+    match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+    if match is None or int(match.group(1)) != start:
+        raise _Permanent(f"the server answered a range other than the one asked for "
+                         f"(Content-Range {response.headers.get('Content-Range')!r})")
+    if int(match.group(2)) + 1 < end:
+        raise _Short(f"the file ends at byte {int(match.group(2)) + 1:,}: it is shorter than expected (damaged, or "
+                     "replaced by another)")
+    return end - start
+
+
+def _body(response: requests.Response, expected: int | None) -> bytes:
+    """Read the body: exactly ``expected`` bytes (a dropped connection is transient), else at most `WHOLE_LIMIT`."""
+    limit = WHOLE_LIMIT if expected is None else expected
+    pieces, size = [], 0
+    for piece in response.iter_content(_CHUNK):
+        pieces.append(piece)
+        size += len(piece)
+        if size > limit:
+            raise _Permanent(f"the server sent more than the {limit:,} bytes expected")
+    if expected is not None and size != expected:
+        raise _Transient(f"the connection was closed after {size:,} of {expected:,} bytes")
+    return b"".join(pieces)
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    """The answer's Retry-After in seconds (a number or an HTTP date), None without one."""
+    value = response.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+
+
+# -- everything else, with fsspec ------------------------------------------------------------
+def _fsspec(location: Location, start: int | None, end: int | None) -> bytes:
+    """One ranged (or whole) ``cat_file`` of the object, its failures sorted into transient and not."""
+    data: bytes = _classified(lambda: location.fs.cat_file(location.path, start=start, end=end))
+    if start is not None and end is not None and len(data) != end - start:
+        raise _Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
+                     "expected (damaged, or replaced by another)")
+    return data
+
+
+def _classified(call: Callable[[], T]) -> T:
+    """Return ``call()`` (an fsspec call), its failures sorted: `_Transient`, FileNotFound-, PermissionError."""
+    try:
+        return call()
+    except (FileNotFoundError, PermissionError):
+        raise
+    except (OSError, TimeoutError) as error:
+        raise _Transient(_reason(error)) from None
+    except Exception as error:
+        if _is_connection_error(error):
+            raise _Transient(f"the connection failed ({type(error).__name__})") from None
+        if _is_credentials_error(error):
+            raise PermissionError(f"{type(error).__name__}: {error}") from None
+        raise
+
+
+def _is_connection_error(error: Exception) -> bool:
+    """Whether ``error`` is botocore's or aiohttp's word for a connection that failed or timed out."""
+    try:
+        from botocore.exceptions import HTTPClientError
+    except ImportError:
+        return False
+    return isinstance(error, HTTPClientError) or type(error).__module__.startswith("aiohttp")
+
+
+def _is_credentials_error(error: Exception) -> bool:
+    """Whether ``error`` is botocore's word for credentials it could not find or complete."""
+    try:
+        from botocore.exceptions import CredentialRetrievalError, NoCredentialsError, PartialCredentialsError
+    except ImportError:
+        return False
+    return isinstance(error, (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError))
+
+
+def _reason(error: BaseException) -> str:
+    """A short reason: the error's own words without its URL-bearing arguments."""
+    text = str(error.args[0]) if error.args else type(error).__name__
+    return _shown(text.splitlines()[0] if text else type(error).__name__)
+
+
+def _shown(text: str) -> str:
+    """``text`` without URL query strings (a signed URL's signature is a secret) or user:password@ parts."""
+    return re.sub(r"\?[^\s'\"]*", "?...", re.sub(r"://[^/@\s]*@", "://", text))
