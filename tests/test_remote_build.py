@@ -349,9 +349,9 @@ def test_a_file_url_data_dir_gets_the_same_layout_and_reads_in_place(tmp_path, l
 
 def test_a_missing_bucket_an_unknown_scheme_or_an_http_url_fail_clearly_before_any_shard(s3_server, tmp_path):
     spec = replace(SPEC, touch_dir=str(tmp_path))
-    with pytest.raises(RemoteStorageError, match=r"writing s3://gf-no-such-bucket/x/cache/test-noise/[0-9a-f]+\.work"
-                                                 r"/build\.json failed: not found .*bucket does not exist.*create the "
-                                                 "bucket"):
+    with pytest.raises(RemoteStorageError, match=r"reading s3://gf-no-such-bucket/x/cache/test-noise/[0-9a-f]+/"
+                                                 r"manifest\.json failed: not found .*bucket does not exist.*create "
+                                                 "the bucket"):
         build_into(spec, DataContext.resolve(data_dir="s3://gf-no-such-bucket/x"), progress=False)
     with pytest.raises(UnsupportedURLError, match="cannot open nosuch://bucket/x: .*use s3://, gs://"):
         build_into(spec, DataContext.resolve(data_dir="nosuch://bucket/x"), progress=False)

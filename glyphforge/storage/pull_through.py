@@ -17,103 +17,31 @@ byte range (`glyphforge.open_built`), and :meth:`~PullThroughStore.get` leaves i
 by itself (publishing is explicit: `glyphforge publish`, ``prepare-data NAME --data-dir URL``);
 one INFO line says so. A damaged entry at the URL (a manifest failing the checks, a file
 of the wrong size or hash) is an error naming it, and leaves nothing in the local store.
-A dropped connection, a timeout or a 5xx answer is tried again as downloads are
-(`retrying`; s3fs and gcsfs retry by themselves, so their reads are made once); a refusal
-(403, wrong credentials) is a `RemoteReadError` at once, naming the URL and where
-credentials come from.
+Reads go through `glyphforge.storage.reads`: a dropped connection, a timeout or a 5xx
+answer is tried again; a refusal (403, wrong credentials) is a `RemoteAccessError` at once,
+naming the URL and where credentials come from.
 
 The URL is read even in offline mode: it is the data dir asked for, not a source of
 upstream files (offline mode keeps loaders from downloading upstream files).
 """
 from __future__ import annotations
 
-import functools
 import logging
-import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 from glyphforge._checks import PathLike
-from glyphforge._files import StorageError
-from glyphforge.cache.manifest import MANIFEST, is_built
+from glyphforge.cache.manifest import is_built
 from glyphforge.cache.store import CacheStore, Entry
-from glyphforge.pipelines.http_source import DEFAULT_POLICY, RetryPolicy
 from glyphforge.storage.location import Location
 from glyphforge.storage.remote_entry import RemoteEntry, entry_location
 
-__all__ = ["PullThroughStore", "RemoteReadError", "reading", "retrying"]
+__all__ = ["PullThroughStore"]
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-
-#: Schemes whose filesystems retry failed requests themselves (s3fs, gcsfs): read once more would multiply waits.
-SELF_RETRYING = frozenset({"s3", "s3a", "gs", "gcs"})
-#: The policy of reads from those: one attempt (their own retries already ran).
-ONE_ATTEMPT = RetryPolicy(attempts=1)
 
 #: The entries (URL) already said to be missing at their URL in this process: the INFO line is said once each.
 _TOLD: set[str] = set()
-
-
-class RemoteReadError(OSError):
-    """A URL could not be read (network, permissions, credentials); the message names it and what to check."""
-
-
-@contextmanager
-def reading(url: str) -> Iterator[None]:
-    """Turn fsspec's errors reading ``url`` in the block into a `RemoteReadError` naming it and what to check.
-
-    A missing object (`FileNotFoundError`), this machine's disk (`StorageError`) and
-    glyphforge's own checks (ValueError such as `BrokenRemoteEntryError`, LookupError,
-    TypeError) pass unchanged: callers say what those mean.
-    """
-    try:
-        yield
-    except (FileNotFoundError, StorageError, RemoteReadError, ValueError, LookupError, TypeError):
-        raise
-    except Exception as error:  # fsspec's backends raise their own errors (aiohttp's, botocore's) beside OSError
-        raise RemoteReadError(
-            f"cannot read {url}: {error or type(error).__name__}. Check the URL, the network, and the credentials "
-            "this process has for it: they come from the environment as the provider's SDK reads them "
-            "(AWS_ACCESS_KEY_ID / AWS_PROFILE / AWS_ENDPOINT_URL for s3://, GOOGLE_APPLICATION_CREDENTIALS for "
-            "gs://) or from storage_options") from error
-
-
-def retrying(url: str, read: Callable[[], T], policy: RetryPolicy = DEFAULT_POLICY) -> T:
-    """Return ``read()``, a read of ``url``, tried again after a transient failure (`reading`'s errors).
-
-    A dropped connection, a timeout, a 408, 429 or 5xx answer is tried again up to
-    ``policy.attempts`` times in all, backing off as downloads do (`RetryPolicy.delay`), each
-    retry logged at INFO; a refusal (403, wrong credentials) is not.
-
-    Raises
-    ------
-    RemoteReadError
-        The last failure, naming the URL, how many attempts were made and what to check.
-    """
-    for attempt in range(1, policy.attempts + 1):
-        try:
-            with reading(url):
-                return read()
-        except RemoteReadError as error:
-            cause = error.__cause__
-            if attempt == policy.attempts or not _transient(cause):
-                tried = f" ({attempt} attempts)" if attempt > 1 else ""
-                raise RemoteReadError(f"{error}{tried}") from cause
-            delay = policy.delay(attempt, None)
-            log.info("%s from %s, retry %d/%d in %.2g s", type(cause).__name__, url, attempt + 1, policy.attempts,
-                     delay)
-            time.sleep(delay)
-    raise AssertionError("unreachable: the last attempt returns or raises")
-
-
-def _transient(error: BaseException | None) -> bool:
-    """Whether a failed read may succeed when tried again: not a refusal (4xx but 408 and 429, permissions)."""
-    status = getattr(error, "status", None)  # aiohttp's ClientResponseError (http(s)://)
-    if isinstance(status, int):
-        return status in (408, 429) or status >= 500
-    return not isinstance(error, PermissionError)
 
 
 class PullThroughStore(CacheStore):
@@ -133,7 +61,6 @@ class PullThroughStore(CacheStore):
         super().__init__(root, lock_timeout=lock_timeout)
         self.remote = remote
         self._absent: set[tuple[str, str]] = set()  # keys not at the URL (asked once per store)
-        self._policy = ONE_ATTEMPT if remote.scheme in SELF_RETRYING else DEFAULT_POLICY
 
     def __repr__(self) -> str:
         return f"PullThroughStore({str(self.root)!r}, {self.remote.url!r})"
@@ -154,8 +81,8 @@ class PullThroughStore(CacheStore):
         BrokenRemoteEntryError
             The entry at the URL is damaged (its manifest, or a data file's size or sha256);
             nothing is left in the local store.
-        RemoteReadError
-            The URL could not be read (network, permissions, credentials).
+        RemoteReadError, RemoteAccessError
+            The URL could not be read (network, permissions, credentials): see `glyphforge.storage.reads`.
         UnreadableEntryError
             As `CacheStore.get`, for the local entry.
         """
@@ -166,7 +93,7 @@ class PullThroughStore(CacheStore):
         if (kind, key) in self._absent:
             return None
         location = entry_location(self.remote, kind, key)
-        remote = retrying(location.child(MANIFEST).url, lambda: RemoteEntry.open(location), self._policy)
+        remote = RemoteEntry.open(location)
         if remote is None or is_built(remote):
             self._absent.add((kind, key))
             if remote is None and location.url not in _TOLD:
@@ -192,8 +119,7 @@ class PullThroughStore(CacheStore):
                          len(remote.files), remote.size_bytes)
                 with self.create(remote.kind, params) as writer:
                     for name in remote.files:
-                        retrying(remote.location.child(name).url,
-                                 functools.partial(remote.download, name, writer.path / name), self._policy)
+                        remote.download(name, writer.path / name)
                         writer.known_sha256[name] = remote.manifest["files"][name]["sha256"]
                     writer.manifest = remote.manifest
                 entry = super().get(remote.kind, params)

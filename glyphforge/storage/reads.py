@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
 __all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
-           "ShortObjectError", "list_names", "read_bytes"]
+           "ShortObjectError", "list_names", "read_bytes", "store_call"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -180,6 +180,12 @@ def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> li
         return sorted(str(path).rstrip("/").rsplit("/", 1)[-1] for path in paths)
 
     return _retried(attempt, f"list {_shown(location.url)}", policy)
+
+
+def store_call(call: Callable[[], T], described: str, *, policy: ReadPolicy = DEFAULT_POLICY) -> T:
+    """Return ``call()``, an fsspec call on a store (a listing, a multi-object ``cat``, a streamed read), retried
+    and failing as `read_bytes` does; ``described`` says what it does ("list s3://...")."""
+    return _retried(lambda: _classified(call), described, policy)
 
 
 def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy) -> T:
@@ -345,10 +351,12 @@ def _classified(call: Callable[[], T]) -> T:
 def _is_connection_error(error: Exception) -> bool:
     """Whether ``error`` is botocore's or aiohttp's word for a connection that failed or timed out."""
     try:
+        from botocore.exceptions import ConnectionError as BotoConnectionError
         from botocore.exceptions import HTTPClientError
     except ImportError:
         return False
-    return isinstance(error, HTTPClientError) or type(error).__module__.startswith("aiohttp")
+    return (isinstance(error, (HTTPClientError, BotoConnectionError))  # EndpointConnectionError: nobody answers
+            or type(error).__module__.startswith("aiohttp"))
 
 
 def _is_credentials_error(error: Exception) -> bool:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.storage.location import Location
-from glyphforge.storage.pull_through import reading
+from glyphforge.storage.reads import store_call
 from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK, RemoteEntry
 
 __all__ = ["INCOMPLETE", "RemoteCache", "RemoteProblem", "UnlistableURLError"]
@@ -102,8 +103,9 @@ class RemoteCache:
     def _scan(self, listings: list[_Listing]) -> Scan:
         """`scan`, from the listing ``listings``."""
         manifests = [listing.location.child(MANIFEST) for listing in listings if MANIFEST in listing.sizes]
-        with reading(self.root.url):
-            texts = self.root.fs.cat([manifest.path for manifest in manifests], on_error="return") if manifests else {}
+        paths = [manifest.path for manifest in manifests]
+        texts = store_call(lambda: self.root.fs.cat(paths, on_error="return"),
+                           f"read the manifests under {self.root}") if paths else {}
         entries, broken, incomplete = [], [], []
         for listing in listings:
             if MANIFEST not in listing.sizes:
@@ -155,12 +157,17 @@ class RemoteCache:
         """One listing of the objects under ``<data dir>/cache``, grouped by entry folder ``<kind>/<key>``."""
         self.check_listable()
         fs, root = self.root.fs, self.root.path.rstrip("/")
-        with reading(self.root.url):
+
+        def find() -> dict[str, Any]:
             fs.invalidate_cache(root)
             try:
-                found = fs.find(root, detail=True)
-            except FileNotFoundError:
-                found = {}
+                return dict(fs.find(root, detail=True))
+            except FileNotFoundError as error:
+                if "bucket" in str(error).lower():
+                    raise
+                return {}
+
+        found = store_call(find, f"list {self.root}")
         listings: dict[tuple[str, str], _Listing] = {}
         for path, info in found.items():
             parts = path[len(root) + 1:].split("/") if path.startswith(root + "/") else []
@@ -187,8 +194,11 @@ def _check_files(entry: RemoteEntry, sizes: dict[str, int]) -> Iterator[RemotePr
 
 def _sha256(location: Location) -> str:
     """The sha256 of the object at ``location``, streamed (`DOWNLOAD_BLOCK` bytes in memory at a time)."""
-    digest = hashlib.sha256()
-    with reading(location.url), location.fs.open(location.path, "rb", block_size=DOWNLOAD_BLOCK) as stream:
-        while block := stream.read(DOWNLOAD_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
+    def stream() -> str:
+        digest = hashlib.sha256()
+        with location.fs.open(location.path, "rb", block_size=DOWNLOAD_BLOCK) as opened:
+            while block := opened.read(DOWNLOAD_BLOCK):
+                digest.update(block)
+        return digest.hexdigest()
+
+    return store_call(stream, f"read {location}")
