@@ -375,6 +375,10 @@ def test_the_cli_builds_scenes_into_a_bucket_and_refuses_an_http_data_dir(s3_ser
 
 
 def test_build_with_a_url_data_dir_returns_the_remote_reader(s3_server, local_noise):
-    pytest.importorskip("glyphforge.builds.remote", reason="the remote reader (#25) is not merged yet")
     dataset = build(SPEC, data_dir=f"{s3_server.bucket()}/data", progress=False)
+    assert dataset.entry.meta["parts"][:2] == PARTS[:2]  # a multi-part entry, read where it lies
     _assert_same_rows(dataset, local_noise)
+    rows = [11, 0, len(local_noise) - 1, 8]
+    assert all(np.array_equal(dataset.take(rows)[name], local_noise.take(rows)[name]) for name in local_noise.layout)
+    remote_batches = [images.tobytes() for images, _ in dataset.stream(7, seed=3)]
+    assert remote_batches == [images.tobytes() for images, _ in local_noise.stream(7, seed=3)]
