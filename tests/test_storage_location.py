@@ -29,6 +29,13 @@ def test_a_location_pickles_without_its_secrets():
     assert copy.storage_options == {"endpoint_url": "http://127.0.0.1:9"}
 
 
+def test_a_password_in_a_url_is_refused_without_showing_it():
+    with pytest.raises(UnsupportedURLError, match="user and password in it") as refused:
+        Location("https://alice:s3cr3t@example.org/data")
+    assert "s3cr3t" not in str(refused.value)
+    assert Location("https://alice@example.org/data").url == "https://alice@example.org/data"  # no secret
+
+
 def test_a_scheme_without_a_filesystem_names_what_to_do():
     with pytest.raises(UnsupportedURLError, match="nosuchscheme://x/y"):
         _ = Location("nosuchscheme://x/y").fs

@@ -26,6 +26,8 @@ __all__ = ["SECRET_OPTIONS", "Location", "UnsupportedURLError", "is_url"]
 
 #: A URL's scheme and the ``://`` after it (two letters at least: ``C:\\`` is a Windows drive).
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
+#: ``user:password@`` in a URL's authority: a secret glyphforge refuses to carry (see `Location`).
+_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://[^/@]*:[^/@]*@")
 #: storage_options never pickled (credentials: each process takes its own from its environment).
 SECRET_OPTIONS = frozenset({
     "key", "secret", "token", "password", "username", "session_token", "aws_access_key_id",
@@ -60,6 +62,12 @@ class Location:
     def __post_init__(self) -> None:
         if not is_url(self.url):
             raise UnsupportedURLError(f"{self.url!r} is not a URL (scheme://...); a plain path is a local directory")
+        if _PASSWORD.match(self.url):
+            scheme = self.url.split("://", 1)[0]
+            raise UnsupportedURLError(
+                f"a {scheme}:// URL with a user and password in it was given: glyphforge does not carry secrets in "
+                "URLs (they would travel in pickles and show in messages). Give the URL without them, and the "
+                "credentials through the environment (as the store's SDK reads them) or storage_options")
         object.__setattr__(self, "url", self.url.rstrip("/") if not self.url.endswith("://") else self.url)
         object.__setattr__(self, "storage_options", dict(self.storage_options))
 
