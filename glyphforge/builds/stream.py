@@ -40,7 +40,8 @@ position of the iteration's batch number 0, which sets the workers' turns: negat
 the iteration began in an earlier epoch), ``until`` (the epoch an iteration under way
 stops before, else None), ``batch_size`` and ``world_size``.
 ``stream.load_state_dict(state)`` (or ``ds.stream(..., resume=state)``) continues at
-``rows``: the windows before it are skipped by arithmetic, never decoded. On the same
+``rows``: the windows before it are skipped by arithmetic, never decoded, and of the window
+it lands in only the rows to come are kept (a shard holding none of them is not read). On the same
 ``G`` the batches are exactly those the uninterrupted run would have yielded next, on
 any number of ranks and workers; on another ``G`` the rest of the epoch is cut into the
 new global batches, each example once (plus the repeats of rule 3). The seed, shuffle,
@@ -335,8 +336,8 @@ class ShardStream:
         for number in [number for number in windows if number < low]:
             del windows[number]  # the batches go forward: a window before this batch's is done
         for number in range(low, high + 1):
-            if number not in windows:
-                windows[number] = self._decode(reader, plan, epoch, number)
+            if number not in windows:  # no batch to come needs a row before this one's first
+                windows[number] = self._decode(reader, plan, epoch, number, int(positions.min()))
         if low == high:
             window = windows[low]
             local = positions - window.begin
@@ -351,31 +352,63 @@ class ShardStream:
                 out[name][mask] = array[positions[mask] - window.begin]
         return out
 
-    def _decode(self, reader: BuiltDataset, plan: EpochPlan, epoch: int, number: int) -> Window:
-        """Decode window ``number`` shard by shard, each shard's rows put where the window's shuffle puts them."""
+    def _decode(self, reader: BuiltDataset, plan: EpochPlan, epoch: int, number: int, first: int) -> Window:
+        """Decode the rows of window ``number`` from position ``first`` of the epoch on (all of them from its start).
+
+        Shard by shard, each shard's rows put where the window's shuffle puts them; the rows
+        before ``first`` (consumed: the landing window of a resumed stream) are left out, and
+        a shard holding none of the others is not read.
+        """
         begin = plan.begin(number)
-        size = int(plan.ends[number]) - begin
-        where = None
-        if self.shuffle:  # position in the window of each row in shard order: the inverse of the window's permutation
-            where = np.empty(size, np.int64)
-            where[np.random.default_rng([self.seed, epoch, number]).permutation(size)] = np.arange(size)
+        size, skip = int(plan.ends[number]) - begin, max(first - begin, 0)
+        places = self._places(epoch, number, size, skip) if self.shuffle else None
         arrays: dict[str, np.ndarray] = {}
         at = 0
         for shard in plan.shards[plan.windows[number]:plan.windows[number + 1]].tolist():
-            rows = reader.shard(shard)
-            count = len(next(iter(rows.values())))
-            target = slice(at, at + count) if where is None else where[at:at + count]
-            for name, array in rows.items():  # every shard has the same dtypes and shapes (the builder checks)
-                if name not in arrays:
-                    arrays[name] = np.empty((size,) + array.shape[1:], array.dtype)
-                arrays[name][target] = array
+            count = int(reader.index.rows[shard])
+            wanted = _wanted(places, at, count, skip)
             at += count
-            del rows  # one decoded shard at a time beside the window
-        return Window(begin, arrays)
+            if wanted is not None:  # one decoded shard at a time beside the window
+                _place(arrays, reader.shard(shard), *wanted, size - skip)
+        return Window(begin + skip, arrays)
+
+    def _places(self, epoch: int, number: int, size: int, skip: int) -> np.ndarray:
+        """Where each row of window ``number`` (``size`` rows, in shard order) goes among its rows from ``skip`` on.
+
+        The inverse of the window's permutation, less ``skip``: a row placed below 0 is consumed.
+        """
+        places = np.empty(size, np.int64)
+        places[np.random.default_rng([self.seed, epoch, number]).permutation(size)] = np.arange(-skip, size - skip)
+        return places
 
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "
                 f"worker {self.worker}/{self.num_workers}, epoch {self.epoch}, {len(self)} batches>")
+
+
+def _wanted(places: np.ndarray | None, at: int, count: int, skip: int) -> tuple[Any, Any] | None:
+    """The rows to read of the shard holding rows ``[at, at + count)`` of its window, and where they go.
+
+    ``(rows of the shard, places in the window's buffer)`` (``places``: see
+    `ShardStream._places`; None: the window is in shard order), as slices where they run
+    (no copy of the shard's arrays); None when every row of the shard is consumed.
+    """
+    if places is None:
+        low = min(max(skip - at, 0), count)
+        return None if low == count else (slice(low, count), slice(at + low - skip, at + count - skip))
+    target = places[at:at + count]
+    kept = np.flatnonzero(target >= 0) if skip else None
+    if kept is None or len(kept) == count:
+        return slice(None), target
+    return (kept, target[kept]) if len(kept) else None
+
+
+def _place(arrays: dict[str, np.ndarray], shard: dict[str, np.ndarray], rows: Any, target: Any, size: int) -> None:
+    """Put the ``rows`` of a decoded ``shard`` at ``target`` of a window's ``arrays`` (of ``size`` rows, made here)."""
+    for name, array in shard.items():  # every shard has the same dtypes and shapes (the builder checks)
+        if name not in arrays:
+            arrays[name] = np.empty((size,) + array.shape[1:], array.dtype)
+        arrays[name][target] = array[rows]
 
 
 def _torch_worker_info() -> Any:
