@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import tracemalloc
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,6 +180,27 @@ def test_bad_stream_arguments_are_named(rows_97, options, message):
     options = {"batch_size": 4, **options}
     with pytest.raises(ValueError, match=message):
         rows_97.stream(options.pop("batch_size"), **options)
+
+
+def test_a_later_window_is_decoded_into_the_arrays_of_a_done_one_no_batch_views(rows_1030):
+    first = None
+    for number, (images, targets) in enumerate(rows_1030.stream(50, seed=3, window=1)):  # 2 batches a window
+        if number == 0:
+            first = weakref.ref(images.base)
+        if number == 4:  # window 2: into window 0's arrays (window 1's are viewed by batch 3, still held by the loop)
+            assert images.base is first() and targets["row"].base is not None
+            break
+
+
+def test_a_batch_held_is_never_overwritten_by_a_later_window(rows_1030):
+    # every third batch is kept (images, targets and a part of its images), the others dropped: the windows no
+    # batch holds are decoded into again, the held ones never
+    expected = list(rows_1030.stream(50, seed=3, window=1))  # all held: every window in new arrays
+    held = [(number, batch, batch[0][:7]) for number, batch in enumerate(rows_1030.stream(50, seed=3, window=1))
+            if number % 3 == 0]
+    assert len(held) == 7 and len({id(batch[0].base) for _, batch, _ in held}) == 7  # 7 windows' arrays, alive
+    assert same_batches([batch for _, batch, _ in held], [expected[number] for number, _, _ in held])
+    assert all(np.array_equal(part, expected[number][0][:7]) for number, _, part in held)
 
 
 @dataclass
