@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import tracemalloc
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,6 +182,30 @@ def test_bad_stream_arguments_are_named(rows_97, options, message):
         rows_97.stream(options.pop("batch_size"), **options)
 
 
+def test_a_later_window_is_decoded_into_the_arrays_of_a_done_one_no_batch_views(rows_1030):
+    stream = rows_1030.stream(50, seed=3, window=1)
+    assert stream.plan(0).ends[:3].tolist() == [100, 200, 300]  # one shard a window: 2 batches each
+    first = None
+    for number, (images, targets) in enumerate(stream):
+        if number == 0:
+            first = weakref.ref(images.base)
+        if number == 4:  # window 2: into window 0's arrays (window 1's are viewed by batch 3, still held by the loop)
+            assert images.base is first() and targets["row"].base is not None
+            break
+
+
+def test_a_batch_held_is_never_overwritten_by_a_later_window(rows_1030):
+    # every third batch is kept (images, targets and a part of its images), the others dropped: the windows no
+    # batch holds are decoded into again, the held ones never
+    expected = list(rows_1030.stream(50, seed=3, window=1))  # all held: every window in new arrays
+    held = [(number, batch, batch[0][:7]) for number, batch in enumerate(rows_1030.stream(50, seed=3, window=1))
+            if number % 3 == 0]
+    bases = [batch[0].base for _, batch, _ in held]  # batch 18 (rows 900 to 949) lies across two windows: a copy
+    assert len(held) == 7 and bases[-1] is None and len({id(base) for base in bases[:-1]}) == 6  # 6 windows' arrays
+    assert same_batches([batch for _, batch, _ in held], [expected[number] for number, _, _ in held])
+    assert all(np.array_equal(part, expected[number][0][:7]) for number, _, part in held)
+
+
 @dataclass
 class BigSpec:
     """200,000 scenes-sized rows (48x48x3 uint8, 1.4 GB decoded) that compress well, in 200 shards."""
@@ -219,20 +244,39 @@ def test_streaming_memory_stays_bounded_far_below_the_dataset(data_dir):
     assert peak_mb - before_mb < 200, (before_mb, peak_mb)  # a window of 4 shards is ~28 MB decoded; 1.4 GB in all
 
 
-def test_a_window_is_decoded_without_an_inflated_copy_of_its_shards(data_dir):
-    # each shard's images are inflated straight into the buffer they are unpickled into: beside the window
-    # only one shard's arrays exist (an inflated copy of the member was fresh memory: page faults each shard)
-    dataset = build(WideRowSpec(n_examples=400), data_dir=data_dir, progress=False)  # 4 shards of 100: one window
-    shard_bytes = dataset.nbytes // 4
-    stream = dataset.stream(100, seed=0)
+@pytest.fixture(scope="module")
+def wide_400(data_dir):
+    """400 rows of 12 KB in 4 shards of 100: one window."""
+    return build(WideRowSpec(n_examples=400), data_dir=data_dir, progress=False)
+
+
+def first_batch_peak(stream) -> tuple[Any, int]:
+    """The first batch ``stream`` yields, and the peak of memory traced while it was read."""
     tracemalloc.start()
     try:
-        images, targets = next(iter(stream))
-        peak = tracemalloc.get_traced_memory()[1]
+        batch = next(iter(stream))
+        return batch, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_a_window_is_decoded_without_an_inflated_copy_of_its_shards(wide_400):
+    # each shard's images are inflated straight into the buffer they are unpickled into: beside the window
+    # only one shard's arrays exist (an inflated copy of the member was fresh memory: page faults each shard)
+    shard_bytes = wide_400.nbytes // 4
+    (images, targets), peak = first_batch_peak(wide_400.stream(100, seed=0))
     assert images.shape == (100, 64, 64, 3) and len(set(targets["row"].tolist())) == 100
-    assert dataset.nbytes + shard_bytes <= peak < dataset.nbytes + 1.5 * shard_bytes, (peak, dataset.nbytes)
+    assert wide_400.nbytes + shard_bytes <= peak < wide_400.nbytes + 1.5 * shard_bytes, (peak, wide_400.nbytes)
+
+
+def test_a_resumed_stream_decodes_only_the_rows_to_come_of_the_window_it_lands_in(wide_400):
+    # resumed after 3 of the window's 4 batches: a buffer of its last 100 rows, one shard decoded beside it and
+    # that shard's rows to come (about 25) copied out of it; the whole window was 4 shards' worth, then 1 more
+    shard_bytes = wide_400.nbytes // 4
+    state = wide_400.stream(100, seed=0).state_after(3)
+    (images, targets), peak = first_batch_peak(wide_400.stream(100, seed=0, resume=state))
+    assert np.array_equal(targets["row"], list(wide_400.stream(100, seed=0))[3][1]["row"])
+    assert 2 * shard_bytes <= peak < 2.5 * shard_bytes, (peak, shard_bytes)
 
 
 needs_torch = pytest.mark.skipif(
@@ -277,26 +321,69 @@ def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_we
     assert len(rows_of(resumed)) == 65  # iterated again: epoch 2, whole
 
 
+def with_shards_zeroed(dataset, shards, tmp_path):
+    """A copy of ``dataset``'s entry under ``tmp_path`` whose ``shards`` are overwritten with zeros (unreadable)."""
+    copy = tmp_path / "cache"
+    shutil.copytree(dataset.path, copy / dataset.path.relative_to(dataset.path.parents[1]))
+    damaged = find_built(dataset.key, tmp_path)
+    index = damaged.index
+    with open(damaged.path / "arrays.pklz", "r+b") as data:
+        for shard in shards:
+            data.seek(int(index.offset[shard]))
+            data.write(bytes(int(index.length[shard])))
+    return damaged
+
+
 def test_resuming_skips_the_consumed_windows_without_reading_them(rows_1030, tmp_path):
     """A copy of the entry whose consumed shards are overwritten with zeros still resumes."""
     stream = rows_1030.stream(50, seed=4, window=2)
     plan = stream.plan(0)
     consumed_windows = int(np.searchsorted(plan.ends, 600, side="right"))  # 12 batches of 50: windows 0 to 2 are done
     assert consumed_windows == 3 and plan.ends[2] < 600 < plan.ends[3]
-    copy = tmp_path / "cache"
-    shutil.copytree(rows_1030.path, copy / rows_1030.path.relative_to(rows_1030.path.parents[1]))
-    damaged = find_built(rows_1030.key, tmp_path)
-    index = damaged.index
-    with open(damaged.path / "arrays.pklz", "r+b") as data:
-        for shard in plan.shards[:plan.windows[consumed_windows]].tolist():
-            data.seek(int(index.offset[shard]))
-            data.write(bytes(int(index.length[shard])))
+    damaged = with_shards_zeroed(rows_1030, plan.shards[:plan.windows[consumed_windows]].tolist(), tmp_path)
     with pytest.raises(CorruptPklzError):
         rows_of(damaged.stream(50, seed=4, window=2))
     state = stream.state_after(12)
     assert state["rows"] == 600
     rest = rows_of(damaged.stream(50, seed=4, window=2, resume=state))
     assert all(np.array_equal(a, b) for a, b in zip(rest, rows_of(stream)[12:], strict=True)) and len(rest) == 9
+
+
+def test_resuming_in_order_skips_the_consumed_shards_of_the_landing_window(rows_1030, tmp_path):
+    """Without shuffle, the shards of the window it lands in that hold no row to come are not read."""
+    damaged = with_shards_zeroed(rows_1030, range(6), tmp_path)  # window 1 holds shards 4 to 7 (rows 400 to 799)
+    stream = rows_1030.stream(50, shuffle=False)
+    state = stream.state_after(13)
+    assert state["rows"] == 650
+    rest = rows_of(damaged.stream(50, shuffle=False, resume=state))
+    assert np.array_equal(np.concatenate(rest), np.arange(650, 1030)) and len(rest) == 8
+
+
+def same_batches(a, b) -> bool:
+    """Whether two lists of ``(images, targets)`` batches hold the same arrays, batch by batch."""
+    return len(a) == len(b) and all(
+        np.array_equal(images, other_images) and targets.keys() == other_targets.keys()
+        and all(np.array_equal(targets[name], other_targets[name]) for name in targets)
+        for (images, targets), (other_images, other_targets) in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+@pytest.mark.parametrize(("world_size", "num_workers"), [(1, 1), (2, 3)])
+@pytest.mark.parametrize("steps", [3, 10, 22])  # batches of 40 rows: in window 0, at window 1's first row, in the last
+def test_a_resumed_stream_yields_the_uninterrupted_batches_wherever_it_lands(rows_1030, shuffle, world_size,
+                                                                            num_workers, steps):
+    """Each rank's batches after ``steps`` (its workers' in turn): the images and targets of the uninterrupted run."""
+    batch_size = 40 // world_size  # windows of 400, 400 and 230 rows
+    state = rows_1030.stream(40, seed=6, shuffle=shuffle).state_after(steps)
+    assert state["rows"] == 40 * steps
+    for rank in range(world_size):
+        options = dict(seed=6, shuffle=shuffle, rank=rank, world_size=world_size)
+        whole = list(rows_1030.stream(batch_size, **options))
+        workers = [list(rows_1030.stream(batch_size, worker=worker, num_workers=num_workers, resume=state, **options))
+                   for worker in range(num_workers)]
+        in_turn = [workers[number % num_workers][number // num_workers] for number in range(len(whole) - steps)]
+        assert sum(map(len, workers)) == len(whole) - steps == 26 - steps
+        assert same_batches(in_turn, whole[steps:])
 
 
 @pytest.mark.parametrize(("saved_on", "resumed_on", "batch_size"), [(2, 3, 16), (4, 1, 64), (3, 2, 8)])

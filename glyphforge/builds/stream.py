@@ -28,8 +28,11 @@ batch; the **global batch** is ``G = batch_size * world_size`` rows.
    each worker in turn, yields exactly the rank's batches in order, for any ``W``.
 
 Reading: the stream decodes a window at a time, one shard after the other, putting each
-shard's rows where the window's shuffle puts them (one window and one decoded shard in
-memory, whatever the dataset's size); a batch lying in one window is a view of it. Every rank
+shard's rows where the window's shuffle puts them (one window, two for a batch across them,
+and one decoded shard in memory, whatever the dataset's size); a batch lying in one window
+is a view of it. A later window is decoded into the arrays of a done one when no batch
+still held is a view of them (memory used before: no fresh pages to fault in), else into
+new ones; the arrays of at most `SPARE` done windows are kept for that. Every rank
 (and every worker) decodes every window, since each global batch mixes a window's rows:
 workers parallelise per-batch work (transforms), not decoding.
 
@@ -40,7 +43,8 @@ position of the iteration's batch number 0, which sets the workers' turns: negat
 the iteration began in an earlier epoch), ``until`` (the epoch an iteration under way
 stops before, else None), ``batch_size`` and ``world_size``.
 ``stream.load_state_dict(state)`` (or ``ds.stream(..., resume=state)``) continues at
-``rows``: the windows before it are skipped by arithmetic, never decoded. On the same
+``rows``: the windows before it are skipped by arithmetic, never decoded, and of the window
+it lands in only the rows to come are kept (a shard holding none of them is not read). On the same
 ``G`` the batches are exactly those the uninterrupted run would have yielded next, on
 any number of ranks and workers; on another ``G`` the rest of the epoch is cut into the
 new global batches, each example once (plus the repeats of rule 3). The seed, shuffle,
@@ -77,6 +81,8 @@ if TYPE_CHECKING:
 
 EVEN_RANKS = ("repeat", "drop")
 DEFAULT_WINDOW = 4
+#: Sets of a done window's arrays kept to decode later windows into (`Windows`).
+SPARE = 2
 #: The version of `ShardStream.state_dict`'s format.
 STATE_VERSION = 1
 
@@ -102,6 +108,11 @@ class EpochPlan:
         """The first position of window ``number``."""
         return int(self.ends[number - 1]) if number else 0
 
+    @property
+    def largest(self) -> int:
+        """The rows of the largest window."""
+        return int(np.diff(self.ends, prepend=0).max()) if len(self.ends) else 0
+
 
 @dataclass
 class Window:
@@ -109,6 +120,44 @@ class Window:
 
     begin: int
     arrays: dict[str, np.ndarray]
+    """Views of the first rows of ``owners``."""
+    owners: dict[str, np.ndarray]
+    """The arrays it was decoded into (reused once it is done: `Windows`)."""
+
+
+@dataclass
+class Windows:
+    """An iteration's decoded windows (those the batch under way reads) and the arrays of done ones, to reuse.
+
+    Decoding into arrays used before spares the fresh pages a new array faults in. A done
+    window's arrays are reused once no batch a consumer still holds is a view of them; of
+    more than `SPARE` such sets the oldest is left to its batches.
+    """
+
+    decoded: dict[int, Window] = field(default_factory=dict)
+    spare: list[dict[str, np.ndarray]] = field(default_factory=list)
+
+    def done_before(self, number: int) -> None:
+        """Let the windows before ``number`` go (the batches go forward): their arrays become spare."""
+        for done in [done for done in self.decoded if done < number]:
+            self.spare.append(self.decoded.pop(done).owners)
+        del self.spare[:-SPARE]
+
+    def reusable(self, rows: int) -> dict[str, np.ndarray]:
+        """Spare arrays of ``rows`` rows or more that no batch views any more, by name (empty: none)."""
+        for at, owners in enumerate(self.spare):
+            if min(map(len, owners.values())) >= rows and max(_references(owners)) == _ALONE:
+                return self.spare.pop(at)
+        return {}
+
+
+def _references(arrays: dict[str, np.ndarray]) -> list[int]:
+    """``sys.getrefcount`` of each array of ``arrays``: a view of one (a batch, or a part of it) adds 1."""
+    return [sys.getrefcount(array) for array in arrays.values()]
+
+
+#: What `_references` counts for an array nothing but its dict refers to (counted here, not assumed).
+_ALONE = _references({"alone": np.empty(0)})[0]
 
 
 @dataclass(frozen=True)
@@ -307,12 +356,13 @@ class ShardStream:
         size = self.global_batch_size
         until = self.epoch + self.epochs if self.until is None else self.until
         object.__setattr__(self, "began", (self.epoch, self.rows))
+        windows = Windows()
         for epoch in range(self.epoch, until):
             plan, base = self.plan(epoch), self.base
             first = (self.rows - base) // size
             last = first + self._batches_from(self.rows)
             after = -(last % num_workers) * size  # the next epoch's batches go on being numbered from `last`
-            windows: dict[int, Window] = {}
+            windows.done_before(len(plan.ends))  # the windows of the epoch before
             for number in self._turns(first, last - first, worker, num_workers):
                 start = base + number * size
                 arrays = self._gather(reader, plan, epoch, windows, self.positions(start, plan.n_rows))
@@ -327,23 +377,23 @@ class ShardStream:
         object.__setattr__(self, "began", None)
 
     def _gather(
-        self, reader: BuiltDataset, plan: EpochPlan, epoch: int, windows: dict[int, Window], positions: np.ndarray
+        self, reader: BuiltDataset, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray
     ) -> dict[str, np.ndarray]:
         """Return the rows at ``positions`` of the epoch's order, decoding windows into ``windows`` as needed."""
         numbers = np.searchsorted(plan.ends, positions, side="right")
         low, high = int(numbers.min()), int(numbers.max())
-        for number in [number for number in windows if number < low]:
-            del windows[number]  # the batches go forward: a window before this batch's is done
+        windows.done_before(low)
+        decoded = windows.decoded
         for number in range(low, high + 1):
-            if number not in windows:
-                windows[number] = self._decode(reader, plan, epoch, number)
+            if number not in decoded:  # no batch to come needs a row before this one's first
+                decoded[number] = self._decode(reader, plan, epoch, number, int(positions.min()), windows)
         if low == high:
-            window = windows[low]
+            window = decoded[low]
             local = positions - window.begin
             first, last = int(local[0]), int(local[-1])
             rows: slice | np.ndarray = slice(first, last + 1) if last - first == len(local) - 1 else local
             return {name: array[rows] for name, array in window.arrays.items()}  # a run of rows: views
-        parts = [(numbers == number, windows[number]) for number in range(low, high + 1)]
+        parts = [(numbers == number, decoded[number]) for number in range(low, high + 1)]
         out = {name: np.empty((len(positions),) + array.shape[1:], array.dtype)
                for name, array in parts[0][1].arrays.items()}
         for mask, window in parts:
@@ -351,32 +401,68 @@ class ShardStream:
                 out[name][mask] = array[positions[mask] - window.begin]
         return out
 
-    def _decode(self, reader: BuiltDataset, plan: EpochPlan, epoch: int, number: int) -> Window:
-        """Decode window ``number`` shard by shard, each shard's rows put where the window's shuffle puts them."""
+    def _decode(
+        self, reader: BuiltDataset, plan: EpochPlan, epoch: int, number: int, first: int, windows: Windows
+    ) -> Window:
+        """Decode the rows of window ``number`` from position ``first`` of the epoch on (all of them from its start).
+
+        Shard by shard, each shard's rows put where the window's shuffle puts them, into
+        arrays of a done window when ``windows`` has some no batch views, else into new
+        arrays sized for the epoch's largest window. The rows before ``first`` (consumed: the
+        landing window of a resumed stream) are left out (new arrays then hold just the
+        others), and a shard holding none of the others is not read.
+        """
         begin = plan.begin(number)
-        size = int(plan.ends[number]) - begin
-        where = None
-        if self.shuffle:  # position in the window of each row in shard order: the inverse of the window's permutation
-            where = np.empty(size, np.int64)
-            where[np.random.default_rng([self.seed, epoch, number]).permutation(size)] = np.arange(size)
-        arrays: dict[str, np.ndarray] = {}
+        size, skip = int(plan.ends[number]) - begin, max(first - begin, 0)
+        places = self._places(epoch, number, size, skip) if self.shuffle else None
+        owners = windows.reusable(size - skip)
         at = 0
         reader.prefetch(plan.shards[plan.windows[number]:plan.windows[min(number + 2, len(plan.windows) - 1)]])
         for shard in plan.shards[plan.windows[number]:plan.windows[number + 1]].tolist():
-            rows = reader.shard(shard)
-            count = len(next(iter(rows.values())))
-            target = slice(at, at + count) if where is None else where[at:at + count]
-            for name, array in rows.items():  # every shard has the same dtypes and shapes (the builder checks)
-                if name not in arrays:
-                    arrays[name] = np.empty((size,) + array.shape[1:], array.dtype)
-                arrays[name][target] = array
+            count = int(reader.index.rows[shard])
+            wanted = _wanted(places, at, count, skip)
             at += count
-            del rows  # one decoded shard at a time beside the window
-        return Window(begin, arrays)
+            if wanted is not None:  # one decoded shard at a time beside the window
+                _place(owners, reader.shard(shard), *wanted, size - skip if skip else plan.largest)
+        return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)
+
+    def _places(self, epoch: int, number: int, size: int, skip: int) -> np.ndarray:
+        """Where each row of window ``number`` (``size`` rows, in shard order) goes among its rows from ``skip`` on.
+
+        The inverse of the window's permutation, less ``skip``: a row placed below 0 is consumed.
+        """
+        places = np.empty(size, np.int64)
+        places[np.random.default_rng([self.seed, epoch, number]).permutation(size)] = np.arange(-skip, size - skip)
+        return places
 
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "
                 f"worker {self.worker}/{self.num_workers}, epoch {self.epoch}, {len(self)} batches>")
+
+
+def _wanted(places: np.ndarray | None, at: int, count: int, skip: int) -> tuple[Any, Any] | None:
+    """The rows to read of the shard holding rows ``[at, at + count)`` of its window, and where they go.
+
+    ``(rows of the shard, places in the window's buffer)`` (``places``: see
+    `ShardStream._places`; None: the window is in shard order), as slices where they run
+    (no copy of the shard's arrays); None when every row of the shard is consumed.
+    """
+    if places is None:
+        low = min(max(skip - at, 0), count)
+        return None if low == count else (slice(low, count), slice(at + low - skip, at + count - skip))
+    target = places[at:at + count]
+    kept = np.flatnonzero(target >= 0) if skip else None
+    if kept is None or len(kept) == count:
+        return slice(None), target
+    return (kept, target[kept]) if len(kept) else None
+
+
+def _place(arrays: dict[str, np.ndarray], shard: dict[str, np.ndarray], rows: Any, target: Any, size: int) -> None:
+    """Put the ``rows`` of a decoded ``shard`` at ``target`` of a window's ``arrays`` (made here of ``size`` rows)."""
+    for name, array in shard.items():  # every shard has the same dtypes and shapes (the builder checks)
+        if name not in arrays:
+            arrays[name] = np.empty((size,) + array.shape[1:], array.dtype)
+        arrays[name][target] = array[rows]
 
 
 def _torch_worker_info() -> Any:
