@@ -14,10 +14,8 @@ import os
 import signal
 import subprocess
 import sys
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -104,21 +102,6 @@ def local_files(entry) -> dict[str, bytes]:
     return {name: (entry.path / name).read_bytes() for name in [*entry.files, "manifest.json"]}
 
 
-@contextmanager
-def moto_auth(s3_server) -> Iterator[None]:
-    """Make the moto server check credentials and IAM policies (it accepts anything otherwise)."""
-    def reset_auth(count: bytes) -> None:
-        request = urllib.request.Request(f"{s3_server.endpoint}/moto-api/reset-auth", data=count, method="POST",
-                                         headers={"Content-Type": "text/plain"})
-        urllib.request.urlopen(request, timeout=30).read()
-
-    reset_auth(b"0")
-    try:
-        yield
-    finally:
-        reset_auth(b"inf")
-
-
 def user_denied_manifests(bucket: str) -> dict[str, str]:
     """An IAM user of the server who may do anything in ``bucket`` but put a ``manifest.json``; its storage options."""
     import boto3
@@ -178,7 +161,7 @@ def test_the_manifest_is_written_last_a_denied_manifest_leaves_the_whole_data_fi
     bucket = versioned_bucket(s3_server)
     place = f"{bucket}/data/cache/test-noise/{built.key}"
     options = user_denied_manifests(bucket)
-    with moto_auth(s3_server), pytest.raises(StorageError) as raised:
+    with s3_server.checking_credentials(), pytest.raises(StorageError) as raised:
         built.publish(f"{bucket}/data", storage_options=options, progress=False)
 
     message = str(raised.value)
@@ -281,7 +264,7 @@ def test_a_missing_bucket_is_named_and_not_created(s3_server, built):
 def test_wrong_credentials_are_named_without_the_secret(s3_server, local_data):
     bucket = s3_server.bucket()
     secret = "wrong-secret-Zq8rT2"
-    with moto_auth(s3_server):
+    with s3_server.checking_credentials():
         result = publish_command("toy", f"{bucket}/data", "--data-dir", local_data,
                                  env={"AWS_ACCESS_KEY_ID": "AKIAWRONGKEY", "AWS_SECRET_ACCESS_KEY": secret})
 

@@ -291,6 +291,13 @@ def test_a_missing_bucket_and_a_missing_entry_are_named(s3_server, built):
 
 
 
+def test_wrong_credentials_are_named_without_the_secret(s3_data, s3_server):
+    refused = r"manifest.json .*access was refused .*AWS_ACCESS_KEY_ID"
+    with s3_server.checking_credentials(), pytest.raises(RemoteAccessError, match=refused) as raised:
+        gf.open_built(s3_data[1], storage_options={"key": "AKIAWRONGKEY", "secret": "wrong-Zq8rT2"})
+    assert "wrong-Zq8rT2" not in str(raised.value)
+
+
 def test_incomplete_credentials_are_named_without_the_secret(s3_data):
     with pytest.raises(RemoteAccessError, match=r"manifest.json .*access was refused \(PartialCredentialsError: "
                                                 r"Partial credentials found in explicit, missing: aws_access_key_id\)"

@@ -19,7 +19,9 @@ import itertools
 import logging
 import os
 import socket
+import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -67,6 +69,20 @@ class LocalS3Server:
 
     def stop(self) -> None:
         self._server.stop()
+
+    @contextmanager
+    def checking_credentials(self) -> Iterator[None]:
+        """Make the server check credentials and IAM policies in the block (moto accepts any otherwise)."""
+        def reset_auth(count: bytes) -> None:
+            request = urllib.request.Request(f"{self.endpoint}/moto-api/reset-auth", data=count, method="POST",
+                                             headers={"Content-Type": "text/plain"})
+            urllib.request.urlopen(request, timeout=30).read()
+
+        reset_auth(b"0")
+        try:
+            yield
+        finally:
+            reset_auth(b"inf")
 
     def fs(self, **options: Any) -> Any:
         """A new s3fs filesystem on this server (not fsspec's cached instance)."""
