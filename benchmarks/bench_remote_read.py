@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from bench_read import prepare  # noqa: E402
+from moto_process import start_moto  # noqa: E402
 
 #: Rounds of epochs; the fastest of each kind counts (the machine is shared: an epoch is a fraction of a second).
 TRIES = 5
@@ -77,25 +76,6 @@ def http_reads(entry_dir: Path, data_dir: Path, scratch: Path) -> None:
             shard = int(local.index.length[number])
             print(f"ds[{row}] over HTTP (shard {number}): {served:,} bytes served for a shard of {shard:,} bytes: "
                   f"{served / shard:.3f}x (goal <= 1.1x), {seconds * 1000:.0f} ms cold (manifest, index, shard)")
-
-
-def start_moto() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        server.kill()
-        raise SystemExit("moto's server did not start within 60 s")
-    return server, f"http://127.0.0.1:{port}"
 
 
 def s3_epochs(entry_dir: Path, scratch: Path) -> None:
