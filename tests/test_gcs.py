@@ -1,0 +1,114 @@
+"""``gs://`` data dirs end to end (issue #25), against a real GCS JSON API on 127.0.0.1.
+
+gcp-storage-emulator serves the API in this process (`support.gcs_server`); gcsfs reaches it
+through the environment the fixture sets, as the CLI subprocesses do. The paths are those
+the S3 tests take, kept lean: one small build (50 rows in 7 shards) made once, published,
+built into a bucket, read back, listed, and the errors of what is not there.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import glyphforge as gf
+from glyphforge.builds import build
+from glyphforge.builds.dataset import BuiltDataset
+from glyphforge.builds.remote import RemoteBuiltDataset
+from glyphforge.cache import CacheStore
+from glyphforge.datasets import registry
+
+from support.cli import run
+from support.gcs_server import gcs_server  # noqa: F401 (fixture)
+from support.specs import NoiseSpec
+from support.toy_dataset import load_toy, prepare_toy, register_toy
+
+#: 50 examples in shards of 8: 7 shards, the last one short.
+SPEC = NoiseSpec(n_examples=50, shard_size=8, seed=5)
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory) -> BuiltDataset:
+    """`SPEC` built the usual way, on local disk (module-wide: only read)."""
+    return build(SPEC, data_dir=tmp_path_factory.mktemp("local"), progress=False)
+
+
+@pytest.fixture(scope="module")
+def published(gcs_server, local) -> str:
+    """The local build published to a bucket once: the entry's URL."""
+    return local.publish(f"{gcs_server.bucket()}/data", progress=False)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """The toy dataset, registered for the module, prepared in a local data dir: that dir."""
+    register_toy()
+    data_dir = tmp_path_factory.mktemp("toy-local")
+    prepare_toy(data_dir=data_dir)
+    yield data_dir
+    registry.unregister("toy")
+
+
+def objects(fs, url: str) -> dict[str, bytes]:
+    """The objects under the ``gs://`` URL ``url`` (``fs``: a fresh gcsfs), by name below it."""
+    root = url.removeprefix("gs://")
+    return {path[len(root):].lstrip("/"): fs.cat_file(path) for path in fs.find(root)}
+
+
+def assert_same_rows(remote: RemoteBuiltDataset, local: BuiltDataset) -> None:
+    assert (len(remote), remote.key, remote.metadata, remote.layout) == (len(local), local.key, local.metadata,
+                                                                         local.layout)
+    for name, array in local.reopened().arrays.items():
+        assert remote.reopened().arrays[name].tobytes() == array.tobytes(), name
+
+
+def images(batches) -> list[bytes]:
+    return [bytes(image) for batch in batches for image in batch[0]]
+
+
+# -- publish, then read where it lies ---------------------------------------------------------------
+def test_a_published_dataset_lands_byte_for_byte_and_reads_as_the_local_one(gcs_server, local, published):
+    assert published == f"{published.split('/data/')[0]}/data/cache/{SPEC.kind}/{local.key}"
+    expected = {name: (local.path / name).read_bytes() for name in [*local.entry.files, "manifest.json"]}
+    assert objects(gcs_server.fs(), published) == expected
+
+    ds = gf.open_built(published)
+    assert isinstance(ds, RemoteBuiltDataset) and ds.url == published
+    assert_same_rows(ds, local)
+    taken, wanted = ds.take([49, 3, 17, 3, -1]), local.take([49, 3, 17, 3, -1])
+    assert taken.keys() == wanted.keys() and all(np.array_equal(taken[name], wanted[name]) for name in wanted)
+    assert images(ds.stream(16, shuffle=True, seed=3)) == images(local.stream(16, shuffle=True, seed=3))
+
+
+def test_a_second_epoch_reads_the_local_copies_not_the_bucket(gcs_server, local):
+    url = local.publish(f"{gcs_server.bucket()}/data", progress=False)
+    ds = gf.open_built(url)
+    first = images(ds.stream(16, shuffle=True, seed=4))
+    gcs_server.fs().rm(f"{url.removeprefix('gs://')}/arrays.pklz")  # from now on, a read of the data fails
+    assert images(ds.stream(16, shuffle=True, seed=4)) == first == images(local.stream(16, shuffle=True, seed=4))
+
+
+# -- build into a bucket ---------------------------------------------------------------------------
+def test_a_build_into_a_gs_data_dir_is_the_local_build(gcs_server, local):
+    data_url = f"{gcs_server.bucket()}/data"
+    ds = build(SPEC, data_dir=data_url, progress=False)
+    entry = f"{data_url}/cache/{SPEC.kind}/{local.key}"
+    assert isinstance(ds, RemoteBuiltDataset) and ds.url == entry
+    assert_same_rows(ds, local)
+    names = sorted(objects(gcs_server.fs(), entry))
+    assert names == sorted(["index.npy", "manifest.json", *(f"part-{n:06d}.pklz" for n in range(7))])
+
+
+# -- a prepared entry through data_dir=gs://, and the CLI's listing -----------------------------------------
+def test_a_prepared_entry_loads_through_a_gs_data_dir_and_cache_ls_lists_it(gcs_server, toy):
+    url = f"{gcs_server.bucket()}/data"
+    [entry] = [entry for entry in CacheStore.for_data_dir(toy).ls() if entry.kind == "toy"]
+    assert gf.publish("toy", url, data_dir=toy, progress=False) == f"{url}/cache/toy/{entry.key}"
+    x, y, names = load_toy(data_dir=url, download=False)
+    local_x, local_y, _ = load_toy(data_dir=toy)
+    assert np.array_equal(x, local_x) and np.array_equal(y, local_y) and names == [f"square {i}" for i in range(5)]
+
+    listed = run("glyphforge", "cache", "ls", "--data-dir", url)
+    assert listed.returncode == 0, listed.stderr
+    header, rule, *rows = listed.stdout.splitlines()
+    assert header.split() == ["key", "kind", "params", "files", "size", "created"]
+    assert [row.split()[:2] for row in rows] == [[entry.key[:12], "toy"]]
