@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 
 import glyphforge as gf
+from glyphforge._files import StorageError
 from glyphforge.builds import build
-from glyphforge.builds.dataset import BuiltDataset
+from glyphforge.builds.dataset import BuiltDataset, find_built
 from glyphforge.builds.remote import RemoteBuiltDataset
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import registry
+from glyphforge.storage.reads import RemoteFileMissingError
 
 from support.cli import run
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
@@ -112,3 +114,40 @@ def test_a_prepared_entry_loads_through_a_gs_data_dir_and_cache_ls_lists_it(gcs_
     header, rule, *rows = listed.stdout.splitlines()
     assert header.split() == ["key", "kind", "params", "files", "size", "created"]
     assert [row.split()[:2] for row in rows] == [[entry.key[:12], "toy"]]
+
+
+# -- what is not there ---------------------------------------------------------------------------------
+# gcsfs names the resource that was not found, not the reason: a bucket called "...bucket..." must not be
+# taken for a missing bucket, and a missing bucket must not be taken for an empty folder.
+def test_a_missing_object_in_a_bucket_named_bucket_is_a_missing_object(gcs_server, local):
+    url = local.publish(f"{gcs_server.bucket('gf-gcs-bucket-objects')}/data", progress=False)
+    ds = gf.open_built(url)
+    gcs_server.fs().rm(f"{url.removeprefix('gs://')}/arrays.pklz")
+    with pytest.raises(RemoteFileMissingError, match=r"could not read .*arrays.pklz.*: there is no such object") \
+            as raised:
+        ds[0]
+    assert not raised.value.no_bucket
+    with pytest.raises(LookupError, match=r"no built dataset at gs://.*: it has no manifest.json"):
+        gf.open_built(f"{gcs_server.bucket()}/data/cache/{SPEC.kind}/{local.key}")
+
+
+def test_an_empty_data_dir_in_a_bucket_named_bucket_holds_no_dataset(gcs_server):
+    url = f"{gcs_server.bucket('gf-gcs-bucket-empty')}/data"
+    with pytest.raises(LookupError, match=rf"no built dataset '{SPEC.kind}' in {url}/cache"):
+        find_built(SPEC.kind, data_dir=url)
+
+
+def test_cache_ls_of_a_missing_bucket_says_so(gcs_server):
+    done = run("glyphforge", "cache", "ls", "--data-dir", "gs://gf-gcs-nowhere/data")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: could not list gs://gf-gcs-nowhere/data/cache: the bucket does not exist")
+    with pytest.raises(RemoteFileMissingError, match="the bucket does not exist") as raised:
+        find_built(SPEC.kind, data_dir="gs://gf-gcs-nowhere/data")
+    assert raised.value.no_bucket
+
+
+def test_publishing_to_a_missing_bucket_names_it_and_creates_nothing(gcs_server, local):
+    with pytest.raises(StorageError, match=r"cannot publish to gs://gf-gcs-nowhere/.*: the bucket does not exist "
+                                           r"while uploading .*Create the bucket \(glyphforge never creates one\)"):
+        local.publish("gs://gf-gcs-nowhere/data", progress=False)
+    assert not gcs_server.fs().exists("gf-gcs-nowhere")

@@ -41,12 +41,16 @@ if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
 __all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
-           "ShortObjectError", "list_names", "read_bytes", "store_call"]
+           "ShortObjectError", "is_missing_bucket", "list_names", "read_bytes", "store_call"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+#: What gcsfs's FileNotFoundError holds for a 404 on a bucket's own resource (listing its objects, uploading
+#: one): ``b/<bucket>/o``, alone or at the end of the API URL. A 404 on one object (``.../b/<bucket>/o/<name>``)
+#: does not say whether the bucket exists.
+_GCS_BUCKET_RESOURCE = re.compile(r"(?:^|/)b/[^/]+/o$")
 #: HTTP statuses worth retrying.
 _TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 #: The most bytes a whole-object read (a manifest, an index) takes over HTTP.
@@ -174,7 +178,7 @@ def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> li
         try:
             paths = _classified(lambda: fs.ls(location.path, detail=False))
         except FileNotFoundError as error:
-            if "bucket" in _reason(error).lower():
+            if is_missing_bucket(error):
                 raise
             return []
         return sorted(str(path).rstrip("/").rsplit("/", 1)[-1] for path in paths)
@@ -186,6 +190,17 @@ def store_call(call: Callable[[], T], described: str, *, policy: ReadPolicy = DE
     """Return ``call()``, an fsspec call on a store (a listing, a multi-object ``cat``, a streamed read), retried
     and failing as `read_bytes` does; ``described`` says what it does ("list s3://...")."""
     return _retried(lambda: _classified(call), described, policy)
+
+
+def is_missing_bucket(error: FileNotFoundError) -> bool:
+    """Whether the store's ``error`` says the bucket itself does not exist (not only an object of it).
+
+    s3fs says so in words ("The specified bucket does not exist"); gcsfs names the API resource that
+    was not found, a bucket's when a listing or an upload got the 404 (see `_GCS_BUCKET_RESOURCE`).
+    Never the bucket's name: a bucket may well be called ``my-bucket``.
+    """
+    text = str(error.args[0]) if error.args else ""
+    return "bucket does not exist" in str(error).lower() or _GCS_BUCKET_RESOURCE.search(text.split("?")[0]) is not None
 
 
 def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy) -> T:
@@ -208,7 +223,7 @@ def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy) -> T:
                      failures + 1, policy.attempts)
             time.sleep(pause)
         except FileNotFoundError as error:
-            no_bucket = "bucket" in _reason(error).lower()
+            no_bucket = is_missing_bucket(error)
             missing = "the bucket does not exist" if no_bucket else "there is no such object"
             raise RemoteFileMissingError(f"could not {described}: {missing}. It was deleted, or the URL is wrong: "
                                          "check it", no_bucket) from None

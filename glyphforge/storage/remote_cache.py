@@ -17,7 +17,7 @@ from typing import Any
 
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.storage.location import Location
-from glyphforge.storage.reads import store_call
+from glyphforge.storage.reads import is_missing_bucket, store_call
 from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK, RemoteEntry
 
 __all__ = ["INCOMPLETE", "RemoteCache", "RemoteProblem", "UnlistableURLError"]
@@ -163,7 +163,7 @@ class RemoteCache:
             try:
                 return dict(fs.find(root, detail=True))
             except FileNotFoundError as error:
-                if "bucket" in str(error).lower():
+                if is_missing_bucket(error):
                     raise
                 return {}
 
