@@ -7,6 +7,9 @@ built into a bucket, read back, listed, and the errors of what is not there.
 """
 from __future__ import annotations
 
+import socket
+import time
+
 import numpy as np
 import pytest
 
@@ -17,10 +20,12 @@ from glyphforge.builds.dataset import BuiltDataset, find_built
 from glyphforge.builds.remote import RemoteBuiltDataset
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import registry
-from glyphforge.storage.reads import RemoteFileMissingError
+from glyphforge.storage import Location
+from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError, read_bytes
 
 from support.cli import run
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
+from support.http_server import LocalHTTPServer
 from support.specs import NoiseSpec
 from support.toy_dataset import load_toy, prepare_toy, register_toy
 
@@ -151,3 +156,38 @@ def test_publishing_to_a_missing_bucket_names_it_and_creates_nothing(gcs_server,
                                            r"while uploading .*Create the bucket \(glyphforge never creates one\)"):
         local.publish("gs://gf-gcs-nowhere/data", progress=False)
     assert not gcs_server.fs().exists("gf-gcs-nowhere")
+
+
+def test_refusals_and_bad_answers_of_a_gcs_endpoint_are_the_named_errors_at_once(gcs_server):
+    # the project's HTTP server as the GCS endpoint: the emulator checks no credentials
+    path = "download/storage/v1/b/gf-gcs/o/data/x"  # where gcsfs reads the object gs://gf-gcs/data/x
+    with LocalHTTPServer() as http:
+        http.add(path, b"0123456789")
+        location = Location("gs://gf-gcs/data/x", {"endpoint_url": http.base_url, "token": "anon"})
+        assert read_bytes(location, 2, 5) == b"234"
+        for status, error, words in [(403, RemoteAccessError, r"access was refused \(HTTP 403 Forbidden\)"),
+                                     (401, RemoteAccessError, r"access was refused \(HTTP 401 Unauthorized\)"),
+                                     (400, RemoteReadError, r"the server answered 400 Bad Request. Check the URL")]:
+            http.fail(path, status, times=1)
+            with pytest.raises(error, match=rf"could not read bytes 2 to 5 of gs://gf-gcs/data/x: {words}"):
+                read_bytes(location, 2, 5)
+        assert http.requests(path) == 4  # none was tried again
+
+
+@pytest.mark.slow
+def test_an_unreachable_gcs_endpoint_is_one_clear_error_after_gcsfs_own_retries():
+    pytest.importorskip("gcsfs", reason="gcsfs is in the test extra")
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # a port nobody listens on (bound, never listening)
+    with closed:
+        started = time.monotonic()
+        done = run("glyphforge", "cache", "ls", "--data-dir", "gs://gf-nowhere/data",
+                   env={"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{closed.getsockname()[1]}",
+                        "FSSPEC_GS_TOKEN": "anon", "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"})
+        took = time.monotonic() - started
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: could not list gs://gf-nowhere/data/cache: the connection failed "
+                                  "(ClientConnectorError), after gcsfs's own retries. The store or the network is "
+                                  "failing"), done.stderr
+    assert "Traceback" not in done.stderr and "trying again" not in done.stderr
+    assert took < 120, f"{took:.0f} s: gcsfs tries 6 times over about 35 s; glyphforge must not multiply that"
