@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import requests
 
@@ -54,8 +54,8 @@ _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _GCS_BUCKET_RESOURCE = re.compile(r"(?:^|/)b/[^/]+/o$")
 #: HTTP statuses worth retrying.
 _TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-#: Schemes whose fsspec filesystem retries a transient failure itself before raising it, by that filesystem
-#: (gcsfs: 6 tries over about 30 s): glyphforge does not try again, or a store that is down would take minutes.
+#: Schemes whose fsspec filesystem retries transient failures itself before raising them, and its name (gcsfs:
+#: 6 tries over about 35 s): glyphforge does not try again, or a store that is down would take minutes to name.
 _RETRYING_CLIENTS = {"gs": "gcsfs", "gcs": "gcsfs"}
 #: The most bytes a whole-object read (a manifest, an index) takes over HTTP.
 WHOLE_LIMIT = 256 << 20
@@ -289,7 +289,7 @@ def _check_status(response: requests.Response) -> None:
         _raise_status(response.status_code, f"{response.status_code} {response.reason}", _retry_after(response))
 
 
-def _raise_status(status: int, answer: str, retry_after: float | None = None) -> None:
+def _raise_status(status: int, answer: str, retry_after: float | None = None) -> NoReturn:
     """Raise what an HTTP ``status`` other than 200 and 206 means; ``answer`` is the server's ("503 Slow Down")."""
     if status == 404 or status == 410:
         raise FileNotFoundError(f"the server answered {answer} (no such file)")
