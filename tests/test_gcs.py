@@ -40,9 +40,10 @@ def local(tmp_path_factory) -> BuiltDataset:
 
 
 @pytest.fixture(scope="module")
-def published(gcs_server, local) -> str:
-    """The local build published to a bucket once: the entry's URL."""
-    return local.publish(f"{gcs_server.bucket()}/data", progress=False)
+def published(gcs_server, local) -> tuple[str, str]:
+    """The local build published to a bucket once: the data dir's URL and the entry's (``publish``'s answer)."""
+    data_url = f"{gcs_server.bucket()}/data"
+    return data_url, local.publish(data_url, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -74,12 +75,13 @@ def images(batches) -> list[bytes]:
 
 # -- publish, then read where it lies ---------------------------------------------------------------
 def test_a_published_dataset_lands_byte_for_byte_and_reads_as_the_local_one(gcs_server, local, published):
-    assert published == f"{published.split('/data/')[0]}/data/cache/{SPEC.kind}/{local.key}"
+    data_url, url = published
+    assert url == f"{data_url}/cache/{SPEC.kind}/{local.key}"
     expected = {name: (local.path / name).read_bytes() for name in [*local.entry.files, "manifest.json"]}
-    assert objects(gcs_server.fs(), published) == expected
+    assert objects(gcs_server.fs(), url) == expected
 
-    ds = gf.open_built(published)
-    assert isinstance(ds, RemoteBuiltDataset) and ds.url == published
+    ds = gf.open_built(url)
+    assert isinstance(ds, RemoteBuiltDataset) and ds.url == url
     assert_same_rows(ds, local)
     taken, wanted = ds.take([49, 3, 17, 3, -1]), local.take([49, 3, 17, 3, -1])
     assert taken.keys() == wanted.keys() and all(np.array_equal(taken[name], wanted[name]) for name in wanted)
