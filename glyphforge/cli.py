@@ -103,6 +103,10 @@ def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
     logger.addHandler(handler)
     level = logger.level
     logger.setLevel(logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO)
+    store_client = logging.getLogger("gcsfs")  # logs a traceback for each failure glyphforge then names
+    store_level = store_client.level
+    if not args.verbose:
+        store_client.setLevel(logging.CRITICAL)
     try:
         from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -124,6 +128,7 @@ def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+        store_client.setLevel(store_level)
 
 
 # -- prepare-data ------------------------------------------------------------

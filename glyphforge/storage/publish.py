@@ -42,6 +42,7 @@ from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manif
 from glyphforge.cache.store import CacheStore
 from glyphforge.storage.location import SECRET_OPTIONS, Location, UnsupportedURLError, is_url
 from glyphforge.storage.objects import file_sizes, upload_file, write_bytes
+from glyphforge.storage.reads import is_missing_bucket
 from glyphforge.storage.remote_entry import entry_location
 
 if TYPE_CHECKING:
@@ -269,7 +270,7 @@ def read_object(where: Location, doing: str) -> bytes | None:
         cause = error.__cause__
         if isinstance(cause, IsADirectoryError):
             raise _not_ours(where, "a file") from None
-        if isinstance(cause, FileNotFoundError) and not _no_bucket(cause):
+        if isinstance(cause, FileNotFoundError) and not is_missing_bucket(cause):
             return None
         raise
     return data
@@ -285,11 +286,6 @@ def _not_ours(where: Location, expected: str) -> PublishConflictError:
     return PublishConflictError(
         f"{where.url} is not {expected}: glyphforge did not write it and leaves it as it is. Remove it if it is not "
         "needed, or publish to another data dir URL")
-
-
-def _no_bucket(error: FileNotFoundError) -> bool:
-    """Whether a missing object is a missing bucket (s3fs says so: "The specified bucket does not exist")."""
-    return "bucket does not exist" in str(error).lower()
 
 
 def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]]) -> set[str]:
@@ -378,7 +374,7 @@ def _store_error(error: Exception, place: Location, doing: str) -> StorageError:
         why = "the store refused the credentials or the permission"
         fix = ("Check the credentials this process reads (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or "
                "~/.aws for s3://; GOOGLE_APPLICATION_CREDENTIALS for gs://) and that they may write there")
-    elif isinstance(error, FileNotFoundError) and _no_bucket(error):
+    elif isinstance(error, FileNotFoundError) and is_missing_bucket(error):
         why = "the bucket does not exist"
         fix = "Create the bucket (glyphforge never creates one), or check the URL"
     elif isinstance(error, FileNotFoundError):

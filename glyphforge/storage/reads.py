@@ -10,7 +10,8 @@ ranged ``cat_file``, which fetches exactly the range (no read-ahead).
 
 Transient failures (a dropped connection, a timeout, HTTP 408, 429 and 5xx, S3's throttling)
 are retried `ReadPolicy.attempts` times with exponential backoff (a ``Retry-After`` is
-honoured, up to ``max_delay``), each retry logged at INFO. Then, or at once for what retrying
+honoured, up to ``max_delay``), each retry logged at INFO; on ``gs://`` gcsfs retries them
+itself, and glyphforge does not again (`_RETRYING_CLIENTS`). Then, or at once for what retrying
 cannot fix, an error names the URL, what was read, what failed and what to do:
 
 * `RemoteFileMissingError` (a ``FileNotFoundError``): no such object, or no such bucket (404);
@@ -31,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import requests
 
@@ -41,14 +42,21 @@ if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
 __all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
-           "ShortObjectError", "list_names", "read_bytes", "store_call"]
+           "ShortObjectError", "is_missing_bucket", "list_names", "read_bytes", "store_call"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+#: What gcsfs's FileNotFoundError holds for a 404 on a bucket's own resource (listing its objects, uploading
+#: one): ``b/<bucket>/o``, alone or at the end of the API URL. A 404 on one object (``.../b/<bucket>/o/<name>``)
+#: does not say whether the bucket exists.
+_GCS_BUCKET_RESOURCE = re.compile(r"(?:^|/)b/[^/]+/o$")
 #: HTTP statuses worth retrying.
 _TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: Schemes whose fsspec filesystem retries transient failures itself before raising them, and its name (gcsfs:
+#: 6 tries over about 35 s): glyphforge does not try again, or a store that is down would take minutes to name.
+_RETRYING_CLIENTS = {"gs": "gcsfs", "gcs": "gcsfs"}
 #: The most bytes a whole-object read (a manifest, an index) takes over HTTP.
 WHOLE_LIMIT = 256 << 20
 _CHUNK = 1 << 16
@@ -160,7 +168,7 @@ def read_bytes(location: Location, start: int | None = None, end: int | None = N
     described = f"{span}{_shown(location.url)}" + (f" ({what})" if what else "")
     if location.scheme in ("http", "https"):
         return _retried(lambda: _http(location.url, start, end, policy.timeout), f"read {described}", policy)
-    return _retried(lambda: _fsspec(location, start, end), f"read {described}", policy)
+    return _retried(lambda: _fsspec(location, start, end), f"read {described}", policy, location.scheme)
 
 
 def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> list[str]:
@@ -174,41 +182,57 @@ def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> li
         try:
             paths = _classified(lambda: fs.ls(location.path, detail=False))
         except FileNotFoundError as error:
-            if "bucket" in _reason(error).lower():
+            if is_missing_bucket(error):
                 raise
             return []
         return sorted(str(path).rstrip("/").rsplit("/", 1)[-1] for path in paths)
 
-    return _retried(attempt, f"list {_shown(location.url)}", policy)
+    return _retried(attempt, f"list {_shown(location.url)}", policy, location.scheme)
 
 
-def store_call(call: Callable[[], T], described: str, *, policy: ReadPolicy = DEFAULT_POLICY) -> T:
-    """Return ``call()``, an fsspec call on a store (a listing, a multi-object ``cat``, a streamed read), retried
-    and failing as `read_bytes` does; ``described`` says what it does ("list s3://...")."""
-    return _retried(lambda: _classified(call), described, policy)
+def store_call(location: Location, call: Callable[[], T], described: str, *,
+               policy: ReadPolicy = DEFAULT_POLICY) -> T:
+    """Return ``call()``, an fsspec call on the store of ``location`` (a listing, a multi-object ``cat``, a
+    streamed read), retried and failing as `read_bytes` does; ``described`` says what it does ("list s3://...")."""
+    return _retried(lambda: _classified(call), described, policy, location.scheme)
 
 
-def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy) -> T:
+def is_missing_bucket(error: FileNotFoundError) -> bool:
+    """Whether the store's ``error`` says the bucket itself does not exist (not only an object of it).
+
+    s3fs says so in words ("The specified bucket does not exist"); gcsfs names the API resource that
+    was not found, a bucket's when a listing or an upload got the 404 (see `_GCS_BUCKET_RESOURCE`).
+    Never the bucket's name: a bucket may well be called ``my-bucket``.
+    """
+    text = str(error.args[0]) if error.args else ""
+    return "bucket does not exist" in str(error).lower() or _GCS_BUCKET_RESOURCE.search(text.split("?")[0]) is not None
+
+
+def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy, scheme: str = "") -> T:
     """Return ``attempt()``, tried again on transient failures; the errors of the module docstring otherwise.
 
-    ``described`` is what is done, for messages ("read bytes 0 to 9 of s3://...").
+    ``described`` is what is done, for messages ("read bytes 0 to 9 of s3://..."); ``scheme`` the store's
+    (tried once when its client retries itself: `_RETRYING_CLIENTS`).
     """
+    client = _RETRYING_CLIENTS.get(scheme)
+    attempts = 1 if client else policy.attempts
     failures = 0
     while True:
         try:
             return attempt()
         except _Transient as error:
             failures += 1
-            if failures >= policy.attempts:
+            if failures >= attempts:
+                tries = f"after {client}'s own retries" if client else f"{failures} times in a row"
                 raise RemoteReadError(
-                    f"could not {described}: {error.why}, {failures} times in a row. The store or the network "
+                    f"could not {described}: {error.why}, {tries}. The store or the network "
                     "is failing: try again later, or check the URL and the connection") from None
             pause = policy.delay(failures, error.retry_after)
             log.info("could not %s (%s); trying again in %.1f s (attempt %d of %d)", described, error.why, pause,
                      failures + 1, policy.attempts)
             time.sleep(pause)
         except FileNotFoundError as error:
-            no_bucket = "bucket" in _reason(error).lower()
+            no_bucket = is_missing_bucket(error)
             missing = "the bucket does not exist" if no_bucket else "there is no such object"
             raise RemoteFileMissingError(f"could not {described}: {missing}. It was deleted, or the URL is wrong: "
                                          "check it", no_bucket) from None
@@ -261,16 +285,19 @@ def _http(url: str, start: int | None, end: int | None, timeout: float) -> bytes
 
 def _check_status(response: requests.Response) -> None:
     """Raise what an answer that is not 200 or 206 means."""
-    status = response.status_code
-    if status in (200, 206):
-        return
+    if response.status_code not in (200, 206):
+        _raise_status(response.status_code, f"{response.status_code} {response.reason}", _retry_after(response))
+
+
+def _raise_status(status: int, answer: str, retry_after: float | None = None) -> NoReturn:
+    """Raise what an HTTP ``status`` other than 200 and 206 means; ``answer`` is the server's ("503 Slow Down")."""
     if status == 404 or status == 410:
-        raise FileNotFoundError(f"the server answered {status} {response.reason} (no such file)")
+        raise FileNotFoundError(f"the server answered {answer} (no such file)")
     if status in (401, 403):
-        raise PermissionError(f"HTTP {status} {response.reason}")
+        raise PermissionError(f"HTTP {answer}")
     if status in _TRANSIENT_STATUS:
-        raise _Transient(f"the server answered {status} {response.reason}", _retry_after(response))
-    raise _Permanent(f"the server answered {status} {response.reason}. Check the URL")
+        raise _Transient(f"the server answered {answer}", retry_after)
+    raise _Permanent(f"the server answered {answer}. Check the URL")
 
 
 def _expected_length(response: requests.Response, start: int | None, end: int | None) -> int | None:
@@ -338,25 +365,47 @@ def _classified(call: Callable[[], T]) -> T:
         return call()
     except (FileNotFoundError, PermissionError):
         raise
-    except (OSError, TimeoutError) as error:
-        raise _Transient(_reason(error)) from None
     except Exception as error:
-        if _is_connection_error(error):
+        if _is_connection_error(error):  # before OSError: aiohttp's are OSErrors whose words are not readable
             raise _Transient(f"the connection failed ({type(error).__name__})") from None
+        if _is_gcs_refusal(error):
+            raise PermissionError("HTTP 403 Forbidden") from None
+        if isinstance(error, (OSError, TimeoutError)):
+            raise _Transient(_reason(error)) from None
+        status = _gcs_status(error)
+        if status is not None:
+            reason = _reason(error).removesuffix(f", {status}")  # gcsfs appends the status to the message
+            _raise_status(status, reason if reason.startswith(str(status)) else f"{status} {reason}")
         if _is_credentials_error(error):
             raise PermissionError(f"{type(error).__name__}: {error}") from None
         raise
 
 
 def _is_connection_error(error: Exception) -> bool:
-    """Whether ``error`` is botocore's or aiohttp's word for a connection that failed or timed out."""
+    """Whether ``error`` is aiohttp's (s3fs, gcsfs) or botocore's word for a connection that failed or timed out."""
+    if type(error).__module__.startswith("aiohttp"):
+        return True
     try:
         from botocore.exceptions import ConnectionError as BotoConnectionError
         from botocore.exceptions import HTTPClientError
-    except ImportError:
+    except ImportError:  # no s3fs here
         return False
-    return (isinstance(error, (HTTPClientError, BotoConnectionError))  # EndpointConnectionError: nobody answers
-            or type(error).__module__.startswith("aiohttp"))
+    return isinstance(error, (HTTPClientError, BotoConnectionError))  # EndpointConnectionError: nobody answers
+
+
+def _is_gcs_refusal(error: Exception) -> bool:
+    """Whether ``error`` is gcsfs's word for a 403: a plain OSError "Forbidden: <url>"."""
+    return type(error) is OSError and str(error).startswith("Forbidden: ")
+
+
+def _gcs_status(error: Exception) -> int | None:
+    """The HTTP status of gcsfs's HttpError (a GCS answer it does not turn into a Python error), else None."""
+    try:
+        from gcsfs.retry import HttpError
+    except ImportError:  # no gcsfs here
+        return None
+    code = getattr(error, "code", None) if isinstance(error, HttpError) else None
+    return code if isinstance(code, int) else None
 
 
 def _is_credentials_error(error: Exception) -> bool:

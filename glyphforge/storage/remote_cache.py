@@ -17,7 +17,7 @@ from typing import Any
 
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.storage.location import Location
-from glyphforge.storage.reads import store_call
+from glyphforge.storage.reads import is_missing_bucket, store_call
 from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK, RemoteEntry
 
 __all__ = ["INCOMPLETE", "RemoteCache", "RemoteProblem", "UnlistableURLError"]
@@ -104,7 +104,7 @@ class RemoteCache:
         """`scan`, from the listing ``listings``."""
         manifests = [listing.location.child(MANIFEST) for listing in listings if MANIFEST in listing.sizes]
         paths = [manifest.path for manifest in manifests]
-        texts = store_call(lambda: self.root.fs.cat(paths, on_error="return"),
+        texts = store_call(self.root, lambda: self.root.fs.cat(paths, on_error="return"),
                            f"read the manifests under {self.root}") if paths else {}
         entries, broken, incomplete = [], [], []
         for listing in listings:
@@ -163,11 +163,11 @@ class RemoteCache:
             try:
                 return dict(fs.find(root, detail=True))
             except FileNotFoundError as error:
-                if "bucket" in str(error).lower():
+                if is_missing_bucket(error):
                     raise
                 return {}
 
-        found = store_call(find, f"list {self.root}")
+        found = store_call(self.root, find, f"list {self.root}")
         listings: dict[tuple[str, str], _Listing] = {}
         for path, info in found.items():
             parts = path[len(root) + 1:].split("/") if path.startswith(root + "/") else []
@@ -201,4 +201,4 @@ def _sha256(location: Location) -> str:
                 digest.update(block)
         return digest.hexdigest()
 
-    return store_call(stream, f"read {location}")
+    return store_call(location, stream, f"read {location}")

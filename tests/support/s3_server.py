@@ -33,11 +33,6 @@ _BUCKETS = itertools.count(1)
 ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
 
 
-#: Bucket numbers, for the whole test session: moto keeps its buckets in the process, so a later module's
-#: server still holds an earlier one's.
-_BUCKETS = itertools.count(1)
-
-
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -1,0 +1,130 @@
+"""A real GCS JSON API on 127.0.0.1: gcp-storage-emulator, for tests of ``gs://`` data dirs.
+
+Use the module-scoped ``gcs_server`` fixture (one server per test module; each test makes
+its own bucket with ``gcs_server.bucket()``)::
+
+    from support.gcs_server import gcs_server  # noqa: F401 (fixture)
+
+    def test_something(gcs_server):
+        url = gcs_server.bucket()           # "gs://gf-gcs-1"
+        ...                                  # gcsfs finds the server through the environment
+
+The fixture sets, in ``os.environ`` for the module's tests (and so for the subprocesses
+they start), what gcsfs needs to use an emulator, then restores the environment:
+
+* ``STORAGE_EMULATOR_HOST``: gcsfs's (and Google's SDKs') endpoint for an emulator;
+* ``FSSPEC_GS_TOKEN=anon``: fsspec's default ``token`` for ``gs://`` (no credentials: the
+  emulator takes none, and gcsfs would otherwise look for them, the GCE metadata server included);
+* ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false``: gcsfs 2026.x asks the Storage Control gRPC API
+  the layout of every bucket it touches, which an emulator does not serve: each call would
+  wait 60 s for that answer (gcsfs reads this variable when it is imported).
+
+``gcs_server.fs()`` is a fresh gcsfs filesystem on the server.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+#: Bucket numbers, for the whole test session (buckets are named once however many servers run).
+_BUCKETS = itertools.count(1)
+#: What the fixture puts in the environment, but the endpoint.
+ENVIRONMENT = {"FSSPEC_GS_TOKEN": "anon", "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class LocalGCSServer:
+    """gcp-storage-emulator's server, in memory, on a free port of 127.0.0.1 (see the module docstring)."""
+
+    def __init__(self) -> None:
+        from gcp_storage_emulator.server import create_server
+
+        logging.getLogger("gcp_storage_emulator").setLevel(logging.CRITICAL)  # it logs every request and 404
+        self.port = _free_port()
+        self._server = create_server("127.0.0.1", self.port, in_memory=True)
+
+    @property
+    def endpoint(self) -> str:
+        """The server's URL, as ``STORAGE_EMULATOR_HOST`` holds it."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def environment(self) -> dict[str, str]:
+        """The variables a process needs to reach this server with gcsfs."""
+        return {**ENVIRONMENT, "STORAGE_EMULATOR_HOST": self.endpoint}
+
+    def start(self) -> LocalGCSServer:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def fs(self, **options: Any) -> Any:
+        """A new gcsfs filesystem on this server (not fsspec's cached instance)."""
+        from gcsfs.core import GCSFileSystem
+
+        return GCSFileSystem(skip_instance_cache=True, endpoint_url=self.endpoint, token="anon", **options)
+
+    def bucket(self, name: str | None = None) -> str:
+        """Make a bucket (a new one per call unless ``name`` is given); return its ``gs://`` URL."""
+        name = name or f"gf-gcs-{next(_BUCKETS)}"
+        self.fs().mkdir(name)
+        return f"gs://{name}"
+
+
+def _use_gcsfs_core() -> None:
+    """Make fsspec open ``gs://`` with gcsfs's plain filesystem, as ``GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false`` does.
+
+    The variable only counts when gcsfs is imported: if an earlier test module imported it,
+    fsspec would still open its extended filesystem in this process (for the rest of the session).
+    """
+    import fsspec
+    import gcsfs
+    from gcsfs.core import GCSFileSystem
+
+    if gcsfs.GCSFileSystem is not GCSFileSystem:
+        for protocol in GCSFileSystem.protocol:
+            fsspec.register_implementation(protocol, GCSFileSystem, clobber=True)
+    GCSFileSystem.clear_instance_cache()  # fsspec's cached instance would still point at an earlier server
+
+
+@pytest.fixture(scope="module")
+def gcs_server() -> Iterator[LocalGCSServer]:
+    """gcp-storage-emulator on 127.0.0.1 for one test module, with the environment pointing at it."""
+    for module in ("gcp_storage_emulator", "gcsfs"):
+        pytest.importorskip(module, reason="gcp-storage-emulator and gcsfs are in the test extra")
+    import fsspec.config
+
+    server = LocalGCSServer().start()
+    saved = {name: os.environ.get(name) for name in server.environment()}
+    saved_conf = fsspec.config.conf.get("gs")
+    os.environ.update(server.environment())
+    fsspec.config.conf["gs"] = {**(saved_conf or {}), "token": "anon"}  # FSSPEC_GS_TOKEN, in this process
+    _use_gcsfs_core()
+    try:
+        yield server
+    finally:
+        server.stop()
+        from gcsfs.core import GCSFileSystem
+
+        GCSFileSystem.clear_instance_cache()
+        if saved_conf is None:
+            fsspec.config.conf.pop("gs", None)
+        else:
+            fsspec.config.conf["gs"] = saved_conf
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
