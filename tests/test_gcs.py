@@ -19,7 +19,6 @@ from glyphforge.builds import build
 from glyphforge.builds.dataset import BuiltDataset, find_built
 from glyphforge.builds.remote import RemoteBuiltDataset
 from glyphforge.cache import CacheStore
-from glyphforge.datasets import registry
 from glyphforge.storage import Location
 from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError, read_bytes
 
@@ -27,7 +26,7 @@ from support.cli import run
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.http_server import LocalHTTPServer
 from support.specs import NoiseSpec
-from support.toy_dataset import load_toy, prepare_toy, register_toy
+from support.toy_dataset import load_toy, prepared_toy
 
 #: 50 examples in shards of 8: 7 shards, the last one short.
 SPEC = NoiseSpec(n_examples=50, shard_size=8, seed=5)
@@ -49,11 +48,8 @@ def published(gcs_server, local) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     """The toy dataset, registered for the module, prepared in a local data dir: that dir."""
-    register_toy()
-    data_dir = tmp_path_factory.mktemp("toy-local")
-    prepare_toy(data_dir=data_dir)
-    yield data_dir
-    registry.unregister("toy")
+    with prepared_toy(tmp_path_factory.mktemp("toy-local")) as data_dir:
+        yield data_dir
 
 
 def objects(fs, url: str) -> dict[str, bytes]:

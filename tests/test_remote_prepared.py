@@ -18,7 +18,6 @@ import glyphforge as gf
 from glyphforge import DataContext
 from glyphforge.cache import CacheStore
 from glyphforge.cache.store import Entry
-from glyphforge.datasets import registry
 from glyphforge.datasets.emnist import EMNIST, load_emnist, prepare_emnist
 from glyphforge.datasets.mnist_family import MNIST, load_mnist, prepare_mnist
 from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot
@@ -32,7 +31,7 @@ from support.cli import run
 from support.http_server import LocalHTTPServer
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
-from support.toy_dataset import load_toy, prepare_toy, register_toy
+from support.toy_dataset import load_toy, prepared_toy
 
 
 def publish_by_hand(entry: Entry, data_dir: str) -> Location:
@@ -77,11 +76,8 @@ def mnist_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def toy_dir(tmp_path_factory):
     """A local data dir holding the toy dataset (level 3), registered for the module."""
-    register_toy()
-    data_dir = tmp_path_factory.mktemp("toy-local")
-    prepare_toy(data_dir=data_dir)
-    yield data_dir
-    registry.unregister("toy")
+    with prepared_toy(tmp_path_factory.mktemp("toy-local")) as data_dir:
+        yield data_dir
 
 
 def only_entry(data_dir, kind: str) -> Entry:

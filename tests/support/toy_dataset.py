@@ -14,7 +14,9 @@ Square ``i`` of level ``L`` is filled with ``40 * i + L``; its class is ``"squar
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 
@@ -93,6 +95,17 @@ def register_toy() -> registry.DatasetRecord:
         entry_label=toy_label,
         exports=("load_toy", "prepare_toy"),
     ))
+
+
+@contextmanager
+def prepared_toy(data_dir: Path) -> Iterator[Path]:
+    """The toy dataset registered and prepared in ``data_dir`` (level 3) for the block; unregistered after."""
+    register_toy()
+    prepare_toy(data_dir=data_dir)
+    try:
+        yield data_dir
+    finally:
+        registry.unregister("toy")
 
 
 def main(argv: list[str]) -> int:
