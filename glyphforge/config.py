@@ -67,6 +67,15 @@ def data_dir(data_dir: PathLike | None = None) -> Path:
     return Path(chosen).expanduser().absolute()
 
 
+def data_dir_on_disk() -> Path | None:
+    """The data dir of the environment (or the default) as `data_dir` gives it; None when it is a URL.
+
+    For what only guards or uses a local data dir when there is one (the export's refusals, a
+    place for numba's cache), and must not fail because the data dir lies in object storage.
+    """
+    return None if is_url(os.environ.get(ENV_DATA_DIR, "")) else data_dir()
+
+
 def local_cache_dir(cache_dir: PathLike | None = None) -> Path:
     """Return where data read from URLs is kept on this machine (not created), as an absolute path.
 

@@ -355,6 +355,10 @@ def test_the_cli_exports_and_previews_a_dataset_on_s3(built, s3_data, tmp_path):
     shown = run("glyphforge", "preview", "test-rows", "--out", tmp_path / "p.png", "-n", "4", "--data-dir", s3_data[0])
     assert shown.returncode == 0, shown.stderr
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    in_environment = {"GLYPHFORGE_DATA_DIR": s3_data[0]}
+    from_environment = run("glyphforge", "export", "test-rows", tmp_path / "env", env=in_environment)
+    assert from_environment.returncode == 0, from_environment.stderr  # the export's checks need no local data dir
+    assert np.array_equal(np.load(tmp_path / "env" / "images.npy"), arrays["images"])
     missing = run("glyphforge", "export", "nothing", tmp_path / "none", "--data-dir", s3_data[0])
     assert missing.returncode == 1 and "no built dataset 'nothing'" in missing.stderr
     assert not (tmp_path / "none").exists()

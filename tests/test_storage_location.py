@@ -67,3 +67,16 @@ def test_the_context_of_a_url_data_dir(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="storage_options apply to a data dir that is a URL"):
         DataContext.resolve(data_dir=tmp_path, storage_options={"anon": True})
     assert pickle.loads(pickle.dumps(context)) == context
+
+
+def test_a_url_data_dir_in_the_environment_is_no_place_for_numba_s_cache(tmp_path, monkeypatch):
+    from glyphforge.pipelines import numba_cache
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("GLYPHFORGE_DATA_DIR", "s3://bucket/data")
+    monkeypatch.setattr(numba_cache, "PACKAGE_CACHE", blocked / "pycache")  # neither is writable:
+    monkeypatch.setattr(numba_cache.platformdirs, "user_cache_dir", lambda *args, **kwargs: str(blocked / "cache"))
+    assert numba_cache.configure() is None  # numba's default stays: no candidate, and no failure
+    assert config.data_dir_on_disk() is None

@@ -138,8 +138,10 @@ def _refuse_protected(target: Path, dataset: BuiltDataset) -> None:
         raise ExportTargetError(f"refusing to export to {target}: it is inside the dataset's cache entry {entry}. "
                                 f"{_OWN_DIRECTORY}")
     places = {entry: "the dataset's cache entry", entry.parents[1]: "the cache",
-              entry.parents[2]: "the dataset's data dir", config.data_dir().resolve(): "the data dir",
-              Path.cwd().resolve(): "the current directory"}
+              entry.parents[2]: "the dataset's data dir", Path.cwd().resolve(): "the current directory"}
+    data_dir = config.data_dir_on_disk()
+    if data_dir is not None:  # $GLYPHFORGE_DATA_DIR may be a URL: nothing of it is on this disk
+        places[data_dir.resolve()] = "the data dir"
     if target in places:
         relation = f"it is {places[target]}"
     else:

@@ -43,9 +43,10 @@ def configure() -> Path | None:
         return None
     if _writable(PACKAGE_CACHE):
         return None
+    data_dir = config.data_dir_on_disk()  # None: the data dir is a URL
     for candidate in (Path(platformdirs.user_cache_dir("glyphforge", appauthor=False)) / "numba",
-                      config.data_dir() / "numba-cache"):
-        if _writable(candidate):
+                      None if data_dir is None else data_dir / "numba-cache"):
+        if candidate is not None and _writable(candidate):
             numba.config.CACHE_DIR = str(candidate)  # type: ignore[attr-defined]  # set by numba at import, not typed
             os.environ["NUMBA_CACHE_DIR"] = str(candidate)  # and by the processes this one starts
             return candidate
