@@ -321,10 +321,13 @@ def test_a_pickled_dataset_is_a_handle_without_secrets(built, s3_data, s3_server
 
 
 # -- finding entries -------------------------------------------------------------------------
-def test_find_built_lists_a_data_dir_on_s3(built, s3_data, http):
+def test_find_built_lists_a_data_dir_on_s3(built, s3_data, http, monkeypatch):
     local = built[0]
     data_dir, entry = s3_data
     assert find_built("test-rows", data_dir=data_dir).url == entry
+    with monkeypatch.context() as patched:
+        patched.setenv("GLYPHFORGE_DATA_DIR", data_dir)
+        assert find_built("test-rows").url == entry  # the environment's data dir, a URL
     assert find_built(local.key[:8], data_dir=data_dir).url == entry
     assert find_built(f"test-rows/{local.key}", data_dir=http.base_url).url == http_entry(http, local)[0]
     with pytest.raises(LookupError, match=r"no built dataset 'nothing' in s3://.*/cache: .* it holds test-rows"):

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from glyphforge import config
 from glyphforge._checks import PathLike, check_int
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import batches
@@ -592,6 +593,8 @@ def find_built(target: str, data_dir: PathLike | Location | None = None, *,
     LookupError
         Nothing built matches; the message lists what is built.
     """
+    if data_dir is None and config.data_dir_on_disk() is None:  # $GLYPHFORGE_DATA_DIR is a URL
+        data_dir = os.environ[config.ENV_DATA_DIR]
     if isinstance(data_dir, Location) or is_url(data_dir):
         from glyphforge.builds.remote import find_remote_built
 
