@@ -5,7 +5,6 @@ import collections
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 
 from glyphforge.builds import build
 
+from support.ports import free_port
 from support.specs import RowSpec
 from support.waits import wait_until
 
@@ -29,11 +29,6 @@ N_EXAMPLES, GLOBAL_BATCH = 2000, 60
 #: Minutes, not seconds: 2 to 3 ranks of 2 DataLoader workers each share 2 loaded cores.
 TIMEOUT = 600.0
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def torchrun(processes: int, data_dir: Path, key: str, out: Path, *options: str) -> subprocess.Popen:

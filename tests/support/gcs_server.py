@@ -26,22 +26,18 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from support.ports import free_port
 
 #: Bucket numbers, for the whole test session (buckets are named once however many servers run).
 _BUCKETS = itertools.count(1)
 #: What the fixture puts in the environment, but the endpoint.
 ENVIRONMENT = {"FSSPEC_GS_TOKEN": "anon", "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"}
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class LocalGCSServer:
@@ -51,7 +47,7 @@ class LocalGCSServer:
         from gcp_storage_emulator.server import create_server
 
         logging.getLogger("gcp_storage_emulator").setLevel(logging.CRITICAL)  # it logs every request and 404
-        self.port = _free_port()
+        self.port = free_port()
         self._server = create_server("127.0.0.1", self.port, in_memory=True)
 
     @property

@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import socket
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,17 +25,14 @@ from typing import Any
 
 import pytest
 
+from support.ports import free_port
+
 #: Bucket numbers, for the whole test session: moto keeps its buckets in the process, so a second
 #: module's server starts with the first one's buckets.
 _BUCKETS = itertools.count(1)
 #: What the fixture puts in the environment (moto accepts any credentials).
 ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class LocalS3Server:
@@ -46,7 +42,7 @@ class LocalS3Server:
         from moto.server import ThreadedMotoServer
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
-        self.port = _free_port()
+        self.port = free_port()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
 
     @property
