@@ -30,9 +30,12 @@ batch; the **global batch** is ``G = batch_size * world_size`` rows.
 Reading: the stream decodes a window at a time, one shard after the other, putting each
 shard's rows where the window's shuffle puts them (one window, two for a batch across them,
 and one decoded shard in memory, whatever the dataset's size); a batch lying in one window
-is a view of it. A later window is decoded into the arrays of a done one when no batch
-still held is a view of them (memory used before: no fresh pages to fault in), else into
-new ones; the arrays of at most `SPARE` done windows are kept for that. Every rank
+is a view of it, but for the last one an iterator takes from a window, a copy. The next
+window is decoded into the arrays of a done one, the window just read included, when no
+batch still held is a view of them (memory used before: no fresh pages to fault in), else
+into new ones; the arrays of at most `SPARE` done windows are kept for that. (A loop holds
+the batch it has while it asks for the next one: were the last batch of a window a view, that
+window's arrays could never take the next.) Every rank
 (and every worker) decodes every window, since each global batch mixes a window's rows:
 workers parallelise per-batch work (transforms), not decoding.
 
@@ -365,7 +368,8 @@ class ShardStream:
             windows.done_before(len(plan.ends))  # the windows of the epoch before
             for number in self._turns(first, last - first, worker, num_workers):
                 start = base + number * size
-                arrays = self._gather(reader, plan, epoch, windows, self.positions(start, plan.n_rows))
+                arrays = self._gather(reader, plan, epoch, windows, self.positions(start, plan.n_rows),
+                                      ahead=num_workers * size)
                 if start + size >= plan.n_rows:
                     self._move(epoch + 1, 0, after, until)
                 else:  # one worker: number its batches from here (a loader made from it starts with its first)
@@ -377,28 +381,39 @@ class ShardStream:
         object.__setattr__(self, "began", None)
 
     def _gather(
-        self, reader: BuiltDataset, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray
+        self, reader: BuiltDataset, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray,
+        ahead: int = 0,
     ) -> dict[str, np.ndarray]:
-        """Return the rows at ``positions`` of the epoch's order, decoding windows into ``windows`` as needed."""
+        """Return the rows at ``positions`` of the epoch's order, decoding windows into ``windows`` as needed.
+
+        Rows in one window are views of it, unless this iterator's next batch (``ahead``
+        positions on) reaches past that window: then copies, so that the next window may be
+        decoded into this one's arrays. Rows across windows are a copy, each window's part
+        taken before the next window is decoded (into the arrays of the one before, when no
+        batch views them).
+        """
         numbers = np.searchsorted(plan.ends, positions, side="right")
         low, high = int(numbers.min()), int(numbers.max())
         windows.done_before(low)
         decoded = windows.decoded
-        for number in range(low, high + 1):
-            if number not in decoded:  # no batch to come needs a row before this one's first
-                decoded[number] = self._decode(reader, plan, epoch, number, int(positions.min()), windows)
         if low == high:
+            if low not in decoded:
+                decoded[low] = self._decode(reader, plan, epoch, low, int(positions.min()), windows)
             window = decoded[low]
             local = positions - window.begin
             first, last = int(local[0]), int(local[-1])
             rows: slice | np.ndarray = slice(first, last + 1) if last - first == len(local) - 1 else local
-            return {name: array[rows] for name, array in window.arrays.items()}  # a run of rows: views
-        parts = [(numbers == number, decoded[number]) for number in range(low, high + 1)]
-        out = {name: np.empty((len(positions),) + array.shape[1:], array.dtype)
-               for name, array in parts[0][1].arrays.items()}
-        for mask, window in parts:
-            for name, array in window.arrays.items():
-                out[name][mask] = array[positions[mask] - window.begin]
+            views = {name: array[rows] for name, array in window.arrays.items()}  # a run of rows: views
+            if int(positions.max()) + ahead >= int(plan.ends[low]):
+                return {name: view.copy() for name, view in views.items()}
+            return views
+        out: dict[str, np.ndarray] = {}
+        for number in range(low, high + 1):
+            if number not in decoded:
+                decoded[number] = self._decode(reader, plan, epoch, number, int(positions.min()), windows)
+            _copy_rows(out, decoded[number], positions, numbers == number)
+            if number < high:  # its part is taken: its arrays may take the next window
+                windows.done_before(number + 1)
         return out
 
     def _decode(
@@ -408,9 +423,10 @@ class ShardStream:
 
         Shard by shard, each shard's rows put where the window's shuffle puts them, into
         arrays of a done window when ``windows`` has some no batch views, else into new
-        arrays sized for the epoch's largest window. The rows before ``first`` (consumed: the
-        landing window of a resumed stream) are left out (new arrays then hold just the
-        others), and a shard holding none of the others is not read.
+        arrays sized for the epoch's largest window (later windows are decoded into them). The
+        rows before ``first`` (consumed: the landing window of a resumed stream) are left out
+        (only the rows to come are written: the pages of the others are never touched), and a
+        shard holding none of the rows to come is not read.
         """
         begin = plan.begin(number)
         size, skip = int(plan.ends[number]) - begin, max(first - begin, 0)
@@ -423,7 +439,7 @@ class ShardStream:
             wanted = _wanted(places, at, count, skip)
             at += count
             if wanted is not None:  # one decoded shard at a time beside the window
-                _place(owners, reader.shard(shard), *wanted, size - skip if skip else plan.largest)
+                _place(owners, reader.shard(shard), *wanted, plan.largest)
         return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)
 
     def _places(self, epoch: int, number: int, size: int, skip: int) -> np.ndarray:
@@ -463,6 +479,14 @@ def _place(arrays: dict[str, np.ndarray], shard: dict[str, np.ndarray], rows: An
         if name not in arrays:
             arrays[name] = np.empty((size,) + array.shape[1:], array.dtype)
         arrays[name][target] = array[rows]
+
+
+def _copy_rows(out: dict[str, np.ndarray], window: Window, positions: np.ndarray, mask: np.ndarray) -> None:
+    """Copy the rows of ``window`` at ``positions[mask]`` to ``out[name][mask]`` (arrays made here when missing)."""
+    for name, array in window.arrays.items():
+        if name not in out:
+            out[name] = np.empty((len(positions),) + array.shape[1:], array.dtype)
+        out[name][mask] = array[positions[mask] - window.begin]
 
 
 def _torch_worker_info() -> Any:
