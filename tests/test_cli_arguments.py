@@ -105,6 +105,10 @@ def test_an_unknown_class_name_lists_the_known_ones_and_hints_at_commas(tmp_path
     (["--session", "local", "--session-option", "n_workers=2"], ["session 'local'", "it takes no options"]),
     (["--session", "slurm", "--session-option", "queu=normal"], ["'queu' (did you mean 'queue'?)", "walltime"]),
     (["--session", "slurm", "--session-option", "jobs=0"], ["session 'slurm': jobs must be an integer >= 1, got 0"]),
+    (["--session", "slurm:2", "--session-option", "resource_spec=select=1:ncpus=4"],
+     ["session 'slurm:2' got an unexpected keyword argument 'resource_spec'", "job_mem", "walltime"]),
+    (["--session", "pbs", "--session-option", "job_mem=4GB"],
+     ["session 'pbs' got an unexpected keyword argument 'job_mem'", "resource_spec", "walltime"]),
     (["--image-shape", "100000x100000"],
      ["shape 100000x100000 is too large: each side may be at most 4,096 pixels", "30.0 GB"]),
 ])

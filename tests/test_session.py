@@ -12,6 +12,7 @@ from glyphforge.session import (
     SessionError,
     TaskError,
     WorkerDiedError,
+    check_session,
     open_session,
     parse_session,
 )
@@ -64,6 +65,24 @@ def test_open_session_refuses_contradicting_options():
 def test_open_session_names_an_unknown_option():
     with pytest.raises(TypeError, match="unexpected keyword argument 'n_worker'"):
         open_session("processes", n_worker=2)
+
+
+@pytest.mark.parametrize(
+    ("session", "other_systems", "own"),
+    [("slurm:2", {"resource_spec": "select=1:ncpus=4"}, {"job_mem": "4GB", "queue": "gpu"}),
+     ("pbs", {"job_mem": "4GB"}, {"resource_spec": "select=1:ncpus=4", "queue": "gpu"})],
+)
+def test_a_batch_session_refuses_the_other_systems_keywords_before_any_job(session, other_systems, own):
+    name, checked = check_session(session, own)  # its own keywords pass
+    assert checked == {**parse_session(session)[1], **own}
+    with pytest.raises(TypeError) as error:
+        check_session(session, {**own, **other_systems})
+    message = str(error.value)
+    (keyword,) = other_systems
+    assert message.startswith(f"session {session!r} got an unexpected keyword argument {keyword!r}")
+    accepted = message.split(": it takes ", 1)[1].split(". ")[0].split(", ")
+    assert {*own, "cores", "memory", "jobs", "walltime", "account"} <= set(accepted)
+    assert keyword not in accepted and "system" not in accepted
 
 
 # -- local -----------------------------------------------------------------

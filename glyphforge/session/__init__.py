@@ -84,7 +84,7 @@ def check_session(session: str = "local", options: Mapping[str, Any] | None = No
             f"session {session!r} sets {said}, which the options set differently ({asked}); give each option once"
         )
     merged = {**parsed, **given}
-    _backend(name).check_options(session, merged)
+    _backend(name).check_options(session, merged, _BACKENDS[name][2])
     return name, merged
 
 

@@ -161,13 +161,19 @@ class Session(ABC):
         """Backend part of `map`: ``items`` is a list and the session is open."""
 
     @classmethod
-    def accepted_options(cls) -> frozenset[str]:
-        """The options (keyword arguments) this backend takes: its constructor's and those it passes on."""
+    def accepted_options(cls, **fixed: Any) -> frozenset[str]:
+        """The options (keyword arguments) this backend takes: its constructor's and those it passes on.
+
+        ``fixed`` holds what the session's name sets (``system="pbs"`` for ``pbs``), for a backend
+        whose options depend on it.
+        """
         return keywords(cls.__init__)
 
     @classmethod
-    def check_options(cls, name: str, options: Mapping[str, Any]) -> None:
+    def check_options(cls, name: str, options: Mapping[str, Any], fixed: Mapping[str, Any] | None = None) -> None:
         """Check the ``options`` of session ``name`` before anything starts.
+
+        ``fixed``: the keyword arguments the session's name sets (see `accepted_options`).
 
         Raises
         ------
@@ -176,7 +182,7 @@ class Session(ABC):
         ValueError
             For a bad value (a worker count that is not a sane positive integer, ...).
         """
-        accepted = cls.accepted_options()
+        accepted = cls.accepted_options(**(fixed or {}))
         unknown = sorted(set(options) - accepted)
         if unknown:
             raise TypeError(_unknown_options_message(name, unknown, accepted))

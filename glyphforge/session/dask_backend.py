@@ -98,7 +98,7 @@ class DaskSession(Session):
         self.no_workers_timeout = no_workers_timeout
 
     @classmethod
-    def accepted_options(cls) -> frozenset[str]:
+    def accepted_options(cls, **fixed: Any) -> frozenset[str]:
         return keywords(cls.__init__, LocalCluster.__init__, Worker.__init__, Nanny.__init__)
 
     @classmethod

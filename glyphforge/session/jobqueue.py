@@ -29,12 +29,16 @@ def make_cluster(system: str = "slurm", cores: int = 1, memory: str = "2GB", **j
         ``account``, ``walltime``, ``interface``, ``python``, ``job_extra_directives``,
         ``job_script_prologue``, ``local_directory``, ``scheduler_options``, ...
     """
+    return _cluster_class(system)(cores=cores, memory=memory, **jobqueue_kwargs)
+
+
+def _cluster_class(system: str) -> Any:
+    """dask-jobqueue's cluster class of batch system ``system`` (imported only when a batch session is made)."""
     if system not in _SYSTEMS:
         raise ValueError(f"unknown batch system {system!r}; use one of {', '.join(_SYSTEMS)}")
-    import dask_jobqueue  # imported only when a batch session is made
+    import dask_jobqueue
 
-    cluster_class = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[system]
-    return cluster_class(cores=cores, memory=memory, **jobqueue_kwargs)
+    return {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[system]
 
 
 def job_script(system: str = "slurm", **options: Any) -> str:
@@ -96,12 +100,17 @@ class JobQueueSession(DaskSession):
         self.jobs = jobs
 
     @classmethod
-    def accepted_options(cls) -> frozenset[str]:
-        import dask_jobqueue
+    def accepted_options(cls, system: str = "slurm", **fixed: Any) -> frozenset[str]:
+        """This session's options and the keywords ``system``'s dask-jobqueue cluster and job classes take.
+
+        Read from their signatures, so a keyword only the other system takes (``resource_spec`` is
+        PBS's, ``job_mem`` SLURM's) is refused before any job is submitted.
+        """
         from dask_jobqueue.core import Job, JobQueueCluster
 
-        job_classes = (dask_jobqueue.SLURMCluster.job_cls, dask_jobqueue.PBSCluster.job_cls, Job)
-        passed_on = keywords(JobQueueCluster.__init__, *(job.__init__ for job in job_classes))
+        cluster_class = _cluster_class(system)
+        passed_on = keywords(cluster_class.__init__, JobQueueCluster.__init__, cluster_class.job_cls.__init__,
+                             Job.__init__)
         return (keywords(cls.__init__) | passed_on) - _SET_HERE
 
     @classmethod
