@@ -512,8 +512,9 @@ def _info(args: argparse.Namespace) -> int:
           f"{human_size(sum(e.size_bytes for e in entries))})")
     if context.remote is not None:
         print(f"local copy: {context.data_dir} (entries fetched from the URL, and what is made on this machine)")
-    print(f"mirrors:    {' '.join(config.mirrors_from_env()) or '(none; set $GLYPHFORGE_MIRROR)'}")
-    print(f"offline:    {'yes' if config.offline_from_env() else 'no'}")
+    print(f"mirrors:    {' '.join(context.mirrors) or '(none; give --mirror or set $GLYPHFORGE_MIRROR)'}")
+    print(f"offline:    {'yes' if context.offline else 'no'}")
+    print(f"verify:     {'yes' if context.verify else 'no (--no-verify)'}")
     print("datasets:")
     datasets = registry.registered()
     for dataset in datasets:
@@ -657,7 +658,9 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
         sub.set_defaults(action=action)
         return sub
 
-    command("info", "show the data dir, the cache and what is prepared", "glyphforge info", _info)
+    info = command("info", "show the data dir, the cache, what is prepared, and the mirrors and offline mode a "
+                   "command given the same arguments uses", "glyphforge info --mirror file:///shared/mirror", _info)
+    _add_fetch_arguments(info)
 
     cache = commands.add_parser("cache", help="list, verify and clean the cache",
                                 epilog="example:\n  glyphforge cache verify", formatter_class=_Formatter)

@@ -172,6 +172,22 @@ def test_info_lists_the_data_dir_and_what_is_prepared(prepared):
     assert "built:      nothing yet" in info.stdout
 
 
+def test_info_shows_the_mirrors_and_offline_mode_of_its_arguments_over_the_environment(tmp_path):
+    """info used to show $GLYPHFORGE_MIRROR and $GLYPHFORGE_OFFLINE only, and refused --mirror and --offline."""
+    env = {"GLYPHFORGE_MIRROR": "file:///env/mirror", "GLYPHFORGE_OFFLINE": ""}
+    info = run("glyphforge", "info", "--data-dir", tmp_path, "--mirror", tmp_path / "given", "--offline",
+               "--no-verify", env=env)
+    assert info.returncode == 0, info.stderr
+    lines = info.stdout.splitlines()
+    assert lines[0] == f"data dir:   {tmp_path}"
+    assert lines[2:5] == [f"mirrors:    {tmp_path / 'given'} file:///env/mirror", "offline:    yes",
+                          "verify:     no (--no-verify)"]
+    plain = run("glyphforge", "info", "--data-dir", tmp_path, env={"GLYPHFORGE_OFFLINE": "1"})
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.splitlines()[2:5] == [
+        "mirrors:    (none; give --mirror or set $GLYPHFORGE_MIRROR)", "offline:    yes", "verify:     yes"]
+
+
 @pytest.mark.parametrize("target", ["emnist", "omniglot", "backgrounds"])
 def test_preview_writes_a_png_of_a_prepared_dataset(prepared, tmp_path, target):
     data_dir, _, _ = prepared
