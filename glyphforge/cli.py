@@ -28,6 +28,7 @@ from glyphforge.cli_args import (
     UsageError,
     add_option,
     add_scene_arguments,
+    check_env_data_dir,
     data_directory,
     name_value,
     parse_shape,
@@ -96,7 +97,9 @@ def _context(args: argparse.Namespace, *, remote: bool = False) -> DataContext:
 
 
 def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run ``action``; show glyphforge's log lines (retries, lock waits, slow downloads) unless -q."""
+    """Run ``action`` (once a data dir from the environment passes --data-dir's checks); show glyphforge's log lines
+    (retries, lock waits, slow downloads) unless -q.
+    """
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("glyphforge")
@@ -110,6 +113,8 @@ def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
     try:
         from tqdm.contrib.logging import logging_redirect_tqdm
 
+        if args.data_dir is None:  # the environment's data dir, checked as --data-dir is
+            check_env_data_dir()
         with logging_redirect_tqdm(loggers=[logger]):  # log lines print above progress bars, not through them
             return action(args)
     except KeyboardInterrupt:

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from glyphforge import _files
+from glyphforge import _files, config
 from glyphforge._checks import MAX_SIDE, check_shape
 from glyphforge.datasets import registry
 from glyphforge.storage import Location, UnsupportedURLError, is_url
@@ -44,8 +44,42 @@ def existing_file(text: str, what: str = "the file") -> Path:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+class UsageError(ValueError):
+    """Bad arguments found before any work: exit status 2, like argparse's own errors."""
+
+
 def data_directory(text: str) -> Path | str:
     """Parse ``--data-dir`` (argparse type): a directory that exists or can be made, on a real disk, or a URL.
+
+    See `checked_data_dir`; a bad one is an argparse error (exit status 2).
+    """
+    try:
+        return checked_data_dir(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def check_env_data_dir() -> None:
+    """Check ``$GLYPHFORGE_DATA_DIR`` as ``--data-dir`` is checked (`checked_data_dir`); unset or empty passes.
+
+    Raises
+    ------
+    UsageError
+        Naming the variable, what is wrong with its value and what to do.
+    """
+    text = os.environ.get(config.ENV_DATA_DIR)
+    if text:
+        try:
+            checked_data_dir(text, fix=f"set ${config.ENV_DATA_DIR} to a directory (it is made if missing), or "
+                                       "give --data-dir, or unset it for the user data dir")
+        except UsageError as error:
+            raise UsageError(f"${config.ENV_DATA_DIR}: {error}") from None
+
+
+def checked_data_dir(
+    text: str, fix: str = "give a directory (it is made if missing), or leave --data-dir out",
+) -> Path | str:
+    """Return the data dir ``text`` once it can be used: a directory that exists or can be made, or a URL.
 
     Refuses an empty path (which would silently mean the current directory), a file (or a
     path below one), a directory on a file system without storage (``/proc``, ``/sys``),
@@ -53,38 +87,42 @@ def data_directory(text: str) -> Path | str:
     directory that is read-only is accepted: a shared data dir may be read by its users.
     A URL (``s3://bucket/data``: `glyphforge.storage.is_url`) is returned as it is once
     fsspec can open its scheme here; the commands that work with one say so.
+
+    Parameters
+    ----------
+    text
+        The data dir as given.
+    fix
+        What to do instead, the end of each message (``--data-dir``'s by default).
+
+    Raises
+    ------
+    UsageError
+        Saying what is wrong and ``fix``.
     """
     if is_url(text):
         try:
             Location(text).fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
         except UnsupportedURLError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
+            raise UsageError(str(error)) from None
         return text
     if not text.strip():
-        raise argparse.ArgumentTypeError(
-            "the data dir is empty (''), which would mean the current directory: give a directory, e.g. "
-            "--data-dir ~/glyphforge-data, or leave --data-dir out for $GLYPHFORGE_DATA_DIR or the user data dir"
-        )
+        raise UsageError(f"the data dir is empty ({text!r}), which would mean the current directory: {fix}")
     path = Path(text).expanduser()
     existing = next(folder for folder in (path, *path.parents) if folder.exists())
-    fix = "give a directory (it is made if missing), or leave --data-dir out"
     if not existing.is_dir():
         what = "is a file" if existing == path else f"is below {existing}, which is a file"
-        raise argparse.ArgumentTypeError(f"the data dir {path} {what}, not a directory: {fix}")
+        raise UsageError(f"the data dir {path} {what}, not a directory: {fix}")
     if hasattr(os, "statvfs") and os.statvfs(existing).f_blocks == 0:  # POSIX only; Windows has no /proc
-        raise argparse.ArgumentTypeError(
+        raise UsageError(
             f"the data dir {path} is on a system file system that cannot hold files ({existing}, like /proc and "
             f"/sys): {fix}"
         )
     if existing != path and not os.access(existing, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(
+        raise UsageError(
             f"the data dir {path} does not exist and cannot be made: {existing} is not writable by you; {fix}"
         )
     return path
-
-
-class UsageError(ValueError):
-    """Bad arguments found before any work: exit status 2, like argparse's own errors."""
 
 
 def positive(text: str) -> int:

@@ -7,6 +7,7 @@ starts, and a cache hit does not hide it.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -160,6 +161,31 @@ def test_an_unusable_data_dir_exits_2_before_anything(tmp_path, given, words, co
                             timeout=120, cwd=tmp_path)
     refused(result, *words)
     assert sorted(tmp_path.rglob("*")) == before  # nothing written, not even in the current directory
+
+
+ENV_FIX = "set $GLYPHFORGE_DATA_DIR to a directory (it is made if missing), or give --data-dir, or unset it"
+
+
+@pytest.mark.parametrize(("given", "words"), [
+    (" ", ["the data dir is empty (' '), which would mean the current directory", ENV_FIX]),
+    ("a-file", ["a-file is a file, not a directory", ENV_FIX]),
+    ("a-file/below", ["below", "which is a file, not a directory", ENV_FIX]),
+    ("/proc/glyphforge", ["the data dir /proc/glyphforge is on a system file system that cannot hold files", ENV_FIX]),
+    ("nosuch://bucket/data", ["cannot open nosuch://bucket/data: Protocol not known"]),
+])
+@pytest.mark.parametrize("command", [["glyphforge", "info"], ["prepare-data", "backgrounds", "--offline"]])
+def test_an_unusable_data_dir_in_the_environment_exits_2_before_anything(tmp_path, given, words, command):
+    """$GLYPHFORGE_DATA_DIR used to skip --data-dir's checks: a file, /proc or ' ' failed late or made a folder."""
+    (tmp_path / "a-file").write_text("not a directory")
+    before = sorted(tmp_path.rglob("*"))
+    result = subprocess.run([str(BIN / command[0]), *command[1:]], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path, env={**os.environ, "GLYPHFORGE_DATA_DIR": given})
+    refused(result, "error: $GLYPHFORGE_DATA_DIR: ", *words)
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written, not even in the current directory
+    given_too = subprocess.run([str(BIN / command[0]), *command[1:], "--data-dir", tmp_path / "data"],
+                               capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                               env={**os.environ, "GLYPHFORGE_DATA_DIR": given})
+    assert "GLYPHFORGE_DATA_DIR" not in given_too.stderr  # --data-dir wins: the environment's is not used
 
 
 @pytest.mark.slow
