@@ -5,8 +5,8 @@ User A (uid 2001) and user B (uid 2002) are both only in group 3000 and work wit
 prepares MNIST (synthetic files placed by hand, ``--offline``) and builds a small font
 scene entry; B then lists, verifies, loads, builds and cleans. numba's cache is a group
 folder too, so B loads the kernels A compiled. Another user's files that B may not read
-or delete (made owner-only, as glyphforge before the fix made every entry) get clear
-messages and are left alone. Needs root (see `support.as_user`).
+or delete (made owner-only, as glyphforge before the fix made every entry: a whole entry,
+or one data file of it) get clear messages and are left alone. Needs root (see `support.as_user`).
 """
 from __future__ import annotations
 
@@ -216,6 +216,33 @@ def test_an_entry_another_member_made_owner_only_is_named_and_left_alone(lab):
     assert {path.name: path.read_bytes() for path in small.iterdir()} == before  # nothing of A's was touched
     assert {name: (lab.data / "raw" / "mnist" / name).read_bytes() for name in ALL_FILES} == raw_before
     assert not [path for path in small.parent.iterdir() if path.name.startswith((".trash-", ".tmp-"))]
+
+
+def test_a_data_file_another_member_made_owner_only_is_named_with_what_to_do(lab):
+    """A readable entry with one owner-only data file used to fail B's reads with a bare `[Errno 13]`."""
+    small = lab.entry([7, 7])
+    [scenes] = [path.parent for path in (lab.data / "cache" / "scenes").glob("*/arrays.pklz")
+                if path.stat().st_uid == USER_A]  # A's build (B may have built one too)
+    data_file, arrays = small / "class_03.pklz", scenes / "arrays.pklz"  # one class of ten; the scenes' arrays
+    closed = lab.run(USER_A, "chmod", "go=", data_file, arrays)
+    assert closed.returncode == 0, closed.stderr
+    said = (f"exists but you may not read it: permission is denied (owner uid {USER_A}, group gid {GROUP}, "
+            "mode -rw-------). Another user made it readable by its owner only")
+    try:
+        loaded = lab.run(USER_B, sys.executable, "-c", LOAD.replace("SHAPE", "(7, 7)"), lab.data)
+        assert loaded.returncode == 1 and "Errno 13" not in loaded.stderr
+        assert (f"UnreadableEntryError: {data_file}, a data file of the mnist entry {small.name[:12]}, {said}"
+                in loaded.stderr), loaded.stderr
+        assert f"Ask its owner to run `chmod -R g+rX {small}`" in loaded.stderr
+        assert "or use a data dir of your own (--data-dir or $GLYPHFORGE_DATA_DIR)" in loaded.stderr
+        out = lab.homes[USER_B] / "scenes.png"
+        previewed = lab.cli(USER_B, "preview", scenes.name[:12], "--out", out)
+        assert previewed.returncode == 1 and "Errno 13" not in previewed.stderr
+        assert previewed.stderr.startswith(
+            f"error: {arrays}, a data file of the scenes entry {scenes.name[:12]}, {said}"), previewed.stderr
+        assert not out.exists()
+    finally:
+        subprocess.run(["chmod", "g+rw,o+r", data_file, arrays], check=True)  # as root: back to what A made
 
 
 def test_gc_names_what_of_another_members_it_may_not_delete_and_leaves_no_trash(lab):

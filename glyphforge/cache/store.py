@@ -108,7 +108,7 @@ class UnreadableEntryError(PermissionError):
     """An entry exists but this user may not read it (another user's, made owner-only); the message says what to do.
 
     It is not broken: glyphforge neither makes it again nor removes it. ``errno`` is
-    ``EACCES`` and ``filename`` the entry directory.
+    ``EACCES`` and ``filename`` the entry directory, or the data file this user may not read.
     """
 
     def __str__(self) -> str:
@@ -130,11 +130,15 @@ class CleanupError(StorageError):
         self.removed = removed
 
 
-def _unreadable_text(path: Path) -> str:
-    """Why this user may not read ``path`` (an entry or a folder of the store), and what to do."""
+def _unreadable_text(path: Path, opened_by: Path | None = None) -> str:
+    """Why this user may not read ``path`` (an entry, a folder or a file of the store), and what to do.
+
+    ``opened_by``: what its owner should open to the group (default ``path``), e.g. a file's entry.
+    """
     return (f"permission is denied ({describe_owner(path)}). Another user made it "
             "readable by its owner only (with a umask of 077, or with an older glyphforge, which made every entry "
-            f"so); it is not broken and glyphforge leaves it alone. Ask its owner to run `chmod -R g+rX {path}` "
+            f"so); it is not broken and glyphforge leaves it alone. Ask its owner to run "
+            f"`chmod -R g+rX {opened_by or path}` "
             "(and to work with `umask 002` in a data dir a group shares), or use a data dir of your own "
             "(--data-dir or $GLYPHFORGE_DATA_DIR)")
 
@@ -165,8 +169,10 @@ class Entry(ManifestFields):
             When the manifest lists it but it is not on disk.
         DamagedEntryFileError
             When it is not the size the manifest records (truncated, or replaced).
+        UnreadableEntryError
+            When this user may not read it (another member of a shared data dir made it owner-only).
 
-        Both messages say how to make the entry again.
+        The messages say what to do: make the entry again, or have its owner open it to the group.
         """
         if name not in self.manifest["files"]:
             raise KeyError(f"entry {self.kind}/{self.key[:12]} has no file {name!r}; files: {self.files}")
@@ -184,6 +190,10 @@ class Entry(ManifestFields):
             raise DamagedEntryFileError(
                 f"{path} is damaged: {size:,} bytes where the {self.kind} entry {self.key[:12]}'s manifest records "
                 f"{expected:,} (truncated or replaced): {fix}", path, size, expected)
+        if not os.access(path, os.R_OK):
+            raise UnreadableEntryError(
+                errno.EACCES, f"{path}, a data file of the {self.kind} entry {self.key[:12]}, exists but you may not "
+                f"read it: {_unreadable_text(path, opened_by=self.path)}", str(path))
         return path
 
     def read_lock(self) -> ReadLock:
