@@ -26,6 +26,7 @@ from support.cli import run
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.http_server import LocalHTTPServer
 from support.specs import NoiseSpec
+from support.store_errors import NO_BUCKET, store_failure
 from support.toy_dataset import load_toy, prepared_toy
 
 #: 50 examples in shards of 8: 7 shards, the last one short.
@@ -150,8 +151,8 @@ def test_cache_ls_of_a_missing_bucket_says_so(gcs_server):
 
 
 def test_publishing_to_a_missing_bucket_names_it_and_creates_nothing(gcs_server, local):
-    with pytest.raises(StorageError, match=r"cannot publish to gs://gf-gcs-nowhere/.*: the bucket does not exist "
-                                           r"while uploading .*Create the bucket \(glyphforge never creates one\)"):
+    place = f"gs://gf-gcs-nowhere/data/cache/{SPEC.kind}/{local.key}"
+    with pytest.raises(StorageError, match=store_failure("publish to", place, NO_BUCKET, "uploading ")):
         local.publish("gs://gf-gcs-nowhere/data", progress=False)
     assert not gcs_server.fs().exists("gf-gcs-nowhere")
 

@@ -41,8 +41,9 @@ from glyphforge._checks import check_int, check_real
 if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
-__all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
-           "ShortObjectError", "is_missing_bucket", "list_names", "read_bytes", "store_call"]
+__all__ = ["DEFAULT_POLICY", "Permanent", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError",
+           "RemoteReadError", "ShortObjectError", "Transient", "is_missing_bucket", "list_names", "read_bytes",
+           "shown", "sorted_failure", "store_call"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -127,19 +128,19 @@ class RemoteAccessError(PermissionError):
         return str(self.args[0])
 
 
-class _Transient(Exception):
-    """A failure worth another try; ``retry_after`` is the server's wish, in seconds."""
+class Transient(Exception):
+    """A failure worth another try (`sorted_failure`); ``retry_after`` is the server's wish, in seconds."""
 
     def __init__(self, why: str, retry_after: float | None = None) -> None:
         super().__init__(why)
         self.why, self.retry_after = why, retry_after
 
 
-class _Permanent(Exception):
-    """A failure no retry fixes (the message says what the server did)."""
+class Permanent(Exception):
+    """A failure no retry fixes (`sorted_failure`); the message says what the server did."""
 
 
-class _Short(_Permanent):
+class _Short(Permanent):
     """The object is shorter than the range asked for."""
 
 
@@ -165,7 +166,7 @@ def read_bytes(location: Location, start: int | None = None, end: int | None = N
     """
     ranged = start is not None and end is not None
     span = f"bytes {start:,} to {end:,} of " if ranged else ""
-    described = f"{span}{_shown(location.url)}" + (f" ({what})" if what else "")
+    described = f"{span}{shown(location.url)}" + (f" ({what})" if what else "")
     if location.scheme in ("http", "https"):
         return _retried(lambda: _http(location.url, start, end, policy.timeout), f"read {described}", policy)
     return _retried(lambda: _fsspec(location, start, end), f"read {described}", policy, location.scheme)
@@ -187,7 +188,7 @@ def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> li
             return []
         return sorted(str(path).rstrip("/").rsplit("/", 1)[-1] for path in paths)
 
-    return _retried(attempt, f"list {_shown(location.url)}", policy, location.scheme)
+    return _retried(attempt, f"list {shown(location.url)}", policy, location.scheme)
 
 
 def store_call(location: Location, call: Callable[[], T], described: str, *,
@@ -220,7 +221,7 @@ def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy, schem
     while True:
         try:
             return attempt()
-        except _Transient as error:
+        except Transient as error:
             failures += 1
             if failures >= attempts:
                 tries = f"after {client}'s own retries" if client else f"{failures} times in a row"
@@ -241,7 +242,7 @@ def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy, schem
                 f"could not {described}: access was refused ({_reason(error)}). The credentials this process has "
                 "are wrong or missing: set them as the store's SDK reads them (e.g. AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS), or pass storage_options") from None
-        except _Permanent as error:
+        except Permanent as error:
             raise (ShortObjectError if isinstance(error, _Short) else RemoteReadError)(
                 f"could not {described}: {error}") from None
 
@@ -278,9 +279,9 @@ def _http(url: str, start: int | None, end: int | None, timeout: float) -> bytes
             expected = _expected_length(response, start, end)
             return _body(response, expected)
     except requests.exceptions.ChunkedEncodingError:
-        raise _Transient("the connection was closed before the whole answer came") from None
+        raise Transient("the connection was closed before the whole answer came") from None
     except (requests.ConnectionError, requests.Timeout) as error:
-        raise _Transient(f"the connection failed ({type(error).__name__})") from None
+        raise Transient(f"the connection failed ({type(error).__name__})") from None
 
 
 def _check_status(response: requests.Response) -> None:
@@ -291,13 +292,18 @@ def _check_status(response: requests.Response) -> None:
 
 def _raise_status(status: int, answer: str, retry_after: float | None = None) -> NoReturn:
     """Raise what an HTTP ``status`` other than 200 and 206 means; ``answer`` is the server's ("503 Slow Down")."""
+    raise _status_failure(status, answer, retry_after)
+
+
+def _status_failure(status: int, answer: str, retry_after: float | None = None) -> Exception:
+    """What an HTTP ``status`` other than 200 and 206 means (see `_raise_status`)."""
     if status == 404 or status == 410:
-        raise FileNotFoundError(f"the server answered {answer} (no such file)")
+        return FileNotFoundError(f"the server answered {answer} (no such file)")
     if status in (401, 403):
-        raise PermissionError(f"HTTP {answer}")
+        return PermissionError(f"HTTP {answer}")
     if status in _TRANSIENT_STATUS:
-        raise _Transient(f"the server answered {answer}", retry_after)
-    raise _Permanent(f"the server answered {answer}. Check the URL")
+        return Transient(f"the server answered {answer}", retry_after)
+    return Permanent(f"the server answered {answer}. Check the URL")
 
 
 def _expected_length(response: requests.Response, start: int | None, end: int | None) -> int | None:
@@ -306,14 +312,14 @@ def _expected_length(response: requests.Response, start: int | None, end: int | 
         return None
     if response.status_code == 200:
         size = response.headers.get("Content-Length", "unknown")
-        raise _Permanent(
+        raise Permanent(
             f"the server ignores Range requests (it answered 200 with the whole file, {size} bytes), so every read "
             "would download the whole file. Serve the data from a server that supports Range (any static file "
             "server or object store does), or copy the entry to a local data dir and read it there")
     match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
     if match is None or int(match.group(1)) != start:
-        raise _Permanent(f"the server answered a range other than the one asked for "
-                         f"(Content-Range {response.headers.get('Content-Range')!r})")
+        raise Permanent(f"the server answered a range other than the one asked for "
+                        f"(Content-Range {response.headers.get('Content-Range')!r})")
     if int(match.group(2)) + 1 < end:
         raise _Short(f"the file ends at byte {int(match.group(2)) + 1:,}: it is shorter than expected (damaged, or "
                      "replaced by another)")
@@ -328,9 +334,9 @@ def _body(response: requests.Response, expected: int | None) -> bytes:
         pieces.append(piece)
         size += len(piece)
         if size > limit:
-            raise _Permanent(f"the server sent more than the {limit:,} bytes expected")
+            raise Permanent(f"the server sent more than the {limit:,} bytes expected")
     if expected is not None and size != expected:
-        raise _Transient(f"the connection was closed after {size:,} of {expected:,} bytes")
+        raise Transient(f"the connection was closed after {size:,} of {expected:,} bytes")
     return b"".join(pieces)
 
 
@@ -360,25 +366,40 @@ def _fsspec(location: Location, start: int | None, end: int | None) -> bytes:
 
 
 def _classified(call: Callable[[], T]) -> T:
-    """Return ``call()`` (an fsspec call), its failures sorted: `_Transient`, FileNotFound-, PermissionError."""
+    """Return ``call()`` (an fsspec call), its failures sorted by `sorted_failure`."""
     try:
         return call()
-    except (FileNotFoundError, PermissionError):
-        raise
     except Exception as error:
-        if _is_connection_error(error):  # before OSError: aiohttp's are OSErrors whose words are not readable
-            raise _Transient(f"the connection failed ({type(error).__name__})") from None
-        if _is_gcs_refusal(error):
-            raise PermissionError("HTTP 403 Forbidden") from None
-        if isinstance(error, (OSError, TimeoutError)):
-            raise _Transient(_reason(error)) from None
-        status = _gcs_status(error)
-        if status is not None:
-            reason = _reason(error).removesuffix(f", {status}")  # gcsfs appends the status to the message
-            _raise_status(status, reason if reason.startswith(str(status)) else f"{status} {reason}")
-        if _is_credentials_error(error):
-            raise PermissionError(f"{type(error).__name__}: {error}") from None
-        raise
+        failure = sorted_failure(error)
+        if failure is error:
+            raise
+        raise failure from None
+
+
+def sorted_failure(error: Exception) -> Exception:
+    """Return the store's ``error`` as glyphforge sorts it, or ``error`` itself when it is none of these.
+
+    A FileNotFoundError or PermissionError stays as it is; a connection that failed, an
+    ``OSError`` or a timeout becomes a `Transient` failure; gcsfs's 403 and HTTP errors and
+    botocore's missing credentials become the FileNotFound-, PermissionError, `Transient` or
+    `Permanent` their status means. `store_call` and `read_bytes` retry the transient ones;
+    the write side (`glyphforge.storage.store_errors`) names them all at once.
+    """
+    if isinstance(error, (FileNotFoundError, PermissionError)):
+        return error
+    if _is_connection_error(error):  # before OSError: aiohttp's are OSErrors whose words are not readable
+        return Transient(f"the connection failed ({type(error).__name__})")
+    if _is_gcs_refusal(error):
+        return PermissionError("HTTP 403 Forbidden")
+    if isinstance(error, (OSError, TimeoutError)):
+        return Transient(_reason(error))
+    status = _gcs_status(error)
+    if status is not None:
+        reason = _reason(error).removesuffix(f", {status}")  # gcsfs appends the status to the message
+        return _status_failure(status, reason if reason.startswith(str(status)) else f"{status} {reason}")
+    if _is_credentials_error(error):
+        return PermissionError(f"{type(error).__name__}: {error}")
+    return error
 
 
 def _is_connection_error(error: Exception) -> bool:
@@ -420,9 +441,9 @@ def _is_credentials_error(error: Exception) -> bool:
 def _reason(error: BaseException) -> str:
     """A short reason: the error's own words without its URL-bearing arguments."""
     text = str(error.args[0]) if error.args else type(error).__name__
-    return _shown(text.splitlines()[0] if text else type(error).__name__)
+    return shown(text.splitlines()[0] if text else type(error).__name__)
 
 
-def _shown(text: str) -> str:
+def shown(text: str) -> str:
     """``text`` without URL query strings (a signed URL's signature is a secret) or user:password@ parts."""
     return re.sub(r"\?[^\s'\"]*", "?...", re.sub(r"://[^/@\s]*@", "://", text))
