@@ -14,7 +14,7 @@ honoured, up to ``max_delay``), each retry logged at INFO; on ``gs://`` gcsfs re
 itself, and glyphforge does not again (`_RETRYING_CLIENTS`). Then, or at once for what retrying
 cannot fix, an error names the URL, what was read, what failed and what to do:
 
-* `RemoteFileMissingError` (a ``FileNotFoundError``): no such object, or no such bucket (404);
+* `RemoteFileMissingError` (a ``FileNotFoundError``): no such object, or no such bucket (404; ``no_bucket``);
 * `RemoteAccessError` (a ``PermissionError``): the credentials were refused (401, 403);
 * `ShortObjectError` (a `RemoteReadError`): the object ends before the range asked for;
 * `RemoteReadError` (an ``OSError``): anything else, transient failures included once retried.
@@ -55,6 +55,9 @@ _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _GCS_BUCKET_RESOURCE = re.compile(r"(?:^|/)b/[^/]+/o$")
 #: HTTP statuses worth retrying.
 _TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: Schemes whose 404 on one object does not say whether its bucket exists (gcsfs names the object's resource):
+#: a read that gets one spends one listing more to tell (`_bucket_is_missing`). s3fs says so in words.
+_UNSURE_404 = frozenset({"gs", "gcs"})
 #: Schemes whose fsspec filesystem retries transient failures itself before raising them, and its name (gcsfs:
 #: 6 tries over about 35 s): glyphforge does not try again, or a store that is down would take minutes to name.
 _RETRYING_CLIENTS = {"gs": "gcsfs", "gcs": "gcsfs"}
@@ -202,9 +205,12 @@ def is_missing_bucket(error: FileNotFoundError) -> bool:
     """Whether the store's ``error`` says the bucket itself does not exist (not only an object of it).
 
     s3fs says so in words ("The specified bucket does not exist"); gcsfs names the API resource that
-    was not found, a bucket's when a listing or an upload got the 404 (see `_GCS_BUCKET_RESOURCE`).
+    was not found, a bucket's when a listing or an upload got the 404 (see `_GCS_BUCKET_RESOURCE`);
+    a read of one ``gs://`` object that got a 404 asks with one listing more (`_bucket_is_missing`).
     Never the bucket's name: a bucket may well be called ``my-bucket``.
     """
+    if isinstance(error, _NoBucket):
+        return True
     text = str(error.args[0]) if error.args else ""
     return "bucket does not exist" in str(error).lower() or _GCS_BUCKET_RESOURCE.search(text.split("?")[0]) is not None
 
@@ -358,11 +364,38 @@ def _retry_after(response: requests.Response) -> float | None:
 # -- everything else, with fsspec ------------------------------------------------------------
 def _fsspec(location: Location, start: int | None, end: int | None) -> bytes:
     """One ranged (or whole) ``cat_file`` of the object, its failures sorted into transient and not."""
-    data: bytes = _classified(lambda: location.fs.cat_file(location.path, start=start, end=end))
+    try:
+        data: bytes = _classified(lambda: location.fs.cat_file(location.path, start=start, end=end))
+    except FileNotFoundError as error:
+        if location.scheme in _UNSURE_404 and not is_missing_bucket(error) and _bucket_is_missing(location):
+            raise _NoBucket(f"{shown(location.url)}: the bucket does not exist") from None
+        raise
     if start is not None and end is not None and len(data) != end - start:
         raise _Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
                      "expected (damaged, or replaced by another)")
     return data
+
+
+class _NoBucket(FileNotFoundError):
+    """The bucket of the object read does not exist (`_bucket_is_missing` found out)."""
+
+
+def _bucket_is_missing(location: Location) -> bool:
+    """Whether the bucket of the object at ``location`` does not exist, by one listing of the object's folder.
+
+    For a store whose 404 on one object does not say (`_UNSURE_404`); a listing that fails
+    otherwise (no permission to list, the network) cannot tell: False.
+    """
+    fs = location.fs
+    folder = location.path.rsplit("/", 1)[0]
+    try:
+        fs.invalidate_cache(folder)
+        fs.ls(folder, detail=False)
+    except FileNotFoundError as error:
+        return is_missing_bucket(error)
+    except Exception:  # noqa: BLE001 (the object's own 404 stands)
+        return False
+    return False
 
 
 def _classified(call: Callable[[], T]) -> T:
