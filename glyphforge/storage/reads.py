@@ -41,9 +41,8 @@ from glyphforge._checks import check_int, check_real
 if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
-__all__ = ["DEFAULT_POLICY", "Permanent", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError",
-           "RemoteReadError", "ShortObjectError", "Transient", "is_missing_bucket", "list_names", "read_bytes",
-           "shown", "sorted_failure", "store_call"]
+__all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
+           "ShortObjectError", "is_missing_bucket", "list_names", "read_bytes", "shown", "sorted_failure", "store_call"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -131,19 +130,19 @@ class RemoteAccessError(PermissionError):
         return str(self.args[0])
 
 
-class Transient(Exception):
-    """A failure worth another try (`sorted_failure`); ``retry_after`` is the server's wish, in seconds."""
+class _Transient(Exception):
+    """A failure worth another try; ``retry_after`` is the server's wish, in seconds."""
 
     def __init__(self, why: str, retry_after: float | None = None) -> None:
         super().__init__(why)
         self.why, self.retry_after = why, retry_after
 
 
-class Permanent(Exception):
-    """A failure no retry fixes (`sorted_failure`); the message says what the server did."""
+class _Permanent(Exception):
+    """A failure no retry fixes (the message says what the server did)."""
 
 
-class _Short(Permanent):
+class _Short(_Permanent):
     """The object is shorter than the range asked for."""
 
 
@@ -227,7 +226,7 @@ def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy, schem
     while True:
         try:
             return attempt()
-        except Transient as error:
+        except _Transient as error:
             failures += 1
             if failures >= attempts:
                 tries = f"after {client}'s own retries" if client else f"{failures} times in a row"
@@ -248,7 +247,7 @@ def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy, schem
                 f"could not {described}: access was refused ({_reason(error)}). The credentials this process has "
                 "are wrong or missing: set them as the store's SDK reads them (e.g. AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS), or pass storage_options") from None
-        except Permanent as error:
+        except _Permanent as error:
             raise (ShortObjectError if isinstance(error, _Short) else RemoteReadError)(
                 f"could not {described}: {error}") from None
 
@@ -285,9 +284,9 @@ def _http(url: str, start: int | None, end: int | None, timeout: float) -> bytes
             expected = _expected_length(response, start, end)
             return _body(response, expected)
     except requests.exceptions.ChunkedEncodingError:
-        raise Transient("the connection was closed before the whole answer came") from None
+        raise _Transient("the connection was closed before the whole answer came") from None
     except (requests.ConnectionError, requests.Timeout) as error:
-        raise Transient(f"the connection failed ({type(error).__name__})") from None
+        raise _Transient(f"the connection failed ({type(error).__name__})") from None
 
 
 def _check_status(response: requests.Response) -> None:
@@ -308,8 +307,8 @@ def _status_failure(status: int, answer: str, retry_after: float | None = None) 
     if status in (401, 403):
         return PermissionError(f"HTTP {answer}")
     if status in _TRANSIENT_STATUS:
-        return Transient(f"the server answered {answer}", retry_after)
-    return Permanent(f"the server answered {answer}. Check the URL")
+        return _Transient(f"the server answered {answer}", retry_after)
+    return _Permanent(f"the server answered {answer}. Check the URL")
 
 
 def _expected_length(response: requests.Response, start: int | None, end: int | None) -> int | None:
@@ -318,13 +317,13 @@ def _expected_length(response: requests.Response, start: int | None, end: int | 
         return None
     if response.status_code == 200:
         size = response.headers.get("Content-Length", "unknown")
-        raise Permanent(
+        raise _Permanent(
             f"the server ignores Range requests (it answered 200 with the whole file, {size} bytes), so every read "
             "would download the whole file. Serve the data from a server that supports Range (any static file "
             "server or object store does), or copy the entry to a local data dir and read it there")
     match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
     if match is None or int(match.group(1)) != start:
-        raise Permanent(f"the server answered a range other than the one asked for "
+        raise _Permanent(f"the server answered a range other than the one asked for "
                         f"(Content-Range {response.headers.get('Content-Range')!r})")
     if int(match.group(2)) + 1 < end:
         raise _Short(f"the file ends at byte {int(match.group(2)) + 1:,}: it is shorter than expected (damaged, or "
@@ -340,9 +339,9 @@ def _body(response: requests.Response, expected: int | None) -> bytes:
         pieces.append(piece)
         size += len(piece)
         if size > limit:
-            raise Permanent(f"the server sent more than the {limit:,} bytes expected")
+            raise _Permanent(f"the server sent more than the {limit:,} bytes expected")
     if expected is not None and size != expected:
-        raise Transient(f"the connection was closed after {size:,} of {expected:,} bytes")
+        raise _Transient(f"the connection was closed after {size:,} of {expected:,} bytes")
     return b"".join(pieces)
 
 
@@ -413,19 +412,19 @@ def sorted_failure(error: Exception) -> Exception:
     """Return the store's ``error`` as glyphforge sorts it, or ``error`` itself when it is none of these.
 
     A FileNotFoundError or PermissionError stays as it is; a connection that failed, an
-    ``OSError`` or a timeout becomes a `Transient` failure; gcsfs's 403 and HTTP errors and
-    botocore's missing credentials become the FileNotFound-, PermissionError, `Transient` or
-    `Permanent` their status means. `store_call` and `read_bytes` retry the transient ones;
+    ``OSError`` or a timeout becomes a `_Transient` failure; gcsfs's 403 and HTTP errors and
+    botocore's missing credentials become the FileNotFound-, PermissionError, `_Transient` or
+    `_Permanent` their status means. `store_call` and `read_bytes` retry the transient ones;
     the write side (`glyphforge.storage.store_errors`) names them all at once.
     """
     if isinstance(error, (FileNotFoundError, PermissionError)):
         return error
     if _is_connection_error(error):  # before OSError: aiohttp's are OSErrors whose words are not readable
-        return Transient(f"the connection failed ({type(error).__name__})")
+        return _Transient(f"the connection failed ({type(error).__name__})")
     if _is_gcs_refusal(error):
         return PermissionError("HTTP 403 Forbidden")
     if isinstance(error, (OSError, TimeoutError)):
-        return Transient(_reason(error))
+        return _Transient(_reason(error))
     status = _gcs_status(error)
     if status is not None:
         reason = _reason(error).removesuffix(f", {status}")  # gcsfs appends the status to the message

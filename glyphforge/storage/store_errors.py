@@ -31,7 +31,6 @@ from glyphforge.storage.reads import (
     RemoteAccessError,
     RemoteFileMissingError,
     RemoteReadError,
-    Transient,
     is_missing_bucket,
     shown,
     sorted_failure,
@@ -122,9 +121,7 @@ def _meaning(failure: Exception) -> tuple[str, str]:
     if isinstance(failure, FileNotFoundError):
         no_bucket = getattr(failure, "no_bucket", False) or is_missing_bucket(failure)
         return _NO_BUCKET if no_bucket else _MISSING
-    if isinstance(failure, Transient):
-        return f"{_FAILED[0]} ({failure.why})", _FAILED[1]
-    return _FAILED
+    return _FAILED  # a transient failure too: the task is resumed by running it again, not retried here
 
 
 def _scrub(text: str, place: Location) -> str:
