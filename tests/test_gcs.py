@@ -150,13 +150,15 @@ def test_cache_ls_of_a_missing_bucket_says_so(gcs_server):
     assert raised.value.no_bucket
 
 
-def test_opening_an_entry_in_a_missing_bucket_says_the_bucket_does_not_exist(gcs_server, local):
+def test_opening_or_building_an_entry_in_a_missing_bucket_says_the_bucket_does_not_exist(gcs_server, local):
     # gcsfs's 404 on the manifest does not tell a missing bucket from a missing entry: one listing more does
     url = f"gs://gf-gcs-nowhere/data/cache/{SPEC.kind}/{local.key}"
     with pytest.raises(RemoteFileMissingError, match=rf"could not read {url}/manifest.json .*: the bucket does not "
                                                      "exist. It was deleted, or the URL is wrong") as raised:
         gf.open_built(url)
     assert raised.value.no_bucket
+    with pytest.raises(StorageError, match=store_failure("build into", url, NO_BUCKET, "reading manifest.json")):
+        build(SPEC, data_dir="gs://gf-gcs-nowhere/data", progress=False)
     assert not gcs_server.fs().exists("gf-gcs-nowhere")
 
 

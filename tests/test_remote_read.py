@@ -321,8 +321,9 @@ def test_an_object_deleted_while_a_stream_reads_is_named(built, s3_server):
 
 def test_a_missing_bucket_and_a_missing_entry_are_named(s3_server, built):
     local = built[0]
-    with pytest.raises(RemoteFileMissingError, match="the bucket does not exist"):
+    with pytest.raises(RemoteFileMissingError, match="the bucket does not exist") as raised:
         gf.open_built(f"s3://gf-no-such-bucket/data/cache/test-rows/{local.key}")
+    assert raised.value.no_bucket  # s3fs says so in words: no listing more, unlike gs://
     with pytest.raises(LookupError, match=r"no built dataset at s3://.*: it has no manifest.json"):
         gf.open_built(f"{s3_server.bucket()}/data/cache/test-rows/{local.key}")
     with pytest.raises(LookupError, match="is not the URL of an entry"):
