@@ -13,7 +13,7 @@ import pytest
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
 from glyphforge.builds.dataset import DatasetTooLargeError, find_built
-from glyphforge.builds.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.index import INDEX_FILE, DamagedIndexError, ShardIndex
 from glyphforge.cache import CacheStore, CorruptPklzError
 
 from support.specs import RowSpec
@@ -199,6 +199,17 @@ def test_an_entry_of_a_previous_format_still_reads(built, tmp_path, version):
     assert old.index.to_meta() == dataset.index.to_meta()
     assert old[-1][1]["row"] == 1029 and np.array_equal(old.take([512, 3])["images"], arrays["images"][[512, 3]])
     assert np.array_equal(old.stream(100, shuffle=False).__iter__().__next__()[1]["row"], np.arange(100))
+
+
+def test_an_index_file_with_a_damaged_header_is_named_damaged(tmp_path):
+    path = tmp_path / INDEX_FILE
+    ShardIndex.from_lengths([10, 12], [3, 4]).write(path)
+    data = bytearray(path.read_bytes())
+    data[10] ^= 0xFF  # the start of the header's dict: np.load's parser raises a TokenError, not a ValueError
+    path.write_bytes(bytes(data))
+    with pytest.raises(DamagedIndexError, match=rf"x: its shard index {path} cannot be read .*The entry is damaged: "
+                                                "remove it with `glyphforge cache rm KEY`"):
+        ShardIndex.read(path, "x")
 
 
 def test_an_index_that_does_not_tile_the_data_is_refused():

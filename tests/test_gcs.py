@@ -26,6 +26,7 @@ from support.cli import run
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.http_server import LocalHTTPServer
 from support.specs import NoiseSpec
+from support.store_errors import NO_BUCKET, store_failure
 from support.toy_dataset import load_toy, prepared_toy
 
 #: 50 examples in shards of 8: 7 shards, the last one short.
@@ -149,9 +150,21 @@ def test_cache_ls_of_a_missing_bucket_says_so(gcs_server):
     assert raised.value.no_bucket
 
 
+def test_opening_or_building_an_entry_in_a_missing_bucket_says_the_bucket_does_not_exist(gcs_server, local):
+    # gcsfs's 404 on the manifest does not tell a missing bucket from a missing entry: one listing more does
+    url = f"gs://gf-gcs-nowhere/data/cache/{SPEC.kind}/{local.key}"
+    with pytest.raises(RemoteFileMissingError, match=rf"could not read {url}/manifest.json .*: the bucket does not "
+                                                     "exist. It was deleted, or the URL is wrong") as raised:
+        gf.open_built(url)
+    assert raised.value.no_bucket
+    with pytest.raises(StorageError, match=store_failure("build into", url, NO_BUCKET, "reading manifest.json")):
+        build(SPEC, data_dir="gs://gf-gcs-nowhere/data", progress=False)
+    assert not gcs_server.fs().exists("gf-gcs-nowhere")
+
+
 def test_publishing_to_a_missing_bucket_names_it_and_creates_nothing(gcs_server, local):
-    with pytest.raises(StorageError, match=r"cannot publish to gs://gf-gcs-nowhere/.*: the bucket does not exist "
-                                           r"while uploading .*Create the bucket \(glyphforge never creates one\)"):
+    place = f"gs://gf-gcs-nowhere/data/cache/{SPEC.kind}/{local.key}"
+    with pytest.raises(StorageError, match=store_failure("publish to", place, NO_BUCKET, "uploading ")):
         local.publish("gs://gf-gcs-nowhere/data", progress=False)
     assert not gcs_server.fs().exists("gf-gcs-nowhere")
 

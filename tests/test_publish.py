@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,10 +28,12 @@ from glyphforge.cache import CacheStore
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.storage.prepared import request_key
 from glyphforge.storage.publish import PublishConflictError, publish_entry
+from glyphforge.storage.store_errors import RemoteStorageError
 
 from support.cli import BIN, run
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import NoiseSpec
+from support.store_errors import NO_BUCKET, REFUSED, store_failure
 from support.toy_dataset import prepare_toy
 from support.waits import wait_until
 
@@ -102,22 +105,6 @@ def local_files(entry) -> dict[str, bytes]:
     return {name: (entry.path / name).read_bytes() for name in [*entry.files, "manifest.json"]}
 
 
-def user_denied_manifests(bucket: str) -> dict[str, str]:
-    """An IAM user of the server who may do anything in ``bucket`` but put a ``manifest.json``; its storage options."""
-    import boto3
-
-    iam = boto3.client("iam")
-    name = f"publisher-{bucket[5:]}"
-    iam.create_user(UserName=name)
-    iam.put_user_policy(UserName=name, PolicyName="no-manifests", PolicyDocument=json.dumps({
-        "Version": "2012-10-17", "Statement": [
-            {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
-            {"Effect": "Deny", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{bucket[5:]}/*/manifest.json"},
-        ]}))
-    key = iam.create_access_key(UserName=name)["AccessKey"]
-    return {"key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
-
-
 def publish_command(*argv: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return run("glyphforge", "publish", *argv, env=env)
 
@@ -160,12 +147,12 @@ def test_the_manifest_is_written_last_a_denied_manifest_leaves_the_whole_data_fi
         s3_server, built):
     bucket = versioned_bucket(s3_server)
     place = f"{bucket}/data/cache/test-noise/{built.key}"
-    options = user_denied_manifests(bucket)
+    options = s3_server.user_denied_puts(bucket, "*/manifest.json")
     with s3_server.checking_credentials(), pytest.raises(StorageError) as raised:
         built.publish(f"{bucket}/data", storage_options=options, progress=False)
 
     message = str(raised.value)
-    assert place in message and "refused the credentials or the permission while uploading manifest.json" in message
+    assert re.search(store_failure("publish to", f"{place}/manifest.json", REFUSED, "uploading manifest.json"), message)
     assert options["secret"] not in message
     everything = local_files(built.entry)
     assert objects(place) == {name: everything[name] for name in built.entry.files}  # all data, no manifest
@@ -253,11 +240,9 @@ def test_a_directory_where_the_manifest_goes_is_refused_and_left_untouched(built
 
 # -- publish: errors of the store ------------------------------------------------------------------
 def test_a_missing_bucket_is_named_and_not_created(s3_server, built):
-    with pytest.raises(StorageError) as raised:
+    manifest = f"s3://gf-no-such-bucket/data/cache/test-noise/{built.key}/manifest.json"
+    with pytest.raises(RemoteStorageError, match=store_failure("publish to", manifest, NO_BUCKET, "reading manifest")):
         built.publish("s3://gf-no-such-bucket/data", progress=False)
-
-    assert "cannot publish to s3://gf-no-such-bucket/data/cache/test-noise/" in str(raised.value)
-    assert "the bucket does not exist" in str(raised.value) and "Create the bucket" in str(raised.value)
     assert not s3_server.fs().exists("gf-no-such-bucket")
 
 
@@ -269,9 +254,9 @@ def test_wrong_credentials_are_named_without_the_secret(s3_server, local_data):
                                  env={"AWS_ACCESS_KEY_ID": "AKIAWRONGKEY", "AWS_SECRET_ACCESS_KEY": secret})
 
     assert result.returncode == 1
-    assert f"error: cannot publish to {bucket}/data/cache/toy/" in result.stderr
-    assert "the store refused the credentials or the permission" in result.stderr
-    assert "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in result.stderr
+    assert result.stderr.startswith("error: ")
+    manifest = f"{bucket}/data/cache/toy/{entry_of(local_data, 'toy').key}/manifest.json"
+    assert re.search(store_failure("publish to", manifest, REFUSED, "reading manifest.json"), result.stderr)
     assert secret not in result.stderr + result.stdout
     assert objects(bucket) == {}
 

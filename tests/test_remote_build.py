@@ -18,6 +18,7 @@ import dill
 import numpy as np
 import pytest
 
+from glyphforge._files import StorageError
 from glyphforge.builds.builder import ShardError, build, cache_params
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, LostShardsError
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
@@ -42,6 +43,7 @@ from support.cli import run
 from support.dask_cluster import dask_cluster, wait_for_workers
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import NoiseSpec, holder_of, made_shards
+from support.store_errors import NO_BUCKET, REFUSED, store_failure
 from support.waits import TIMEOUT, wait_until
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -349,9 +351,8 @@ def test_a_file_url_data_dir_gets_the_same_layout_and_reads_in_place(tmp_path, l
 
 def test_a_missing_bucket_an_unknown_scheme_or_an_http_url_fail_clearly_before_any_shard(s3_server, tmp_path):
     spec = replace(SPEC, touch_dir=str(tmp_path))
-    with pytest.raises(RemoteStorageError, match=r"reading s3://gf-no-such-bucket/x/cache/test-noise/[0-9a-f]+/"
-                                                 r"manifest\.json failed: not found .*bucket does not exist.*create "
-                                                 "the bucket"):
+    entry = f"s3://gf-no-such-bucket/x/cache/test-noise/{cache_key(spec.kind, cache_params(spec))}"
+    with pytest.raises(RemoteStorageError, match=store_failure("build into", entry, NO_BUCKET, "reading manifest")):
         build_into(spec, DataContext.resolve(data_dir="s3://gf-no-such-bucket/x"), progress=False)
     with pytest.raises(UnsupportedURLError, match="cannot open nosuch://bucket/x: .*use s3://, gs://"):
         build_into(spec, DataContext.resolve(data_dir="nosuch://bucket/x"), progress=False)
@@ -359,6 +360,20 @@ def test_a_missing_bucket_an_unknown_scheme_or_an_http_url_fail_clearly_before_a
                                                    "reads https:// URLs"):
         build_into(spec, DataContext.resolve(data_dir="https://example.invalid/x"), progress=False)
     assert made_shards(tmp_path) == []
+
+
+def test_a_refused_write_is_named_as_publishing_names_it_without_the_secret_before_any_shard(s3_server, tmp_path):
+    spec = replace(SPEC, touch_dir=str(tmp_path))
+    bucket = s3_server.bucket()
+    options = s3_server.user_denied_puts(bucket, "*.work/*")  # the build's first write: its note
+    key = cache_key(spec.kind, cache_params(spec))
+    entry = f"{bucket}/x/cache/test-noise/{key}"
+    refused = store_failure("build into", entry, REFUSED, f"writing {key}.work/build.json")
+    with s3_server.checking_credentials(), pytest.raises(StorageError, match=refused) as raised:
+        build_into(spec, DataContext.resolve(data_dir=f"{bucket}/x", storage_options=options), progress=False)
+
+    assert isinstance(raised.value, RemoteStorageError) and options["secret"] not in str(raised.value)
+    assert made_shards(tmp_path) == [] and s3_server.fs().find(bucket[5:]) == []
 
 
 def test_the_cli_builds_scenes_into_a_bucket_and_refuses_an_http_data_dir(s3_server):

@@ -6,6 +6,8 @@ first, manifest last); every test opens it with a fresh local cache dir (conftes
 from __future__ import annotations
 
 import gc
+import hashlib
+import json
 import os
 import pickle
 import shutil
@@ -18,10 +20,13 @@ import pytest
 import glyphforge as gf
 from glyphforge.builds import build
 from glyphforge.builds.dataset import find_built
+from glyphforge.builds.index import INDEX_FILE
 from glyphforge.builds.remote import RemoteBuiltDataset
 from glyphforge.cache import CorruptPklzError
+from glyphforge.cache.manifest import make_manifest
 from glyphforge.storage import Location
 from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError
+from glyphforge.storage.remote_entry import BrokenRemoteEntryError
 from glyphforge.storage.shard_cache import ShardCache
 
 from support.cli import run
@@ -228,7 +233,8 @@ def test_a_lost_file_refused_credentials_and_ignored_ranges_are_not_retried(buil
     http, url, arrays_path = server
     ds = gf.open_built(url)
     http.fail(arrays_path, 404, times=1)
-    with pytest.raises(RemoteFileMissingError, match=rf"entry at {url} lost its file {ARRAYS}.*publish or build"):
+    with pytest.raises(RemoteFileMissingError, match=rf"entry at {url} lost its file {ARRAYS}.*Its manifest is still "
+                                                     rf"there. .*delete everything under {url}/ with the store's own"):
         ds[0]
     http.fail(arrays_path, 403, times=1)
     with pytest.raises(RemoteAccessError, match=r"access was refused \(HTTP 403 Forbidden\).*AWS_ACCESS_KEY_ID"):
@@ -259,6 +265,41 @@ def test_a_damaged_shard_is_fetched_again_and_a_damaged_entry_is_named(built, se
     assert shards_kept(ds) == [cached.name]
 
 
+def test_a_damaged_local_copy_of_the_index_is_fetched_again(built, s3_data):
+    local, arrays, _ = built
+    ds = gf.open_built(s3_data[1])
+    ds[0]
+    copy = ds.path / INDEX_FILE
+    whole = copy.read_bytes()
+    copy.write_bytes(whole[:-1] + bytes([whole[-1] ^ 0x40]))  # the disk damaged the last shard's stop row
+
+    again = gf.open_built(s3_data[1])
+    assert np.array_equal(again[1029][0], arrays[again.image_name][1029])
+    assert copy.read_bytes() == whole
+
+
+def test_a_damaged_index_at_the_url_says_what_to_do_there_not_cache_rm(built, s3_server, tmp_path):
+    local = built[0]
+    entry = f"{s3_server.bucket()}/data/cache/{local.entry.kind}/{local.key}"
+    damaged = (local.path / INDEX_FILE).read_bytes()
+    damaged = damaged[:-1] + bytes([damaged[-1] ^ 0x40])  # published so: its manifest records these bytes
+    files = {**local.entry.manifest["files"],
+             INDEX_FILE: {"size": len(damaged), "sha256": hashlib.sha256(damaged).hexdigest()}}
+    manifest = make_manifest(local.entry.kind, local.key, local.entry.params, files, local.entry.meta)
+    fs = s3_server.fs()
+    fs.pipe_file(f"{entry[5:]}/{ARRAYS}", (local.path / ARRAYS).read_bytes())
+    fs.pipe_file(f"{entry[5:]}/{INDEX_FILE}", damaged)
+    fs.pipe_file(f"{entry[5:]}/manifest.json", json.dumps(manifest).encode())
+
+    ds = gf.open_built(entry, cache_dir=tmp_path / "cache")
+    with pytest.raises(BrokenRemoteEntryError, match=rf"(?s)the test-rows entry at {entry}: its shard index does not "
+                                                     rf"tile the data.*delete everything under {entry}/ with the "
+                                                     "store's own tools, then publish it again") as raised:
+        ds[0]
+    assert "cache rm" not in str(raised.value)
+    assert (ds.path / INDEX_FILE).read_bytes() == damaged  # what the URL holds, as its manifest records it
+
+
 def test_a_slow_server_is_waited_for(built, server):
     http, url, arrays_path = server
     http.drip(arrays_path, 4096, 0.002)
@@ -280,8 +321,9 @@ def test_an_object_deleted_while_a_stream_reads_is_named(built, s3_server):
 
 def test_a_missing_bucket_and_a_missing_entry_are_named(s3_server, built):
     local = built[0]
-    with pytest.raises(RemoteFileMissingError, match="the bucket does not exist"):
+    with pytest.raises(RemoteFileMissingError, match="the bucket does not exist") as raised:
         gf.open_built(f"s3://gf-no-such-bucket/data/cache/test-rows/{local.key}")
+    assert raised.value.no_bucket  # s3fs says so in words: no listing more, unlike gs://
     with pytest.raises(LookupError, match=r"no built dataset at s3://.*: it has no manifest.json"):
         gf.open_built(f"{s3_server.bucket()}/data/cache/test-rows/{local.key}")
     with pytest.raises(LookupError, match="is not the URL of an entry"):

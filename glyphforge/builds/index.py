@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any
 
 import numpy as np
@@ -42,10 +43,27 @@ import numpy as np
 from glyphforge.cache import Entry
 
 INDEX_COLUMNS = ("offset", "length", "start", "stop")
+#: What to do about a damaged index of an entry on this machine's disk.
+REBUILD = "The entry is damaged: remove it with `glyphforge cache rm KEY` and build it again"
 #: The optional fifth row of a multi-part entry's index: which of ``meta["parts"]`` holds each shard.
 PART_COLUMN = "part"
 #: The data file of a built entry holding its shard index (see the module docstring).
 INDEX_FILE = "index.npy"
+
+
+class DamagedIndexError(ValueError):
+    """A built entry's shard index cannot be read or does not fit the entry.
+
+    ``where`` names the entry, ``problem`` says what is wrong and ``fix`` what to do (by
+    default `REBUILD`, for an entry on disk; a reader of an entry at a URL says otherwise).
+    """
+
+    def __init__(self, where: str, problem: str, fix: str = REBUILD) -> None:
+        super().__init__(f"{where}: {problem}. {fix}")
+        self.where, self.problem, self.fix = where, problem, fix
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.where, self.problem, self.fix)
 
 
 @dataclass(frozen=True)
@@ -89,17 +107,17 @@ class ShardIndex:
 
     @classmethod
     def read(cls, path: Path, where: str) -> ShardIndex:
-        """Read an `INDEX_FILE`; a ValueError naming ``where`` when it is not a ``(4, n)`` or ``(5, n)`` int64 array."""
+        """Read an `INDEX_FILE`; a `DamagedIndexError` naming ``where`` when it is not a ``(4, n)`` or ``(5, n)`` int64
+        array."""
         try:
             table = np.load(path, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as error:
-            raise ValueError(f"{where}: its shard index {path} cannot be read ({error}). The entry is damaged: "
-                             "remove it with `glyphforge cache rm KEY` and build it again") from None
+        except (ValueError, OSError, EOFError, SyntaxError, TokenError) as error:  # the last two: a damaged header
+            raise DamagedIndexError(where, f"its shard index {path} cannot be read ({error})") from None
         rows = len(INDEX_COLUMNS)
         if table.dtype != np.int64 or table.ndim != 2 or table.shape[0] not in (rows, rows + 1):
-            raise ValueError(f"{where}: its shard index {path} holds a {table.dtype} array of shape {table.shape}, "
-                             f"not int64 of shape ({rows}, shards), or ({rows + 1}, shards) for a multi-part entry. "
-                             "The entry is damaged: remove it with `glyphforge cache rm KEY` and build it again")
+            raise DamagedIndexError(where, f"its shard index {path} holds a {table.dtype} array of shape "
+                                    f"{table.shape}, not int64 of shape ({rows}, shards), or ({rows + 1}, shards) "
+                                    "for a multi-part entry")
         return cls(*table)
 
     def table(self) -> np.ndarray:
@@ -122,8 +140,7 @@ class ShardIndex:
             starts = np.arange(0, n_examples, shard_size, dtype=np.int64)
             rows = np.minimum(starts + shard_size, n_examples) - starts
             return cls.from_lengths(meta["shard_bytes"], rows)
-        raise ValueError(f"{where} has no shard index (it predates glyphforge 0.1's shard_bytes); remove it "
-                         "with `glyphforge cache rm KEY` and build it again")
+        raise DamagedIndexError(where, "it has no shard index (it predates glyphforge 0.1's shard_bytes)")
 
     def to_meta(self) -> dict[str, list[int]]:
         """Return the JSON form glyphforge 0.2 stored as ``meta["index"]``."""
@@ -162,7 +179,7 @@ class ShardIndex:
         return int(first), int(stop) - 1
 
     def check(self, n_examples: int, where: str, parts: Any = None) -> None:
-        """Raise a ValueError naming ``where`` unless the index tiles ``n_examples`` rows and its bytes without gaps.
+        """Raise a `DamagedIndexError` naming ``where`` unless the index tiles ``n_examples`` rows and its bytes.
 
         ``parts`` is the entry's ``meta["parts"]`` (None: a single ``arrays.pklz``): a
         multi-part index must have a ``part`` row naming them in order, each part's members
@@ -170,10 +187,9 @@ class ShardIndex:
         shards it holds whole; reading the others names them
         (`glyphforge.builds.dataset.LostShardsError`).
         """
-        fix = "The entry is damaged: remove it with `glyphforge cache rm KEY` and build it again"
         if (parts is None) != (self.part is None):
-            raise ValueError(f"{where}: its shard index has {4 if self.part is None else 5} rows but its manifest "
-                             f"{'lists no' if parts is None else 'lists'} parts. {fix}")
+            raise DamagedIndexError(where, f"its shard index has {4 if self.part is None else 5} rows but its "
+                                    f"manifest {'lists no' if parts is None else 'lists'} parts")
         if self.part is None:
             first_in_file = np.zeros(len(self), bool)
             first_in_file[:1] = True
@@ -182,7 +198,7 @@ class ShardIndex:
             steps = np.diff(self.part)
             in_order = bool(np.all((steps == 0) | (steps == 1)))
             if len(self) and not (in_order and self.part[0] == 0 and self.part[-1] == len(parts) - 1):
-                raise ValueError(f"{where}: its shard index does not name its {len(parts)} parts in order. {fix}")
+                raise DamagedIndexError(where, f"its shard index does not name its {len(parts)} parts in order")
             first_in_file = np.concatenate([[True], steps == 1])
         follows = np.concatenate([[0], self.offset[:-1] + self.length[:-1]])
         tiles_bytes = len(self) > 0 and bool(
@@ -190,7 +206,5 @@ class ShardIndex:
         tiles_rows = len(self) > 0 and self.start[0] == 0 and bool(
             np.all(self.start[1:] == self.stop[:-1]) and np.all(self.stop > self.start))
         if not (tiles_bytes and tiles_rows and self.n_examples == n_examples):
-            raise ValueError(
-                f"{where}: its shard index does not tile the data (it covers {self.n_examples} rows; the manifest "
-                f"says {n_examples}). {fix}"
-            )
+            raise DamagedIndexError(where, f"its shard index does not tile the data (it covers {self.n_examples} "
+                                    f"rows; the manifest says {n_examples})")

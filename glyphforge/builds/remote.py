@@ -40,15 +40,16 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import PathLike, check_int
-from glyphforge._files import writing
+from glyphforge._files import sha256_file, writing
 from glyphforge.builds.dataset import BuiltDataset, is_built
+from glyphforge.builds.index import INDEX_FILE, DamagedIndexError, ShardIndex
 from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.locks import hold
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest
 from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.reads import RemoteFileMissingError, list_names, read_bytes
-from glyphforge.storage.remote_entry import RemoteEntry, entry_location
+from glyphforge.storage.remote_entry import BrokenRemoteEntryError, RemoteEntry, damaged_at_url, entry_location
 from glyphforge.storage.shard_cache import ShardCache
 
 __all__ = ["DEFAULT_PREFETCH_THREADS", "CachedEntry", "RemoteBuiltDataset", "UnlistableDataDirError",
@@ -86,6 +87,16 @@ class CachedEntry(Entry):
         """Return the local copy of data file ``name``, fetched whole (size and sha256 checked) on first use."""
         size = self.remote.size(name)  # a KeyError naming the files when the manifest lists no such file
         return self.cache.whole(self.path / name, size, lambda temporary: self.remote.download(name, temporary))
+
+    def drop_damaged_copy(self, name: str) -> bool:
+        """Remove the local copy of data file ``name`` if it is no longer what the manifest records (damaged since
+        it was fetched, its sha256 checked); return whether it did (the next `file` fetches it again)."""
+        path = self.path / name
+        recorded = self.manifest["files"].get(name)
+        if recorded is None or not path.is_file() or sha256_file(path) == recorded["sha256"]:
+            return False
+        path.unlink(missing_ok=True)
+        return True
 
 
 class Piece(NamedTuple):
@@ -243,6 +254,28 @@ class RemoteBuiltDataset(BuiltDataset):
         """The entry's URL (what `open_built` takes)."""
         return self.entry.remote.url
 
+    @property
+    def index(self) -> ShardIndex:
+        """The shard index (`BuiltDataset.index`), its ``index.npy`` fetched into the local shard cache.
+
+        A local copy damaged since it was fetched is fetched again, once. An index that does not
+        read or fit as the manifest at the URL records it is the damage of the entry there: a
+        `BrokenRemoteEntryError` saying what to do at the URL (`damaged_at_url`).
+        """
+        try:
+            return super().index
+        except DamagedIndexError as error:
+            if not self.entry.drop_damaged_copy(INDEX_FILE):
+                raise self._damaged_index(error) from None
+        try:
+            return super().index
+        except DamagedIndexError as error:
+            raise self._damaged_index(error) from None
+
+    def _damaged_index(self, error: DamagedIndexError) -> BrokenRemoteEntryError:
+        return BrokenRemoteEntryError(f"the {self.entry.kind} entry at {self.url}: {error.problem}, as its manifest "
+                                      f"there records it. {damaged_at_url(self.url)}")
+
     def _member(self, number: int) -> tuple[Path, int]:
         """Shard ``number``'s gzip member: its byte range, fetched into the shard cache (unless there), from byte 0."""
         return self._fetcher.path(self._piece(number)), 0
@@ -263,8 +296,8 @@ class RemoteBuiltDataset(BuiltDataset):
             self._fetcher.forget(self._piece(number))
             raise CorruptPklzError(
                 f"shard {number} of the {self.entry.kind} entry at {self.url} is damaged: fetched twice, its bytes do "
-                f"not decode ({error.__cause__ or error}); nothing of it is kept in the local cache. The entry at "
-                "that URL is damaged: publish or build it there again") from None
+                f"not decode ({error.__cause__ or error}); nothing of it is kept in the local cache. "
+                f"{damaged_at_url(self.url)}") from None
 
     def _piece(self, number: int) -> Piece:
         return self._shard_runs().pieces[number]

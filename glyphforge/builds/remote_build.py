@@ -63,15 +63,14 @@ from glyphforge.storage.location import Location
 from glyphforge.storage.objects import file_sizes, upload_file, write_bytes
 from glyphforge.storage.publish import publish_entry
 from glyphforge.storage.remote_entry import RemoteEntry, entry_location
+from glyphforge.storage.store_errors import RemoteStorageError, StoreTask, translated
 
 log = logging.getLogger(__name__)
 
 #: The driver's note in an entry's ``.work`` prefix (see the module docstring).
 BUILD_NOTE = "build.json"
-
-
-class RemoteStorageError(OSError):
-    """Reading or writing a URL failed; the message names the URL, what failed and what to do."""
+#: What the store's errors during a build into a URL say (`glyphforge.storage.store_errors`).
+BUILDING = StoreTask("build into", "run the build again: the shards finished are kept and not made again")
 
 
 class ReadOnlyDataDirError(ValueError):
@@ -111,27 +110,6 @@ def check_writable(data_dir: Location) -> Location:
     return data_dir
 
 
-@contextmanager
-def remote_errors(url: str, action: str) -> Iterator[None]:
-    """Turn an fsspec failure while ``action`` ("writing"...) ``url`` into a `RemoteStorageError` saying what to do."""
-    try:
-        yield
-    except RemoteStorageError:
-        raise
-    except FileNotFoundError as error:
-        raise RemoteStorageError(
-            f"{action} {url} failed: not found ({error}). Check that the bucket exists and the URL is right "
-            "(create the bucket first)") from None
-    except PermissionError as error:
-        raise RemoteStorageError(
-            f"{action} {url} failed: access denied ({error}). Check the credentials this process finds in its "
-            "environment (e.g. AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS) "
-            "and that they may write there") from None
-    except OSError as error:
-        raise RemoteStorageError(f"{action} {url} failed: {error}. Check the URL, the network and "
-                                 "AWS_ENDPOINT_URL (or storage_options), then run the build again") from None
-
-
 def build_into(
     spec: Spec, context: DataContext, session: Session | str | None = None, *, progress: bool = True,
     session_options: Mapping[str, Any] | None = None,
@@ -159,7 +137,8 @@ def build_into(
         fsspec cannot open its scheme here (the message names the extra to install).
     RemoteStorageError
         Reading or writing the URL failed (a missing bucket, wrong credentials...): the
-        first write is the driver's note, before the prepare and any shard.
+        first write is the driver's note, before the prepare and any shard. A
+        `glyphforge.StorageError` (`glyphforge.storage.store_errors`), as publishing raises.
     ShardError
         A shard failed; the finished ones are kept: run again to resume.
     """
@@ -170,12 +149,12 @@ def build_into(
     params = cache_params(spec)
     key = cache_key(spec.kind, params)
     entry = entry_location(data_dir, spec.kind, key)
-    with remote_errors(entry.child(MANIFEST).url, "reading"):
+    with translated(entry, f"reading {MANIFEST}", BUILDING):
         if RemoteEntry.open(entry) is not None:  # a manifest failing the checks: BrokenRemoteEntryError, left alone
             return entry
     n_shards = count_shards(spec.n_examples, spec.shard_size)
     work = work_location(entry)
-    _write(work.child(BUILD_NOTE), json.dumps({"kind": spec.kind, "key": key, "n_shards": n_shards}).encode())
+    _write(entry, work.child(BUILD_NOTE), json.dumps({"kind": spec.kind, "key": key, "n_shards": n_shards}).encode())
     started = time.perf_counter()
     inputs = _prepare(spec, context)
     for made in inputs:  # for the workers: they fetch them into their own local cache
@@ -187,7 +166,7 @@ def build_into(
     missing = [index for index in range(n_shards) if index not in records]
     workers = make_shards(task, missing, records, session, dict(session_options or {}), progress) if missing else 0
     _commit(spec, key, params, entry, records)
-    _remove(work, [record_name(index) for index in sorted(records)] + [BUILD_NOTE])
+    _remove(entry, work, [record_name(index) for index in sorted(records)] + [BUILD_NOTE])
     seconds = time.perf_counter() - started
     summary = (f"built {spec.kind} {key[:12]} into {entry}: {n_shards} shards ({n_shards - reused} made, "
                f"{reused} reused) in {seconds:.1f} s on {workers} workers")
@@ -214,12 +193,12 @@ def finished_shards(entry: Location, n_shards: int) -> dict[int, ShardRecord]:
     """The records of shards below ``n_shards`` whose record and part are both at the URL, the part at its size."""
     work = work_location(entry)
     names = {record_name(index): index for index in range(n_shards)}
-    listed = _object_sizes(work)
+    listed = _object_sizes(entry, work)
     paths = [work.child(name).path for name in sorted(listed) if name in names]
     if not paths:
         return {}
-    sizes = _object_sizes(entry)
-    with remote_errors(work.url, "reading the shard records of"):
+    sizes = _object_sizes(entry, entry)
+    with translated(entry, f"reading the shard records in {_named(entry, work)}", BUILDING):
         texts = work.fs.cat(paths, on_error="omit")
     done = {}
     for path, text in texts.items():
@@ -241,7 +220,7 @@ def _commit(spec: Spec, key: str, params: dict[str, Any], entry: Location, recor
     buffer = io.BytesIO()
     np.save(buffer, index.table(), allow_pickle=False)
     table = buffer.getvalue()
-    _write(entry.child(INDEX_FILE), table)
+    _write(entry, entry.child(INDEX_FILE), table)
     files = {part_name(number): {"size": record["size"], "sha256": record["sha256"]} for number, record in
              enumerate(ordered)}
     files[INDEX_FILE] = {"size": len(table), "sha256": _sha256(table)}
@@ -255,7 +234,7 @@ def _commit(spec: Spec, key: str, params: dict[str, Any], entry: Location, recor
         "parts": [part_name(number) for number in range(n_shards)],
     }
     manifest = make_manifest(spec.kind, key, params, files, meta)
-    _write(entry.child(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+    _write(entry, entry.child(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
 
 
 # -- on the workers ----------------------------------------------------------------------------------
@@ -285,10 +264,10 @@ class RemoteShardTask:
         try:
             path = dump_pklz(arrays, scratch / part_name(index))
             record.update(size=path.stat().st_size, sha256=sha256_file(path))
-            _upload(path, self.entry.child(part_name(index)))
+            _upload(self.entry, path, self.entry.child(part_name(index)))
         finally:
             remove_tree(scratch)
-        _write(work_location(self.entry).child(record_name(index)), json.dumps(record).encode("utf-8"))
+        _write(self.entry, work_location(self.entry).child(record_name(index)), json.dumps(record).encode("utf-8"))
         return record
 
 
@@ -316,35 +295,43 @@ def fetch_entries(inputs: tuple[tuple[str, dict[str, Any]], ...], context: DataC
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-def _write(location: Location, data: bytes) -> None:
-    """Write ``data`` as the object at ``location`` (`glyphforge.storage.objects.write_bytes`), errors named."""
-    with remote_errors(location.url, "writing"):
+def _write(entry: Location, location: Location, data: bytes) -> None:
+    """Write ``data`` as the object at ``location`` (`glyphforge.storage.objects.write_bytes`) for the build of
+    ``entry``, errors named (`glyphforge.storage.store_errors`)."""
+    with translated(entry, f"writing {_named(entry, location)}", BUILDING):
         write_bytes(location, data)
 
 
-def _upload(source: Path, location: Location) -> None:
+def _upload(entry: Location, source: Path, location: Location) -> None:
     """Copy the local file ``source`` to the object at ``location`` (`upload_file`), errors named."""
-    with remote_errors(location.url, "writing"):
+    with translated(entry, f"uploading {_named(entry, location)}", BUILDING):
         upload_file(source, location)
 
 
-def _object_sizes(folder: Location) -> dict[str, int]:
+def _object_sizes(entry: Location, folder: Location) -> dict[str, int]:
     """The size of each object directly under ``folder``, by name (`file_sizes`), errors named."""
-    with remote_errors(folder.url, "listing"):
+    with translated(entry, f"listing {_named(entry, folder)}", BUILDING):
         return file_sizes(folder)
 
 
-def _remove(folder: Location, names: list[str]) -> None:
+def _remove(entry: Location, folder: Location, names: list[str]) -> None:
     """Delete the objects ``names`` under ``folder`` (exact names, never a prefix), then ``folder`` if left empty."""
     fs = folder.fs
-    present = _object_sizes(folder)
+    present = _object_sizes(entry, folder)
     doomed = [folder.child(name).path for name in names if name in present]
-    with remote_errors(folder.url, "cleaning up"):
+    with translated(entry, f"cleaning up {_named(entry, folder)}", BUILDING):
         if doomed:
             fs.rm(doomed)
         fs.invalidate_cache(folder.path)
         if fs.isdir(folder.path) and not fs.ls(folder.path):  # a filesystem with directories (file://)
             fs.rmdir(folder.path)
+
+
+def _named(entry: Location, location: Location) -> str:
+    """``location`` as messages about the build of ``entry`` name it: ``index.npy``, ``<key>.work/build.json``."""
+    if location == entry:
+        return "the entry"
+    return location.url.removeprefix(entry.url.rsplit("/", 1)[0] + "/").removeprefix(f"{entry.name}/")
 
 
 def _sha256(data: bytes) -> str:

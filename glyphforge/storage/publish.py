@@ -26,7 +26,6 @@ errors name the URL, what failed and what to do, never a secret.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -36,14 +35,14 @@ from typing import TYPE_CHECKING, Any
 from fsspec.callbacks import Callback
 
 from glyphforge._checks import PathLike
-from glyphforge._files import StorageError
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.cache.store import CacheStore
-from glyphforge.storage.location import SECRET_OPTIONS, Location, UnsupportedURLError, is_url
+from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.objects import file_sizes, upload_file, write_bytes
 from glyphforge.storage.reads import is_missing_bucket
 from glyphforge.storage.remote_entry import entry_location
+from glyphforge.storage.store_errors import StoreTask, translated, translated_call
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -64,8 +63,9 @@ PART_BYTES = 8 << 20
 PARTS_AT_ONCE = 4
 #: S3's limit on the parts of one multipart upload.
 MAX_PARTS = 10_000
-#: Environment variables whose values never appear in a message.
-SECRET_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")
+#: What the store's errors while publishing say (`glyphforge.storage.store_errors`).
+PUBLISHING = StoreTask("publish to", "run the same command again: files uploaded whole are kept and not uploaded "
+                       "again, and readers see the entry only once its manifest, written last, is there")
 
 
 class PublishConflictError(FileExistsError):
@@ -150,9 +150,10 @@ def publish_entry(entry: Entry, url: str | Location, *, storage_options: Mapping
         Another entry's manifest, or a data file of another size, is at the entry's place (left untouched).
     MissingEntryFileError, DamagedEntryFileError
         A local data file is missing or not the size its manifest records (nothing of it is uploaded).
-    StorageError
+    RemoteStorageError
         The store refused or failed (wrong credentials, no permission, no such bucket, network): the
         message names the URL and what to do; files uploaded before are kept and not uploaded again.
+        A `glyphforge.StorageError` (`glyphforge.storage.store_errors`).
     """
     place = entry_location(target_location(url, storage_options), entry.kind, entry.key)
     with entry.read_lock():
@@ -240,7 +241,7 @@ def published_manifest(place: Location) -> dict[str, Any] | None:
     ------
     PublishConflictError
         What is there is not a glyphforge manifest of the entry ``place`` names.
-    StorageError
+    RemoteStorageError
         The store refused or failed (see `publish_entry`).
     """
     where = place.child(MANIFEST)
@@ -261,24 +262,25 @@ def read_object(where: Location, doing: str) -> bytes | None:
     ------
     PublishConflictError
         ``where`` is a directory (not glyphforge's: left as it is).
-    StorageError
+    RemoteStorageError
         The store refused or failed, or the bucket does not exist (see `publish_entry`).
     """
-    try:
-        data: bytes = _guarded(where, doing, lambda: where.fs.cat_file(where.path))
-    except StorageError as error:
-        cause = error.__cause__
-        if isinstance(cause, IsADirectoryError):
+    with translated(where, doing, PUBLISHING):
+        try:
+            data: bytes = where.fs.cat_file(where.path)
+        except IsADirectoryError:
             raise _not_ours(where, "a file") from None
-        if isinstance(cause, FileNotFoundError) and not is_missing_bucket(cause):
+        except FileNotFoundError as error:
+            if is_missing_bucket(error):
+                raise
             return None
-        raise
     return data
 
 
 def put_bytes(where: Location, data: bytes, doing: str) -> None:
     """Write ``data`` as the object ``where`` (a ``file://`` one under a temporary name first, then renamed)."""
-    _guarded(where, doing, lambda: write_bytes(where, data))
+    with translated(where, doing, PUBLISHING):
+        write_bytes(where, data)
 
 
 def _not_ours(where: Location, expected: str) -> PublishConflictError:
@@ -296,7 +298,8 @@ def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]]) -> s
     PublishConflictError
         A data file of another size is there (named; left untouched).
     """
-    sizes = _guarded(place, "listing the entry", lambda: file_sizes(place))
+    with translated(place, "listing the entry", PUBLISHING):
+        sizes = file_sizes(place)
     wrong = sorted(name for name in files if name in sizes and sizes[name] != files[name]["size"])
     if wrong:
         described = "; ".join(f"{place.url}/{name} is {sizes[name]:,} bytes, the entry's is {files[name]['size']:,}"
@@ -315,7 +318,8 @@ def _upload_all(place: Location, sources: Mapping[str, Path], bar: tqdm) -> None
     if not sources:
         return
     with ThreadPoolExecutor(max_workers=FILES_AT_ONCE, thread_name_prefix="glyphforge-publish") as pool:
-        futures = [pool.submit(_guarded, place, f"uploading {name}", _uploader(place, name, source, bar))
+        futures = [pool.submit(translated_call, place, f"uploading {name}", PUBLISHING,
+                               _uploader(place, name, source, bar))
                    for name, source in sorted(sources.items(), key=lambda item: -item[1].stat().st_size)]
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         failed = next((future for future in done if future.exception() is not None), None)
@@ -355,49 +359,3 @@ def _progress_bar(total: int, place: Location, progress: bool) -> tqdm:
     kind, key = place.url.rsplit("/", 2)[-2:]
     return tqdm(total=total, unit="B", unit_scale=True, desc=f"publishing {kind} {key[:12]}",
                 disable=not progress)
-
-
-def _guarded(place: Location, doing: str, action: Callable[[], Any]) -> Any:
-    """Run ``action``; turn the store's errors into a `StorageError` naming ``place``, what failed and what to do."""
-    try:
-        return action()
-    except (PublishConflictError, StorageError, UnsupportedURLError):
-        raise
-    except Exception as error:  # the store's own (botocore, aiohttp, google...): one paragraph, no secrets
-        raise _store_error(error, place, doing) from error
-
-
-def _store_error(error: Exception, place: Location, doing: str) -> StorageError:
-    """The `StorageError` for ``error`` raised while ``doing`` at ``place`` (see `_guarded`)."""
-    what = _scrub(f"{type(error).__name__}: {error}", place)
-    if isinstance(error, PermissionError):
-        why = "the store refused the credentials or the permission"
-        fix = ("Check the credentials this process reads (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or "
-               "~/.aws for s3://; GOOGLE_APPLICATION_CREDENTIALS for gs://) and that they may write there")
-    elif isinstance(error, FileNotFoundError) and is_missing_bucket(error):
-        why = "the bucket does not exist"
-        fix = "Create the bucket (glyphforge never creates one), or check the URL"
-    elif isinstance(error, FileNotFoundError):
-        why = "a file went missing"
-        fix = "Check the URL, and that the local entry is whole (`glyphforge cache verify`)"
-    else:
-        why = "the store could not be reached or failed"
-        fix = "Check the URL, the endpoint (AWS_ENDPOINT_URL) and the network"
-    message = (f"cannot publish to {place.url}: {why} while {doing} ({what}). {fix}, then run the same command "
-               "again: files uploaded whole are kept and not uploaded again, and readers see the entry only once its "
-               "manifest, written last, is there")
-    converted = StorageError(message)
-    converted.errno = getattr(error, "errno", None)
-    converted.filename = place.url
-    return converted
-
-
-def _scrub(text: str, place: Location) -> str:
-    """``text`` without the secrets of ``place``'s storage options or of the environment."""
-    secrets = [str(value) for name, value in place.storage_options.items() if name in SECRET_OPTIONS and value]
-    secrets += [os.environ[name] for name in SECRET_VARIABLES if os.environ.get(name)]
-    for secret in sorted(secrets, key=len, reverse=True):
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
-

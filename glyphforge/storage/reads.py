@@ -14,7 +14,7 @@ honoured, up to ``max_delay``), each retry logged at INFO; on ``gs://`` gcsfs re
 itself, and glyphforge does not again (`_RETRYING_CLIENTS`). Then, or at once for what retrying
 cannot fix, an error names the URL, what was read, what failed and what to do:
 
-* `RemoteFileMissingError` (a ``FileNotFoundError``): no such object, or no such bucket (404);
+* `RemoteFileMissingError` (a ``FileNotFoundError``): no such object, or no such bucket (404; ``no_bucket``);
 * `RemoteAccessError` (a ``PermissionError``): the credentials were refused (401, 403);
 * `ShortObjectError` (a `RemoteReadError`): the object ends before the range asked for;
 * `RemoteReadError` (an ``OSError``): anything else, transient failures included once retried.
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
 __all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
-           "ShortObjectError", "is_missing_bucket", "list_names", "read_bytes", "store_call"]
+           "ShortObjectError", "is_missing_bucket", "list_names", "read_bytes", "shown", "sorted_failure", "store_call"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -54,6 +54,9 @@ _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _GCS_BUCKET_RESOURCE = re.compile(r"(?:^|/)b/[^/]+/o$")
 #: HTTP statuses worth retrying.
 _TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: Schemes whose 404 on one object does not say whether its bucket exists (gcsfs names the object's resource):
+#: a read that gets one spends one listing more to tell (`_bucket_is_missing`). s3fs says so in words.
+_UNSURE_404 = frozenset({"gs", "gcs"})
 #: Schemes whose fsspec filesystem retries transient failures itself before raising them, and its name (gcsfs:
 #: 6 tries over about 35 s): glyphforge does not try again, or a store that is down would take minutes to name.
 _RETRYING_CLIENTS = {"gs": "gcsfs", "gcs": "gcsfs"}
@@ -165,7 +168,7 @@ def read_bytes(location: Location, start: int | None = None, end: int | None = N
     """
     ranged = start is not None and end is not None
     span = f"bytes {start:,} to {end:,} of " if ranged else ""
-    described = f"{span}{_shown(location.url)}" + (f" ({what})" if what else "")
+    described = f"{span}{shown(location.url)}" + (f" ({what})" if what else "")
     if location.scheme in ("http", "https"):
         return _retried(lambda: _http(location.url, start, end, policy.timeout), f"read {described}", policy)
     return _retried(lambda: _fsspec(location, start, end), f"read {described}", policy, location.scheme)
@@ -187,7 +190,7 @@ def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> li
             return []
         return sorted(str(path).rstrip("/").rsplit("/", 1)[-1] for path in paths)
 
-    return _retried(attempt, f"list {_shown(location.url)}", policy, location.scheme)
+    return _retried(attempt, f"list {shown(location.url)}", policy, location.scheme)
 
 
 def store_call(location: Location, call: Callable[[], T], described: str, *,
@@ -201,9 +204,12 @@ def is_missing_bucket(error: FileNotFoundError) -> bool:
     """Whether the store's ``error`` says the bucket itself does not exist (not only an object of it).
 
     s3fs says so in words ("The specified bucket does not exist"); gcsfs names the API resource that
-    was not found, a bucket's when a listing or an upload got the 404 (see `_GCS_BUCKET_RESOURCE`).
+    was not found, a bucket's when a listing or an upload got the 404 (see `_GCS_BUCKET_RESOURCE`);
+    a read of one ``gs://`` object that got a 404 asks with one listing more (`_bucket_is_missing`).
     Never the bucket's name: a bucket may well be called ``my-bucket``.
     """
+    if isinstance(error, _NoBucket):
+        return True
     text = str(error.args[0]) if error.args else ""
     return "bucket does not exist" in str(error).lower() or _GCS_BUCKET_RESOURCE.search(text.split("?")[0]) is not None
 
@@ -291,13 +297,18 @@ def _check_status(response: requests.Response) -> None:
 
 def _raise_status(status: int, answer: str, retry_after: float | None = None) -> NoReturn:
     """Raise what an HTTP ``status`` other than 200 and 206 means; ``answer`` is the server's ("503 Slow Down")."""
+    raise _status_failure(status, answer, retry_after)
+
+
+def _status_failure(status: int, answer: str, retry_after: float | None = None) -> Exception:
+    """What an HTTP ``status`` other than 200 and 206 means (see `_raise_status`)."""
     if status == 404 or status == 410:
-        raise FileNotFoundError(f"the server answered {answer} (no such file)")
+        return FileNotFoundError(f"the server answered {answer} (no such file)")
     if status in (401, 403):
-        raise PermissionError(f"HTTP {answer}")
+        return PermissionError(f"HTTP {answer}")
     if status in _TRANSIENT_STATUS:
-        raise _Transient(f"the server answered {answer}", retry_after)
-    raise _Permanent(f"the server answered {answer}. Check the URL")
+        return _Transient(f"the server answered {answer}", retry_after)
+    return _Permanent(f"the server answered {answer}. Check the URL")
 
 
 def _expected_length(response: requests.Response, start: int | None, end: int | None) -> int | None:
@@ -313,7 +324,7 @@ def _expected_length(response: requests.Response, start: int | None, end: int | 
     match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
     if match is None or int(match.group(1)) != start:
         raise _Permanent(f"the server answered a range other than the one asked for "
-                         f"(Content-Range {response.headers.get('Content-Range')!r})")
+                        f"(Content-Range {response.headers.get('Content-Range')!r})")
     if int(match.group(2)) + 1 < end:
         raise _Short(f"the file ends at byte {int(match.group(2)) + 1:,}: it is shorter than expected (damaged, or "
                      "replaced by another)")
@@ -352,33 +363,75 @@ def _retry_after(response: requests.Response) -> float | None:
 # -- everything else, with fsspec ------------------------------------------------------------
 def _fsspec(location: Location, start: int | None, end: int | None) -> bytes:
     """One ranged (or whole) ``cat_file`` of the object, its failures sorted into transient and not."""
-    data: bytes = _classified(lambda: location.fs.cat_file(location.path, start=start, end=end))
+    try:
+        data: bytes = _classified(lambda: location.fs.cat_file(location.path, start=start, end=end))
+    except FileNotFoundError as error:
+        if location.scheme in _UNSURE_404 and not is_missing_bucket(error) and _bucket_is_missing(location):
+            raise _NoBucket(f"{shown(location.url)}: the bucket does not exist") from None
+        raise
     if start is not None and end is not None and len(data) != end - start:
         raise _Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
                      "expected (damaged, or replaced by another)")
     return data
 
 
+class _NoBucket(FileNotFoundError):
+    """The bucket of the object read does not exist (`_bucket_is_missing` found out)."""
+
+
+def _bucket_is_missing(location: Location) -> bool:
+    """Whether the bucket of the object at ``location`` does not exist, by one listing of the object's folder.
+
+    For a store whose 404 on one object does not say (`_UNSURE_404`); a listing that fails
+    otherwise (no permission to list, the network) cannot tell: False.
+    """
+    fs = location.fs
+    folder = location.path.rsplit("/", 1)[0]
+    try:
+        fs.invalidate_cache(folder)
+        fs.ls(folder, detail=False)
+    except FileNotFoundError as error:
+        return is_missing_bucket(error)
+    except Exception:  # noqa: BLE001 (the object's own 404 stands)
+        return False
+    return False
+
+
 def _classified(call: Callable[[], T]) -> T:
-    """Return ``call()`` (an fsspec call), its failures sorted: `_Transient`, FileNotFound-, PermissionError."""
+    """Return ``call()`` (an fsspec call), its failures sorted by `sorted_failure`."""
     try:
         return call()
-    except (FileNotFoundError, PermissionError):
-        raise
     except Exception as error:
-        if _is_connection_error(error):  # before OSError: aiohttp's are OSErrors whose words are not readable
-            raise _Transient(f"the connection failed ({type(error).__name__})") from None
-        if _is_gcs_refusal(error):
-            raise PermissionError("HTTP 403 Forbidden") from None
-        if isinstance(error, (OSError, TimeoutError)):
-            raise _Transient(_reason(error)) from None
-        status = _gcs_status(error)
-        if status is not None:
-            reason = _reason(error).removesuffix(f", {status}")  # gcsfs appends the status to the message
-            _raise_status(status, reason if reason.startswith(str(status)) else f"{status} {reason}")
-        if _is_credentials_error(error):
-            raise PermissionError(f"{type(error).__name__}: {error}") from None
-        raise
+        failure = sorted_failure(error)
+        if failure is error:
+            raise
+        raise failure from None
+
+
+def sorted_failure(error: Exception) -> Exception:
+    """Return the store's ``error`` as glyphforge sorts it, or ``error`` itself when it is none of these.
+
+    A FileNotFoundError or PermissionError stays as it is; a connection that failed, an
+    ``OSError`` or a timeout becomes a `_Transient` failure; gcsfs's 403 and HTTP errors and
+    botocore's missing credentials become the FileNotFound-, PermissionError, `_Transient` or
+    `_Permanent` their status means. `store_call` and `read_bytes` retry the transient ones;
+    the write side (`glyphforge.storage.store_errors`) names them all at once.
+    """
+    if isinstance(error, (FileNotFoundError, PermissionError)):
+        return error
+    if _is_connection_error(error):  # before OSError: aiohttp's are OSErrors whose words are not readable
+        return _Transient(f"the connection failed ({type(error).__name__})")
+    if _is_gcs_refusal(error):
+        return PermissionError("HTTP 403 Forbidden")
+    if isinstance(error, (OSError, TimeoutError)):
+        return _Transient(_reason(error))
+    status = _gcs_status(error)
+    if status is not None:
+        reason = _reason(error).removesuffix(f", {status}")  # gcsfs appends the status to the message
+        return _status_failure(status, reason if reason.startswith(str(status)) else f"{status} {reason}")
+    if _is_credentials_error(error):
+        return PermissionError(f"{type(error).__name__}: {error}")
+    return error
 
 
 def _is_connection_error(error: Exception) -> bool:
@@ -420,9 +473,9 @@ def _is_credentials_error(error: Exception) -> bool:
 def _reason(error: BaseException) -> str:
     """A short reason: the error's own words without its URL-bearing arguments."""
     text = str(error.args[0]) if error.args else type(error).__name__
-    return _shown(text.splitlines()[0] if text else type(error).__name__)
+    return shown(text.splitlines()[0] if text else type(error).__name__)
 
 
-def _shown(text: str) -> str:
+def shown(text: str) -> str:
     """``text`` without URL query strings (a signed URL's signature is a secret) or user:password@ parts."""
     return re.sub(r"\?[^\s'\"]*", "?...", re.sub(r"://[^/@\s]*@", "://", text))

@@ -22,7 +22,7 @@ from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFie
 from glyphforge.storage.location import Location
 from glyphforge.storage.reads import RemoteFileMissingError, ShortObjectError, read_bytes
 
-__all__ = ["BrokenRemoteEntryError", "RemoteEntry", "entry_location"]
+__all__ = ["BrokenRemoteEntryError", "RemoteEntry", "damaged_at_url", "entry_location"]
 
 #: How much of a file `RemoteEntry.download` reads at a time.
 DOWNLOAD_BLOCK = 8 << 20
@@ -30,6 +30,18 @@ DOWNLOAD_BLOCK = 8 << 20
 
 class BrokenRemoteEntryError(ValueError):
     """An entry's manifest at a URL fails the manifest's checks, or a data file is not what it records."""
+
+
+def damaged_at_url(url: str | Location) -> str:
+    """What to do about the entry at ``url`` found damaged there (its manifest is there, a file is not as it records).
+
+    Publishing or building it again finds its manifest and does nothing, and glyphforge deletes
+    nothing at a URL: the entry's objects are deleted first, with the store's own tools.
+    """
+    return (f"The entry at {url} is damaged (or being replaced). glyphforge replaces nothing at a URL, and publishing "
+            f"or building it again finds its manifest and does nothing: delete everything under {url}/ with the "
+            "store's own tools, then publish it again from a machine whose copy is whole (`glyphforge cache verify` "
+            "there checks it), or build it into that data dir again")
 
 
 def entry_location(data_dir: Location, kind: str, key: str) -> Location:
@@ -74,8 +86,8 @@ class RemoteEntry(ManifestFields):
         try:
             return cls(location, parse_manifest(text, kind, key))
         except BrokenManifestError as error:
-            raise BrokenRemoteEntryError(f"{manifest_url} is not a valid manifest: {error}. The entry at "
-                                         f"{location} is damaged: publish or build it there again") from None
+            raise BrokenRemoteEntryError(f"{manifest_url} is not a valid manifest: {error}. "
+                                         f"{damaged_at_url(location)}") from None
 
     @property
     def url(self) -> str:
@@ -111,13 +123,12 @@ class RemoteEntry(ManifestFields):
                               what=f"{about}the {self.kind} entry {self.key[:12]}")
         except RemoteFileMissingError as error:
             raise RemoteFileMissingError(
-                f"the {self.kind} entry at {self.url} lost its file {name}: {error} Its manifest is still there, so "
-                "the entry is damaged (or being replaced): publish or build it there again") from None
+                f"the {self.kind} entry at {self.url} lost its file {name}: {error}. Its manifest is still there. "
+                f"{damaged_at_url(self.url)}") from None
         except ShortObjectError as error:
             raise BrokenRemoteEntryError(
                 f"{self.location.child(name)} is shorter than the {self.size(name):,} bytes its manifest records: "
-                f"{error}. The entry at {self.url} is damaged (or being replaced): publish or build it there "
-                "again") from None
+                f"{error}. {damaged_at_url(self.url)}") from None
 
     def download(self, name: str, destination: Path) -> Path:
         """Fetch data file ``name`` whole to ``destination`` (atomically), checking its size and sha256.
@@ -141,6 +152,5 @@ class RemoteEntry(ManifestFields):
             if (size, digest.hexdigest()) != (expected["size"], expected["sha256"]):
                 raise BrokenRemoteEntryError(
                     f"{self.location.child(name)} is {size:,} bytes with sha256 {digest.hexdigest()}, where the "
-                    f"manifest records {expected['size']:,} bytes and {expected['sha256']}: the entry at {self.url} "
-                    "is damaged (or being replaced); publish or build it there again")
+                    f"manifest records {expected['size']:,} bytes and {expected['sha256']}. {damaged_at_url(self.url)}")
         return destination

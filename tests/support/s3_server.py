@@ -16,6 +16,7 @@ restores the environment afterwards. ``s3_server.fs()`` is a fresh s3fs filesyst
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import urllib.request
@@ -30,6 +31,8 @@ from support.ports import free_port
 #: Bucket numbers, for the whole test session: moto keeps its buckets in the process, so a second
 #: module's server starts with the first one's buckets.
 _BUCKETS = itertools.count(1)
+#: IAM user numbers, for the whole test session (moto keeps its users in the process, as its buckets).
+_USERS = itertools.count(1)
 #: What the fixture puts in the environment (moto accepts any credentials).
 ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
 
@@ -86,6 +89,22 @@ class LocalS3Server:
         name = name or f"gf-test-{next(_BUCKETS)}"
         self.fs().mkdir(name)
         return f"s3://{name}"
+
+    def user_denied_puts(self, bucket: str, pattern: str) -> dict[str, str]:
+        """An IAM user who may do anything in ``bucket`` but put objects matching ``pattern`` (``*/manifest.json``);
+        its storage options. Denials apply within `checking_credentials` only."""
+        import boto3
+
+        iam = boto3.client("iam")
+        name = f"user-{next(_USERS)}"
+        iam.create_user(UserName=name)
+        iam.put_user_policy(UserName=name, PolicyName="denied-puts", PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+                {"Effect": "Deny", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{bucket[5:]}/{pattern}"},
+            ]}))
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        return {"key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
 
 
 @pytest.fixture(scope="module")
