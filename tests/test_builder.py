@@ -18,7 +18,8 @@ from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, ShardError, build, cache_params
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.shards import completed_shards, count_shards, shard_bounds, shard_path, shard_rng
-from glyphforge.cache import CacheStore, iter_pklz
+from glyphforge.cache import CacheStore
+from glyphforge.cache.npy_members import iter_members
 from glyphforge.session import open_session
 
 from support.specs import NoiseSpec, assert_shard_6_fails_with_its_traceback, holder_of, made_shards
@@ -73,7 +74,7 @@ def test_local_build_concatenates_shards_in_order_and_caches(tmp_path, capsys):
     assert dataset.entry.meta["n_shards"] == 7
     assert dataset.entry.meta["layout"]["images"] == {"dtype": "|u1", "shape": [6, 5]}
     # the entry's single data file holds one gzip member per shard, in order
-    assert [int(shard["shard"][0]) for shard in iter_pklz(dataset.path / ARRAYS_FILE)] == list(range(7))
+    assert [int(shard["shard"][0]) for shard in iter_members(dataset.path / ARRAYS_FILE)] == list(range(7))
     # each shard's gzip member: where it is and which rows it holds, in index.npy (listed and hashed like arrays.pklz)
     assert dataset.entry.files == [ARRAYS_FILE, INDEX_FILE] and "index" not in dataset.entry.meta
     index = ShardIndex.read(dataset.path / INDEX_FILE, "test").to_meta()

@@ -74,9 +74,11 @@ from glyphforge.textfmt import count
 
 log = logging.getLogger(__name__)
 
-BUILD_FORMAT = 2
-"""Bumped when the builder's output for the same spec changes; part of every key.
-2: shards are compressed by zlib, not isal (`glyphforge.cache.pklz`)."""
+BUILD_FORMAT = 3
+"""Bumped when the builder's output for the same spec changes; part of every key (``params["builder"]``).
+2: shards are compressed by zlib, not isal (`glyphforge.cache.pklz`).
+3: a shard's member holds its arrays as ``.npy`` files, not a pickle (`glyphforge.cache.npy_members`;
+entries of earlier formats still read: `glyphforge.builds.members`)."""
 
 _SPEC_MEMBERS = ("kind", "n_examples", "shard_size", "seed", "params", "make_shard")
 #: The most shards a build may have: the manifest's index (about 55 bytes a shard) and the

@@ -45,9 +45,9 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -57,11 +57,18 @@ from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import batches
 from glyphforge.builds.index import ShardIndex
 from glyphforge.builds.materialize import DecodedCopy, make_copy, open_copy
+from glyphforge.builds.members import (
+    Member,
+    Put,
+    Scratch,
+    Shard,
+    decode_shard,
+    layout_dtype,
+    place_shard,
+)
 from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry, MissingEntryFileError
 from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.cache.manifest import is_built
-from glyphforge.cache.pklz import read_member
-from glyphforge.cache.safe_pickle import Budget
 from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, is_url
 from glyphforge.textfmt import human_size
@@ -77,14 +84,11 @@ FALLBACK_ARRAYS_LIMIT = 4 << 30
 #: Where Linux tells the memory available.
 MEMINFO = "/proc/meminfo"
 DEFAULT_CACHE_SHARDS = 4
-#: What a shard's pickle may hold beside its arrays' bytes (names, dtypes, framing): part of its `Budget`.
-SHARD_PICKLE_SLACK = 1 << 20
-
-Shard = dict[str, np.ndarray]
 #: The values of ``BuiltDataset(random_access=...)``.
 RANDOM_ACCESS = ("auto", "decode", "materialize")
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class DatasetTooLargeError(MemoryError):
@@ -279,19 +283,25 @@ class BuiltDataset:
         return arrays
 
     def _decode(self, number: int) -> Shard:
-        """Decode shard ``number`` from its gzip member, checking it holds what the index says."""
+        """Decode shard ``number`` whole, checked against what the index and layout say (`decode_shard`)."""
+        return self._read(number, decode_shard)
+
+    def read_blocks(self, number: int, put: Put, scratch: Scratch) -> None:
+        """Hand shard ``number``'s arrays to ``put(name, first_row, block)`` a block of rows at a time.
+
+        The blocks are ``scratch``'s buffers, reused (`glyphforge.builds.members.place_shard`):
+        nothing of the shard is kept, and no fresh memory is faulted in for it.
+        """
+        self._read(number, lambda member: place_shard(member, put, scratch))
+
+    def _read(self, number: int, read: Callable[[Member], T]) -> T:
+        """Return ``read(member)`` of shard ``number``'s member."""
         index = self.index
         if not 0 <= number < len(index):
             raise IndexError(f"shard {number} is out of range: {self.entry.kind} {self.key[:12]} has {len(index)}")
-        rows = int(index.rows[number])
-        budget = Budget(rows * self._row_nbytes() + SHARD_PICKLE_SLACK,
-                        f"the {rows:,} rows its layout declares, and 1 MiB for the pickle's framing")
         path, offset = self._member(number)
-        arrays: Shard = read_member(path, offset, int(index.length[number]), what=f"shard {number}", budget=budget)
-        if sorted(arrays) != sorted(self.layout) or any(len(array) != rows for array in arrays.values()):
-            raise ValueError(f"{self.path / self._member_name(number)}: shard {number} does not hold the {rows} rows "
-                             f"of arrays {sorted(self.layout)} its index promises; remove the entry and build it again")
-        return arrays
+        return read(Member(path, offset, int(index.length[number]), self.entry.meta["layout"],
+                           int(index.rows[number]), f"shard {number}"))
 
     def _member_name(self, number: int) -> str:
         """The name of the entry's data file holding shard ``number``'s gzip member.
@@ -414,7 +424,7 @@ class BuiltDataset:
     # -- everything at once -------------------------------------------------------
     def dtype(self, name: str) -> np.dtype[Any]:
         """The dtype of array ``name``."""
-        return _dtype(self.layout[name]["dtype"])
+        return layout_dtype(self.layout[name]["dtype"])
 
     @property
     def nbytes(self) -> int:
@@ -423,7 +433,7 @@ class BuiltDataset:
 
     def _row_nbytes(self) -> int:
         """The bytes of one row of every array, as the layout declares them."""
-        return sum(_dtype(info["dtype"]).itemsize * int(np.prod(info["shape"], dtype=np.int64))
+        return sum(layout_dtype(info["dtype"]).itemsize * int(np.prod(info["shape"], dtype=np.int64))
                    for info in self.layout.values())
 
     @property
@@ -536,7 +546,8 @@ class BuiltDataset:
         return np.where(wanted < 0, wanted + n, wanted)
 
     def _empty(self, count: int) -> dict[str, np.ndarray]:
-        return {name: np.empty((count, *info["shape"]), _dtype(info["dtype"])) for name, info in self.layout.items()}
+        return {name: np.empty((count, *info["shape"]), layout_dtype(info["dtype"]))
+                for name, info in self.layout.items()}
 
 
 def lost_shards(entry: Entry, size: int) -> str | None:
@@ -632,11 +643,3 @@ def _reopen(path: str, key: str, cache_shards: int, arrays_limit: int | None,
         raise FileNotFoundError(f"the built dataset {key[:12]} is no longer at {path}: was it removed from the "
                                 "cache? Build it again, or unpickle where that data dir is mounted")
     return BuiltDataset(entry, cache_shards=cache_shards, arrays_limit=arrays_limit, random_access=random_access)
-
-
-def _dtype(descr: Any) -> np.dtype[Any]:
-    """The dtype of a layout's descr (JSON turned a structured dtype's tuples into lists: undo that)."""
-    def tuples(part: Any) -> Any:
-        return [tuple(tuples(item) for item in field) for field in part] if isinstance(part, list) else part
-
-    return np.lib.format.descr_to_dtype(tuples(descr))

@@ -29,20 +29,20 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import filelock
-import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import PathLike, check_int
 from glyphforge._files import sha256_file, writing
 from glyphforge.builds.dataset import BuiltDataset, is_built
 from glyphforge.builds.index import INDEX_FILE, DamagedIndexError, ShardIndex
+from glyphforge.builds.members import Member
 from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.locks import hold
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest
@@ -56,6 +56,7 @@ __all__ = ["DEFAULT_PREFETCH_THREADS", "CachedEntry", "RemoteBuiltDataset", "Unl
            "find_remote_built", "open_built"]
 
 #: Threads fetching a stream's next shards ahead (0: none, every shard is fetched when it is read).
+T = TypeVar("T")
 DEFAULT_PREFETCH_THREADS = 4
 #: The most bytes of consecutive shards fetched ahead with one ranged read.
 RUN_BYTES = 8 << 20
@@ -280,18 +281,18 @@ class RemoteBuiltDataset(BuiltDataset):
         """Shard ``number``'s gzip member: its byte range, fetched into the shard cache (unless there), from byte 0."""
         return self._fetcher.path(self._piece(number)), 0
 
-    def _decode(self, number: int) -> dict[str, np.ndarray]:
-        """Decode shard ``number`` from its cached copy; a copy that does not decode is removed and fetched again
+    def _read(self, number: int, read: Callable[[Member], T]) -> T:
+        """Read shard ``number`` from its cached copy; a copy that does not decode is removed and fetched again
         once (damaged again: the entry at the URL is, and nothing of it is kept), as is one another process evicted
         between its fetch and its reading."""
         try:
-            return super()._decode(number)
+            return super()._read(number, read)
         except RemoteFileMissingError:
             raise
         except (CorruptPklzError, FileNotFoundError):
             self._fetcher.forget(self._piece(number))
         try:
-            return super()._decode(number)
+            return super()._read(number, read)
         except CorruptPklzError as error:
             self._fetcher.forget(self._piece(number))
             raise CorruptPklzError(

@@ -10,7 +10,7 @@ as a *multi-part* entry (see `glyphforge.builds.index`)::
     <url>/cache/<kind>/<key>.work/shard-000000.json # each finished shard's record (sha256, size, n, layout...)
     <url>/cache/<kind>/<key>.work/build.json        # the driver's note; also its first write (checks the URL)
 
-Each part holds exactly the bytes of the shard file a local build makes (`dump_pklz` is
+Each part holds exactly the bytes of the shard file a local build makes (`dump_arrays` is
 deterministic), and the driver never downloads one: the records carry each part's size
 and sha256 into the manifest. A build whose driver was lost resumes from the shards whose
 record and part are there at the recorded size; at the end the driver deletes the records
@@ -53,9 +53,10 @@ from glyphforge._files import make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.builds.builder import Spec, cache_params, check_build_arguments, common_layout, make_shards
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.shards import ShardRecord, count_shards, images_array, make_shard_arrays
-from glyphforge.cache import Entry, dump_pklz
+from glyphforge.cache import Entry
 from glyphforge.cache.keys import cache_key
 from glyphforge.cache.manifest import MANIFEST, make_manifest
+from glyphforge.cache.npy_members import dump_arrays
 from glyphforge.cache.store import read_entry
 from glyphforge.context import DataContext
 from glyphforge.session import Session
@@ -262,7 +263,7 @@ class RemoteShardTask:
         arrays, record = make_shard_arrays(self.spec, index, str(context.data_dir))
         scratch = make_temp_dir(".shard-", _scratch_root(context))
         try:
-            path = dump_pklz(arrays, scratch / part_name(index))
+            path = dump_arrays(arrays, scratch / part_name(index))
             record.update(size=path.stat().st_size, sha256=sha256_file(path))
             _upload(self.entry, path, self.entry.child(part_name(index)))
         finally:

@@ -1,6 +1,7 @@
 """Shards of a build: how a spec is cut, seeded, written and verified (runs on workers).
 
-A shard file is written atomically (``dump_pklz``: temporary file + ``os.replace``),
+A shard file (one gzip member of ``.npy`` arrays, `glyphforge.cache.npy_members`) is written
+atomically (``dump_arrays``: temporary file + ``os.replace``),
 then a JSON record beside it with the file's sha256, size, modification time and
 array layout. A shard counts as complete only when its record exists and the file
 still has the recorded size and modification time (a cheap ``stat``, so resuming
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from glyphforge._files import atomic_path, sha256_file
-from glyphforge.cache import dump_pklz
+from glyphforge.cache.npy_members import dump_arrays
 
 #: One shard's record: ``{"shard", "n", "size", "mtime_ns", "sha256", "layout"}`` (``layout`` in the order
 #: ``make_shard`` returned the arrays: `images_array` reads it), plus ``"metadata"``
@@ -144,7 +145,7 @@ class ShardTask:
 
     def __call__(self, index: int) -> ShardRecord:
         arrays, record = make_shard_arrays(self.spec, index, self.data_dir)
-        path = dump_pklz(arrays, shard_path(Path(self.work_dir), index))
+        path = dump_arrays(arrays, shard_path(Path(self.work_dir), index))
         written = path.stat()
         record.update(size=written.st_size, mtime_ns=written.st_mtime_ns, sha256=sha256_file(path))
         _write_json(_record_path(Path(self.work_dir), index), record)

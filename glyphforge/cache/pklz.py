@@ -58,8 +58,13 @@ class CorruptPklzError(ValueError):
     """A ``.pklz`` file is truncated or damaged (its gzip stream does not decode)."""
 
 
+#: What inflating a damaged or truncated (``EOFError``) gzip stream raises.
+GZIP_ERRORS: tuple[type[Exception], ...] = (EOFError, gzip.BadGzipFile, zlib.error, _zlib.error)
+_MEMBER_ERRORS: tuple[type[Exception], ...] = (*GZIP_ERRORS, pickle.UnpicklingError)
+
+
 @contextmanager
-def _open_for_writing(path: Path, level: int) -> Iterator[gzip.GzipFile]:
+def open_gzip_writer(path: Path, level: int) -> Iterator[gzip.GzipFile]:
     """A zlib gzip stream writing ``path`` whose header carries no file name and mtime 0: the same
     object always gives the same bytes (whatever the temporary file's name, the time or the process)."""
     with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw,
@@ -67,12 +72,12 @@ def _open_for_writing(path: Path, level: int) -> Iterator[gzip.GzipFile]:
         yield stream
 
 
-def _open_for_reading(path: Path) -> gzip.GzipFile:
+def open_gzip_reader(path: Path) -> gzip.GzipFile:
     stream: gzip.GzipFile = (_isal_gzip or gzip).open(path, "rb")
     return stream
 
 
-def _open_member(raw: bytes) -> gzip.GzipFile | io.BufferedReader:
+def open_gzip_member(raw: Any) -> gzip.GzipFile | io.BufferedReader:
     """A stream of the inflated bytes of the gzip member ``raw``.
 
     isal's C reader (``isal_zlib._GzipReader``, as ``isal.igzip`` uses it; given bytes, it
@@ -141,7 +146,7 @@ def dump_pklz(obj: Any, path: PathLike, level: int | None = None) -> Path:
     """
     level = DEFAULT_LEVEL if level is None else check_int("level (the gzip level)", level, 0, 9)
     path = Path(path)
-    with atomic_path(path) as temporary, _open_for_writing(temporary, level) as stream:
+    with atomic_path(path) as temporary, open_gzip_writer(temporary, level) as stream:
         dill.dump(obj, stream, protocol=PICKLE_PROTOCOL)
     return path
 
@@ -163,7 +168,7 @@ def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = Non
     """
     path = Path(path)
     budget = budget or Budget.for_compressed(path.stat().st_size)
-    with _open_for_reading(path) as stream:
+    with open_gzip_reader(path) as stream:
         reader = _BoundedReader(stream, budget, str(path))
         unpickler = dill.Unpickler(reader) if trusted else RestrictedUnpickler(reader, str(path), budget)
         while True:
@@ -294,11 +299,15 @@ def read_member(path: PathLike, offset: int, length: int, *, trusted: bool = Fal
         return _load_member(raw, source, budget, trusted)
     except UnsafePickleError:
         raise
-    except (EOFError, gzip.BadGzipFile, zlib.error, _zlib.error, pickle.UnpicklingError) as error:
-        raise CorruptPklzError(
-            f"{source} is truncated or damaged ({error}). "
-            "`glyphforge cache verify` lists such files; remove the entry (`glyphforge cache rm KEY`) and build again"
-        ) from error
+    except _MEMBER_ERRORS as error:
+        raise damaged_member(source, str(error)) from error
+
+
+def damaged_member(source: str, what: str) -> CorruptPklzError:
+    """The error for the member ``source`` (file, what and bytes) that is truncated or damaged: ``what`` says how."""
+    return CorruptPklzError(
+        f"{source} is truncated or damaged ({what}). "
+        "`glyphforge cache verify` lists such files; remove the entry (`glyphforge cache rm KEY`) and build again")
 
 
 def _load_member(raw: bytes, source: str, budget: Budget, trusted: bool) -> Any:
@@ -309,7 +318,7 @@ def _load_member(raw: bytes, source: str, budget: Budget, trusted: bool) -> Any:
     EOFError
         The member ends before its pickle does or after it (bytes follow it in ``raw``).
     """
-    with _open_member(raw) as member:
+    with open_gzip_member(raw) as member:
         reader = _BoundedReader(member, budget, source)
         unpickler = dill.Unpickler(reader) if trusted else RestrictedUnpickler(reader, source, budget)
         try:

@@ -1,0 +1,231 @@
+"""Gzip members of ``.npy`` arrays: how a built dataset's shards are stored (build format 3 on).
+
+A member is one gzip member that inflates to a dict of arrays as NumPy ``.npy`` files, one
+after the other: first the array of their names, sorted, then each array in that order
+(a ``.npy`` header: dtype, shape, C order; then the array's bytes). Plain tools read them,
+and a file of such members joined (a built dataset's ``arrays.pklz``) one after the other::
+
+    with gzip.open(path) as stream:                     # or iter_members(path)
+        names = numpy.lib.format.read_array(stream)
+        shard = {name: numpy.lib.format.read_array(stream) for name in names}
+
+The same arrays always give the same bytes (zlib, a gzip header with no file name and
+mtime 0: see `glyphforge.cache.pklz`).
+
+No pickle is involved, so reading runs no code, and a reader inflates each array's bytes
+into memory of its choosing: into fresh arrays (`ArraysMember.read_all`), or block by
+block into a buffer it reuses (a stream placing rows into its window never holds a
+decoded shard, and faults no fresh pages in for it). What a member holds is checked
+against what the reader expects (names, dtypes, shapes, the gzip trailer, nothing
+after), so a member can never make a reader allocate more than its layout declares.
+"""
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from glyphforge._checks import PathLike, check_int
+from glyphforge._files import atomic_path
+from glyphforge.cache.pklz import (
+    DEFAULT_LEVEL,
+    GZIP_ERRORS,
+    CorruptPklzError,
+    damaged_member,
+    open_gzip_member,
+    open_gzip_reader,
+    open_gzip_writer,
+)
+
+#: What reading a damaged member's ``.npy`` header raises.
+_HEADER_ERRORS: tuple[type[Exception], ...] = (ValueError, *GZIP_ERRORS)
+
+
+#: How a ``.npy`` file starts.
+NPY_MAGIC = b"\x93NUMPY"
+
+
+class ArraySpec(NamedTuple):
+    """What an array of a member must be: its dtype and its whole shape (rows first)."""
+
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+
+    @property
+    def row_nbytes(self) -> int:
+        """Bytes of one row (of one item along the first axis)."""
+        return int(self.dtype.itemsize * np.prod(self.shape[1:], dtype=np.int64))
+
+
+def dump_arrays(arrays: Mapping[str, np.ndarray], path: PathLike, level: int | None = None) -> Path:
+    """Write ``arrays`` as one gzip member of ``.npy`` files (sorted by name), atomically.
+
+    Parameters
+    ----------
+    arrays
+        Numeric, bool or fixed-width string arrays (no object arrays), by name.
+    path
+        Destination file; replaced only once the new file is complete.
+    level
+        gzip level 0-9 (None: `glyphforge.cache.pklz.DEFAULT_LEVEL`), of zlib.
+
+    Returns
+    -------
+    Path
+        The written path.
+    """
+    level = DEFAULT_LEVEL if level is None else check_int("level (the gzip level)", level, 0, 9)
+    path = Path(path)
+    with atomic_path(path) as temporary, open_gzip_writer(temporary, level) as stream:
+        np.lib.format.write_array(stream, _names(arrays), allow_pickle=False)
+        for name in sorted(arrays):
+            if arrays[name].dtype.hasobject:
+                raise TypeError(f"array {name!r} has dtype {arrays[name].dtype}: object arrays cannot be stored")
+            np.lib.format.write_array(stream, np.ascontiguousarray(arrays[name]), allow_pickle=False)
+    return path
+
+
+def _names(arrays: Mapping[str, Any]) -> np.ndarray:
+    """The array of the sorted names of ``arrays``: a member's first ``.npy`` file."""
+    return np.array(sorted(arrays), dtype=str)
+
+
+def iter_members(path: PathLike) -> Iterator[dict[str, np.ndarray]]:
+    """Yield the arrays of each member of a file of joined members (a built dataset's ``arrays.pklz``), in order.
+
+    For looking at a file with nothing else at hand; a built dataset reads its shards
+    with `ArraysMember`, checked against its layout.
+
+    Raises
+    ------
+    CorruptPklzError
+        The file does not inflate, or holds something else than such members.
+    """
+    with open_gzip_reader(Path(path)) as stream:
+        try:
+            while stream.peek(1):
+                names = np.lib.format.read_array(stream, allow_pickle=False)
+                if names.ndim != 1 or names.dtype.kind != "U":
+                    raise ValueError(f"a member starts with {names.dtype} of shape {names.shape}, not its names")
+                yield {str(name): np.lib.format.read_array(stream, allow_pickle=False) for name in names}
+        except _HEADER_ERRORS as error:
+            raise damaged_member(str(path), str(error)) from error
+
+
+class ArraysMember:
+    """One member being read: its arrays' headers, checked, then their bytes, in order (see the module docstring).
+
+    Use it as a context manager. For each ``(name, spec)`` of `arrays` (the expected
+    arrays, sorted by name), read that array's bytes with `read_into` (calls filling
+    buffers of any sizes, together exactly the array's bytes) before asking for the next;
+    `finish` then checks the member ends there (its CRC-32 and size are checked at its end).
+
+    Parameters
+    ----------
+    raw
+        The member's bytes (read in place: a ``bytearray`` or ``memoryview`` a caller reuses will do).
+    expected
+        The arrays it must hold, by name.
+    source
+        How errors name the member, e.g. ``"arrays.pklz: shard 3 (bytes 100 to 200)"``.
+
+    Raises
+    ------
+    CorruptPklzError
+        (from any method) The member does not inflate, or holds other arrays than expected,
+        or bytes after them; the message names ``source`` and what was found.
+    """
+
+    def __init__(self, raw: Any, expected: Mapping[str, ArraySpec], source: str) -> None:
+        self._stream: io.BufferedReader | Any = open_gzip_member(raw)
+        self._expected = expected
+        self.source = source
+        self._left = 0  # bytes of the current array still to read
+
+    def __enter__(self) -> ArraysMember:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._stream.close()
+
+    def holds_npy(self) -> bool:
+        """Whether the member starts as a ``.npy`` file does (else it is something else: e.g. a pickle)."""
+        try:
+            return bytes(self._stream.peek(len(NPY_MAGIC))[:len(NPY_MAGIC)]) == NPY_MAGIC
+        except GZIP_ERRORS as error:
+            raise self._damaged(f"it does not inflate ({error})") from error
+
+    def read_all(self) -> dict[str, np.ndarray]:
+        """Read every array into fresh arrays (each inflated straight into its own memory), then `finish`."""
+        arrays = {}
+        for name, spec in self.arrays():
+            arrays[name] = np.empty(spec.shape, spec.dtype)
+            self.read_into(arrays[name])
+        self.finish()
+        return arrays
+
+    def arrays(self) -> Iterator[tuple[str, ArraySpec]]:
+        """Yield each expected array's name and spec once its header is read and checked, in sorted order.
+
+        The member's names come first and must be the expected ones.
+        """
+        names = _names(self._expected)
+        self._check_header("of names", ArraySpec(names.dtype, names.shape))
+        self._left = names.nbytes
+        found = np.empty_like(names)
+        self.read_into(found)
+        if not np.array_equal(found, names):
+            raise self._damaged(f"it holds the arrays {found.tolist()}, not {names.tolist()}")
+        for name in names.tolist():
+            if self._left:
+                raise RuntimeError(f"{self._left} bytes of the array before {name!r} are still to read")
+            spec = self._expected[name]
+            self._check_header(repr(name), spec)
+            self._left = int(np.prod(spec.shape, dtype=np.int64)) * spec.dtype.itemsize
+            yield name, spec
+
+    def _check_header(self, name: str, spec: ArraySpec) -> None:
+        try:
+            version = np.lib.format.read_magic(self._stream)
+            if version not in ((1, 0), (2, 0)):
+                raise ValueError(f".npy format version {version} (1.0 or 2.0 expected)")
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0
+            shape, fortran_order, dtype = read_header(self._stream)
+        except _HEADER_ERRORS as error:
+            raise self._damaged(f"the array {name} has no readable .npy header ({error})") from error
+        if (tuple(shape), fortran_order, dtype) != (spec.shape, False, spec.dtype):
+            raise self._damaged(f"the array {name} is {dtype} of shape {tuple(shape)}"
+                                f"{' in Fortran order' if fortran_order else ''} where {spec.dtype} of shape "
+                                f"{spec.shape} is expected")
+
+    def read_into(self, buffer: np.ndarray) -> None:
+        """Fill the C-contiguous ``buffer`` with the current array's next ``buffer.nbytes`` bytes."""
+        view = buffer.data.cast("B")
+        if len(view) > self._left:
+            raise ValueError(f"{len(view)} bytes asked where the array has {self._left} left")
+        try:
+            while view:
+                count = self._stream.readinto(view)
+                if not count:
+                    raise EOFError("the member ends inside an array")
+                view, self._left = view[count:], self._left - count
+        except GZIP_ERRORS as error:
+            raise self._damaged(f"it does not inflate ({error})") from error
+
+    def finish(self) -> None:
+        """Check the member ends after its last array: its gzip trailer is checked there, nothing may follow."""
+        if self._left:
+            raise RuntimeError(f"{self._left} bytes of the last array are still to read")
+        try:
+            after = self._stream.read(1)
+        except GZIP_ERRORS as error:
+            raise self._damaged(f"its end does not inflate ({error})") from error
+        if after:
+            raise self._damaged("bytes follow its last array")
+
+    def _damaged(self, what: str) -> CorruptPklzError:
+        return damaged_member(self.source, what)
