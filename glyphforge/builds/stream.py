@@ -27,15 +27,16 @@ batch; the **global batch** is ``G = batch_size * world_size`` rows.
    (counted from where the iteration starts): a ``DataLoader``, which takes one batch from
    each worker in turn, yields exactly the rank's batches in order, for any ``W``.
 
-Reading: the stream decodes a window at a time, one shard after the other, putting each
-shard's rows where the window's shuffle puts them (one window, two for a batch across them,
-and one decoded shard in memory, whatever the dataset's size); a batch lying in one window
-is a view of it, but for the last one an iterator takes from a window, a copy. The next
-window is decoded into the arrays of a done one, the window just read included, when no
-batch still held is a view of them (memory used before: no fresh pages to fault in), else
-into new ones; the arrays of at most `SPARE` done windows are kept for that. (A loop holds
-the batch it has while it asks for the next one: were the last batch of a window a view, that
-window's arrays could never take the next.) Every rank
+Reading: the stream decodes a window at a time, one shard after the other, inflating each
+shard a block of rows at a time into a buffer it reuses and putting the block's rows where
+the window's shuffle puts them (one window, two for a batch across them, and a block of one
+shard in memory, whatever the dataset's size: `BuiltDataset.read_blocks`). A batch lying in
+one window is a view of it, but for the last one an iterator takes from a window: a copy,
+since a loop holds the batch it has while it asks for the next, and the next window is
+decoded into the arrays of a done one, the window just read included, when no batch still
+held is a view of them (memory used before: no fresh pages to fault in), else into new ones.
+Copies and done windows' arrays alike are reused that way (`Spare`: at most `SPARE` done
+windows, `SPARE` + 1 copies kept). Every rank
 (and every worker) decodes every window, since each global batch mixes a window's rows:
 workers parallelise per-batch work (transforms), not decoding.
 
@@ -78,6 +79,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from glyphforge._checks import check_int
+from glyphforge.builds.members import Scratch
 
 if TYPE_CHECKING:
     from glyphforge.builds.dataset import BuiltDataset
@@ -129,29 +131,56 @@ class Window:
 
 
 @dataclass
-class Windows:
-    """An iteration's decoded windows (those the batch under way reads) and the arrays of done ones, to reuse.
+class Spare:
+    """Sets of arrays done with, kept to be written again once no batch a consumer holds is a view of them.
 
-    Decoding into arrays used before spares the fresh pages a new array faults in. A done
-    window's arrays are reused once no batch a consumer still holds is a view of them; of
-    more than `SPARE` such sets the oldest is left to its batches.
+    Writing into arrays used before spares the fresh pages a new array faults in. Of more
+    than ``keep`` sets the oldest is left to its batches.
+    """
+
+    keep: int
+    sets: list[dict[str, np.ndarray]] = field(default_factory=list)
+
+    def give(self, arrays: dict[str, np.ndarray]) -> None:
+        """Keep ``arrays`` to be written again once nothing views them."""
+        self.sets.append(arrays)
+        del self.sets[:-self.keep]
+
+    def take(self, rows: int) -> dict[str, np.ndarray]:
+        """A kept set of ``rows`` rows or more that no batch views any more, by name (empty: none)."""
+        for at, arrays in enumerate(self.sets):
+            if min(map(len, arrays.values())) >= rows and max(_references(arrays)) == _ALONE:
+                return self.sets.pop(at)
+        return {}
+
+
+@dataclass
+class Windows:
+    """An iteration's decoded windows (those the batch under way reads), and the memory it reuses.
+
+    The arrays of done windows (`SPARE` sets) and of batches that are copies, each reused
+    once no batch views them (`Spare`), and the scratch shards are inflated into.
     """
 
     decoded: dict[int, Window] = field(default_factory=dict)
-    spare: list[dict[str, np.ndarray]] = field(default_factory=list)
+    spare: Spare = field(default_factory=lambda: Spare(SPARE))
+    copies: Spare = field(default_factory=lambda: Spare(SPARE + 1))
+    scratch: Scratch = field(default_factory=Scratch)
+    """The buffers shards are inflated into, a block of rows at a time, before their rows are placed."""
 
     def done_before(self, number: int) -> None:
         """Let the windows before ``number`` go (the batches go forward): their arrays become spare."""
         for done in [done for done in self.decoded if done < number]:
-            self.spare.append(self.decoded.pop(done).owners)
-        del self.spare[:-SPARE]
+            self.spare.give(self.decoded.pop(done).owners)
 
-    def reusable(self, rows: int) -> dict[str, np.ndarray]:
-        """Spare arrays of ``rows`` rows or more that no batch views any more, by name (empty: none)."""
-        for at, owners in enumerate(self.spare):
-            if min(map(len, owners.values())) >= rows and max(_references(owners)) == _ALONE:
-                return self.spare.pop(at)
-        return {}
+    def batch(self, like: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
+        """Arrays of ``rows`` rows shaped as ``like``'s for a batch that is a copy (kept ones nothing views, or new)."""
+        owners = self.copies.take(rows)
+        for name, array in like.items():
+            if name not in owners:
+                owners[name] = np.empty((rows, *array.shape[1:]), array.dtype)
+        self.copies.give(owners)
+        return {name: owners[name][:rows] for name in like}
 
 
 def _references(arrays: dict[str, np.ndarray]) -> list[int]:
@@ -404,13 +433,17 @@ class ShardStream:
             first, last = int(local[0]), int(local[-1])
             rows: slice | np.ndarray = slice(first, last + 1) if last - first == len(local) - 1 else local
             views = {name: array[rows] for name, array in window.arrays.items()}  # a run of rows: views
-            if int(positions.max()) + ahead >= int(plan.ends[low]):
-                return {name: view.copy() for name, view in views.items()}
-            return views
-        out: dict[str, np.ndarray] = {}
+            if int(positions.max()) + ahead < int(plan.ends[low]):
+                return views
+            out = windows.batch(views, len(positions))
+            for name, view in views.items():
+                out[name][:] = view
+            return out
+        out = {}
         for number in range(low, high + 1):
             if number not in decoded:
                 decoded[number] = self._decode(reader, plan, epoch, number, int(positions.min()), windows)
+            out = out or windows.batch(decoded[number].arrays, len(positions))
             _copy_rows(out, decoded[number], positions, numbers == number)
             if number < high:  # its part is taken: its arrays may take the next window
                 windows.done_before(number + 1)
@@ -431,15 +464,16 @@ class ShardStream:
         begin = plan.begin(number)
         size, skip = int(plan.ends[number]) - begin, max(first - begin, 0)
         places = self._places(epoch, number, size, skip) if self.shuffle else None
-        owners = windows.reusable(size - skip)
+        owners = windows.spare.take(size - skip)
         at = 0
         reader.prefetch(plan.shards[plan.windows[number]:plan.windows[min(number + 2, len(plan.windows) - 1)]])
         for shard in plan.shards[plan.windows[number]:plan.windows[number + 1]].tolist():
             count = int(reader.index.rows[shard])
-            wanted = _wanted(places, at, count, skip)
+            targets = None if places is None else places[at:at + count]
+            if (at + count > skip) if targets is None else bool((targets >= 0).any()):  # else: all consumed
+                put = _Placer(owners, at - skip if targets is None else targets, bool(skip), plan.largest)
+                reader.read_blocks(shard, put, windows.scratch)  # a block of rows at a time: no decoded shard
             at += count
-            if wanted is not None:  # one decoded shard at a time beside the window
-                _place(owners, reader.shard(shard), *wanted, plan.largest)
         return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)
 
     def _places(self, epoch: int, number: int, size: int, skip: int) -> np.ndarray:
@@ -456,36 +490,40 @@ class ShardStream:
                 f"worker {self.worker}/{self.num_workers}, epoch {self.epoch}, {len(self)} batches>")
 
 
-def _wanted(places: np.ndarray | None, at: int, count: int, skip: int) -> tuple[Any, Any] | None:
-    """The rows to read of the shard holding rows ``[at, at + count)`` of its window, and where they go.
+@dataclass(frozen=True)
+class _Placer:
+    """Puts the blocks of one shard's arrays where the shard's rows go in a window's ``arrays`` (`read_blocks`'s put).
 
-    ``(rows of the shard, places in the window's buffer)`` (``places``: see
-    `ShardStream._places`; None: the window is in shard order), as slices where they run
-    (no copy of the shard's arrays); None when every row of the shard is consumed.
+    ``places`` is each row's place among the window's rows to come (negative: consumed, left
+    out when ``partial``), or, for a window in shard order, the first row's place (an int).
+    Arrays missing from ``arrays`` are made of ``size`` rows.
     """
-    if places is None:
-        low = min(max(skip - at, 0), count)
-        return None if low == count else (slice(low, count), slice(at + low - skip, at + count - skip))
-    target = places[at:at + count]
-    kept = np.flatnonzero(target >= 0) if skip else None
-    if kept is None or len(kept) == count:
-        return slice(None), target
-    return (kept, target[kept]) if len(kept) else None
 
+    arrays: dict[str, np.ndarray]
+    places: np.ndarray | int
+    partial: bool
+    size: int
 
-def _place(arrays: dict[str, np.ndarray], shard: dict[str, np.ndarray], rows: Any, target: Any, size: int) -> None:
-    """Put the ``rows`` of a decoded ``shard`` at ``target`` of a window's ``arrays`` (made here of ``size`` rows)."""
-    for name, array in shard.items():  # every shard has the same dtypes and shapes (the builder checks)
-        if name not in arrays:
-            arrays[name] = np.empty((size,) + array.shape[1:], array.dtype)
-        arrays[name][target] = array[rows]
+    def __call__(self, name: str, first: int, block: np.ndarray) -> None:
+        if name not in self.arrays:  # every shard has the same dtypes and shapes (the builder checks)
+            self.arrays[name] = np.empty((self.size, *block.shape[1:]), block.dtype)
+        out = self.arrays[name]
+        if isinstance(self.places, int):
+            start = self.places + first
+            low = min(max(-start, 0), len(block))
+            out[start + low:start + len(block)] = block[low:]
+            return
+        places = self.places[first:first + len(block)]
+        if self.partial:
+            kept = np.flatnonzero(places >= 0)
+            out[places[kept]] = block[kept]
+        else:
+            out[places] = block
 
 
 def _copy_rows(out: dict[str, np.ndarray], window: Window, positions: np.ndarray, mask: np.ndarray) -> None:
-    """Copy the rows of ``window`` at ``positions[mask]`` to ``out[name][mask]`` (arrays made here when missing)."""
+    """Copy the rows of ``window`` at ``positions[mask]`` to ``out[name][mask]``."""
     for name, array in window.arrays.items():
-        if name not in out:
-            out[name] = np.empty((len(positions),) + array.shape[1:], array.dtype)
         out[name][mask] = array[positions[mask] - window.begin]
 
 
