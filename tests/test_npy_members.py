@@ -108,6 +108,24 @@ def test_a_header_declaring_a_huge_array_is_refused_before_anything_is_allocated
         tracemalloc.stop()
 
 
+def test_a_layout_that_lies_with_its_header_is_refused_before_anything_is_allocated(tmp_path):
+    # index, layout and header all say 10**9 rows: more than the member's few compressed bytes can inflate to
+    header = io.BytesIO()
+    np.lib.format.write_array(header, np.array(["images"]), allow_pickle=False)
+    np.lib.format.write_array_header_1_0(header, {"descr": "|u1", "fortran_order": False, "shape": (10**9, 3, 4)})
+    path = tmp_path / "lying.pklz"
+    path.write_bytes(gzip.compress(header.getvalue()))
+    tracemalloc.start()
+    try:
+        with pytest.raises(CorruptPklzError, match=r"its arrays declare more bytes than its compressed size can "
+                                                   r"hold \(deflate inflates at most 1032 times\): its index or "
+                                                   r"layout lies"):
+            decode_shard(member(path, rows=10**9, layout={"images": LAYOUT["images"]}))
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_flipped_byte_is_found_by_the_gzip_check_even_in_array_bytes(tmp_path):
     data = bytearray(dump_arrays(ARRAYS, tmp_path / "ok.pklz").read_bytes())
     data[-8] ^= 0x01  # the CRC-32 of the trailer: the bytes inflate, the check at the end fails

@@ -39,6 +39,7 @@ from glyphforge.cache.pklz import (
     open_gzip_reader,
     open_gzip_writer,
 )
+from glyphforge.cache.safe_pickle import MAX_INFLATION
 
 #: What reading a damaged member's ``.npy`` header raises.
 _HEADER_ERRORS: tuple[type[Exception], ...] = (ValueError, *GZIP_ERRORS)
@@ -144,6 +145,7 @@ class ArraysMember:
         self._expected = expected
         self.source = source
         self._left = 0  # bytes of the current array still to read
+        self._room = MAX_INFLATION * len(memoryview(raw))  # what the member can inflate to, at most
 
     def __enter__(self) -> ArraysMember:
         return self
@@ -174,7 +176,7 @@ class ArraysMember:
         """
         names = _names(self._expected)
         self._check_header("of names", ArraySpec(names.dtype, names.shape))
-        self._left = names.nbytes
+        self._left = self._claim(names.nbytes)
         found = np.empty_like(names)
         self.read_into(found)
         if not np.array_equal(found, names):
@@ -184,8 +186,16 @@ class ArraysMember:
                 raise RuntimeError(f"{self._left} bytes of the array before {name!r} are still to read")
             spec = self._expected[name]
             self._check_header(repr(name), spec)
-            self._left = int(np.prod(spec.shape, dtype=np.int64)) * spec.dtype.itemsize
+            self._left = self._claim(int(np.prod(spec.shape, dtype=np.int64)) * spec.dtype.itemsize)
             yield name, spec
+
+    def _claim(self, nbytes: int) -> int:
+        """Count ``nbytes`` more inflated bytes: more than the member's compressed bytes can hold are refused."""
+        if nbytes > self._room:
+            raise self._damaged(f"its arrays declare more bytes than its compressed size can hold (deflate inflates "
+                                f"at most {MAX_INFLATION} times): its index or layout lies")
+        self._room -= nbytes
+        return nbytes
 
     def _check_header(self, name: str, spec: ArraySpec) -> None:
         try:
