@@ -28,16 +28,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from glyphforge._checks import PathLike, check_int
-from glyphforge._files import atomic_path
+from glyphforge._checks import PathLike
 from glyphforge.cache.pklz import (
-    DEFAULT_LEVEL,
     GZIP_ERRORS,
     CorruptPklzError,
+    atomic_gzip,
     damaged_member,
     open_gzip_member,
     open_gzip_reader,
-    open_gzip_writer,
 )
 from glyphforge.cache.safe_pickle import MAX_INFLATION
 
@@ -78,15 +76,13 @@ def dump_arrays(arrays: Mapping[str, np.ndarray], path: PathLike, level: int | N
     Path
         The written path.
     """
-    level = DEFAULT_LEVEL if level is None else check_int("level (the gzip level)", level, 0, 9)
-    path = Path(path)
-    with atomic_path(path) as temporary, open_gzip_writer(temporary, level) as stream:
+    with atomic_gzip(path, level) as stream:
         np.lib.format.write_array(stream, _names(arrays), allow_pickle=False)
         for name in sorted(arrays):
             if arrays[name].dtype.hasobject:
                 raise TypeError(f"array {name!r} has dtype {arrays[name].dtype}: object arrays cannot be stored")
             np.lib.format.write_array(stream, np.ascontiguousarray(arrays[name]), allow_pickle=False)
-    return path
+    return Path(path)
 
 
 def _names(arrays: Mapping[str, Any]) -> np.ndarray:

@@ -64,11 +64,13 @@ _MEMBER_ERRORS: tuple[type[Exception], ...] = (*GZIP_ERRORS, pickle.UnpicklingEr
 
 
 @contextmanager
-def open_gzip_writer(path: Path, level: int) -> Iterator[gzip.GzipFile]:
-    """A zlib gzip stream writing ``path`` whose header carries no file name and mtime 0: the same
-    object always gives the same bytes (whatever the temporary file's name, the time or the process)."""
-    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw,
-                                                mtime=0) as stream:
+def atomic_gzip(path: PathLike, level: int | None) -> Iterator[gzip.GzipFile]:
+    """A zlib gzip stream writing ``path`` atomically (it appears once complete), at gzip ``level`` 0-9 (None:
+    :data:`DEFAULT_LEVEL`). Its header carries no file name and mtime 0: the same bytes written always give the
+    same file (whatever the temporary file's name, the time or the process)."""
+    level = DEFAULT_LEVEL if level is None else check_int("level (the gzip level)", level, 0, 9)
+    with atomic_path(Path(path)) as temporary, open(temporary, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw, mtime=0) as stream:
         yield stream
 
 
@@ -144,11 +146,9 @@ def dump_pklz(obj: Any, path: PathLike, level: int | None = None) -> Path:
     Path
         The written path.
     """
-    level = DEFAULT_LEVEL if level is None else check_int("level (the gzip level)", level, 0, 9)
-    path = Path(path)
-    with atomic_path(path) as temporary, open_gzip_writer(temporary, level) as stream:
+    with atomic_gzip(path, level) as stream:
         dill.dump(obj, stream, protocol=PICKLE_PROTOCOL)
-    return path
+    return Path(path)
 
 
 def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = None) -> Iterator[Any]:
