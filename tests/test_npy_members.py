@@ -60,6 +60,22 @@ def test_iter_members_reads_joined_members_in_order(tmp_path):
     assert [shard["row"].tolist() for shard in iter_members(joined.path)] == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
 
 
+def test_iter_members_refuses_what_no_member_holds_without_allocating_it(tmp_path):
+    header = io.BytesIO()
+    np.lib.format.write_array(header, np.array(["images"]), allow_pickle=False)
+    np.lib.format.write_array_header_1_0(header, {"descr": "|u1", "fortran_order": False, "shape": (10**12,)})
+    path = tmp_path / ARRAYS_FILE
+    path.write_bytes(gzip.compress(header.getvalue()))
+    tracemalloc.start()
+    try:
+        with pytest.raises(CorruptPklzError, match=rf"{path} is truncated or damaged \(an array is uint8 of shape "
+                                                   r"\(1000000000000,\), which no member written by glyphforge"):
+            list(iter_members(path))
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
 def raw_member(*arrays: np.ndarray, names=None, after: bytes = b"") -> bytes:
     """A member written by hand: the names array (``names``, default one per array), arrays, then ``after``."""
     stream = io.BytesIO()

@@ -101,13 +101,28 @@ def iter_members(path: PathLike) -> Iterator[dict[str, np.ndarray]]:
     CorruptPklzError
         The file does not inflate, or holds something else than such members.
     """
+    room = MAX_INFLATION * Path(path).stat().st_size  # what the file can inflate to, at most
+
+    def read_array(stream: Any) -> np.ndarray:
+        nonlocal room
+        shape, fortran_order, dtype = _read_header(stream)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if fortran_order or dtype.hasobject or nbytes > room:
+            raise ValueError(f"an array is {dtype} of shape {shape}{' in Fortran order' if fortran_order else ''}, "
+                             "which no member written by glyphforge holds")
+        room -= nbytes
+        array = np.empty(shape, dtype)
+        if stream.readinto(array.data.cast("B")) != nbytes:
+            raise EOFError("the file ends inside an array")
+        return array
+
     with open_gzip_reader(Path(path)) as stream:
         try:
             while stream.peek(1):
-                names = np.lib.format.read_array(stream, allow_pickle=False)
+                names = read_array(stream)
                 if names.ndim != 1 or names.dtype.kind != "U":
                     raise ValueError(f"a member starts with {names.dtype} of shape {names.shape}, not its names")
-                yield {str(name): np.lib.format.read_array(stream, allow_pickle=False) for name in names}
+                yield {str(name): read_array(stream) for name in names}
         except _HEADER_ERRORS as error:
             raise damaged_member(str(path), str(error)) from error
 
@@ -195,16 +210,11 @@ class ArraysMember:
 
     def _check_header(self, name: str, spec: ArraySpec) -> None:
         try:
-            version = np.lib.format.read_magic(self._stream)
-            if version not in ((1, 0), (2, 0)):
-                raise ValueError(f".npy format version {version} (1.0 or 2.0 expected)")
-            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
-                np.lib.format.read_array_header_2_0
-            shape, fortran_order, dtype = read_header(self._stream)
+            shape, fortran_order, dtype = _read_header(self._stream)
         except _HEADER_ERRORS as error:
             raise self._damaged(f"the array {name} has no readable .npy header ({error})") from error
-        if (tuple(shape), fortran_order, dtype) != (spec.shape, False, spec.dtype):
-            raise self._damaged(f"the array {name} is {dtype} of shape {tuple(shape)}"
+        if (shape, fortran_order, dtype) != (spec.shape, False, spec.dtype):
+            raise self._damaged(f"the array {name} is {dtype} of shape {shape}"
                                 f"{' in Fortran order' if fortran_order else ''} where {spec.dtype} of shape "
                                 f"{spec.shape} is expected")
 
@@ -235,3 +245,19 @@ class ArraysMember:
 
     def _damaged(self, what: str) -> CorruptPklzError:
         return damaged_member(self.source, what)
+
+
+def _read_header(stream: Any) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
+    """Read a ``.npy`` header (format 1.0 or 2.0): the array's shape, whether in Fortran order, and its dtype.
+
+    Raises
+    ------
+    ValueError
+        It is not such a header (numpy bounds its length and parses it without running code).
+    """
+    version = np.lib.format.read_magic(stream)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f".npy format version {version} (1.0 or 2.0 expected)")
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran_order, dtype = read_header(stream)
+    return tuple(shape), bool(fortran_order), dtype
