@@ -387,8 +387,10 @@ def _remote_cache_verify(data_dir: Location) -> int:
     for problem in problems:
         print(f"CORRUPT {problem}")
     if problems:
-        print(f"{len(problems)} problem(s) found at {data_dir}; glyphforge does not delete at a URL: publish (or "
-              "build) the damaged entries there again, or remove them with the store's own tools", file=sys.stderr)
+        print(f"{len(problems)} problem(s) found at {data_dir}; glyphforge does not delete at a URL, and publishing "
+              "or building a damaged entry again finds its manifest and does nothing: delete each damaged entry's "
+              "objects with the store's own tools first, then publish it again from a machine whose copy is whole, or "
+              "build it there again", file=sys.stderr)
         return 1
     print(f"all {count(len(scan.entries), 'entry', 'entries')} at {data_dir} verified")
     return 0

@@ -311,6 +311,7 @@ def test_cache_verify_rehashes_the_entries_at_a_url(s3_server, published, toy_di
         f"CORRUPT {mnist}/class_03.pklz: missing (deleted, or never uploaded)",
         f"CORRUPT {remote}/squares.pklz: sha256 differs from the manifest (corrupted, or replaced)"]
     assert f"2 problem(s) found at {damaged}; glyphforge does not delete at a URL" in bad.stderr
+    assert "delete each damaged entry's objects with the store's own tools first" in bad.stderr
 
 
 def test_an_http_data_dir_cannot_be_listed(toy_dir):
