@@ -6,6 +6,7 @@ skipped with the reason elsewhere).
 """
 from __future__ import annotations
 
+import gc
 import importlib.util
 import logging
 import os
@@ -22,6 +23,7 @@ import pytest
 from glyphforge.builds import BuiltDataset, build
 from glyphforge.builds.materialize import NotEnoughSpaceError
 from glyphforge.cache import CacheStore
+from glyphforge.cache.pklz import CorruptPklzError
 from glyphforge.cache.store import decoded_dir, decoded_staging_prefix
 
 from support.cli import run
@@ -124,6 +126,22 @@ def test_a_second_process_reads_the_copy_the_first_made(rows):
     where, numbers = finish(second).splitlines()
     assert where == str(made) and numbers == f"3 {sum(range(ROWS))}"  # used from its first read
     assert (images.stat().st_ino, images.stat().st_mtime_ns, made.stat().st_ino) == before
+
+
+@pytest.mark.parametrize("map_limit", [64 << 20, 1000])  # arrays memory-mapped, or read with preadv
+def test_ds_arrays_reads_a_copy_made_earlier_and_decodes_no_shard(rows, monkeypatch, map_limit):
+    from glyphforge.builds import materialize
+
+    arrays = expected(rows)
+    rows.reopened().materialize()
+    monkeypatch.setattr(materialize, "MAP_LIMIT", map_limit)
+    data = rows.path / "arrays.pklz"
+    data.write_bytes(bytes(data.stat().st_size))  # every shard unreadable: only the copy can serve them
+    read = rows.reopened().arrays
+    assert read.keys() == arrays.keys()
+    assert all(np.array_equal(read[name], array) and read[name].dtype == array.dtype for name, array in arrays.items())
+    with pytest.raises(CorruptPklzError):
+        rows.reopened(random_access="decode").arrays  # noqa: B018 - the property reads
 
 
 def test_two_processes_making_it_at_once_make_it_once(rows, tmp_path):
@@ -257,6 +275,47 @@ def test_without_room_on_the_disk_auto_keeps_decoding_and_says_why_once(tmp_path
         assert copies(dataset) == []
         for opened in (dataset, reader, explicit):  # their read locks' files are on the tmpfs
             opened.close()
+
+
+def test_a_disk_filled_while_the_copy_is_written_leaves_nothing_and_reads_go_on(tmp_path, caplog, monkeypatch):
+    from glyphforge.builds import materialize
+
+    write_copy = materialize.write_npy_files
+    with tmpfs(tmp_path / "small", "size=40m") as small:
+        filler = small / "filler"  # not glyphforge's: left as it is
+
+        def another_writer_fills_the_disk(dataset, staging):  # after the room check passed: a real ENOSPC mid-copy
+            filler.write_bytes(b"\0" * (shutil.disk_usage(small).free - 6_000_000))  # 6 MB of the 24 MB copy fit
+            write_copy(dataset, staging)
+
+        dataset = build(WideRowSpec(), data_dir=small, progress=False)
+        arrays = expected(dataset)
+        monkeypatch.setattr(materialize, "write_npy_files", another_writer_fills_the_disk)
+        explicit = dataset.reopened()
+        with pytest.raises(materialize.StorageError, match=r"cannot write .*\.decoded.*: the disk is full"):
+            explicit.materialize()
+        assert copies(dataset) == [] and explicit.materialized is None  # no half copy, no staging
+        assert filler.stat().st_size > 20_000_000
+
+        filler.unlink()
+        reader = dataset.reopened()  # "auto": the disk fills again while it makes its copy
+        caplog.set_level(logging.INFO, logger="glyphforge.builds")
+        order = np.random.default_rng(3).permutation(2000)
+        assert np.array_equal(reader.take(order)["images"], arrays["images"][order])
+        for i in order[:100].tolist():
+            image, targets = reader[i]
+            assert targets["row"] == i and np.array_equal(image, arrays["images"][i])
+        warned = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+        assert len(warned) == 1 and "goes on decoding a shard per row" in warned[0] and "disk is full" in warned[0]
+        assert copies(dataset) == [] and reader.materialized is None
+
+        filler.unlink()  # room again: the next reader makes the copy
+        monkeypatch.setattr(materialize, "write_npy_files", write_copy)
+        again = dataset.reopened()
+        assert again.materialize() == decoded_dir(dataset.path)
+        assert np.array_equal(again.take(order)["images"], arrays["images"][order])
+        del dataset, explicit, reader, again  # their read locks' files and the copy's are on the tmpfs
+        gc.collect()
 
 
 @pytest.mark.slow

@@ -232,8 +232,8 @@ class BuiltDataset:
                 self._copy = make_copy(self)
             return self._copy.path
 
-    def _row_source(self) -> DecodedCopy | None:
-        """The decoded copy to read rows from, making it when ``random_access`` says so; None: decode shards."""
+    def _existing_copy(self) -> DecodedCopy | None:
+        """The decoded copy this dataset reads, or one already made (looked for once); None: none, or ``"decode"``."""
         if self._copy is not None or self.random_access == "decode":
             return self._copy
         if not self._looked_for_copy:
@@ -241,6 +241,12 @@ class BuiltDataset:
                 if self._copy is None:
                     self._copy = open_copy(self.entry, self.layout, len(self))
                 self._looked_for_copy = True
+        return self._copy
+
+    def _row_source(self) -> DecodedCopy | None:
+        """The decoded copy to read rows from, making it when ``random_access`` says so; None: decode shards."""
+        if self._existing_copy() is not None or self.random_access == "decode":
+            return self._copy
         if self._copy is None and (self.random_access == "materialize" or (self._thrashing and not self._no_copy)):
             self._make_copy()
         return self._copy
@@ -438,7 +444,10 @@ class BuiltDataset:
 
     @property
     def arrays(self) -> dict[str, np.ndarray]:
-        """All arrays, decoded once and kept (refused beyond ``arrays_limit``, see the class docstring)."""
+        """All arrays, decoded once and kept (refused beyond ``arrays_limit``, see the class docstring).
+
+        Read from the entry's decoded copy when there is one (`materialize`), else decoded shard by shard.
+        """
         if self._arrays is None:
             limit = default_arrays_limit() if self.arrays_limit is None else self.arrays_limit
             if self.nbytes > limit:
@@ -449,6 +458,11 @@ class BuiltDataset:
                     "write .npy files for memory-mapping with ds.export(dir); or raise ds.arrays_limit"
                 )
             out = self._empty(len(self))
+            copy = self._existing_copy()
+            if copy is not None:  # read whole, no shard decoded
+                copy.read_into(out)
+                self._arrays = out
+                return out
             index = self.index
             for number in range(len(index)):
                 rows = slice(int(index.start[number]), int(index.stop[number]))

@@ -101,6 +101,19 @@ class _Array:
                 raise OSError(errno.EIO, f"row {row} is cut short: the decoded copy was truncated while it was read")
         return flat.view(self.dtype).reshape(len(rows), *self.shape[1:])
 
+    def read_into(self, out: np.ndarray) -> None:
+        """Copy the whole array into ``out`` (C-contiguous, of its dtype and shape), in file order."""
+        if self.mapped is not None:
+            out[...] = self.mapped
+            return
+        assert self.fd is not None, "an array is mapped or read"
+        view, done = out.reshape(-1).view(np.uint8).data, 0
+        while done < len(view):
+            count = os.preadv(self.fd, [view[done:]], self.offset + done)
+            if not count:
+                raise OSError(errno.EIO, "the decoded copy was truncated while it was read")
+            done += count
+
     def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
@@ -130,6 +143,11 @@ class DecodedCopy:
         """Return a copy of row ``number`` (a non-negative int) of every array."""
         rows = np.array([number])
         return {name: array.take(rows)[0] for name, array in self._arrays.items()}
+
+    def read_into(self, out: dict[str, np.ndarray]) -> None:
+        """Copy every array whole into ``out`` (by name: C-contiguous arrays of their dtypes and shapes)."""
+        for name, array in self._arrays.items():
+            array.read_into(out[name])
 
 
 def _close(arrays: list[_Array]) -> None:
