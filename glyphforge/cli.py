@@ -308,8 +308,14 @@ def _cache_ls(args: argparse.Namespace) -> int:
 def _entry_table(entries: Sequence[ManifestFields]) -> str:
     """The table of ``cache ls``: one row per entry (local or at a URL)."""
     return table(["key", "kind", "params", "files", "size", "created"],
-                 [[e.key[:12], e.kind, _describe_params(e.params), len(e.files), human_size(e.size_bytes),
+                 [[e.key[:12], e.kind, _describe_params(e.params), len(e.files), _entry_size(e),
                    e.manifest["created"]] for e in entries])
+
+
+def _entry_size(entry: ManifestFields) -> str:
+    """An entry's size, and its decoded copy's beside it when it has one (a local built dataset read at random)."""
+    decoded = entry.decoded_bytes if isinstance(entry, Entry) else 0
+    return human_size(entry.size_bytes) + (f" + {human_size(decoded)} decoded" if decoded else "")
 
 
 def _remote_cache(data_dir: Location) -> RemoteCache:

@@ -25,6 +25,7 @@ from glyphforge.builds.materialize import NotEnoughSpaceError
 from glyphforge.cache import CacheStore
 from glyphforge.cache.pklz import CorruptPklzError
 from glyphforge.cache.store import decoded_dir, decoded_staging_prefix
+from glyphforge.textfmt import human_size
 
 from support.cli import run
 from support.mounts import tmpfs
@@ -207,6 +208,20 @@ def test_the_copy_follows_the_umask(rows, umask):
     files = sorted(made.iterdir())
     assert [path.name for path in files] == ["images.npy", "metadata.json", "name.npy", "row.npy"]
     assert {path.stat().st_mode & 0o7777 for path in files} == {0o666 & ~umask}
+
+
+def test_cache_ls_shows_the_copy_beside_its_entry(rows):
+    def entry_row() -> str:
+        listed = run("glyphforge", "cache", "ls", "--data-dir", rows.path.parents[2])
+        assert listed.returncode == 0, listed.stderr
+        row, = (line for line in listed.stdout.splitlines() if line.startswith(rows.key[:12]))
+        return row
+
+    entry_size = human_size(rows.entry.size_bytes)
+    assert f" {entry_size} " in entry_row() and "decoded" not in entry_row()
+    made = rows.reopened().materialize()
+    copy_size = human_size(sum(path.stat().st_size for path in made.iterdir()))
+    assert f" {entry_size} + {copy_size} decoded " in entry_row()
 
 
 def test_cache_rm_removes_the_copy_with_its_entry(rows):
