@@ -247,7 +247,7 @@ class BuiltDataset:
         """The decoded copy to read rows from, making it when ``random_access`` says so; None: decode shards."""
         if self._existing_copy() is not None or self.random_access == "decode":
             return self._copy
-        if self._copy is None and (self.random_access == "materialize" or (self._thrashing and not self._no_copy)):
+        if self.random_access == "materialize" or (self._thrashing and not self._no_copy):
             self._make_copy()
         return self._copy
 
@@ -461,15 +461,14 @@ class BuiltDataset:
             copy = self._existing_copy()
             if copy is not None:  # read whole, no shard decoded
                 copy.read_into(out)
-                self._arrays = out
-                return out
-            index = self.index
-            for number in range(len(index)):
-                rows = slice(int(index.start[number]), int(index.stop[number]))
-                with self._lock:
-                    cached = self._decoded.get(number)
-                for name, array in (self._decode(number) if cached is None else cached).items():
-                    out[name][rows] = array
+            else:
+                index = self.index
+                for number in range(len(index)):
+                    rows = slice(int(index.start[number]), int(index.stop[number]))
+                    with self._lock:
+                        cached = self._decoded.get(number)
+                    for name, array in (self._decode(number) if cached is None else cached).items():
+                        out[name][rows] = array
             self._arrays = out
         return self._arrays
 
