@@ -74,7 +74,7 @@ def test_multi_member_files_yield_every_pickle_in_order(tmp_path):
 
 def test_read_member_inflates_an_array_straight_into_its_buffer_without_an_inflated_copy(tmp_path):
     # an inflated copy of the member beside the array's buffer is fresh memory each shard: its page faults
-    # cost more than the inflating (benchmarks/README.md, "Resuming at 90%")
+    # cost more than the inflating (benchmarks/README.md before issue 31, "Resuming at 90%", in git)
     rng = np.random.default_rng(0)
     array = np.tile(rng.integers(0, 256, 4096, dtype=np.uint8), 2048)  # 8 MiB, compresses to ~1%
     path = dump_pklz({"images": array, "labels": np.arange(10)}, tmp_path / "big.pklz")

@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "glyphforge"
-README = PACKAGE_DIR.parent / "README.md"
+ARCHITECTURE = PACKAGE_DIR.parent / "docs" / "architecture.md"
 
 #: Layers bottom to top: ``(layer name, the top-level modules and subpackages it holds)``.
 Layers = tuple[tuple[str, tuple[str, ...]], ...]
@@ -200,20 +200,21 @@ def test_each_known_upward_import_still_occurs():
     assert not gone, f"these upward imports are gone: strike them off KNOWN_UPWARD: {gone}"
 
 
-def readme_layout_rows(text: str) -> dict[str, str]:
-    """Return ``{module path: layer}`` from the README's "How the code is laid out" table."""
-    section = text.split("\n## How the code is laid out\n", 1)[1].split("\n#", 1)[0]
+def architecture_module_rows(text: str) -> dict[str, str]:
+    """Return ``{module path: layer}`` from the "Modules" table of the docs' architecture page."""
+    section = text.split("\n## Modules\n", 1)[1].split("\n#", 1)[0]
     return dict(re.findall(r"^\| `glyphforge/([^`]+)` \| .+ \| (\w+) \|$", section, flags=re.MULTILINE))
 
 
-def test_the_readme_layout_table_lists_every_module_with_its_layer():
-    rows = readme_layout_rows(README.read_text(encoding="utf-8"))
+def test_the_architecture_page_lists_every_module_with_its_layer():
+    rows = architecture_module_rows(ARCHITECTURE.read_text(encoding="utf-8"))
     for path in package_modules(PACKAGE_DIR):
         name = path.relative_to(PACKAGE_DIR).as_posix()
         number = layer_of(_module_name(path, PACKAGE_DIR), PACKAGE_DIR.name)
         layer = "(none)" if number is None else LAYERS[number][0]
-        assert name in rows, f"README.md's layout table lacks glyphforge/{name}: add a row (layer {layer})"
-        assert rows[name] == layer, f"README.md puts glyphforge/{name} in layer {rows[name]}; it is in {layer}"
+        assert name in rows, f"docs/architecture.md's module table lacks glyphforge/{name}: add a row (layer {layer})"
+        assert rows[name] == layer, (f"docs/architecture.md puts glyphforge/{name} in layer {rows[name]}; "
+                                     f"it is in {layer}")
 
 
 # -- the checker itself -------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The one loader contract, checked over every registered dataset (issue 23).
 
-Written once, in `glyphforge.datasets.registry` and the README ("Loading datasets"): a
+Written once, in `glyphforge.datasets.registry` and docs/guide/loading.md ("The loader contract"): a
 dataset's ``load`` part (``glyphforge.load_<name>`` and ``glyphforge.load(name)``) takes
 ``classes`` first, where None means every class; takes the data context (``context=``)
 and the loose fetch keywords beside it; and returns ``(x, y, classes)``: the images (an

@@ -1,0 +1,94 @@
+"""The documentation: the mkdocs site builds with no warning, the README's links land on its pages,
+and the API reference documents every public name.
+
+`mkdocs build --strict` fails on any warning: a page missing from the nav, a broken link or
+anchor, a docstring that names a parameter its signature lacks, a reference mkdocstrings
+cannot resolve. The `test` extra installs mkdocs-material and mkdocstrings, so CI runs it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+import glyphforge
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+API_PAGES = sorted((DOCS / "api").glob("*.md"))
+
+
+def markdown_links(text: str) -> list[str]:
+    """Return the targets of the inline Markdown links in ``text``, code blocks left out."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    prose = re.sub(r"`[^`\n]*`", "", prose)
+    return re.findall(r"\]\(([^)\s]+)\)", prose)
+
+
+def slug(heading: str) -> str:
+    """The anchor Python-Markdown's toc extension (mkdocs' default) gives a heading."""
+    text = unicodedata.normalize("NFKD", heading.replace("`", "")).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def anchors(page: Path) -> set[str]:
+    """Return the anchors of ``page``'s headings (code blocks left out)."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.DOTALL)
+    return {slug(heading) for heading in re.findall(r"^#{1,6} (.+?)\s*$", text, flags=re.MULTILINE)}
+
+
+@pytest.mark.slow
+def test_the_site_builds_with_no_warning(tmp_path):
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[test]' installs it)")
+    pytest.importorskip("mkdocstrings_handlers.python",
+                        reason="mkdocstrings[python] is not installed (pip install -e '.[test]' installs it)")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
+         "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=540,
+    )
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
+    for page in ("index.html", "architecture/index.html", "api/builds/index.html"):
+        assert (tmp_path / "site" / page).is_file(), page
+    api = (tmp_path / "site" / "api" / "builds" / "index.html").read_text(encoding="utf-8")
+    assert "glyphforge.build" in api and "Parameters" in api  # numpy-style sections rendered, not raw text
+
+
+def test_every_internal_link_of_the_readme_lands_on_a_page_that_exists():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    links = [link for link in markdown_links((ROOT / "README.md").read_text(encoding="utf-8"))
+             if not re.match(r"[a-z][a-z0-9+.-]*:", link)]
+    assert any(link.startswith("docs/") for link in links), "README.md links into no docs page"
+    for link in links:
+        path, _, anchor = link.partition("#")
+        target = ROOT / path
+        assert target.is_file(), f"README.md links to {link}: there is no {path}"
+        if target.is_relative_to(DOCS):
+            page = target.relative_to(DOCS).as_posix()
+            assert target.suffix == ".md" and page in nav, f"README.md links to {link}, not a page of mkdocs.yml's nav"
+        if anchor:
+            assert anchor in anchors(target), f"README.md links to {link}: {path} has no heading #{anchor}"
+
+
+def test_the_api_reference_documents_every_public_name():
+    documented = [name for page in API_PAGES for name in
+                  re.findall(r"^\s+heading: glyphforge\.(\w+)$", page.read_text(encoding="utf-8"), flags=re.MULTILINE)]
+    public = set(glyphforge.__all__) - {"__version__"}
+    assert sorted(public - set(documented)) == [], "add each to a page of docs/api/ (`::: module.NAME`)"
+    assert sorted(set(documented) - public) == [], "documented as glyphforge.NAME but not in glyphforge.__all__"
+    assert len(documented) == len(set(documented)), "a name is documented twice"
+
+
+def test_the_link_and_anchor_helpers():
+    assert markdown_links("see [a](docs/a.md#b) and `[c](d)`\n```\n[e](f)\n```\n[g](https://x)") == [
+        "docs/a.md#b", "https://x"]
+    assert slug("What glyphforge deletes: only what it wrote") == "what-glyphforge-deletes-only-what-it-wrote"
+    assert slug("Upstream files in `raw/`") == "upstream-files-in-raw"
