@@ -12,6 +12,7 @@ bad argument (exit status 2, before any work) saying what works instead.
 from __future__ import annotations
 
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,12 @@ from glyphforge.cache.store import Entry
 from glyphforge.storage.publish import publish_entry
 from glyphforge.storage.store_errors import RemoteStorageError
 
-from support.cli import run
+from support.cli import BIN, run
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import NoiseSpec
 from support.store_errors import REFUSED, store_failure
+from support.toy_dataset import prepare_toy
 
 
 @dataclass
@@ -177,3 +179,32 @@ def test_the_right_bytes_in_parts_of_another_size_are_read_back_then_kept(s3_ser
 
     assert published.present == ("part-000000.pklz",)
     assert target.objects(place) == local_files(entry)
+
+
+# -- row 14: publish copies from a local data dir -----------------------------------------------------------------
+@pytest.mark.parametrize("source", ["s3://gf-other-bucket/y", "gs://gf-other-bucket/y"])
+@pytest.mark.parametrize("given", ["--data-dir", "GLYPHFORGE_DATA_DIR"])
+def test_a_url_data_dir_to_publish_from_exits_2_before_any_work_saying_what_works(tmp_path, source, given):
+    argv = ["--data-dir", source] if given == "--data-dir" else []
+    env = {**os.environ, "GLYPHFORGE_CACHE_DIR": str(tmp_path / "local-cache")}
+    if given != "--data-dir":
+        env["GLYPHFORGE_DATA_DIR"] = source
+    result = subprocess.run([str(BIN / "glyphforge"), "publish", "scenes", (tmp_path / "target").as_uri(), *argv],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"publish copies an entry from a local data dir, and the data dir {source} is a URL" in result.stderr
+    assert "`glyphforge build ... --data-dir TARGET` builds into it" in result.stderr
+    assert "with the store's own tool" in result.stderr and "its manifest.json last" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # no target, no local cache: nothing was done
+
+
+def test_a_file_url_data_dir_is_the_local_directory_it_names(tmp_path):
+    [entry] = prepare_toy(data_dir=tmp_path / "local", level=4)
+
+    result = run("glyphforge", "publish", "toy", (tmp_path / "target").as_uri(),
+                 "--data-dir", (tmp_path / "local").as_uri())
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{(tmp_path / 'target' / 'cache' / 'toy' / entry.key).as_uri()}\n"

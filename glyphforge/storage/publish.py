@@ -29,6 +29,7 @@ errors name the URL, what failed and what to do, never a secret.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from fsspec.callbacks import Callback
 
+from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
@@ -44,7 +46,7 @@ from glyphforge.cache.store import CacheStore
 from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.object_match import object_mismatch
 from glyphforge.storage.objects import listed_files, upload_file, write_bytes
-from glyphforge.storage.reads import is_missing_bucket
+from glyphforge.storage.reads import is_missing_bucket, shown
 from glyphforge.storage.remote_entry import entry_location
 from glyphforge.storage.store_errors import StoreTask, translated, translated_call
 
@@ -55,8 +57,8 @@ if TYPE_CHECKING:
     from glyphforge.cache.store import Entry
 
 __all__ = [
-    "PublishConflictError", "Published", "find_entry", "identity", "publish", "publish_entry",
-    "published_manifest", "put_bytes", "read_object", "target_location",
+    "LocalSourceError", "PublishConflictError", "Published", "find_entry", "identity", "publish", "publish_entry",
+    "published_manifest", "put_bytes", "read_object", "source_store", "target_location",
 ]
 
 #: Data files uploaded at once.
@@ -70,6 +72,10 @@ MAX_PARTS = 10_000
 #: What the store's errors while publishing say (`glyphforge.storage.store_errors`).
 PUBLISHING = StoreTask("publish to", "run the same command again: files uploaded whole are kept and not uploaded "
                        "again, and readers see the entry only once its manifest, written last, is there")
+
+
+class LocalSourceError(ValueError):
+    """The data dir to publish from is a URL: publish copies from a local data dir (the message says what works)."""
 
 
 class PublishConflictError(FileExistsError):
@@ -206,12 +212,38 @@ def publish(target: str, url: str, *, data_dir: PathLike | None = None,
 
     Raises
     ------
+    LocalSourceError
+        The data dir is a URL other than ``file://`` (see `source_store`), before anything is read or sent.
     LookupError
         ``target`` matches no entry (the message lists what the cache holds).
     """
     location = target_location(url, storage_options)
-    entry = find_entry(CacheStore.for_data_dir(data_dir), target)
+    entry = find_entry(source_store(data_dir), target)
     return publish_entry(entry, location, progress=progress).url
+
+
+def source_store(data_dir: PathLike | None) -> CacheStore:
+    """The cache store of the local data dir publish copies from (``data_dir``, else ``$GLYPHFORGE_DATA_DIR``,
+    else the user data dir); a ``file://`` URL is the directory it names.
+
+    Raises
+    ------
+    LocalSourceError
+        The data dir is a URL of object storage or HTTP: the message says what works instead.
+    """
+    chosen = data_dir if data_dir is not None else os.environ.get(config.ENV_DATA_DIR) or None
+    if not is_url(chosen):
+        return CacheStore.for_data_dir(chosen)
+    assert isinstance(chosen, str)
+    location = Location(chosen)
+    if location.scheme == "file":
+        return CacheStore.for_data_dir(location.path)
+    raise LocalSourceError(
+        f"publish copies an entry from a local data dir, and the data dir {shown(chosen)} is a URL: give the local "
+        "data dir that holds the entry (a path, or file:///abs/path). To have an entry of one URL at another, make "
+        "it there (`glyphforge build ... --data-dir TARGET` builds into it; `glyphforge prepare-data NAME --data-dir "
+        "TARGET` prepares and publishes there), or copy its folder DATA_DIR/cache/KIND/KEY with the store's own tool "
+        "(`aws s3 cp --recursive`, `gcloud storage cp -r`), its manifest.json last, so that no reader sees part of it")
 
 
 def find_entry(store: CacheStore, target: str) -> Entry:
