@@ -600,12 +600,11 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from glyphforge.storage.publish import find_entry, publish_entry
+    from glyphforge.storage.publish import LocalSourceError, find_entry, publish_entry, source_store
 
-    store = DataContext.resolve(data_dir=args.data_dir).store
     try:
-        entry = find_entry(store, args.target)
-    except LookupError as error:  # the arguments: nothing was done
+        entry = find_entry(source_store(args.data_dir), args.target)
+    except (LocalSourceError, LookupError) as error:  # the arguments: nothing was done
         raise UsageError(str(error)) from None
     started = time.perf_counter()
     published = publish_entry(entry, args.url, progress=not args.quiet)

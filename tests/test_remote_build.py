@@ -326,6 +326,13 @@ def test_the_prepared_entries_are_published_checked_when_fetched_and_never_repla
     assert _names(fs, f"{foreign_url}/cache/scenes") == [f"{cache_key('scenes', cache_params(replace(spec, seed=1)))}"
                                                         ".work/build.json"]  # no shard was made
 
+    same_size_url = f"{s3_server.bucket()}/data"  # a foreign object of the input's size: its bytes decide (issue 30)
+    same_size = f"{same_size_url}/cache/{prepared.kind}/{prepared.key}/{name}"
+    fs.pipe_file(same_size, bytes(len(original)))
+    with pytest.raises(PublishConflictError, match=rf"{same_size} is of the right size but holds other bytes"):
+        build_into(replace(spec, seed=2), DataContext.resolve(data_dir=same_size_url), progress=False)
+    assert _names(fs, f"{same_size_url}/cache/{prepared.kind}") == [f"{prepared.key}/{name}"]  # no manifest beside it
+
 
 def test_a_shard_task_travels_to_workers_without_the_secret_storage_options():
     data_dir = Location("s3://bucket/data", {"secret": "s3cr3t-value", "key": "AKIA-KEY-ID", "endpoint_url": "http://x"})

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
     from fsspec.callbacks import Callback
 
-__all__ = ["file_sizes", "is_local", "upload_file", "write_bytes"]
+__all__ = ["file_sizes", "is_local", "listed_files", "upload_file", "write_bytes"]
 
 
 def is_local(fs: AbstractFileSystem) -> bool:
@@ -67,13 +67,18 @@ def upload_file(source: Path, where: Location, *, callback: Callback | None = No
                 callback.relative_update(len(chunk))
 
 
-def file_sizes(folder: Location) -> dict[str, int]:
-    """The size of each object (file) directly under ``folder``, by name; empty when there is none."""
+def listed_files(folder: Location) -> dict[str, dict[str, Any]]:
+    """What the store says of each object (file) directly under ``folder`` (its size, checksums...), by name;
+    empty when there is none. Fresh from the store (fsspec's listing cache is dropped first)."""
     fs = folder.fs
     fs.invalidate_cache(folder.path)
     try:
         listed = fs.ls(folder.path, detail=True)
     except FileNotFoundError:
         return {}
-    return {str(info["name"]).rstrip("/").rsplit("/", 1)[-1]: int(info["size"])
-            for info in listed if info.get("type") == "file"}
+    return {str(info["name"]).rstrip("/").rsplit("/", 1)[-1]: info for info in listed if info.get("type") == "file"}
+
+
+def file_sizes(folder: Location) -> dict[str, int]:
+    """The size of each object (file) directly under ``folder``, by name; empty when there is none."""
+    return {name: int(info["size"]) for name, info in listed_files(folder).items()}

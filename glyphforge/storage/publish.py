@@ -9,12 +9,15 @@ Publishing again is cheap and safe:
 
 * the target already holds this entry's manifest (the same kind, key, params, meta and
   files table: the same ``entry_sha256``): nothing is uploaded (one small GET);
-* an interrupted publish resumes: a data file already there with the size the manifest
-  records is whole (an object store's put is atomic; on a ``file://`` target each file is
-  written under a temporary name and renamed), so only the missing files are uploaded;
-* glyphforge replaces only what it wrote itself: a manifest of another entry, or a data
-  file of another size, at the entry's place is an error naming it (`PublishConflictError`),
-  and nothing there is touched.
+* an interrupted publish resumes: a data file already there is kept, not uploaded again,
+  when its bytes are the ones the manifest records (the store's MD5 of it where reliable,
+  else its sha256 read back: `glyphforge.storage.object_match`); an object store's put is
+  atomic, and on a ``file://`` target each file is written under a temporary name and
+  renamed, so only the missing files are uploaded;
+* glyphforge replaces only what it wrote itself: a manifest of another entry, or an object
+  of another size or other bytes at a data file's place, is an error naming it
+  (`PublishConflictError`), and nothing there is touched: nothing is uploaded, and no
+  manifest is written beside what is not the entry's.
 
 Files are uploaded a few at once, large ones in parts (``s3://``: multipart uploads of
 :data:`PART_BYTES` parts, :data:`PARTS_AT_ONCE` at once per file), so at most about
@@ -26,6 +29,7 @@ errors name the URL, what failed and what to do, never a secret.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -34,13 +38,15 @@ from typing import TYPE_CHECKING, Any
 
 from fsspec.callbacks import Callback
 
+from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.cache.store import CacheStore
 from glyphforge.storage.location import Location, is_url
-from glyphforge.storage.objects import file_sizes, upload_file, write_bytes
-from glyphforge.storage.reads import is_missing_bucket
+from glyphforge.storage.object_match import object_mismatch
+from glyphforge.storage.objects import listed_files, upload_file, write_bytes
+from glyphforge.storage.reads import is_missing_bucket, shown
 from glyphforge.storage.remote_entry import entry_location
 from glyphforge.storage.store_errors import StoreTask, translated, translated_call
 
@@ -51,8 +57,8 @@ if TYPE_CHECKING:
     from glyphforge.cache.store import Entry
 
 __all__ = [
-    "PublishConflictError", "Published", "find_entry", "identity", "publish", "publish_entry",
-    "published_manifest", "put_bytes", "read_object", "target_location",
+    "LocalSourceError", "PublishConflictError", "Published", "find_entry", "identity", "publish", "publish_entry",
+    "published_manifest", "put_bytes", "read_object", "source_store", "target_location",
 ]
 
 #: Data files uploaded at once.
@@ -66,6 +72,10 @@ MAX_PARTS = 10_000
 #: What the store's errors while publishing say (`glyphforge.storage.store_errors`).
 PUBLISHING = StoreTask("publish to", "run the same command again: files uploaded whole are kept and not uploaded "
                        "again, and readers see the entry only once its manifest, written last, is there")
+
+
+class LocalSourceError(ValueError):
+    """The data dir to publish from is a URL: publish copies from a local data dir (the message says what works)."""
 
 
 class PublishConflictError(FileExistsError):
@@ -86,7 +96,7 @@ class Published:
     uploaded
         The data files uploaded now (the manifest is uploaded when anything is).
     present
-        The data files that were there already, whole (an earlier, interrupted publish).
+        The data files that were there already, their bytes the manifest's (an earlier, interrupted publish).
     manifest_uploaded
         Whether the manifest was uploaded (False: the entry was there already, nothing was uploaded).
     """
@@ -147,7 +157,8 @@ def publish_entry(entry: Entry, url: str | Location, *, storage_options: Mapping
     ValueError, UnsupportedURLError
         A bad target (see `target_location`), before anything is read or sent.
     PublishConflictError
-        Another entry's manifest, or a data file of another size, is at the entry's place (left untouched).
+        Another entry's manifest, or an object of another size or other bytes than a data file's, is at the
+        entry's place (left untouched; nothing is uploaded).
     MissingEntryFileError, DamagedEntryFileError
         A local data file is missing or not the size its manifest records (nothing of it is uploaded).
     RemoteStorageError
@@ -168,7 +179,7 @@ def publish_entry(entry: Entry, url: str | Location, *, storage_options: Mapping
                 "glyphforge replaces nothing at a URL: remove that entry there yourself if it is not needed, or "
                 "publish to another data dir URL")
         sources = {name: entry.file(name) for name in entry.files}  # checks each is whole before sending any
-        present = _present_files(place, entry.manifest["files"])
+        present = _present_files(place, entry.manifest["files"], sources)
         missing = [name for name in entry.files if name not in present]
         with _progress_bar(sum(entry.manifest["files"][name]["size"] for name in missing), place, progress) as bar:
             _upload_all(place, {name: sources[name] for name in missing}, bar)
@@ -201,12 +212,38 @@ def publish(target: str, url: str, *, data_dir: PathLike | None = None,
 
     Raises
     ------
+    LocalSourceError
+        The data dir is a URL other than ``file://`` (see `source_store`), before anything is read or sent.
     LookupError
         ``target`` matches no entry (the message lists what the cache holds).
     """
     location = target_location(url, storage_options)
-    entry = find_entry(CacheStore.for_data_dir(data_dir), target)
+    entry = find_entry(source_store(data_dir), target)
     return publish_entry(entry, location, progress=progress).url
+
+
+def source_store(data_dir: PathLike | None) -> CacheStore:
+    """The cache store of the local data dir publish copies from (``data_dir``, else ``$GLYPHFORGE_DATA_DIR``,
+    else the user data dir); a ``file://`` URL is the directory it names.
+
+    Raises
+    ------
+    LocalSourceError
+        The data dir is a URL of object storage or HTTP: the message says what works instead.
+    """
+    chosen = data_dir if data_dir is not None else os.environ.get(config.ENV_DATA_DIR) or None
+    if not is_url(chosen):
+        return CacheStore.for_data_dir(chosen)
+    assert isinstance(chosen, str)
+    location = Location(chosen)
+    if location.scheme == "file":
+        return CacheStore.for_data_dir(location.path)
+    raise LocalSourceError(
+        f"publish copies an entry from a local data dir, and the data dir {shown(chosen)} is a URL: give the local "
+        "data dir that holds the entry (a path, or file:///abs/path). To have an entry of one URL at another, make "
+        "it there (`glyphforge build ... --data-dir TARGET` builds into it; `glyphforge prepare-data NAME --data-dir "
+        "TARGET` prepares and publishes there), or copy its folder DATA_DIR/cache/KIND/KEY with the store's own tool "
+        "(`aws s3 cp --recursive`, `gcloud storage cp -r`), its manifest.json last, so that no reader sees part of it")
 
 
 def find_entry(store: CacheStore, target: str) -> Entry:
@@ -290,24 +327,35 @@ def _not_ours(where: Location, expected: str) -> PublishConflictError:
         "needed, or publish to another data dir URL")
 
 
-def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]]) -> set[str]:
-    """The entry's data files already at ``place`` whole (the size its manifest records); one listing.
+def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]], sources: Mapping[str, Path]) -> set[str]:
+    """The entry's data files already at ``place`` whole: the bytes its manifest records (one listing, then each
+    checked by `object_mismatch`, :data:`FILES_AT_ONCE` at a time).
 
     Raises
     ------
     PublishConflictError
-        A data file of another size is there (named; left untouched).
+        An object of another size or other bytes is at a data file's place (named; left untouched).
     """
     with translated(place, "listing the entry", PUBLISHING):
-        sizes = file_sizes(place)
-    wrong = sorted(name for name in files if name in sizes and sizes[name] != files[name]["size"])
+        listed = {name: info for name, info in listed_files(place).items() if name in files}
+    if not listed:
+        return set()
+
+    def mismatch(name: str) -> str | None:
+        size = files[name]["size"]
+        return object_mismatch(place.child(name), listed[name], sources[name], files[name], _part_bytes(size))
+
+    with translated(place, "checking the data files already there", PUBLISHING), \
+            ThreadPoolExecutor(max_workers=FILES_AT_ONCE, thread_name_prefix="glyphforge-publish-check") as pool:
+        mismatches = dict(zip(listed, pool.map(mismatch, listed), strict=True))
+    wrong = sorted(name for name, what in mismatches.items() if what is not None)
     if wrong:
-        described = "; ".join(f"{place.url}/{name} is {sizes[name]:,} bytes, the entry's is {files[name]['size']:,}"
-                              for name in wrong)
+        described = "; ".join(f"{place.child(name).url} is {mismatches[name]}" for name in wrong)
         raise PublishConflictError(
-            f"{described}: that is not this entry's file (an object store never holds part of one), and glyphforge "
-            "leaves it as it is. Remove it if it is not needed, or publish to another data dir URL")
-    return {name for name in files if name in sizes}
+            f"{described}: that is not this entry's file (an object store never holds part of one), so glyphforge "
+            "did not write it. It leaves it as it is and wrote nothing there (no manifest beside it). Delete it if "
+            "it is yours and not needed, then run the same command again, or publish to another data dir URL")
+    return set(listed)
 
 
 def _upload_all(place: Location, sources: Mapping[str, Path], bar: tqdm) -> None:
@@ -339,7 +387,12 @@ def _part_options(fs: AbstractFileSystem, size: int) -> dict[str, int]:
     """The multipart settings of an s3fs upload of ``size`` bytes (none for other stores: their defaults)."""
     if "s3" not in fs.protocol:
         return {}
-    return {"chunksize": max(PART_BYTES, math.ceil(size / MAX_PARTS)), "max_concurrency": PARTS_AT_ONCE}
+    return {"chunksize": _part_bytes(size), "max_concurrency": PARTS_AT_ONCE}
+
+
+def _part_bytes(size: int) -> int:
+    """The part size of an ``s3://`` multipart upload of ``size`` bytes (:data:`PART_BYTES`, more past 10,000 parts)."""
+    return max(PART_BYTES, math.ceil(size / MAX_PARTS))
 
 
 class _BarCallback(Callback):

@@ -93,15 +93,20 @@ class LocalS3Server:
     def user_denied_puts(self, bucket: str, pattern: str) -> dict[str, str]:
         """An IAM user who may do anything in ``bucket`` but put objects matching ``pattern`` (``*/manifest.json``);
         its storage options. Denials apply within `checking_credentials` only."""
+        return self.user_denied(bucket, "s3:PutObject", pattern)
+
+    def user_denied(self, bucket: str, action: str, pattern: str) -> dict[str, str]:
+        """An IAM user who may do anything in ``bucket`` but ``action`` (``"s3:GetObject"``) on objects matching
+        ``pattern``; its storage options. Denials apply within `checking_credentials` only."""
         import boto3
 
         iam = boto3.client("iam")
         name = f"user-{next(_USERS)}"
         iam.create_user(UserName=name)
-        iam.put_user_policy(UserName=name, PolicyName="denied-puts", PolicyDocument=json.dumps({
+        iam.put_user_policy(UserName=name, PolicyName="denied", PolicyDocument=json.dumps({
             "Version": "2012-10-17", "Statement": [
                 {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
-                {"Effect": "Deny", "Action": "s3:PutObject", "Resource": f"arn:aws:s3:::{bucket[5:]}/{pattern}"},
+                {"Effect": "Deny", "Action": action, "Resource": f"arn:aws:s3:::{bucket[5:]}/{pattern}"},
             ]}))
         key = iam.create_access_key(UserName=name)["AccessKey"]
         return {"key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
