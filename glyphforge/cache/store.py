@@ -368,13 +368,7 @@ class CacheStore:
 
     @classmethod
     def for_data_dir(cls, data_dir: PathLike | None = None, *, lock_timeout: float | None = None) -> CacheStore:
-        """Return the store under ``<data dir>/cache`` (``lock_timeout`` as for the constructor).
-
-        Raises
-        ------
-        DataDirAccessError
-            This user may not read the data dir, or enter a folder on the way to it (`check_data_dir_access`).
-        """
+        """The store under ``<data dir>/cache`` (``lock_timeout``: the constructor's); `check_data_dir_access` first."""
         check_data_dir_access(config.data_dir(data_dir))
         return cls(config.cache_dir(data_dir), lock_timeout=lock_timeout)
 
