@@ -20,6 +20,7 @@ import re
 import socket
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -305,6 +306,18 @@ def _request(
         raise Retryable(f"{type(error).__name__}: {error}", short=type(error).__name__) from error
     except requests.RequestException as error:
         raise SourceFailed(Attempt(url, f"{type(error).__name__}: {error}")) from error
+
+
+def no_network_advice(attempts: Iterable[Attempt], dataset: str, folder: Path) -> list[str]:
+    """What to do when hosts of ``attempts`` did not resolve: files of ``dataset`` placed in ``folder`` and
+    ``--offline``, or a mirror (one line; none when every host resolved)."""
+    hosts = list(dict.fromkeys(attempt.unresolved_host for attempt in attempts if attempt.unresolved_host))
+    return [
+        f"{', '.join(hosts)} did not resolve: this machine has no network (or no DNS). To work without it, place the "
+        f"files of {dataset} in {folder} and run with --offline (offline=True, GLYPHFORGE_OFFLINE=1), or give a "
+        "mirror this machine can reach (--mirror URL or GLYPHFORGE_MIRROR: a directory or file:// URL on a shared file "
+        "system, or an https://, s3:// or gs:// URL)."
+    ] if hosts else []
 
 
 def _name_resolution_error(error: BaseException) -> socket.gaierror | None:
