@@ -35,6 +35,7 @@ from glyphforge.cli_args import (
     positive,
     scene_spec,
 )
+from glyphforge.cli_errors import holdings, target_lookup
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.session import check_session
@@ -439,7 +440,9 @@ def _local_for_deleting(args: argparse.Namespace) -> DataContext:
 
 
 def _cache_rm(args: argparse.Namespace) -> int:
-    entry = _local_for_deleting(args).store.rm(args.key)
+    store = _local_for_deleting(args).store
+    with target_lookup(holdings(store)):
+        entry = store.rm(args.key)
     print(f"removed {entry.kind} {entry.key} ({human_size(entry.size_bytes)})")
     return 0
 
@@ -551,13 +554,16 @@ def _without_sources(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _preview(args: argparse.Namespace) -> int:
-    from glyphforge.previews import preview_built, preview_target
+    from glyphforge.previews import find_target, preview_built, preview_entry
 
     if is_url(args.data_dir):  # a built dataset read where it lies
         dataset = _find_built(args.target, DataContext.resolve(data_dir=args.data_dir))
         path = preview_built(dataset, out=args.out, n=args.n, seed=args.seed)
     else:
-        path = preview_target(args.target, out=args.out, n=args.n, data_dir=args.data_dir, seed=args.seed)
+        context = DataContext.resolve(data_dir=args.data_dir, download=False)
+        with target_lookup():
+            entry = find_target(context.store, args.target)
+        path = preview_entry(entry, context, out=args.out, n=args.n, seed=args.seed)
     print(f"wrote {path}")
     return 0
 
@@ -565,17 +571,14 @@ def _preview(args: argparse.Namespace) -> int:
 def _find_built(target: str, context: DataContext) -> BuiltDataset:
     """The built dataset ``target`` of the context's data dir; one at a URL is read where it lies.
 
-    A kind or key prefix for a data dir that cannot be listed (HTTP) is a `UsageError`.
+    A target that names nothing (or a kind or key prefix for a data dir that cannot be listed, HTTP) is a `UsageError`.
     """
     from glyphforge.builds.dataset import find_built
-    from glyphforge.builds.remote import UnlistableDataDirError
 
-    if context.remote is None:
-        return find_built(target, data_dir=context.data_dir)
-    try:
+    with target_lookup():
+        if context.remote is None:
+            return find_built(target, data_dir=context.data_dir)
         return find_built(target, data_dir=context.remote, cache_dir=context.cache_dir)
-    except UnlistableDataDirError as error:
-        raise UsageError(str(error)) from None
 
 
 def _warmup(args: argparse.Namespace) -> int:
@@ -603,9 +606,11 @@ def _publish(args: argparse.Namespace) -> int:
     from glyphforge.storage.publish import LocalSourceError, find_entry, publish_entry, source_store
 
     try:
-        entry = find_entry(source_store(args.data_dir), args.target)
-    except (LocalSourceError, LookupError) as error:  # the arguments: nothing was done
+        store = source_store(args.data_dir)
+    except LocalSourceError as error:  # the arguments: nothing was done
         raise UsageError(str(error)) from None
+    with target_lookup():
+        entry = find_entry(store, args.target)
     started = time.perf_counter()
     published = publish_entry(entry, args.url, progress=not args.quiet)
     if not args.quiet:  # on stderr: stdout is the entry URL alone, for scripts

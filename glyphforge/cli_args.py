@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from glyphforge import _files, config
+from glyphforge._access import DataDirAccessError, check_data_dir_access
 from glyphforge._checks import MAX_SIDE, check_shape
 from glyphforge.datasets import registry
 from glyphforge.storage import Location, UnsupportedURLError, is_url
@@ -81,8 +82,9 @@ def checked_data_dir(
 ) -> Path | str:
     """Return the data dir ``text`` once it can be used: a directory that exists or can be made, or a URL.
 
-    Refuses an empty path (which would silently mean the current directory), a file (or a
-    path below one), a directory on a file system without storage (``/proc``, ``/sys``),
+    Refuses an empty path (which would silently mean the current directory), a directory this
+    user may not enter or read, or one inside a folder they may not enter (`check_data_dir_access`),
+    a file (or a path below one), a directory on a file system without storage (``/proc``, ``/sys``),
     and a missing directory whose nearest existing parent is not writable. An existing
     directory that is read-only is accepted: a shared data dir may be read by its users.
     A URL (``s3://bucket/data``: `glyphforge.storage.is_url`) is returned as it is once
@@ -109,6 +111,10 @@ def checked_data_dir(
     if not text.strip():
         raise UsageError(f"the data dir is empty ({text!r}), which would mean the current directory: {fix}")
     path = Path(text).expanduser()
+    try:
+        check_data_dir_access(path, instead=fix)
+    except DataDirAccessError as error:
+        raise UsageError(str(error)) from None
     existing = next(folder for folder in (path, *path.parents) if folder.exists())
     if not existing.is_dir():
         what = "is a file" if existing == path else f"is below {existing}, which is a file"

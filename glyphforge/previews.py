@@ -51,7 +51,11 @@ def preview_target(
         Nothing in the cache matches ``target``; the message says how to make it.
     """
     context = DataContext.resolve(context, data_dir=data_dir, download=False)
-    entry = _find_entry(context.store, target)
+    return preview_entry(find_target(context.store, target), context, out=out, n=n, seed=seed)
+
+
+def preview_entry(entry: Entry, context: DataContext, *, out: PathLike, n: int = 16, seed: int = 0) -> Path:
+    """Write a PNG grid of ``n`` examples of the cache ``entry`` of ``context`` (see `preview_target`); return it."""
     if entry.kind in registry.registered():
         images, labels = dataset_part(entry.kind, "preview", context)(entry, n, np.random.default_rng(seed))
         return preview(images, n, out, labels=labels)
@@ -67,7 +71,8 @@ def preview_built(dataset: BuiltDataset, *, out: PathLike, n: int = 16, seed: in
     return preview(rows, n, out)
 
 
-def _find_entry(store: CacheStore, target: str) -> Entry:
+def find_target(store: CacheStore, target: str) -> Entry:
+    """The entry of ``store`` that ``target`` names (see `preview_target`); a LookupError listing what there is."""
     entries = store.ls()
     datasets = registry.registered()
     of_kind = [entry for entry in entries if entry.kind == target]

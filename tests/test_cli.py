@@ -150,7 +150,7 @@ def test_cache_ls_rm_and_gc(prepared, tmp_path):
     assert removed.returncode == 0 and removed.stdout.startswith(f"removed emnist {emnist.key} (")
     assert len(CacheStore.for_data_dir(copy).ls()) == 7
     missing = run("glyphforge", "cache", "rm", emnist.key[:10], "--data-dir", copy)
-    assert missing.returncode == 1
+    assert missing.returncode == 2
     assert missing.stderr.startswith(f"error: no entry in {copy / 'cache'} with a key starting '{emnist.key[:10]}'")
     (copy / "cache" / "emnist" / ".tmp-abandoned").mkdir()
     gc = run("glyphforge", "cache", "gc", "--data-dir", copy)
@@ -204,7 +204,7 @@ def test_preview_writes_a_png_of_a_prepared_dataset(prepared, tmp_path, target):
 
 def test_preview_of_what_is_not_prepared_says_what_to_run(tmp_path):
     result = run("glyphforge", "preview", "omniglot", "--out", tmp_path / "x.png", "--data-dir", tmp_path)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.startswith(
         f"error: omniglot is not prepared in {tmp_path / 'cache'}: run `prepare-data omniglot`"
     )

@@ -68,4 +68,4 @@ def test_the_export_command(built, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"exported test-rows {built.key[:12]} (257 examples, ")
     assert np.array_equal(np.load(tmp_path / "cli" / "row.npy"), np.arange(257))
-    assert cli.main(["export", "scenes", str(tmp_path / "x"), "--data-dir", str(data_dir)]) == 1
+    assert cli.main(["export", "scenes", str(tmp_path / "x"), "--data-dir", str(data_dir)]) == 2

@@ -81,7 +81,7 @@ def test_a_registered_dataset_shows_in_prepare_data_info_and_preview(toy, tmp_pa
 
 
 def test_a_registered_dataset_that_is_not_prepared_says_what_to_run(toy, tmp_path, capsys):
-    assert cli.main(["preview", "toy", "--out", str(tmp_path / "p.png"), "--data-dir", str(tmp_path)]) == 1
+    assert cli.main(["preview", "toy", "--out", str(tmp_path / "p.png"), "--data-dir", str(tmp_path)]) == 2
     assert (
         f"error: toy is not prepared in {tmp_path / 'cache'}: run `prepare-data toy` first" in capsys.readouterr().err
     )

@@ -405,7 +405,7 @@ def test_the_cli_exports_and_previews_a_dataset_on_s3(built, s3_data, tmp_path):
     assert from_environment.returncode == 0, from_environment.stderr  # the export's checks need no local data dir
     assert np.array_equal(np.load(tmp_path / "env" / "images.npy"), arrays["images"])
     missing = run("glyphforge", "export", "nothing", tmp_path / "none", "--data-dir", s3_data[0])
-    assert missing.returncode == 1 and "no built dataset 'nothing'" in missing.stderr
+    assert missing.returncode == 2 and "no built dataset 'nothing'" in missing.stderr
     assert not (tmp_path / "none").exists()
     no_credentials = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_EC2_METADATA_DISABLED": "true",
                       "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "AWS_CONFIG_FILE": str(tmp_path / "none")}

@@ -1,4 +1,5 @@
 """The content-addressed cache of gzipped pickles (see :mod:`glyphforge.cache.store`)."""
+from glyphforge._access import DataDirAccessError
 from glyphforge.cache.keys import FORMAT_VERSION, cache_key
 from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.cache.pklz import DEFAULT_LEVEL, CorruptPklzError, concat_pklz, dump_pklz, iter_pklz, load_pklz
@@ -22,6 +23,7 @@ __all__ = [
     "CacheStore",
     "CleanupError",
     "CorruptPklzError",
+    "DataDirAccessError",
     "Entry",
     "Eviction",
     "LockTimeoutError",

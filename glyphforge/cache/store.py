@@ -56,6 +56,7 @@ from typing import Any
 import filelock
 
 from glyphforge import config
+from glyphforge._access import check_data_dir_access
 from glyphforge._checks import PathLike
 from glyphforge._files import StorageError, describe_owner, make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.cache.keys import cache_key, check_kind
@@ -367,7 +368,8 @@ class CacheStore:
 
     @classmethod
     def for_data_dir(cls, data_dir: PathLike | None = None, *, lock_timeout: float | None = None) -> CacheStore:
-        """Return the store under ``<data dir>/cache`` (``lock_timeout`` as for the constructor)."""
+        """The store under ``<data dir>/cache`` (``lock_timeout``: the constructor's); `check_data_dir_access` first."""
+        check_data_dir_access(config.data_dir(data_dir))
         return cls(config.cache_dir(data_dir), lock_timeout=lock_timeout)
 
     def __repr__(self) -> str:

@@ -26,8 +26,8 @@ pinned hash, and never leaves a wrong or partial file there:
    --raw`` may remove it and never removes a file placed by hand.
 
 HTTP requests have connect and read timeouts; connection errors, timeouts, 408, 429 and
-5xx are retried with exponential backoff honouring Retry-After, an answer slower than a
-minimum rate gives up on the source, and so does a deadline (see :class:`RetryPolicy`);
+5xx are retried with exponential backoff honouring Retry-After (not a host name that does not resolve:
+see `no_network_advice`), an answer slower than a minimum rate gives up on the source, and so does a deadline;
 each retry, and a download still unfinished, is logged at INFO.
 A ``text/html`` answer is refused at once. A full disk raises
 :class:`~glyphforge._files.StorageError` naming the ``.part`` file, which is kept for a
@@ -70,6 +70,7 @@ from glyphforge.pipelines.http_source import (
     RetryPolicy,
     SourceFailed,
     download,
+    no_network_advice,
     progress_bar,
 )
 from glyphforge.storage.location import Location, UnsupportedURLError
@@ -533,6 +534,7 @@ def _failure(
     lines += [f"  - {attempt.source}: {attempt.reason}" for attempt in attempts]
     if not attempts:
         lines.append("  (no local source to try)")
+    lines += no_network_advice(attempts, resource.dataset, target.parent)
     first_step = (
         "unset GLYPHFORGE_OFFLINE and run again on a machine with network access"
         if offline else "check the network (and the mirrors) and run again"

@@ -3,12 +3,13 @@
 :func:`download` fills ``<filename>.part`` from one URL. It resumes with a Range request
 when the partial file already holds bytes and the server supports it, retries connection
 errors, timeouts, 408, 429 and 5xx with exponential backoff honouring Retry-After (see
-:class:`RetryPolicy`), refuses a ``text/html`` answer, an announced size that is not the
-expected one, a body longer than it, an answer slower than ``RetryPolicy.min_rate`` and a
-source still unfinished at ``RetryPolicy.deadline``. Waiting is never silent: each retry
-and, every ``RetryPolicy.report_every`` seconds, an unfinished download are logged at INFO.
-Verifying the content and choosing between sources is
-:func:`glyphforge.pipelines.download.fetch`'s work.
+:class:`RetryPolicy`), but not a host name that does not resolve (no network or no DNS here:
+waiting does not help, and the next source is tried at once), refuses a ``text/html``
+answer, an announced size that is not the expected one, a body longer than it, an answer
+slower than ``RetryPolicy.min_rate`` and a source still unfinished at ``RetryPolicy.deadline``.
+Waiting is never silent: each retry and, every ``RetryPolicy.report_every`` seconds, an
+unfinished download are logged at INFO. Verifying the content and choosing between sources
+is :func:`glyphforge.pipelines.download.fetch`'s work.
 """
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ import email.utils
 import logging
 import math
 import re
+import socket
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
 import urllib3
@@ -44,7 +48,8 @@ class RetryPolicy:
     ----------
     attempts
         Failed attempts in a row before giving up on a source (an attempt that added at
-        least 64 KiB to the file resets the count).
+        least 64 KiB to the file resets the count); a host name that does not resolve gives
+        up at once.
     backoff
         Delay in seconds after the first failure; doubled after each further one.
     max_delay
@@ -97,7 +102,8 @@ class Attempt:
     """One source that was tried and failed.
 
     ``actual_hash``, ``actual_size`` and ``final_url`` are set when the source
-    delivered a complete file with the wrong content.
+    delivered a complete file with the wrong content; ``unresolved_host`` when its host
+    name did not resolve (no network or no DNS), the host.
     """
 
     source: str
@@ -105,6 +111,7 @@ class Attempt:
     actual_hash: str | None = None
     actual_size: int | None = None
     final_url: str | None = None
+    unresolved_host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -291,9 +298,42 @@ def _request(
             _stream(response, part, start, total if total is not None else size, size, watch, progress)
             return Fetched(response.url, resumed=start > 0)
     except (requests.ConnectionError, requests.Timeout, urllib3.exceptions.HTTPError) as error:
+        unresolved = _name_resolution_error(error)
+        if unresolved is not None:  # no network or no DNS: retrying only waits (the next source is tried at once)
+            host = urlsplit(url).hostname or url
+            raise SourceFailed(Attempt(url, f"the host name {host} does not resolve ({unresolved}): this machine has "
+                                       "no network or no DNS (not retried)", unresolved_host=host)) from error
         raise Retryable(f"{type(error).__name__}: {error}", short=type(error).__name__) from error
     except requests.RequestException as error:
         raise SourceFailed(Attempt(url, f"{type(error).__name__}: {error}")) from error
+
+
+def no_network_advice(attempts: Iterable[Attempt], dataset: str, folder: Path) -> list[str]:
+    """What to do when hosts of ``attempts`` did not resolve: files of ``dataset`` placed in ``folder`` and
+    ``--offline``, or a mirror (one line; none when every host resolved)."""
+    hosts = list(dict.fromkeys(attempt.unresolved_host for attempt in attempts if attempt.unresolved_host))
+    return [
+        f"{', '.join(hosts)} did not resolve: this machine has no network (or no DNS). To work without it, place the "
+        f"files of {dataset} in {folder} and run with --offline (offline=True, GLYPHFORGE_OFFLINE=1), or give a "
+        "mirror this machine can reach (--mirror URL or GLYPHFORGE_MIRROR: a directory or file:// URL on a shared file "
+        "system, or an https://, s3:// or gs:// URL)."
+    ] if hosts else []
+
+
+def _name_resolution_error(error: BaseException) -> socket.gaierror | None:
+    """The `socket.gaierror` behind ``error`` (requests' and urllib3's wrappers, their causes), or None."""
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        found = pending.pop()
+        if isinstance(found, socket.gaierror):
+            return found
+        if id(found) in seen:
+            continue
+        seen.add(id(found))
+        linked = (found.__cause__, found.__context__, getattr(found, "reason", None), *found.args)
+        pending.extend(item for item in linked if isinstance(item, BaseException))
+    return None
 
 
 def _range_not_satisfiable(response: requests.Response, part: Path, offset: int) -> Fetched:
