@@ -234,7 +234,8 @@ def test_a_built_dataset_at_the_url_is_not_fetched_whole(s3_server, tmp_path):
     url = s3_server.bucket() + "/data"
     built = CacheStore(tmp_path / "cache").get_or_create(
         "scenes", {"n": 1}, lambda writer: (writer.write("arrays.pklz", np.zeros(4)),
-                                            writer.meta.update(layout="shards", n_examples=4)))
+                                            writer.meta.update(layout={"x": {"dtype": "<f8", "shape": []}},
+                                                                               n_examples=4)))
     publish_by_hand(built, url)
     store = local_store(url)
     assert store.get("scenes", {"n": 1}) is None

@@ -65,6 +65,7 @@ from glyphforge.builds.shards import (
     shard_path,
 )
 from glyphforge.cache import Writer, concat_pklz
+from glyphforge.cache.declared import MAX_SHARDS
 from glyphforge.cache.pklz import MemberMismatchError
 from glyphforge.context import DataContext
 from glyphforge.session import Session, TaskFailure, check_session, open_session
@@ -81,9 +82,6 @@ BUILD_FORMAT = 3
 entries of earlier formats still read: `glyphforge.builds.members`)."""
 
 _SPEC_MEMBERS = ("kind", "n_examples", "shard_size", "seed", "params", "make_shard")
-#: The most shards a build may have: the manifest's index (about 55 bytes a shard) and the
-#: driver's bookkeeping (a record a shard) stay in the tens of MB. Raise shard_size beyond it.
-MAX_SHARDS = 1_000_000
 
 
 class Spec(Protocol):

@@ -184,9 +184,7 @@ class BuiltDataset:
         if self._index is None:
             parts = self.entry.meta.get("parts")
             where = str(self.path if parts else self.path / ARRAYS_FILE)
-            index = ShardIndex.of_entry(self.entry, where)
-            index.check(len(self), where, parts)
-            self._index = index
+            self._index = ShardIndex.of_entry(self.entry, where)
         return self._index
 
     def __len__(self) -> int:

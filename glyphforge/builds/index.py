@@ -41,14 +41,13 @@ from typing import Any
 import numpy as np
 
 from glyphforge.cache import Entry
+from glyphforge.cache.declared import INDEX_FILE, member_bounds, row_nbytes
 
 INDEX_COLUMNS = ("offset", "length", "start", "stop")
 #: What to do about a damaged index of an entry on this machine's disk.
 REBUILD = "The entry is damaged: remove it with `glyphforge cache rm KEY` and build it again"
 #: The optional fifth row of a multi-part entry's index: which of ``meta["parts"]`` holds each shard.
 PART_COLUMN = "part"
-#: The data file of a built entry holding its shard index (see the module docstring).
-INDEX_FILE = "index.npy"
 
 
 class DamagedIndexError(ValueError):
@@ -100,10 +99,21 @@ class ShardIndex:
 
     @classmethod
     def of_entry(cls, entry: Entry, where: str) -> ShardIndex:
-        """Read the index of the built ``entry`` (``where`` names it in errors): its `INDEX_FILE`, else its meta."""
+        """Read the index of the built ``entry`` (``where`` names it in errors): its `INDEX_FILE`, else its meta.
+
+        ``entry.file`` gives it only at the size the manifest records (which
+        `glyphforge.cache.declared` bounds by the entry's shards). It is checked to tile the
+        entry's rows and data (`check`), and each shard's length against its rows
+        (`check_lengths`): no member read by it is larger than its rows' bytes stored, with
+        their framing.
+        """
         if INDEX_FILE in entry.manifest["files"]:
-            return cls.read(entry.file(INDEX_FILE), where)
-        return cls.from_meta(entry.meta, entry.params, where)
+            index = cls.read(entry.file(INDEX_FILE), where)
+        else:
+            index = cls.from_meta(entry.meta, entry.params, where)
+        index.check(int(entry.meta["n_examples"]), where, entry.meta.get("parts"))
+        index.check_lengths(row_nbytes(entry.meta["layout"]), where)
+        return index
 
     @classmethod
     def read(cls, path: Path, where: str) -> ShardIndex:
@@ -119,6 +129,17 @@ class ShardIndex:
                                     f"{table.shape}, not int64 of shape ({rows}, shards), or ({rows + 1}, shards) "
                                     "for a multi-part entry")
         return cls(*table)
+
+    def check_lengths(self, row_bytes: int, where: str) -> None:
+        """Raise a `DamagedIndexError` naming ``where`` unless every shard's member can hold its rows of ``row_bytes``
+        bytes (`glyphforge.cache.declared.member_bounds`): a reader allocates a member's length to read it."""
+        fewest, most = member_bounds(self.rows, row_bytes)
+        wrong = np.flatnonzero((self.length < fewest) | (self.length > most))
+        if len(wrong):
+            shard = int(wrong[0])
+            raise DamagedIndexError(where, f"its shard index records shard {shard} as {int(self.length[shard]):,} "
+                                    f"bytes for {int(self.rows[shard]):,} rows of {row_bytes:,} bytes, which "
+                                    f"compress to {int(fewest[shard]):,} to {int(most[shard]):,} bytes")
 
     def table(self) -> np.ndarray:
         """The index as one int64 array of 4 rows (5 with ``part``), as `INDEX_FILE` holds it."""

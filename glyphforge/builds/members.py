@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from glyphforge.cache.declared import layout_dtype
 from glyphforge.cache.npy_members import ArraysMember, ArraySpec
 from glyphforge.cache.pklz import CorruptPklzError, damaged_member, read_member
 from glyphforge.cache.safe_pickle import Budget
@@ -148,10 +149,3 @@ def _decode_pickled(member: Member) -> Shard:
                                f"{sorted(member.layout)} its index promises; remove the entry and build it again")
     return arrays
 
-
-def layout_dtype(descr: Any) -> np.dtype[Any]:
-    """The dtype of a layout's descr (JSON turned a structured dtype's tuples into lists: undo that)."""
-    def tuples(part: Any) -> Any:
-        return [tuple(tuples(item) for item in field) for field in part] if isinstance(part, list) else part
-
-    return np.lib.format.descr_to_dtype(tuples(descr))

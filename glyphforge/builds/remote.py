@@ -45,7 +45,7 @@ from glyphforge.builds.index import INDEX_FILE, DamagedIndexError, ShardIndex
 from glyphforge.builds.members import Member
 from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.locks import hold
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest, read_manifest
 from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.reads import RemoteFileMissingError, list_names, read_bytes
@@ -260,8 +260,9 @@ class RemoteBuiltDataset(BuiltDataset):
         """The shard index (`BuiltDataset.index`), its ``index.npy`` fetched into the local shard cache.
 
         A local copy damaged since it was fetched is fetched again, once. An index that does not
-        read or fit as the manifest at the URL records it is the damage of the entry there: a
-        `BrokenRemoteEntryError` saying what to do at the URL (`damaged_at_url`).
+        read or fit as the manifest at the URL records it is the damage of the entry there: its
+        local copy is removed, and a `BrokenRemoteEntryError` says what to do at the URL
+        (`damaged_at_url`).
         """
         try:
             return super().index
@@ -274,8 +275,10 @@ class RemoteBuiltDataset(BuiltDataset):
             raise self._damaged_index(error) from None
 
     def _damaged_index(self, error: DamagedIndexError) -> BrokenRemoteEntryError:
+        """Remove the local copy of the rejected index (glyphforge fetched it: nothing rejected is kept); the error."""
+        (self.path / INDEX_FILE).unlink(missing_ok=True)
         return BrokenRemoteEntryError(f"the {self.entry.kind} entry at {self.url}: {error.problem}, as its manifest "
-                                      f"there records it. {damaged_at_url(self.url)}")
+                                      f"there records it; its local copy was removed. {damaged_at_url(self.url)}")
 
     def _member(self, number: int) -> tuple[Path, int]:
         """Shard ``number``'s gzip member: its byte range, fetched into the shard cache (unless there), from byte 0."""
@@ -423,6 +426,13 @@ def _open_entry(location: Location) -> RemoteEntry:
 
 def _open_local(path: Path, **options: Any) -> BuiltDataset:
     entry = read_entry(path)
+    if entry is None and (path / MANIFEST).is_file():
+        try:
+            read_manifest(path)
+        except BrokenManifestError as error:
+            raise BrokenManifestError(f"the entry at {path} is damaged, its {MANIFEST} fails its checks: {error}. "
+                                      f"Remove it (`glyphforge cache gc --data-dir {path.parents[2]}` "
+                                      "removes broken entries) and build it again") from None
     if entry is None or not is_built(entry):
         raise LookupError(f"no built dataset at {path}: give the directory of a built entry (<data dir>/cache/<kind>/"
                           "<key>), or a URL")

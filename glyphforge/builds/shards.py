@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from glyphforge._files import atomic_path, sha256_file
+from glyphforge.cache.declared import layout_problem
 from glyphforge.cache.npy_members import dump_arrays
 
 #: One shard's record: ``{"shard", "n", "size", "mtime_ns", "sha256", "layout"}`` (``layout`` in the order
@@ -67,7 +68,8 @@ def array_layout(arrays: Any, index: int, n: int) -> dict[str, dict[str, Any]]:
     ------
     TypeError, ValueError
         Naming the shard and what was wrong, unless ``arrays`` is a non-empty dict of
-        string names to numpy arrays that each hold ``n`` examples along the first axis.
+        string names to numpy arrays that each hold ``n`` examples along the first axis, in
+        a layout readers accept (`glyphforge.cache.declared.layout_problem`).
     """
     where = f"make_shard({index}, rng, {n})"
     if not isinstance(arrays, Mapping) or not arrays:
@@ -85,6 +87,9 @@ def array_layout(arrays: Any, index: int, n: int) -> dict[str, dict[str, Any]]:
             raise TypeError(f"{where} returned {name!r} with dtype {array.dtype}; object arrays "
                             "cannot be cached safely, use numeric, bool or fixed-width string dtypes")
         layout[name] = {"dtype": np.lib.format.dtype_to_descr(array.dtype), "shape": list(array.shape[1:])}
+    problem = layout_problem(layout)  # what a reader would refuse (`glyphforge.cache.declared`)
+    if problem is not None:
+        raise ValueError(f"{where} returned arrays a built dataset cannot hold: {problem}")
     return layout
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from glyphforge._version import __version__
+from glyphforge.cache.declared import built_problem
 from glyphforge.cache.keys import FORMAT_VERSION, cache_key, entry_sha256, metadata_sha256, normalise
 
 MANIFEST = "manifest.json"
@@ -94,7 +95,12 @@ class ManifestFields:
 
 def is_built(entry: ManifestFields) -> bool:
     """Whether ``entry`` (on disk or at a URL) is a built dataset: its manifest records a shard layout."""
-    return "layout" in entry.meta and "n_examples" in entry.meta
+    return declares_build(entry.meta)
+
+
+def declares_build(meta: Mapping[str, Any]) -> bool:
+    """Whether a manifest's ``meta`` records a shard layout (then `built_problem` checks what it declares)."""
+    return "layout" in meta and "n_examples" in meta
 
 
 class BrokenManifestError(ValueError):
@@ -161,7 +167,9 @@ def parse_manifest(text: str | bytes, kind: str, key: str) -> dict[str, Any]:
     its URL); its key is the hash of its kind, params and format version; its
     ``meta_sha256`` is that of its kind, key, params and meta; and its ``entry_sha256``
     that of these and its files table (a manifest without them, as older versions wrote,
-    is accepted: see the module docstring).
+    is accepted: see the module docstring); and what a built entry declares (its layout,
+    examples, shards and files' sizes) is within bounds and agrees with itself
+    (`glyphforge.cache.declared.built_problem`).
 
     Raises
     ------
@@ -208,4 +216,7 @@ def parse_manifest(text: str | bytes, kind: str, key: str) -> dict[str, Any]:
     if manifest.get("entry_sha256", expected_entry) != expected_entry:
         raise BrokenManifestError("its files table differs from its entry_sha256 (data files swapped, renamed or "
                                   "replaced together with their records, or the manifest was edited or damaged)")
+    problem = built_problem(manifest) if declares_build(manifest["meta"]) else None
+    if problem is not None:
+        raise BrokenManifestError(f"it declares what no built dataset holds: {problem}")
     return manifest

@@ -1,7 +1,7 @@
 """Reading bytes at a URL: one object whole or one byte range of it, retried, bounded, with clear errors.
 
 `read_bytes` is the one way glyphforge reads a remote object (a manifest, an index, a shard's
-byte range), and `list_names` lists a folder of a store. ``http://`` and ``https://`` are read
+byte range); `object_size` asks its size, `list_names` lists a folder of a store. ``http://`` and ``https://`` are read
 with ``requests`` (a core dependency: no aiohttp needed), so an answer is checked before its
 body is read: a range must come back as ``206 Partial Content`` starting at the byte asked
 for, and a server that ignores ``Range`` (``200`` with the whole file) is refused rather than
@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import requests
 
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
 __all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
-           "ShortObjectError", "is_missing_bucket", "list_names", "read_bytes", "shown", "sorted_failure", "store_call"]
+           "ShortObjectError", "is_missing_bucket", "list_names", "object_size", "read_bytes", "shown",
+           "sorted_failure", "store_call"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -193,6 +194,27 @@ def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> li
     return _retried(attempt, f"list {shown(location.url)}", policy, location.scheme)
 
 
+def object_size(location: Location, *, what: str = "", policy: ReadPolicy = DEFAULT_POLICY) -> int | None:
+    """Return the size of the object at ``location`` as its store says it (None: an HTTP server that does not say):
+    one ``HEAD`` over HTTP, fsspec's ``info`` (fresh) otherwise; retried and failing as `read_bytes` does."""
+    described = f"find the size of {shown(location.url)}" + (f" ({what})" if what else "")
+    if location.scheme not in ("http", "https"):
+        return _retried(lambda: int(_classified(lambda: location.fs.info(location.path, refresh=True)["size"])),
+                        described, policy, location.scheme)
+
+    def head() -> int | None:
+        try:
+            with _session().head(location.url, headers={"Accept-Encoding": "identity"}, allow_redirects=True,
+                                 timeout=(policy.timeout, policy.timeout)) as response:
+                _check_status(response)
+                length = response.headers.get("Content-Length", "")
+        except (requests.ConnectionError, requests.Timeout) as error:
+            raise _Transient(f"the connection failed ({type(error).__name__})") from None
+        return int(length) if length.isdigit() else None
+
+    return _retried(head, described, policy)
+
+
 def store_call(location: Location, call: Callable[[], T], described: str, *,
                policy: ReadPolicy = DEFAULT_POLICY) -> T:
     """Return ``call()``, an fsspec call on the store of ``location`` (a listing, a multi-object ``cat``, a
@@ -292,16 +314,12 @@ def _http(url: str, start: int | None, end: int | None, timeout: float) -> bytes
 def _check_status(response: requests.Response) -> None:
     """Raise what an answer that is not 200 or 206 means."""
     if response.status_code not in (200, 206):
-        _raise_status(response.status_code, f"{response.status_code} {response.reason}", _retry_after(response))
-
-
-def _raise_status(status: int, answer: str, retry_after: float | None = None) -> NoReturn:
-    """Raise what an HTTP ``status`` other than 200 and 206 means; ``answer`` is the server's ("503 Slow Down")."""
-    raise _status_failure(status, answer, retry_after)
+        raise _status_failure(response.status_code, f"{response.status_code} {response.reason}",
+                              _retry_after(response))
 
 
 def _status_failure(status: int, answer: str, retry_after: float | None = None) -> Exception:
-    """What an HTTP ``status`` other than 200 and 206 means (see `_raise_status`)."""
+    """What an HTTP ``status`` other than 200 and 206 means; ``answer`` is the server's ("503 Slow Down")."""
     if status == 404 or status == 410:
         return FileNotFoundError(f"the server answered {answer} (no such file)")
     if status in (401, 403):

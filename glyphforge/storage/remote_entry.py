@@ -20,7 +20,7 @@ from typing import Any
 from glyphforge._files import atomic_path
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, parse_manifest
 from glyphforge.storage.location import Location
-from glyphforge.storage.reads import RemoteFileMissingError, ShortObjectError, read_bytes
+from glyphforge.storage.reads import RemoteFileMissingError, ShortObjectError, object_size, read_bytes
 
 __all__ = ["BrokenRemoteEntryError", "RemoteEntry", "damaged_at_url", "entry_location"]
 
@@ -100,6 +100,17 @@ class RemoteEntry(ManifestFields):
             raise KeyError(f"entry {self.kind}/{self.key[:12]} at {self.url} has no file {name!r}; files: {self.files}")
         return int(self.manifest["files"][name]["size"])
 
+    def check_size(self, name: str) -> None:
+        """Raise a `BrokenRemoteEntryError` when the store holds data file ``name`` at another size than the manifest
+        records (an HTTP server that does not say passes: the reads and the sha256 check it then)."""
+        declared, url = self.size(name), self.location.child(name)
+        found = object_size(url, what=f"a file of the {self.kind} entry {self.key[:12]}")
+        if found is not None and found != declared:
+            shorter = "shorter" if found < declared else "longer"
+            raise BrokenRemoteEntryError(
+                f"{url} is {shorter} than the {declared:,} bytes its manifest records: the store holds {found:,} "
+                f"bytes, and none of them were fetched. {damaged_at_url(self.url)}")
+
     def read_range(self, name: str, offset: int, length: int, *, what: str = "") -> bytes:
         """Return ``length`` bytes of data file ``name`` from byte ``offset`` (one ranged read, retried).
 
@@ -133,6 +144,9 @@ class RemoteEntry(ManifestFields):
     def download(self, name: str, destination: Path) -> Path:
         """Fetch data file ``name`` whole to ``destination`` (atomically), checking its size and sha256.
 
+        The object's size at the URL is asked first (`check_size`), and no more bytes than the
+        manifest records are ever read.
+
         Raises
         ------
         BrokenRemoteEntryError
@@ -141,6 +155,7 @@ class RemoteEntry(ManifestFields):
             See `read_range`.
         """
         total = self.size(name)  # a KeyError naming the files when the manifest lists no such file
+        self.check_size(name)
         expected = self.manifest["files"][name]
         digest, size = hashlib.sha256(), 0
         with atomic_path(destination) as temporary, open(temporary, "wb") as out:
