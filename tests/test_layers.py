@@ -40,12 +40,12 @@ Layers = tuple[tuple[str, tuple[str, ...]], ...]
 
 #: glyphforge's layers (``__init__`` is the package face itself).
 LAYERS: Layers = (
-    ("foundation", ("_checks", "_files", "_version", "_deprecation", "textfmt")),
+    ("foundation", ("_access", "_checks", "_files", "_version", "_deprecation", "textfmt")),
     ("lower", ("pipelines", "cache", "storage", "session", "config", "batching", "visualize")),
     ("context", ("context",)),
     ("datasets", ("datasets", "loaders")),
     ("builds", ("builds",)),
-    ("face", ("cli", "cli_args", "previews", "warmup", "__init__")),
+    ("face", ("cli", "cli_args", "cli_errors", "previews", "warmup", "__init__")),
 )
 
 #: Upward imports known and scheduled for removal, ``(importing file, imported module)``: why.
