@@ -62,6 +62,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SHARED_DATA = ROOT.parent / "shared" / "data"
+#: The environment variable naming the entry the steps read (the key of the scenes `prepare` built).
+ENTRY_KEY = "GLYPHFORGE_BENCH_ENTRY"
 GOALS = {"cold_ms": 50.0, "warm_ms": 1.0, "take_s": 0.5, "take_mb": 300.0, "stream_ratio": 0.8, "stream_mb": 400.0,
          "export_mb_s": 200.0, "random_ratio": 0.5, "random_mb": 600.0, "random_getitem": 20_000.0,
          "over_webdataset": 10.0, "over_litdata": 2.5}
@@ -79,7 +81,7 @@ def peak_mb() -> float:
 def open_dataset(data_dir: str) -> Any:
     from glyphforge.builds.dataset import find_built
 
-    return find_built("scenes", data_dir)
+    return find_built(os.environ[ENTRY_KEY], data_dir)  # the entry `prepare` built: its data dir may hold others
 
 
 # -- the steps, each run in a fresh process ------------------------------------------------
@@ -359,6 +361,7 @@ def prepare(args: argparse.Namespace) -> Path:
     spec = gf.ScatteredGlyphs(args.examples, glyphs=args.glyphs, backgrounds=textures, shard_size=1000, seed=0)
     started = time.perf_counter()
     dataset = gf.build(spec, session="processes:2", data_dir=data_dir, progress=False)
+    os.environ[ENTRY_KEY] = dataset.key  # for the steps, each in a child process
     print(f"dataset: {len(dataset):,} scenes of {args.glyphs} glyphs, {len(dataset.index)} shards, "
           f"arrays.pklz {(dataset.path / 'arrays.pklz').stat().st_size / 1e6:.0f} MB, "
           f"{dataset.nbytes / 1e9:.2f} GB decoded (ready in {time.perf_counter() - started:.1f} s)")

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bench_read import prepare  # noqa: E402
+from bench_read import ENTRY_KEY, prepare  # noqa: E402
 from moto_process import start_moto  # noqa: E402
 
 #: Rounds of epochs; the fastest of each kind counts (the machine is shared: an epoch is a fraction of a second).
@@ -132,7 +132,7 @@ def main() -> None:
     data_dir = prepare(args)
     from glyphforge.builds.dataset import find_built
 
-    entry_dir = find_built("scenes", data_dir=data_dir).path
+    entry_dir = find_built(os.environ[ENTRY_KEY], data_dir=data_dir).path
     scratch = Path(tempfile.mkdtemp(prefix="remote-read-", dir=args.workdir))
     try:
         http_reads(entry_dir, data_dir, scratch)

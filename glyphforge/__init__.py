@@ -38,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "DatasetTooLargeError": "glyphforge.builds.dataset",
     "ExportTargetError": "glyphforge.builds.export",
     "ShardStream": "glyphforge.builds.stream",
+    "ForeignStateError": "glyphforge.builds.stream_state",
+    "AmbiguousKindError": "glyphforge.cache.lookup",
     "ShardError": "glyphforge.builds.builder",
     "SpecError": "glyphforge.builds.builder",
     "StorageError": "glyphforge._files",

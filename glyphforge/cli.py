@@ -22,6 +22,7 @@ from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, is_built, lost_
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry, raw
+from glyphforge.cache.lookup import AmbiguousKindError
 from glyphforge.cache.manifest import ManifestFields
 from glyphforge.cache.store import Eviction, read_entry
 from glyphforge.cli_args import (
@@ -41,7 +42,7 @@ from glyphforge.datasets import registry
 from glyphforge.session import check_session
 from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.remote_cache import INCOMPLETE, RemoteCache, UnlistableURLError
-from glyphforge.textfmt import count, human_size, parse_size, table
+from glyphforge.textfmt import count, describe_params, human_size, parse_size, table
 
 if TYPE_CHECKING:
     from glyphforge.storage.publish import Published
@@ -126,7 +127,7 @@ def _run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) 
             traceback.print_exc()
         message = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
         print(f"error: {message}", file=sys.stderr)
-        if isinstance(error, (UsageError, SpecError, ExportTargetError)):  # the arguments: nothing was done
+        if isinstance(error, (UsageError, SpecError, ExportTargetError, AmbiguousKindError)):  # nothing was done
             return 2
         if not args.verbose:
             print("(run again with -v for the Python traceback)", file=sys.stderr)
@@ -309,7 +310,7 @@ def _cache_ls(args: argparse.Namespace) -> int:
 def _entry_table(entries: Sequence[ManifestFields]) -> str:
     """The table of ``cache ls``: one row per entry (local or at a URL)."""
     return table(["key", "kind", "params", "files", "size", "created"],
-                 [[e.key[:12], e.kind, _describe_params(e.params), len(e.files), _entry_size(e),
+                 [[e.key[:12], e.kind, describe_params(e.params), len(e.files), _entry_size(e),
                    e.manifest["created"]] for e in entries])
 
 
@@ -347,22 +348,6 @@ def _raw_root(args: argparse.Namespace) -> Path:
 def _raw_files(args: argparse.Namespace, rehash: bool) -> list[raw.RawFile]:
     """The files of ``<data dir>/raw/``, checked against the hashes their datasets pin (see `glyphforge.cache.raw`)."""
     return raw.raw_files(_raw_root(args), registry.resources, rehash=rehash)
-
-
-def _describe_params(params: dict[str, Any], width: int = 60) -> str:
-    """One short line of the parameters that are set: nested dicts flattened, long lists counted."""
-    def items(mapping: dict[str, Any], prefix: str = "") -> list[str]:
-        parts = []
-        for name, value in sorted(mapping.items()):
-            if isinstance(value, dict):
-                parts.extend(items(value, f"{prefix}{name}."))
-            elif value not in (None, [], {}):
-                shown = f"[{len(value)} items]" if isinstance(value, list) and len(value) > 4 else value
-                parts.append(f"{prefix}{name}={shown}".replace(" ", ""))
-        return parts
-
-    text = " ".join(items(params))
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _cache_verify(args: argparse.Namespace) -> int:
@@ -534,7 +519,7 @@ def _info(args: argparse.Namespace) -> int:
     print("datasets:")
     datasets = registry.registered()
     for dataset in datasets:
-        prepared = sorted({_describe_params(_without_sources(e.params)) for e in entries if e.kind == dataset})
+        prepared = sorted({describe_params(_without_sources(e.params)) for e in entries if e.kind == dataset})
         print(f"  {dataset:{_name_width()}s} "
               f"{'; '.join(prepared) if prepared else 'not prepared (prepare-data ' + dataset + ')'}")
     built = sorted({e.kind for e in entries} - set(datasets))
@@ -702,7 +687,8 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     preview = command("preview", "write a PNG grid of examples of a dataset or a cache entry",
                       "glyphforge preview emnist --out emnist.png", _preview)
     preview.add_argument("target", help=f"a dataset ({', '.join(registry.registered())}), the kind of a built dataset "
-                                        "(scenes: the newest build), or a cache key (prefix) of any entry")
+                                        "with one entry (KIND:newest: its newest), or a cache key (prefix) of any "
+                                        "entry")
     preview.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG file to write")
     preview.add_argument("-n", type=positive, default=16, help="number of examples (1 or more)")
     preview.add_argument("--seed", type=int, default=0, help="which examples to pick")
@@ -712,7 +698,8 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
 
     export = command("export", "write a built dataset's arrays as .npy files (+ metadata.json) for memory-mapping",
                      "glyphforge export scenes ./scenes-npy", _export)
-    export.add_argument("target", help="the kind of a built dataset (its newest build) or a cache key (prefix)")
+    export.add_argument("target", help="the kind of a built dataset with one entry (KIND:newest: its newest) or a "
+                                       "cache key (prefix)")
     export.add_argument("directory", type=Path, help="where to write <array>.npy and metadata.json")
     export.add_argument("--format", choices=["npy"], default="npy", help="file format (default: npy)")
     export.add_argument("--overwrite", action="store_true",
@@ -722,8 +709,8 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     publish = command("publish", "upload a cache entry (built or prepared) to a data dir URL: data files first, the "
                       "manifest last; resumes an interrupted upload, and uploads nothing when the entry is there; "
                       "prints the entry's URL", "glyphforge publish scenes s3://my-bucket/glyphforge", _publish)
-    publish.add_argument("target", help="a kind (a built kind: its newest entry; another kind: its only entry) or a "
-                                        "cache key (prefix of 6+ characters) of the local data dir (--data-dir)")
+    publish.add_argument("target", help="a kind with one entry (KIND:newest: its newest) or a cache key (prefix of 6+ "
+                                        "characters) of the local data dir (--data-dir)")
     publish.add_argument("url", type=_publish_url,
                          help="the data dir URL: s3://bucket/prefix, gs://bucket/prefix or file:///abs/path (the entry "
                               "lands at URL/cache/KIND/KEY); credentials as the store's SDK reads them")

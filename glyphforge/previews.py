@@ -15,6 +15,7 @@ from glyphforge._checks import PathLike
 from glyphforge.builds.dataset import BuiltDataset
 from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import CacheStore, Entry
+from glyphforge.cache.lookup import of_kind
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.textfmt import count
@@ -32,8 +33,9 @@ def preview_target(
     target
         A registered dataset such as ``"emnist"``, ``"omniglot"`` or ``"backgrounds"``
         (the first prepared entry of that dataset, native shape preferred); the kind
-        of a built dataset such as ``"scenes"`` (its newest entry); or a cache key, or
-        a unique prefix of one (at least 6 characters), of any entry.
+        of a built dataset such as ``"scenes"`` (its only entry; ``"scenes:newest"``: its
+        newest, see `glyphforge.cache.lookup`); or a cache key, or a unique prefix of one
+        (at least 6 characters), of any entry.
     out
         The PNG file to write.
     n
@@ -48,7 +50,8 @@ def preview_target(
     Raises
     ------
     LookupError
-        Nothing in the cache matches ``target``; the message says how to make it.
+        Nothing in the cache matches ``target``; the message says how to make it. An
+        `AmbiguousKindError` when a built kind has several entries (listed).
     """
     context = DataContext.resolve(context, data_dir=data_dir, download=False)
     return preview_entry(find_target(context.store, target), context, out=out, n=n, seed=seed)
@@ -75,16 +78,17 @@ def find_target(store: CacheStore, target: str) -> Entry:
     """The entry of ``store`` that ``target`` names (see `preview_target`); a LookupError listing what there is."""
     entries = store.ls()
     datasets = registry.registered()
-    of_kind = [entry for entry in entries if entry.kind == target]
-    if of_kind:
-        if target in datasets:  # native entries first, then in creation order
-            return min(of_kind, key=lambda entry: "resize" in entry.params)
-        return of_kind[-1]  # `ls` sorts by creation time within a kind: the newest
     if target in datasets:
+        prepared = [entry for entry in entries if entry.kind == target]
+        if prepared:  # native entries first, then in creation order
+            return min(prepared, key=lambda entry: "resize" in entry.params)
         closed = store.unreadable()
         hidden = f" ({count(len(closed), 'folder or entry', 'folders or entries')} there you may not read: " \
                  "`glyphforge cache ls` names them and whose they are)" if closed else ""
         raise LookupError(f"{target} is not prepared in {store.root}{hidden}: run `prepare-data {target}` first")
+    chosen = of_kind(target, entries, store.root)
+    if chosen is not None:
+        return chosen
     try:
         return store.find(target)
     except KeyError as error:

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 _UNITS = ("B", "KB", "MB", "GB", "TB")
 #: The units `parse_size` reads (lower case), in bytes.
@@ -53,3 +54,22 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def flat_params(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Return the parameters that are set (not None, [] or {}), nested dicts flattened to dotted names, by name."""
+    flat: dict[str, Any] = {}
+    for name, value in sorted(params.items()):
+        if isinstance(value, dict):
+            flat.update(flat_params(value, f"{prefix}{name}."))
+        elif value not in (None, [], {}):
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
+def describe_params(params: Mapping[str, Any], width: int = 60, names: Collection[str] | None = None) -> str:
+    """Return one short line of the parameters that are set (of ``names`` only, when given), long lists counted."""
+    parts = [f"{name}={f'[{len(value)} items]' if isinstance(value, list) and len(value) > 4 else value}"
+             .replace(" ", "") for name, value in flat_params(params).items() if names is None or name in names]
+    text = " ".join(parts)
+    return text if len(text) <= width else text[: width - 3] + "..."

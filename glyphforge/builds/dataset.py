@@ -68,6 +68,7 @@ from glyphforge.builds.members import (
 )
 from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry, MissingEntryFileError
 from glyphforge.cache.locks import LockTimeoutError
+from glyphforge.cache.lookup import of_kind
 from glyphforge.cache.manifest import is_built
 from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, is_url
@@ -603,17 +604,18 @@ def _available_memory() -> int | None:
 
 def find_built(target: str, data_dir: PathLike | Location | None = None, *,
                storage_options: dict[str, Any] | None = None, **options: Any) -> BuiltDataset:
-    """Return the built dataset ``target``: a kind such as ``"scenes"`` (its newest entry) or a cache key (prefix).
+    """Return the built dataset ``target``: a cache key (prefix), or a kind such as ``"scenes"`` (its only entry;
+    ``"scenes:newest"``: its newest, see `glyphforge.cache.lookup`).
 
-    ``data_dir`` may be a URL (or a `~glyphforge.storage.Location`, with ``storage_options``):
-    the entries there are listed and the one found is read where it lies
-    (`glyphforge.builds.remote.find_remote_built`; ``target`` may also be ``kind/key``, which
-    needs no listing, as over HTTP; ``options`` such as ``cache_dir`` go to `glyphforge.open_built`).
+    ``data_dir`` may be a URL (or a `~glyphforge.storage.Location`, with ``storage_options``): the
+    one found is read where it lies (`glyphforge.builds.remote.find_remote_built`; ``target`` may also
+    be ``kind/key``, found without listing, as over HTTP; ``options`` go to `glyphforge.open_built`).
 
     Raises
     ------
     LookupError
-        Nothing built matches; the message lists what is built.
+        Nothing built matches (the message lists what is built), or an `AmbiguousKindError`: a kind with
+        several entries (listed).
     """
     if data_dir is None and config.data_dir_on_disk() is None:  # $GLYPHFORGE_DATA_DIR is a URL
         data_dir = os.environ[config.ENV_DATA_DIR]
@@ -622,16 +624,14 @@ def find_built(target: str, data_dir: PathLike | Location | None = None, *,
 
         location = data_dir if isinstance(data_dir, Location) else Location(str(data_dir), storage_options or {})
         return find_remote_built(target, location, **options)
-    given = sorted([*options, *(["storage_options"] if storage_options else [])])
-    if given:
+    if given := sorted([*options, *(["storage_options"] if storage_options else [])]):
         place = data_dir or "the default data dir"
         raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {place} is a path; drop "
                          f"{'them' if len(given) > 1 else 'it'}, or give a URL")
     store = CacheStore.for_data_dir(data_dir)
     built = [entry for entry in store.ls() if is_built(entry)]
-    of_kind = [entry for entry in built if entry.kind == target]
-    if of_kind:
-        return BuiltDataset(of_kind[-1])  # `ls` sorts by creation time within a kind: the newest
+    if (chosen := of_kind(target, built, store.root)) is not None:
+        return BuiltDataset(chosen)
     try:
         entry = store.find(target)
     except KeyError as error:

@@ -45,6 +45,7 @@ from glyphforge.builds.index import INDEX_FILE, DamagedIndexError, ShardIndex
 from glyphforge.builds.members import Member
 from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.locks import hold
+from glyphforge.cache.lookup import of_kind, split_target
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest, read_manifest
 from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, is_url
@@ -412,7 +413,7 @@ def _open_entry(location: Location) -> RemoteEntry:
     parts = location.url.rstrip("/").rsplit("/", 3)
     if len(parts) < 4 or parts[1] != "cache" or not (is_plain_name(parts[2]) and is_plain_name(parts[3])):
         raise LookupError(f"{location} is not the URL of an entry: an entry's URL is <data dir URL>/cache/<kind>/"
-                          "<key>. To find the newest entry of a kind in a data dir at a URL, use "
+                          "<key>. To find the entry of a kind in a data dir at a URL, use "
                           "glyphforge.builds.find_built(kind, data_dir=URL)")
     remote = RemoteEntry.open(location)
     if remote is None:
@@ -442,12 +443,15 @@ def _open_local(path: Path, **options: Any) -> BuiltDataset:
 def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltDataset:
     """Return the built dataset ``target`` of the data dir at the URL ``data_dir`` (see `find_built`).
 
-    ``target`` is a kind (its newest entry, by the manifests' ``created``), a cache key or a
-    unique prefix of one, or ``kind/key`` (the whole key: found without listing, so it also
-    works where the store cannot be listed, as over HTTP). ``options`` go to `open_built`.
+    ``target`` is a kind (its only entry; ``"KIND:newest"``: its newest, by the manifests'
+    ``created``), a cache key or a unique prefix of one, or ``kind/key`` (the whole key: found
+    without listing, so it also works where the store cannot be listed, as over HTTP).
+    ``options`` go to `open_built`.
 
     Raises
     ------
+    AmbiguousKindError
+        ``target`` is a kind with several built entries there (the message lists them).
     LookupError
         Nothing built there matches (the message lists what is).
     UnlistableDataDirError
@@ -463,10 +467,9 @@ def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltD
             "glyphforge.open_built")
     cache = data_dir.child("cache")
     kinds = list_names(cache)
-    if target in kinds:
-        newest = _newest_built(cache.child(target), target)
-        if newest is not None:
-            return open_built(cache.child(target, newest), **options)
+    kind = split_target(target)[0]
+    if kind in kinds and (chosen := of_kind(target, _built_entries(cache.child(kind), kind), cache)) is not None:
+        return open_built(chosen.location, **options)
     matches = [(kind, key) for kind in kinds for key in list_names(cache.child(kind)) if key.startswith(target)]
     if len(matches) == 1:
         return open_built(cache.child(*matches[0]), **options)
@@ -478,18 +481,17 @@ def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltD
                       f"{listed}")
 
 
-def _newest_built(kind_dir: Location, kind: str) -> str | None:
-    """The key of the newest complete built entry in ``kind_dir`` (by its manifest's ``created``), None if none."""
-    newest: tuple[str, str] | None = None
-    for key in list_names(kind_dir):
+def _built_entries(kind_dir: Location, kind: str) -> list[RemoteEntry]:
+    """The complete built entries in ``kind_dir``, manifests read (folders not whole yet, or not entries: skipped)."""
+    entries = []
+    for key in filter(is_plain_name, list_names(kind_dir)):  # not the entries' lock files (.KEY.lock)
         try:
             manifest = parse_manifest(read_bytes(kind_dir.child(key, MANIFEST), what="a manifest"), kind, key)
-        except (RemoteFileMissingError, BrokenManifestError):  # not whole yet, or not an entry: skipped
+        except (RemoteFileMissingError, BrokenManifestError):
             continue
-        if "layout" in manifest["meta"] and "n_examples" in manifest["meta"] and (
-                newest is None or manifest["created"] > newest[0]):
-            newest = (manifest["created"], key)
-    return None if newest is None else newest[1]
+        if is_built(entry := RemoteEntry(kind_dir.child(key), manifest)):
+            entries.append(entry)
+    return entries
 
 
 def _reopen_remote(location: Location, key: str, settings: dict[str, Any]) -> BuiltDataset:

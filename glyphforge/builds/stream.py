@@ -40,21 +40,23 @@ windows, `SPARE` + 1 copies kept). Every rank
 (and every worker) decodes every window, since each global batch mixes a window's rows:
 workers parallelise per-batch work (transforms), not decoding.
 
-**Resuming.** ``stream.state_dict()`` is small and JSON-able: the format ``version``,
-``seed``, ``shuffle``, ``window``, ``n_examples``, ``epoch`` and ``rows`` (the rows of the
-epoch's global order consumed: global batches consumed times ``G``), ``base`` (the
-position of the iteration's batch number 0, which sets the workers' turns: negative when
-the iteration began in an earlier epoch), ``until`` (the epoch an iteration under way
-stops before, else None), ``batch_size`` and ``world_size``.
+**Resuming.** ``stream.state_dict()`` is small and JSON-able: the format ``version``, the
+dataset's entry ``key``, ``seed``, ``shuffle``, ``window``, ``n_examples``, ``epoch`` and
+``rows`` (the rows of the epoch's global order consumed: global batches consumed times
+``G``), ``base`` (the position of the iteration's batch number 0, which sets the workers'
+turns: negative when the iteration began in an earlier epoch), ``until`` (the epoch an
+iteration under way stops before, else None), ``batch_size`` and ``world_size``.
 ``stream.load_state_dict(state)`` (or ``ds.stream(..., resume=state)``) continues at
 ``rows``: the windows before it are skipped by arithmetic, never decoded, and of the window
 it lands in only the rows to come are kept (a shard holding none of them is not read). On the same
 ``G`` the batches are exactly those the uninterrupted run would have yielded next, on
 any number of ranks and workers; on another ``G`` the rest of the epoch is cut into the
 new global batches, each example once (plus the repeats of rule 3). The seed, shuffle,
-window and dataset must be the state's. A loop iterating the stream itself reads
-``stream.state_dict()``; a loop over a ``DataLoader`` (whose workers iterate copies)
-counts its steps and reads ``stream.state_after(steps)``; torchdata's
+window and dataset must be the state's: a state saved on another dataset (another entry
+key, whatever its size) is refused (`~glyphforge.builds.stream_state.ForeignStateError`).
+A loop iterating the stream itself reads ``stream.state_dict()``; a loop over a
+``DataLoader`` (whose workers iterate copies) counts its steps and reads
+``stream.state_after(steps)`` (epochs counted by arithmetic, at once for any count); torchdata's
 ``StatefulDataLoader`` calls ``state_dict``/``load_state_dict`` in each worker itself.
 
 **Epochs advance by themselves**: the stream keeps its position, so iterating it again
@@ -80,6 +82,7 @@ import numpy as np
 
 from glyphforge._checks import check_int
 from glyphforge.builds.members import Scratch
+from glyphforge.builds.stream_state import STATE_VERSION, check_state, count_epochs
 
 if TYPE_CHECKING:
     from glyphforge.builds.dataset import BuiltDataset
@@ -88,8 +91,6 @@ EVEN_RANKS = ("repeat", "drop")
 DEFAULT_WINDOW = 4
 #: Sets of a done window's arrays kept to decode later windows into (`Windows`).
 SPARE = 2
-#: The version of `ShardStream.state_dict`'s format.
-STATE_VERSION = 1
 
 Batch = tuple[np.ndarray, dict[str, np.ndarray] | None]
 
@@ -268,13 +269,18 @@ class ShardStream:
         Returns
         -------
         dict
-            What `state_dict` would return after those batches.
+            What `state_dict` would return after those batches (the epochs counted by arithmetic: at once).
+
+        Raises
+        ------
+        ValueError
+            ``batches`` is not an integer >= 0, or the stream yields no batch at all.
         """
         batches = check_int("batches", batches, 0)
         epoch, rows = (self.epoch, self.rows) if self.began is None else self.began
-        while batches >= (left := self._batches_from(rows)) > 0:
-            batches -= left
-            epoch, rows = epoch + 1, 0
+        ended, batches = count_epochs(batches, self._batches_from(rows), self.batches_per_rank)
+        if ended:
+            epoch, rows = epoch + ended, 0
         rows += batches * self.global_batch_size
         until = self.until if self.until is not None and epoch < self.until else None
         return self._state(epoch, rows, rows, until)  # numbered afresh from there: a new loader starts at it
@@ -284,27 +290,21 @@ class ShardStream:
         return {"seed": self.seed, "shuffle": self.shuffle, "window": self.window, "n_examples": len(self.dataset)}
 
     def _state(self, epoch: int, rows: int, base: int, until: int | None) -> dict[str, Any]:
-        return {"version": STATE_VERSION, **self._order(), "epoch": epoch, "rows": rows, "base": base,
-                "until": until, "batch_size": self.batch_size, "world_size": self.world_size}
+        return {"version": STATE_VERSION, "key": self.dataset.key, **self._order(), "epoch": epoch, "rows": rows,
+                "base": base, "until": until, "batch_size": self.batch_size, "world_size": self.world_size}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue at the position ``state`` holds (from `state_dict` or `state_after`, on any number of ranks).
 
         Raises
         ------
+        ForeignStateError
+            ``state`` was saved on another built dataset (another entry key), or names none.
         ValueError
             ``state`` is not a stream state of this format, or was saved by a stream with
             another seed, shuffle, window or dataset size (another global order).
         """
-        if not isinstance(state, Mapping) or state.get("version") != STATE_VERSION:
-            raise ValueError(f"not a stream state of format version {STATE_VERSION}: {state!r}. Pass what "
-                             "stream.state_dict() or stream.state_after(steps) returned")
-        differ = [f"{key} {state.get(key)!r} (this stream: {value!r})" for key, value in self._order().items()
-                  if state.get(key) != value]
-        if differ:
-            raise ValueError(f"this stream state was saved with {', '.join(differ)}: resuming would read another "
-                             "order, so examples would be repeated or skipped. Open the stream with the state's "
-                             "seed, shuffle and window, over the same built dataset")
+        check_state(state, self.dataset.key, self.dataset.entry.kind, self._order())
         epoch, rows = check_int("epoch", state["epoch"], 0), check_int("rows", state["rows"], 0, len(self.dataset))
         if rows == len(self.dataset):
             epoch, rows = epoch + 1, 0

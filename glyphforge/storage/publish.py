@@ -41,7 +41,8 @@ from fsspec.callbacks import Callback
 from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge.cache.keys import entry_sha256
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
+from glyphforge.cache.lookup import of_kind
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_built, parse_manifest
 from glyphforge.cache.store import CacheStore
 from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.object_match import object_mismatch
@@ -194,8 +195,8 @@ def publish(target: str, url: str, *, data_dir: PathLike | None = None,
     Parameters
     ----------
     target
-        A cache key (or a prefix of 6+ characters), or a kind: a built kind (``"scenes"``) is its
-        newest entry, another kind (``"toy"``) must have one entry only.
+        A cache key (or a prefix of 6+ characters), or a kind with one entry (of a kind with built
+        and other entries, the built one), or ``"KIND:newest"`` (`glyphforge.cache.lookup`).
     url
         The data dir URL (``s3://bucket/data``...); the entry lands at ``<url>/cache/<kind>/<key>``.
     data_dir
@@ -249,14 +250,11 @@ def source_store(data_dir: PathLike | None) -> CacheStore:
 def find_entry(store: CacheStore, target: str) -> Entry:
     """Return the entry of ``store`` that ``target`` names (see `publish`); LookupError listing the store if none."""
     entries = store.ls()
-    of_kind = [entry for entry in entries if entry.kind == target]
-    built = [entry for entry in of_kind if "layout" in entry.meta and "n_examples" in entry.meta]
-    if built or len(of_kind) == 1:
-        return (built or of_kind)[-1]  # `ls` sorts a kind by creation time: the newest
-    if of_kind:
-        keys = ", ".join(entry.key[:12] for entry in of_kind)
-        raise LookupError(f"the cache at {store.root} holds {len(of_kind)} {target} entries ({keys}): give the key "
-                          "(a prefix of 6+ characters) of the one to publish; `glyphforge cache ls` lists them")
+    chosen = of_kind(target, [entry for entry in entries if is_built(entry)], store.root)  # built ones first
+    if chosen is None:
+        chosen = of_kind(target, entries, store.root)
+    if chosen is not None:
+        return chosen
     try:
         return store.find(target)
     except KeyError as error:
