@@ -201,7 +201,7 @@ def _entry_images(entry: Entry) -> int | str:
 
 def _entry_label(entry: Entry) -> str:
     """``'small1 28x28 3fa2c81b9d'``: the dataset's label of the entry (`registry.entry_label`), the key's start."""
-    return f"{registry.entry_label(entry)} {entry.key[:10]}{own_copy_note(entry.meta)}"
+    return f"{registry.entry_label(entry)} {entry.key[:10]}"
 
 
 def _prepare(args: argparse.Namespace) -> int:
