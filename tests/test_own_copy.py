@@ -93,7 +93,9 @@ def test_a_replaced_own_copy_is_served_not_the_first_one(copies, tmp_path, caplo
     assert entry_a.key[:12] in own_warnings(caplog)[0]
 
     place(copies["b"], data_dir, "mnist")  # other own files, the same options
-    with pytest.raises(FileNotFoundError, match=r"your own copy in .* changed since it was prepared.*--no-verify"):
+    unprepared = (r"^MNIST is not prepared in .* as your own copy \(the files .*/raw/mnist/\.own-copy\.json names\): "
+                  r"run prepare_mnist\(verify=False\) or `prepare-data mnist --no-verify`, or pass download=True$")
+    with pytest.raises(FileNotFoundError, match=unprepared):
         load_mnist(data_dir=data_dir, download=False)
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="glyphforge"):

@@ -391,11 +391,11 @@ def entry_for(dataset: Declaration, config: str, shape: tuple[int, int], context
     if not context.download and store.get(dataset.name, params(dataset, config, dataset.native_shape, source)) is None:
         option = "" if dataset.config_option is None else f"{dataset.config_option}={config!r}"
         flag = "" if dataset.config_option is None else f" --{dataset.config_option} {config}"
-        own = f" (your own copy in {raw_dir}, changed since it was prepared)" if source else ""
+        own = f" as your own copy (the files {raw_dir / _own_copy.RECORD} names)" if source else ""
+        arguments = ", ".join(filter(None, [option, "verify=False" * bool(source)]))
         raise FileNotFoundError(
-            f"{label}{own} is not prepared in {store.where}: run prepare_{dataset.ident}({option}"
-            f"{', verify=False' * bool(source)}) or `prepare-data {dataset.name}{flag}{' --no-verify' * bool(source)}`"
-            ", or pass download=True")
+            f"{label} is not prepared in {store.where}{own}: run prepare_{dataset.ident}({arguments}) or "
+            f"`prepare-data {dataset.name}{flag}{' --no-verify' * bool(source)}`, or pass download=True")
     given, context = (copy.paths(), dataclasses.replace(context, verify=False)) if source else ({}, context)
     return _own_copy.announce(prepare_entries(dataset, [config], [shape], given, context)[-1], label, raw_dir)
 

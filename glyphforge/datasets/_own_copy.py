@@ -90,15 +90,18 @@ class OwnCopy:
         return {name: file.path for name, file in self.files.items()}
 
 
-def describe(path: Path, resource: Resource, known: SourceFile | None = None) -> SourceFile:
+def describe(path: Path, resource: Resource, known: SourceFile | None = None, *, trust: bool = True) -> SourceFile:
     """Return what ``path`` is: ``known`` while it still describes it (same path, size and mtime), else hashed.
 
     A file whose download record (see :mod:`glyphforge.cache.raw`) says it is upstream's is not hashed.
+    With ``trust`` False (a prepare, which may write an entry under upstream's key) no record makes a
+    file upstream's: only its hash does.
     """
     status = path.stat()
-    if known is not None and (known.path, known.size, known.mtime_ns) == (path, status.st_size, status.st_mtime_ns):
+    if (known is not None and (trust or not known.matches)
+            and (known.path, known.size, known.mtime_ns) == (path, status.st_size, status.st_mtime_ns)):
         return known
-    record = raw.read_record(path)
+    record = raw.read_record(path) if trust else None
     if record is not None and record["matches"] and record["hash"] == resource.hash:
         return SourceFile(path, status.st_size, status.st_mtime_ns, None, True)
     pinned, own = file_hashes(path, [parse_hash(resource.hash)[0], "sha256"])
@@ -112,7 +115,7 @@ def chosen(dataset: str, resources: Mapping[str, Resource], context: DataContext
     Each is the one ``given``, else the one placed in the raw dir, else the one the record names (the
     copy loads serve); a resource with none is fetched (verified) and not in the result. A file unchanged
     since the record was written is not hashed again, and one gone since keeps its recorded hash (its
-    entries are found without it).
+    entries are found without it); one taken for upstream's is hashed (see :func:`describe`).
 
     Raises
     ------
@@ -131,7 +134,7 @@ def chosen(dataset: str, resources: Mapping[str, Resource], context: DataContext
         if path is not None and known is not None and known.path == path and not path.exists():
             files[name] = known
         elif path is not None:
-            files[name] = describe(existing_file(path, f"a copy of {resource.url}"), resource, known)
+            files[name] = describe(existing_file(path, f"a copy of {resource.url}"), resource, known, trust=False)
     return OwnCopy(files)
 
 
@@ -189,12 +192,13 @@ def _read(raw_dir: Path, resources: Mapping[str, Resource]) -> dict[str, SourceF
     """The files the record in ``raw_dir`` names (none when there is none, or it is not one glyphforge wrote)."""
     try:
         document = json.loads((raw_dir / RECORD).read_text(encoding="utf-8"))
-        return {name: SourceFile(raw_dir / item["path"], int(item["size"]), int(item["mtime_ns"]),
-                                 None if item["sha256"] is None else normalise_hash(item["sha256"]),
-                                 item["matches"] is True)
-                for name, item in document["files"].items() if name in resources}
+        files = {name: SourceFile(raw_dir / item["path"], int(item["size"]), int(item["mtime_ns"]),
+                                  None if item["matches"] is True else normalise_hash(item["sha256"]),
+                                  item["matches"] is True)
+                 for name, item in document["files"].items() if name in resources}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
+    return files
 
 
 def _write(raw_dir: Path, copy: OwnCopy) -> bool:
