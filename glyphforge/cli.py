@@ -39,6 +39,7 @@ from glyphforge.cli_args import (
 from glyphforge.cli_errors import holdings, target_lookup
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
+from glyphforge.datasets._own_copy import note as own_copy_note
 from glyphforge.session import check_session
 from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.remote_cache import INCOMPLETE, RemoteCache, UnlistableURLError
@@ -212,7 +213,7 @@ def _prepare(args: argparse.Namespace) -> int:
     store = context.store
     rows = []
     for name, job in _prepare_jobs(args, context):
-        if context.remote is not None and _already_at_url(args, context.remote, name):
+        if context.remote is not None and context.verify and _already_at_url(args, context.remote, name):
             continue
         known = {entry.key for entry in store.ls()}
         started = time.perf_counter()
@@ -276,7 +277,8 @@ def _publish_prepared(args: argparse.Namespace, context: DataContext, name: str,
         published = publish_entry(entry, context.remote, progress=context.progress)
         if not args.quiet:
             print(f"{name}: {'already at' if published.already else 'published to'} {published.url}")
-    record_request(context.remote, name, _request_key(args, name), entries)
+    if context.verify:  # own files (--no-verify) may change: only what upstream's files made is recorded
+        record_request(context.remote, name, _request_key(args, name), entries)
 
 
 def prepare_data_main(argv: Sequence[str] | None = None) -> int:
@@ -310,8 +312,8 @@ def _cache_ls(args: argparse.Namespace) -> int:
 def _entry_table(entries: Sequence[ManifestFields]) -> str:
     """The table of ``cache ls``: one row per entry (local or at a URL)."""
     return table(["key", "kind", "params", "files", "size", "created"],
-                 [[e.key[:12], e.kind, describe_params(e.params), len(e.files), _entry_size(e),
-                   e.manifest["created"]] for e in entries])
+                 [[e.key[:12], e.kind + own_copy_note(e.meta), describe_params(e.params), len(e.files),
+                   _entry_size(e), e.manifest["created"]] for e in entries])
 
 
 def _entry_size(entry: ManifestFields) -> str:
@@ -519,7 +521,8 @@ def _info(args: argparse.Namespace) -> int:
     print("datasets:")
     datasets = registry.registered()
     for dataset in datasets:
-        prepared = sorted({describe_params(_without_sources(e.params)) for e in entries if e.kind == dataset})
+        prepared = sorted({describe_params(_without_sources(e.params)) + own_copy_note(e.meta) for e in entries
+                           if e.kind == dataset})
         print(f"  {dataset:{_name_width()}s} "
               f"{'; '.join(prepared) if prepared else 'not prepared (prepare-data ' + dataset + ')'}")
     built = sorted({e.kind for e in entries} - set(datasets))

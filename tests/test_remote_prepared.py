@@ -8,6 +8,7 @@ subprocesses against the same server.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 
@@ -18,8 +19,10 @@ import glyphforge as gf
 from glyphforge import DataContext
 from glyphforge.cache import CacheStore
 from glyphforge.cache.store import Entry
-from glyphforge.datasets.emnist import EMNIST, load_emnist, prepare_emnist
-from glyphforge.datasets.mnist_family import MNIST, load_mnist, prepare_mnist
+from glyphforge.datasets import emnist
+from glyphforge.datasets._class_files import DECLARATIONS
+from glyphforge.datasets.emnist import EMNIST, EMNIST_ZIP, load_emnist, prepare_emnist
+from glyphforge.datasets.mnist_family import DATASETS, MNIST, load_mnist, prepare_mnist
 from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot
 from glyphforge.storage import Location
 from glyphforge.storage.pull_through import PullThroughStore
@@ -57,20 +60,29 @@ def files_under(root) -> list[str]:
 
 @pytest.fixture(scope="module")
 def emnist_dir(synthetic_emnist, tmp_path_factory):
-    """A local data dir holding EMNIST byclass 28x28 (from the synthetic archive)."""
+    """A local data dir holding EMNIST byclass 28x28 (from the synthetic archive, pinned for the module as
+    upstream's: a reader at the URL looks for upstream's key, never an own copy's)."""
     data_dir = tmp_path_factory.mktemp("emnist-local")
-    prepare_emnist(archives={"gzip.zip": synthetic_emnist.path}, verify=False, progress=False, data_dir=data_dir)
-    return data_dir
+    resource = dataclasses.replace(EMNIST_ZIP, hash=f"md5:{synthetic_emnist.md5}", size=synthetic_emnist.size)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(DECLARATIONS, "emnist", dataclasses.replace(emnist.DATASET, resources={"gzip.zip": resource}))
+        prepare_emnist(archives={"gzip.zip": synthetic_emnist.path}, progress=False, data_dir=data_dir)
+        yield data_dir
 
 
 @pytest.fixture(scope="module")
 def mnist_dir(tmp_path_factory):
-    """A local data dir holding MNIST 28x28 (synthetic files, unverified: the key is MNIST's own)."""
+    """A local data dir holding MNIST 28x28 (synthetic files, pinned for the module as upstream's, as above)."""
     files = write_synthetic_mnist(tmp_path_factory.mktemp("mnist-files"), (60, 20), seed=4)
     data_dir = tmp_path_factory.mktemp("mnist-local")
-    prepare_mnist(archives={name: files.path(name) for name in ALL_FILES}, verify=False, progress=False,
-                  data_dir=data_dir)
-    return data_dir
+    mnist = DATASETS["mnist"]
+    resources = {name: dataclasses.replace(resource, hash=f"md5:{files.md5[name]}", size=files.size[name])
+                 for name, resource in mnist.resources.items()}
+    configs = {"default": dataclasses.replace(mnist.configs["default"], n_images=(60, 20))}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(DECLARATIONS, "mnist", dataclasses.replace(mnist, resources=resources, configs=configs))
+        prepare_mnist(archives={name: files.path(name) for name in ALL_FILES}, progress=False, data_dir=data_dir)
+        yield data_dir
 
 
 @pytest.fixture(scope="module")

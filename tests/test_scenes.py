@@ -11,6 +11,7 @@ from glyphforge.builds.builder import SpecError
 from glyphforge.builds.scene_sources import glyph_sources
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import cache_key
+from glyphforge.context import DataContext
 from glyphforge.datasets.emnist import prepare_emnist
 from glyphforge.datasets.omniglot import load_omniglot
 from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph, shrink_rendered
@@ -22,9 +23,10 @@ from support.synthetic_emnist import write_synthetic_emnist
 CARRIED_TEXTURES = ["circles", "curves", "floor", "gravel", "ice", "water"]
 
 
-def _shard(spec: ScatteredGlyphs, n: int | None = None, seed: int = 0, index: int = 0) -> dict[str, np.ndarray]:
-    """Prepare what ``spec`` reads (as build's driver does), then make one shard in this process."""
-    spec.prepare(config.data_dir())
+def _shard(spec: ScatteredGlyphs, n: int | None = None, seed: int = 0, index: int = 0,
+           context: DataContext | None = None) -> dict[str, np.ndarray]:
+    """Prepare what ``spec`` reads (as build's driver does, within ``context``), then make one shard in this process."""
+    spec.prepare(context or config.data_dir())
     return spec.make_shard(index, np.random.default_rng(seed), n or spec.n_examples)
 
 
@@ -257,7 +259,7 @@ def test_emnist_glyphs_and_disjoint_glyph_example_ranges(tmp_path):
         spec = ScatteredGlyphs(60, glyphs="emnist", characters="z0A", glyph_shape=(28, 28), image_shape=(64, 64),
                                max_glyphs=2, max_overlap=0.0, glyph_example_range=example_range)
         assert spec.class_names() == ("0", "A", "z")
-        shard = _shard(spec)
+        shard = _shard(spec, context=DataContext.resolve(verify=False))  # the glyphs are an own copy
         crops = set()
         for image, boxes, names in zip(shard["images"], shard["boxes"], shard["label_names"], strict=True):
             for (top, left, bottom, right), name in zip(boxes.astype(int), names, strict=True):
@@ -274,7 +276,7 @@ def test_emnist_glyphs_and_disjoint_glyph_example_ranges(tmp_path):
         [data.test_images[data.test_labels == label], data.train_images[data.train_labels == label]]
     )
     resized = {_ink(np.asarray(Image.fromarray(image).resize((12, 14), Image.Resampling.BOX))) for image in sources}
-    shard = _shard(small)
+    shard = _shard(small, context=DataContext.resolve(verify=False))
     crops = set()
     for i, k in np.argwhere(shard["labels"] >= 0):
         top, left, bottom, right = shard["boxes"][i, k].astype(int)

@@ -6,9 +6,10 @@ resources, configs with their classes and counts, a reader, the class file names
 default resize); everything else lives here, once: prepare (fetch the resources with
 :func:`glyphforge.datasets._prepare.upstream_file`, read them with the declaration's
 reader, write the native entry, write resized entries), the cache params, the entry (get,
-or prepare when the context allows), the argument checks, load (which images: the selection,
+or prepare when the context allows), load (which images: the selection,
 :mod:`glyphforge.datasets._class_selection`),
-the map-style dataset, preview and the glyphs scenes draw. A new dataset of this form is
+the map-style dataset, preview and the glyphs scenes draw; the argument checks are
+:mod:`glyphforge.datasets._class_args`. A new dataset of this form is
 one declaration (:func:`declare`) and one registry line (:meth:`Declaration.record`).
 
 Cache entries
@@ -16,7 +17,9 @@ Cache entries
 One entry per ``(config, shape)``, of kind the dataset's name, with the params
 ``{config_option: config}`` (only for datasets with several configs, e.g. EMNIST's
 ``"split"``), ``"shape"`` and ``"source"`` (the pinned hash of the only resource, or
-``{file name: hash}`` of several) and, for any shape but the native one,
+``{file name: hash}`` of several; an own copy used with ``verify=False`` has the
+``sha256:`` of each of its files that is not upstream's, see
+:mod:`glyphforge.datasets._own_copy`) and, for any shape but the native one,
 ``"resize": <default resize>``. The native entry is converted from the upstream files;
 any other shape is the resize (Pillow's, exactly) of every image of the native entry.
 An entry holds one ``.pklz`` per class (named by the declaration's ``class_file``): the
@@ -56,12 +59,20 @@ from glyphforge._checks import (
 from glyphforge.batching import MapStyleDataset
 from glyphforge.cache import Entry, Writer
 from glyphforge.context import DataContext, Mirrors
+from glyphforge.datasets import _own_copy
+from glyphforge.datasets._class_args import (
+    check_classes,
+    check_config,
+    check_configs,
+    check_subset,
+    class_names,
+    config_phrase,
+)
 from glyphforge.datasets._class_selection import Selection, class_records, select
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.datasets._prepare import check_shapes, given_archives, resized, upstream_file
 from glyphforge.pipelines.download import Resource
 
-SUBSETS = ("all", "train", "test")
 #: The config name of a dataset that has only one.
 DEFAULT_CONFIG = "default"
 
@@ -192,71 +203,12 @@ def declare(dataset: Declaration) -> Declaration:
     return dataset
 
 
-# -- argument checks -------------------------------------------------------------------
-def _config_phrase(dataset: Declaration, config: str) -> str:
-    return dataset.title if dataset.config_option is None else f"{dataset.title} {config}"
-
-
-def check_config(dataset: Declaration, config: Any) -> str:
-    """Return ``config`` (None: the default) if ``dataset`` has it, else raise a ValueError listing them."""
-    if config is None:
-        return dataset.config
-    if config not in dataset.configs:
-        raise ValueError(f"unknown {dataset.title} {dataset.config_option} {config!r}: use one of "
-                         f"{', '.join(dataset.configs)}")
-    return str(config)
-
-
-def check_configs(dataset: Declaration, config: str | Iterable[str] | None) -> tuple[str, ...]:
-    """Return the configs ``config`` names (one name, an iterable of names, None: the default), repeats dropped."""
-    names = (dataset.config,) if config is None else (config,) if isinstance(config, str) else tuple(
-        dict.fromkeys(config))
-    if not names:
-        raise ValueError(f"{dataset.config_option} is empty: give one or more of {', '.join(dataset.configs)}, or "
-                         f"None for {dataset.config}")
-    return tuple(check_config(dataset, name) for name in names)
-
-
-def check_subset(subset: Any) -> str:
-    """Return ``subset`` if it is one of :data:`SUBSETS`, else raise a ValueError listing them."""
-    if subset not in SUBSETS:
-        raise ValueError(f"subset {subset!r} is invalid: use one of {', '.join(SUBSETS)}")
-    return str(subset)
-
-
-def check_classes(dataset: Declaration, config: str, classes: Iterable[str | int] | str | None) -> list[str]:
-    """Return the sorted distinct class names of ``classes`` (None: every class of ``config``), or raise.
-
-    A string is one class name, but where every class name is one character (EMNIST,
-    MNIST) it is split into characters: ``"0123"``. Integers are taken as their digits.
-    """
-    known = dataset.configs[config].classes
-    if classes is None:
-        return sorted(known)
-    single = all(len(name) == 1 for name in known)
-    if isinstance(classes, str):
-        names = list(classes) if single else [classes]
-    else:
-        names = [str(item) for item in classes]
-    unknown = sorted({name for name in names if name not in known})
-    if unknown:
-        listed = repr("".join(known)) if single else ", ".join(map(repr, known))
-        whose = "its classes are" if dataset.config_option is None else f"this {dataset.config_option} has the classes"
-        raise ValueError(f"unknown {_config_phrase(dataset, config)} classes {unknown}: {whose} {listed}")
-    if not names:
-        raise ValueError("classes is empty: give at least one class, or None for all")
-    return sorted(set(names))
-
-
-def class_names(dataset: Declaration, config: str | None = None) -> list[str]:
-    """Return the class names of ``config`` (None: the default) in label order (no download needed)."""
-    return list(dataset.configs[check_config(dataset, config)].classes)
-
-
 # -- prepare ---------------------------------------------------------------------------
-def params(dataset: Declaration, config: str, shape: tuple[int, int]) -> dict[str, Any]:
-    """The cache params of the entry of ``(config, shape)`` (see the module docstring)."""
-    hashes = {name: resource.hash for name, resource in sorted(dataset.resources.items())}
+def params(dataset: Declaration, config: str, shape: tuple[int, int], source: Mapping[str, str] | None = None
+           ) -> dict[str, Any]:
+    """The cache params of the entry of ``(config, shape)`` made from the files of hashes ``source`` (None: the
+    pinned ones; see the module docstring and :mod:`glyphforge.datasets._own_copy`)."""
+    hashes = dict(sorted((source or {name: resource.hash for name, resource in dataset.resources.items()}).items()))
     found: dict[str, Any] = {} if dataset.config_option is None else {dataset.config_option: config}
     found.update(shape=list(shape), source=next(iter(hashes.values())) if len(hashes) == 1 else hashes)
     if shape != dataset.native_shape:
@@ -325,25 +277,28 @@ def prepare_entries(
     given: Mapping[str, PathLike], context: DataContext,
 ) -> list[Entry]:
     """:func:`prepare` with checked arguments and a resolved context."""
-    store = context.store
+    store, copy = context.store, _own_copy.chosen(dataset.name, dataset.resources, context, given)
+    source = copy.source(dataset.resources)
     files: dict[str, tuple[Path, bool]] = {}  # fetched once needed
     entries = []
     for config in configs:
-        base = store.get(dataset.name, params(dataset, config, dataset.native_shape))
+        base = store.get(dataset.name, params(dataset, config, dataset.native_shape, source))
         if base is None:
-            files = files or {name: upstream_file(resource, context, given.get(name))
+            files = files or {name: upstream_file(resource, context, copy.paths().get(name, given.get(name)))
                               for name, resource in dataset.resources.items()}
+            files = copy.checked(files)
             parsed = dataset.reader(dataset, config, files, context.progress)  # errors leave no trace
             verified = all(checked for _, checked in files.values())
             write = partial(write_native, dataset=dataset, config=config, parsed=parsed, verified=verified,
                             progress=context.progress)
-            base = store.get_or_create(dataset.name, params(dataset, config, dataset.native_shape), write)
+            base = store.get_or_create(dataset.name, params(dataset, config, dataset.native_shape, source), write)
         entries.append(base)
         for shape in shapes:
             if shape != dataset.native_shape:
                 write = partial(write_resized, base=base, shape=shape, method=dataset.default_resize,
-                                label=_config_phrase(dataset, config), progress=context.progress)
-                entries.append(store.get_or_create(dataset.name, params(dataset, config, shape), write))
+                                label=config_phrase(dataset, config), progress=context.progress)
+                entries.append(store.get_or_create(dataset.name, params(dataset, config, shape, source), write))
+    _own_copy.remember(dataset.name, context, copy)
     return entries
 
 
@@ -366,7 +321,7 @@ def write_native(
         return len(images)
 
     n_images = len(parsed.test.labels) + len(parsed.train.labels)
-    label = f"{_config_phrase(dataset, config)}: writing {dataset.native_shape[0]}x{dataset.native_shape[1]}"
+    label = f"{config_phrase(dataset, config)}: writing {dataset.native_shape[0]}x{dataset.native_shape[1]}"
     _run_per_class(write_class, len(classes), n_images, label, progress)
     writer.meta.update(
         dataset=dataset.name,
@@ -425,19 +380,24 @@ def _run_per_class(task: Callable[[int], int], n_classes: int, n_images: int, la
 
 # -- the entry -------------------------------------------------------------------------------
 def entry_for(dataset: Declaration, config: str, shape: tuple[int, int], context: DataContext) -> Entry:
-    """Return the entry of ``(config, shape)``, preparing it when ``context.download`` allows."""
-    store = context.store
-    entry = store.get(dataset.name, params(dataset, config, shape))
+    """Return the entry of ``(config, shape)`` of the copy in use (:func:`_own_copy.in_use`; an own copy is
+    announced), preparing it when ``context.download`` allows (an own copy from its files, unchecked)."""
+    store, copy = context.store, _own_copy.in_use(dataset.name, dataset.resources, context)
+    source, label, raw_dir = copy.source(dataset.resources), config_phrase(dataset, config), \
+        context.raw_dir(dataset.name)
+    entry = store.get(dataset.name, params(dataset, config, shape, source))
     if entry is not None:
-        return entry
-    if not context.download and store.get(dataset.name, params(dataset, config, dataset.native_shape)) is None:
+        return _own_copy.announce(entry, label, raw_dir)
+    if not context.download and store.get(dataset.name, params(dataset, config, dataset.native_shape, source)) is None:
         option = "" if dataset.config_option is None else f"{dataset.config_option}={config!r}"
         flag = "" if dataset.config_option is None else f" --{dataset.config_option} {config}"
+        own = f" as your own copy (the files {raw_dir / _own_copy.RECORD} names)" if source else ""
+        arguments = ", ".join(filter(None, [option, "verify=False" * bool(source)]))
         raise FileNotFoundError(
-            f"{_config_phrase(dataset, config)} is not prepared in {store.where}: run "
-            f"prepare_{dataset.ident}({option}) or `prepare-data {dataset.name}{flag}`, or pass download=True"
-        )
-    return prepare_entries(dataset, [config], [shape], {}, context)[-1]
+            f"{label} is not prepared in {store.where}{own}: run prepare_{dataset.ident}({arguments}) or "
+            f"`prepare-data {dataset.name}{flag}{' --no-verify' * bool(source)}`, or pass download=True")
+    given, context = (copy.paths(), dataclasses.replace(context, verify=False)) if source else ({}, context)
+    return _own_copy.announce(prepare_entries(dataset, [config], [shape], given, context)[-1], label, raw_dir)
 
 
 # -- load, the map-style dataset, preview, glyphs -------------------------------------------------
@@ -644,17 +604,20 @@ def glyph_images(
         names the ``prepare-data`` command that makes it.
     """
     request = Request.check(dataset, config, classes, "all", shape, example_range)
-    store = DataContext.resolve(context, data_dir=data_dir).store
-    entry = store.get(dataset.name, params(dataset, request.config, request.shape))
+    ctx = DataContext.resolve(context, data_dir=data_dir)
+    copy = _own_copy.in_use(dataset.name, dataset.resources, ctx)
+    store = ctx.store
+    entry = store.get(dataset.name, params(dataset, request.config, request.shape, copy.source(dataset.resources)))
     if entry is None:
         size = f"{request.shape[0]}x{request.shape[1]}"
         flag = "" if dataset.config_option is None else f" --{dataset.config_option} {request.config}"
         raise FileNotFoundError(
-            f"{_config_phrase(dataset, request.config)} at {size} is not prepared in {store.where}: run "
+            f"{config_phrase(dataset, request.config)} at {size} is not prepared in {store.where}: run "
             f"`prepare-data {dataset.name}{flag} --shape {size}` first (glyph images are read from the cache only, "
             "never downloaded)"
         )
-    selection = request.select(entry)
+    selection = request.select(_own_copy.announce(entry, config_phrase(dataset, request.config),
+                                                  ctx.raw_dir(dataset.name)))
     x, y = selection.shuffled(None, 0)
     return x, y, selection.classes
 

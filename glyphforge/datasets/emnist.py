@@ -36,7 +36,8 @@ from glyphforge._checks import PathLike
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.cache import Entry
 from glyphforge.datasets import _class_files
-from glyphforge.datasets._class_files import SUBSETS, ClassFilesDataset, Config, Declaration, Parsed, declare
+from glyphforge.datasets._class_args import SUBSETS
+from glyphforge.datasets._class_files import ClassFilesDataset, Config, Declaration, Parsed, declare
 from glyphforge.datasets._classes import BLANK
 from glyphforge.datasets._emnist_archive import EMNIST_ZIP, N_IMAGES, NATIVE_SHAPE, read_split
 from glyphforge.datasets._emnist_catalog import (

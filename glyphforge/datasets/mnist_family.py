@@ -26,7 +26,8 @@ Cache entries
 -------------
 One entry per ``(dataset, shape)``, of kind the dataset's name, in the format of
 :mod:`glyphforge.datasets._class_files`: the params ``{"shape", "source"}``
-(``source``: ``{file name: pinned hash}`` of the four files) and, for any shape but
+(``source``: ``{file name: pinned hash}`` of the four files; for an own copy, each file
+that is not upstream's by its ``sha256:``) and, for any shape but
 28x28, ``"resize": "box"``: the box resize (Pillow's ``BOX``, exactly) of every image of
 the 28x28 entry. An entry holds one uint8 ``(n, H, W)`` file per class, ``class_00.pklz``
 ... ``class_09.pklz`` by label, the class's test images first, then its train images,
@@ -42,7 +43,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from glyphforge.datasets import _class_files
-from glyphforge.datasets._class_files import DECLARATIONS, SUBSETS, ClassFilesDataset, Config, Declaration, declare
+from glyphforge.datasets._class_args import SUBSETS
+from glyphforge.datasets._class_files import DECLARATIONS, ClassFilesDataset, Config, Declaration, declare
 from glyphforge.datasets._classes import BLANK
 from glyphforge.datasets._mnist_files import NATIVE_SHAPE, MNISTFormatError, read_files
 from glyphforge.pipelines.download import Resource

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from glyphforge._checks import PathLike
-from glyphforge._files import hash_file
+from glyphforge._files import CHUNK_BYTES
 
 if TYPE_CHECKING:
     from hashlib import _Hash
@@ -67,8 +68,27 @@ def file_hash(path: PathLike, algorithm: str) -> str:
     algorithm
         One of :data:`ALGORITHMS`.
     """
-    digest = _new_digest(algorithm, os.stat(path).st_size)
-    return f"{algorithm}:{hash_file(path, digest).hexdigest()}"
+    return file_hashes(path, [algorithm])[0]
+
+
+def file_hashes(path: PathLike, algorithms: Iterable[str]) -> list[str]:
+    """Return the hash strings of the file at ``path`` for each of ``algorithms``, reading it once.
+
+    Parameters
+    ----------
+    path
+        The file to hash; it is read in chunks, never whole into memory.
+    algorithms
+        Names from :data:`ALGORITHMS`, e.g. ``["md5", "sha256"]``: a pinned hash and the file's own.
+    """
+    names = list(algorithms)
+    size = os.stat(path).st_size
+    digests = [_new_digest(name, size) for name in names]
+    with open(path, "rb") as stream:
+        while chunk := stream.read(CHUNK_BYTES):
+            for digest in digests:
+                digest.update(chunk)
+    return [f"{name}:{digest.hexdigest()}" for name, digest in zip(names, digests, strict=True)]
 
 
 def check_hash(path: PathLike, expected: str) -> tuple[bool, str]:

@@ -1,0 +1,71 @@
+"""The argument checks of per-class datasets (:mod:`glyphforge.datasets._class_files`): configs, subsets, classes."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from glyphforge.datasets._class_files import Declaration
+
+SUBSETS = ("all", "train", "test")
+
+
+def config_phrase(dataset: Declaration, config: str) -> str:
+    """How messages name ``config`` of ``dataset``: its title, then the config when it has several."""
+    return dataset.title if dataset.config_option is None else f"{dataset.title} {config}"
+
+
+def check_config(dataset: Declaration, config: Any) -> str:
+    """Return ``config`` (None: the default) if ``dataset`` has it, else raise a ValueError listing them."""
+    if config is None:
+        return dataset.config
+    if config not in dataset.configs:
+        raise ValueError(f"unknown {dataset.title} {dataset.config_option} {config!r}: use one of "
+                         f"{', '.join(dataset.configs)}")
+    return str(config)
+
+
+def check_configs(dataset: Declaration, config: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Return the configs ``config`` names (one name, an iterable of names, None: the default), repeats dropped."""
+    names = (dataset.config,) if config is None else (config,) if isinstance(config, str) else tuple(
+        dict.fromkeys(config))
+    if not names:
+        raise ValueError(f"{dataset.config_option} is empty: give one or more of {', '.join(dataset.configs)}, or "
+                         f"None for {dataset.config}")
+    return tuple(check_config(dataset, name) for name in names)
+
+
+def check_subset(subset: Any) -> str:
+    """Return ``subset`` if it is one of :data:`SUBSETS`, else raise a ValueError listing them."""
+    if subset not in SUBSETS:
+        raise ValueError(f"subset {subset!r} is invalid: use one of {', '.join(SUBSETS)}")
+    return str(subset)
+
+
+def check_classes(dataset: Declaration, config: str, classes: Iterable[str | int] | str | None) -> list[str]:
+    """Return the sorted distinct class names of ``classes`` (None: every class of ``config``), or raise.
+
+    A string is one class name, but where every class name is one character (EMNIST,
+    MNIST) it is split into characters: ``"0123"``. Integers are taken as their digits.
+    """
+    known = dataset.configs[config].classes
+    if classes is None:
+        return sorted(known)
+    single = all(len(name) == 1 for name in known)
+    if isinstance(classes, str):
+        names = list(classes) if single else [classes]
+    else:
+        names = [str(item) for item in classes]
+    unknown = sorted({name for name in names if name not in known})
+    if unknown:
+        listed = repr("".join(known)) if single else ", ".join(map(repr, known))
+        whose = "its classes are" if dataset.config_option is None else f"this {dataset.config_option} has the classes"
+        raise ValueError(f"unknown {config_phrase(dataset, config)} classes {unknown}: {whose} {listed}")
+    if not names:
+        raise ValueError("classes is empty: give at least one class, or None for all")
+    return sorted(set(names))
+
+
+def class_names(dataset: Declaration, config: str | None = None) -> list[str]:
+    """Return the class names of ``config`` (None: the default) in label order (no download needed)."""
+    return list(dataset.configs[check_config(dataset, config)].classes)
