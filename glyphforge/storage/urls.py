@@ -65,8 +65,8 @@ def check_url(url: str) -> str:
         alias = _ALIASES.get(scheme)
         if alias:
             raise UnsupportedURLError(f"{url}: glyphforge spells {scheme}:// as {alias}://: write {alias}://{rest}")
-        raise UnsupportedURLError(f"{url}: glyphforge does not support {scheme}:// URLs. A data dir or an entry is "
-                                  f"{SUPPORTED_TEXT}: copy the data to one of those, or mount it and give its path")
+        raise UnsupportedURLError(f"{url}: glyphforge does not support {scheme}:// URLs; it takes {SUPPORTED_TEXT}. "
+                                  "Copy the data to one of those, or mount it and give its path")
     if scheme == "file":
         return f"file://{quote(file_path(url).as_posix())}"
     if scheme in _BUCKET_RULES:
