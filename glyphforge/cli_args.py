@@ -19,7 +19,7 @@ from glyphforge import _files, config
 from glyphforge._access import DataDirAccessError, check_data_dir_access
 from glyphforge._checks import MAX_SIDE, check_shape
 from glyphforge.datasets import registry
-from glyphforge.storage import Location, UnsupportedURLError, is_url
+from glyphforge.storage import Location, UnsupportedURLError, parse_place
 
 
 def parse_shape(text: str) -> tuple[int, int]:
@@ -87,8 +87,10 @@ def checked_data_dir(
     a file (or a path below one), a directory on a file system without storage (``/proc``, ``/sys``),
     and a missing directory whose nearest existing parent is not writable. An existing
     directory that is read-only is accepted: a shared data dir may be read by its users.
-    A URL (``s3://bucket/data``: `glyphforge.storage.is_url`) is returned as it is once
-    fsspec can open its scheme here; the commands that work with one say so.
+    A URL (``s3://bucket/data``) is returned once it is supported and well formed and fsspec
+    can open its scheme here (`glyphforge.storage.Location`); the commands that work with one
+    say so. A ``file://`` URL is the path it names (`glyphforge.storage.parse_place`), checked
+    and returned as that path.
 
     Parameters
     ----------
@@ -102,15 +104,16 @@ def checked_data_dir(
     UsageError
         Saying what is wrong and ``fix``.
     """
-    if is_url(text):
-        try:
-            Location(text).fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
-        except UnsupportedURLError as error:
-            raise UsageError(str(error)) from None
-        return text
+    try:
+        place = parse_place(text)  # a file:// URL is its path, checked as one below
+        if isinstance(place, Location):
+            place.fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
+            return place.url
+    except UnsupportedURLError as error:
+        raise UsageError(str(error)) from None
     if not text.strip():
         raise UsageError(f"the data dir is empty ({text!r}), which would mean the current directory: {fix}")
-    path = Path(text).expanduser()
+    path = place.expanduser()
     try:
         check_data_dir_access(path, instead=fix)
     except DataDirAccessError as error:

@@ -6,7 +6,8 @@ here, so the rules are in one place:
 * data dir: the explicit ``data_dir`` argument, else ``$GLYPHFORGE_DATA_DIR``,
   else platformdirs' user data dir for ``glyphforge``; made absolute here, once, so a
   relative one means the same directory wherever its paths travel (pickled datasets and
-  streams, shard tasks on workers started in another directory);
+  streams, shard tasks on workers started in another directory); a ``file://`` URL is the
+  path it names (`glyphforge.storage.parse_place`);
 * ``<data dir>/raw/<dataset>/``: downloaded (or hand-placed) upstream files;
 * ``<data dir>/cache/``: the content-addressed store of converted data;
 * the local cache of data read from URLs (`local_cache_dir`): the explicit ``cache_dir``,
@@ -25,7 +26,7 @@ from pathlib import Path
 import platformdirs
 
 from glyphforge._checks import PathLike
-from glyphforge.storage.location import is_url
+from glyphforge.storage.location import UnsupportedURLError, is_url, parse_place
 
 ENV_DATA_DIR = "GLYPHFORGE_DATA_DIR"
 ENV_MIRROR = "GLYPHFORGE_MIRROR"
@@ -59,21 +60,36 @@ def data_dir(data_dir: PathLike | None = None) -> Path:
         chosen = os.environ[ENV_DATA_DIR]
     else:
         chosen = platformdirs.user_data_dir("glyphforge", appauthor=False)
-    if is_url(chosen):
-        where = "" if data_dir is not None else f" (from ${ENV_DATA_DIR})"
+    where = "" if data_dir is not None else f" (from ${ENV_DATA_DIR})"
+    place = _local_place(chosen, f"the data dir{where}")
+    if place is None:
         raise ValueError(f"the data dir {chosen}{where} is a URL, and this needs a directory on a local or mounted "
                          "filesystem: give a path here (URL data dirs are for glyphforge.DataContext.resolve("
                          "data_dir=URL), and what takes a context)")
-    return Path(chosen).expanduser().absolute()
+    return place.expanduser().absolute()
+
+
+def _local_place(chosen: PathLike, what: str) -> Path | None:
+    """The path ``chosen`` names (a ``file://`` URL's path: `parse_place`), None for another URL; ``what`` it is, for
+    the error of a URL glyphforge does not take."""
+    try:
+        place = parse_place(chosen)
+    except UnsupportedURLError as error:
+        raise type(error)(f"{what}: {error}") from None
+    return place if isinstance(place, Path) else None
 
 
 def data_dir_on_disk() -> Path | None:
-    """The data dir of the environment (or the default) as `data_dir` gives it; None when it is a URL.
+    """The data dir of the environment (or the default) as `data_dir` gives it; None when it is a URL (not file://).
 
     For what only guards or uses a local data dir when there is one (the export's refusals, a
     place for numba's cache), and must not fail because the data dir lies in object storage.
     """
-    return None if is_url(os.environ.get(ENV_DATA_DIR, "")) else data_dir()
+    text = os.environ.get(ENV_DATA_DIR, "")
+    try:
+        return data_dir() if not is_url(text) or isinstance(parse_place(text), Path) else None
+    except UnsupportedURLError:  # a URL glyphforge does not take: what reads the data dir says so
+        return None
 
 
 def local_cache_dir(cache_dir: PathLike | None = None) -> Path:
@@ -85,9 +101,10 @@ def local_cache_dir(cache_dir: PathLike | None = None) -> Path:
     """
     chosen = cache_dir if cache_dir is not None else (
         os.environ.get(ENV_CACHE_DIR) or platformdirs.user_cache_dir("glyphforge", appauthor=False))
-    if is_url(chosen):
+    place = _local_place(chosen, "the local cache dir")
+    if place is None:
         raise ValueError(f"the local cache dir {chosen} is a URL: it must be a directory on this machine")
-    return Path(chosen).expanduser().absolute()
+    return place.expanduser().absolute()
 
 
 def raw_dir(dataset: str, data_dir_: PathLike | None = None) -> Path:

@@ -7,9 +7,10 @@ prepared on load. It is resolved once from arguments and the environment
 (:meth:`DataContext.resolve`), frozen, small and picklable, so the same object travels
 from the command line or the caller down to the dataset code and to build workers.
 
-The data dir may be a URL (``s3://bucket/data``, ``gs://...``, ``https://...`` read-only,
-``file://...``): the context then has a `~glyphforge.storage.Location` as :attr:`DataContext.remote`
-(the URL and fsspec's ``storage_options``), and its :attr:`~DataContext.data_dir` is a local
+The data dir may be a URL (``s3://bucket/data``, ``gs://...``, ``https://...`` read-only; a
+``file://`` URL is the path it names, made absolute once): the context then has a
+`~glyphforge.storage.Location` as :attr:`DataContext.remote` (the URL and fsspec's
+``storage_options``), and its :attr:`~DataContext.data_dir` is a local
 directory under the local cache dir (:attr:`~DataContext.cache_dir`, see
 `glyphforge.config.local_cache_dir`) where what is fetched from the URL, downloaded or
 prepared on this machine lives before it is read or published.
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from glyphforge import config
 from glyphforge._checks import PathLike
-from glyphforge.storage.location import Location, is_url
+from glyphforge.storage.location import Location, UnsupportedURLError, parse_place
 
 if TYPE_CHECKING:
     from glyphforge.cache.store import CacheStore
@@ -132,8 +133,13 @@ class DataContext:
                             "glyphforge.DataContext.resolve(data_dir=..., mirrors=..., offline=...)")
         if context is None:  # the environment's and the defaults
             chosen = data_dir if data_dir is not None else os.environ.get(config.ENV_DATA_DIR) or None
-            context = cls(mirrors=config.mirrors_from_env(), offline=config.offline_from_env(),
-                          **_place(chosen, storage_options, cache_dir))
+            try:
+                place = _place(chosen, storage_options, cache_dir)
+            except UnsupportedURLError as error:
+                if data_dir is not None:
+                    raise
+                raise type(error)(f"${config.ENV_DATA_DIR}: {error}") from None
+            context = cls(mirrors=config.mirrors_from_env(), offline=config.offline_from_env(), **place)
         elif data_dir is not None or storage_options is not None or cache_dir is not None:
             kept = data_dir is None  # the context's data dir, with other options or another local cache
             chosen = (context.remote.url if context.remote else context.data_dir) if kept else data_dir
@@ -189,11 +195,10 @@ def _place(chosen: PathLike | None, storage_options: Mapping[str, Any] | None,
            cache_dir: PathLike | None) -> dict[str, Any]:
     """The ``data_dir``, ``remote`` and ``cache_dir`` fields for the data dir ``chosen`` (a path, a URL or None)."""
     local_cache = None if cache_dir is None else config.local_cache_dir(cache_dir)
-    if is_url(chosen):
-        assert isinstance(chosen, str)
-        return {"data_dir": config.local_cache_dir(local_cache) / "data",
-                "remote": Location(chosen, storage_options or {}), "cache_dir": local_cache}
+    place = None if chosen is None else parse_place(chosen, storage_options)  # file://: its path
+    if isinstance(place, Location):
+        return {"data_dir": config.local_cache_dir(local_cache) / "data", "remote": place, "cache_dir": local_cache}
     if storage_options:
         raise ValueError(f"storage_options apply to a data dir that is a URL (s3://, gs://, https://...), and "
-                         f"{chosen or 'the default data dir'} is a path: drop them, or give a URL")
-    return {"data_dir": config.data_dir(chosen), "remote": None, "cache_dir": local_cache}
+                         f"{place or 'the default data dir'} is a path: drop them, or give a URL")
+    return {"data_dir": config.data_dir(place), "remote": None, "cache_dir": local_cache}

@@ -171,7 +171,7 @@ ENV_FIX = "set $GLYPHFORGE_DATA_DIR to a directory (it is made if missing), or g
     ("a-file", ["a-file is a file, not a directory", ENV_FIX]),
     ("a-file/below", ["below", "which is a file, not a directory", ENV_FIX]),
     ("/proc/glyphforge", ["the data dir /proc/glyphforge is on a system file system that cannot hold files", ENV_FIX]),
-    ("nosuch://bucket/data", ["cannot open nosuch://bucket/data: Protocol not known"]),
+    ("nosuch://bucket/data", ["nosuch://bucket/data: glyphforge does not support nosuch:// URLs", "s3://BUCKET"]),
 ])
 @pytest.mark.parametrize("command", [["glyphforge", "info"], ["prepare-data", "backgrounds", "--offline"]])
 def test_an_unusable_data_dir_in_the_environment_exits_2_before_anything(tmp_path, given, words, command):

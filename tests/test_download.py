@@ -329,8 +329,9 @@ def test_file_url_origin_is_local_and_allowed_offline(tmp_path):
 
 
 def test_unsupported_mirror_scheme_is_refused(http_server, tmp_path):
-    with pytest.raises(ValueError, match=r"^mirror 'nosuch://example.org/data' is not supported: cannot open "
-                                         r"nosuch://example.org/data: .*use s3://, gs://, https:// or file:// URLs"):
+    with pytest.raises(ValueError, match=r"^mirror 'nosuch://example.org/data' is not supported: nosuch://example.org/"
+                                         r"data: glyphforge does not support nosuch:// URLs; it takes "
+                                         r"s3://BUCKET/prefix, gs://BUCKET/prefix, https://HOST/path"):
         get(resource(http_server), tmp_path, mirrors=["nosuch://example.org/data"])
     with pytest.raises(ValueError, match=r"^mirror 'file://host/data' is not supported: a file:// URL names a path on "
                                          r"this machine \(file:///path, no host\)"):

@@ -264,7 +264,7 @@ def test_wrong_credentials_are_named_without_the_secret(s3_server, local_data):
 @pytest.mark.parametrize(("url", "expected"), [
     ("published-here", "'published-here' is not a URL: publish to a data dir URL such as s3://"),
     ("https://example.org/data", "https:// URL, which glyphforge only reads"),
-    ("nosuch://bucket/data", "cannot open nosuch://bucket/data"),
+    ("nosuch://bucket/data", "nosuch://bucket/data: glyphforge does not support nosuch:// URLs"),
 ])
 def test_a_url_glyphforge_cannot_publish_to_exits_2_before_any_work(local_data, tmp_path, url, expected):
     result = subprocess.run([str(BIN / "glyphforge"), "publish", "toy", url, "--data-dir", str(local_data)],

@@ -1,4 +1,4 @@
-"""Builds into object storage (#25): a real S3 API (moto's server) on 127.0.0.1, and ``file://`` URLs.
+"""Builds into object storage (#25): a real S3 API (moto's server) on 127.0.0.1 (a ``file://`` data dir is its path).
 
 Entries built into a URL are multi-part (one part per shard, a 5-row index); they are read
 here by copying them down into a local data dir, where they are ordinary entries.
@@ -344,16 +344,17 @@ def test_a_shard_task_travels_to_workers_without_the_secret_storage_options():
 
 
 # -- other URLs, bad URLs ------------------------------------------------------------------------------
-def test_a_file_url_data_dir_gets_the_same_layout_and_reads_in_place(tmp_path, local_noise):
-    data_url = f"file://{tmp_path}/store"
-    entry = build_into(replace(SPEC, touch_dir=str(tmp_path)), DataContext.resolve(data_dir=data_url),
-                       progress=False)
-    folder = tmp_path / "store" / "cache" / "test-noise" / entry.name
-    assert sorted(path.name for path in folder.iterdir()) == sorted([INDEX_FILE, "manifest.json", *PARTS])
-    assert not folder.with_name(f"{entry.name}.work").exists()
-    found = read_entry(folder)
-    assert found is not None
-    _assert_same_rows(BuiltDataset(found), local_noise)
+def test_a_file_url_data_dir_is_its_path_so_a_build_there_is_the_local_one(tmp_path, local_noise, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    context = DataContext.resolve(data_dir="file://store")  # relative: made absolute here, once
+    assert context.remote is None and context.data_dir == tmp_path / "store"
+    built = build(replace(SPEC, touch_dir=str(tmp_path)), context=context, progress=False)
+    assert built.path == tmp_path / "store" / "cache" / "test-noise" / local_noise.key
+    assert sorted(path.name for path in built.path.iterdir()) == sorted(
+        path.name for path in local_noise.path.iterdir())
+    _assert_same_rows(built, local_noise)
+    with pytest.raises(ValueError, match=r"is a path \(a file:// URL is the path it names\): use build"):
+        build_into(SPEC, context, progress=False)
 
 
 def test_a_missing_bucket_an_unknown_scheme_or_an_http_url_fail_clearly_before_any_shard(s3_server, tmp_path):
@@ -361,7 +362,7 @@ def test_a_missing_bucket_an_unknown_scheme_or_an_http_url_fail_clearly_before_a
     entry = f"s3://gf-no-such-bucket/x/cache/test-noise/{cache_key(spec.kind, cache_params(spec))}"
     with pytest.raises(RemoteStorageError, match=store_failure("build into", entry, NO_BUCKET, "reading manifest")):
         build_into(spec, DataContext.resolve(data_dir="s3://gf-no-such-bucket/x"), progress=False)
-    with pytest.raises(UnsupportedURLError, match="cannot open nosuch://bucket/x: .*use s3://, gs://"):
+    with pytest.raises(UnsupportedURLError, match="nosuch://bucket/x: glyphforge does not support nosuch:// URLs"):
         build_into(spec, DataContext.resolve(data_dir="nosuch://bucket/x"), progress=False)
     with pytest.raises(ReadOnlyDataDirError, match="cannot build into https://example.invalid/x: glyphforge only "
                                                    "reads https:// URLs"):

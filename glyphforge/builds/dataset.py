@@ -71,7 +71,7 @@ from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.cache.lookup import of_kind
 from glyphforge.cache.manifest import is_built
 from glyphforge.cache.store import read_entry
-from glyphforge.storage.location import Location, is_url
+from glyphforge.storage.location import Location, parse_place
 from glyphforge.textfmt import human_size
 
 if TYPE_CHECKING:
@@ -619,16 +619,16 @@ def find_built(target: str, data_dir: PathLike | Location | None = None, *,
     """
     if data_dir is None and config.data_dir_on_disk() is None:  # $GLYPHFORGE_DATA_DIR is a URL
         data_dir = os.environ[config.ENV_DATA_DIR]
-    if isinstance(data_dir, Location) or is_url(data_dir):
+    place = None if data_dir is None else parse_place(data_dir, storage_options)  # file://: its path
+    if isinstance(place, Location):
         from glyphforge.builds.remote import find_remote_built
 
-        location = data_dir if isinstance(data_dir, Location) else Location(str(data_dir), storage_options or {})
-        return find_remote_built(target, location, **options)
+        return find_remote_built(target, place, **options)
     if given := sorted([*options, *(["storage_options"] if storage_options else [])]):
-        place = data_dir or "the default data dir"
-        raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {place} is a path; drop "
+        where = place or "the default data dir"
+        raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {where} is a path; drop "
                          f"{'them' if len(given) > 1 else 'it'}, or give a URL")
-    store = CacheStore.for_data_dir(data_dir)
+    store = CacheStore.for_data_dir(place)
     built = [entry for entry in store.ls() if is_built(entry)]
     if (chosen := of_kind(target, built, store.root)) is not None:
         return BuiltDataset(chosen)

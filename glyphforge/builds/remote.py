@@ -48,9 +48,15 @@ from glyphforge.cache.locks import hold
 from glyphforge.cache.lookup import of_kind, split_target
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest, read_manifest
 from glyphforge.cache.store import read_entry
-from glyphforge.storage.location import Location, is_url
-from glyphforge.storage.reads import RemoteFileMissingError, list_names, read_bytes
-from glyphforge.storage.remote_entry import BrokenRemoteEntryError, RemoteEntry, damaged_at_url, entry_location
+from glyphforge.storage.location import Location, parse_place
+from glyphforge.storage.reads import RemoteFileMissingError, read_bytes
+from glyphforge.storage.remote_entry import (
+    BrokenRemoteEntryError,
+    RemoteEntry,
+    damaged_at_url,
+    entry_location,
+    entry_names,
+)
 from glyphforge.storage.shard_cache import ShardCache
 
 __all__ = ["DEFAULT_PREFETCH_THREADS", "CachedEntry", "RemoteBuiltDataset", "UnlistableDataDirError",
@@ -367,8 +373,9 @@ def open_built(
     Parameters
     ----------
     url
-        The entry's URL, ``<data dir URL>/cache/<kind>/<key>`` (``s3://``, ``gs://``, ``https://``,
-        ``file://``), or a `~glyphforge.storage.Location`; a local entry directory opens as usual.
+        The entry's URL, ``<data dir URL>/cache/<kind>/<key>`` (``s3://``, ``gs://``, ``https://``),
+        or a `~glyphforge.storage.Location`; a local entry directory, or its ``file://`` URL,
+        opens as usual (made absolute now: a pickled dataset opens it from any directory).
     storage_options
         fsspec's options for the URL (e.g. ``{"endpoint_url": ...}``); credentials are best left
         to the environment (they are never pickled).
@@ -390,18 +397,19 @@ def open_built(
 
     Raises
     ------
+    UnsupportedURLError
+        A scheme glyphforge does not support, or (`MalformedURLError`) a URL naming no bucket or host.
     LookupError
         No built dataset is there (no manifest: not published yet, or a wrong URL).
     RemoteFileMissingError, RemoteAccessError, RemoteReadError
         The store could not be read (see `glyphforge.storage.reads`).
     """
-    if not isinstance(url, Location) and not is_url(url):
+    place = parse_place(url, storage_options)  # a file:// URL is its path, made absolute now
+    if isinstance(place, Path):
         if storage_options:
-            raise ValueError(f"storage_options apply to a URL, and {url} is a path: drop them, or give a URL")
-        return _open_local(Path(url), **options)
-    location = url if isinstance(url, Location) else Location(str(url), storage_options or {})
-    if isinstance(url, Location) and storage_options:
-        location = Location(url.url, {**url.storage_options, **storage_options})
+            raise ValueError(f"storage_options apply to a URL, and {place} is a path: drop them, or give a URL")
+        return _open_local(place.absolute(), **options)
+    location = Location(place.url, {**place.storage_options, **storage_options}) if storage_options else place
     remote = _open_entry(location)
     cache = ShardCache(cache_dir, cache_size)
     entry = CachedEntry(cache.folder(remote.kind, remote.key), remote.manifest, remote, cache)
@@ -466,11 +474,11 @@ def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltD
             "be looked up there: give the entry as kind/key with its whole key (e.g. scenes/<key>), or its URL to "
             "glyphforge.open_built")
     cache = data_dir.child("cache")
-    kinds = list_names(cache)
+    kinds = entry_names(cache)
     kind = split_target(target)[0]
     if kind in kinds and (chosen := of_kind(target, _built_entries(cache.child(kind), kind), cache)) is not None:
         return open_built(chosen.location, **options)
-    matches = [(kind, key) for kind in kinds for key in list_names(cache.child(kind)) if key.startswith(target)]
+    matches = [(kind, key) for kind in kinds for key in entry_names(cache.child(kind), kind) if key.startswith(target)]
     if len(matches) == 1:
         return open_built(cache.child(*matches[0]), **options)
     listed = ", ".join(sorted(kinds)) or f"nothing: {cache} holds no entries"
@@ -484,7 +492,7 @@ def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltD
 def _built_entries(kind_dir: Location, kind: str) -> list[RemoteEntry]:
     """The complete built entries in ``kind_dir``, manifests read (folders not whole yet, or not entries: skipped)."""
     entries = []
-    for key in filter(is_plain_name, list_names(kind_dir)):  # not the entries' lock files (.KEY.lock)
+    for key in entry_names(kind_dir, kind):
         try:
             manifest = parse_manifest(read_bytes(kind_dir.child(key, MANIFEST), what="a manifest"), kind, key)
         except (RemoteFileMissingError, BrokenManifestError):

@@ -145,7 +145,8 @@ def build_into(
     """
     check_build_arguments(spec, session, session_options, "build_into()")
     if context.remote is None:
-        raise ValueError(f"build_into builds into a data dir that is a URL; {context.data_dir} is a path: use build")
+        raise ValueError(f"build_into builds into a data dir that is a URL; {context.data_dir} is a path (a file:// "
+                         "URL is the path it names): use build")
     data_dir = check_writable(context.remote)
     params = cache_params(spec)
     key = cache_key(spec.kind, params)

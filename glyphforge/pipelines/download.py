@@ -401,8 +401,8 @@ def _remote_mirror(base: str) -> Location:
     Raises `UnsupportedURLError` (a ValueError) naming the package to install when fsspec
     cannot open its scheme here.
     """
-    location = Location(base)
     try:
+        location = Location(base)  # an unsupported scheme or a malformed URL: before any fsspec call
         location.fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
     except UnsupportedURLError as error:
         raise UnsupportedURLError(f"mirror {base!r} is not supported: {error}") from None

@@ -3,6 +3,13 @@
 A data dir (or a built entry) may be a URL: ``s3://bucket/prefix``, ``gs://bucket/prefix``,
 ``https://host/path`` (read-only), ``file:///abs/path``. A plain path is never a URL
 (`is_url`): ``C:\\data`` and ``./s3:x`` stay paths, and a URL is never taken for a path.
+A URL is checked when a `Location` is made, before any fsspec call (`glyphforge.storage.urls`:
+its scheme is supported, and it names a bucket, a host or a path).
+
+A ``file://`` data dir or entry is the path it names (`parse_place`, where a data dir or an
+entry is parsed): it is read and written as that path is, with its locks and checks, and a
+relative one is made absolute once, there. A ``file://`` `Location` (a publish target) is
+made absolute when it is made, too.
 
 Credentials are not glyphforge's business: the filesystem reads them as the provider's SDK
 does (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``~/.aws``, ``GOOGLE_APPLICATION_CREDENTIALS``
@@ -14,15 +21,19 @@ environment.
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from glyphforge.storage.urls import SUPPORTED_TEXT, MalformedURLError, UnsupportedURLError, check_url, file_path
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
-__all__ = ["SECRET_OPTIONS", "Location", "UnsupportedURLError", "is_url"]
+__all__ = ["SECRET_OPTIONS", "Location", "MalformedURLError", "UnsupportedURLError", "is_url", "parse_place"]
 
 #: A URL's scheme and the ``://`` after it (two letters at least: ``C:\\`` is a Windows drive).
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
@@ -34,13 +45,9 @@ SECRET_OPTIONS = frozenset({
     "aws_secret_access_key", "aws_session_token", "client_secret", "credentials", "headers",
 })
 #: The schemes glyphforge reads and writes, and the extra that brings each one's filesystem.
-EXTRAS = {"s3": "glyphforge[s3]", "s3a": "glyphforge[s3]", "gs": "glyphforge[gcs]", "gcs": "glyphforge[gcs]"}
+EXTRAS = {"s3": "glyphforge[s3]", "gs": "glyphforge[gcs]"}
 #: Schemes glyphforge only reads.
 READ_ONLY = frozenset({"http", "https"})
-
-
-class UnsupportedURLError(ValueError):
-    """A URL whose scheme fsspec cannot open here (unknown, or its package is not installed)."""
 
 
 def is_url(value: object) -> bool:
@@ -68,7 +75,8 @@ class Location:
                 f"a {scheme}:// URL with a user and password in it was given: glyphforge does not carry secrets in "
                 "URLs (they would travel in pickles and show in messages). Give the URL without them, and the "
                 "credentials through the environment (as the store's SDK reads them) or storage_options")
-        object.__setattr__(self, "url", self.url.rstrip("/") if not self.url.endswith("://") else self.url)
+        scheme, rest = check_url(self.url).split("://", 1)
+        object.__setattr__(self, "url", f"{scheme}://{rest.rstrip('/') or rest[:1]}")  # file:/// stays the root
         object.__setattr__(self, "storage_options", dict(self.storage_options))
 
     @property
@@ -99,12 +107,14 @@ class Location:
             return fsspec.filesystem(self.scheme, **self.storage_options)
         except (ImportError, ValueError) as error:
             extra = EXTRAS.get(self.scheme)
-            hint = f"pip install '{extra}'" if extra else "use s3://, gs://, https:// or file:// URLs, or a local path"
+            hint = f"pip install '{extra}'" if extra else f"give {SUPPORTED_TEXT}"
             raise UnsupportedURLError(f"cannot open {self.url}: {error}. {hint}") from None
 
     @property
     def path(self) -> str:
         """The path of the URL on its filesystem (as fsspec names it: ``bucket/data`` for ``s3://bucket/data``)."""
+        if self.scheme == "file":
+            return file_path(self.url).as_posix()
         import fsspec
 
         try:
@@ -128,3 +138,25 @@ class Location:
         """Pickle the URL and the options but the secret ones (see the module docstring)."""
         return Location, (self.url, {name: value for name, value in self.storage_options.items()
                                      if name not in SECRET_OPTIONS})
+
+
+def parse_place(value: str | os.PathLike[str] | Location, storage_options: Mapping[str, Any] | None = None,
+                ) -> Path | Location:
+    """Where the data dir or entry ``value`` is: a `Location` to read with fsspec, or a path on this machine.
+
+    A URL becomes a `Location` with ``storage_options`` (checked: `Location`); a ``file://`` URL
+    (or `Location`) becomes the absolute path it names, so it is read as that path is (see the
+    module docstring); a path is returned as given.
+
+    Raises
+    ------
+    UnsupportedURLError
+        The URL's scheme is not supported, or (`MalformedURLError`) it cannot name a place.
+    """
+    if isinstance(value, Location):
+        location = value
+    elif is_url(value):
+        location = Location(str(value), storage_options or {})
+    else:
+        return Path(value)
+    return Path(location.path) if location.scheme == "file" else location

@@ -18,7 +18,7 @@ from typing import Any
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.storage.location import Location
 from glyphforge.storage.reads import is_missing_bucket, store_call
-from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK, RemoteEntry
+from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK, RemoteEntry, is_entry_folder
 
 __all__ = ["INCOMPLETE", "RemoteCache", "RemoteProblem", "UnlistableURLError"]
 
@@ -171,8 +171,8 @@ class RemoteCache:
         listings: dict[tuple[str, str], _Listing] = {}
         for path, info in found.items():
             parts = path[len(root) + 1:].split("/") if path.startswith(root + "/") else []
-            if len(parts) != 3 or any(part.startswith(".") or not part for part in parts):
-                continue  # not an entry's file: <kind>/<key>/<name>
+            if len(parts) != 3 or not is_entry_folder(*parts[:2]) or parts[2].startswith(".") or not parts[2]:
+                continue  # not an entry's file <kind>/<key>/<name>: a lock, a staging or work folder's...
             kind, key, name = parts
             listing = listings.setdefault((kind, key), _Listing(kind, key, self.root.child(kind, key)))
             listing.sizes[name] = int(info.get("size") or 0)

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from glyphforge._files import atomic_path
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, parse_manifest
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, is_plain_name, parse_manifest
 from glyphforge.storage.location import Location
-from glyphforge.storage.reads import RemoteFileMissingError, ShortObjectError, object_size, read_bytes
+from glyphforge.storage.reads import RemoteFileMissingError, ShortObjectError, list_names, object_size, read_bytes
 
-__all__ = ["BrokenRemoteEntryError", "RemoteEntry", "damaged_at_url", "entry_location"]
+__all__ = ["BrokenRemoteEntryError", "RemoteEntry", "damaged_at_url", "entry_location", "entry_names",
+           "is_entry_folder"]
 
 #: How much of a file `RemoteEntry.download` reads at a time.
 DOWNLOAD_BLOCK = 8 << 20
@@ -42,6 +43,23 @@ def damaged_at_url(url: str | Location) -> str:
             f"or building it again finds its manifest and does nothing: delete everything under {url}/ with the "
             "store's own tools, then publish it again from a machine whose copy is whole (`glyphforge cache verify` "
             "there checks it), or build it into that data dir again")
+
+
+def is_entry_folder(kind: str, key: str | None = None) -> bool:
+    """Whether the folder ``<cache>/<kind>`` (or ``<cache>/<kind>/<key>``) a listing found may be a kind (an entry).
+
+    Not a hidden name (a lock ``.<key>.lock``, a staging folder ``.tmp-*``), nor, for a key (a
+    hex digest, no dot in it), an entry's companion (``<key>.work``, ``<key>.decoded``): a listing
+    that reads a manifest below such a name takes a non-entry for an entry.
+    """
+    return is_plain_name(kind) and (key is None or (is_plain_name(key) and "." not in key))
+
+
+def entry_names(folder: Location, kind: str | None = None) -> list[str]:
+    """The kinds in the store's cache folder ``folder``, or with ``kind`` the entry keys in its folder of that kind
+    (`is_entry_folder`), sorted, fresh from the store (`list_names`)."""
+    return [name for name in list_names(folder) if (is_entry_folder(name) if kind is None else
+                                                    is_entry_folder(kind, name))]
 
 
 def entry_location(data_dir: Location, kind: str, key: str) -> Location:
