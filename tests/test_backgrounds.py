@@ -151,8 +151,8 @@ def test_classes_none_means_all_and_names_is_a_deprecated_spelling(shared_data, 
         if name != "space":
             np.testing.assert_array_equal(image, pillow_rgb(source(shared_data, name)))
     with pytest.warns(DeprecationWarning, match=r"load_backgrounds\(names=...\) is deprecated.*classes="):
-        old, labels, names = load_backgrounds(names=["water", "ice"], data_dir=tmp_path, download=False)
-    assert names == ["ice", "water"] and labels.tolist() == [1, 0]
+        old, labels, names = load_backgrounds(names=["water", "ice", "space"], data_dir=tmp_path, download=False)
+    assert names == ["ice", "space", "water"] and labels.tolist() == [2, 0, 1]  # with the own space: its entry
     np.testing.assert_array_equal(old[0], x[ALL.index("water")])
 
 

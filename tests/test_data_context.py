@@ -94,10 +94,14 @@ def test_verify_false_given_once_reaches_a_hand_placed_file(shared_data, tmp_pat
     unchecked = DataContext.resolve(checked, verify=False)
     built = build(scenes(), context=unchecked, progress=False)
     store = CacheStore.for_data_dir(tmp_path)
-    native = store.get("omniglot", {"set": "small1", "shape": [105, 105], "source": RESOURCES["small1"].hash})
-    assert native.meta["verified_archive"] is False
-    assert [record["name"] for record in native.meta["alphabets"]] == ["Latin"]  # converted as it is
-    assert store.get("backgrounds", {"commit": COMMIT}).meta["backgrounds"]["water"]["verified"] is False
+    # the custom files are converted as they are, into entries of their own (never upstream's keys: issue 30)
+    assert store.get("omniglot", {"set": "small1", "shape": [105, 105], "source": RESOURCES["small1"].hash}) is None
+    [native] = [entry for entry in store.ls() if entry.kind == "omniglot" and entry.params["shape"] == [105, 105]]
+    assert native.params["source"].startswith("sha256:") and native.meta["verified_archive"] is False
+    assert [record["name"] for record in native.meta["alphabets"]] == ["Latin"]
+    assert store.get("backgrounds", {"commit": COMMIT}) is None
+    [textures] = [entry for entry in store.ls() if entry.kind == "backgrounds"]
+    assert list(textures.params["source"]) == ["water"] and textures.meta["backgrounds"]["water"]["verified"] is False
     (water,), _, _ = load_backgrounds(["water"], context=unchecked, download=False)
     ice, = prepare_backgrounds(names=["ice"], archives={"ice": shared_data / "backgrounds" / "ice.jpg"},
                                context=checked)

@@ -165,7 +165,8 @@ def test_placed_zip_is_used_offline(shared_data, tmp_path, monkeypatch):
     assert entry.meta["n_characters"] == 136 and entry.meta["verified_archive"] is True
     unchecked = prepare_omniglot(sets="small1", data_dir=tmp_path / "other", verify=False, progress=False,
                                  archives={"small1": raw / RESOURCES["small1"].filename})[0]
-    assert unchecked.meta["verified_archive"] is False
+    # with verify=False upstream's zip is still upstream's: hashed, it keeps upstream's key and counts as verified
+    assert unchecked.key == entry.key and unchecked.meta["verified_archive"] is True
 
 
 def test_offline_true_with_nothing_placed_fails_fast_naming_the_placement_path(tmp_path):

@@ -5,6 +5,7 @@ of one zip is :mod:`glyphforge.datasets._omniglot_archive`.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from tqdm import tqdm
 from glyphforge._checks import PathLike, check_shape
 from glyphforge.cache import Entry, Writer
 from glyphforge.context import DataContext
+from glyphforge.datasets import _own_copy
 from glyphforge.datasets._omniglot_archive import N_DRAWERS, NATIVE_SHAPE, convert_set
 from glyphforge.datasets._omniglot_catalog import Catalog
 from glyphforge.datasets._prepare import check_method, check_shapes, given_archives, resized, unknown, upstream_file
@@ -60,9 +62,10 @@ def check_sets(sets: str | Iterable[str]) -> tuple[str, ...]:
     return names
 
 
-def params(set_name: str, shape: tuple[int, int], method: str) -> dict[str, Any]:
-    """The cache params of a set's entry at ``shape`` (``method`` only counts for resized shapes)."""
-    values: dict[str, Any] = {"set": set_name, "shape": list(shape), "source": RESOURCES[set_name].hash}
+def params(set_name: str, shape: tuple[int, int], method: str, source: str | None = None) -> dict[str, Any]:
+    """The cache params of a set's entry at ``shape`` (``method`` only counts for resized shapes) made from the zip
+    of hash ``source`` (None: upstream's; an own copy's ``sha256:<hex>``, see :mod:`glyphforge.datasets._own_copy`)."""
+    values: dict[str, Any] = {"set": set_name, "shape": list(shape), "source": source or RESOURCES[set_name].hash}
     if shape != NATIVE_SHAPE:
         values["resize"] = method
     return values
@@ -175,30 +178,53 @@ def prepare_omniglot(
     context = DataContext.resolve(
         context, data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress
     )
-    store = context.store
+    store, copy = context.store, _own_copy.chosen(KIND, {name: RESOURCES[name] for name in names}, context, given)
     entries = []
     for name in names:
-        base = store.get(KIND, params(name, NATIVE_SHAPE, method))
+        source = copy.own.get(name)
+        base = store.get(KIND, params(name, NATIVE_SHAPE, method, source))
         if base is None:
-            zip_path, verified = upstream_file(RESOURCES[name], context, given.get(name))
-            base = store.get_or_create(KIND, params(name, NATIVE_SHAPE, method), functools.partial(
+            files = {name: upstream_file(RESOURCES[name], context, copy.paths().get(name, given.get(name)))}
+            [(zip_path, verified)] = copy.checked(files).values()
+            base = store.get_or_create(KIND, params(name, NATIVE_SHAPE, method, source), functools.partial(
                 _write_native, set_name=name, zip_path=zip_path, workers=workers, verified=verified,
                 progress=context.progress,
             ))
         entries.append(base)
         for shape in wanted:
-            entries.append(store.get_or_create(KIND, params(name, shape, method), functools.partial(
+            entries.append(store.get_or_create(KIND, params(name, shape, method, source), functools.partial(
                 _write_resized, base=base, shape=shape, method=method, progress=context.progress,
             )))
+    _own_copy.remember(KIND, context, copy, covered=names)
     return entries
 
 
-def not_prepared(sets: Sequence[str], root: str, hint: str) -> FileNotFoundError:
+def in_use(sets: Sequence[str], context: DataContext) -> _own_copy.OwnCopy:
+    """The zips of ``sets`` that loads serve (:func:`glyphforge.datasets._own_copy.in_use`): the ``source`` of a
+    set's entries is ``in_use(...).own.get(set)`` (None: upstream's)."""
+    return _own_copy.in_use(KIND, {name: RESOURCES[name] for name in sets}, context)
+
+
+def record_of(sets: Iterable[str], copy: _own_copy.OwnCopy, context: DataContext) -> Path | None:
+    """The own-copy record naming the zips of ``sets`` in ``copy`` (for :func:`not_prepared`), or None: upstream's."""
+    return context.raw_dir(KIND) / _own_copy.RECORD if any(name in copy.own for name in sets) else None
+
+
+def announced(entries: Mapping[str, Entry], context: DataContext) -> dict[str, Entry]:
+    """``entries`` (by set), each an own copy logged as such once per process (:func:`_own_copy.announce`)."""
+    raw_dir = context.raw_dir(KIND)
+    return {name: _own_copy.announce(entry, f"Omniglot {name}", raw_dir) for name, entry in entries.items()}
+
+
+def not_prepared(sets: Sequence[str], root: str, hint: str, record: Path | None = None) -> FileNotFoundError:
     """The error for Omniglot ``sets`` missing from the cache at ``root`` (`CacheStore.where`), naming the command
-    that prepares them."""
+    that prepares them (from the own zips ``record`` names, unchecked, when given)."""
+    own = record is not None
+    copy = f" as your own copy (the zips {record} names)" if own else ""
     return FileNotFoundError(
-        f"Omniglot sets {list(sets)} are not prepared in {root}: run prepare_omniglot(sets={list(sets)!r}) "
-        f"or `prepare-data omniglot --omniglot-sets {' '.join(sets)}`{hint}"
+        f"Omniglot sets {list(sets)} are not prepared in {root}{copy}: run prepare_omniglot(sets={list(sets)!r}"
+        f"{', verify=False' * own}) or `prepare-data omniglot --omniglot-sets {' '.join(sets)}{' --no-verify' * own}`"
+        f"{hint}"
     )
 
 
@@ -208,17 +234,18 @@ def set_entries(sets: tuple[str, ...], shape: tuple[int, int], method: str, cont
     A missing resized variant is always made from the cached 105x105 entry; a set
     whose 105x105 entry is missing is fetched and converted only when ``context.download``.
     """
-    store = context.store
-    entries = {name: store.get(KIND, params(name, shape, method)) for name in sets}
+    store, copy = context.store, in_use(sets, context)
+    entries = {name: store.get(KIND, params(name, shape, method, copy.own.get(name))) for name in sets}
     missing = [name for name, entry in entries.items() if entry is None]
-    if missing:
-        absent = [name for name in missing if store.get(KIND, params(name, NATIVE_SHAPE, method)) is None]
-        if absent and not context.download:
-            raise not_prepared(absent, store.where, ", or pass download=True")
-        prepared = prepare_omniglot(sets=missing, shapes=[shape], method=method, context=context)
-        per_set = 1 if shape == NATIVE_SHAPE else 2  # the 105x105 entry, then the resized one
-        entries.update(zip(missing, prepared[per_set - 1::per_set], strict=True))
-    return entries  # type: ignore[return-value]  # every set has its entry now
+    absent = [name for name in missing
+              if store.get(KIND, params(name, NATIVE_SHAPE, method, copy.own.get(name))) is None]
+    if absent and not context.download:
+        raise not_prepared(absent, store.where, ", or pass download=True", record_of(absent, copy, context))
+    for name in missing:  # an own zip is prepared as it is (unchecked), upstream's within the context
+        own = {name: copy.paths()[name]} if name in copy.own else {}
+        entries[name] = prepare_omniglot(sets=[name], shapes=[shape], method=method, archives=own, context=(
+            dataclasses.replace(context, verify=False) if own else context))[-1]
+    return announced(entries, context)  # type: ignore[arg-type]  # every set has its entry now
 
 
 def open_catalog(

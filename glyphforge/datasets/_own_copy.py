@@ -6,11 +6,15 @@ A dataset prepared from files that are not upstream's (a custom copy placed in
 each file, the pinned hash when the file is upstream's and ``sha256:<hex>`` of its bytes
 when it is not (:meth:`OwnCopy.source`). So an own copy never stands in for upstream's
 entry, nor for another own copy; files that are upstream's keep upstream's key, whatever
-``verify`` says. A file is hashed once for both (pinned and sha256, one read).
+``verify`` says. A file is hashed once for both (pinned and sha256, one read). Datasets
+whose files make separate entries key each entry by its own files only (:attr:`OwnCopy.own`):
+an Omniglot set's ``source`` is its zip's hash, a backgrounds entry adds ``source``
+``{name: sha256:<hex>}`` of its own images to upstream's params (none: upstream's key).
 
 Which copy a load serves: a prepare that used own files leaves a record,
 ``<data dir>/raw/<dataset>/.own-copy.json``, naming them (path, size, modification time,
-sha256, whether each is the pinned file); a prepare from upstream's files removes it. A
+sha256, whether each is the pinned file); a prepare from upstream's files removes it (a
+prepare of some of the files, ``covered`` in :func:`remember`, changes only what it says of them). A
 load with a record looks at the files it names (:func:`in_use`): an unchanged one (same
 size and mtime) keeps its recorded hash, a changed one is hashed again (and the record
 updated), a missing one keeps its recorded hash. So own files replaced in place are served
@@ -27,7 +31,7 @@ import dataclasses
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +77,16 @@ class OwnCopy:
         """Every file is upstream's (an empty copy too: everything is fetched, verified)."""
         return all(file.matches for file in self.files.values())
 
+    @property
+    def own(self) -> dict[str, str]:
+        """``{resource name: sha256:<hex>}`` of the files that are not upstream's (none: an upstream copy)."""
+        return {name: file.sha256 for name, file in self.files.items() if not file.matches and file.sha256}
+
     def source(self, resources: Mapping[str, Resource]) -> dict[str, str] | None:
         """The hashes that key entries made from these files: None when all are upstream's (upstream's key)."""
         if self.verified:
             return None
-        own = {name: file.sha256 for name, file in self.files.items() if not file.matches and file.sha256}
+        own = self.own
         return {name: own.get(name, resource.hash) for name, resource in resources.items()}
 
     def checked(self, files: Mapping[str, tuple[Path, bool]]) -> dict[str, tuple[Path, bool]]:
@@ -138,9 +147,17 @@ def chosen(dataset: str, resources: Mapping[str, Resource], context: DataContext
     return OwnCopy(files)
 
 
-def remember(dataset: str, context: DataContext, copy: OwnCopy) -> None:
-    """After a prepare: record ``copy`` as the one loads serve, or remove the record when upstream's was used."""
+def remember(dataset: str, context: DataContext, copy: OwnCopy, covered: Iterable[str] | None = None) -> None:
+    """After a prepare: record ``copy`` as the one loads serve, or remove the record when upstream's was used.
+
+    ``covered``: the resources the prepare chose files for, when it did not cover them all (datasets whose
+    files make separate entries, Omniglot's sets and the backgrounds); the record keeps what it says of the others.
+    """
     raw_dir = context.raw_dir(dataset)
+    if covered is not None:
+        names = set(covered)
+        kept = {name: file for name, file in _read(raw_dir, None).items() if name not in names}
+        copy = OwnCopy({**kept, **copy.files})
     if copy.verified:
         try:
             (raw_dir / RECORD).unlink(missing_ok=True)
@@ -159,13 +176,16 @@ def in_use(dataset: str, resources: Mapping[str, Resource], context: DataContext
     files = {name: describe(file.path, resources[name], file) if file.path.is_file() else file
              for name, file in recorded.items()}
     if files != recorded:
-        _write(raw_dir, OwnCopy(files))
+        _write(raw_dir, OwnCopy({**_read(raw_dir, None), **files}))  # what it says of other resources stays
     return OwnCopy(files)
 
 
 def unverified(meta: Mapping[str, Any]) -> bool:
-    """Whether an entry's meta says it was made from files that are not upstream's (any format glyphforge wrote)."""
-    return any(meta.get(name) is False for name in ("verified", "verified_files", "verified_archive"))
+    """Whether an entry's meta says it was made from files that are not upstream's (any format glyphforge wrote:
+    backgrounds entries before 0.3 say it of each image only)."""
+    images = meta.get("backgrounds")
+    return (any(meta.get(name) is False for name in ("verified", "verified_files", "verified_archive"))
+            or (isinstance(images, Mapping) and any(image.get("verified") is False for image in images.values())))
 
 
 def note(meta: Mapping[str, Any]) -> str:
@@ -188,14 +208,15 @@ def announce(entry: Entry, label: str, raw_dir: Path) -> Entry:
     return entry
 
 
-def _read(raw_dir: Path, resources: Mapping[str, Resource]) -> dict[str, SourceFile]:
-    """The files the record in ``raw_dir`` names (none when there is none, or it is not one glyphforge wrote)."""
+def _read(raw_dir: Path, resources: Mapping[str, Resource] | None) -> dict[str, SourceFile]:
+    """The files the record in ``raw_dir`` names, of ``resources`` (None: all; none when there is no record, or
+    it is not one glyphforge wrote)."""
     try:
         document = json.loads((raw_dir / RECORD).read_text(encoding="utf-8"))
         files = {name: SourceFile(raw_dir / item["path"], int(item["size"]), int(item["mtime_ns"]),
                                   None if item["matches"] is True else normalise_hash(item["sha256"]),
                                   item["matches"] is True)
-                 for name, item in document["files"].items() if name in resources}
+                 for name, item in document["files"].items() if resources is None or name in resources}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
     return files

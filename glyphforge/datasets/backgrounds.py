@@ -13,12 +13,17 @@ One entry of kind ``"backgrounds"`` per ``(shape, method)``: the native entry
 composited on black); a resized entry holds the resize of each native image. Each
 image is its own ``<name>.pklz``, and ``entry.meta["backgrounds"]`` maps each name to
 ``{"file", "source", "hash", "verified", "shape"}`` (``verified``: whether the
-source file's hash was checked). Users may fetch only some backgrounds: an
-entry then holds those, and preparing more names replaces it atomically by an entry
-holding the union (existing files are copied, never decoded again).
+source file's hash was checked) and ``meta["verified"]`` whether all were. Users may
+fetch only some backgrounds: an entry then holds those, and preparing more names
+replaces it atomically by an entry holding the union (existing files are copied, never
+decoded again). Images made from own files (not upstream's, used with ``verify=False``)
+are in entries of their own: the params add ``"source": {name: "sha256:<hex>"}`` of
+those files (see :mod:`glyphforge.datasets._own_copy`), so they never stand in for
+upstream's images; upstream's entries keep the params ``{"commit"}`` (and the shape's).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,6 +36,7 @@ from glyphforge._checks import PathLike, check_shape
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.context import DataContext
+from glyphforge.datasets import _own_copy
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.datasets._prepare import check_method, check_shapes, given_archives, resized, unknown, upstream_file
 from glyphforge.pipelines.decode import decode_image
@@ -99,11 +105,18 @@ def check_names(names: str | Iterable[str]) -> list[str]:
     return resolved
 
 
-def _params(shape: tuple[int, int] | None, method: str) -> dict[str, Any]:
+def _params(shape: tuple[int, int] | None, method: str, own: Mapping[str, str]) -> dict[str, Any]:
+    """The params of the entry at ``shape`` made from the own files of hashes ``own`` (by name) and upstream's."""
     params: dict[str, Any] = {"commit": COMMIT}
     if shape is not None:
         params.update(shape=list(shape), resize=method)
+    if own:
+        params["source"] = dict(sorted(own.items()))
     return params
+
+
+def _resources(names: Iterable[str]) -> dict[str, Resource]:
+    return {name: IMAGES[name] for name in names}
 
 
 def _holding(store: CacheStore, params: dict[str, Any], names: Iterable[str]) -> Entry | None:
@@ -137,14 +150,16 @@ def _grow(
         for name in names:
             if name not in records:
                 image, verified = make(name)
-                record = {"file": f"{name}.pklz", "source": IMAGES[name].filename, "hash": IMAGES[name].hash,
-                          "verified": verified, "shape": list(image.shape)}
+                record = {"file": f"{name}.pklz", "source": IMAGES[name].filename,
+                          "hash": params.get("source", {}).get(name, IMAGES[name].hash), "verified": verified,
+                          "shape": list(image.shape)}
                 writer.write(record["file"], image)
                 records[name] = record
         writer.meta.update(
             commit=COMMIT,
             shape=params.get("shape"),
             n_images=len(records),
+            verified=all(record["verified"] for record in records.values()),
             backgrounds=dict(sorted(records.items())),
         )
     entry = store.get(KIND, params)
@@ -225,16 +240,17 @@ def prepare_backgrounds(
     context = DataContext.resolve(
         context, data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify, progress=progress
     )
-    store = context.store
-    native = _holding(store, _params(None, method), wanted)
+    store, copy = context.store, _own_copy.chosen(KIND, _resources(wanted), context, given)
+    native = _holding(store, _params(None, method, copy.own), wanted)
     if native is None:
-        current = store.get(KIND, _params(None, method))
+        current = store.get(KIND, _params(None, method, copy.own))
         held = current.meta["backgrounds"] if current is not None else {}
         files: dict[str, tuple[Path, bool]] = {}
 
         def fetch(name: str) -> tuple[Path, bool]:
             if name not in files:
-                files[name] = upstream_file(IMAGES[name], context, given.get(name))
+                found = {name: upstream_file(IMAGES[name], context, copy.paths().get(name, given.get(name)))}
+                files.update(copy.checked(found))
             return files[name]
 
         for name in wanted:  # every missing file is fetched before the entry is staged
@@ -245,12 +261,13 @@ def prepare_backgrounds(
             path, checked = fetch(name)
             return decode_image(path, channels=3, name=str(path)), checked
 
-        native = _grow(store, _params(None, method), wanted, decode)
+        native = _grow(store, _params(None, method, copy.own), wanted, decode)
     entries = [native]
     for shape in variants:
-        entries.append(_grow(store, _params(shape, method), wanted, functools.partial(
+        entries.append(_grow(store, _params(shape, method, copy.own), wanted, functools.partial(
             _resized_image, native=native, shape=shape, method=method,
         )))
+    _own_copy.remember(KIND, context, copy, covered=wanted)
     return entries
 
 
@@ -322,19 +339,24 @@ def load_backgrounds(
     size = None if shape is None else check_shape(shape)
     check_method(method)
     context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
-    store = context.store
-    entry = _holding(store, _params(size, method), wanted)
+    store, copy = context.store, _own_copy.in_use(KIND, _resources(wanted), context)
+    entry = _holding(store, _params(size, method, copy.own), wanted)
     if entry is None:
-        native = _holding(store, _params(None, method), wanted)
+        native = _holding(store, _params(None, method, copy.own), wanted)
         if native is None and not context.download:
-            have = store.get(KIND, _params(None, method))
+            have = store.get(KIND, _params(None, method, copy.own))
             missing = sorted(set(wanted) - set(have.meta["backgrounds"] if have is not None else ()))
+            own = f" as your own copy (the files {context.raw_dir(KIND) / _own_copy.RECORD} names)" * bool(copy.own)
             raise FileNotFoundError(
-                f"backgrounds {missing} are not prepared in {store.where}: run prepare_backgrounds(names={missing!r}) "
-                "or `prepare-data backgrounds`, or pass download=True"
+                f"backgrounds {missing} are not prepared in {store.where}{own}: run prepare_backgrounds(names="
+                f"{missing!r}{', verify=False' * bool(copy.own)}) or `prepare-data backgrounds"
+                f"{' --no-verify' * bool(copy.own)}`, or pass download=True"
             )
+        given, context = ({name: copy.paths()[name] for name in copy.own}, dataclasses.replace(context, verify=False)
+                          ) if copy.own else ({}, context)  # own files are prepared as they are (unchecked)
         entry = prepare_backgrounds(names=wanted, shapes=[] if size is None else [size], method=method,
-                                    context=context)[-1]
+                                    archives=given, context=context)[-1]
+    _own_copy.announce(entry, "backgrounds", context.raw_dir(KIND))
     found = ClassNames(sorted(set(wanted)))
     x = [entry.load(entry.meta["backgrounds"][name]["file"]) for name in wanted]
     return x, np.array([found.index(name) for name in wanted], np.int64), found

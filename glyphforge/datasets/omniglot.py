@@ -65,11 +65,14 @@ from glyphforge.datasets._omniglot_prepare import (
     KIND,
     RESOURCES,
     SETS,
+    announced,
     check_sets,
+    in_use,
     not_prepared,
     open_catalog,
     params,
     prepare_omniglot,
+    record_of,
 )
 from glyphforge.datasets._prepare import resized
 
@@ -333,15 +336,17 @@ def glyph_images(
     drawers = select_drawers(None, example_range)
     names = check_sets(sets)
     size = NATIVE_SHAPE if shape is None else check_shape(shape)
-    store = DataContext.resolve(context, data_dir=data_dir).store
-    found = {name: store.get(KIND, params(name, size, GLYPH_METHOD)) for name in names}
+    context = DataContext.resolve(context, data_dir=data_dir)
+    store, copy = context.store, in_use(names, context)
+    found = {name: store.get(KIND, params(name, size, GLYPH_METHOD, copy.own.get(name))) for name in names}
     resize: Callable[[np.ndarray], np.ndarray] | None = None
     if any(entry is None for entry in found.values()):  # not prepared at this shape: resize the 105x105 drawings
-        found = {name: store.get(KIND, params(name, NATIVE_SHAPE, GLYPH_METHOD)) for name in names}
+        found = {name: store.get(KIND, params(name, NATIVE_SHAPE, GLYPH_METHOD, copy.own.get(name))) for name in names}
         absent = [name for name, entry in found.items() if entry is None]
         if absent:
-            raise not_prepared(absent, store.where, " first: scenes read glyphs from the cache and never download")
+            raise not_prepared(absent, store.where, " first: scenes read glyphs from the cache and never download",
+                               record_of(absent, copy, context))
         resize = functools.partial(resized, shape=size, method=GLYPH_METHOD, batch=True)
-    catalog = Catalog(found)  # type: ignore[arg-type]  # every set has its entry now
+    catalog = Catalog(announced(found, context))  # type: ignore[arg-type]  # every set has its entry now
     chosen = catalog.select(classes)
     return _labelled(catalog, chosen, drawers, include_blank=False, seed=0, resize=resize, shape=size)
