@@ -54,7 +54,8 @@ T = TypeVar("T")
 ENV_DECODED_BUDGET = "GLYPHFORGE_DECODED_BUDGET"
 #: The part of the free space an automatic copy may take without ``decoded_budget=`` or the variable.
 BUDGET_FRACTION = 0.25
-_FROM_SHARDS = "rows are read from the shards (exact) by this reader from now on"
+_FROM_SHARDS = ("rows are read from the shards (exact) by this reader from now on; ds.materialize() or the next "
+                "reader makes a new copy")
 
 
 def budget_setting(given: int | str | None) -> tuple[int, str] | None:
@@ -147,7 +148,8 @@ class CopySource:
         try:
             return open_copy(dataset.entry, dataset.layout, len(dataset))
         except DamagedCopyError as error:
-            drop_copy(dataset.entry, error, "rows are read from the shards until a new copy is made")
+            self._given_up = True
+            drop_copy(dataset.entry, error, _FROM_SHARDS)
             return None
         except ForeignCopyError as error:
             if dataset.random_access == "materialize":
@@ -210,7 +212,7 @@ def _thrashing(dataset: BuiltDataset) -> str:
 
 def _default_budget(folder: Path) -> tuple[int, str]:
     free = shutil.disk_usage(folder).free
-    return int(free * BUDGET_FRACTION), f"a quarter of the {human_size(free)} free there"
+    return int(free * BUDGET_FRACTION), f"{BUDGET_FRACTION:.0%} of the {human_size(free)} free there"
 
 
 def _size_text(size: int) -> str:

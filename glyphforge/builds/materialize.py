@@ -81,6 +81,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_REMOVED = "removed it (glyphforge's own copy; the entry itself is intact)"
 __all__ = ["DamagedCopyError", "DecodedCopy", "ForeignCopyError", "NotEnoughSpaceError", "check_room", "copy_nbytes",
            "drop_copy", "make_copy", "open_copy"]
 
@@ -98,24 +99,21 @@ class NotEnoughSpaceError(StorageError):
 class _Array:
     """One array of a copy: ``whole`` in memory (or a memory map), or read by ``os.preadv`` from ``fd``.
 
-    ``path`` is its file, ``offset`` where its rows start there, ``shape`` its whole shape, ``crc``
-    the CRC32 of all its rows and ``sums`` each row's, checked as rows are read (None: ``whole``
-    was loaded and checked when the copy was opened).
+    ``path`` is its file, ``offset`` where its rows start there, ``shape`` its whole shape,
+    ``row_nbytes`` the bytes of a row, ``crc`` the CRC32 of all its rows and ``sums`` each row's,
+    checked as rows are read (None: ``whole`` was loaded and checked when the copy was opened).
     """
 
     path: Path
     dtype: np.dtype[Any]
     shape: tuple[int, ...]
     offset: int
+    row_nbytes: int
     crc: int
     sums: np.ndarray | None = None
     fd: int | None = None
     whole: np.ndarray | None = None
     map: mmap.mmap | None = None
-
-    @property
-    def row_nbytes(self) -> int:
-        return row_nbytes(self.shape, self.dtype)
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         """Copies of rows ``rows`` (non-negative ints, any order), read in file order and checked.
@@ -294,22 +292,23 @@ def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) 
             if (found != shape or not isinstance(recorded, dict) or recorded.get("offset") != offset
                     or recorded.get("row_nbytes") != row_nbytes(shape, dtype)):
                 raise ValueError(f"not the array of shape {shape} its record describes")
-            crc, data = int(recorded["crc32"]), int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            crc, width = int(recorded["crc32"]), int(recorded["row_nbytes"])
+            data = shape[0] * width
             if data <= LOAD_LIMIT:
                 whole = np.empty(shape, dtype)
                 if stream.readinto(whole.reshape(-1).view(np.uint8).data) != data:
                     raise ValueError("cut short")
                 if crc32(whole.reshape(-1).view(np.uint8)) != crc:
                     raise ValueError("changed since the copy was made (its checksum differs)")
-                return _Array(path, dtype, shape, offset, crc, whole=whole)
+                return _Array(path, dtype, shape, offset, width, crc, whole=whole)
             sums = np.load(folder / sums_file(name), allow_pickle=False)
             if sums.dtype != np.uint32 or sums.shape != shape[:1]:
                 raise ValueError(f"its row checksums ({sums_file(name)}) are not those of {shape[0]} rows")
             if hasattr(os, "preadv"):
-                return _Array(path, dtype, shape, offset, crc, sums, fd=os.open(path, os.O_RDONLY))
+                return _Array(path, dtype, shape, offset, width, crc, sums, fd=os.open(path, os.O_RDONLY))
             mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
             whole = np.ndarray(shape, dtype, buffer=mapped, offset=offset)
-            return _Array(path, dtype, shape, offset, crc, sums, whole=whole, map=mapped)
+            return _Array(path, dtype, shape, offset, width, crc, sums, whole=whole, map=mapped)
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise DamagedCopyError(path, f"is damaged: {error}") from None
 
@@ -346,8 +345,9 @@ def make_copy(dataset: BuiltDataset, announce: Callable[[int, Path], None] | Non
         try:
             copy = open_copy(entry, dataset.layout, n)
         except DamagedCopyError as error:
-            copy = None
-            _say_dropped(entry, error, remove_tree(target), "making it again now")
+            copy, failed = None, remove_tree(target)
+            _say_dropped(entry, error, _REMOVED if failed is None else f"could not remove it ({failed})",
+                         "making it again now")
         if copy is not None:
             return copy
         _remove_leftovers(entry.path)
@@ -380,18 +380,19 @@ def drop_copy(entry: Entry, error: DamagedCopyError, then: str) -> None:
     try:
         with writing(_lock_path(target)), hold(filelock.FileLock(_lock_path(target)),
                                                f"dropping the damaged copy of {entry.kind} {entry.key[:12]}", 0):
-            failed = remove_tree(target) if error.identity is not None and identity(target) == error.identity \
-                else None
-    except (OSError, LockTimeoutError) as cause:
-        failed = cause
-    _say_dropped(entry, error, failed, then)
+            if error.identity is None or identity(target) != error.identity:
+                done = "another process removed it already"
+            else:
+                failed = remove_tree(target)
+                done = _REMOVED if failed is None else f"could not remove it ({failed})"
+    except (OSError, LockTimeoutError) as cause:  # another process holds the lock: it is making or dropping a copy
+        done = f"left it to another process ({cause})"
+    _say_dropped(entry, error, done, then)
 
 
-def _say_dropped(entry: Entry, error: DamagedCopyError, failed: OSError | None, then: str) -> None:
-    """Log the WARNING of a damaged copy: which file, what is wrong, whether it was removed, what happens next."""
-    removed = "removed it (glyphforge's own copy; the entry itself is intact)" if failed is None else \
-        f"could not remove it ({failed}; `glyphforge cache verify` names it)"
-    log.warning("%s %s: its decoded copy is damaged: %s; %s; %s", entry.kind, entry.key[:12], error, removed, then)
+def _say_dropped(entry: Entry, error: DamagedCopyError, done: str, then: str) -> None:
+    """Log the WARNING of a damaged copy: which file, what is wrong, what was ``done`` with it, what happens next."""
+    log.warning("%s %s: its decoded copy is damaged: %s; %s; %s", entry.kind, entry.key[:12], error, done, then)
 
 
 def _lock_path(target: Path) -> Path:
