@@ -269,6 +269,7 @@ def test_materialize_over_a_symlink_says_it_is_not_glyphforges_and_touches_nothi
     assert link.is_symlink() and untouched(theirs)
     with pytest.raises(ForeignCopyError):
         dataset.reopened(random_access="materialize")[3]
+    assert dataset.entry.decoded_bytes == 0  # what it points to is not counted as the entry's copy (cache ls, gc)
 
 
 def test_a_symlink_to_a_whole_copy_is_not_read_either(tmp_path):

@@ -218,8 +218,9 @@ class Entry(ManifestFields):
 
     @property
     def decoded_bytes(self) -> int:
-        """The bytes of the entry's decoded copy (`decoded_dir`); 0 when it has none."""
-        return sum(path.stat().st_size for path in _listing(decoded_dir(self.path)) if path.is_file())
+        """The bytes of the entry's decoded copy (`decoded_dir`); 0 when it has none, or a link (not glyphforge's)."""
+        copy = decoded_dir(self.path)
+        return 0 if copy.is_symlink() else sum(path.stat().st_size for path in _listing(copy) if path.is_file())
 
     @property
     def last_used(self) -> float:
