@@ -42,7 +42,6 @@ garbage collected, so ``glyphforge cache gc --max-size`` never evicts it.
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import threading
 import weakref
@@ -87,7 +86,6 @@ DEFAULT_CACHE_SHARDS = 4
 #: The values of ``BuiltDataset(random_access=...)``.
 RANDOM_ACCESS = ("auto", "decode", "materialize")
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -422,7 +420,7 @@ class BuiltDataset:
                     "write .npy files for memory-mapping with ds.export(dir); or raise ds.arrays_limit"
                 )
             out = self._empty(len(self))
-            if self._copies.read(self, lambda copy: copy.read_into(out), None) is None:  # else no shard decoded
+            if self._copies.read(self, lambda copy: copy.read_into(out), None) is None:  # no copy: decode the shards
                 index = self.index
                 for number in range(len(index)):
                     rows = slice(int(index.start[number]), int(index.stop[number]))

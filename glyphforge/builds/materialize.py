@@ -79,11 +79,12 @@ from glyphforge.textfmt import human_size
 if TYPE_CHECKING:
     from glyphforge.builds.dataset import BuiltDataset
 
+__all__ = ["DamagedCopyError", "DecodedCopy", "ForeignCopyError", "NotEnoughSpaceError", "check_room", "copy_nbytes",
+           "drop_copy", "make_copy", "open_copy"]
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _REMOVED = "removed it (glyphforge's own copy; the entry itself is intact)"
-__all__ = ["DamagedCopyError", "DecodedCopy", "ForeignCopyError", "NotEnoughSpaceError", "check_room", "copy_nbytes",
-           "drop_copy", "make_copy", "open_copy"]
 
 #: The part of its disk a decoded copy must leave free.
 RESERVE_FRACTION = 0.05
@@ -301,9 +302,12 @@ def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) 
                 if crc32(whole.reshape(-1).view(np.uint8)) != crc:
                     raise ValueError("changed since the copy was made (its checksum differs)")
                 return _Array(path, dtype, shape, offset, width, crc, whole=whole)
-            sums = np.load(folder / sums_file(name), allow_pickle=False)
-            if sums.dtype != np.uint32 or sums.shape != shape[:1]:
-                raise ValueError(f"its row checksums ({sums_file(name)}) are not those of {shape[0]} rows")
+            with open(folder / sums_file(name), "rb") as checksums:
+                if npy_layout(checksums)[:2] != (shape[:1], np.dtype(np.uint32)):
+                    raise ValueError(f"its row checksums ({sums_file(name)}) are not those of {shape[0]} rows")
+                sums = np.fromfile(checksums, np.uint32, shape[0])
+            if len(sums) != shape[0]:
+                raise ValueError(f"its row checksums ({sums_file(name)}) are cut short")
             if hasattr(os, "preadv"):
                 return _Array(path, dtype, shape, offset, width, crc, sums, fd=os.open(path, os.O_RDONLY))
             mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
