@@ -362,8 +362,8 @@ def _cache_verify(args: argparse.Namespace) -> int:
         print(f"{'UNREADABLE' if problem.unreadable else 'CORRUPT'} {problem}{_lost_shards_note(problem)}")
     broken = sum(not problem.unreadable for problem in problems)
     if broken:
-        print(f"{broken} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again",
-              file=sys.stderr)
+        print(f"{broken} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again (a "
+              "damaged decoded copy: see its line)", file=sys.stderr)
     if len(problems) > broken:
         print(f"{len(problems) - broken} item(s) you may not read, so not verified (UNREADABLE above says whose "
               "and what to do)", file=sys.stderr)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import BuiltDataset, build
-from glyphforge.builds.materialize import NotEnoughSpaceError
+from glyphforge.builds.materialize import NotEnoughSpaceError, copy_nbytes
 from glyphforge.cache import CacheStore
 from glyphforge.cache.pklz import CorruptPklzError
 from glyphforge.cache.store import decoded_dir, decoded_staging_prefix
@@ -99,8 +99,9 @@ def test_auto_makes_the_copy_once_the_lru_thrashes_and_says_so_once(rows, caplog
     assert reader[999][1]["row"] == 999 and reader.materialized == decoded_dir(rows.path)
     reader.take(np.arange(ROWS)[::-1])
     said = [record for record in caplog.records if "decoded copy" in record.getMessage()]
-    assert len(said) == 1 and said[0].levelno == logging.INFO
+    assert len(said) == 1 and said[0].levelno == logging.WARNING  # announced (#30): its size and where
     assert "test-rows" in said[0].getMessage() and "LRU of 4 decoded shards of 11" in said[0].getMessage()
+    assert f"{human_size(copy_nbytes(rows))} at {decoded_dir(rows.path)}" in said[0].getMessage()
 
 
 def test_a_sequential_pass_makes_no_copy(rows):
@@ -129,13 +130,13 @@ def test_a_second_process_reads_the_copy_the_first_made(rows):
     assert (images.stat().st_ino, images.stat().st_mtime_ns, made.stat().st_ino) == before
 
 
-@pytest.mark.parametrize("map_limit", [64 << 20, 1000])  # arrays memory-mapped, or read with preadv
-def test_ds_arrays_reads_a_copy_made_earlier_and_decodes_no_shard(rows, monkeypatch, map_limit):
+@pytest.mark.parametrize("load_limit", [64 << 20, 1000])  # arrays loaded whole, or read with preadv
+def test_ds_arrays_reads_a_copy_made_earlier_and_decodes_no_shard(rows, monkeypatch, load_limit):
     from glyphforge.builds import materialize
 
     arrays = expected(rows)
     rows.reopened().materialize()
-    monkeypatch.setattr(materialize, "MAP_LIMIT", map_limit)
+    monkeypatch.setattr(materialize, "LOAD_LIMIT", load_limit)
     data = rows.path / "arrays.pklz"
     data.write_bytes(bytes(data.stat().st_size))  # every shard unreadable: only the copy can serve them
     read = rows.reopened().arrays
@@ -206,7 +207,8 @@ def test_the_copy_follows_the_umask(rows, umask):
         os.umask(previous)
     assert made.stat().st_mode & 0o7777 == 0o777 & ~umask
     files = sorted(made.iterdir())
-    assert [path.name for path in files] == ["images.npy", "metadata.json", "name.npy", "row.npy"]
+    assert [path.name for path in files] == ["checks.json", "images.crc32.npy", "images.npy", "metadata.json",
+                                             "name.crc32.npy", "name.npy", "row.crc32.npy", "row.npy"]
     assert {path.stat().st_mode & 0o7777 for path in files} == {0o666 & ~umask}
 
 
@@ -313,7 +315,7 @@ def test_a_disk_filled_while_the_copy_is_written_leaves_nothing_and_reads_go_on(
         assert filler.stat().st_size > 20_000_000  # the test's own file, left as it was by glyphforge
 
         filler.unlink()  # the test frees the room, and fills it again below
-        reader = dataset.reopened()  # "auto": the disk fills again while it makes its copy
+        reader = dataset.reopened(decoded_budget="1GB")  # "auto": the disk fills again while it makes its copy
         caplog.set_level(logging.INFO, logger="glyphforge.builds")
         order = np.random.default_rng(3).permutation(2000)
         assert np.array_equal(reader.take(order)["images"], arrays["images"][order])
@@ -321,7 +323,8 @@ def test_a_disk_filled_while_the_copy_is_written_leaves_nothing_and_reads_go_on(
             image, targets = reader[i]
             assert targets["row"] == i and np.array_equal(image, arrays["images"][i])
         warned = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
-        assert len(warned) == 1 and "goes on decoding a shard per row" in warned[0] and "disk is full" in warned[0]
+        assert len(warned) == 2 and "Writing a decoded copy to read rows from: 24." in warned[0]  # said first
+        assert "goes on decoding a shard per row" in warned[1] and "disk is full" in warned[1]
         assert copies(dataset) == [] and reader.materialized is None
         assert filler.stat().st_size > 20_000_000  # the test's own file, left as it was by glyphforge
 

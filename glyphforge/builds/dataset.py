@@ -22,10 +22,12 @@ Reading:
   ``DataLoader(ds, shuffle=True)``): once a shard must be decoded again after the LRU
   dropped it, reading shard by shard is thrashing, and (``random_access="auto"``, the
   default) the dataset makes a decoded copy of the entry, once per machine, and reads
-  every row from it from then on (`glyphforge.builds.materialize`; one INFO line says
-  so). Without room on the disk for it, one WARNING says why and it keeps decoding.
-  ``ds.materialize()`` makes the copy at once; ``random_access="decode"`` never makes or
-  looks for one by itself. A copy another process made is used from the first read.
+  every row from it from then on (`glyphforge.builds.materialize`), each checked: a WARNING
+  says so (its size and where) before it is written. Without room on the disk for it, or
+  beyond ``decoded_budget`` (`glyphforge.builds.copy_source`), one WARNING says why and it
+  keeps decoding. ``ds.materialize()`` makes the copy at once; ``random_access="decode"``
+  never makes or looks for one by itself. A copy another process made is used from the
+  first read; a damaged one is dropped and the shards read.
 * ``ds.stream(...)``: resumable batches for training, a window of decoded shards in memory
   (`glyphforge.builds.stream`).
 * ``ds.export(dir)``: ``.npy`` files for ``numpy.load(mmap_mode="r")``
@@ -40,7 +42,6 @@ garbage collected, so ``glyphforge cache gc --max-size`` never evicts it.
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import threading
 import weakref
@@ -55,8 +56,8 @@ from glyphforge import config
 from glyphforge._checks import PathLike, check_int
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import batches
+from glyphforge.builds.copy_source import CopySource, budget_setting
 from glyphforge.builds.index import ShardIndex
-from glyphforge.builds.materialize import DecodedCopy, make_copy, open_copy
 from glyphforge.builds.members import (
     Member,
     Put,
@@ -67,12 +68,10 @@ from glyphforge.builds.members import (
     place_shard,
 )
 from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry, MissingEntryFileError
-from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.cache.lookup import of_kind
 from glyphforge.cache.manifest import is_built
 from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, parse_place
-from glyphforge.textfmt import human_size
 
 if TYPE_CHECKING:
     from glyphforge.builds.stream import ShardStream
@@ -88,7 +87,6 @@ DEFAULT_CACHE_SHARDS = 4
 #: The values of ``BuiltDataset(random_access=...)``.
 RANDOM_ACCESS = ("auto", "decode", "materialize")
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -127,10 +125,13 @@ class BuiltDataset:
         docstring), ``"materialize"`` (the decoded copy from the first read; no room raises
         `glyphforge.builds.materialize.NotEnoughSpaceError`) or ``"decode"`` (shards only,
         unless ``ds.materialize()`` is called). A copy already made is read in ``"auto"`` and ``"materialize"``.
+    decoded_budget
+        The most bytes ``"auto"`` may write for a decoded copy by itself (or text such as ``"10GB"``; 0: none);
+        None: ``$GLYPHFORGE_DECODED_BUDGET``, else a quarter of the free space (`glyphforge.builds.copy_source`).
     """
 
-    def __init__(self, entry: Entry, *, cache_shards: int = DEFAULT_CACHE_SHARDS,
-                 arrays_limit: int | None = None, random_access: str = "auto") -> None:
+    def __init__(self, entry: Entry, *, cache_shards: int = DEFAULT_CACHE_SHARDS, arrays_limit: int | None = None,
+                 random_access: str = "auto", decoded_budget: int | str | None = None) -> None:
         if random_access not in RANDOM_ACCESS:
             raise ValueError(f"random_access must be one of {', '.join(map(repr, RANDOM_ACCESS))}, got "
                              f"{random_access!r}")
@@ -138,12 +139,11 @@ class BuiltDataset:
         self.cache_shards = check_int("cache_shards", cache_shards, 0)
         self.arrays_limit = None if arrays_limit is None else check_int("arrays_limit", arrays_limit, 0)
         self.random_access = random_access
-        self._copy: DecodedCopy | None = None
-        self._looked_for_copy = False
+        budget_setting(decoded_budget)  # a bad size (or $GLYPHFORGE_DECODED_BUDGET) is refused here, not at a read
+        self.decoded_budget = decoded_budget
+        self._copies = CopySource()
         self._thrashing = False  # a shard was decoded again after the LRU dropped it
         self._dropped: set[int] = set()
-        self._no_copy = False  # "auto" could not make one (said once)
-        self._copy_lock = threading.RLock()
         self._arrays: dict[str, np.ndarray] | None = None
         self._index: ShardIndex | None = None
         self._decoded: OrderedDict[int, Shard] = OrderedDict()
@@ -204,15 +204,18 @@ class BuiltDataset:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as a handle: the entry's path and key, never the arrays."""
-        return _reopen, (str(self.path), self.key, self.cache_shards, self.arrays_limit, self.random_access)
+        return _reopen, (str(self.path), self.key, self.cache_shards, self.arrays_limit, self.random_access,
+                         self.decoded_budget)
 
     @property
     def materialized(self) -> Path | None:
         """The decoded copy this dataset reads rows from (see the module docstring), None while it decodes shards."""
-        return None if self._copy is None else self._copy.path
+        return None if self._copies.copy is None else self._copies.copy.path
 
     def materialize(self) -> Path:
         """Make the entry's decoded copy (once per machine: another process's is used) and read rows from it.
+
+        An explicit request: no ``decoded_budget``, only the disk's reserve (see the module docstring).
 
         Returns
         -------
@@ -223,51 +226,12 @@ class BuiltDataset:
         ------
         NotEnoughSpaceError
             Its disk has no room for it (the message says how much it needs); nothing was written.
+        ForeignCopyError
+            ``<key>.decoded`` is not glyphforge's (a symbolic link...); nothing was read or changed there.
         StorageError
             Writing it failed (full, read-only, forbidden); nothing is left behind.
         """
-        with self._copy_lock:
-            if self._copy is None:
-                self._copy = make_copy(self)
-            return self._copy.path
-
-    def _existing_copy(self) -> DecodedCopy | None:
-        """The decoded copy this dataset reads, or one already made (looked for once); None: none, or ``"decode"``."""
-        if self._copy is not None or self.random_access == "decode":
-            return self._copy
-        if not self._looked_for_copy:
-            with self._copy_lock:
-                if self._copy is None:
-                    self._copy = open_copy(self.entry, self.layout, len(self))
-                self._looked_for_copy = True
-        return self._copy
-
-    def _row_source(self) -> DecodedCopy | None:
-        """The decoded copy to read rows from, making it when ``random_access`` says so; None: decode shards."""
-        if self._existing_copy() is not None or self.random_access == "decode":
-            return self._copy
-        if self.random_access == "materialize" or (self._thrashing and not self._no_copy):
-            self._make_copy()
-        return self._copy
-
-    def _make_copy(self) -> None:
-        """Materialize; in ``"auto"`` say so at INFO, or at WARNING why it cannot be (and then keep decoding)."""
-        if self.random_access == "materialize":
-            self.materialize()
-            return
-        with self._copy_lock:  # one thread decides, and says so once
-            if self._copy is not None or self._no_copy:
-                return
-            what = f"{self.entry.kind} {self.key[:12]}"
-            log.info("%s: random access decodes each shard again and again (an LRU of %d decoded shards of %d); "
-                     "making a decoded copy (%s, once per machine) to read rows from. random_access='decode' turns "
-                     "this off", what, self.cache_shards, len(self.index), human_size(self.nbytes))
-            try:
-                self.materialize()
-            except (OSError, LockTimeoutError) as error:
-                self._no_copy = True
-                log.warning("%s: random access goes on decoding a shard per row (slow), for want of a decoded copy: "
-                            "%s", what, str(error))  # not the error: a record would keep its frames (and this dataset)
+        return self._copies.materialize(self)
 
     # -- random access ----------------------------------------------------------
     def shard(self, number: int) -> Shard:
@@ -383,9 +347,9 @@ class BuiltDataset:
         wanted = self._rows(indices)
         if self._arrays is not None:
             return {name: array[wanted] for name, array in self._arrays.items()}
-        copy = self._row_source()
-        if copy is not None:
-            return copy.take(wanted)
+        taken = self._copies.read(self, lambda copy: copy.take(wanted), self._thrashing)
+        if taken is not None:
+            return taken
         out = self._empty(len(wanted))
         if not len(wanted):
             return out
@@ -409,11 +373,9 @@ class BuiltDataset:
         if isinstance(index, slice):
             rows = self.take(np.arange(len(self))[index])
         elif isinstance(index, (int, np.integer)):
-            copy = self._row_source() if self._arrays is None else None
-            if copy is not None and -len(self) <= index < len(self):
-                rows = copy.row(int(index) % len(self))
-            else:
-                rows = {name: array[0] for name, array in self.take([index]).items()}
+            row = int(index) % len(self) if self._arrays is None and -len(self) <= index < len(self) else None
+            found = None if row is None else self._copies.read(self, lambda copy: copy.row(row), self._thrashing)
+            rows = found if found is not None else {name: array[0] for name, array in self.take([index]).items()}
         else:
             rows = self.take(index)
         image = rows.pop(self.image_name)
@@ -457,10 +419,7 @@ class BuiltDataset:
                     "write .npy files for memory-mapping with ds.export(dir); or raise ds.arrays_limit"
                 )
             out = self._empty(len(self))
-            copy = self._existing_copy()
-            if copy is not None:  # read whole, no shard decoded
-                copy.read_into(out)
-            else:
+            if self._copies.read(self, lambda copy: copy.read_into(out), None) is None:  # no copy: decode the shards
                 index = self.index
                 for number in range(len(index)):
                     rows = slice(int(index.start[number]), int(index.stop[number]))
@@ -485,10 +444,10 @@ class BuiltDataset:
         return "images" if "images" in meta["layout"] else min(meta["layout"])
 
     def reopened(self, **options: Any) -> BuiltDataset:
-        """A new reader of the same entry (its own LRU), with ``cache_shards``, ``arrays_limit`` or ``random_access``
-        changed."""
+        """A new reader of the same entry (its own LRU), with ``cache_shards``, ``arrays_limit``, ``random_access`` or
+        ``decoded_budget`` changed."""
         settings = {"cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit,
-                    "random_access": self.random_access, **options}
+                    "random_access": self.random_access, "decoded_budget": self.decoded_budget, **options}
         return self._sibling(**settings)
 
     def _sibling(self, **settings: Any) -> BuiltDataset:
@@ -643,8 +602,8 @@ def find_built(target: str, data_dir: PathLike | Location | None = None, *,
     return BuiltDataset(entry)
 
 
-def _reopen(path: str, key: str, cache_shards: int, arrays_limit: int | None,
-            random_access: str = "auto") -> BuiltDataset:
+def _reopen(path: str, key: str, cache_shards: int, arrays_limit: int | None, random_access: str = "auto",
+            decoded_budget: int | str | None = None) -> BuiltDataset:
     """Open the built dataset at ``path`` again (unpickling), checking it is still entry ``key``.
 
     A DataLoader worker's copy finds the decoded copy the parent (or any process) made, at its first read.
@@ -653,4 +612,5 @@ def _reopen(path: str, key: str, cache_shards: int, arrays_limit: int | None,
     if entry is None or entry.key != key:
         raise FileNotFoundError(f"the built dataset {key[:12]} is no longer at {path}: was it removed from the "
                                 "cache? Build it again, or unpickle where that data dir is mounted")
-    return BuiltDataset(entry, cache_shards=cache_shards, arrays_limit=arrays_limit, random_access=random_access)
+    return BuiltDataset(entry, cache_shards=cache_shards, arrays_limit=arrays_limit, random_access=random_access,
+                        decoded_budget=decoded_budget)

@@ -6,63 +6,90 @@ and read by every process that opens the entry, DataLoader workers included.
 
 Layout: ``<root>/<kind>/<key>.decoded/`` beside the entry (`glyphforge.cache.store.decoded_dir`),
 holding what ``ds.export`` writes (`glyphforge.builds.export.write_npy_files`): one
-``<array name>.npy`` per array and ``metadata.json``. The cache store treats it as part of
+``<array name>.npy`` per array and ``metadata.json``; and its checks (`glyphforge.cache.decoded`):
+each array's row checksums ``<array name>.crc32.npy`` and the record ``checks.json`` (every
+file's size and sha256). The cache store treats it as part of
 its entry: ``glyphforge cache rm`` and eviction remove it with the entry (eviction counts
 its bytes), a replaced entry loses it, ``glyphforge cache gc`` removes one whose entry is
-gone and the staging of a maker that died.
+gone and the staging of a maker that died, ``glyphforge cache verify`` re-hashes it.
 
 Making it (`make_copy`):
 
 * One maker at a time: the file lock ``<root>/<kind>/.<key>.decoded.lock``; a process
   that finds it held waits (logging who holds it, see `glyphforge.cache.locks.hold`), then
   uses the copy the holder made.
-* Staged, then published: written in ``<root>/<kind>/.tmp-<key>.decoded-<random>/`` and
-  renamed into place, so a ``<key>.decoded`` directory is always a whole copy; a maker
+* Staged, then published: written and recorded in ``<root>/<kind>/.tmp-<key>.decoded-<random>/``
+  and renamed into place, so a ``<key>.decoded`` directory is always a whole copy; a maker
   killed half-way leaves only its staging, which the next maker (or ``gc``) removes.
 * Modes follow the umask (`glyphforge._files.make_temp_dir`, plain ``open``).
 * Only with room: the copy must leave `RESERVE_FRACTION` of its disk free, else
-  `NotEnoughSpaceError` before anything is written.
+  `NotEnoughSpaceError` before anything is written. (How much an automatic copy may take:
+  `glyphforge.builds.copy_source`.)
+* Only glyphforge's: a ``<key>.decoded`` that is a symbolic link or a file raises
+  `ForeignCopyError`; nothing is read from it, written or removed there.
 
-Reading (`DecodedCopy`): the rows asked for are copied out, never viewed. Arrays of at most
-`MAP_LIMIT` bytes (labels, boxes) are memory-mapped; larger ones (the images) are read a
-row at a time with ``os.preadv`` into the output, because Linux maps a large folio of the
-page cache around each fault (over a megabyte a row was measured): random rows of a
-memory map would make the whole file resident within an epoch. So a process's resident
+Reading (`DecodedCopy`): the rows asked for are copied out, never viewed, and checked before
+they are returned. Arrays of at most `LOAD_LIMIT` bytes (labels, boxes) are read whole when
+the copy is opened and checked against their CRC32 once; larger ones (the images) are read a
+row at a time with ``os.preadv`` into the output, each row checked against its CRC32 (a
+memory map of them would not do: Linux maps a large folio of the page cache around each
+fault, over a megabyte a row was measured, so random rows would make the whole file resident
+within an epoch; and a map serves whatever the file holds by then). So a process's resident
 memory stays at the small arrays plus the rows it was given, while the page cache (shared
-by every process of the machine) serves the reads.
+by every process of the machine) serves the reads. A check that fails raises
+`DamagedCopyError` (nothing is returned); the reader then drops the copy (`drop_copy`) and
+reads the shards.
 """
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import mmap
 import os
 import shutil
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import filelock
 import numpy as np
 
 from glyphforge import config
 from glyphforge._files import StorageError, make_temp_dir, remove_tree, writing
-from glyphforge.builds.export import METADATA_FILE, write_npy_files
-from glyphforge.cache.locks import hold
+from glyphforge.builds.export import write_npy_files
+from glyphforge.cache.decoded import (
+    DamagedCopyError,
+    ForeignCopyError,
+    crc32,
+    foreign,
+    identity,
+    npy_layout,
+    read_checks,
+    record_copy,
+    row_nbytes,
+    row_sums,
+    sums_file,
+)
+from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.store import Entry, decoded_dir, decoded_staging_prefix
 from glyphforge.textfmt import human_size
 
 if TYPE_CHECKING:
     from glyphforge.builds.dataset import BuiltDataset
 
+__all__ = ["DamagedCopyError", "DecodedCopy", "ForeignCopyError", "NotEnoughSpaceError", "check_room", "copy_nbytes",
+           "drop_copy", "make_copy", "open_copy"]
+
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+_REMOVED = "removed it (glyphforge's own copy; the entry itself is intact)"
 
 #: The part of its disk a decoded copy must leave free.
 RESERVE_FRACTION = 0.05
-#: The largest array file of a copy that is memory-mapped; larger ones are read row by row (see the module docstring).
-MAP_LIMIT = 64 << 20
+#: The largest array of a copy that a reader loads whole (and checks once); larger ones are read row by row.
+LOAD_LIMIT = 64 << 20
 
 
 class NotEnoughSpaceError(StorageError):
@@ -71,48 +98,79 @@ class NotEnoughSpaceError(StorageError):
 
 @dataclass(frozen=True)
 class _Array:
-    """One array of a copy: memory-mapped (``mapped``, viewing ``map``), or read by ``os.preadv`` from ``fd``.
+    """One array of a copy: ``whole`` in memory (or a memory map), or read by ``os.preadv`` from ``fd``.
 
-    ``offset`` is where its rows start in the file, ``shape`` its whole shape.
+    ``path`` is its file, ``offset`` where its rows start there, ``shape`` its whole shape,
+    ``row_nbytes`` the bytes of a row, ``crc`` the CRC32 of all its rows and ``sums`` each row's,
+    checked as rows are read (None: ``whole`` was loaded and checked when the copy was opened).
     """
 
+    path: Path
     dtype: np.dtype[Any]
     shape: tuple[int, ...]
     offset: int
+    row_nbytes: int
+    crc: int
+    sums: np.ndarray | None = None
     fd: int | None = None
+    whole: np.ndarray | None = None
     map: mmap.mmap | None = None
-    mapped: np.ndarray | None = None
-
-    @property
-    def row_nbytes(self) -> int:
-        return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
 
     def take(self, rows: np.ndarray) -> np.ndarray:
-        """Copies of rows ``rows`` (non-negative ints, any order), read in file order."""
-        if self.mapped is not None:
-            return self.mapped[rows]
-        assert self.fd is not None, "an array is mapped or read"
+        """Copies of rows ``rows`` (non-negative ints, any order), read in file order and checked.
+
+        Raises
+        ------
+        DamagedCopyError
+            A row differs from its checksum, or the file is cut short: nothing is returned.
+        """
         size = self.row_nbytes
+        if self.whole is not None:
+            taken = self.whole[rows]
+            if self.sums is not None:  # a memory map (no os.preadv here)
+                self._check(rows, row_sums(taken.reshape(-1).view(np.uint8).reshape(len(rows), size)))
+            return taken
+        assert self.fd is not None, "an array is in memory, mapped or read"
         flat = np.empty(len(rows) * size, np.uint8)
         view = flat.data
         order = np.argsort(rows, kind="stable")
+        found = []
         for position, row in zip(order.tolist(), rows[order].tolist(), strict=True):
-            if os.preadv(self.fd, [view[position * size:(position + 1) * size]], self.offset + row * size) != size:
-                raise OSError(errno.EIO, f"row {row} is cut short: the decoded copy was truncated while it was read")
+            part = view[position * size:(position + 1) * size]
+            if os.preadv(self.fd, [part], self.offset + row * size) != size:
+                raise DamagedCopyError(self.path, f"ends before row {row}: it was cut short after the copy was opened")
+            found.append(crc32(part))
+        self._check(rows[order], np.array(found, np.uint32))
         return flat.view(self.dtype).reshape(len(rows), *self.shape[1:])
 
+    def _check(self, rows: np.ndarray, found: np.ndarray) -> None:
+        """Raise `DamagedCopyError` unless ``found`` are the checksums recorded for ``rows``."""
+        assert self.sums is not None, "rows are checked where the array was not checked whole"
+        bad = np.flatnonzero(found != self.sums[rows])
+        if bad.size:
+            raise DamagedCopyError(self.path, f"has row {rows[bad[0]]} changed since the copy was made (its "
+                                              "checksum differs)")
+
     def read_into(self, out: np.ndarray) -> None:
-        """Copy the whole array into ``out`` (C-contiguous, of its dtype and shape), in file order."""
-        if self.mapped is not None:
-            out[...] = self.mapped
-            return
-        assert self.fd is not None, "an array is mapped or read"
-        view, done = out.reshape(-1).view(np.uint8).data, 0
-        while done < len(view):
-            count = os.preadv(self.fd, [view[done:]], self.offset + done)
-            if not count:
-                raise OSError(errno.EIO, "the decoded copy was truncated while it was read")
-            done += count
+        """Copy the whole array into ``out`` (C-contiguous, of its dtype and shape), in file order, and check it.
+
+        Raises
+        ------
+        DamagedCopyError
+            What was read differs from the array's checksum, or the file is cut short.
+        """
+        if self.whole is not None:
+            out[...] = self.whole
+        else:
+            assert self.fd is not None, "an array is in memory, mapped or read"
+            view, done = out.reshape(-1).view(np.uint8).data, 0
+            while done < len(view):
+                count = os.preadv(self.fd, [view[done:]], self.offset + done)
+                if not count:
+                    raise DamagedCopyError(self.path, "was cut short after the copy was opened")
+                done += count
+        if crc32(out.reshape(-1).view(np.uint8)) != self.crc:
+            raise DamagedCopyError(self.path, "has changed since the copy was made (its checksum differs)")
 
     def close(self) -> None:
         if self.fd is not None:
@@ -122,32 +180,49 @@ class _Array:
 class DecodedCopy:
     """The arrays of a decoded copy (see the module docstring); rows are read with `take` and `row`.
 
+    Every read is checked (`DamagedCopyError`: the copy is damaged, and nothing was returned).
+
     Parameters
     ----------
     path
         The copy's directory.
     arrays
         Each array, by name.
+    identity
+        The directory's ``(st_dev, st_ino)``: `drop_copy` removes this copy, never one made since.
     """
 
-    def __init__(self, path: Path, arrays: dict[str, _Array]) -> None:
+    def __init__(self, path: Path, arrays: dict[str, _Array], identity: tuple[int, int]) -> None:
         self.path = path
+        self.identity = identity
         self._arrays = arrays
         weakref.finalize(self, _close, list(arrays.values()))
 
     def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """Return copies of rows ``rows`` (non-negative ints, any order) of every array."""
-        return {name: array.take(rows) for name, array in self._arrays.items()}
+        return self._checked(lambda: {name: array.take(rows) for name, array in self._arrays.items()})
 
     def row(self, number: int) -> dict[str, Any]:
         """Return a copy of row ``number`` (a non-negative int) of every array."""
         rows = np.array([number])
-        return {name: array.take(rows)[0] for name, array in self._arrays.items()}
+        return self._checked(lambda: {name: array.take(rows)[0] for name, array in self._arrays.items()})
 
-    def read_into(self, out: dict[str, np.ndarray]) -> None:
-        """Copy every array whole into ``out`` (by name: C-contiguous arrays of their dtypes and shapes)."""
-        for name, array in self._arrays.items():
-            array.read_into(out[name])
+    def read_into(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Copy every array whole into ``out`` (by name: C-contiguous arrays of their dtypes and shapes); ``out``."""
+        def read_all() -> dict[str, np.ndarray]:
+            for name, array in self._arrays.items():
+                array.read_into(out[name])
+            return out
+
+        return self._checked(read_all)
+
+    def _checked(self, read: Callable[[], T]) -> T:
+        """``read()``, its `DamagedCopyError` naming this copy (``identity``)."""
+        try:
+            return read()
+        except DamagedCopyError as error:
+            error.identity = self.identity
+            raise
 
 
 def _close(arrays: list[_Array]) -> None:
@@ -156,7 +231,10 @@ def _close(arrays: list[_Array]) -> None:
 
 
 def open_copy(entry: Entry, layout: dict[str, Any], n_examples: int) -> DecodedCopy | None:
-    """Return the decoded copy of ``entry``, or None when it has none (or one that is not whole: made again later).
+    """Return the decoded copy of ``entry``, or None when it has none.
+
+    Its record is read and every file's size checked (`read_checks`); arrays of at most
+    `LOAD_LIMIT` bytes are read whole and checked, larger ones opened for reading rows.
 
     Parameters
     ----------
@@ -166,56 +244,99 @@ def open_copy(entry: Entry, layout: dict[str, Any], n_examples: int) -> DecodedC
         Each array's ``{"dtype", "shape"}`` (per example), as the entry's manifest records it.
     n_examples
         The number of rows every array must have.
+
+    Raises
+    ------
+    ForeignCopyError
+        ``<key>.decoded`` is not glyphforge's (a symbolic link, a file): nothing was read from it.
+    DamagedCopyError
+        The copy is not what its maker recorded (see `glyphforge.cache.decoded`).
     """
     path = decoded_dir(entry.path)
+    what = foreign(path)
+    if what is not None:
+        raise ForeignCopyError(
+            f"{path} is {what}, not glyphforge's decoded copy of {entry.kind} {entry.key[:12]}: glyphforge neither "
+            "reads from it nor writes or removes anything there. Remove it (`rm` of a link leaves its target as it "
+            "is), then call ds.materialize() to make the copy; or read rows with random_access='decode', which "
+            "needs no copy")
+    found = identity(path)
+    if found is None:
+        return None
+    arrays: dict[str, _Array] = {}
     try:
-        document = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(document, dict) or document.get("key") != entry.key:
-        return None
-    arrays = {}
-    for name, info in layout.items():
-        mapped = _map_npy(path / f"{name}.npy", (n_examples, *info["shape"]))
-        if mapped is None:
-            return None
-        arrays[name] = mapped
-    return DecodedCopy(path, arrays)
+        record = read_checks(path, entry.key)
+        for name, info in layout.items():
+            arrays[name] = _open_array(path, name, (n_examples, *info["shape"]), record["arrays"].get(name))
+    except DamagedCopyError as error:
+        _close(list(arrays.values()))
+        error.identity = found
+        raise
+    except BaseException:
+        _close(list(arrays.values()))
+        raise
+    return DecodedCopy(path, arrays, found)
 
 
-def _map_npy(path: Path, shape: tuple[int, ...]) -> _Array | None:
-    """Open the ``.npy`` file ``path`` for reading rows; None when it is missing or not an array of ``shape``.
+def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) -> _Array:
+    """Open array ``name`` of the copy in ``folder`` for reading rows (see `open_copy`).
 
-    Mapped when at most `MAP_LIMIT` bytes, else read with ``os.preadv`` (everywhere there is one).
+    Raises
+    ------
+    DamagedCopyError
+        It is not an array of ``shape`` as recorded (``recorded``: its entry in the record), or not its checksum.
     """
+    path = folder / f"{name}.npy"
     try:
         with open(path, "rb") as stream:
-            if np.lib.format.read_magic(stream) != (1, 0):
-                return None
-            found, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
-            offset = stream.tell()
-            size = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-            if tuple(found) != tuple(shape) or fortran or dtype.hasobject or path.stat().st_size != size:
-                return None
-            if size == offset:  # an empty array: nothing to read
-                return _Array(dtype, shape, offset, mapped=np.empty(shape, dtype))
-            if size - offset > MAP_LIMIT and hasattr(os, "preadv"):
-                return _Array(dtype, shape, offset, fd=os.open(path, os.O_RDONLY))
+            found, dtype, offset = npy_layout(stream)
+            if (found != shape or not isinstance(recorded, dict) or recorded.get("offset") != offset
+                    or recorded.get("row_nbytes") != row_nbytes(shape, dtype)):
+                raise ValueError(f"not the array of shape {shape} its record describes")
+            crc, width = int(recorded["crc32"]), int(recorded["row_nbytes"])
+            data = shape[0] * width
+            if data <= LOAD_LIMIT:
+                whole = np.empty(shape, dtype)
+                if stream.readinto(whole.reshape(-1).view(np.uint8).data) != data:
+                    raise ValueError("cut short")
+                if crc32(whole.reshape(-1).view(np.uint8)) != crc:
+                    raise ValueError("changed since the copy was made (its checksum differs)")
+                return _Array(path, dtype, shape, offset, width, crc, whole=whole)
+            with open(folder / sums_file(name), "rb") as checksums:
+                if npy_layout(checksums)[:2] != (shape[:1], np.dtype(np.uint32)):
+                    raise ValueError(f"its row checksums ({sums_file(name)}) are not those of {shape[0]} rows")
+                sums = np.fromfile(checksums, np.uint32, shape[0])
+            if len(sums) != shape[0]:
+                raise ValueError(f"its row checksums ({sums_file(name)}) are cut short")
+            if hasattr(os, "preadv"):
+                return _Array(path, dtype, shape, offset, width, crc, sums, fd=os.open(path, os.O_RDONLY))
             mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None
-    return _Array(dtype, shape, offset, map=mapped, mapped=np.ndarray(shape, dtype, buffer=mapped, offset=offset))
+            whole = np.ndarray(shape, dtype, buffer=mapped, offset=offset)
+            return _Array(path, dtype, shape, offset, width, crc, sums, whole=whole, map=mapped)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DamagedCopyError(path, f"is damaged: {error}") from None
 
 
-def make_copy(dataset: BuiltDataset) -> DecodedCopy:
+def make_copy(dataset: BuiltDataset, announce: Callable[[int, Path], None] | None = None) -> DecodedCopy:
     """Return the decoded copy of ``dataset``'s entry, making it first unless another process has.
 
-    See the module docstring for the lock, the staging and the free space asked for.
+    See the module docstring for the lock, the staging and the free space asked for. A damaged
+    copy found there is dropped (`drop_copy`) and made again.
+
+    Parameters
+    ----------
+    dataset
+        The built dataset.
+    announce
+        Called with the copy's size in bytes and its directory just before it is written (not when
+        another process made it).
 
     Raises
     ------
     NotEnoughSpaceError
         The copy would leave less than `RESERVE_FRACTION` of its disk free; nothing was written.
+    ForeignCopyError
+        ``<key>.decoded`` is not glyphforge's (a symbolic link, a file): nothing was read or written there.
     StorageError
         Writing failed (a full disk, a read-only cache, a permission): the staging is removed.
     LockTimeoutError
@@ -223,18 +344,25 @@ def make_copy(dataset: BuiltDataset) -> DecodedCopy:
     """
     entry, n = dataset.entry, len(dataset)
     target = decoded_dir(entry.path)
-    lock_path = target.parent / f".{target.name}.lock"
-    with writing(lock_path), hold(filelock.FileLock(lock_path), f"decoding {entry.kind} {entry.key[:12]}",
-                                  config.lock_timeout()):
-        copy = open_copy(entry, dataset.layout, n)
+    with writing(_lock_path(target)), hold(filelock.FileLock(_lock_path(target)),
+                                           f"decoding {entry.kind} {entry.key[:12]}", config.lock_timeout()):
+        try:
+            copy = open_copy(entry, dataset.layout, n)
+        except DamagedCopyError as error:
+            copy, failed = None, remove_tree(target)
+            _say_dropped(entry, error, _REMOVED if failed is None else f"could not remove it ({failed})",
+                         "making it again now")
         if copy is not None:
             return copy
         _remove_leftovers(entry.path)
-        _check_room(dataset, target.parent)
+        check_room(dataset, target.parent)
+        if announce is not None:
+            announce(copy_nbytes(dataset), target)
         with writing(target):
             staging = make_temp_dir(decoded_staging_prefix(entry.path), target.parent)
             try:
                 write_npy_files(dataset, staging)
+                record_copy(staging, entry.key, dataset.layout)
                 staging.rename(target)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -243,6 +371,37 @@ def make_copy(dataset: BuiltDataset) -> DecodedCopy:
     if copy is None:
         raise RuntimeError(f"{target} was written but cannot be read back as {entry.kind} {entry.key[:12]}'s copy")
     return copy
+
+
+def drop_copy(entry: Entry, error: DamagedCopyError, then: str) -> None:
+    """Remove the damaged decoded copy of ``entry`` that ``error`` names (glyphforge's own) and say so (a WARNING).
+
+    Under the copy's lock, and only that copy (``error.identity``), never one made since; when
+    another process holds the lock (it is making or dropping a copy), it is left to that one.
+    ``then`` is what the reader does next ("rows are read from the shards").
+    """
+    target = decoded_dir(entry.path)
+    try:
+        with writing(_lock_path(target)), hold(filelock.FileLock(_lock_path(target)),
+                                               f"dropping the damaged copy of {entry.kind} {entry.key[:12]}", 0):
+            if error.identity is None or identity(target) != error.identity:
+                done = "another process removed it already"
+            else:
+                failed = remove_tree(target)
+                done = _REMOVED if failed is None else f"could not remove it ({failed})"
+    except (OSError, LockTimeoutError) as cause:  # another process holds the lock: it is making or dropping a copy
+        done = f"left it to another process ({cause})"
+    _say_dropped(entry, error, done, then)
+
+
+def _say_dropped(entry: Entry, error: DamagedCopyError, done: str, then: str) -> None:
+    """Log the WARNING of a damaged copy: which file, what is wrong, what was ``done`` with it, what happens next."""
+    log.warning("%s %s: its decoded copy is damaged: %s; %s; %s", entry.kind, entry.key[:12], error, done, then)
+
+
+def _lock_path(target: Path) -> Path:
+    """The lock of the decoded copy ``target``'s makers: ``.<key>.decoded.lock`` beside it."""
+    return target.parent / f".{target.name}.lock"
 
 
 def _remove_leftovers(entry_dir: Path) -> None:
@@ -254,10 +413,15 @@ def _remove_leftovers(entry_dir: Path) -> None:
         remove_tree(staging)
 
 
-def _check_room(dataset: BuiltDataset, folder: Path) -> None:
+def copy_nbytes(dataset: BuiltDataset) -> int:
+    """The bytes of a decoded copy of ``dataset``: its arrays, their row checksums, headers and records."""
+    return dataset.nbytes + 4 * len(dataset) * len(dataset.layout) + (2 * len(dataset.layout) + 2) * mmap.PAGESIZE
+
+
+def check_room(dataset: BuiltDataset, folder: Path) -> None:
     """Raise `NotEnoughSpaceError` unless a copy of ``dataset`` in ``folder`` leaves `RESERVE_FRACTION` of it free."""
     disk = shutil.disk_usage(folder)
-    needed = dataset.nbytes + (len(dataset.layout) + 1) * mmap.PAGESIZE  # headers and metadata.json
+    needed = copy_nbytes(dataset)
     reserve = int(disk.total * RESERVE_FRACTION)
     if disk.free - needed >= reserve:
         return

@@ -356,7 +356,7 @@ class RemoteBuiltDataset(BuiltDataset):
         """
         settings = {**self.entry.cache.options, "prefetch_threads": self.prefetch_threads,
                     "cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit,
-                    "random_access": self.random_access}
+                    "random_access": self.random_access, "decoded_budget": self.decoded_budget}
         return _reopen_remote, (self.entry.remote.location, self.key, settings)
 
     def __repr__(self) -> str:
@@ -388,7 +388,8 @@ def open_built(
     prefetch_threads
         Threads fetching a stream's next shards ahead (0: none).
     **options
-        The reader's settings: ``cache_shards``, ``arrays_limit``, ``random_access`` (see `BuiltDataset`).
+        The reader's settings: ``cache_shards``, ``arrays_limit``, ``random_access``, ``decoded_budget`` (see
+        `BuiltDataset`).
 
     Returns
     -------

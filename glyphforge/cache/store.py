@@ -59,6 +59,7 @@ from glyphforge import config
 from glyphforge._access import check_data_dir_access
 from glyphforge._checks import PathLike
 from glyphforge._files import StorageError, describe_owner, make_temp_dir, remove_tree, sha256_file, writing
+from glyphforge.cache.decoded import verify_copy
 from glyphforge.cache.keys import cache_key, check_kind
 from glyphforge.cache.locks import LockTimeoutError, ReadLock, exclusive, hold, readers_path
 from glyphforge.cache.manifest import (
@@ -218,8 +219,9 @@ class Entry(ManifestFields):
 
     @property
     def decoded_bytes(self) -> int:
-        """The bytes of the entry's decoded copy (`decoded_dir`); 0 when it has none."""
-        return sum(path.stat().st_size for path in _listing(decoded_dir(self.path)) if path.is_file())
+        """The bytes of the entry's decoded copy (`decoded_dir`); 0 when it has none, or a link (not glyphforge's)."""
+        copy = decoded_dir(self.path)
+        return 0 if copy.is_symlink() else sum(path.stat().st_size for path in _listing(copy) if path.is_file())
 
     @property
     def last_used(self) -> float:
@@ -578,7 +580,7 @@ class CacheStore:
         return entry
 
     def verify(self) -> list[CacheProblem]:
-        """Check every manifest (`read_manifest`) and re-hash every data file against it.
+        """Check every manifest (`read_manifest`) and re-hash every data file against it, and every decoded copy's.
 
         Returns what is wrong, empty when all is good: a broken manifest is one problem
         naming ``manifest.json`` and what is wrong with it. What this user may not read is
@@ -594,6 +596,7 @@ class CacheStore:
             except PermissionError:
                 continue  # named by unreadable()
             problems.extend(_check_entry_files(entry, rehash=True))
+            problems.extend(CacheProblem(*problem) for problem in verify_copy(decoded_dir(path), entry.key))
         return problems
 
     def evict(self, max_size: int | str) -> Eviction:
