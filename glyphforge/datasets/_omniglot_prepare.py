@@ -137,8 +137,10 @@ def prepare_omniglot(
         (``{"small1": path}``) or by upstream file name (``{"images_background_small1.zip": path}``).
     verify
         Check the hash of ``archives`` and of zips already in ``<data dir>/raw/omniglot/``
-        (None: the context's, by default True); False converts such files as they are.
-        Downloads are always verified and the layout is always checked.
+        (None: the context's, by default True); False converts such files as they are: a zip that
+        is not upstream's makes entries keyed by its sha256, which loads serve (with a warning) while it
+        is the one in use (see :mod:`glyphforge.datasets._own_copy`). Downloads are always verified and
+        the layout is always checked.
     progress
         Show progress bars (None: the context's, by default True).
     workers

@@ -116,6 +116,7 @@ def _params(shape: tuple[int, int] | None, method: str, own: Mapping[str, str]) 
 
 
 def _resources(names: Iterable[str]) -> dict[str, Resource]:
+    """The upstream files of the backgrounds ``names``, by name (as `_own_copy` takes them)."""
     return {name: IMAGES[name] for name in names}
 
 
@@ -205,8 +206,9 @@ def prepare_backgrounds(
         one of ``names``.
     verify
         Check the hash of ``archives`` and of files already in ``<data dir>/raw/backgrounds/``
-        (None: the context's, by default True); False decodes such files as they are.
-        Downloads are always verified.
+        (None: the context's, by default True); False decodes such files as they are: files that
+        are not upstream's make entries of their own (module docstring), which loads serve (with a
+        warning) while they are the ones in use. Downloads are always verified.
     progress
         Show download progress bars (None: the context's, by default True).
     offline
