@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     "data_dir": "glyphforge.config",
     "DataContext": "glyphforge.context",
     "CacheStore": "glyphforge.cache",
+    "DataDirAccessError": "glyphforge._access",
     "UnsafePickleError": "glyphforge.cache",
     # downloading
     "Resource": "glyphforge.pipelines.download",
@@ -35,6 +36,9 @@ _EXPORTS: dict[str, str] = {
     "build": "glyphforge.builds.builder",
     "BuiltDataset": "glyphforge.builds.dataset",
     "open_built": "glyphforge.builds.remote",
+    "find_built": "glyphforge.builds.dataset",
+    "NotEnoughSpaceError": "glyphforge.builds.materialize",
+    "ForeignCopyError": "glyphforge.cache.decoded",
     "DatasetTooLargeError": "glyphforge.builds.dataset",
     "ExportTargetError": "glyphforge.builds.export",
     "ShardStream": "glyphforge.builds.stream",
@@ -47,6 +51,9 @@ _EXPORTS: dict[str, str] = {
     "preview": "glyphforge.visualize",
     # object storage
     "publish": "glyphforge.storage.publish",
+    "PublishConflictError": "glyphforge.storage.publish",
+    "UnsupportedURLError": "glyphforge.storage.urls",
+    "MalformedURLError": "glyphforge.storage.urls",
     # loaders
     "batches": "glyphforge.loaders",
     "ImageList": "glyphforge.loaders",
