@@ -474,10 +474,10 @@ def test_dataloader_workers_fetch_each_run_once_between_them(built, http, tmp_pa
 
 
 def test_runs_of_shards_stay_in_one_data_file_adjacent_and_within_8_mb():
-    from glyphforge.builds.remote import RUN_BYTES, Piece, _continues
+    from glyphforge.builds.shard_fetch import RUN_BYTES, Piece, continues_run
 
     run = [Piece(0, "part-000000.pklz", 0, 100), Piece(1, "part-000000.pklz", 100, 50)]
-    assert _continues(run, Piece(2, "part-000000.pklz", 150, RUN_BYTES - 150))
-    assert not _continues(run, Piece(2, "part-000000.pklz", 150, RUN_BYTES - 149))  # past 8 MB
-    assert not _continues(run, Piece(2, "part-000001.pklz", 150, 10))  # another part of a multi-part entry
-    assert not _continues(run, Piece(2, "part-000000.pklz", 160, 10))  # not adjacent
+    assert continues_run(run, Piece(2, "part-000000.pklz", 150, RUN_BYTES - 150))
+    assert not continues_run(run, Piece(2, "part-000000.pklz", 150, RUN_BYTES - 149))  # past 8 MB
+    assert not continues_run(run, Piece(2, "part-000001.pklz", 150, 10))  # another part of a multi-part entry
+    assert not continues_run(run, Piece(2, "part-000000.pklz", 160, 10))  # not adjacent
