@@ -284,3 +284,15 @@ def test_a_build_whose_rows_no_reader_would_accept_is_refused_as_it_is_made(tmp_
     assert ("ValueError: make_shard(0, rng, 2) returned arrays a built dataset cannot hold: its layout's array "
             "'images' has rows of shape [3, 0], not a list of at most 31 positive integers") in str(failure.value)
     assert CacheStore.for_data_dir(tmp_path).ls() == []
+
+
+def test_a_whole_read_stops_past_its_limit_on_every_store(place, monkeypatch):
+    """A manifest (any object read whole) larger than `WHOLE_LIMIT` is refused once the limit is passed, on every
+    store: over HTTP by the body's length, on s3:// and file:// by reading at most one byte past it."""
+    from glyphforge.storage import reads
+
+    monkeypatch.setattr(reads, "WHOLE_LIMIT", 1000)
+    url = place.put("scenes", "f" * 64, {"manifest.json": b"{" + b" " * 200_000})
+    with pytest.raises(reads.RemoteReadError, match=r"more than the 1,000 bytes"):
+        reads.read_bytes(Location(f"{url}/manifest.json"), what="a manifest")
+    assert reads.read_bytes(Location(f"{url}/manifest.json"), 0, 10) == b"{" + b" " * 9  # ranges are not whole reads

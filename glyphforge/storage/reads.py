@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, TypeVar
 import requests
 
 from glyphforge._checks import check_int, check_real
+from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, shown, sorted_failure, status_failure
 
 if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
 __all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
-           "ShortObjectError", "is_missing_bucket", "list_names", "object_size", "read_bytes", "shown",
-           "sorted_failure", "store_call"]
+           "ShortObjectError", "is_missing_bucket", "list_names", "object_size", "read_bytes", "store_call"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -53,15 +53,13 @@ _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 #: one): ``b/<bucket>/o``, alone or at the end of the API URL. A 404 on one object (``.../b/<bucket>/o/<name>``)
 #: does not say whether the bucket exists.
 _GCS_BUCKET_RESOURCE = re.compile(r"(?:^|/)b/[^/]+/o$")
-#: HTTP statuses worth retrying.
-_TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 #: Schemes whose 404 on one object does not say whether its bucket exists (gcsfs names the object's resource):
 #: a read that gets one spends one listing more to tell (`_bucket_is_missing`). s3fs says so in words.
-_UNSURE_404 = frozenset({"gs", "gcs"})
+_UNSURE_404 = frozenset({"gs"})
 #: Schemes whose fsspec filesystem retries transient failures itself before raising them, and its name (gcsfs:
 #: 6 tries over about 35 s): glyphforge does not try again, or a store that is down would take minutes to name.
-_RETRYING_CLIENTS = {"gs": "gcsfs", "gcs": "gcsfs"}
-#: The most bytes a whole-object read (a manifest, an index) takes over HTTP.
+_RETRYING_CLIENTS = {"gs": "gcsfs"}
+#: The most bytes a whole-object read (a manifest, a request record) takes, from any store.
 WHOLE_LIMIT = 256 << 20
 _CHUNK = 1 << 16
 
@@ -131,22 +129,6 @@ class RemoteAccessError(PermissionError):
         return str(self.args[0])
 
 
-class _Transient(Exception):
-    """A failure worth another try; ``retry_after`` is the server's wish, in seconds."""
-
-    def __init__(self, why: str, retry_after: float | None = None) -> None:
-        super().__init__(why)
-        self.why, self.retry_after = why, retry_after
-
-
-class _Permanent(Exception):
-    """A failure no retry fixes (the message says what the server did)."""
-
-
-class _Short(_Permanent):
-    """The object is shorter than the range asked for."""
-
-
 def read_bytes(location: Location, start: int | None = None, end: int | None = None, *, what: str = "",
                policy: ReadPolicy = DEFAULT_POLICY) -> bytes:
     """Return bytes ``[start, end)`` of the object at ``location``, or all of it when both are None.
@@ -209,7 +191,7 @@ def object_size(location: Location, *, what: str = "", policy: ReadPolicy = DEFA
                 _check_status(response)
                 length = response.headers.get("Content-Length", "")
         except (requests.ConnectionError, requests.Timeout) as error:
-            raise _Transient(f"the connection failed ({type(error).__name__})") from None
+            raise Transient(f"the connection failed ({type(error).__name__})") from None
         return int(length) if length.isdigit() else None
 
     return _retried(head, described, policy)
@@ -248,7 +230,7 @@ def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy, schem
     while True:
         try:
             return attempt()
-        except _Transient as error:
+        except Transient as error:
             failures += 1
             if failures >= attempts:
                 tries = f"after {client}'s own retries" if client else f"{failures} times in a row"
@@ -266,11 +248,11 @@ def _retried(attempt: Callable[[], T], described: str, policy: ReadPolicy, schem
                                          "check it", no_bucket) from None
         except PermissionError as error:
             raise RemoteAccessError(
-                f"could not {described}: access was refused ({_reason(error)}). The credentials this process has "
+                f"could not {described}: access was refused ({reason(error)}). The credentials this process has "
                 "are wrong or missing: set them as the store's SDK reads them (e.g. AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS), or pass storage_options") from None
-        except _Permanent as error:
-            raise (ShortObjectError if isinstance(error, _Short) else RemoteReadError)(
+        except Permanent as error:
+            raise (ShortObjectError if isinstance(error, Short) else RemoteReadError)(
                 f"could not {described}: {error}") from None
 
 
@@ -306,27 +288,16 @@ def _http(url: str, start: int | None, end: int | None, timeout: float) -> bytes
             expected = _expected_length(response, start, end)
             return _body(response, expected)
     except requests.exceptions.ChunkedEncodingError:
-        raise _Transient("the connection was closed before the whole answer came") from None
+        raise Transient("the connection was closed before the whole answer came") from None
     except (requests.ConnectionError, requests.Timeout) as error:
-        raise _Transient(f"the connection failed ({type(error).__name__})") from None
+        raise Transient(f"the connection failed ({type(error).__name__})") from None
 
 
 def _check_status(response: requests.Response) -> None:
     """Raise what an answer that is not 200 or 206 means."""
     if response.status_code not in (200, 206):
-        raise _status_failure(response.status_code, f"{response.status_code} {response.reason}",
+        raise status_failure(response.status_code, f"{response.status_code} {response.reason}",
                               _retry_after(response))
-
-
-def _status_failure(status: int, answer: str, retry_after: float | None = None) -> Exception:
-    """What an HTTP ``status`` other than 200 and 206 means; ``answer`` is the server's ("503 Slow Down")."""
-    if status == 404 or status == 410:
-        return FileNotFoundError(f"the server answered {answer} (no such file)")
-    if status in (401, 403):
-        return PermissionError(f"HTTP {answer}")
-    if status in _TRANSIENT_STATUS:
-        return _Transient(f"the server answered {answer}", retry_after)
-    return _Permanent(f"the server answered {answer}. Check the URL")
 
 
 def _expected_length(response: requests.Response, start: int | None, end: int | None) -> int | None:
@@ -335,16 +306,16 @@ def _expected_length(response: requests.Response, start: int | None, end: int | 
         return None
     if response.status_code == 200:
         size = response.headers.get("Content-Length", "unknown")
-        raise _Permanent(
+        raise Permanent(
             f"the server ignores Range requests (it answered 200 with the whole file, {size} bytes), so every read "
             "would download the whole file. Serve the data from a server that supports Range (any static file "
             "server or object store does), or copy the entry to a local data dir and read it there")
     match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
     if match is None or int(match.group(1)) != start:
-        raise _Permanent(f"the server answered a range other than the one asked for "
+        raise Permanent(f"the server answered a range other than the one asked for "
                         f"(Content-Range {response.headers.get('Content-Range')!r})")
     if int(match.group(2)) + 1 < end:
-        raise _Short(f"the file ends at byte {int(match.group(2)) + 1:,}: it is shorter than expected (damaged, or "
+        raise Short(f"the file ends at byte {int(match.group(2)) + 1:,}: it is shorter than expected (damaged, or "
                      "replaced by another)")
     return end - start
 
@@ -357,9 +328,9 @@ def _body(response: requests.Response, expected: int | None) -> bytes:
         pieces.append(piece)
         size += len(piece)
         if size > limit:
-            raise _Permanent(f"the server sent more than the {limit:,} bytes expected")
+            raise Permanent(f"the server sent more than the {limit:,} bytes expected")
     if expected is not None and size != expected:
-        raise _Transient(f"the connection was closed after {size:,} of {expected:,} bytes")
+        raise Transient(f"the connection was closed after {size:,} of {expected:,} bytes")
     return b"".join(pieces)
 
 
@@ -380,16 +351,28 @@ def _retry_after(response: requests.Response) -> float | None:
 
 # -- everything else, with fsspec ------------------------------------------------------------
 def _fsspec(location: Location, start: int | None, end: int | None) -> bytes:
-    """One ranged (or whole) ``cat_file`` of the object, its failures sorted into transient and not."""
+    """One ranged ``cat_file`` of the object (or a whole read of at most `WHOLE_LIMIT` bytes), its failures sorted
+    into transient and not."""
     try:
-        data: bytes = _classified(lambda: location.fs.cat_file(location.path, start=start, end=end))
+        data: bytes = _classified(lambda: location.fs.cat_file(location.path, start=start, end=end)
+                                  if start is not None else _whole(location))
     except FileNotFoundError as error:
         if location.scheme in _UNSURE_404 and not is_missing_bucket(error) and _bucket_is_missing(location):
             raise _NoBucket(f"{shown(location.url)}: the bucket does not exist") from None
         raise
     if start is not None and end is not None and len(data) != end - start:
-        raise _Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
+        raise Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
                      "expected (damaged, or replaced by another)")
+    return data
+
+
+def _whole(location: Location) -> bytes:
+    """The object's bytes, refused past `WHOLE_LIMIT` before more is read (its size as the store says it, fresh)."""
+    location.fs.invalidate_cache(location.path)
+    with location.fs.open(location.path, "rb") as stream:
+        data: bytes = stream.read(WHOLE_LIMIT + 1)
+    if len(data) > WHOLE_LIMIT:
+        raise Permanent(f"the object holds more than the {WHOLE_LIMIT:,} bytes a whole read takes")
     return data
 
 
@@ -424,76 +407,3 @@ def _classified(call: Callable[[], T]) -> T:
         if failure is error:
             raise
         raise failure from None
-
-
-def sorted_failure(error: Exception) -> Exception:
-    """Return the store's ``error`` as glyphforge sorts it, or ``error`` itself when it is none of these.
-
-    A FileNotFoundError or PermissionError stays as it is; a connection that failed, an
-    ``OSError`` or a timeout becomes a `_Transient` failure; gcsfs's 403 and HTTP errors and
-    botocore's missing credentials become the FileNotFound-, PermissionError, `_Transient` or
-    `_Permanent` their status means. `store_call` and `read_bytes` retry the transient ones;
-    the write side (`glyphforge.storage.store_errors`) names them all at once.
-    """
-    if isinstance(error, (FileNotFoundError, PermissionError)):
-        return error
-    if _is_connection_error(error):  # before OSError: aiohttp's are OSErrors whose words are not readable
-        return _Transient(f"the connection failed ({type(error).__name__})")
-    if _is_gcs_refusal(error):
-        return PermissionError("HTTP 403 Forbidden")
-    if isinstance(error, (OSError, TimeoutError)):
-        return _Transient(_reason(error))
-    status = _gcs_status(error)
-    if status is not None:
-        reason = _reason(error).removesuffix(f", {status}")  # gcsfs appends the status to the message
-        return _status_failure(status, reason if reason.startswith(str(status)) else f"{status} {reason}")
-    if _is_credentials_error(error):
-        return PermissionError(f"{type(error).__name__}: {error}")
-    return error
-
-
-def _is_connection_error(error: Exception) -> bool:
-    """Whether ``error`` is aiohttp's (s3fs, gcsfs) or botocore's word for a connection that failed or timed out."""
-    if type(error).__module__.startswith("aiohttp"):
-        return True
-    try:
-        from botocore.exceptions import ConnectionError as BotoConnectionError
-        from botocore.exceptions import HTTPClientError
-    except ImportError:  # no s3fs here
-        return False
-    return isinstance(error, (HTTPClientError, BotoConnectionError))  # EndpointConnectionError: nobody answers
-
-
-def _is_gcs_refusal(error: Exception) -> bool:
-    """Whether ``error`` is gcsfs's word for a 403: a plain OSError "Forbidden: <url>"."""
-    return type(error) is OSError and str(error).startswith("Forbidden: ")
-
-
-def _gcs_status(error: Exception) -> int | None:
-    """The HTTP status of gcsfs's HttpError (a GCS answer it does not turn into a Python error), else None."""
-    try:
-        from gcsfs.retry import HttpError
-    except ImportError:  # no gcsfs here
-        return None
-    code = getattr(error, "code", None) if isinstance(error, HttpError) else None
-    return code if isinstance(code, int) else None
-
-
-def _is_credentials_error(error: Exception) -> bool:
-    """Whether ``error`` is botocore's word for credentials it could not find or complete."""
-    try:
-        from botocore.exceptions import CredentialRetrievalError, NoCredentialsError, PartialCredentialsError
-    except ImportError:
-        return False
-    return isinstance(error, (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError))
-
-
-def _reason(error: BaseException) -> str:
-    """A short reason: the error's own words without its URL-bearing arguments."""
-    text = str(error.args[0]) if error.args else type(error).__name__
-    return shown(text.splitlines()[0] if text else type(error).__name__)
-
-
-def shown(text: str) -> str:
-    """``text`` without URL query strings (a signed URL's signature is a secret) or user:password@ parts."""
-    return re.sub(r"\?[^\s'\"]*", "?...", re.sub(r"://[^/@\s]*@", "://", text))

@@ -4,7 +4,7 @@ Publishing (`glyphforge.storage.publish`) and building into a URL data dir
 (`glyphforge.builds.remote_build`) write objects, and read or list a few on the way. Whatever
 the store raises (botocore's, aiohttp's, gcsfs's and google's errors, fsspec's OSErrors,
 glyphforge's own read errors of `glyphforge.storage.reads`) is sorted as the read side sorts
-it (`glyphforge.storage.reads.sorted_failure`) and raised as one `RemoteStorageError`, a
+it (`glyphforge.storage.read_failures.sorted_failure`) and raised as one `RemoteStorageError`, a
 `glyphforge.StorageError`, whose one paragraph says what the task was and where, what failed
 while doing what, what to do, and how the task resumes::
 
@@ -27,14 +27,8 @@ from typing import TypeVar
 
 from glyphforge._files import StorageError
 from glyphforge.storage.location import SECRET_OPTIONS, Location
-from glyphforge.storage.reads import (
-    RemoteAccessError,
-    RemoteFileMissingError,
-    RemoteReadError,
-    is_missing_bucket,
-    shown,
-    sorted_failure,
-)
+from glyphforge.storage.read_failures import shown, sorted_failure
+from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError, is_missing_bucket
 
 __all__ = ["SECRET_VARIABLES", "RemoteStorageError", "StoreTask", "store_error", "translated", "translated_call"]
 
