@@ -529,10 +529,10 @@ def _info(args: argparse.Namespace) -> int:
     print("built:" if built else "built:      nothing yet (glyphforge build scenes --help)")
     for kind in built:
         of_kind = [e for e in entries if e.kind == kind]
-        newest = of_kind[-1]  # `ls` sorts each kind by creation time
-        size = human_size(sum(e.size_bytes for e in of_kind))
+        newest, own = of_kind[-1], [note for note in (own_copy_note(e.meta) for e in of_kind) if note]  # by creation
+        size = human_size(sum(e.size_bytes for e in of_kind)) + "".join(f", {len(own)} of them{n}" for n in own[:1])
         print(f"  {kind:{_name_width()}s} {count(len(of_kind), 'entry', 'entries')}, {size}; "
-              f"newest {newest.key[:12]} ({newest.meta.get('n_examples', '?')} examples)")
+              f"newest {newest.key[:12]} ({newest.meta.get('n_examples', '?')} examples){own_copy_note(newest.meta)}")
     return 0
 
 

@@ -14,11 +14,19 @@ A *spec* is any object with these members (duck typing, see `Spec`)::
                                                    # and convert what the shards read
         def metadata(self) -> dict: ...        # JSON facts about the output, kept as
                                                # BuiltDataset.metadata
+        def own_sources(self, context) -> dict: ...  # the own copies (unverified) of
+                                               # upstream files it would read: {} for none
 
 ``prepare`` gets the build's `~glyphforge.context.DataContext` (data dir, mirrors,
 offline, verify, progress); a context is an ``os.PathLike`` of its data dir (and
 ``str(context)``, ``context / "name"`` work as on a path), so a ``prepare(data_dir)``
 that treats its argument as a path keeps working.
+
+A spec reading own copies (``own_sources`` not empty: `glyphforge.builds.scene_sources.own_sources`)
+is keyed by them too (:data:`OWN_SOURCES` in its params, decided by the driver before the cache
+is looked at; workers are handed the entry, never derive a key) and its entry's meta says
+``verified: false``: it never stands in for the entry built from upstream's files, and every
+listing and open says "your own copy (unverified)".
 
 ``make_shard`` and ``metadata`` may take a keyword ``data_dir``: the shard task then
 passes the build's data dir (workers read prepared data from there and never
@@ -81,6 +89,8 @@ BUILD_FORMAT = 3
 3: a shard's member holds its arrays as ``.npy`` files, not a pickle (`glyphforge.cache.npy_members`;
 entries of earlier formats still read: `glyphforge.builds.members`)."""
 
+#: The params key of the own copies a spec read (only when it read some: upstream builds keep their keys).
+OWN_SOURCES = "own_sources"
 _SPEC_MEMBERS = ("kind", "n_examples", "shard_size", "seed", "params", "make_shard")
 
 
@@ -108,6 +118,10 @@ class ShardMaker(Protocol):
 
 class SpecError(ValueError):
     """A spec is unusable as given (a bad count, class or name): found before any shard runs; fix the arguments."""
+
+
+class SourcesChangedError(RuntimeError):
+    """The own copies a build reads changed between deciding its key and preparing them."""
 
 
 class ShardError(RuntimeError):
@@ -142,15 +156,24 @@ def check_spec(spec: Any) -> None:
             raise TypeError(f"spec.{name} must be a method, got {type(getattr(spec, name)).__name__}")
 
 
-def cache_params(spec: Any) -> dict[str, Any]:
-    """Return the cache parameters of ``spec``: its ``params()`` plus how it is cut and seeded."""
-    return {
+def cache_params(spec: Any, context: DataContext | None = None) -> dict[str, Any]:
+    """Return the cache parameters of ``spec``: its ``params()`` plus how it is cut and seeded, and, with the
+    build's ``context``, the own copies it reads there (`own_sources`), when it reads some."""
+    params = {
         "spec": spec.params(),
         "n_examples": int(spec.n_examples),
         "shard_size": int(spec.shard_size),
         "seed": int(spec.seed),
         "builder": BUILD_FORMAT,
     }
+    own = {} if context is None else own_sources(spec, context)
+    return {**params, OWN_SOURCES: own} if own else params
+
+
+def own_sources(spec: Any, context: DataContext) -> dict[str, Any]:
+    """The own copies (unverified) ``spec`` reads with ``context``: its optional ``own_sources(context)``, else none."""
+    method = getattr(spec, "own_sources", None)
+    return dict(method(context)) if callable(method) else {}
 
 
 def build(
@@ -220,7 +243,7 @@ def build(
         return _open_remote(build_into(spec, context, session, progress=progress, session_options=session_options))
     root = context.data_dir
     store = context.store
-    params = cache_params(spec)
+    params = cache_params(spec, context)
     entry = store.get(spec.kind, params)
     if entry is not None:
         return BuiltDataset(entry)
@@ -229,6 +252,9 @@ def build(
     def fill(writer: Writer) -> None:
         if callable(getattr(spec, "prepare", None)):
             spec.prepare(context)  # type: ignore[attr-defined]  # optional member, checked just above
+            check_sources(spec, context, params)
+        if OWN_SOURCES in params:
+            writer.meta["verified"] = False
         work_dirs.append(store.work_dir(spec.kind, params))
         _build_shards(spec, store.key(spec.kind, params), work_dirs[0], root, writer, session,
                       dict(session_options or {}), progress)
@@ -250,6 +276,21 @@ def check_build_arguments(spec: Any, session: Session | str | None, session_opti
                              "this session is already open: give its options to open_session instead")
     else:  # a bad session string or option fails now, before any work (also on a cache hit)
         check_session(session or "local", session_options)
+
+
+def check_sources(spec: Spec, context: DataContext, params: Mapping[str, Any]) -> None:
+    """After the prepare: refuse a build whose own copies (`own_sources`) are not those its key ``params`` names.
+
+    Raises
+    ------
+    SourcesChangedError
+        Files in ``raw/`` changed (or the prepare chose others) since the key was decided.
+    """
+    if own_sources(spec, context) != params.get(OWN_SOURCES, {}):
+        raise SourcesChangedError(
+            f"the {spec.kind} build read other files than those it was keyed by: your own copies (unverified) of "
+            f"upstream files in {context.data_dir / 'raw'} changed while it prepared them. Leave them as they are "
+            "and build again")
 
 
 def _open_remote(location: Location) -> BuiltDataset:

@@ -58,15 +58,8 @@ from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import batches
 from glyphforge.builds.copy_source import CopySource, budget_setting
 from glyphforge.builds.index import ShardIndex
-from glyphforge.builds.members import (
-    Member,
-    Put,
-    Scratch,
-    Shard,
-    decode_shard,
-    layout_dtype,
-    place_shard,
-)
+from glyphforge.builds.members import Member, Put, Scratch, Shard, decode_shard, layout_dtype, place_shard
+from glyphforge.builds.own_built import announced
 from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry, MissingEntryFileError
 from glyphforge.cache.lookup import of_kind
 from glyphforge.cache.manifest import is_built
@@ -135,7 +128,7 @@ class BuiltDataset:
         if random_access not in RANDOM_ACCESS:
             raise ValueError(f"random_access must be one of {', '.join(map(repr, RANDOM_ACCESS))}, got "
                              f"{random_access!r}")
-        self.entry = entry
+        self.entry = announced(entry)  # an own copy (unverified) is said so, once per process
         self.cache_shards = check_int("cache_shards", cache_shards, 0)
         self.arrays_limit = None if arrays_limit is None else check_int("arrays_limit", arrays_limit, 0)
         self.random_access = random_access

@@ -50,7 +50,14 @@ from typing import Any
 import numpy as np
 
 from glyphforge._files import make_temp_dir, remove_tree, sha256_file, writing
-from glyphforge.builds.builder import Spec, cache_params, check_build_arguments, common_layout, make_shards
+from glyphforge.builds.builder import (
+    OWN_SOURCES,
+    Spec,
+    cache_params,
+    check_build_arguments,
+    common_layout,
+    make_shards,
+)
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.shards import ShardRecord, count_shards, images_array, make_shard_arrays
 from glyphforge.cache import Entry
@@ -76,6 +83,10 @@ BUILDING = StoreTask("build into", "run the build again: the shards finished are
 
 class ReadOnlyDataDirError(ValueError):
     """A build was given a data dir URL glyphforge only reads (``https://``)."""
+
+
+class OwnCopyRemoteError(ValueError):
+    """A build into a URL would read own copies (unverified) of upstream files, which its workers cannot see."""
 
 
 def part_name(index: int) -> str:
@@ -134,6 +145,8 @@ def build_into(
     ------
     ReadOnlyDataDirError
         The URL is read-only (HTTP).
+    OwnCopyRemoteError
+        The spec would read own copies (unverified) of upstream files (`cache_params`), before any work.
     UnsupportedURLError
         fsspec cannot open its scheme here (the message names the extra to install).
     RemoteStorageError
@@ -148,7 +161,13 @@ def build_into(
         raise ValueError(f"build_into builds into a data dir that is a URL; {context.data_dir} is a path (a file:// "
                          "URL is the path it names): use build")
     data_dir = check_writable(context.remote)
-    params = cache_params(spec)
+    params = cache_params(spec, context)
+    if OWN_SOURCES in params:
+        raise OwnCopyRemoteError(
+            f"cannot build {spec.kind} into {data_dir} from your own copies (unverified) of upstream files "
+            f"({', '.join(sorted(params[OWN_SOURCES]))} in {context.data_dir / 'raw'}): its workers read the copy "
+            "in use of their own data dirs, not this one. Build into a local data dir (and publish it), or move "
+            "your files out of raw/ to build from upstream's")
     key = cache_key(spec.kind, params)
     entry = entry_location(data_dir, spec.kind, key)
     with translated(entry, f"reading {MANIFEST}", BUILDING):

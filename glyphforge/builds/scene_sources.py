@@ -15,6 +15,7 @@ registry parts with a `~glyphforge.context.DataContext`.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from glyphforge.context import DataContext
+from glyphforge.datasets import own_sources as own_files
 from glyphforge.datasets import registry
 
 FONT = "font"
@@ -153,14 +155,32 @@ def prepare_sources(
     glyphs: str, options: FrozenOptions, shape: tuple[int, int] | None,
     backgrounds: str | Sequence[str] | None, context: DataContext,
 ) -> None:
-    """Prepare (fetch and convert, when missing) the glyph dataset at ``shape`` and the textures, within ``context``."""
+    """Prepare (fetch and convert, when missing) the glyph dataset at ``shape`` and the textures, within ``context``.
+
+    A source whose copy in use is an own copy (`own_sources`) is prepared from it, unchecked, as loads do.
+    """
+    own = own_sources(glyphs, options, backgrounds, context)
+    unchecked = dataclasses.replace(context, verify=False)
     if glyphs != FONT:
-        prepare = dataset_part(glyphs, "prepare", context)
+        prepare = dataset_part(glyphs, "prepare", unchecked if "glyphs" in own else context)
         prepare(shapes=[] if shape is None else [shape], **registry.get(glyphs).glyph_prepare, **dict(options))
     if backgrounds is not None:
-        dataset_part("backgrounds", "prepare", context)(
+        dataset_part("backgrounds", "prepare", unchecked if "backgrounds" in own else context)(
             names=backgrounds if isinstance(backgrounds, str) else list(backgrounds)
         )
+
+
+def own_sources(
+    glyphs: str, options: FrozenOptions, backgrounds: str | Sequence[str] | None, context: DataContext,
+) -> dict[str, dict[str, str]]:
+    """The own copies (unverified) the glyphs and textures are read from, ``{"glyphs" | "backgrounds": {file:
+    "sha256:<hex>"}}``, only those in use (empty: upstream's; see `glyphforge.datasets.own_sources`)."""
+    found = {}
+    if glyphs != FONT:
+        found["glyphs"] = own_files.glyph_files(glyphs, dict(options), context)
+    if backgrounds is not None:
+        found["backgrounds"] = own_files.texture_files(backgrounds, context)
+    return {source: files for source, files in found.items() if files}
 
 
 @functools.lru_cache(maxsize=2)

@@ -200,6 +200,12 @@ class ScatteredGlyphs:
             params["pillow"] = PIL.__version__  # the font and its rasteriser ship with Pillow
         return params
 
+    def own_sources(self, context: DataContext | PathLike) -> dict[str, dict[str, str]]:
+        """The own copies (unverified) the glyphs and textures would be read from (`scene_sources.own_sources`):
+        `glyphforge.build` keys the entry by them besides `params` (none: upstream's, the key of `params`)."""
+        context = context if isinstance(context, DataContext) else DataContext.resolve(data_dir=context)
+        return scene_sources.own_sources(self.glyphs, self._frozen_options(), self.backgrounds, context)
+
     def prepare(self, context: DataContext | PathLike) -> None:
         """Fetch and convert what the shards read, then check the classes and backgrounds against it.
 

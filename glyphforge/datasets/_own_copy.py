@@ -193,9 +193,10 @@ def note(meta: Mapping[str, Any]) -> str:
     return f" ({OWN_COPY})" if unverified(meta) else ""
 
 
-def announce(entry: Entry, label: str, raw_dir: Path) -> Entry:
+def announce(entry: Entry, label: str, raw_dir: Path | None, fix: str | None = None) -> Entry:
     """Log, once per process per entry, a WARNING that the loaded ``entry`` (``label``, its files in ``raw_dir``)
-    is an own copy; return it."""
+    is an own copy; return it. ``fix``: what to do for upstream's instead (default: move the files out of
+    ``raw_dir`` and prepare the entry's kind again)."""
     if unverified(entry.meta):
         with _announced_lock:
             first = entry.key not in _announced
@@ -203,8 +204,8 @@ def announce(entry: Entry, label: str, raw_dir: Path) -> Entry:
         if first:
             _logger.warning(
                 "%s (entry %s) is %s: it was made from files that are not upstream's, used with verify=False "
-                "(--no-verify). To use upstream's, move them out of %s and run `prepare-data %s`",
-                label, entry.key[:12], OWN_COPY, raw_dir, entry.kind)
+                "(--no-verify). %s", label, entry.key[:12], OWN_COPY,
+                fix or f"To use upstream's, move them out of {raw_dir} and run `prepare-data {entry.kind}`")
     return entry
 
 
