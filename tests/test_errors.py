@@ -39,6 +39,7 @@ INTERNAL: dict[str, tuple[str, ...]] = {
 BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "DataDirAccessError": (PermissionError,),
     "SpecError": (ValueError,),
+    "SourcesChangedError": (RuntimeError,),
     "ShardError": (RuntimeError,),
     "DatasetTooLargeError": (MemoryError,),
     "LostShardsError": (ValueError,),
@@ -47,6 +48,7 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "NotEnoughSpaceError": (OSError,),
     "UnlistableDataDirError": (LookupError,),
     "ReadOnlyDataDirError": (ValueError,),
+    "OwnCopyRemoteError": (ValueError,),
     "ForeignStateError": (ValueError,),
     "DamagedCopyError": (OSError,),
     "ForeignCopyError": (OSError,),
