@@ -15,6 +15,13 @@ from glyphforge._version import __version__ as __version__
 from glyphforge.datasets import registry as _registry
 
 _EXPORTS: dict[str, str] = {
+    # errors: the root and its families
+    "GlyphforgeError": "glyphforge.errors",
+    "ArgumentError": "glyphforge.errors",
+    "IntegrityError": "glyphforge.errors",
+    "StorageError": "glyphforge.errors",
+    "AccessError": "glyphforge.errors",
+    "BuildError": "glyphforge.errors",
     # configuration and cache
     "data_dir": "glyphforge.config",
     "DataContext": "glyphforge.context",
@@ -46,7 +53,6 @@ _EXPORTS: dict[str, str] = {
     "AmbiguousKindError": "glyphforge.cache.lookup",
     "ShardError": "glyphforge.builds.builder",
     "SpecError": "glyphforge.builds.builder",
-    "StorageError": "glyphforge._files",
     "ScatteredGlyphs": "glyphforge.builds.scenes",
     "preview": "glyphforge.visualize",
     # object storage

@@ -15,9 +15,10 @@ import stat
 from pathlib import Path
 
 from glyphforge._files import describe_owner
+from glyphforge.errors import AccessError
 
 
-class DataDirAccessError(PermissionError):
+class DataDirAccessError(AccessError, PermissionError):
     """This user may not enter a folder on the way to a data dir, or not read the data dir; the message says which.
 
     ``errno`` is ``EACCES`` and ``filename`` the folder that denies access.

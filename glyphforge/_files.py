@@ -6,7 +6,7 @@ directory stays setgid), also the temporary ones that ``tempfile`` makes owner-o
 and that become entries by renaming: a data dir shared by a group (``chmod 2775``,
 umask 002) is readable and writable by every member.
 
-This module imports nothing from glyphforge but `glyphforge._checks`, so anything may use it.
+This module imports nothing from glyphforge but `glyphforge._checks` and `glyphforge.errors`, so anything may use it.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from glyphforge._checks import PathLike
+from glyphforge.errors import StorageError
 
 CHUNK_BYTES = 1 << 22
 
@@ -188,16 +189,6 @@ def atomic_path(destination: PathLike) -> Iterator[Path]:
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
-
-
-class StorageError(OSError):
-    """Writing failed for a reason of the storage (full, read-only, forbidden); the message says what to do.
-
-    ``errno`` and ``filename`` are those of the original error.
-    """
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 #: What each storage errno means and what to do, for `storage_error`.

@@ -19,6 +19,7 @@ from glyphforge import _files, config
 from glyphforge._access import DataDirAccessError, check_data_dir_access
 from glyphforge._checks import MAX_SIDE, check_shape
 from glyphforge.datasets import registry
+from glyphforge.errors import ArgumentError
 from glyphforge.storage import Location, UnsupportedURLError, parse_place
 
 
@@ -45,7 +46,7 @@ def existing_file(text: str, what: str = "the file") -> Path:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-class UsageError(ValueError):
+class UsageError(ArgumentError, ValueError):
     """Bad arguments found before any work: exit status 2, like argparse's own errors."""
 
 

@@ -32,8 +32,8 @@ import filelock
 import numpy as np
 
 from glyphforge import config
-from glyphforge._files import StorageError
 from glyphforge.cache.locks import hold
+from glyphforge.errors import StorageError
 
 _log = logging.getLogger(__name__)
 

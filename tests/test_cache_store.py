@@ -15,10 +15,10 @@ import filelock
 import numpy as np
 import pytest
 
-from glyphforge._files import StorageError
 from glyphforge.cache import CacheStore, MissingEntryFileError, dump_pklz
 from glyphforge.cache.keys import metadata_sha256
 from glyphforge.cache.locks import LockTimeoutError, hold, holder_path, read_holder
+from glyphforge.errors import StorageError
 
 from support.waits import wait_until
 

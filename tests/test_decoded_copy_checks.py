@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 import glyphforge as gf
-from glyphforge._files import StorageError
 from glyphforge.builds import BuiltDataset, build, materialize
 from glyphforge.builds.materialize import ForeignCopyError
 from glyphforge.cache.decoded import verify_copy
 from glyphforge.cache.store import decoded_dir
+from glyphforge.errors import StorageError
 from glyphforge.storage import Location
 
 from support.cli import run

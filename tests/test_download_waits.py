@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from glyphforge._files import StorageError
 from glyphforge.context import DataContext
 from glyphforge.datasets._prepare import upstream_file
+from glyphforge.errors import StorageError
 from glyphforge.pipelines.download import DownloadError, HashMismatchError, Resource, RetryPolicy, fetch
 
 from support.hashes import bytes_hash

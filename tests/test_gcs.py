@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import glyphforge as gf
-from glyphforge._files import StorageError
 from glyphforge.builds import build
 from glyphforge.builds.dataset import BuiltDataset, find_built
 from glyphforge.builds.remote import RemoteBuiltDataset
 from glyphforge.cache import CacheStore
+from glyphforge.errors import StorageError
 from glyphforge.storage import Location
 from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError, read_bytes
 

@@ -3,8 +3,8 @@
 The layers, bottom to top (a module may import its own layer and those below it):
 
 ===========  ===================================================================================
-foundation   ``_checks``, ``_files``, ``_version``, ``_deprecation``, ``textfmt``: no glyphforge
-             import but each other
+foundation   ``_checks``, ``_files``, ``_version``, ``_deprecation``, ``errors``, ``textfmt``: no
+             glyphforge import but each other
 lower        the kernels and I/O helpers (``pipelines``), the ``cache``, URLs (``storage``),
              the sessions (``session``), ``config``, ``batching`` and ``visualize``
 context      ``context``: the data context (over the cache store)
@@ -40,7 +40,7 @@ Layers = tuple[tuple[str, tuple[str, ...]], ...]
 
 #: glyphforge's layers (``__init__`` is the package face itself).
 LAYERS: Layers = (
-    ("foundation", ("_access", "_checks", "_files", "_version", "_deprecation", "textfmt")),
+    ("foundation", ("_access", "_checks", "_files", "_version", "_deprecation", "errors", "textfmt")),
     ("lower", ("pipelines", "cache", "storage", "session", "config", "batching", "visualize")),
     ("context", ("context",)),
     ("datasets", ("datasets", "loaders")),

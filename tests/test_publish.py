@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 import glyphforge as gf
-from glyphforge._files import StorageError, current_umask
+from glyphforge._files import current_umask
 from glyphforge.builds.dataset import BuiltDataset, find_built
 from glyphforge.cache import CacheStore
 from glyphforge.cache.keys import entry_sha256
+from glyphforge.errors import StorageError
 from glyphforge.storage.prepared import request_key
 from glyphforge.storage.publish import PublishConflictError, publish_entry
 from glyphforge.storage.store_errors import RemoteStorageError

@@ -18,7 +18,6 @@ import dill
 import numpy as np
 import pytest
 
-from glyphforge._files import StorageError
 from glyphforge.builds.builder import ShardError, build, cache_params
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, LostShardsError
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
@@ -34,6 +33,7 @@ from glyphforge.cache import CacheStore, MissingEntryFileError
 from glyphforge.cache.keys import cache_key
 from glyphforge.cache.store import read_entry
 from glyphforge.context import DataContext
+from glyphforge.errors import StorageError
 from glyphforge.session import open_session
 from glyphforge.storage.location import Location, UnsupportedURLError
 from glyphforge.storage.publish import PublishConflictError

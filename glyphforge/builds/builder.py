@@ -76,6 +76,7 @@ from glyphforge.cache import Writer, concat_pklz
 from glyphforge.cache.declared import MAX_SHARDS
 from glyphforge.cache.pklz import MemberMismatchError
 from glyphforge.context import DataContext
+from glyphforge.errors import ArgumentError, BuildError
 from glyphforge.session import Session, TaskFailure, check_session, open_session
 from glyphforge.session.base import check_main_guard
 from glyphforge.storage.location import Location
@@ -116,15 +117,15 @@ class ShardMaker(Protocol):
     def __call__(self, index: int) -> ShardRecord: ...
 
 
-class SpecError(ValueError):
+class SpecError(ArgumentError, BuildError, ValueError):
     """A spec is unusable as given (a bad count, class or name): found before any shard runs; fix the arguments."""
 
 
-class SourcesChangedError(RuntimeError):
+class SourcesChangedError(BuildError, RuntimeError):
     """The own copies a build reads changed between deciding its key and preparing them."""
 
 
-class ShardError(RuntimeError):
+class ShardError(BuildError, RuntimeError):
     """A shard could not be made; ``shard`` is its index, the message says why."""
 
     def __init__(self, shard: int, message: str) -> None:

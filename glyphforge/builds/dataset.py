@@ -64,6 +64,7 @@ from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry, MissingEn
 from glyphforge.cache.lookup import of_kind
 from glyphforge.cache.manifest import is_built
 from glyphforge.cache.store import read_entry
+from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, parse_place
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ RANDOM_ACCESS = ("auto", "decode", "materialize")
 T = TypeVar("T")
 
 
-class DatasetTooLargeError(MemoryError):
+class DatasetTooLargeError(ArgumentError, MemoryError):
     """``ds.arrays`` would decode more bytes than ``ds.arrays_limit`` allows."""
 
 

@@ -51,6 +51,7 @@ from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge._files import make_temp_dir, writing
 from glyphforge.cache.locks import hold, holder_path
+from glyphforge.errors import ArgumentError
 from glyphforge.textfmt import count, human_size
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ _LISTED = 5
 _OWN_DIRECTORY = "An export needs a directory of its own: give a new or empty one"
 
 
-class ExportTargetError(FileExistsError):
+class ExportTargetError(ArgumentError, FileExistsError):
     """The export's directory holds something an export may not replace, or is a file; nothing was touched."""
 
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from glyphforge.cache import Entry
 from glyphforge.cache.declared import INDEX_FILE, member_bounds, row_nbytes
+from glyphforge.errors import IntegrityError
 
 INDEX_COLUMNS = ("offset", "length", "start", "stop")
 #: What to do about a damaged index of an entry on this machine's disk.
@@ -50,7 +51,7 @@ REBUILD = "The entry is damaged: remove it with `glyphforge cache rm KEY` and bu
 PART_COLUMN = "part"
 
 
-class DamagedIndexError(ValueError):
+class DamagedIndexError(IntegrityError, ValueError):
     """A built entry's shard index cannot be read or does not fit the entry.
 
     ``where`` names the entry, ``problem`` says what is wrong and ``fix`` what to do (by

@@ -57,7 +57,7 @@ import filelock
 import numpy as np
 
 from glyphforge import config
-from glyphforge._files import StorageError, make_temp_dir, remove_tree, writing
+from glyphforge._files import make_temp_dir, remove_tree, writing
 from glyphforge.builds.export import write_npy_files
 from glyphforge.cache.decoded import (
     DamagedCopyError,
@@ -74,6 +74,7 @@ from glyphforge.cache.decoded import (
 )
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.store import Entry, decoded_dir, decoded_staging_prefix
+from glyphforge.errors import StorageError
 from glyphforge.textfmt import human_size
 
 if TYPE_CHECKING:

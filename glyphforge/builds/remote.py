@@ -40,6 +40,7 @@ from glyphforge.cache import CorruptPklzError
 from glyphforge.cache.lookup import of_kind, split_target
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest, read_manifest
 from glyphforge.cache.store import read_entry
+from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, parse_place
 from glyphforge.storage.reads import RemoteFileMissingError, read_bytes
 from glyphforge.storage.remote_entry import (
@@ -59,7 +60,7 @@ T = TypeVar("T")
 DEFAULT_PREFETCH_THREADS = 4
 
 
-class UnlistableDataDirError(LookupError):
+class UnlistableDataDirError(ArgumentError, LookupError):
     """A kind or key prefix was given for a data dir that cannot be listed (over HTTP): give kind/key instead."""
 
 

@@ -66,6 +66,7 @@ from glyphforge.cache.manifest import MANIFEST, make_manifest
 from glyphforge.cache.npy_members import dump_arrays
 from glyphforge.cache.store import read_entry
 from glyphforge.context import DataContext
+from glyphforge.errors import ArgumentError
 from glyphforge.session import Session
 from glyphforge.storage.location import Location
 from glyphforge.storage.objects import file_sizes, upload_file, write_bytes
@@ -81,11 +82,11 @@ BUILD_NOTE = "build.json"
 BUILDING = StoreTask("build into", "run the build again: the shards finished are kept and not made again")
 
 
-class ReadOnlyDataDirError(ValueError):
+class ReadOnlyDataDirError(ArgumentError, ValueError):
     """A build was given a data dir URL glyphforge only reads (``https://``)."""
 
 
-class OwnCopyRemoteError(ValueError):
+class OwnCopyRemoteError(ArgumentError, ValueError):
     """A build into a URL would read own copies (unverified) of upstream files, which its workers cannot see."""
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from glyphforge.errors import ArgumentError
+
 #: The version of `ShardStream.state_dict`'s format.
 STATE_VERSION = 1
 
 
-class ForeignStateError(ValueError):
+class ForeignStateError(ArgumentError, ValueError):
     """A stream state saved on another built dataset (another entry key), or naming none, was given to a stream."""
 
 

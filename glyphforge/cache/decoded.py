@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge._files import StorageError, sha256_file
+from glyphforge._files import sha256_file
+from glyphforge.errors import IntegrityError, StorageError
 
 crc32: Callable[..., int]
 try:
@@ -46,7 +47,7 @@ _REMOVE = ("It is only a copy (the entry itself is intact), and glyphforge drops
            "the shards; to remove it now: rm -r '{folder}' (ds.materialize() makes it again)")
 
 
-class DamagedCopyError(StorageError):
+class DamagedCopyError(StorageError, IntegrityError):
     """A file of a decoded copy is not what its maker recorded (``path``: that file, ``problem``: what is wrong).
 
     The copy is to be dropped. ``identity``: the copy directory's ``(st_dev, st_ino)`` when known, so that only

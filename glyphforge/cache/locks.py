@@ -45,6 +45,7 @@ import filelock
 
 from glyphforge import config
 from glyphforge._files import atomic_path, writing
+from glyphforge.errors import AccessError
 
 try:
     import fcntl
@@ -90,7 +91,7 @@ class Holder:
         return False
 
 
-class LockTimeoutError(TimeoutError):
+class LockTimeoutError(AccessError, TimeoutError):
     """Another process held a lock for longer than the timeout; the message says what to do.
 
     Attributes

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from glyphforge.cache.manifest import ManifestFields
+from glyphforge.errors import ArgumentError
 from glyphforge.textfmt import describe_params, flat_params, human_size, table
 
 #: What a target ends with to ask for the newest entry of its kind.
@@ -23,7 +24,7 @@ SHOWN_ALWAYS = ("n_examples", "seed")
 E = TypeVar("E", bound=ManifestFields)
 
 
-class AmbiguousKindError(LookupError):
+class AmbiguousKindError(ArgumentError, LookupError):
     """A kind names several entries: the message lists them, and says to give a key or ``KIND:newest``."""
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from glyphforge._version import __version__
 from glyphforge.cache.declared import built_problem
 from glyphforge.cache.keys import FORMAT_VERSION, cache_key, entry_sha256, metadata_sha256, normalise
+from glyphforge.errors import IntegrityError
 
 MANIFEST = "manifest.json"
 
@@ -103,7 +104,7 @@ def declares_build(meta: Mapping[str, Any]) -> bool:
     return "layout" in meta and "n_examples" in meta
 
 
-class BrokenManifestError(ValueError):
+class BrokenManifestError(IntegrityError, ValueError):
     """An entry directory's ``manifest.json`` is missing, unreadable or inconsistent (the message says how)."""
 
 

@@ -36,6 +36,7 @@ import dill
 from glyphforge._checks import PathLike, check_int
 from glyphforge._files import atomic_path
 from glyphforge.cache.safe_pickle import Budget, RestrictedUnpickler, UnsafePickleError
+from glyphforge.errors import IntegrityError
 
 _isal_gzip: ModuleType | None
 _zlib: ModuleType
@@ -54,7 +55,7 @@ for a file only 13% larger; on scene shards level 1 writes ~370 MB/s)."""
 JOIN_BLOCK = 1 << 24
 
 
-class CorruptPklzError(ValueError):
+class CorruptPklzError(IntegrityError, ValueError):
     """A ``.pklz`` file is truncated or damaged (its gzip stream does not decode)."""
 
 

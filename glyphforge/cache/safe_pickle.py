@@ -28,6 +28,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from glyphforge.errors import IntegrityError
+
 _NUMPY_CORE = ("numpy._core", "numpy.core")  # numpy >= 2 and numpy 1.x spellings
 
 ALLOWED_GLOBALS: frozenset[tuple[str, str]] = frozenset(
@@ -92,7 +94,7 @@ class ReadableFile(Protocol):
     def readline(self) -> bytes: ...
 
 
-class UnsafePickleError(pickle.UnpicklingError):
+class UnsafePickleError(IntegrityError, pickle.UnpicklingError):
     """A cache file asked to load a global that is not plain data."""
 
 

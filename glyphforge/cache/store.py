@@ -58,7 +58,7 @@ import filelock
 from glyphforge import config
 from glyphforge._access import check_data_dir_access
 from glyphforge._checks import PathLike
-from glyphforge._files import StorageError, describe_owner, make_temp_dir, remove_tree, sha256_file, writing
+from glyphforge._files import describe_owner, make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.cache.decoded import verify_copy
 from glyphforge.cache.keys import cache_key, check_kind
 from glyphforge.cache.locks import LockTimeoutError, ReadLock, exclusive, hold, readers_path
@@ -71,6 +71,7 @@ from glyphforge.cache.manifest import (
     read_manifest,
 )
 from glyphforge.cache.pklz import CorruptPklzError, dump_pklz, iter_pklz, load_pklz
+from glyphforge.errors import AccessError, IntegrityError, StorageError
 from glyphforge.textfmt import parse_size
 
 _STAGING_PREFIX = ".tmp-"
@@ -82,7 +83,7 @@ _UNREADABLE = "you may not read it: "
 _COMPANIONS = (_WORK_SUFFIX, DECODED_SUFFIX)
 
 
-class MissingEntryFileError(FileNotFoundError):
+class MissingEntryFileError(IntegrityError, FileNotFoundError):
     """A data file an entry's manifest lists is not on disk; the message names it and how to make the entry again.
 
     ``errno`` is ``ENOENT`` and ``filename`` the missing file.
@@ -106,7 +107,7 @@ class DamagedEntryFileError(CorruptPklzError):
         return type(self), (str(self), self.path, self.size, self.expected)
 
 
-class UnreadableEntryError(PermissionError):
+class UnreadableEntryError(AccessError, PermissionError):
     """An entry exists but this user may not read it (another user's, made owner-only); the message says what to do.
 
     It is not broken: glyphforge neither makes it again nor removes it. ``errno`` is

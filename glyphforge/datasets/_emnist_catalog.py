@@ -21,6 +21,8 @@ Which images a load takes is the rule of every per-class dataset
 """
 from __future__ import annotations
 
+from glyphforge.errors import IntegrityError
+
 DIGITS = "0123456789"
 UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 LOWER = "abcdefghijklmnopqrstuvwxyz"
@@ -37,7 +39,7 @@ SPLITS = tuple(CLASSES)
 DEFAULT_SPLIT = "byclass"
 
 
-class EMNISTFormatError(ValueError):
+class EMNISTFormatError(IntegrityError, ValueError):
     """The archive's mapping or labels do not describe the split, or a class file is damaged."""
 
 

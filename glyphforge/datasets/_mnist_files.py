@@ -41,6 +41,7 @@ import numpy as np
 from tqdm import tqdm
 
 from glyphforge.datasets._class_files import Declaration, Parsed, Subset, numbered_file
+from glyphforge.errors import IntegrityError
 from glyphforge.pipelines.idx import CountCap, read_images, read_labels
 
 NATIVE_SHAPE = (28, 28)
@@ -53,7 +54,7 @@ FILES: dict[str, tuple[str, str]] = {
 COUNT_MARGIN = 1.25
 
 
-class MNISTFormatError(ValueError):
+class MNISTFormatError(IntegrityError, ValueError):
     """The files' labels or counts do not describe the dataset; the message names the file."""
 
 

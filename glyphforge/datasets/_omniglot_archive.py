@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from glyphforge import _checks
 from glyphforge.cache import Writer
+from glyphforge.errors import IntegrityError
 from glyphforge.pipelines.archive import iter_members, list_members
 from glyphforge.pipelines.decode import decode_image
 
@@ -36,7 +37,7 @@ N_DRAWERS = 20
 PARALLEL_MIN_IMAGES = 10_000
 
 
-class OmniglotFormatError(ValueError):
+class OmniglotFormatError(IntegrityError, ValueError):
     """A zip does not have Omniglot's layout; the message names the archive and the member."""
 
 

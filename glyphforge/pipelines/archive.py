@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from typing import IO
 
 from glyphforge._checks import PathLike, quote
+from glyphforge.errors import IntegrityError
 
 _CHUNK = 1 << 20
 _CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError)
@@ -42,7 +43,7 @@ _METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 _OTHER_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "LZMA", 9: "deflate64"}
 
 
-class ArchiveError(ValueError):
+class ArchiveError(IntegrityError, ValueError):
     """A zip archive is corrupt, truncated or too large; the message says which."""
 
 

@@ -17,10 +17,12 @@ from typing import Union
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from glyphforge.errors import IntegrityError
+
 ImageSource = Union[bytes, bytearray, str, "os.PathLike[str]"]
 
 
-class ImageDecodeError(ValueError):
+class ImageDecodeError(IntegrityError, ValueError):
     """An image could not be decoded; the message names the file."""
 
 

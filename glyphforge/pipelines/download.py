@@ -57,10 +57,11 @@ import requests
 
 from glyphforge import config
 from glyphforge._checks import check_int
-from glyphforge._files import StorageError, writing
+from glyphforge._files import writing
 from glyphforge._version import __version__
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.raw import record_download
+from glyphforge.errors import GlyphforgeError, IntegrityError, StorageError
 from glyphforge.pipelines.hashes import check_hash, normalise_hash
 from glyphforge.pipelines.http_source import (
     CHUNK_SIZE,
@@ -127,7 +128,7 @@ class Resource:
             object.__setattr__(self, "size", check_int(f"Resource {self.dataset}/{self.filename}: size", self.size, 0))
 
 
-class DownloadError(RuntimeError):
+class DownloadError(GlyphforgeError, RuntimeError):
     """A file could not be obtained; the message lists what was tried and what to do.
 
     Attributes
@@ -156,7 +157,7 @@ class DownloadError(RuntimeError):
         self.attempts = attempts
 
 
-class HashMismatchError(DownloadError):
+class HashMismatchError(DownloadError, IntegrityError):
     """A file has the wrong hash: a download (deleted), or a local copy (left as it is).
 
     Attributes

@@ -34,6 +34,8 @@ from typing import IO, NamedTuple
 
 import numpy as np
 
+from glyphforge.errors import IntegrityError
+
 _gzip_module: ModuleType
 try:
     from isal import igzip as _gzip_module
@@ -51,7 +53,7 @@ if _gzip_module is not gzip:
     _GZIP_ERRORS += (_gzip_module.BadGzipFile, _gzip_module.isal_zlib.error)
 
 
-class IDXError(ValueError):
+class IDXError(IntegrityError, ValueError):
     """An IDX file is corrupt, truncated or not what was expected; the message names it."""
 
 

@@ -11,14 +11,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from glyphforge._files import StorageError
+from glyphforge.errors import BuildError, StorageError
 
 #: What a worker sends back for one task: ``(True, result)`` or ``(False, (traceback text, summary))``
 #: (the summary as `failure_summary` gives it).
 Outcome = tuple[bool, Any]
 
 
-class SessionError(RuntimeError):
+class SessionError(BuildError, RuntimeError):
     """Base class of the errors a session raises while running tasks."""
 
 
@@ -68,7 +68,7 @@ class WorkerStartError(SessionError):
     """A worker process exited while starting, before it could run any task (its own error is on stderr)."""
 
 
-class MainGuardError(RuntimeError):
+class MainGuardError(BuildError, RuntimeError):
     """A build was started by a spawned process importing the main script again (no main guard)."""
 
 

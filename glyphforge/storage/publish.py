@@ -44,6 +44,7 @@ from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.lookup import of_kind
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_built, parse_manifest
 from glyphforge.cache.store import CacheStore
+from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.object_match import object_mismatch
 from glyphforge.storage.objects import listed_files, upload_file, write_bytes
@@ -76,11 +77,11 @@ PUBLISHING = StoreTask("publish to", "run the same command again: files uploaded
                        "again, and readers see the entry only once its manifest, written last, is there")
 
 
-class LocalSourceError(ValueError):
+class LocalSourceError(ArgumentError, ValueError):
     """The data dir to publish from is a URL: publish copies from a local data dir (the message says what works)."""
 
 
-class PublishConflictError(FileExistsError):
+class PublishConflictError(ArgumentError, FileExistsError):
     """Something that is not this entry is where it would be published; it was left untouched (the message names it)."""
 
     def __str__(self) -> str:

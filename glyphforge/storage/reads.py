@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, TypeVar
 import requests
 
 from glyphforge._checks import check_int, check_real
+from glyphforge.errors import AccessError, IntegrityError
 from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, shown, sorted_failure, status_failure
 
 if TYPE_CHECKING:
@@ -100,18 +101,18 @@ class ReadPolicy:
 DEFAULT_POLICY = ReadPolicy()
 
 
-class RemoteReadError(OSError):
+class RemoteReadError(AccessError, OSError):
     """A remote object could not be read (the message says what failed and what to do)."""
 
     def __str__(self) -> str:
         return str(self.args[0])
 
 
-class ShortObjectError(RemoteReadError):
+class ShortObjectError(RemoteReadError, IntegrityError):
     """The object ends before the range asked for: it is not the object expected (damaged, or replaced)."""
 
 
-class RemoteFileMissingError(FileNotFoundError):
+class RemoteFileMissingError(AccessError, FileNotFoundError):
     """The object (or its bucket: ``no_bucket``) does not exist: retrying cannot help."""
 
     def __init__(self, message: str, no_bucket: bool = False) -> None:
@@ -122,7 +123,7 @@ class RemoteFileMissingError(FileNotFoundError):
         return str(self.args[0])
 
 
-class RemoteAccessError(PermissionError):
+class RemoteAccessError(AccessError, PermissionError):
     """The store refused the credentials (or has none for this process): retrying cannot help."""
 
     def __str__(self) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
+from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location
 from glyphforge.storage.reads import is_missing_bucket, store_call
 from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK, RemoteEntry, is_entry_folder
@@ -27,7 +28,7 @@ INCOMPLETE = ("data files without manifest.json: an upload in progress, or an in
               "publishing it again finishes it)")
 
 
-class UnlistableURLError(ValueError):
+class UnlistableURLError(ArgumentError, ValueError):
     """A data dir URL whose store cannot be listed (HTTP has no listing); the message says what works instead."""
 
 

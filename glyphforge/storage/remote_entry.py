@@ -19,6 +19,7 @@ from typing import Any
 
 from glyphforge._files import atomic_path
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, is_plain_name, parse_manifest
+from glyphforge.errors import IntegrityError
 from glyphforge.storage.location import Location
 from glyphforge.storage.reads import RemoteFileMissingError, ShortObjectError, list_names, object_size, read_bytes
 
@@ -29,7 +30,7 @@ __all__ = ["BrokenRemoteEntryError", "RemoteEntry", "damaged_at_url", "entry_loc
 DOWNLOAD_BLOCK = 8 << 20
 
 
-class BrokenRemoteEntryError(ValueError):
+class BrokenRemoteEntryError(IntegrityError, ValueError):
     """An entry's manifest at a URL fails the manifest's checks, or a data file is not what it records."""
 
 

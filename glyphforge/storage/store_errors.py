@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from glyphforge._files import StorageError
+from glyphforge.errors import StorageError
 from glyphforge.storage.location import SECRET_OPTIONS, Location
 from glyphforge.storage.read_failures import shown, sorted_failure
 from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError, is_missing_bucket

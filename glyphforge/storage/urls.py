@@ -18,6 +18,8 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 from urllib.request import url2pathname
 
+from glyphforge.errors import ArgumentError
+
 __all__ = ["SUPPORTED", "MalformedURLError", "UnsupportedURLError", "check_url", "file_path"]
 
 #: The schemes glyphforge reads (all) and writes (all but http and https).
@@ -38,7 +40,7 @@ _BUCKET_RULES = {
 }
 
 
-class UnsupportedURLError(ValueError):
+class UnsupportedURLError(ArgumentError, ValueError):
     """A URL glyphforge does not take: a scheme it does not support, or one whose package is not installed."""
 
 
