@@ -22,9 +22,10 @@ from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, is_built, lost_
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry, raw
+from glyphforge.cache.entry import read_entry
+from glyphforge.cache.eviction import Eviction
 from glyphforge.cache.lookup import AmbiguousKindError
 from glyphforge.cache.manifest import ManifestFields
-from glyphforge.cache.store import Eviction, read_entry
 from glyphforge.cli_args import (
     UsageError,
     add_option,

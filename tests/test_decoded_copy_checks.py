@@ -21,8 +21,7 @@ import glyphforge as gf
 from glyphforge._files import StorageError
 from glyphforge.builds import BuiltDataset, build, materialize
 from glyphforge.builds.materialize import ForeignCopyError
-from glyphforge.cache.decoded import verify_copy
-from glyphforge.cache.store import decoded_dir
+from glyphforge.cache.decoded import decoded_dir, verify_copy
 from glyphforge.storage import Location
 
 from support.cli import run

@@ -23,8 +23,8 @@ import pytest
 from glyphforge.builds import BuiltDataset, build
 from glyphforge.builds.materialize import NotEnoughSpaceError, copy_nbytes
 from glyphforge.cache import CacheStore
+from glyphforge.cache.decoded import decoded_dir, decoded_staging_prefix
 from glyphforge.cache.pklz import CorruptPklzError
-from glyphforge.cache.store import decoded_dir, decoded_staging_prefix
 from glyphforge.textfmt import human_size
 
 from support.cli import run

@@ -68,9 +68,9 @@ from glyphforge.builds.members import (
     place_shard,
 )
 from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry, MissingEntryFileError
+from glyphforge.cache.entry import read_entry
 from glyphforge.cache.lookup import of_kind
 from glyphforge.cache.manifest import is_built
-from glyphforge.cache.store import read_entry
 from glyphforge.storage.location import Location, parse_place
 
 if TYPE_CHECKING:

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     import argparse
     from pathlib import Path
 
-    from glyphforge.cache.store import Entry
+    from glyphforge.cache.entry import Entry
     from glyphforge.context import DataContext
     from glyphforge.pipelines.download import Resource
 
