@@ -14,8 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from glyphforge._files import StorageError, describe_owner, remove_tree
-from glyphforge.cache.companions import entry_dirs
-from glyphforge.cache.decoded import DECODED_SUFFIX
+from glyphforge.cache.companions import entry_dirs, orphans
 from glyphforge.cache.entry import UnreadableEntryError, read_entry
 from glyphforge.cache.layout import STAGING_PREFIX, TRASH_PREFIX, kind_dirs, listing
 from glyphforge.cache.locks import LockTimeoutError
@@ -64,10 +63,9 @@ def sweep(root: Path, remove_staging: Callable[[Path], OSError | None], hide: Ca
             continue  # not known to be broken: another user's (`unreadable` names it)
         if entry is None or check_entry_files(entry, rehash=False):
             _collect(path, lambda broken: remove_tree(hide(broken)), removed, failed)
-    for kind_dir in kind_dirs(root):  # decoded copies of entries gone (removed above, or by hand)
-        for path in listing(kind_dir):
-            if path.name.endswith(DECODED_SUFFIX) and not (kind_dir / path.name[:-len(DECODED_SUFFIX)]).exists():
-                _collect(path, remove_tree, removed, failed)
+    for kind_dir in kind_dirs(root):  # derived companions (decoded copies) of entries gone
+        for path in orphans(kind_dir):
+            _collect(path, remove_tree, removed, failed)
     if failed:
         raise CleanupError(
             f"`glyphforge cache gc` removed {len(removed)} item(s) but could not remove {len(failed)}: "

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from glyphforge._files import StorageError, sha256_file
-from glyphforge.cache.layout import STAGING_PREFIX
+from glyphforge.cache.layout import STAGING_PREFIX, folder_bytes
 
 crc32: Callable[..., int]
 try:
@@ -76,6 +76,11 @@ def decoded_staging_prefix(entry_dir: Path) -> str:
     So `CacheStore.gc` removes an abandoned one under the lock ``.<key>.decoded.lock``, which its maker holds.
     """
     return f"{STAGING_PREFIX}{entry_dir.name}{DECODED_SUFFIX}-"
+
+
+def decoded_bytes(entry_dir: Path) -> int:
+    """The bytes of the decoded copy of the entry in ``entry_dir``; 0 when it has none, or a link (not glyphforge's)."""
+    return folder_bytes(decoded_dir(entry_dir))
 
 
 def sums_file(name: str) -> str:

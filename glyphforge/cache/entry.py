@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from glyphforge._files import describe_owner
-from glyphforge.cache.decoded import decoded_dir
-from glyphforge.cache.layout import listing
 from glyphforge.cache.locks import ReadLock, readers_path
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, read_manifest
 from glyphforge.cache.pklz import CorruptPklzError, iter_pklz, load_pklz
@@ -140,12 +138,6 @@ class Entry(ManifestFields):
         The entry's read lock is held until the iterator is exhausted or closed.
         """
         return _locked_iter(self.read_lock(), iter_pklz(self.file(name), trusted=trusted))
-
-    @property
-    def decoded_bytes(self) -> int:
-        """The bytes of the entry's decoded copy (`decoded_dir`); 0 when it has none, or a link (not glyphforge's)."""
-        copy = decoded_dir(self.path)
-        return 0 if copy.is_symlink() else sum(path.stat().st_size for path in listing(copy) if path.is_file())
 
     @property
     def last_used(self) -> float:

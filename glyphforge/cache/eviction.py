@@ -1,10 +1,11 @@
 """Least-recently-used eviction: which entries :meth:`CacheStore.evict <glyphforge.cache.store.CacheStore.evict>`
 removes, and what it did (`Eviction`).
 
-An entry's size is its data files' and its decoded copy's (`Entry.size_bytes` and
-`Entry.decoded_bytes`). Entries are removed least recently used first (`Entry.last_used`)
-until the store fits the limit, never one in use: the store's ``remove(entry)`` says whether
-it could take the entry (no writer holds its key, no reader its read lock).
+An entry's size is its data files' and its counted companions' (`Entry.size_bytes` and
+`glyphforge.cache.companions.companion_bytes`: its decoded copy's). Entries are removed
+least recently used first (`Entry.last_used`) until the store fits the limit, never one in
+use: the store's ``remove(entry)`` says whether it could take the entry (no writer holds its
+key, no reader its read lock).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from glyphforge.cache.cleanup import CleanupError, failure
+from glyphforge.cache.companions import companion_bytes
 from glyphforge.cache.entry import Entry
 
 
@@ -24,7 +26,7 @@ class Eviction:
     limit
         The size asked for, in bytes.
     size_before, size_after
-        The store's data files before and after, in bytes (`Entry.size_bytes` and `Entry.decoded_bytes` summed).
+        The store's data files before and after, in bytes (`Entry.size_bytes` and `companion_bytes` summed).
     evicted
         The entries removed, least recently used first.
     in_use
@@ -49,7 +51,7 @@ def evict_entries(entries: list[Entry], limit: int, remove: Callable[[Entry], bo
     ``remove(entry)`` returns whether it removed the entry (False: in use); see `CacheStore.evict` for the errors.
     """
     entries = sorted(entries, key=lambda entry: entry.last_used)
-    sizes = {entry.path: entry.size_bytes + entry.decoded_bytes for entry in entries}
+    sizes = {entry.path: entry.size_bytes + companion_bytes(entry.path) for entry in entries}
     size = before = sum(sizes.values())
     evicted, in_use, failed = [], [], []
     for entry in entries:

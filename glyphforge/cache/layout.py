@@ -37,3 +37,8 @@ def listable(folder: Path) -> bool:
             return True
     except PermissionError:
         return False
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes of the files in ``folder``; 0 when it is missing, or a symbolic link (its target is not ours)."""
+    return 0 if folder.is_symlink() else sum(path.stat().st_size for path in listing(folder) if path.is_file())

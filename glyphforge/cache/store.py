@@ -30,7 +30,8 @@ a size, and never one whose lock it cannot take at once: some process is reading
 An entry never read since it was made was last used when it was made (its manifest's
 modification time).
 
-An entry's companions, its ``.work`` scratch and its ``.decoded`` copy, go with it:
+An entry's companions, its ``.work`` scratch and a reader's ``.decoded`` copy, go with it
+(:mod:`glyphforge.cache.companions` lists them; the store knows them only from there):
 :meth:`~CacheStore.rm` and :meth:`~CacheStore.evict` remove them, eviction counts the
 decoded copy's bytes with the entry's, replacing an entry drops its decoded copy, and
 :meth:`~CacheStore.gc` removes a decoded copy whose entry is gone.
@@ -58,8 +59,7 @@ from glyphforge._access import check_data_dir_access
 from glyphforge._checks import PathLike
 from glyphforge._files import make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.cache.cleanup import sweep
-from glyphforge.cache.companions import WORK_SUFFIX, entry_dirs, remove_companions
-from glyphforge.cache.decoded import decoded_dir
+from glyphforge.cache.companions import WORK, entry_dirs, remove_companions
 from glyphforge.cache.entry import Entry, read_entry, readable_entry
 from glyphforge.cache.eviction import Eviction, evict_entries
 from glyphforge.cache.keys import cache_key, check_kind
@@ -114,7 +114,7 @@ class CacheStore:
 
     def work_dir(self, kind: str, params: Mapping[str, Any]) -> Path:
         """Return (and create) a persistent scratch directory for the key's resumable work."""
-        path = self.root / check_kind(kind) / f"{self.key(kind, params)}{WORK_SUFFIX}"
+        path = WORK.of(self.root / check_kind(kind) / self.key(kind, params))
         with writing(path):
             path.mkdir(parents=True, exist_ok=True)
         return path
@@ -207,7 +207,7 @@ class CacheStore:
             os.rename(writer.path, final)  # right after hiding: the key is without an entry only between two renames
         if replaced is not None:
             shutil.rmtree(replaced, ignore_errors=True)
-            shutil.rmtree(decoded_dir(final), ignore_errors=True)  # the replaced entry's
+            remove_companions(final, derived=True)  # the replaced entry's decoded copy
         with ReadLock(readers_path(final)):  # made by the writer (its umask, as the key's lock), and used now
             pass
 

@@ -1,9 +1,10 @@
 """What is wrong in a cache store: the `CacheProblem` s :meth:`CacheStore.verify` (`check_store`) finds.
 
 An entry is checked against its manifest (every data file there, of the recorded size and,
-when re-hashed, sha256), and its decoded copy against the copy's record
-(`glyphforge.cache.decoded.verify_copy`). What this user may not read is a problem too, with
-``unreadable`` True: it could not be checked (and is not known to be broken).
+when re-hashed, sha256), and its companions by their own checks
+(`glyphforge.cache.companions.check_companions`: a decoded copy against its record). What
+this user may not read is a problem too, with ``unreadable`` True: it could not be checked
+(and is not known to be broken).
 """
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from glyphforge._files import sha256_file
-from glyphforge.cache.companions import entry_dirs
-from glyphforge.cache.decoded import decoded_dir, verify_copy
+from glyphforge.cache.companions import check_companions, entry_dirs
 from glyphforge.cache.entry import Entry, UnreadableEntryError, read_entry, unreadable_text
 from glyphforge.cache.layout import kind_dirs, listable
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, read_manifest
@@ -46,7 +46,7 @@ def find_unreadable(root: Path) -> list[CacheProblem]:
 
 
 def check_store(root: Path) -> list[CacheProblem]:
-    """Check the store at ``root``: every manifest, data file and decoded copy (see `CacheStore.verify`)."""
+    """Check the store at ``root``: every manifest, data file and companion (see `CacheStore.verify`)."""
     problems = find_unreadable(root)
     for path in entry_dirs(root):
         try:
@@ -57,7 +57,7 @@ def check_store(root: Path) -> list[CacheProblem]:
         except PermissionError:
             continue  # named by find_unreadable()
         problems.extend(check_entry_files(entry, rehash=True))
-        problems.extend(CacheProblem(*problem) for problem in verify_copy(decoded_dir(path), entry.key))
+        problems.extend(CacheProblem(*problem) for problem in check_companions(path, entry.key))
     return problems
 
 
