@@ -92,7 +92,8 @@ def toy(toy_files):
 def run_toy(root, command: str, *argv, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run ``prepare-data`` or ``glyphforge`` in a fresh Python that imported the toy module first."""
     return subprocess.run([sys.executable, str(root / "run_toy.py"), command, *map(str, argv)], capture_output=True,
-                          text=True, timeout=300, cwd=root, env={**env, "PYTHONPATH": str(root)})
+                          text=True, timeout=300, cwd=root,
+                          env={**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))})
 
 
 def _ink(image: np.ndarray) -> bytes:
