@@ -22,9 +22,11 @@ from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, is_built, lost_
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry, raw
+from glyphforge.cache.decoded import decoded_bytes
+from glyphforge.cache.entry import read_entry
+from glyphforge.cache.eviction import Eviction
 from glyphforge.cache.lookup import AmbiguousKindError
 from glyphforge.cache.manifest import ManifestFields
-from glyphforge.cache.store import Eviction, read_entry
 from glyphforge.cli_args import (
     UsageError,
     add_option,
@@ -318,7 +320,7 @@ def _entry_table(entries: Sequence[ManifestFields]) -> str:
 
 def _entry_size(entry: ManifestFields) -> str:
     """An entry's size, and its decoded copy's beside it when it has one (a local built dataset read at random)."""
-    decoded = entry.decoded_bytes if isinstance(entry, Entry) else 0
+    decoded = decoded_bytes(entry.path) if isinstance(entry, Entry) else 0
     return human_size(entry.size_bytes) + (f" + {human_size(decoded)} decoded" if decoded else "")
 
 

@@ -23,8 +23,9 @@ from PIL import Image
 from glyphforge.builds.dataset import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.context import DataContext
-from glyphforge.datasets import _class_files, _class_selection, registry
-from glyphforge.datasets._class_files import DECLARATIONS, ClassFilesDataset
+from glyphforge.datasets import _class_prepare, _class_selection, registry
+from glyphforge.datasets._class_declaration import DECLARATIONS
+from glyphforge.datasets._class_load import ClassFilesDataset
 from glyphforge.datasets.emnist import EMNIST, emnist_classes, load_emnist, prepare_emnist, preview_examples
 from glyphforge.pipelines.resize import resize
 
@@ -35,7 +36,8 @@ CLASSES = "ABCDEFGHIJ"
 TOY_MODULE = '''
 """A toy per-class IDX dataset."""
 from glyphforge.datasets import registry
-from glyphforge.datasets._class_files import Config, Declaration, declare
+from glyphforge.datasets._class_declaration import Config, Declaration, declare
+from glyphforge.datasets._class_files import record
 from glyphforge.datasets._mnist_files import read_files
 from glyphforge.pipelines.download import Resource
 
@@ -44,7 +46,7 @@ TOY = declare(Declaration(
     resources={{name: Resource("toy", name, "{origin}/" + name, "md5:" + md5, size)
                for name, (md5, size) in {pins}.items()}},
 ))
-registry.register(TOY.record("ten classes of bars (a test dataset)"))
+registry.register(record(TOY, "ten classes of bars (a test dataset)"))
 '''
 DRIVER = '''
 import sys
@@ -90,7 +92,8 @@ def toy(toy_files):
 def run_toy(root, command: str, *argv, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run ``prepare-data`` or ``glyphforge`` in a fresh Python that imported the toy module first."""
     return subprocess.run([sys.executable, str(root / "run_toy.py"), command, *map(str, argv)], capture_output=True,
-                          text=True, timeout=300, cwd=root, env={**env, "PYTHONPATH": str(root)})
+                          text=True, timeout=300, cwd=root,
+                          env={**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))})
 
 
 def _ink(image: np.ndarray) -> bytes:
@@ -198,7 +201,7 @@ def test_entries_written_by_0_2_with_the_old_keys_still_load(tmp_path):
                            classes=[{"char": char, "label": int(char), "file": f"digit_{char}.pklz", "n_test": 2,
                                      "n_train": len(array) - 2} for char, array in images.items()])
 
-    CacheStore.for_data_dir(tmp_path).get_or_create("emnist", _class_files.params(dataset, "digits", (28, 28)), write)
+    CacheStore.for_data_dir(tmp_path).get_or_create("emnist", _class_prepare.params(dataset, "digits", (28, 28)), write)
     context = DataContext.resolve(data_dir=tmp_path, offline=True, download=False)
     x, y, classes = load_emnist("73", split="digits", subset="train", seed=None, context=context)
     assert classes == ["3", "7"] and np.array_equal(np.sort(x[:, 0, 0]), [30] * 4 + [70] * 8)

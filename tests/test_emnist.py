@@ -10,7 +10,7 @@ import glyphforge
 from glyphforge import config
 from glyphforge.cache import CacheStore, DamagedEntryFileError
 from glyphforge.datasets import emnist, registry
-from glyphforge.datasets._class_files import DECLARATIONS
+from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.datasets.emnist import (
     EMNIST,

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from glyphforge.cache import DamagedEntryFileError, MissingEntryFileError
-from glyphforge.datasets import _class_files
-from glyphforge.datasets._class_files import check_subset
+from glyphforge.datasets import _class_args
+from glyphforge.datasets._class_args import check_subset
 from glyphforge.datasets._class_selection import Block, select
 from glyphforge.datasets._emnist_catalog import class_file_name, first_label
 from glyphforge.datasets.emnist import DATASET, load_emnist, prepare_emnist
@@ -36,11 +36,11 @@ def test_class_file_names_are_distinct_on_case_insensitive_filesystems():
 
 
 def check_splits(split):
-    return _class_files.check_configs(DATASET, split)
+    return _class_args.check_configs(DATASET, split)
 
 
 def check_classes(classes, split):
-    return _class_files.check_classes(DATASET, split, classes)
+    return _class_args.check_classes(DATASET, split, classes)
 
 
 def test_check_splits_takes_one_name_several_or_none():

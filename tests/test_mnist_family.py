@@ -22,7 +22,7 @@ from glyphforge.builds.dataset import find_built
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import mnist_family, registry
-from glyphforge.datasets._class_files import DECLARATIONS
+from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.datasets._mnist_files import MNISTFormatError
 from glyphforge.datasets.mnist_family import (

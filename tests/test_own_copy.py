@@ -22,8 +22,8 @@ import glyphforge as gf
 from glyphforge import config
 from glyphforge.cache import CacheStore
 from glyphforge.cache.keys import cache_key
-from glyphforge.datasets import _class_files, _own_copy
-from glyphforge.datasets._class_files import DECLARATIONS
+from glyphforge.datasets import _class_prepare, _own_copy
+from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import DATASETS, load_fashion_mnist, load_mnist, prepare_mnist
 
 from support.cli import run
@@ -75,7 +75,7 @@ def prepare_cli(dataset: str, data_dir: Path):
 
 
 def upstream_key(dataset: str, shape=(28, 28)) -> str:
-    return cache_key(dataset, _class_files.params(DECLARATIONS[dataset], "default", shape))
+    return cache_key(dataset, _class_prepare.params(DECLARATIONS[dataset], "default", shape))
 
 
 def test_a_replaced_own_copy_is_served_not_the_first_one(copies, tmp_path, caplog):

@@ -17,7 +17,7 @@ import pytest
 from glyphforge import config
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import backgrounds, emnist, mnist_family, omniglot, registry
-from glyphforge.datasets._class_files import DECLARATIONS
+from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import DATASETS
 from glyphforge.pipelines.download import HashMismatchError, Resource
 

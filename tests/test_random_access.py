@@ -23,8 +23,8 @@ import pytest
 from glyphforge.builds import BuiltDataset, build
 from glyphforge.builds.materialize import NotEnoughSpaceError, copy_nbytes
 from glyphforge.cache import CacheStore
+from glyphforge.cache.decoded import decoded_bytes, decoded_dir, decoded_staging_prefix
 from glyphforge.cache.pklz import CorruptPklzError
-from glyphforge.cache.store import decoded_dir, decoded_staging_prefix
 from glyphforge.textfmt import human_size
 
 from support.cli import run
@@ -239,7 +239,7 @@ def test_eviction_counts_the_copy_and_removes_it_with_its_entry(rows):
     copy_bytes = sum(path.stat().st_size for path in made.iterdir())
     store = CacheStore(rows.path.parents[1])
     entry = store.find(rows.key)
-    assert entry.decoded_bytes == copy_bytes > rows.nbytes
+    assert decoded_bytes(entry.path) == copy_bytes > rows.nbytes
     kept = store.evict(0)
     assert kept.size_before == entry.size_bytes + copy_bytes and kept.in_use == (entry,)  # open readers hold it
     reader.close()

@@ -30,8 +30,8 @@ from glyphforge.builds.remote_build import (
 )
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore, MissingEntryFileError
+from glyphforge.cache.entry import read_entry
 from glyphforge.cache.keys import cache_key
-from glyphforge.cache.store import read_entry
 from glyphforge.context import DataContext
 from glyphforge.errors import StorageError
 from glyphforge.session import open_session

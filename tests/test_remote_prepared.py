@@ -18,9 +18,9 @@ import pytest
 import glyphforge as gf
 from glyphforge import DataContext
 from glyphforge.cache import CacheStore
-from glyphforge.cache.store import Entry
+from glyphforge.cache.entry import Entry
 from glyphforge.datasets import emnist
-from glyphforge.datasets._class_files import DECLARATIONS
+from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets.emnist import EMNIST, EMNIST_ZIP, load_emnist, prepare_emnist
 from glyphforge.datasets.mnist_family import DATASETS, MNIST, load_mnist, prepare_mnist
 from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot

@@ -40,8 +40,8 @@ from glyphforge.builds.materialize import (
     make_copy,
     open_copy,
 )
+from glyphforge.cache.decoded import decoded_dir
 from glyphforge.cache.locks import LockTimeoutError
-from glyphforge.cache.store import decoded_dir
 from glyphforge.textfmt import human_size, parse_size
 
 if TYPE_CHECKING:

@@ -61,9 +61,9 @@ from glyphforge.builds.index import ShardIndex
 from glyphforge.builds.members import Member, Put, Scratch, Shard, decode_shard, layout_dtype, place_shard
 from glyphforge.builds.own_built import announced
 from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry, MissingEntryFileError
+from glyphforge.cache.entry import read_entry
 from glyphforge.cache.lookup import of_kind
 from glyphforge.cache.manifest import is_built
-from glyphforge.cache.store import read_entry
 from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, parse_place
 

@@ -4,7 +4,7 @@ Random rows of ``arrays.pklz`` cost a whole shard's decoding each; rows of a dec
 copy cost a read of their own bytes (from the page cache, once warm). The copy is made once per machine (per cache)
 and read by every process that opens the entry, DataLoader workers included.
 
-Layout: ``<root>/<kind>/<key>.decoded/`` beside the entry (`glyphforge.cache.store.decoded_dir`),
+Layout: ``<root>/<kind>/<key>.decoded/`` beside the entry (`glyphforge.cache.decoded.decoded_dir`),
 holding what ``ds.export`` writes (`glyphforge.builds.export.write_npy_files`): one
 ``<array name>.npy`` per array and ``metadata.json``; and its checks (`glyphforge.cache.decoded`):
 each array's row checksums ``<array name>.crc32.npy`` and the record ``checks.json`` (every
@@ -63,6 +63,8 @@ from glyphforge.cache.decoded import (
     DamagedCopyError,
     ForeignCopyError,
     crc32,
+    decoded_dir,
+    decoded_staging_prefix,
     foreign,
     identity,
     npy_layout,
@@ -72,8 +74,8 @@ from glyphforge.cache.decoded import (
     row_sums,
     sums_file,
 )
+from glyphforge.cache.entry import Entry
 from glyphforge.cache.locks import LockTimeoutError, hold
-from glyphforge.cache.store import Entry, decoded_dir, decoded_staging_prefix
 from glyphforge.errors import StorageError
 from glyphforge.textfmt import human_size
 

@@ -37,9 +37,9 @@ from glyphforge.builds.index import INDEX_FILE, DamagedIndexError, ShardIndex
 from glyphforge.builds.members import Member
 from glyphforge.builds.shard_fetch import CachedEntry, Piece, ShardFetcher, ShardRuns, continues_run
 from glyphforge.cache import CorruptPklzError
+from glyphforge.cache.entry import read_entry
 from glyphforge.cache.lookup import of_kind, split_target
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest, read_manifest
-from glyphforge.cache.store import read_entry
 from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, parse_place
 from glyphforge.storage.reads import RemoteFileMissingError, read_bytes

@@ -61,10 +61,10 @@ from glyphforge.builds.builder import (
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.shards import ShardRecord, count_shards, images_array, make_shard_arrays
 from glyphforge.cache import Entry
+from glyphforge.cache.entry import read_entry
 from glyphforge.cache.keys import cache_key
 from glyphforge.cache.manifest import MANIFEST, make_manifest
 from glyphforge.cache.npy_members import dump_arrays
-from glyphforge.cache.store import read_entry
 from glyphforge.context import DataContext
 from glyphforge.errors import ArgumentError
 from glyphforge.session import Session

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from glyphforge._files import sha256_file
+from glyphforge.cache.layout import STAGING_PREFIX, folder_bytes
 from glyphforge.errors import IntegrityError, StorageError
 
 crc32: Callable[..., int]
@@ -39,6 +40,8 @@ try:
 except ImportError:  # pragma: no cover - exercised only where isal is missing
     crc32 = zlib.crc32
 
+#: The suffix of an entry's decoded copy, ``<root>/<kind>/<key>.decoded`` (see `decoded_dir`).
+DECODED_SUFFIX = ".decoded"
 #: The record of a copy, written last.
 CHECKS_FILE = "checks.json"
 #: Bytes read at a time when a copy is recorded.
@@ -61,6 +64,24 @@ class DamagedCopyError(StorageError, IntegrityError):
 
 class ForeignCopyError(StorageError):
     """``<key>.decoded`` is not glyphforge's decoded copy (a symbolic link, a file): nothing was read or changed."""
+
+
+def decoded_dir(entry_dir: Path) -> Path:
+    """Return where the decoded copy of the entry in ``entry_dir`` lives: ``<root>/<kind>/<key>.decoded``."""
+    return entry_dir.with_name(f"{entry_dir.name}{DECODED_SUFFIX}")
+
+
+def decoded_staging_prefix(entry_dir: Path) -> str:
+    """The name prefix of a staging directory of that decoded copy: the store's staging of key ``<key>.decoded``.
+
+    So `CacheStore.gc` removes an abandoned one under the lock ``.<key>.decoded.lock``, which its maker holds.
+    """
+    return f"{STAGING_PREFIX}{entry_dir.name}{DECODED_SUFFIX}-"
+
+
+def decoded_bytes(entry_dir: Path) -> int:
+    """The bytes of the decoded copy of the entry in ``entry_dir``; 0 when it has none, or a link (not glyphforge's)."""
+    return folder_bytes(decoded_dir(entry_dir))
 
 
 def sums_file(name: str) -> str:

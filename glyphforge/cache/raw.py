@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 import filelock
 
 from glyphforge._files import atomic_path
+from glyphforge.cache.entry import Entry
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.manifest import MANIFEST
-from glyphforge.cache.store import Entry
 from glyphforge.pipelines.hashes import check_hash
 
 if TYPE_CHECKING:

@@ -30,7 +30,8 @@ a size, and never one whose lock it cannot take at once: some process is reading
 An entry never read since it was made was last used when it was made (its manifest's
 modification time).
 
-An entry's companions, its ``.work`` scratch and its ``.decoded`` copy, go with it:
+An entry's companions, its ``.work`` scratch and a reader's ``.decoded`` copy, go with it
+(:mod:`glyphforge.cache.companions` lists them; the store knows them only from there):
 :meth:`~CacheStore.rm` and :meth:`~CacheStore.evict` remove them, eviction counts the
 decoded copy's bytes with the entry's, replacing an entry drops its decoded copy, and
 :meth:`~CacheStore.gc` removes a decoded copy whose entry is gone.
@@ -42,14 +43,12 @@ data dir made it owner-only. :meth:`~CacheStore.get` raises `UnreadableEntryErro
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,296 +57,18 @@ import filelock
 from glyphforge import config
 from glyphforge._access import check_data_dir_access
 from glyphforge._checks import PathLike
-from glyphforge._files import describe_owner, make_temp_dir, remove_tree, sha256_file, writing
-from glyphforge.cache.decoded import verify_copy
+from glyphforge._files import make_temp_dir, remove_tree, sha256_file, writing
+from glyphforge.cache.cleanup import sweep
+from glyphforge.cache.companions import WORK, entry_dirs, remove_companions
+from glyphforge.cache.entry import Entry, read_entry, readable_entry
+from glyphforge.cache.eviction import Eviction, evict_entries
 from glyphforge.cache.keys import cache_key, check_kind
+from glyphforge.cache.layout import STAGING_PREFIX, TRASH_PREFIX
 from glyphforge.cache.locks import LockTimeoutError, ReadLock, exclusive, hold, readers_path
-from glyphforge.cache.manifest import (
-    MANIFEST,
-    BrokenManifestError,
-    ManifestFields,
-    check_file_name,
-    make_manifest,
-    read_manifest,
-)
-from glyphforge.cache.pklz import CorruptPklzError, dump_pklz, iter_pklz, load_pklz
-from glyphforge.errors import AccessError, IntegrityError, StorageError
+from glyphforge.cache.manifest import MANIFEST, make_manifest
+from glyphforge.cache.verify import CacheProblem, check_store, find_unreadable
+from glyphforge.cache.writer import Writer
 from glyphforge.textfmt import parse_size
-
-_STAGING_PREFIX = ".tmp-"
-_TRASH_PREFIX = ".trash-"
-_WORK_SUFFIX = ".work"
-#: The suffix of an entry's decoded copy, ``<root>/<kind>/<key>.decoded`` (see `decoded_dir`).
-DECODED_SUFFIX = ".decoded"
-_UNREADABLE = "you may not read it: "
-_COMPANIONS = (_WORK_SUFFIX, DECODED_SUFFIX)
-
-
-class MissingEntryFileError(IntegrityError, FileNotFoundError):
-    """A data file an entry's manifest lists is not on disk; the message names it and how to make the entry again.
-
-    ``errno`` is ``ENOENT`` and ``filename`` the missing file.
-    """
-
-    def __str__(self) -> str:
-        return str(self.strerror)
-
-
-class DamagedEntryFileError(CorruptPklzError):
-    """A data file of an entry is not the size its manifest records; the message names it and the fix.
-
-    ``path`` is the file, ``size`` its size in bytes and ``expected`` the size its manifest records.
-    """
-
-    def __init__(self, message: str, path: Path, size: int, expected: int) -> None:
-        super().__init__(message)
-        self.path, self.size, self.expected = path, size, expected
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (str(self), self.path, self.size, self.expected)
-
-
-class UnreadableEntryError(AccessError, PermissionError):
-    """An entry exists but this user may not read it (another user's, made owner-only); the message says what to do.
-
-    It is not broken: glyphforge neither makes it again nor removes it. ``errno`` is
-    ``EACCES`` and ``filename`` the entry directory, or the data file this user may not read.
-    """
-
-    def __str__(self) -> str:
-        return str(self.strerror)
-
-
-class CleanupError(StorageError):
-    """:meth:`CacheStore.gc` removed what it could but not everything it should; the message names each and why.
-
-    Attributes
-    ----------
-    removed
-        What it did remove.
-    """
-
-    def __init__(self, message: str, removed: list[Path]) -> None:
-        super().__init__(message)
-        self.errno = errno.EACCES
-        self.removed = removed
-
-
-def _unreadable_text(path: Path, opened_by: Path | None = None) -> str:
-    """Why this user may not read ``path`` (an entry, a folder or a file of the store), and what to do.
-
-    ``opened_by``: what its owner should open to the group (default ``path``), e.g. a file's entry.
-    """
-    return (f"permission is denied ({describe_owner(path)}). Another user made it "
-            "readable by its owner only (with a umask of 077, or with an older glyphforge, which made every entry "
-            f"so); it is not broken and glyphforge leaves it alone. Ask its owner to run "
-            f"`chmod -R g+rX {opened_by or path}` "
-            "(and to work with `umask 002` in a data dir a group shares), or use a data dir of your own "
-            "(--data-dir or $GLYPHFORGE_DATA_DIR)")
-
-
-@dataclass(frozen=True)
-class Entry(ManifestFields):
-    """A complete cache entry (``key``, ``kind``, ``params``, ``meta``, ``files``, ``size_bytes``: its manifest's).
-
-    Attributes
-    ----------
-    path
-        The entry directory.
-    manifest
-        The parsed ``manifest.json``, checked by :func:`read_manifest`.
-    """
-
-    path: Path
-    manifest: dict[str, Any]
-
-    def file(self, name: str) -> Path:
-        """Return the path of the data file ``name``.
-
-        Raises
-        ------
-        KeyError
-            When the manifest lists no such file (the message lists the files).
-        MissingEntryFileError
-            When the manifest lists it but it is not on disk.
-        DamagedEntryFileError
-            When it is not the size the manifest records (truncated, or replaced).
-        UnreadableEntryError
-            When this user may not read it (another member of a shared data dir made it owner-only).
-
-        The messages say what to do: make the entry again, or have its owner open it to the group.
-        """
-        if name not in self.manifest["files"]:
-            raise KeyError(f"entry {self.kind}/{self.key[:12]} has no file {name!r}; files: {self.files}")
-        path = self.path / name
-        fix = (f"run `glyphforge cache gc` to remove the broken entry, then make it again: `prepare-data {self.kind}`, "
-               "or for a built dataset the build that made it")
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            raise MissingEntryFileError(
-                errno.ENOENT, f"{path} is missing from the {self.kind} entry {self.key[:12]} (it was deleted or the "
-                f"disk lost it): {fix}", str(path)) from None
-        expected = self.manifest["files"][name]["size"]
-        if size != expected:
-            raise DamagedEntryFileError(
-                f"{path} is damaged: {size:,} bytes where the {self.kind} entry {self.key[:12]}'s manifest records "
-                f"{expected:,} (truncated or replaced): {fix}", path, size, expected)
-        if not os.access(path, os.R_OK):
-            raise UnreadableEntryError(
-                errno.EACCES, f"{path}, a data file of the {self.kind} entry {self.key[:12]}, exists but you may not "
-                f"read it: {_unreadable_text(path, opened_by=self.path)}", str(path))
-        return path
-
-    def read_lock(self) -> ReadLock:
-        """Return the entry's readers lock (not yet taken): hold it while using the entry, so it is not evicted."""
-        return ReadLock(readers_path(self.path))
-
-    def load(self, name: str, trusted: bool = False) -> Any:
-        """Load the pickle in data file ``name`` (safe unpickler unless ``trusted``); see :meth:`file` for errors.
-
-        The entry's read lock is held while it loads.
-        """
-        with self.read_lock():
-            return load_pklz(self.file(name), trusted=trusted)
-
-    def iter(self, name: str, trusted: bool = False) -> Iterator[Any]:
-        """Yield every pickle of the multi-member data file ``name``, in order; see :meth:`file` for errors.
-
-        The entry's read lock is held until the iterator is exhausted or closed.
-        """
-        return _locked_iter(self.read_lock(), iter_pklz(self.file(name), trusted=trusted))
-
-    @property
-    def decoded_bytes(self) -> int:
-        """The bytes of the entry's decoded copy (`decoded_dir`); 0 when it has none, or a link (not glyphforge's)."""
-        copy = decoded_dir(self.path)
-        return 0 if copy.is_symlink() else sum(path.stat().st_size for path in _listing(copy) if path.is_file())
-
-    @property
-    def last_used(self) -> float:
-        """When a reader last took the entry's lock, else when it was made (seconds since the epoch)."""
-        made = _mtime(self.path / MANIFEST)
-        used = _mtime(readers_path(self.path))
-        return max(made, used)
-
-
-def _locked_iter(lock: ReadLock, items: Iterator[Any]) -> Iterator[Any]:
-    with lock:
-        yield from items
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def decoded_dir(entry_dir: Path) -> Path:
-    """Return where the decoded copy of the entry in ``entry_dir`` lives: ``<root>/<kind>/<key>.decoded``."""
-    return entry_dir.with_name(f"{entry_dir.name}{DECODED_SUFFIX}")
-
-
-def decoded_staging_prefix(entry_dir: Path) -> str:
-    """The name prefix of a staging directory of that decoded copy: the store's staging of key ``<key>.decoded``.
-
-    So `CacheStore.gc` removes an abandoned one under the lock ``.<key>.decoded.lock``, which its maker holds.
-    """
-    return f"{_STAGING_PREFIX}{entry_dir.name}{DECODED_SUFFIX}-"
-
-
-def read_entry(path: Path) -> Entry | None:
-    """Return the complete entry in directory ``path``, or None (also when its manifest fails `read_manifest`).
-
-    Raises
-    ------
-    UnreadableEntryError
-        When this user may not read it (see the module docstring).
-    """
-    try:
-        return Entry(path, read_manifest(path))
-    except BrokenManifestError:
-        return None
-    except PermissionError:
-        closed = next((folder for folder in (*reversed(path.parents), path) if not os.access(folder, os.X_OK)), path)
-        message = (f"the {path.parent.name} entry {path.name[:12]} at {path} exists, but you may not read "
-                   f"{'it' if closed == path else closed}: {_unreadable_text(closed)}")
-        raise UnreadableEntryError(errno.EACCES, message, str(path)) from None
-
-
-@dataclass(frozen=True)
-class CacheProblem:
-    """One thing :meth:`CacheStore.verify` found wrong; ``unreadable``: this user may not read it (not known broken)."""
-
-    path: Path
-    message: str
-    unreadable: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
-
-
-@dataclass(frozen=True)
-class Eviction:
-    """What :meth:`CacheStore.evict` did.
-
-    Attributes
-    ----------
-    limit
-        The size asked for, in bytes.
-    size_before, size_after
-        The store's data files before and after, in bytes (`Entry.size_bytes` and `Entry.decoded_bytes` summed).
-    evicted
-        The entries removed, least recently used first.
-    in_use
-        Entries it would have removed but left: a process was reading them.
-    """
-
-    limit: int
-    size_before: int
-    size_after: int
-    evicted: tuple[Entry, ...]
-    in_use: tuple[Entry, ...]
-
-    @property
-    def fits(self) -> bool:
-        """Whether the store fits the limit now."""
-        return self.size_after <= self.limit
-
-
-@dataclass
-class Writer:
-    """Stages the files of one entry; committed by :meth:`CacheStore.create`.
-
-    Attributes
-    ----------
-    path
-        The staging directory: files written here become the entry's files.
-    meta
-        JSON-serialisable extra information, saved as ``manifest["meta"]``.
-    """
-
-    path: Path
-    meta: dict[str, Any] = field(default_factory=dict)
-    known_sha256: dict[str, str] = field(default_factory=dict)
-    """The sha256 of files the caller hashed while writing them (``concat_pklz`` does): committing
-    records these instead of reading the files again."""
-    manifest: dict[str, Any] | None = None
-    """The manifest of an entry copied from elsewhere (a data dir at a URL), committed as it is
-    (its ``created`` and versions kept) instead of a new one; ``meta`` is then unused, and the staged
-    files must be exactly its files table."""
-
-    def write(self, name: str, obj: Any, level: int | None = None) -> Path:
-        """Write ``obj`` as the gzipped pickle ``name`` (see :func:`dump_pklz`)."""
-        return dump_pklz(obj, self.path / check_file_name(name), level=level)
-
-    def add_file(self, name: str, source: PathLike) -> Path:
-        """Move an already written file into the entry as ``name``."""
-        destination = self.path / check_file_name(name)
-        with writing(destination):
-            shutil.move(os.fspath(source), destination)
-        return destination
 
 
 class CacheStore:
@@ -393,7 +114,7 @@ class CacheStore:
 
     def work_dir(self, kind: str, params: Mapping[str, Any]) -> Path:
         """Return (and create) a persistent scratch directory for the key's resumable work."""
-        path = self.root / check_kind(kind) / f"{self.key(kind, params)}{_WORK_SUFFIX}"
+        path = WORK.of(self.root / check_kind(kind) / self.key(kind, params))
         with writing(path):
             path.mkdir(parents=True, exist_ok=True)
         return path
@@ -429,13 +150,13 @@ class CacheStore:
         ``lock_timeout`` seconds: `LockTimeoutError`). On an exception the staging
         directory is removed and nothing becomes visible. An existing entry for the
         same key is replaced atomically. A full, read-only or forbidden disk raises
-        `glyphforge._files.StorageError` naming the path.
+        `glyphforge.errors.StorageError` naming the path.
         """
         key = self.key(kind, params)
         with self._locked(kind, key):
             self._remove_stale_staging(kind, key)
             with writing(self.root / kind):
-                staging = make_temp_dir(f"{_STAGING_PREFIX}{key}-", self.root / kind)
+                staging = make_temp_dir(f"{STAGING_PREFIX}{key}-", self.root / kind)
             writer = Writer(staging)
             try:
                 yield writer
@@ -486,7 +207,7 @@ class CacheStore:
             os.rename(writer.path, final)  # right after hiding: the key is without an entry only between two renames
         if replaced is not None:
             shutil.rmtree(replaced, ignore_errors=True)
-            shutil.rmtree(decoded_dir(final), ignore_errors=True)  # the replaced entry's
+            remove_companions(final, derived=True)  # the replaced entry's decoded copy
         with ReadLock(readers_path(final)):  # made by the writer (its umask, as the key's lock), and used now
             pass
 
@@ -496,7 +217,7 @@ class CacheStore:
         Raises `StorageError` (and leaves no trash directory) when this user may not move it.
         """
         with writing(path):
-            trash = make_temp_dir(f"{_TRASH_PREFIX}{path.name}-", path.parent)
+            trash = make_temp_dir(f"{TRASH_PREFIX}{path.name}-", path.parent)
             try:
                 os.rename(path, trash / path.name)
             except OSError:
@@ -525,40 +246,23 @@ class CacheStore:
         return thread
 
     def _remove_stale_staging(self, kind: str, key: str) -> None:
-        for leftover in (self.root / kind).glob(f"{_STAGING_PREFIX}{key}-*"):
+        for leftover in (self.root / kind).glob(f"{STAGING_PREFIX}{key}-*"):
             shutil.rmtree(leftover, ignore_errors=True)
 
     # -- maintenance ------------------------------------------------------
-    def _kind_dirs(self) -> list[Path]:
-        return [path for path in _listing(self.root) if path.is_dir() and not path.name.startswith(".")]
-
-    def _entry_dirs(self) -> Iterator[Path]:
-        for kind_dir in self._kind_dirs():
-            for path in _listing(kind_dir):
-                if path.is_dir() and not path.name.startswith(".") and not path.name.endswith(_COMPANIONS):
-                    yield path
-
     def unreadable(self) -> list[CacheProblem]:
         """Name every folder and entry of the store this user may not read, and what to do (see the module docstring).
 
         `ls` skips them and `gc` leaves them alone; each problem's ``unreadable`` is True.
         """
-        folders = [self.root, *self._kind_dirs()] if self.root.is_dir() else []
-        problems = [CacheProblem(folder, _UNREADABLE + _unreadable_text(folder), unreadable=True)
-                    for folder in folders if not _listable(folder)]
-        for path in self._entry_dirs():
-            try:
-                read_entry(path)
-            except UnreadableEntryError:
-                problems.append(CacheProblem(path, _UNREADABLE + _unreadable_text(path), unreadable=True))
-        return problems
+        return find_unreadable(self.root)
 
     def ls(self) -> list[Entry]:
         """Return every complete entry, by kind then creation time.
 
         Broken entries are skipped (see `verify`), and so are those this user may not read (see `unreadable`).
         """
-        entries = [entry for path in self._entry_dirs() if (entry := _readable_entry(path))]
+        entries = [entry for path in entry_dirs(self.root) if (entry := readable_entry(path))]
         return sorted(entries, key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
 
     def find(self, key: str) -> Entry:
@@ -577,7 +281,7 @@ class CacheStore:
         entry = self.find(key)
         with self._locked(entry.kind, entry.key):
             self._discard(entry.path)
-            _remove_companions(entry.path)
+            remove_companions(entry.path)
         return entry
 
     def verify(self) -> list[CacheProblem]:
@@ -587,18 +291,7 @@ class CacheStore:
         naming ``manifest.json`` and what is wrong with it. What this user may not read is
         a problem too, with ``unreadable`` True: it could not be checked.
         """
-        problems = self.unreadable()
-        for path in self._entry_dirs():
-            try:
-                entry = Entry(path, read_manifest(path))
-            except BrokenManifestError as error:
-                problems.append(CacheProblem(path / MANIFEST, str(error)))
-                continue
-            except PermissionError:
-                continue  # named by unreadable()
-            problems.extend(_check_entry_files(entry, rehash=True))
-            problems.extend(CacheProblem(*problem) for problem in verify_copy(decoded_dir(path), entry.key))
-        return problems
+        return check_store(self.root)
 
     def evict(self, max_size: int | str) -> Eviction:
         """Remove the least recently used entries until the store's data files fit ``max_size``; never one in use.
@@ -623,31 +316,7 @@ class CacheStore:
         OSError
             Where there are no POSIX file locks (see :mod:`glyphforge.cache.locks`).
         """
-        limit = parse_size(max_size)
-        entries = sorted(self.ls(), key=lambda entry: entry.last_used)
-        sizes = {entry.path: entry.size_bytes + entry.decoded_bytes for entry in entries}
-        size = before = sum(sizes.values())
-        evicted, in_use, failed = [], [], []
-        for entry in entries:
-            if size <= limit:
-                break
-            try:
-                taken = self._evict(entry)
-            except OSError as error:  # another user's entry this one may not delete
-                failed.append(_failure(entry.path, error))
-                continue
-            if taken:
-                evicted.append(entry)
-                size -= sizes[entry.path]
-            else:
-                in_use.append(entry)
-        if failed:
-            raise CleanupError(
-                f"`glyphforge cache gc --max-size` evicted {len(evicted)} entries but could not remove "
-                f"{len(failed)}: " + "; ".join(failed) + ". Where they are another user's, ask their owner to "
-                "remove them (`glyphforge cache rm KEY`), or to let the group write their files (`chmod -R g+rwX` "
-                "on them, and `umask 002` from then on).", [entry.path for entry in evicted])
-        return Eviction(limit, before, size, tuple(evicted), tuple(in_use))
+        return evict_entries(self.ls(), parse_size(max_size), self._evict)
 
     def _evict(self, entry: Entry) -> bool:
         """Remove ``entry`` unless a writer holds its key or a reader its read lock; whether it was removed."""
@@ -655,7 +324,7 @@ class CacheStore:
             with self._locked(entry.kind, entry.key, timeout=0), exclusive(readers_path(entry.path)) as taken:
                 if taken:
                     self._discard(entry.path)
-                    _remove_companions(entry.path)
+                    remove_companions(entry.path)
                 return taken
         except LockTimeoutError:
             return False
@@ -675,112 +344,13 @@ class CacheStore:
             After removing all it could, when something it should remove is another user's
             that this one may not delete; the message names each, its owner and what to do.
         """
-        removed: list[Path] = []
-        failed: list[str] = []
-        for kind_dir in self._kind_dirs():
-            for path in _listing(kind_dir):
-                if path.name.startswith(_TRASH_PREFIX):
-                    self._collect(path, remove_tree, removed, failed)
-                elif path.name.startswith(_STAGING_PREFIX):
-                    self._collect(path, self._remove_staging, removed, failed)
-        for path in list(self._entry_dirs()):
-            try:
-                entry = read_entry(path)
-            except UnreadableEntryError:
-                continue  # not known to be broken: another user's (`unreadable` names it)
-            if entry is None or _check_entry_files(entry, rehash=False):
-                self._collect(path, lambda broken: remove_tree(self._hide(broken)), removed, failed)
-        for kind_dir in self._kind_dirs():  # decoded copies of entries gone (removed above, or by hand)
-            for path in _listing(kind_dir):
-                if path.name.endswith(DECODED_SUFFIX) and not (kind_dir / path.name[:-len(DECODED_SUFFIX)]).exists():
-                    self._collect(path, remove_tree, removed, failed)
-        if failed:
-            raise CleanupError(
-                f"`glyphforge cache gc` removed {len(removed)} item(s) but could not remove {len(failed)}: "
-                + "; ".join(failed) + ". Where they are another user's, ask their owner to run `glyphforge cache gc`, "
-                "or to let the group write their files (`chmod -R g+rwX` on them, and `umask 002` from then on).",
-                removed)
+        removed = sweep(self.root, self._remove_staging, self._hide)
         if max_size is not None:
             removed.extend(entry.path for entry in self.evict(max_size).evicted)
         return removed
 
-    @staticmethod
-    def _collect(path: Path, remove: Callable[[Path], OSError | None], removed: list[Path], failed: list[str]) -> None:
-        """Run ``remove(path)``; add ``path`` to ``removed``, or what stopped it to ``failed``.
-
-        A `LockTimeoutError` is no failure: a live writer holds the key, the path is its own.
-        """
-        try:
-            error = remove(path)
-        except LockTimeoutError:
-            return
-        except OSError as raised:
-            error = raised
-        if error is None:
-            removed.append(path)
-        else:
-            failed.append(_failure(path, error))
-
     def _remove_staging(self, path: Path) -> OSError | None:
         """Delete an abandoned staging directory (`remove_tree`), holding its key's lock (none: `LockTimeoutError`)."""
-        key = path.name[len(_STAGING_PREFIX):].rsplit("-", 1)[0]
+        key = path.name[len(STAGING_PREFIX):].rsplit("-", 1)[0]
         with self._locked(path.parent.name, key, timeout=0):
             return remove_tree(path)
-
-
-def _remove_companions(entry_dir: Path) -> None:
-    """Delete the scratch directory and the decoded copy of the entry that was in ``entry_dir``."""
-    for suffix in _COMPANIONS:
-        shutil.rmtree(entry_dir.with_name(f"{entry_dir.name}{suffix}"), ignore_errors=True)
-
-
-def _failure(path: Path, error: OSError) -> str:
-    """Why ``path`` could not be removed, for `CleanupError`: the error, where, and whose that is."""
-    where = error.filename or path
-    why = os.strerror(error.errno) if error.errno else str(error)
-    return f"{path} ({why} at {where}: {describe_owner(where)})"
-
-
-def _listing(folder: Path) -> list[Path]:
-    """The sorted contents of ``folder``; empty when it is missing or this user may not list it (`unreadable`)."""
-    try:
-        return sorted(folder.iterdir())
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return []
-
-
-def _listable(folder: Path) -> bool:
-    try:
-        with os.scandir(folder):
-            return True
-    except PermissionError:
-        return False
-
-
-def _readable_entry(path: Path) -> Entry | None:
-    """`read_entry`, but None also for an entry this user may not read (`unreadable` names those)."""
-    try:
-        return read_entry(path)
-    except UnreadableEntryError:
-        return None
-
-
-def _check_entry_files(entry: Entry, rehash: bool) -> list[CacheProblem]:
-    problems = []
-    for name, info in sorted(entry.manifest["files"].items()):
-        path = entry.path / name
-        if not path.is_file():
-            problems.append(CacheProblem(path, "missing (deleted, or the disk lost it)"))
-        elif path.stat().st_size != info["size"]:
-            problems.append(
-                CacheProblem(path, f"size {path.stat().st_size} bytes, manifest says {info['size']} (truncated?)")
-            )
-        elif rehash:
-            try:
-                digest = sha256_file(path)
-            except PermissionError:
-                problems.append(CacheProblem(path, _UNREADABLE + _unreadable_text(path), unreadable=True))
-                continue
-            if digest != info["sha256"]:
-                problems.append(CacheProblem(path, "sha256 differs from the manifest (corrupted)"))
-    return problems

@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from glyphforge.datasets._class_files import Declaration
+    from glyphforge.datasets._class_declaration import Declaration
 
 SUBSETS = ("all", "train", "test")
 

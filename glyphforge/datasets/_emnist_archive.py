@@ -45,7 +45,7 @@ import numpy as np
 from tqdm import tqdm
 
 from glyphforge._checks import quote
-from glyphforge.datasets._class_files import Parsed, Subset
+from glyphforge.datasets._class_declaration import Parsed, Subset
 from glyphforge.datasets._emnist_catalog import CLASSES, EMNISTFormatError, first_label
 from glyphforge.pipelines.archive import open_member, read_member
 from glyphforge.pipelines.download import Resource

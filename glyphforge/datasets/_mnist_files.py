@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from glyphforge.datasets._class_files import Declaration, Parsed, Subset, numbered_file
+from glyphforge.datasets._class_declaration import Declaration, Parsed, Subset, numbered_file
 from glyphforge.errors import IntegrityError
 from glyphforge.pipelines.idx import CountCap, read_images, read_labels
 

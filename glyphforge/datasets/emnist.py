@@ -35,9 +35,10 @@ from typing import Any
 from glyphforge._checks import PathLike
 from glyphforge._deprecation import warn_deprecated
 from glyphforge.cache import Entry
-from glyphforge.datasets import _class_files
-from glyphforge.datasets._class_args import SUBSETS
-from glyphforge.datasets._class_files import ClassFilesDataset, Config, Declaration, Parsed, declare
+from glyphforge.datasets import _class_files, _class_load, _class_prepare
+from glyphforge.datasets._class_args import SUBSETS, class_names
+from glyphforge.datasets._class_declaration import Config, Declaration, Parsed, declare
+from glyphforge.datasets._class_load import ClassFilesDataset
 from glyphforge.datasets._classes import BLANK
 from glyphforge.datasets._emnist_archive import EMNIST_ZIP, N_IMAGES, NATIVE_SHAPE, read_split
 from glyphforge.datasets._emnist_catalog import (
@@ -91,13 +92,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_prepare = _class_files.bind(_class_files.prepare, KIND, "prepare_emnist", __name__)
+_prepare = _class_files.bind(_class_prepare.prepare, KIND, "prepare_emnist", __name__)
 
 
 def prepare_emnist(*, archive: PathLike | None = None, **options: Any) -> list[Entry]:
     """Fetch, validate and convert EMNIST splits (``split=``: one, several, or None for byclass), and resize.
 
-    The options are :func:`glyphforge.datasets._class_files.prepare`'s, with ``split``
+    The options are :func:`glyphforge.datasets._class_prepare.prepare`'s, with ``split``
     for its ``config`` and ``archives={"gzip.zip": path}`` for a local copy of NIST's
     archive; ``archive=path`` is the deprecated spelling of that.
     """
@@ -110,17 +111,17 @@ def prepare_emnist(*, archive: PathLike | None = None, **options: Any) -> list[E
     return entries
 
 
-load_emnist = _class_files.bind(_class_files.load, KIND, "load_emnist", __name__)
-emnist_classes = _class_files.bind(_class_files.class_names, KIND, "emnist_classes", __name__)
-glyph_images = _class_files.bind(_class_files.glyph_images, KIND, "glyph_images", __name__)
-preview_examples = _class_files.preview
+load_emnist = _class_files.bind(_class_load.load, KIND, "load_emnist", __name__)
+emnist_classes = _class_files.bind(class_names, KIND, "emnist_classes", __name__)
+glyph_images = _class_files.bind(_class_load.glyph_images, KIND, "glyph_images", __name__)
+preview_examples = _class_load.preview
 
 
 class EMNIST(ClassFilesDataset):
     """One EMNIST split as a map-style dataset, e.g. ``EMNIST("digits", "test")``.
 
     ``EMNIST(split="byclass", subset="train", shape=None, *, classes=None, ...)``: the
-    other keywords are :class:`~glyphforge.datasets._class_files.ClassFilesDataset`'s.
+    other keywords are :class:`~glyphforge.datasets._class_load.ClassFilesDataset`'s.
     """
 
     name = KIND

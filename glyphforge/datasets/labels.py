@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from glyphforge.cache.store import Entry
+    from glyphforge.cache.entry import Entry
 
 
 def shape_label(entry: Entry) -> str:

@@ -42,9 +42,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from glyphforge.datasets import _class_files
-from glyphforge.datasets._class_args import SUBSETS
-from glyphforge.datasets._class_files import DECLARATIONS, ClassFilesDataset, Config, Declaration, declare
+from glyphforge.datasets import _class_files, _class_load, _class_prepare
+from glyphforge.datasets._class_args import SUBSETS, class_names
+from glyphforge.datasets._class_declaration import DECLARATIONS, DEFAULT_CONFIG, Config, Declaration, declare
+from glyphforge.datasets._class_load import ClassFilesDataset
 from glyphforge.datasets._classes import BLANK
 from glyphforge.datasets._mnist_files import NATIVE_SHAPE, MNISTFormatError, read_files
 from glyphforge.pipelines.download import Resource
@@ -72,11 +73,11 @@ def _declare(
         for filename, (md5, size) in pins.items()
     }
     return declare(Declaration(name=name, title=title, resources=resources,
-                               configs={_class_files.DEFAULT_CONFIG: Config(classes, (60_000, 10_000))},
+                               configs={DEFAULT_CONFIG: Config(classes, (60_000, 10_000))},
                                reader=read_files, default_resize=DEFAULT_METHOD, native_shape=NATIVE_SHAPE))
 
 
-#: The family's declarations, by name (also in ``_class_files.DECLARATIONS``, where tests swap one).
+#: The family's declarations, by name (also in ``_class_declaration.DECLARATIONS``, where tests swap one).
 DATASETS: dict[str, Declaration] = {declared.name: declared for declared in (
     _declare("mnist", "MNIST", tuple("0123456789"),
              ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"), {
@@ -113,39 +114,39 @@ def _declaration(dataset: str) -> Declaration:
 
 def prepare_dataset(dataset: str, **options: Any) -> Any:
     """Prepare one dataset of the family by name: ``prepare_mnist(**options)`` and its siblings."""
-    return _class_files.prepare(_declaration(dataset), **options)
+    return _class_prepare.prepare(_declaration(dataset), **options)
 
 
 def load_dataset(dataset: str, *args: Any, **options: Any) -> Any:
     """Load one dataset of the family by name: ``load_mnist(*args, **options)`` and its siblings."""
-    return _class_files.load(_declaration(dataset), *args, **options)
+    return _class_load.load(_declaration(dataset), *args, **options)
 
 
 def glyph_images(dataset: str, *args: Any, **options: Any) -> Any:
     """The glyphs of one dataset of the family by name: ``mnist_glyph_images(*args, **options)`` and its siblings."""
-    return _class_files.glyph_images(_declaration(dataset), *args, **options)
+    return _class_load.glyph_images(_declaration(dataset), *args, **options)
 
 
 def dataset_classes(dataset: str) -> list[str]:
     """Return the class names of ``dataset`` in label order (no download needed)."""
-    return _class_files.class_names(_declaration(dataset))
+    return class_names(_declaration(dataset))
 
 
-preview_examples = _class_files.preview
+preview_examples = _class_load.preview
 
 prepare_mnist, prepare_fashion_mnist, prepare_kmnist = (
-    _class_files.bind(_class_files.prepare, name, f"prepare_{DATASETS[name].ident}", __name__) for name in NAMES)
+    _class_files.bind(_class_prepare.prepare, name, f"prepare_{DATASETS[name].ident}", __name__) for name in NAMES)
 load_mnist, load_fashion_mnist, load_kmnist = (
-    _class_files.bind(_class_files.load, name, f"load_{DATASETS[name].ident}", __name__) for name in NAMES)
+    _class_files.bind(_class_load.load, name, f"load_{DATASETS[name].ident}", __name__) for name in NAMES)
 mnist_classes, fashion_mnist_classes, kmnist_classes = (
-    _class_files.bind(_class_files.class_names, name, f"{DATASETS[name].ident}_classes", __name__) for name in NAMES)
+    _class_files.bind(class_names, name, f"{DATASETS[name].ident}_classes", __name__) for name in NAMES)
 mnist_glyph_images, fashion_mnist_glyph_images, kmnist_glyph_images = (
-    _class_files.bind(_class_files.glyph_images, name, f"{DATASETS[name].ident}_glyph_images", __name__)
+    _class_files.bind(_class_load.glyph_images, name, f"{DATASETS[name].ident}_glyph_images", __name__)
     for name in NAMES)
 
 
 class MNISTFamilyDataset(ClassFilesDataset):
-    """One dataset of the family as a map-style dataset (see `glyphforge.datasets._class_files.ClassFilesDataset`).
+    """One dataset of the family as a map-style dataset (see `glyphforge.datasets._class_load.ClassFilesDataset`).
 
     Use a subclass (:class:`MNIST`, :class:`FashionMNIST`, :class:`KMNIST`), which names its dataset.
     """

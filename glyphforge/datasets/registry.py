@@ -10,7 +10,7 @@ Adding a dataset is one module (``glyphforge/datasets/<name>.py``) and one `regi
 call (in this module's list :data:`BUILT_IN` for the datasets glyphforge ships). A dataset
 stored as one file per class (EMNIST, the MNIST family, any IDX set of that shape) is a
 declaration of its resources, configs, reader and default resize
-(`glyphforge.datasets._class_files.Declaration`), which gives it every part. A name is
+(`glyphforge.datasets._class_declaration.Declaration`), which gives it every part. A name is
 lowercase, an identifier or identifiers joined by hyphens (``"emnist"``,
 ``"fashion-mnist"``): it is also the cache kind, the folder of the upstream files in ``raw/``
 and on mirrors, and the ``prepare-data`` argument. Its parts follow these contracts
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     import argparse
     from pathlib import Path
 
-    from glyphforge.cache.store import Entry
+    from glyphforge.cache.entry import Entry
     from glyphforge.context import DataContext
     from glyphforge.pipelines.download import Resource
 

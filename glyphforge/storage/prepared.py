@@ -34,7 +34,7 @@ from glyphforge.storage.publish import (
 from glyphforge.storage.remote_entry import entry_location
 
 if TYPE_CHECKING:
-    from glyphforge.cache.store import Entry
+    from glyphforge.cache.entry import Entry
 
 __all__ = ["published_request", "record_request", "request_key"]
 

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
     from tqdm import tqdm
 
-    from glyphforge.cache.store import Entry
+    from glyphforge.cache.entry import Entry
 
 __all__ = [
     "LocalSourceError", "PublishConflictError", "Published", "find_entry", "identity", "publish", "publish_entry",

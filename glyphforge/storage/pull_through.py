@@ -31,8 +31,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from glyphforge._checks import PathLike
+from glyphforge.cache.entry import Entry
 from glyphforge.cache.manifest import is_built
-from glyphforge.cache.store import CacheStore, Entry
+from glyphforge.cache.store import CacheStore
 from glyphforge.storage.location import Location
 from glyphforge.storage.remote_entry import RemoteEntry, entry_location
 

@@ -1,0 +1,187 @@
+"""A complete cache entry (`Entry`), how one is read from its directory (`read_entry`), and the errors of its files.
+
+An entry directory whose manifest fails `glyphforge.cache.manifest.read_manifest` is
+broken: `read_entry` returns None. One this user may not read (another user of a shared
+data dir made it owner-only) is not broken: `read_entry` raises `UnreadableEntryError`.
+"""
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from glyphforge._files import describe_owner
+from glyphforge.cache.locks import ReadLock, readers_path
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, read_manifest
+from glyphforge.cache.pklz import CorruptPklzError, iter_pklz, load_pklz
+from glyphforge.errors import AccessError, IntegrityError
+
+
+class MissingEntryFileError(IntegrityError, FileNotFoundError):
+    """A data file an entry's manifest lists is not on disk; the message names it and how to make the entry again.
+
+    ``errno`` is ``ENOENT`` and ``filename`` the missing file.
+    """
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class DamagedEntryFileError(CorruptPklzError):
+    """A data file of an entry is not the size its manifest records; the message names it and the fix.
+
+    ``path`` is the file, ``size`` its size in bytes and ``expected`` the size its manifest records.
+    """
+
+    def __init__(self, message: str, path: Path, size: int, expected: int) -> None:
+        super().__init__(message)
+        self.path, self.size, self.expected = path, size, expected
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.path, self.size, self.expected)
+
+
+class UnreadableEntryError(AccessError, PermissionError):
+    """An entry exists but this user may not read it (another user's, made owner-only); the message says what to do.
+
+    It is not broken: glyphforge neither makes it again nor removes it. ``errno`` is
+    ``EACCES`` and ``filename`` the entry directory, or the data file this user may not read.
+    """
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def unreadable_text(path: Path, opened_by: Path | None = None) -> str:
+    """Why this user may not read ``path`` (an entry, a folder or a file of the store), and what to do.
+
+    ``opened_by``: what its owner should open to the group (default ``path``), e.g. a file's entry.
+    """
+    return (f"permission is denied ({describe_owner(path)}). Another user made it "
+            "readable by its owner only (with a umask of 077, or with an older glyphforge, which made every entry "
+            f"so); it is not broken and glyphforge leaves it alone. Ask its owner to run "
+            f"`chmod -R g+rX {opened_by or path}` "
+            "(and to work with `umask 002` in a data dir a group shares), or use a data dir of your own "
+            "(--data-dir or $GLYPHFORGE_DATA_DIR)")
+
+
+@dataclass(frozen=True)
+class Entry(ManifestFields):
+    """A complete cache entry (``key``, ``kind``, ``params``, ``meta``, ``files``, ``size_bytes``: its manifest's).
+
+    Attributes
+    ----------
+    path
+        The entry directory.
+    manifest
+        The parsed ``manifest.json``, checked by :func:`read_manifest`.
+    """
+
+    path: Path
+    manifest: dict[str, Any]
+
+    def file(self, name: str) -> Path:
+        """Return the path of the data file ``name``.
+
+        Raises
+        ------
+        KeyError
+            When the manifest lists no such file (the message lists the files).
+        MissingEntryFileError
+            When the manifest lists it but it is not on disk.
+        DamagedEntryFileError
+            When it is not the size the manifest records (truncated, or replaced).
+        UnreadableEntryError
+            When this user may not read it (another member of a shared data dir made it owner-only).
+
+        The messages say what to do: make the entry again, or have its owner open it to the group.
+        """
+        if name not in self.manifest["files"]:
+            raise KeyError(f"entry {self.kind}/{self.key[:12]} has no file {name!r}; files: {self.files}")
+        path = self.path / name
+        fix = (f"run `glyphforge cache gc` to remove the broken entry, then make it again: `prepare-data {self.kind}`, "
+               "or for a built dataset the build that made it")
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise MissingEntryFileError(
+                errno.ENOENT, f"{path} is missing from the {self.kind} entry {self.key[:12]} (it was deleted or the "
+                f"disk lost it): {fix}", str(path)) from None
+        expected = self.manifest["files"][name]["size"]
+        if size != expected:
+            raise DamagedEntryFileError(
+                f"{path} is damaged: {size:,} bytes where the {self.kind} entry {self.key[:12]}'s manifest records "
+                f"{expected:,} (truncated or replaced): {fix}", path, size, expected)
+        if not os.access(path, os.R_OK):
+            raise UnreadableEntryError(
+                errno.EACCES, f"{path}, a data file of the {self.kind} entry {self.key[:12]}, exists but you may not "
+                f"read it: {unreadable_text(path, opened_by=self.path)}", str(path))
+        return path
+
+    def read_lock(self) -> ReadLock:
+        """Return the entry's readers lock (not yet taken): hold it while using the entry, so it is not evicted."""
+        return ReadLock(readers_path(self.path))
+
+    def load(self, name: str, trusted: bool = False) -> Any:
+        """Load the pickle in data file ``name`` (safe unpickler unless ``trusted``); see :meth:`file` for errors.
+
+        The entry's read lock is held while it loads.
+        """
+        with self.read_lock():
+            return load_pklz(self.file(name), trusted=trusted)
+
+    def iter(self, name: str, trusted: bool = False) -> Iterator[Any]:
+        """Yield every pickle of the multi-member data file ``name``, in order; see :meth:`file` for errors.
+
+        The entry's read lock is held until the iterator is exhausted or closed.
+        """
+        return _locked_iter(self.read_lock(), iter_pklz(self.file(name), trusted=trusted))
+
+    @property
+    def last_used(self) -> float:
+        """When a reader last took the entry's lock, else when it was made (seconds since the epoch)."""
+        made = _mtime(self.path / MANIFEST)
+        used = _mtime(readers_path(self.path))
+        return max(made, used)
+
+
+def _locked_iter(lock: ReadLock, items: Iterator[Any]) -> Iterator[Any]:
+    with lock:
+        yield from items
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def read_entry(path: Path) -> Entry | None:
+    """Return the complete entry in directory ``path``, or None (also when its manifest fails `read_manifest`).
+
+    Raises
+    ------
+    UnreadableEntryError
+        When this user may not read it (see the module docstring).
+    """
+    try:
+        return Entry(path, read_manifest(path))
+    except BrokenManifestError:
+        return None
+    except PermissionError:
+        closed = next((folder for folder in (*reversed(path.parents), path) if not os.access(folder, os.X_OK)), path)
+        message = (f"the {path.parent.name} entry {path.name[:12]} at {path} exists, but you may not read "
+                   f"{'it' if closed == path else closed}: {unreadable_text(closed)}")
+        raise UnreadableEntryError(errno.EACCES, message, str(path)) from None
+
+
+def readable_entry(path: Path) -> Entry | None:
+    """`read_entry`, but None also for an entry this user may not read (`CacheStore.unreadable` names those)."""
+    try:
+        return read_entry(path)
+    except UnreadableEntryError:
+        return None

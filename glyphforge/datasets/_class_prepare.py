@@ -1,0 +1,197 @@
+"""Preparing a per-class dataset: its entries' cache params, its upstream files fetched and read once, the native
+entry written and the resized ones (the entries are described in :mod:`glyphforge.datasets._class_files`).
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from glyphforge._checks import MAX_READ_THREADS, PathLike, worker_count
+from glyphforge.cache import Entry, Writer
+from glyphforge.context import DataContext, Mirrors
+from glyphforge.datasets import _own_copy
+from glyphforge.datasets._class_args import check_configs, config_phrase
+from glyphforge.datasets._class_declaration import Declaration, Parsed
+from glyphforge.datasets._class_selection import class_records
+from glyphforge.datasets._prepare import check_shapes, given_archives, resized, upstream_file
+
+
+def params(dataset: Declaration, config: str, shape: tuple[int, int], source: Mapping[str, str] | None = None
+           ) -> dict[str, Any]:
+    """The cache params of the entry of ``(config, shape)`` made from the files of hashes ``source`` (None: the
+    pinned ones; see :mod:`glyphforge.datasets._class_files` and :mod:`glyphforge.datasets._own_copy`)."""
+    hashes = dict(sorted((source or {name: resource.hash for name, resource in dataset.resources.items()}).items()))
+    found: dict[str, Any] = {} if dataset.config_option is None else {dataset.config_option: config}
+    found.update(shape=list(shape), source=next(iter(hashes.values())) if len(hashes) == 1 else hashes)
+    if shape != dataset.native_shape:
+        found["resize"] = dataset.default_resize
+    return found
+
+
+def prepare(
+    dataset: Declaration,
+    *,
+    config: str | Iterable[str] | None = None,
+    shapes: Iterable[tuple[int, int]] = (),
+    archives: Mapping[str, PathLike] | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    mirrors: Mirrors = None,
+    verify: bool | None = None,
+    progress: bool | None = None,
+    offline: bool | None = None,
+) -> list[Entry]:
+    """Fetch, validate and convert configs of ``dataset``, and make resized variants.
+
+    Idempotent: entries already in the cache are returned without touching the files
+    or the network; each upstream file is fetched (or checked) at most once.
+
+    Parameters
+    ----------
+    dataset
+        The declaration.
+    config
+        One config, or several (repeats dropped); None: the default. (EMNIST calls it ``split``.)
+    shapes
+        Extra ``(height, width)`` variants, each the resize of the native entry.
+    archives
+        ``{resource or file name: path}``: local copies of upstream files, used in place.
+    context
+        Where data lives and how it may be fetched (:class:`~glyphforge.context.DataContext`).
+    data_dir, mirrors, verify, progress, offline
+        Override ``context``'s (see :meth:`DataContext.resolve`). With ``verify`` False,
+        ``archives`` and files placed in ``<data dir>/raw/<name>/`` are used unchecked
+        (a download is always verified); the files' structure is always validated.
+
+    Returns
+    -------
+    list of Entry
+        For each config in order: its native entry, then one entry per distinct other shape.
+
+    Raises
+    ------
+    ValueError
+        For an unknown config, a bad shape or an ``archives`` name that is none of the files.
+    DownloadError, HashMismatchError
+        When a file cannot be fetched, or is not the pinned file (nothing is cached).
+    IDXError, ArchiveError, and the reader's format errors
+        When a file is truncated or corrupt (nothing is cached).
+    """
+    names = check_configs(dataset, config)
+    given = given_archives(archives, dataset.resources, dataset.title)
+    ctx = DataContext.resolve(context, data_dir=data_dir, mirrors=mirrors, offline=offline, verify=verify,
+                              progress=progress)
+    return prepare_entries(dataset, names, check_shapes(shapes), given, ctx)
+
+
+def prepare_entries(
+    dataset: Declaration, configs: Iterable[str], shapes: Iterable[tuple[int, int]],
+    given: Mapping[str, PathLike], context: DataContext,
+) -> list[Entry]:
+    """:func:`prepare` with checked arguments and a resolved context."""
+    store, copy = context.store, _own_copy.chosen(dataset.name, dataset.resources, context, given)
+    source = copy.source(dataset.resources)
+    files: dict[str, tuple[Path, bool]] = {}  # fetched once needed
+    entries = []
+    for config in configs:
+        base = store.get(dataset.name, params(dataset, config, dataset.native_shape, source))
+        if base is None:
+            files = files or {name: upstream_file(resource, context, copy.paths().get(name, given.get(name)))
+                              for name, resource in dataset.resources.items()}
+            files = copy.checked(files)
+            parsed = dataset.reader(dataset, config, files, context.progress)  # errors leave no trace
+            verified = all(checked for _, checked in files.values())
+            write = partial(write_native, dataset=dataset, config=config, parsed=parsed, verified=verified,
+                            progress=context.progress)
+            base = store.get_or_create(dataset.name, params(dataset, config, dataset.native_shape, source), write)
+        entries.append(base)
+        for shape in shapes:
+            if shape != dataset.native_shape:
+                write = partial(write_resized, base=base, shape=shape, method=dataset.default_resize,
+                                label=config_phrase(dataset, config), progress=context.progress)
+                entries.append(store.get_or_create(dataset.name, params(dataset, config, shape, source), write))
+    _own_copy.remember(dataset.name, context, copy)
+    return entries
+
+
+def write_native(
+    writer: Writer, dataset: Declaration, config: str, parsed: Parsed, verified: bool, progress: bool
+) -> None:
+    """Write one upright class file per class (test images first, then train) and the entry's meta."""
+    classes, first = dataset.configs[config].classes, dataset.configs[config].first_label
+    (test_order, test_starts), (train_order, train_starts) = (
+        parsed.test.by_class(len(classes)), parsed.train.by_class(len(classes))
+    )
+
+    def write_class(index: int) -> int:
+        parts = [subset.images[order[starts[index]:starts[index + 1]]]
+                 for subset, order, starts in ((parsed.test, test_order, test_starts),
+                                               (parsed.train, train_order, train_starts))]
+        images = np.concatenate(parts)
+        writer.write(dataset.class_file(index, classes[index]), images.transpose(0, 2, 1) if parsed.transposed
+                     else images)
+        return len(images)
+
+    n_images = len(parsed.test.labels) + len(parsed.train.labels)
+    label = f"{config_phrase(dataset, config)}: writing {dataset.native_shape[0]}x{dataset.native_shape[1]}"
+    _run_per_class(write_class, len(classes), n_images, label, progress)
+    writer.meta.update(
+        dataset=dataset.name,
+        **({} if dataset.config_option is None else {dataset.config_option: config}),
+        shape=list(dataset.native_shape),
+        n_images=n_images,
+        n_train=len(parsed.train.labels),
+        n_test=len(parsed.test.labels),
+        verified=verified,
+        classes=[
+            {"name": name, "label": first + index, "file": dataset.class_file(index, name),
+             "n_test": int(test_starts[index + 1] - test_starts[index]),
+             "n_train": int(train_starts[index + 1] - train_starts[index])}
+            for index, name in enumerate(classes)
+        ],
+    )
+
+
+def write_resized(
+    writer: Writer, base: Entry, shape: tuple[int, int], method: str, label: str, progress: bool
+) -> None:
+    """Write the resize (``method``) of every image of every class file of ``base``, and the meta.
+
+    ``label`` names the dataset on the progress bar.
+
+    Worker threads load, resize and write classes; one resize runs at a time, on one
+    numba thread (not every threading layer allows concurrent launches), so the other
+    cores decompress and compress meanwhile.
+    """
+    import numba
+
+    kernel_lock = threading.Lock()
+    records = class_records(base)
+
+    def resize_class(index: int) -> int:
+        name = records[index]["file"]
+        images: np.ndarray = base.load(name)
+        numba.set_num_threads(1)  # for this worker thread only
+        with kernel_lock:
+            small = resized(images, shape, method, batch=True)
+        writer.write(name, small)
+        return len(small)
+
+    _run_per_class(resize_class, len(records), base.meta["n_images"], f"{label}: writing {shape[0]}x{shape[1]}",
+                   progress)
+    writer.meta.update({**base.meta, "shape": list(shape), "resized_from": base.key, "resize": method})
+
+
+def _run_per_class(task: Callable[[int], int], n_classes: int, n_images: int, label: str, progress: bool) -> None:
+    """Run ``task(class_index) -> n_images_done`` for every class on a few threads, with a bar."""
+    bar = tqdm(total=n_images, desc=label, unit="img", disable=not progress)
+    with ThreadPoolExecutor(worker_count(None, cap=MAX_READ_THREADS)) as pool, bar:
+        for done in pool.map(task, range(n_classes)):
+            bar.update(done)
