@@ -142,9 +142,9 @@ def _warm_marker() -> Path | None:
     import numba
 
     from glyphforge import __version__
-    from glyphforge.pipelines import composite, numba_cache, resample_kernel  # the kernels choose the cache dir
+    from glyphforge.pipelines import composite, resample_kernel  # the kernels choose the cache dir
 
-    folder = numba_cache.location()
+    folder = kernel_cache()
     sources = [Path(module.__file__).read_bytes() for module in (resample_kernel, composite) if module.__file__]
     cpu = f"{llvmlite.binding.get_host_cpu_name()} {llvmlite.binding.get_host_cpu_features().flatten()}"
     key = hashlib.sha256(repr((__version__, numba.__version__, cpu, sources)).encode()).hexdigest()[:16]
@@ -163,7 +163,7 @@ def cache_location() -> str:
     """
     from glyphforge.pipelines import numba_cache
 
-    folder = numba_cache.location()
+    folder = kernel_cache()
     if folder == numba_cache.PACKAGE_CACHE:
         return f"{folder} (beside the kernels{_passed_over(folder)})"
     return f"{folder}{_passed_over(folder)}"
@@ -176,3 +176,18 @@ def _passed_over(folder: Path) -> str:
         return ""
     return (f"; not in $NUMBA_CACHE_DIR, {chosen}, which numba cannot write to, so it took the first writable of "
             "the kernels' __pycache__ and ~/.cache/numba")
+
+
+def kernel_cache() -> Path:
+    """The directory that holds glyphforge's compiled kernels (their ``*.nbi`` index files), as numba chose it.
+
+    numba picks it once per kernel, when the kernel is defined: the first directory it can
+    write to of ``$NUMBA_CACHE_DIR`` (its ``CACHE_DIR``; a subdirectory named after the
+    source folder), the source's ``__pycache__`` and ``~/.cache/numba`` (again a
+    subdirectory). A ``$NUMBA_CACHE_DIR`` it cannot write to is passed over without a word,
+    so this asks a kernel where its cache is rather than repeating the rule.
+    """
+    from glyphforge.pipelines import composite  # importing a kernel module makes numba choose
+
+    cache = composite.composite._cache  # type: ignore[attr-defined]  # numba's FunctionCache (not in its stubs)
+    return Path(cache.cache_path)

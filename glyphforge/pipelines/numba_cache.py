@@ -13,7 +13,7 @@ first writable of:
    shared data dir lets every node of one CPU type reuse one compile).
 
 numba itself passes over a ``$NUMBA_CACHE_DIR`` it cannot write to (then the package's
-``__pycache__``, then ``~/.cache/numba``): `location` asks a kernel where its cache really is.
+``__pycache__``, then ``~/.cache/numba``): `glyphforge.warmup.kernel_cache` asks a kernel where its cache really is.
 
 Processes of one machine share that directory, so a session's workers load what the
 driver (or ``glyphforge warmup``) compiled. numba keys its cache files by CPU and
@@ -60,18 +60,3 @@ def _writable(folder: Path) -> bool:
     except OSError:
         return False
     return True
-
-
-def location() -> Path:
-    """The directory that holds glyphforge's compiled kernels (their ``*.nbi`` index files), as numba chose it.
-
-    numba picks it once per kernel, when the kernel is defined: the first directory it can
-    write to of ``$NUMBA_CACHE_DIR`` (its ``CACHE_DIR``; a subdirectory named after the
-    source folder), the source's ``__pycache__`` and ``~/.cache/numba`` (again a
-    subdirectory). A ``$NUMBA_CACHE_DIR`` it cannot write to is passed over without a word,
-    so this asks a kernel where its cache is rather than repeating the rule.
-    """
-    from glyphforge.pipelines import composite  # importing a kernel module makes numba choose
-
-    cache = composite.composite._cache  # type: ignore[attr-defined]  # numba's FunctionCache (not in its stubs)
-    return Path(cache.cache_path)
