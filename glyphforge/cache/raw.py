@@ -33,7 +33,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import filelock
 
@@ -43,8 +43,15 @@ from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.manifest import MANIFEST
 from glyphforge.pipelines.hashes import check_hash
 
-if TYPE_CHECKING:
-    from glyphforge.pipelines.download import Resource
+
+class PinnedFile(Protocol):
+    """What `raw_files` reads of an upstream file's declaration (a `glyphforge.pipelines.download.Resource`)."""
+
+    @property
+    def filename(self) -> str: ...
+
+    @property
+    def hash(self) -> str: ...
 
 RECORD_SUFFIX = ".record"
 PART_SUFFIX = ".part"
@@ -125,7 +132,8 @@ def read_record(path: Path) -> dict[str, Any] | None:
     return record if (record["size"], record["mtime_ns"]) == (status.st_size, status.st_mtime_ns) else None
 
 
-def raw_files(raw_root: Path, resources: Callable[[str], Iterable[Resource]], *, rehash: bool = False) -> list[RawFile]:
+def raw_files(raw_root: Path, resources: Callable[[str], Iterable[PinnedFile]], *,
+              rehash: bool = False) -> list[RawFile]:
     """List every upstream file under ``raw_root`` (``<data dir>/raw``) with its origin and hash state.
 
     Parameters
@@ -154,7 +162,7 @@ def raw_files(raw_root: Path, resources: Callable[[str], Iterable[Resource]], *,
     return found
 
 
-def _describe(dataset: str, path: Path, resource: Resource | None, rehash: bool) -> RawFile:
+def _describe(dataset: str, path: Path, resource: PinnedFile | None, rehash: bool) -> RawFile:
     size = path.stat().st_size
     record = read_record(path)
     downloaded = bool(record and record["downloaded"])
