@@ -8,7 +8,6 @@ import subprocess
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -179,22 +178,9 @@ def test_prepare_runs_on_the_driver_once_before_any_shard_and_not_on_a_cache_hit
     assert len(events) == 4  # a cache hit prepares nothing
 
 
-def test_a_spec_data_dir_attribute_still_works_with_a_deprecation_warning(tmp_path):
-    @dataclass
-    class OldStyle(NoiseSpec):
-        data_dir: Any = None
-
-    with pytest.deprecated_call(
-        match=r"a spec's data_dir attribute is deprecated .* use build\(spec, data_dir=\.\.\.\)"
-    ):
-        dataset = build(OldStyle(n_examples=3, shard_size=2, data_dir=tmp_path), progress=False)
-    assert dataset.path.is_relative_to(tmp_path / "cache")
-
-
 def test_built_metadata_has_one_name(tmp_path):
     dataset = build(NoiseSpec(n_examples=3, shard_size=2), data_dir=tmp_path, progress=False)
-    with pytest.deprecated_call(match=r"BuiltDataset\.meta is deprecated"):
-        assert dataset.meta is dataset.entry.meta
+    assert not hasattr(dataset, "meta")  # the manifest record is dataset.entry.meta
     assert dataset.metadata == {} and dataset.layout["shard"] == {"dtype": "<i4", "shape": []}
 
 

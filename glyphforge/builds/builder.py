@@ -50,7 +50,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from glyphforge._checks import PathLike, check_int, worker_count
-from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.shards import (
@@ -209,9 +208,6 @@ def build(
         script builds at its top level, without ``if __name__ == "__main__":``.
     """
     check_build_arguments(spec, session, session_options, "build()")
-    if data_dir is None and getattr(spec, "data_dir", None) is not None:  # the spelling of 0.1
-        warn_deprecated("a spec's data_dir attribute", "build(spec, data_dir=...)")
-        data_dir = spec.data_dir  # type: ignore[attr-defined]  # checked just above
     context = DataContext.resolve(context, data_dir=data_dir, progress=None if progress else False,
                                   storage_options=storage_options)
     if context.remote is not None:

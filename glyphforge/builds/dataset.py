@@ -54,7 +54,6 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import PathLike, check_int
-from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import batches
 from glyphforge.builds.copy_source import CopySource, budget_setting
 from glyphforge.builds.index import ShardIndex
@@ -162,12 +161,6 @@ class BuiltDataset:
     def path(self) -> Path:
         """The entry's directory."""
         return self.entry.path
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """Deprecated: the entry's manifest record; use ``ds.entry.meta`` (or ``ds.metadata`` for the spec's)."""
-        warn_deprecated("BuiltDataset.meta", "BuiltDataset.entry.meta, or BuiltDataset.metadata for the spec's")
-        return self.entry.meta
 
     @property
     def metadata(self) -> dict[str, Any]:

@@ -32,8 +32,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from glyphforge._checks import PathLike
-from glyphforge._deprecation import warn_deprecated
 from glyphforge.cache import Entry
 from glyphforge.datasets import _class_files
 from glyphforge.datasets._class_args import SUBSETS
@@ -84,28 +82,16 @@ DATASET = declare(Declaration(
 ))
 
 
-def __getattr__(name: str) -> Any:
-    if name == "RESIZE_METHOD":  # the name before 0.2
-        warn_deprecated("glyphforge.datasets.emnist.RESIZE_METHOD", "glyphforge.datasets.emnist.DEFAULT_METHOD")
-        return DEFAULT_METHOD
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 _prepare = _class_files.bind(_class_files.prepare, KIND, "prepare_emnist", __name__)
 
 
-def prepare_emnist(*, archive: PathLike | None = None, **options: Any) -> list[Entry]:
+def prepare_emnist(**options: Any) -> list[Entry]:
     """Fetch, validate and convert EMNIST splits (``split=``: one, several, or None for byclass), and resize.
 
     The options are :func:`glyphforge.datasets._class_files.prepare`'s, with ``split``
     for its ``config`` and ``archives={"gzip.zip": path}`` for a local copy of NIST's
-    archive; ``archive=path`` is the deprecated spelling of that.
+    archive.
     """
-    if archive is not None:
-        if options.get("archives") is not None:
-            raise ValueError("give archives={'gzip.zip': path} or the deprecated archive=path, not both")
-        warn_deprecated("prepare_emnist(archive=...)", "prepare_emnist(archives={'gzip.zip': path})")
-        options["archives"] = {EMNIST_ZIP.filename: archive}
     entries: list[Entry] = _prepare(**options)
     return entries
 
