@@ -77,8 +77,8 @@ log = logging.getLogger(__name__)
 BUILD_FORMAT = 3
 """Bumped when the builder's output for the same spec changes; part of every key (``params["builder"]``).
 2: shards are compressed by zlib, not isal (`glyphforge.cache.pklz`).
-3: a shard's member holds its arrays as ``.npy`` files, not a pickle (`glyphforge.cache.npy_members`;
-entries of earlier formats still read: `glyphforge.builds.members`)."""
+3: a shard's member holds its arrays as ``.npy`` files, not a pickle (`glyphforge.cache.npy_members`).
+Entries of earlier formats are of cache format 1 too, and not read (`glyphforge.cache.keys.FORMAT_VERSION`)."""
 
 _SPEC_MEMBERS = ("kind", "n_examples", "shard_size", "seed", "params", "make_shard")
 

@@ -23,8 +23,7 @@ upright, white strokes on black, with that class's *test* images first and then 
 ``shape``, ``n_images``, ``n_train``, ``n_test``, ``verified`` and ``classes``: one
 record per class in label order, ``{"name", "label", "file", "n_test", "n_train"}``
 (``label``: NIST's, from 1 for ``letters``). Class files are named ``digit_0.pklz``,
-``upper_A.pklz``, ``lower_a.pklz`` (:func:`class_file_name`). Entries written by 0.2
-(records ``{"char", ...}``, ``verified_archive``) are read as they are.
+``upper_A.pklz``, ``lower_a.pklz`` (:func:`class_file_name`).
 """
 from __future__ import annotations
 
