@@ -371,7 +371,7 @@ def prepare(args: argparse.Namespace) -> Path:
 # -- 10,000,000 examples: bookkeeping only ------------------------------------------------------
 def simulate(n_examples: int, scratch: Path) -> None:
     from glyphforge.builds.dataset import BuiltDataset
-    from glyphforge.builds.index import ShardIndex
+    from glyphforge.builds.index import INDEX_FILE, ShardIndex
     from glyphforge.cache import CacheStore
 
     print(f"\n{n_examples:,} examples, bookkeeping only (an index, an empty data file; no rows are read):")
@@ -385,7 +385,8 @@ def simulate(n_examples: int, scratch: Path) -> None:
         store = CacheStore(scratch / f"sim-{shard_size}")
         with store.create("sim", {"shard_size": shard_size}) as writer:
             (writer.path / "arrays.pklz").touch()
-            writer.meta.update(n_examples=n_examples, n_shards=n_shards, index=index.to_meta(), metadata={},
+            index.write(writer.path / INDEX_FILE)
+            writer.meta.update(n_examples=n_examples, n_shards=n_shards, metadata={}, images="images",
                                layout={"images": {"dtype": "|u1", "shape": [48, 48, 3]}})
         manifest = (store.get("sim", {"shard_size": shard_size}).path / "manifest.json").stat().st_size
         started = time.perf_counter()

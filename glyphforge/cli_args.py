@@ -250,7 +250,7 @@ def scene_spec(args: argparse.Namespace) -> Any:
     """Return the `ScatteredGlyphs` the parsed options describe (the options not given keep its defaults)."""
     from glyphforge.builds.scenes import ScatteredGlyphs
 
-    fields = {spec_field.name for spec_field in dataclasses.fields(ScatteredGlyphs)} - {"data_dir"}  # build() takes it
+    fields = {spec_field.name for spec_field in dataclasses.fields(ScatteredGlyphs)}
     given = {name: value for name, value in vars(args).items() if name in fields}
     glyphs = given.get("glyphs", ScatteredGlyphs.glyphs)
     options = dict(given.pop("glyph_options", []))

@@ -140,7 +140,7 @@ def test_missing_file_fails_clearly_and_keeps_the_entry(shared_data, prepared, m
     assert sorted(entry.meta["backgrounds"]) == CARRIED
 
 
-def test_classes_none_means_all_and_names_is_a_deprecated_spelling(shared_data, tmp_path):
+def test_classes_none_means_all(shared_data, tmp_path):
     archives = {name: source(shared_data, name) for name in CARRIED}
     archives["space"] = source(shared_data, "water")  # space.jpg is not carried: a stand-in, used unverified
     prepare_backgrounds(names="all", archives=archives, verify=False, data_dir=tmp_path, offline=True, progress=False)
@@ -150,10 +150,9 @@ def test_classes_none_means_all_and_names_is_a_deprecated_spelling(shared_data, 
     for image, name in zip(x, ALL, strict=True):
         if name != "space":
             np.testing.assert_array_equal(image, pillow_rgb(source(shared_data, name)))
-    with pytest.warns(DeprecationWarning, match=r"load_backgrounds\(names=...\) is deprecated.*classes="):
-        old, labels, names = load_backgrounds(names=["water", "ice", "space"], data_dir=tmp_path, download=False)
+    chosen, labels, names = load_backgrounds(["water", "ice", "space"], data_dir=tmp_path, download=False)
     assert names == ["ice", "space", "water"] and labels.tolist() == [2, 0, 1]  # with the own space: its entry
-    np.testing.assert_array_equal(old[0], x[ALL.index("water")])
+    np.testing.assert_array_equal(chosen[0], x[ALL.index("water")])
 
 
 def test_png_transparency_is_composited_on_black(tmp_path):

@@ -25,6 +25,8 @@ from support.waits import wait_until
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
 TESTS_DIR = Path(__file__).resolve().parent
+#: A child process imports the support modules and this glyphforge (not an installed one).
+CHILD_PATH = os.pathsep.join([str(TESTS_DIR), str(TESTS_DIR.parent)])
 
 
 def _cannot_run(reason: str) -> None:
@@ -61,7 +63,7 @@ def _slurm_build(slurm, tmp_path: Path, spec: dict, data_dir: Path, env: dict | 
         },
         "data_dir": str(data_dir),
     }))
-    env = {**slurm.env, "PYTHONPATH": str(TESTS_DIR), **(env or {})}  # sbatch passes it on to the jobs
+    env = {**slurm.env, "PYTHONPATH": CHILD_PATH, **(env or {})}  # sbatch passes it on to the jobs
     return subprocess.Popen(slurm.command(sys.executable, "-m", "support.build_child", str(request)), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

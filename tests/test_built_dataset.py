@@ -179,28 +179,6 @@ def test_a_flipped_byte_raises_corrupt_pklz_error_naming_the_shard(built, tmp_pa
         _ = damaged.reopened().arrays
 
 
-@pytest.mark.parametrize("version", ["0.1", "0.2"])
-def test_an_entry_of_a_previous_format_still_reads(built, tmp_path, version):
-    """glyphforge 0.1 recorded shard_bytes (each member's length) and no index: it is derived; 0.2 kept the
-    index in the manifest's meta["index"]. Neither has an index.npy."""
-    dataset, arrays = built
-    store = CacheStore.for_data_dir(tmp_path)
-    old_meta = dict(dataset.entry.meta)
-    if version == "0.1":
-        old_meta["shard_bytes"] = dataset.index.length.tolist()
-    else:
-        old_meta["index"] = dataset.index.to_meta()
-    params = dict(dataset.entry.params)
-    with store.create(dataset.entry.kind, params) as writer:
-        (writer.path / ARRAYS_FILE).write_bytes((dataset.path / ARRAYS_FILE).read_bytes())
-        writer.meta.update(old_meta)
-    old = BuiltDataset(store.get(dataset.entry.kind, params))
-    assert old.entry.files == [ARRAYS_FILE] and ("index" in old.entry.meta) == (version == "0.2")
-    assert old.index.to_meta() == dataset.index.to_meta()
-    assert old[-1][1]["row"] == 1029 and np.array_equal(old.take([512, 3])["images"], arrays["images"][[512, 3]])
-    assert np.array_equal(old.stream(100, shuffle=False).__iter__().__next__()[1]["row"], np.arange(100))
-
-
 def test_an_index_file_with_a_damaged_header_is_named_damaged(tmp_path):
     path = tmp_path / INDEX_FILE
     ShardIndex.from_lengths([10, 12], [3, 4]).write(path)
@@ -217,8 +195,6 @@ def test_an_index_that_does_not_tile_the_data_is_refused():
     assert index.offset.tolist() == [0, 10] and index.stop.tolist() == [3, 7]
     with pytest.raises(ValueError, match="its shard index does not tile the data .* the manifest says 8"):
         index.check(8, "x/arrays.pklz")
-    with pytest.raises(ValueError, match="has no shard index"):
-        ShardIndex.from_meta({"n_examples": 3}, {}, "x/arrays.pklz")
 
 
 def test_find_built_by_kind_or_key(built, tmp_path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from glyphforge.builds import ARRAYS_FILE, BuiltDataset, ShardError, build
+from glyphforge.builds import ShardError, build
 from glyphforge.builds.shards import images_array
 from glyphforge.cache import CacheStore
 from glyphforge.previews import preview_target
@@ -71,21 +71,6 @@ def test_metadata_naming_no_array_fails_the_first_shard(tmp_path):
     assert ("test-two-arrays: metadata() names images='pixels', but make_shard returned the arrays 'x', 'shard'; "
             "name one of these") in str(caught.value)
     assert CacheStore.for_data_dir(tmp_path).ls() == []
-
-
-def test_an_entry_built_by_0_2_keeps_the_alphabetical_rule(tmp_path):
-    """0.2 recorded no images name: "images", else the alphabetically first array (here ``shard``, not ``x``)."""
-    dataset = build(TwoArrays(), data_dir=tmp_path / "new", progress=False)
-    store = CacheStore.for_data_dir(tmp_path / "old")
-    params = dict(dataset.entry.params)
-    with store.create(dataset.entry.kind, params) as writer:
-        (writer.path / ARRAYS_FILE).write_bytes((dataset.path / ARRAYS_FILE).read_bytes())
-        writer.meta.update({name: value for name, value in dataset.entry.meta.items() if name != "images"})
-        writer.meta["index"] = dataset.index.to_meta()  # where 0.2 kept the shard index (no index.npy)
-    old = BuiltDataset(store.get(dataset.entry.kind, params))
-    assert old.image_name == "shard"
-    image, targets = old[9]
-    assert image == 2 and np.array_equal(targets["x"], X[9])
 
 
 def test_images_array_rule():

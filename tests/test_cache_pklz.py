@@ -2,14 +2,13 @@ import gzip
 import hashlib
 import os
 import pickle
-import tracemalloc
 
 import dill
 import numpy as np
 import pytest
 
 from glyphforge.cache import CorruptPklzError, UnsafePickleError, concat_pklz, dump_pklz, iter_pklz, load_pklz
-from glyphforge.cache.pklz import MemberMismatchError, read_member
+from glyphforge.cache.pklz import MemberMismatchError
 
 
 def test_round_trip_of_arrays_and_dicts_is_exact(tmp_path):
@@ -63,46 +62,6 @@ def test_multi_member_files_yield_every_pickle_in_order(tmp_path):
     assert np.array_equal(items[2]["a"], [2, 2, 2])
     with pytest.raises(ValueError, match="holds 3 pickles"):
         load_pklz(joined.path)
-    # each member decodes alone from its offset and length
-    second = read_member(joined.path, joined.lengths[0], joined.lengths[1], what="part 1")
-    assert second["i"] == 1 and np.array_equal(second["a"], [1, 1, 1])
-    with pytest.raises(CorruptPklzError, match=r"all\.pklz: part 1 \(bytes \d+ to \d+\) is truncated or damaged"):
-        read_member(joined.path, joined.lengths[0], joined.lengths[1] - 1, what="part 1")
-    with pytest.raises(CorruptPklzError, match="does not end where the index says"):
-        read_member(joined.path, 0, joined.lengths[0] + 5)
-
-
-def test_read_member_inflates_an_array_straight_into_its_buffer_without_an_inflated_copy(tmp_path):
-    # an inflated copy of the member beside the array's buffer is fresh memory each shard: its page faults
-    # cost more than the inflating (benchmarks/README.md before issue 31, "Resuming at 90%", in git)
-    rng = np.random.default_rng(0)
-    array = np.tile(rng.integers(0, 256, 4096, dtype=np.uint8), 2048)  # 8 MiB, compresses to ~1%
-    path = dump_pklz({"images": array, "labels": np.arange(10)}, tmp_path / "big.pklz")
-    tracemalloc.start()
-    try:
-        loaded = read_member(path, 0, path.stat().st_size, what="shard 0")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert np.array_equal(loaded["images"], array) and loaded["labels"].tolist() == list(range(10))
-    assert array.nbytes <= peak < 1.25 * array.nbytes  # the array, not the array and a copy of the member
-
-
-def test_read_member_checks_the_member_trailer_and_end_after_its_pickle(tmp_path):
-    data = dump_pklz(np.arange(50_000), tmp_path / "a.pklz").read_bytes()
-    bad_crc = bytearray(data)
-    bad_crc[-8] ^= 0x01  # the trailer's CRC-32: the pickle itself loads whole
-    (tmp_path / "crc.pklz").write_bytes(bytes(bad_crc))
-    with pytest.raises(CorruptPklzError, match=r"crc\.pklz: shard 4 \(bytes 0 to \d+\) is truncated or damaged "
-                                               r"\(CRC check failed"):
-        read_member(tmp_path / "crc.pklz", 0, len(data), what="shard 4")
-    trailing = gzip.compress(dill.dumps(np.arange(3), protocol=5) + b"more", mtime=0)  # bytes after the pickle
-    (tmp_path / "trailing.pklz").write_bytes(trailing)
-    with pytest.raises(CorruptPklzError, match="does not end where the index says: bytes follow its pickle"):
-        read_member(tmp_path / "trailing.pklz", 0, len(trailing))
-    for length in (0, 1, 5, 12):  # an index cutting the member anywhere, even within its gzip header
-        with pytest.raises(CorruptPklzError, match="a.pklz: member .* is truncated or damaged"):
-            read_member(tmp_path / "a.pklz", 0, length)
 
 
 def test_concat_checks_recorded_hashes_and_writes_nothing_on_a_mismatch(tmp_path):
@@ -114,16 +73,6 @@ def test_concat_checks_recorded_hashes_and_writes_nothing_on_a_mismatch(tmp_path
         concat_pklz(parts, tmp_path / "bad.pklz", expected_sha256=[good[0], None, "0" * 64])
     assert error.value.index == 2 and not (tmp_path / "bad.pklz").exists()
     assert not list(tmp_path.glob(".bad.pklz*"))
-
-
-def test_read_member_refuses_unsafe_pickles(tmp_path):
-    class Evil:
-        def __reduce__(self):
-            return (print, ("pwned",))
-
-    path = dump_pklz(Evil(), tmp_path / "evil.pklz")
-    with pytest.raises(UnsafePickleError):
-        read_member(path, 0, path.stat().st_size)
 
 
 def test_a_gzip_written_by_the_standard_library_with_two_members_reads(tmp_path):

@@ -43,7 +43,7 @@ def test_create_commits_a_complete_entry_with_manifest(tmp_path):
     assert entry.meta == {"classes": ["A", "B"]}
     assert entry.params == {"split": "digits", "shape": [14, 14]}
     manifest = json.loads((entry.path / "manifest.json").read_text())
-    assert manifest["kind"] == "k" and manifest["format_version"] == 1
+    assert manifest["kind"] == "k" and manifest["format_version"] == 2
     assert manifest["meta_sha256"] == metadata_sha256("k", entry.key, manifest["params"], manifest["meta"])
     assert manifest["glyphforge_version"] and manifest["created"].endswith("+00:00")
     size = (entry.path / "A.pklz").stat().st_size

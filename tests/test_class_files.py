@@ -3,8 +3,7 @@
 The toy dataset below is declared in a module the test writes (``toy_dataset.py``): real
 IDX files (``support.synthetic_mnist``) pinned by md5, fetched offline from a ``file://``
 mirror, prepared by the real command line in a subprocess, then loaded, previewed and
-drawn by scenes. Entries written by glyphforge 0.2 (class records ``"char"``,
-``verified_archive``) still load.
+drawn by scenes.
 """
 from __future__ import annotations
 
@@ -23,10 +22,10 @@ from PIL import Image
 from glyphforge.builds.dataset import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.context import DataContext
-from glyphforge.datasets import _class_prepare, _class_selection, registry
+from glyphforge.datasets import registry
 from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets._class_load import ClassFilesDataset
-from glyphforge.datasets.emnist import EMNIST, emnist_classes, load_emnist, prepare_emnist, preview_examples
+from glyphforge.datasets.emnist import EMNIST, emnist_classes, load_emnist, prepare_emnist
 from glyphforge.pipelines.resize import resize
 
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
@@ -187,29 +186,3 @@ def test_load_emnist_and_emnist_take_every_class_when_classes_is_none(synthetic_
     parameters = inspect.signature(load_emnist).parameters
     assert list(parameters)[:3] == ["classes", "split", "subset"] and parameters["classes"].default is None
     assert {"context", "data_dir", "mirrors", "offline", "download"} <= set(parameters)
-
-
-def test_entries_written_by_0_2_with_the_old_keys_still_load(tmp_path):
-    """An EMNIST entry as 0.2 wrote it (records {"char", ...}, verified_archive) at the current cache key."""
-    images = {char: np.full((3 + int(char), 28, 28), 10 * int(char), np.uint8) for char in "0123456789"}
-    dataset = DECLARATIONS["emnist"]
-
-    def write(writer) -> None:
-        for char, array in images.items():
-            writer.write(f"digit_{char}.pklz", array)
-        writer.meta.update(split="digits", shape=[28, 28], n_images=75, n_train=55, n_test=20, verified_archive=True,
-                           classes=[{"char": char, "label": int(char), "file": f"digit_{char}.pklz", "n_test": 2,
-                                     "n_train": len(array) - 2} for char, array in images.items()])
-
-    CacheStore.for_data_dir(tmp_path).get_or_create("emnist", _class_prepare.params(dataset, "digits", (28, 28)), write)
-    context = DataContext.resolve(data_dir=tmp_path, offline=True, download=False)
-    x, y, classes = load_emnist("73", split="digits", subset="train", seed=None, context=context)
-    assert classes == ["3", "7"] and np.array_equal(np.sort(x[:, 0, 0]), [30] * 4 + [70] * 8)
-    assert np.array_equal(x[:, 0, 0], np.array([30, 70])[y])
-    entry = CacheStore.for_data_dir(tmp_path).ls()[0]
-    shown, labels = preview_examples(entry, 4, np.random.default_rng(0), context)
-    assert [int(image[0, 0]) for image in shown] == [10 * int(label) for label in labels]
-    [_, small] = prepare_emnist(split="digits", shapes=[(14, 14)], context=context, progress=False)  # no archive
-    assert [record["name"] for record in _class_selection.class_records(small)] == list("0123456789")
-    assert np.array_equal(EMNIST("digits", "all", (14, 14), classes="9", context=context).images,
-                          np.full((12, 14, 14), 90, np.uint8))

@@ -1,7 +1,6 @@
 """glyphforge.datasets.emnist: prepare, load, the map-style dataset, and the registry's preview and glyph parts."""
 import dataclasses
 import os
-import warnings
 
 import numpy as np
 import pytest
@@ -42,10 +41,6 @@ EXPECTED_CLASSES = {
     "digits": "0123456789",
     "mnist": "0123456789",
 }
-DEPRECATED_ARCHIVE = (
-    r"prepare_emnist\(archive=\.\.\.\) is deprecated and stops working in glyphforge 0\.3; "
-    r"use prepare_emnist\(archives=\{'gzip\.zip': path\}\) instead"
-)
 
 
 @pytest.fixture(scope="module")
@@ -117,17 +112,13 @@ def test_classes_of_every_split():
         emnist_classes("byclas")
 
 
-def test_public_names_and_the_renamed_resize_method():
+def test_public_names():
     assert glyphforge.EMNIST is EMNIST and glyphforge.load_emnist is load_emnist
     assert glyphforge.prepare_emnist is prepare_emnist and glyphforge.emnist_classes is emnist_classes
     assert all(getattr(emnist, name) is not None for name in emnist.__all__)
     assert (emnist.DEFAULT_METHOD, emnist.NATIVE_SHAPE, emnist.KIND) == ("box", (28, 28), "emnist")
     assert emnist.SPLITS == tuple(EXPECTED_CLASSES) and emnist.SUBSETS == ("all", "train", "test")
-    with pytest.deprecated_call(match=r"glyphforge\.datasets\.emnist\.RESIZE_METHOD is deprecated and stops working "
-                                      r"in glyphforge 0\.3; use glyphforge\.datasets\.emnist\.DEFAULT_METHOD instead"):
-        assert emnist.RESIZE_METHOD == "box"
-    with pytest.raises(AttributeError, match=r"module 'glyphforge.datasets.emnist' has no attribute 'RESIZE'"):
-        emnist.RESIZE  # noqa: B018
+    assert not hasattr(emnist, "RESIZE_METHOD")  # DEFAULT_METHOD's name before 0.2
 
 
 def test_the_registry_resolves_every_part():
@@ -137,27 +128,18 @@ def test_the_registry_resolves_every_part():
 
 
 # -- prepare: arguments ----------------------------------------------------------------
-def test_archives_and_the_deprecated_archive_keyword_make_the_same_entry(synthetic_emnist, store):
+def test_archives_finds_the_entry_and_converts_another_split(synthetic_emnist, store):
     [entry] = prepare(synthetic_emnist, split="digits")
     assert entry.meta["verified"] is False and entry.meta["n_images"] == 90
-    with pytest.deprecated_call(match=DEPRECATED_ARCHIVE) as caught:
-        again = prepare_emnist(split="digits", archive=synthetic_emnist.path, verify=False, progress=False)
-    assert again == [entry]
-    assert [warning.filename for warning in caught] == [__file__]  # points at the caller
-    with pytest.deprecated_call(match=DEPRECATED_ARCHIVE):  # converts, not only finds the entry
-        [letters] = prepare_emnist(split="letters", archive=synthetic_emnist.path, verify=False, progress=False)
+    archives = {"gzip.zip": synthetic_emnist.path}
+    assert prepare_emnist(split="digits", archives=archives, verify=False, progress=False) == [entry]
+    [letters] = prepare_emnist(split="letters", archives=archives, verify=False, progress=False)
     assert letters.meta["n_images"] == sum(DEFAULT_COUNTS["letters"])
 
 
-def test_archives_refuses_unknown_keys_and_both_spellings(synthetic_emnist, store):
+def test_archives_refuses_unknown_keys(synthetic_emnist, store):
     with pytest.raises(ValueError, match=r"^archives has 'gzip', which is not a file of EMNIST: use one of gzip\.zip$"):
         prepare_emnist(archives={"gzip": synthetic_emnist.path}, verify=False, progress=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # refused before any deprecation warning
-        with pytest.raises(ValueError, match=r"^give archives=\{'gzip\.zip': path\} or the deprecated archive=path, "
-                                             r"not both$"):
-            prepare_emnist(archives={"gzip.zip": synthetic_emnist.path}, archive=synthetic_emnist.path, verify=False,
-                           progress=False)
     assert_cache_empty(store)
 
 

@@ -131,18 +131,15 @@ def test_edited_metadata_is_caught_by_its_hash_and_the_entry_made_again(tmp_path
     assert store.verify() == [] and np.array_equal(np.sort(x, axis=0), np.sort(entry.load("digit_0.pklz"), axis=0))
 
 
-def test_a_manifest_without_a_metadata_hash_is_accepted(tmp_path):
-    """glyphforge < 0.2 wrote no meta_sha256: such entries stay valid (their params are still checked by the key)."""
+def test_a_manifest_without_a_metadata_hash_is_broken(tmp_path):
+    """glyphforge < 0.2 wrote no meta_sha256: such a manifest is refused."""
     store = CacheStore(tmp_path)
     entry = store.get_or_create("k", PARAMS, _fill)
     manifest = _manifest(entry.path)
     del manifest["meta_sha256"]
     _write_manifest(entry.path, manifest)
-    assert store.get("k", PARAMS) is not None and store.verify() == []
-    manifest["params"] = {"shape": [5, 5]}
-    _write_manifest(entry.path, manifest)
     assert store.get("k", PARAMS) is None
-    assert "its key is not the hash of its kind, params" in _problems(store)[entry.path / "manifest.json"]
+    assert _problems(store)[entry.path / "manifest.json"] == "not a manifest of the right shape: no 'meta_sha256'"
 
 
 # -- 9: a deleted data file, for every dataset and for builds ------------------------------------

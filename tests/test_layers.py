@@ -3,8 +3,8 @@
 The layers, bottom to top (a module may import its own layer and those below it):
 
 ===========  ===================================================================================
-foundation   ``_checks``, ``_files``, ``_version``, ``_deprecation``, ``errors``, ``textfmt``: no
-             glyphforge import but each other
+foundation   ``_checks``, ``_files``, ``_version``, ``errors``, ``textfmt``: no glyphforge
+             import but each other
 lower        the kernels and I/O helpers (``pipelines``), the ``cache``, URLs (``storage``),
              the sessions (``session``), ``config``, ``batching`` and ``visualize``
 context      ``context``: the data context (over the cache store)
@@ -40,7 +40,7 @@ Layers = tuple[tuple[str, tuple[str, ...]], ...]
 
 #: glyphforge's layers (``__init__`` is the package face itself).
 LAYERS: Layers = (
-    ("foundation", ("_access", "_checks", "_files", "_version", "_deprecation", "errors", "textfmt")),
+    ("foundation", ("_access", "_checks", "_files", "_version", "errors", "textfmt")),
     ("lower", ("pipelines", "cache", "storage", "session", "config", "batching", "visualize")),
     ("context", ("context",)),
     ("datasets", ("datasets", "loaders")),
@@ -50,11 +50,7 @@ LAYERS: Layers = (
 
 #: Upward imports known and scheduled for removal, ``(importing file, imported module)``: why.
 #: Each must still occur (`test_each_known_upward_import_still_occurs`), so a fixed one is struck off.
-KNOWN_UPWARD: dict[tuple[str, str], str] = {
-    ("glyphforge/datasets/registry.py", "glyphforge.cli_args"):
-        "Option.add_to, deprecated in 0.3 (the registry holds no argparse settings any more), imports "
-        "cli_args.add_option inside the function; it goes with the shim",
-}
+KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)

@@ -494,8 +494,7 @@ def _ink(image: np.ndarray) -> bytes:
 
 def test_a_font_free_scenes_build_draws_mnist_digits(prepared, synthetic, pin_synthetic, monkeypatch, capsys):
     data_dir = prepared[0]
-    # The data dir from the environment: `build scenes --data-dir` also passes it to ScatteredGlyphs(data_dir=...),
-    # a deprecated keyword (a DeprecationWarning, whatever the glyph source).
+    # The data dir from the environment.
     monkeypatch.setenv("GLYPHFORGE_DATA_DIR", str(data_dir))
     argv = ["build", "scenes", "--glyphs", "mnist", "--characters", "730", "--glyph-shape", "28x28",
             "--image-shape", "64x64", "--max-glyphs", "2", "--max-overlap", "0", "--n-examples", "40", "-q"]

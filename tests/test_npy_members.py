@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import tracemalloc
 import zlib
@@ -171,7 +170,7 @@ def test_a_built_dataset_stores_each_shard_as_an_npy_member(rows_entry):
 
 
 def pickled_copy(dataset: BuiltDataset, tmp_path) -> BuiltDataset:
-    """The entry as glyphforge before build format 3 wrote it: each shard's member a pickle of its arrays."""
+    """The entry with each shard's member a pickle of its arrays, as glyphforge before build format 3 wrote it."""
     parts = [dump_pklz(shard, tmp_path / f"shard-{number}.pklz")
              for number, shard in enumerate(iter_members(dataset.path / ARRAYS_FILE))]
     store = CacheStore.for_data_dir(tmp_path / "old")
@@ -185,14 +184,14 @@ def pickled_copy(dataset: BuiltDataset, tmp_path) -> BuiltDataset:
     return BuiltDataset(store.get(dataset.entry.kind, {"builder": 2}))
 
 
-def test_an_entry_of_pickled_shards_built_before_format_3_still_reads_every_way(rows_entry, tmp_path):
+def test_a_shard_that_is_a_pickle_is_refused_as_damaged_every_way(rows_entry, tmp_path):
     old = pickled_copy(rows_entry, tmp_path)
-    assert old.take([0, 61, 249])["row"].tolist() == [0, 61, 249] and old[130][1]["row"] == 130
-    new_batches = [targets["row"].tolist() for _, targets in rows_entry.stream(32, seed=4)]
-    assert [targets["row"].tolist() for _, targets in old.stream(32, seed=4)] == new_batches
-    state = old.stream(32, seed=4).state_after(3)  # its own: a state of another entry is refused
-    assert [targets["row"].tolist() for _, targets in old.stream(32, seed=4, resume=state)] == new_batches[3:]
-    assert hashlib.sha256(old["images"].tobytes()).digest() == hashlib.sha256(rows_entry["images"].tobytes()).digest()
+    damaged = (r"arrays\.pklz: shard \d \(bytes \d+ to \d+\) is truncated or damaged \(the array of names has no "
+               r"readable \.npy header \(the magic string is not correct")
+    for read in (lambda: old.take([0, 61]), lambda: old[0], lambda: next(iter(old.stream(32, seed=4))),
+                 lambda: old["images"]):
+        with pytest.raises(CorruptPklzError, match=damaged):
+            read()
 
 
 def test_array_spec_row_bytes():
@@ -203,4 +202,4 @@ def test_a_member_can_be_read_from_a_buffer_a_caller_reuses(tmp_path):
     data = bytearray(dump_arrays(ARRAYS, tmp_path / "one.pklz").read_bytes()) + bytearray(100)
     with ArraysMember(memoryview(data)[:len(data) - 100], {k: ArraySpec(v.dtype, v.shape) for k, v in ARRAYS.items()},
                       "buffer") as arrays:
-        assert arrays.holds_npy() and same(arrays.read_all(), ARRAYS)
+        assert same(arrays.read_all(), ARRAYS)

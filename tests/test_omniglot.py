@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -63,23 +62,12 @@ def test_load_is_class_ordered_then_shuffled_by_the_seed(prepared):
     assert not np.array_equal(y3, y)
 
 
-def test_class_names_keep_the_old_dict_access_with_a_warning(prepared):
+def test_class_names_are_the_list_the_labels_index(prepared):
     _, y, classes = load_omniglot(["Latin,3", "Korean,1"], sets="small1", include_blank=True, seed=0,
                                   data_dir=prepared)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the list use never warns
-        assert classes == ["Korean,1", "Latin,3", " "] and classes[int(y[0])] in classes
-        assert classes.index("Latin,3") == 1 and "Korean,1" in classes and len(classes) == 3
-    with pytest.warns(DeprecationWarning, match=r"class_map\[name\] is deprecated .* use classes\.index\(name\)"):
-        assert classes["Latin,3"] == 1
-    with pytest.warns(DeprecationWarning, match=r"class_map\.items\(\) is deprecated"):
-        assert dict(classes.items()) == {"Korean,1": 0, "Latin,3": 1, " ": 2}
-    with pytest.warns(DeprecationWarning):
-        assert classes.get("Latin,3") == 1 and classes.get("Latin,4") is None
-    with pytest.warns(DeprecationWarning):  # what callers that inverted the map did
-        assert sorted(classes, key=classes.__getitem__) == ["Korean,1", "Latin,3", " "]
-    with pytest.warns(DeprecationWarning), pytest.raises(KeyError):
-        classes["Latin,4"]
+    assert classes == ["Korean,1", "Latin,3", " "] and classes[int(y[0])] in classes
+    assert classes.index("Latin,3") == 1 and "Korean,1" in classes and len(classes) == 3
+    assert classes.mapping() == {"Korean,1": 0, "Latin,3": 1, " ": 2}
 
 
 def test_indices_blank_and_one_hot(prepared):
@@ -232,12 +220,6 @@ def test_dataset_object_in_class_order(prepared):
     assert repr(ds) == "Omniglot(sets=('small2',), shape=(105, 105), 6 images, 3 classes)"
     ranged = Omniglot(["Latin,2"], sets="small2", example_range=(0.75, 1), data_dir=prepared, download=False)
     np.testing.assert_array_equal(ranged.images, class_array(prepared, "small2", "Latin", 2)[15:])
-
-
-def test_dataset_class_map_is_deprecated(prepared):
-    ds = Omniglot(["Latin,2", "Greek,1"], sets="small2", indices=[0], data_dir=prepared, download=False)
-    with pytest.warns(DeprecationWarning, match=r"Omniglot\.class_map is deprecated .* use Omniglot\.classes"):
-        assert ds.class_map == {"Greek,1": 0, "Latin,2": 1}
 
 
 # -- registry parts ----------------------------------------------------------------------------

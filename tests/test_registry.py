@@ -1,7 +1,6 @@
 """The dataset registry: the built-in records, and a toy dataset registered in one call everywhere it shows."""
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib
 import re
@@ -165,23 +164,6 @@ def test_bad_flags_and_params_are_refused():
         with pytest.raises(ValueError, match=f"option {flag!r} fills {param!r}: give a flag such as '--emnist-split' "
                                              "and the keyword it fills, a Python identifier such as 'split'"):
             registry.Option(flag, param, "help")
-
-
-def test_argparse_settings_of_0_2_are_read_as_typed_fields_with_a_warning():
-    with pytest.warns(DeprecationWarning, match=r"Option\('--old', param, help, \{argparse settings\}\) is "
-                                                r"deprecated and stops working in glyphforge 0\.3"):
-        old = registry.Option("--old", "names", "names", {"nargs": "+", "metavar": "NAME", "type": int})
-    assert (old.value, old.many, old.repeatable, old.metavar, old.convert) == (int, True, False, "NAME", None)
-    with pytest.warns(DeprecationWarning):
-        appended = registry.Option("--old", "names", "names", {"action": "append", "type": registry.emnist_archive})
-    assert (appended.value, appended.repeatable, appended.convert) == (str, True, registry.emnist_archive)
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match=r"option --old: the argparse setting "
-                                                                         r"action='count' has no typed equivalent"):
-        registry.Option("--old", "names", "names", {"action": "count"})
-    parser = argparse.ArgumentParser()
-    with pytest.warns(DeprecationWarning, match=r"Option.add_to\(parser, dest\) is deprecated"):
-        old.add_to(parser, "names")
-    assert parser.parse_args(["--old", "3", "4"]).names == [3, 4]
 
 
 def test_a_flag_or_export_of_another_dataset_is_refused():

@@ -47,6 +47,8 @@ from support.store_errors import NO_BUCKET, REFUSED, store_failure
 from support.waits import TIMEOUT, wait_until
 
 TESTS_DIR = Path(__file__).resolve().parent
+#: A child process imports the support modules and this glyphforge (not an installed one).
+CHILD_PATH = os.pathsep.join([str(TESTS_DIR), str(TESTS_DIR.parent)])
 #: 50 examples in shards of 8: 7 shards, the last one short.
 SPEC = NoiseSpec(n_examples=50, shard_size=8, seed=5)
 PARTS = [f"part-{index:06d}.pklz" for index in range(7)]
@@ -212,7 +214,7 @@ def test_a_killed_driver_resumes_with_only_the_missing_shards(s3_server, tmp_pat
     request.write_text(json.dumps({"spec": {"n_examples": 48, "shard_size": 4, "seed": 3, "touch_dir": str(first_made),
                                             "hold_shard": 4}, "session": "local", "data_dir": data_url}))
     child = subprocess.Popen([sys.executable, "-m", "support.remote_build_child", str(request)],
-                             env={**os.environ, "PYTHONPATH": str(TESTS_DIR)}, stdout=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": CHILD_PATH}, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     wait_until(lambda: holder_of(first_made, 4), "the driver to hold shard 4", process=child)
     os.kill(child.pid, signal.SIGKILL)

@@ -17,6 +17,7 @@ import pytest
 
 import glyphforge as gf
 from glyphforge import DataContext
+from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore
 from glyphforge.cache.entry import Entry
 from glyphforge.datasets import emnist
@@ -244,10 +245,14 @@ def test_a_damaged_entry_at_the_url_is_an_error_and_leaves_nothing_here(s3_serve
 
 def test_a_built_dataset_at_the_url_is_not_fetched_whole(s3_server, tmp_path):
     url = s3_server.bucket() + "/data"
-    built = CacheStore(tmp_path / "cache").get_or_create(
-        "scenes", {"n": 1}, lambda writer: (writer.write("arrays.pklz", np.zeros(4)),
-                                            writer.meta.update(layout={"x": {"dtype": "<f8", "shape": []}},
-                                                                               n_examples=4)))
+
+    def fill(writer) -> None:
+        size = writer.write("arrays.pklz", np.zeros(4)).stat().st_size
+        ShardIndex.from_lengths([size], [4]).write(tmp_path / INDEX_FILE)
+        writer.add_file(INDEX_FILE, tmp_path / INDEX_FILE)
+        writer.meta.update(layout={"x": {"dtype": "<f8", "shape": []}}, n_examples=4, images="x")
+
+    built = CacheStore(tmp_path / "cache").get_or_create("scenes", {"n": 1}, fill)
     publish_by_hand(built, url)
     store = local_store(url)
     assert store.get("scenes", {"n": 1}) is None

@@ -10,7 +10,6 @@ from glyphforge import config
 from glyphforge.builds.builder import SpecError
 from glyphforge.builds.scene_sources import glyph_sources
 from glyphforge.builds.scenes import ScatteredGlyphs
-from glyphforge.cache import cache_key
 from glyphforge.context import DataContext
 from glyphforge.datasets.emnist import prepare_emnist
 from glyphforge.datasets.omniglot import load_omniglot
@@ -193,14 +192,9 @@ def test_bad_arguments_are_named(options, message):
         ScatteredGlyphs(10, **options)
 
 
-def test_the_deprecated_data_dir_is_not_part_of_the_parameters(tmp_path):
+def test_the_parameters_are_what_makes_the_scenes():
     spec = ScatteredGlyphs(10, glyphs="font")
-    with pytest.deprecated_call(
-        match=r"ScatteredGlyphs\(data_dir=\.\.\.\) is deprecated .* build\(spec, data_dir=\.\.\.\)"
-    ):
-        moved = ScatteredGlyphs(10, glyphs="font", data_dir=tmp_path)
-    assert spec.params() == moved.params() and "data_dir" not in spec.params()
-    assert cache_key(spec.kind, spec.params()) == cache_key(moved.kind, moved.params())
+    assert "data_dir" not in spec.params()
     assert spec.params() != ScatteredGlyphs(10, glyphs="font", max_overlap=0.1).params()
     assert ScatteredGlyphs(10, glyphs="font", characters="BA").params() == ScatteredGlyphs(
         10, glyphs="font", characters=["A", "B", "A"]).params()
@@ -378,16 +372,6 @@ def test_glyph_sources_are_font_and_the_registered_glyph_datasets():
         ScatteredGlyphs(10, glyphs="backgrounds")
     with pytest.raises(ValueError, match="glyph_options .* are for a glyph dataset; font glyphs take none"):
         ScatteredGlyphs(10, glyphs="font", glyph_options={"split": "letters"})
-
-
-def test_the_old_glyph_dataset_keywords_become_glyph_options_with_a_warning():
-    with pytest.deprecated_call(match=r"ScatteredGlyphs\(emnist_split=\.\.\.\) is deprecated"):
-        old = ScatteredGlyphs(10, glyphs="emnist", emnist_split="letters")
-    assert old.glyph_options == {"split": "letters"} and old.emnist_split is None
-    assert old == ScatteredGlyphs(10, glyphs="emnist", glyph_options={"split": "letters"})
-    with pytest.deprecated_call(match=r"ScatteredGlyphs\(omniglot_sets=\.\.\.\) is deprecated"):
-        sets = ScatteredGlyphs(10, glyphs="omniglot", omniglot_sets="small1")
-    assert sets.params() == ScatteredGlyphs(10, glyphs="omniglot", glyph_options={"sets": ("small1",)}).params()
 
 
 def test_a_shard_worker_never_downloads_and_says_what_to_prepare(tmp_path):

@@ -58,7 +58,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from glyphforge._checks import PathLike, check_int, worker_count
-from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.shards import (
@@ -87,8 +86,8 @@ log = logging.getLogger(__name__)
 BUILD_FORMAT = 3
 """Bumped when the builder's output for the same spec changes; part of every key (``params["builder"]``).
 2: shards are compressed by zlib, not isal (`glyphforge.cache.pklz`).
-3: a shard's member holds its arrays as ``.npy`` files, not a pickle (`glyphforge.cache.npy_members`;
-entries of earlier formats still read: `glyphforge.builds.members`)."""
+3: a shard's member holds its arrays as ``.npy`` files, not a pickle (`glyphforge.cache.npy_members`).
+Entries of earlier formats are of cache format 1 too, and not read (`glyphforge.cache.keys.FORMAT_VERSION`)."""
 
 #: The params key of the own copies a spec read (only when it read some: upstream builds keep their keys).
 OWN_SOURCES = "own_sources"
@@ -233,9 +232,6 @@ def build(
         script builds at its top level, without ``if __name__ == "__main__":``.
     """
     check_build_arguments(spec, session, session_options, "build()")
-    if data_dir is None and getattr(spec, "data_dir", None) is not None:  # the spelling of 0.1
-        warn_deprecated("a spec's data_dir attribute", "build(spec, data_dir=...)")
-        data_dir = spec.data_dir  # type: ignore[attr-defined]  # checked just above
     context = DataContext.resolve(context, data_dir=data_dir, progress=None if progress else False,
                                   storage_options=storage_options)
     if context.remote is not None:

@@ -2,16 +2,15 @@
 
 An entry made by `glyphforge.build` holds two files. ``arrays.pklz``: the shard files
 joined without recompression, so a plain multi-member gzip file (stdlib ``gzip``
-reads it whole) whose member ``i`` is the pickle of shard ``i``'s dict of arrays; and
-``index.npy``: each shard's byte offset, byte length and row range (see
-`glyphforge.builds.index`; glyphforge 0.2 kept it in the manifest's ``meta["index"]``),
-so a reader seeks to one member and decodes only it. The manifest's ``meta`` records
+reads it whole) whose member ``i`` holds shard ``i``'s arrays as ``.npy`` files
+(`glyphforge.cache.npy_members`); and ``index.npy``: each shard's byte offset, byte
+length and row range (see `glyphforge.builds.index`), so a reader seeks to one member
+and decodes only it. The manifest's ``meta`` records
 ``n_examples``, ``n_shards``, ``layout`` (each array's dtype and per-example shape),
 ``metadata`` (what the spec's optional ``metadata()`` returned, e.g. the scenes'
 ``class_names``) and ``images`` (the name of the images array, chosen at build time by
 `glyphforge.builds.shards.images_array`: ``metadata()``'s ``images``, else ``"images"``,
-else the first array ``make_shard`` returned; entries built by glyphforge 0.2 lack it and
-keep 0.2's rule: ``"images"``, else the alphabetically first array).
+else the first array ``make_shard`` returned).
 
 Reading:
 
@@ -54,7 +53,6 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import PathLike, check_int
-from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import batches
 from glyphforge.builds.copy_source import CopySource, budget_setting
 from glyphforge.builds.index import ShardIndex
@@ -156,12 +154,6 @@ class BuiltDataset:
     def path(self) -> Path:
         """The entry's directory."""
         return self.entry.path
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """Deprecated: the entry's manifest record; use ``ds.entry.meta`` (or ``ds.metadata`` for the spec's)."""
-        warn_deprecated("BuiltDataset.meta", "BuiltDataset.entry.meta, or BuiltDataset.metadata for the spec's")
-        return self.entry.meta
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -429,13 +421,9 @@ class BuiltDataset:
         """The array ``ds[i]`` and batches give first, as recorded at build time (see the module docstring).
 
         ``metadata()``'s ``images``, else ``"images"``, else the first array ``make_shard``
-        returned; for an entry built by glyphforge 0.2 (no record): ``"images"``, else the
-        alphabetically first array.
+        returned.
         """
-        meta = self.entry.meta
-        if "images" in meta:
-            return str(meta["images"])
-        return "images" if "images" in meta["layout"] else min(meta["layout"])
+        return str(self.entry.meta["images"])
 
     def reopened(self, **options: Any) -> BuiltDataset:
         """A new reader of the same entry (its own LRU), with ``cache_shards``, ``arrays_limit``, ``random_access`` or

@@ -22,17 +22,9 @@ re-hashes it and the manifest's ``entry_sha256`` covers it), and only a reader o
 it: listing the cache parses a manifest of a few hundred bytes, whatever the number of
 shards (1,000,000 shards in the manifest's JSON were ~55 MB). It is read without
 pickles (``allow_pickle=False``).
-
-Entries of glyphforge 0.2 hold the index in the manifest instead, as ``meta["index"]``:
-four equal-length lists ``{"offset": [...], "length": [...], "start": [...], "stop":
-[...]}``. Entries built before the index existed (glyphforge 0.1) have
-``meta["shard_bytes"]``; their index is derived from it and from how the builder cuts
-shards (``n_examples`` and ``shard_size`` are in the entry's parameters), without
-reading the data file. Both still read. An entry with none of them says to build it again.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
@@ -100,7 +92,7 @@ class ShardIndex:
 
     @classmethod
     def of_entry(cls, entry: Entry, where: str) -> ShardIndex:
-        """Read the index of the built ``entry`` (``where`` names it in errors): its `INDEX_FILE`, else its meta.
+        """Read the index of the built ``entry`` (``where`` names it in errors): its `INDEX_FILE`.
 
         ``entry.file`` gives it only at the size the manifest records (which
         `glyphforge.cache.declared` bounds by the entry's shards). It is checked to tile the
@@ -108,10 +100,7 @@ class ShardIndex:
         (`check_lengths`): no member read by it is larger than its rows' bytes stored, with
         their framing.
         """
-        if INDEX_FILE in entry.manifest["files"]:
-            index = cls.read(entry.file(INDEX_FILE), where)
-        else:
-            index = cls.from_meta(entry.meta, entry.params, where)
+        index = cls.read(entry.file(INDEX_FILE), where)
         index.check(int(entry.meta["n_examples"]), where, entry.meta.get("parts"))
         index.check_lengths(row_nbytes(entry.meta["layout"]), where)
         return index
@@ -150,23 +139,6 @@ class ShardIndex:
     def write(self, path: Path) -> None:
         """Write the index as an `INDEX_FILE` at ``path``."""
         np.save(path, self.table(), allow_pickle=False)
-
-    @classmethod
-    def from_meta(cls, meta: Mapping[str, Any], params: Mapping[str, Any], where: str) -> ShardIndex:
-        """Read the index a 0.2 entry keeps in its meta (``where`` names it in errors), deriving it for 0.1 entries."""
-        if "index" in meta:
-            columns = [np.asarray(meta["index"][name], np.int64) for name in INDEX_COLUMNS]
-            return cls(*columns)
-        if "shard_bytes" in meta and "shard_size" in params:
-            n_examples, shard_size = int(meta["n_examples"]), int(params["shard_size"])
-            starts = np.arange(0, n_examples, shard_size, dtype=np.int64)
-            rows = np.minimum(starts + shard_size, n_examples) - starts
-            return cls.from_lengths(meta["shard_bytes"], rows)
-        raise DamagedIndexError(where, "it has no shard index (it predates glyphforge 0.1's shard_bytes)")
-
-    def to_meta(self) -> dict[str, list[int]]:
-        """Return the JSON form glyphforge 0.2 stored as ``meta["index"]``."""
-        return {name: getattr(self, name).tolist() for name in INDEX_COLUMNS}
 
     def __len__(self) -> int:
         return len(self.offset)

@@ -1,12 +1,8 @@
 """Reading one shard of a built dataset: its gzip member decoded whole, or placed block by block.
 
-Since build format 3 a shard's member holds its arrays as ``.npy`` files
-(`glyphforge.cache.npy_members`): `place_shard` inflates them a block of rows at a time
-into buffers a `Scratch` keeps, handing each block to its caller, and `decode_shard`
-inflates them into fresh arrays. Entries built before hold a pickle
-(`glyphforge.cache.pklz`), told apart by the member's first bytes and decoded whole by the
-restricted unpickler within the budget its layout declares: they still read
-(`place_shard` hands each of their arrays over as one block).
+A shard's member holds its arrays as ``.npy`` files (`glyphforge.cache.npy_members`):
+`place_shard` inflates them a block of rows at a time into buffers a `Scratch` keeps,
+handing each block to its caller, and `decode_shard` inflates them into fresh arrays.
 """
 from __future__ import annotations
 
@@ -19,11 +15,8 @@ import numpy as np
 
 from glyphforge.cache.declared import layout_dtype
 from glyphforge.cache.npy_members import ArraysMember, ArraySpec
-from glyphforge.cache.pklz import CorruptPklzError, damaged_member, read_member
-from glyphforge.cache.safe_pickle import Budget
+from glyphforge.cache.pklz import damaged_member
 
-#: What a pickled shard may hold beside its arrays' bytes (names, dtypes, framing): part of its `Budget`.
-SHARD_PICKLE_SLACK = 1 << 20
 #: About the bytes of one block `place_shard` inflates at a time: small enough to stay in a core's cache.
 BLOCK_BYTES = 1 << 19
 
@@ -101,13 +94,9 @@ def decode_shard(member: Member) -> Shard:
     ------
     CorruptPklzError
         It is truncated or damaged, or holds other arrays than its layout and rows say.
-    UnsafePickleError
-        (a pickled member) Its pickle names a global that is not plain data, or asks for more than its layout allows.
     """
     with ArraysMember(Scratch().member_bytes(member), member.specs(), member.source) as arrays:
-        if arrays.holds_npy():
-            return arrays.read_all()
-    return _decode_pickled(member)
+        return arrays.read_all()
 
 
 def place_shard(member: Member, put: Put, scratch: Scratch) -> None:
@@ -115,37 +104,20 @@ def place_shard(member: Member, put: Put, scratch: Scratch) -> None:
 
     Every array is handed over whole, in order; a block is valid until ``put`` returns.
     The member's end is checked after its last block (a damaged one raises there, its
-    blocks handed over already: a caller drops what it placed). A pickled member is
-    decoded whole and each array handed over as one block.
+    blocks handed over already: a caller drops what it placed).
 
     Raises
     ------
-    CorruptPklzError, UnsafePickleError
+    CorruptPklzError
         As `decode_shard`.
     """
     with ArraysMember(scratch.member_bytes(member), member.specs(), member.source) as arrays:
-        if arrays.holds_npy():
-            for name, spec in arrays.arrays():
-                step = max(1, BLOCK_BYTES // max(spec.row_nbytes, 1))
-                buffer = scratch.block(name, spec, min(step, member.rows))
-                for first in range(0, member.rows, step):
-                    block = buffer[:min(step, member.rows - first)]
-                    arrays.read_into(block)
-                    put(name, first, block)
-            arrays.finish()
-            return
-    for name, array in _decode_pickled(member).items():
-        put(name, 0, array)
-
-
-def _decode_pickled(member: Member) -> Shard:
-    """Decode a pickled member (glyphforge before build format 3) within the budget its layout declares."""
-    row_nbytes = sum(spec.row_nbytes for spec in member.specs().values())
-    budget = Budget(member.rows * row_nbytes + SHARD_PICKLE_SLACK,
-                    f"the {member.rows:,} rows its layout declares, and 1 MiB for the pickle's framing")
-    arrays: Shard = read_member(member.path, member.offset, member.length, what=member.what, budget=budget)
-    if sorted(arrays) != sorted(member.layout) or any(len(array) != member.rows for array in arrays.values()):
-        raise CorruptPklzError(f"{member.source} does not hold the {member.rows} rows of arrays "
-                               f"{sorted(member.layout)} its index promises; remove the entry and build it again")
-    return arrays
+        for name, spec in arrays.arrays():
+            step = max(1, BLOCK_BYTES // max(spec.row_nbytes, 1))
+            buffer = scratch.block(name, spec, min(step, member.rows))
+            for first in range(0, member.rows, step):
+                block = buffer[:min(step, member.rows - first)]
+                arrays.read_into(block)
+                put(name, first, block)
+        arrays.finish()
 

@@ -35,7 +35,6 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import MAX_SIDE, PathLike, check_example_range, check_int, check_real, check_shape
-from glyphforge._deprecation import warn_deprecated
 from glyphforge.builds import scene_sources
 from glyphforge.builds.builder import SpecError
 from glyphforge.builds.scene_sources import FONT, FrozenOptions, GlyphPool, Textures
@@ -108,9 +107,6 @@ class ScatteredGlyphs:
         disjoint glyph images.
     seed, shard_size
         As for every spec: shard ``i`` draws from ``SeedSequence(seed).spawn(...)[i]``.
-    emnist_split, omniglot_sets, data_dir
-        Deprecated spellings (0.1): ``glyph_options={"split": ...}``,
-        ``glyph_options={"sets": ...}`` and ``build(spec, data_dir=...)``.
 
     Examples
     --------
@@ -137,9 +133,6 @@ class ScatteredGlyphs:
     glyph_options: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
     shard_size: int = 1000
-    emnist_split: str | None = None
-    omniglot_sets: str | Sequence[str] | None = None
-    data_dir: PathLike | None = field(default=None, compare=False)
 
     kind = "scenes"
 
@@ -153,8 +146,6 @@ class ScatteredGlyphs:
         if self.glyphs not in sources:
             raise ValueError(f"glyphs must be one of {', '.join(sources)}; got {self.glyphs!r}")
         self.glyph_options = self._checked_glyph_options()
-        if self.data_dir is not None:
-            warn_deprecated("ScatteredGlyphs(data_dir=...)", "build(spec, data_dir=...)")
         self.characters = self._checked_characters()
         if self.glyph_shape_jitter is not None:
             self.glyph_shape_jitter = check_real("glyph_shape_jitter", self.glyph_shape_jitter, 0, 1,
@@ -318,7 +309,7 @@ class ScatteredGlyphs:
         )
 
     def _data_dir(self, data_dir: PathLike | None) -> str:
-        return str(config.data_dir(self.data_dir if data_dir is None else data_dir))
+        return str(config.data_dir(data_dir))
 
     # -- per-shard steps ----------------------------------------------------------
     def _glyph_images(
@@ -397,14 +388,6 @@ class ScatteredGlyphs:
 
     def _checked_glyph_options(self) -> dict[str, Any]:
         options = dict(self.glyph_options)
-        for old, name, source in (("emnist_split", "split", "emnist"), ("omniglot_sets", "sets", "omniglot")):
-            value = getattr(self, old)
-            if value is None:
-                continue
-            warn_deprecated(f"ScatteredGlyphs({old}=...)", f"ScatteredGlyphs(glyph_options={{{name!r}: ...}})")
-            if self.glyphs == source:
-                options.setdefault(name, [value] if isinstance(value, str) and source == "omniglot" else value)
-            setattr(self, old, None)
         if self.glyphs == FONT and options:
             raise ValueError(f"glyph_options {options} are for a glyph dataset; font glyphs take none")
         if any(not isinstance(name, str) or not name.isidentifier() for name in options):

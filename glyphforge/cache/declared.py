@@ -13,8 +13,8 @@ used:
   and one row of all arrays together at most `MAX_ROW_BYTES`;
 * ``n_examples``, a positive integer (the params' own, when they hold one); the shards,
   ``ceil(n_examples / shard_size)``, at most `MAX_SHARDS` (``meta["n_shards"]`` and
-  ``meta["parts"]`` agreeing);
-* the files' sizes: ``index.npy`` holds a fixed number of bytes a shard (`index_sizes`); the
+  ``meta["parts"]`` agreeing); ``meta["images"]``, one of the layout's arrays;
+* the files' sizes: ``index.npy`` (every build has one) holds a fixed number of bytes a shard (`index_sizes`); the
   data files hold ``n_examples`` rows, compressed (`data_sizes`: no fewer bytes than deflate
   could inflate to them, no more than stored data and each shard's framing).
 
@@ -47,8 +47,8 @@ MAX_ROW_DIMS = 31
 MAX_SHARDS = 1_000_000
 #: The dtype kinds a layout may name: booleans, numbers, fixed-width strings, dates and structured records of them.
 ALLOWED_KINDS = "biufcSUMmV"
-#: The most bytes a shard's member holds beyond its rows' (stored-deflate) bytes: gzip framing and ``.npy`` headers,
-#: or the pickle framing of a shard glyphforge < 0.3 built (1 MiB at most, `glyphforge.builds.members`), twice over.
+#: The most bytes a shard's member holds beyond its rows' (stored-deflate) bytes: gzip framing and ``.npy`` headers
+#: (a few KiB), with a wide margin.
 MEMBER_OVERHEAD = 2 << 20
 #: The most bytes of an ``index.npy`` beyond its table: a ``.npy`` header (128 bytes as numpy writes it).
 INDEX_HEADER_MAX = 4096
@@ -124,14 +124,19 @@ def built_problem(manifest: Mapping[str, Any]) -> str | None:
         return f"its n_examples is {_shown(n_examples)}, not a positive integer"
     if params.get("n_examples", n_examples) != n_examples:
         return f"its meta's n_examples ({n_examples:,}) is not its params' ({_shown(params['n_examples'])})"
-    if "images" in meta and meta["images"] not in meta["layout"]:
-        return f"its images array {_shown(meta['images'])} is not one of its layout's arrays"
+    images = meta.get("images")
+    if images is None:
+        return "it names no images array (meta['images'], which every build records)"
+    if not isinstance(images, str) or images not in meta["layout"]:
+        return f"its images array {_shown(images)} is not one of its layout's arrays"
     shards = _shards_problem(meta, params, n_examples)
     if isinstance(shards, str):
         return shards
     files = {name: info["size"] for name, info in manifest["files"].items()}
     parts = meta.get("parts")
-    return (index_sizes(files.get(INDEX_FILE), shards, parts is not None)
+    if INDEX_FILE not in files:
+        return f"its files table lists no {INDEX_FILE} (the shard index every build writes)"
+    return (index_sizes(files[INDEX_FILE], shards, parts is not None)
             or data_sizes(sum(size for name, size in files.items() if name != INDEX_FILE), n_examples,
                           row_nbytes(meta["layout"]), shards))
 
@@ -158,10 +163,8 @@ def _shards_problem(meta: Mapping[str, Any], params: Mapping[str, Any], n_exampl
     return low, high
 
 
-def index_sizes(size: int | None, shards: tuple[int, int], multi_part: bool) -> str | None:
+def index_sizes(size: int, shards: tuple[int, int], multi_part: bool) -> str | None:
     """What is wrong with an ``index.npy`` of ``size`` bytes for ``shards`` (fewest, most), None when nothing is."""
-    if size is None:
-        return None
     per_shard = 8 * (_PARTS_INDEX_ROWS if multi_part else _INDEX_ROWS)
     low, high = shards[0] * per_shard, shards[1] * per_shard + INDEX_HEADER_MAX
     if low <= size <= high:

@@ -12,8 +12,11 @@ from typing import Any
 
 import numpy as np
 
-FORMAT_VERSION = 1
-"""Bumped when the on-disk layout of entries changes; part of every key."""
+FORMAT_VERSION = 2
+"""Bumped when the on-disk layout of entries changes; part of every key, so an entry of another format is not found
+(`glyphforge.cache.manifest.parse_manifest` refuses it: ``glyphforge cache gc`` removes it).
+2: glyphforge 0.3 (a manifest carries ``entry_sha256``; a build's index is its ``index.npy`` and its shards hold
+``.npy`` arrays)."""
 
 _KIND_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 

@@ -11,12 +11,12 @@ A manifest is a JSON object::
 The data files' hashes say a file is intact, not that it is the right file: the
 parameters and the metadata say what each file means (EMNIST's and MNIST's class of
 each file, a build's shard index). ``entry_sha256`` covers them together with the files
-table, so class files swapped along with their records are found. ``meta_sha256`` is
-still written, for glyphforge 0.2 reading the same data dir.
+table, so class files swapped along with their records are found; ``meta_sha256`` tells an
+edited params or meta from swapped files.
 
-Older manifests are accepted as they are (their files table is then not covered):
-glyphforge 0.2 wrote no ``entry_sha256``, and glyphforge < 0.2 no ``meta_sha256`` either;
-their params are still checked (the key is their hash).
+A manifest of another ``format_version`` (glyphforge 0.1 and 0.2 wrote 1) is refused as
+broken: its entry is not found (the format is part of the key) and ``glyphforge cache gc``
+removes it.
 """
 from __future__ import annotations
 
@@ -36,9 +36,10 @@ from glyphforge.errors import IntegrityError
 MANIFEST = "manifest.json"
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-#: The fields every manifest has, and their types (the hashes are optional: older versions wrote none, see above).
+#: The fields every manifest has, and their types.
 _FIELDS: dict[str, type] = {"kind": str, "key": str, "params": dict, "format_version": int,
-                            "glyphforge_version": str, "created": str, "files": dict, "meta": dict}
+                            "glyphforge_version": str, "created": str, "files": dict, "meta": dict,
+                            "meta_sha256": str, "entry_sha256": str}
 
 
 def _json_type(value: object) -> str:
@@ -165,10 +166,10 @@ def parse_manifest(text: str | bytes, kind: str, key: str) -> dict[str, Any]:
     Checked: it is a JSON object with the manifest's fields of the right types; each
     file is a plain name inside the entry with an int size and a sha256; its kind and
     key are ``kind`` and ``key`` (those of its directory, ``<root>/<kind>/<key>``, or of
-    its URL); its key is the hash of its kind, params and format version; its
-    ``meta_sha256`` is that of its kind, key, params and meta; and its ``entry_sha256``
-    that of these and its files table (a manifest without them, as older versions wrote,
-    is accepted: see the module docstring); and what a built entry declares (its layout,
+    its URL); its format version is `FORMAT_VERSION` (see the module docstring); its key
+    is the hash of its kind, params and format version; its ``meta_sha256`` is that of
+    its kind, key, params and meta; and its ``entry_sha256`` that of these and its files
+    table; and what a built entry declares (its layout,
     examples, shards and files' sizes) is within bounds and agrees with itself
     (`glyphforge.cache.declared.built_problem`).
 
@@ -183,6 +184,11 @@ def parse_manifest(text: str | bytes, kind: str, key: str) -> dict[str, Any]:
         raise BrokenManifestError(f"not valid JSON ({error})") from None
     if not isinstance(manifest, dict):
         raise BrokenManifestError(f"holds {_json_type(manifest)}, not a JSON object of the manifest's fields")
+    version = manifest.get("format_version")
+    if type(version) is int and version != FORMAT_VERSION:
+        raise BrokenManifestError(f"it is of cache format {version} (written by glyphforge "
+                                  f"{reprlib.repr(manifest.get('glyphforge_version'))}), which this glyphforge "
+                                  f"(format {FORMAT_VERSION}) does not read: `glyphforge cache gc` removes it")
     wrong = []
     for name, expected in _FIELDS.items():
         value = manifest.get(name)
@@ -211,10 +217,10 @@ def parse_manifest(text: str | bytes, kind: str, key: str) -> dict[str, Any]:
         raise BrokenManifestError(f"its kind, params or meta cannot be hashed ({error})") from None
     if key != expected_key:
         raise BrokenManifestError("its key is not the hash of its kind, params and format version (edited params?)")
-    if manifest.get("meta_sha256", expected_meta) != expected_meta:
+    if manifest["meta_sha256"] != expected_meta:
         raise BrokenManifestError("its params or meta differ from its meta_sha256 (the manifest was edited or "
                                   "damaged)")
-    if manifest.get("entry_sha256", expected_entry) != expected_entry:
+    if manifest["entry_sha256"] != expected_entry:
         raise BrokenManifestError("its files table differs from its entry_sha256 (data files swapped, renamed or "
                                   "replaced together with their records, or the manifest was edited or damaged)")
     problem = built_problem(manifest) if declares_build(manifest["meta"]) else None

@@ -1,4 +1,4 @@
-"""Gzip members of ``.npy`` arrays: how a built dataset's shards are stored (build format 3 on).
+"""Gzip members of ``.npy`` arrays: how a built dataset's shards are stored.
 
 A member is one gzip member that inflates to a dict of arrays as NumPy ``.npy`` files, one
 after the other: first the array of their names, sorted, then each array in that order
@@ -42,9 +42,6 @@ from glyphforge.cache.safe_pickle import MAX_INFLATION
 #: What reading a damaged member's ``.npy`` header raises.
 _HEADER_ERRORS: tuple[type[Exception], ...] = (ValueError, *GZIP_ERRORS)
 
-
-#: How a ``.npy`` file starts.
-NPY_MAGIC = b"\x93NUMPY"
 
 
 class ArraySpec(NamedTuple):
@@ -164,13 +161,6 @@ class ArraysMember:
     def __exit__(self, *exc_info: Any) -> None:
         self._stream.close()
 
-    def holds_npy(self) -> bool:
-        """Whether the member starts as a ``.npy`` file does (else it is something else: e.g. a pickle)."""
-        try:
-            return bytes(self._stream.peek(len(NPY_MAGIC))[:len(NPY_MAGIC)]) == NPY_MAGIC
-        except GZIP_ERRORS as error:
-            raise self._damaged(f"it does not inflate ({error})") from error
-
     def read_all(self) -> dict[str, np.ndarray]:
         """Read every array into fresh arrays (each inflated straight into its own memory), then `finish`."""
         arrays = {}
@@ -211,7 +201,9 @@ class ArraysMember:
     def _check_header(self, name: str, spec: ArraySpec) -> None:
         try:
             shape, fortran_order, dtype = _read_header(self._stream)
-        except _HEADER_ERRORS as error:
+        except GZIP_ERRORS as error:
+            raise self._damaged(f"it does not inflate ({error})") from error
+        except ValueError as error:
             raise self._damaged(f"the array {name} has no readable .npy header ({error})") from error
         if (shape, fortran_order, dtype) != (spec.shape, False, spec.dtype):
             raise self._damaged(f"the array {name} is {dtype} of shape {shape}"

@@ -12,10 +12,7 @@ gzip members, each one pickle (the parallel builder joins shard files that way);
 :func:`iter_pklz` yields them in order.
 
 Reading inflates with python-isal (``isal.igzip``, several times faster than zlib and
-byte-compatible) when it is installed, else the standard library. :func:`read_member` feeds
-the unpickler from isal's C gzip reader, which inflates an array's bytes straight into the
-buffer the unpickler allocates for them: no inflated copy of the whole member is made (each
-such copy is fresh memory whose first-touch page faults cost more than the inflating).
+byte-compatible) when it is installed, else the standard library.
 """
 from __future__ import annotations
 
@@ -61,7 +58,6 @@ class CorruptPklzError(IntegrityError, ValueError):
 
 #: What inflating a damaged or truncated (``EOFError``) gzip stream raises.
 GZIP_ERRORS: tuple[type[Exception], ...] = (EOFError, gzip.BadGzipFile, zlib.error, _zlib.error)
-_MEMBER_ERRORS: tuple[type[Exception], ...] = (*GZIP_ERRORS, pickle.UnpicklingError)
 
 
 @contextmanager
@@ -258,75 +254,9 @@ def concat_pklz(
     return Joined(dest, whole.hexdigest(), tuple(lengths))
 
 
-def read_member(path: PathLike, offset: int, length: int, *, trusted: bool = False, what: str = "member",
-                budget: Budget | None = None) -> Any:
-    """Decode the one gzip member at ``offset`` (``length`` bytes) of a multi-member ``.pklz`` file.
-
-    The member is read, inflated (isal when installed) and unpickled on its own, without
-    touching the rest of the file; its arrays' bytes are inflated straight into their
-    buffers (see the module docstring). Its gzip trailer (CRC-32 and size) is checked.
-
-    Parameters
-    ----------
-    path
-        The file.
-    offset, length
-        Where the member is, in bytes (e.g. from a built dataset's index).
-    trusted
-        False (default): the restricted unpickler (plain data only). True: plain dill.
-    what
-        How errors name the member, e.g. ``"shard 12"``.
-    budget
-        The most bytes the member may inflate to and (unless ``trusted``) its pickle ask
-        to allocate, e.g. from the layout its index declares. None: what ``length``
-        compressed bytes can hold (`Budget.for_compressed`).
-
-    Raises
-    ------
-    CorruptPklzError
-        The member is truncated or damaged; the message names the file and ``what``.
-    UnsafePickleError
-        Its pickle names a global that is not plain data, or (`OversizedPickleError`)
-        it inflates or asks for more than ``budget``; the message names the file and ``what``.
-    """
-    budget = budget or Budget.for_compressed(length)
-    source = f"{path}: {what} (bytes {offset} to {offset + length})"
-    with open(path, "rb") as stream:
-        stream.seek(offset)
-        raw = stream.read(length)
-    try:
-        if len(raw) != length:
-            raise EOFError(f"the file ends {length - len(raw)} bytes early")
-        return _load_member(raw, source, budget, trusted)
-    except UnsafePickleError:
-        raise
-    except _MEMBER_ERRORS as error:
-        raise damaged_member(source, str(error)) from error
-
-
 def damaged_member(source: str, what: str) -> CorruptPklzError:
     """The error for the member ``source`` (file, what and bytes) that is truncated or damaged: ``what`` says how."""
     return CorruptPklzError(
         f"{source} is truncated or damaged ({what}). "
         "`glyphforge cache verify` lists such files; remove the entry (`glyphforge cache rm KEY`) and build again")
 
-
-def _load_member(raw: bytes, source: str, budget: Budget, trusted: bool) -> Any:
-    """Unpickle the gzip member ``raw`` (see `read_member`), reading on to its end: its trailer is checked there.
-
-    Raises
-    ------
-    EOFError
-        The member ends before its pickle does or after it (bytes follow it in ``raw``).
-    """
-    with open_gzip_member(raw) as member:
-        reader = _BoundedReader(member, budget, source)
-        unpickler = dill.Unpickler(reader) if trusted else RestrictedUnpickler(reader, source, budget)
-        try:
-            loaded = unpickler.load()
-            after = reader.read(1)  # to the member's end: its CRC-32 and size are checked (gzip.BadGzipFile)
-        except EOFError as error:  # buffered reads may meet bytes after the member while the pickle loads
-            raise EOFError(f"the member's gzip stream does not end where the index says: {error}") from error
-        if after:
-            raise EOFError("the member's gzip stream does not end where the index says: bytes follow its pickle")
-    return loaded

@@ -8,8 +8,8 @@ built-in containers need.
 
 Even those can be asked for any amount of memory by a pickle of a few bytes
 (``bytearray(2_500_000_000)``, a numpy array of a billion rows), so the reader gives
-the unpickler a :class:`Budget`: the bytes the data may hold, from what its entry
-declares (a built shard's layout) or, by default, from the file's compressed size. Every
+the unpickler a :class:`Budget`: the bytes the data may hold, by default from the file's
+compressed size. Every
 allowed callable that allocates is charged before it runs; past the budget the load
 stops with :class:`OversizedPickleError`, the memory never taken. ``numpy.ndarray`` may
 be named (numpy's own reducer passes it to ``_reconstruct``) but not called, and object
@@ -66,7 +66,7 @@ class Budget:
     limit
         The bound, in bytes.
     basis
-        What it comes from, for messages (e.g. "the 1,000 rows its layout declares").
+        What it comes from, for messages (e.g. "what its 1,000 compressed bytes can hold").
     """
 
     limit: int

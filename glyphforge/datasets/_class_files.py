@@ -33,9 +33,7 @@ images first, then its *train* images, each in file order. ``entry.meta`` holds
 ``verify=False``) and ``classes``: one record per class in label order, ``{"name",
 "label", "file", "n_test", "n_train"}``; the first ``n_test`` images of a class file are
 its test images. Resized entries add ``resized_from`` (the native entry's key) and
-``resize``. Entries written by glyphforge 0.2 name a class ``"char"`` (EMNIST) and record
-``verified_archive`` / ``verified_files``: they are read as they are
-(:func:`glyphforge.datasets._class_selection.class_records`).
+``resize``.
 """
 from __future__ import annotations
 

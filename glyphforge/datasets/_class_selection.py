@@ -26,12 +26,8 @@ from glyphforge.datasets._classes import BLANK, ClassNames
 
 
 def class_records(entry: Entry) -> list[dict[str, Any]]:
-    """Return the class records of ``entry`` in label order, ``{"name", "label", "file", "n_test", "n_train"}``.
-
-    Records of entries written by glyphforge 0.2 (EMNIST's ``"char"``) are read too.
-    """
-    return [{"name": record["char"], **record} if "name" not in record else record
-            for record in entry.meta["classes"]]
+    """Return the class records of ``entry`` in label order, ``{"name", "label", "file", "n_test", "n_train"}``."""
+    return list(entry.meta["classes"])
 
 
 

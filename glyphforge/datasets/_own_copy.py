@@ -181,11 +181,9 @@ def in_use(dataset: str, resources: Mapping[str, Resource], context: DataContext
 
 
 def unverified(meta: Mapping[str, Any]) -> bool:
-    """Whether an entry's meta says it was made from files that are not upstream's (any format glyphforge wrote:
-    backgrounds entries before 0.3 say it of each image only)."""
-    images = meta.get("backgrounds")
-    return (any(meta.get(name) is False for name in ("verified", "verified_files", "verified_archive"))
-            or (isinstance(images, Mapping) and any(image.get("verified") is False for image in images.values())))
+    """Whether an entry's meta says it was made from files that are not upstream's (``verified`` False; Omniglot's
+    ``verified_archive``)."""
+    return any(meta.get(name) is False for name in ("verified", "verified_archive"))
 
 
 def note(meta: Mapping[str, Any]) -> str:

@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from glyphforge._checks import PathLike, check_shape
-from glyphforge._deprecation import warn_deprecated
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.context import DataContext
 from glyphforge.datasets import _own_copy
@@ -289,7 +288,6 @@ def load_backgrounds(
     mirrors: Sequence[str] | str | None = None,
     offline: bool | None = None,
     context: DataContext | None = None,
-    names: str | Iterable[str] | None = None,
 ) -> tuple[list[np.ndarray], np.ndarray, ClassNames]:
     """Load backgrounds as uint8 RGB arrays, with labels and class names like every loader.
 
@@ -314,8 +312,6 @@ def load_backgrounds(
     context
         A `~glyphforge.context.DataContext` giving every fetch setting at once; the
         keywords above, when given, override its fields.
-    names
-        Deprecated spelling of ``classes`` (until 0.3).
 
     Returns
     -------
@@ -334,9 +330,6 @@ def load_backgrounds(
     FileNotFoundError
         With ``download=False``, when some backgrounds were never prepared.
     """
-    if names is not None:
-        warn_deprecated("load_backgrounds(names=...)", "load_backgrounds(classes=...) (or the first argument)")
-        classes = names if classes is None else classes
     wanted = check_names("all" if classes is None else classes)
     size = None if shape is None else check_shape(shape)
     check_method(method)

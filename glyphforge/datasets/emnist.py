@@ -23,8 +23,7 @@ upright, white strokes on black, with that class's *test* images first and then 
 ``shape``, ``n_images``, ``n_train``, ``n_test``, ``verified`` and ``classes``: one
 record per class in label order, ``{"name", "label", "file", "n_test", "n_train"}``
 (``label``: NIST's, from 1 for ``letters``). Class files are named ``digit_0.pklz``,
-``upper_A.pklz``, ``lower_a.pklz`` (:func:`class_file_name`). Entries written by 0.2
-(records ``{"char", ...}``, ``verified_archive``) are read as they are.
+``upper_A.pklz``, ``lower_a.pklz`` (:func:`class_file_name`).
 """
 from __future__ import annotations
 
@@ -32,8 +31,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from glyphforge._checks import PathLike
-from glyphforge._deprecation import warn_deprecated
 from glyphforge.cache import Entry
 from glyphforge.datasets import _class_files, _class_load, _class_prepare
 from glyphforge.datasets._class_args import SUBSETS, class_names
@@ -85,28 +82,16 @@ DATASET = declare(Declaration(
 ))
 
 
-def __getattr__(name: str) -> Any:
-    if name == "RESIZE_METHOD":  # the name before 0.2
-        warn_deprecated("glyphforge.datasets.emnist.RESIZE_METHOD", "glyphforge.datasets.emnist.DEFAULT_METHOD")
-        return DEFAULT_METHOD
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 _prepare = _class_files.bind(_class_prepare.prepare, KIND, "prepare_emnist", __name__)
 
 
-def prepare_emnist(*, archive: PathLike | None = None, **options: Any) -> list[Entry]:
+def prepare_emnist(**options: Any) -> list[Entry]:
     """Fetch, validate and convert EMNIST splits (``split=``: one, several, or None for byclass), and resize.
 
     The options are :func:`glyphforge.datasets._class_prepare.prepare`'s, with ``split``
     for its ``config`` and ``archives={"gzip.zip": path}`` for a local copy of NIST's
-    archive; ``archive=path`` is the deprecated spelling of that.
+    archive.
     """
-    if archive is not None:
-        if options.get("archives") is not None:
-            raise ValueError("give archives={'gzip.zip': path} or the deprecated archive=path, not both")
-        warn_deprecated("prepare_emnist(archive=...)", "prepare_emnist(archives={'gzip.zip': path})")
-        options["archives"] = {EMNIST_ZIP.filename: archive}
     entries: list[Entry] = _prepare(**options)
     return entries
 

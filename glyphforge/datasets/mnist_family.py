@@ -35,7 +35,7 @@ each in file order. ``entry.meta`` holds ``dataset``, ``shape``, ``n_images``,
 ``n_train``, ``n_test``, ``verified`` (False when made from files used unchecked,
 ``verify=False``) and ``classes``: one record per class in label order, ``{"name",
 "label", "file", "n_test", "n_train"}``. Resized entries add ``resized_from`` and
-``resize``. Entries written by 0.2 (``verified_files``) are read as they are.
+``resize``.
 """
 from __future__ import annotations
 

@@ -51,7 +51,6 @@ from typing import Any
 import numpy as np
 
 from glyphforge._checks import PathLike, check_shape
-from glyphforge._deprecation import warn_deprecated
 from glyphforge.batching import MapStyleDataset
 from glyphforge.cache import Entry
 from glyphforge.context import DataContext
@@ -194,8 +193,7 @@ def load_omniglot(
     y : numpy.ndarray
         int64 ``(n,)`` labels, or float32 ``(n, n_labels)`` one-hot rows.
     classes : ClassNames
-        The class names that the labels index: the sorted names, then ``' '``. (Until
-        0.2 a dict ``{name: label}``; dict-style access still works, with a DeprecationWarning.)
+        The class names that the labels index: the sorted names, then ``' '``.
 
     Raises
     ------
@@ -260,12 +258,6 @@ class Omniglot(MapStyleDataset):
         self.images = images
         self.labels = np.repeat(np.arange(len(self.classes), dtype=np.int64), len(drawers))
         self.sets, self.shape, self.transform = check_sets(sets), catalog.shape, transform
-
-    @property
-    def class_map(self) -> dict[str, int]:
-        """Deprecated: ``{name: label}``; use :attr:`classes` (``classes[label]``, ``classes.index(name)``)."""
-        warn_deprecated("Omniglot.class_map", "Omniglot.classes (the list of class names that labels index)")
-        return self.classes.mapping()
 
     def __repr__(self) -> str:
         return (

@@ -51,10 +51,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from glyphforge._checks import worker_count
-from glyphforge._deprecation import warn_deprecated
 
 if TYPE_CHECKING:
-    import argparse
     from pathlib import Path
 
     from glyphforge.cache.entry import Entry
@@ -119,10 +117,7 @@ class Option:
     convert: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.value, Mapping):  # 0.2's argparse settings, given where `value` now stands
-            for name, setting in _from_settings(self.flag, self.value).items():
-                object.__setattr__(self, name, setting)
-        elif self.convert is not None and not _is_named_function(self.convert):
+        if self.convert is not None and not _is_named_function(self.convert):
             raise ValueError(f"option {self.flag}: convert={self.convert!r} must be a named module-level "
                              "function (a record is a declaration: define the function beside it and name it)")
         if not re.fullmatch(r"--[a-z0-9][a-z0-9-]*", self.flag) or not self.param.isidentifier():
@@ -137,37 +132,11 @@ class Option:
             raise ValueError(f"option {self.flag}: choices are for text values without a converter (a converter "
                              "refuses bad values itself)")
 
-    def add_to(self, parser: argparse.ArgumentParser | argparse._ArgumentGroup, dest: str) -> None:
-        """Deprecated (0.2): add this option to ``parser``; use `glyphforge.cli_args.add_option`."""
-        warn_deprecated("Option.add_to(parser, dest)", "glyphforge.cli_args.add_option(parser, option, dest)")
-        from glyphforge.cli_args import add_option
-
-        add_option(parser, self, dest)
-
 
 def _is_named_function(function: Callable[..., Any]) -> bool:
     """Whether ``function`` is defined at the top level of its module (not a lambda, not nested, not a partial)."""
     name = getattr(function, "__name__", None)
     return name not in (None, "<lambda>") and getattr(function, "__qualname__", None) == name
-
-
-def _from_settings(flag: str, settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The typed fields of 0.2's argparse settings (``nargs='+'``, ``action='append'``, ``type``, ...), warning."""
-    warn_deprecated(f"Option({flag!r}, param, help, {{argparse settings}})",
-                    f"Option({flag!r}, param, help, value=..., many=..., repeatable=..., convert=...)", stacklevel=5)
-    known = {"nargs": ("many", {"+": True}), "action": ("repeatable", {"append": True})}
-    fields: dict[str, Any] = {"value": str}
-    for name, setting in settings.items():
-        if name in known and setting in known[name][1]:
-            fields[known[name][0]] = known[name][1][setting]
-        elif name in ("metavar", "choices"):
-            fields[name] = tuple(setting) if name == "choices" else setting
-        elif name == "type":
-            fields["value"], fields["convert"] = (int, None) if setting is int else (str, setting)
-        elif name != "default":  # the CLI never passed an option that was not given
-            raise ValueError(f"option {flag}: the argparse setting {name}={setting!r} has no typed equivalent; "
-                             "declare the option with Option's fields (value, many, repeatable, choices, convert)")
-    return fields
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,7 @@ def find_entry(store: CacheStore, target: str) -> Entry:
 
 
 def identity(manifest: Mapping[str, Any]) -> str:
-    """Return what an entry holds, as its ``entry_sha256`` (computed, so older manifests without one compare too)."""
+    """Return what an entry holds, as its ``entry_sha256`` (computed from the manifest's fields)."""
     return entry_sha256(manifest["kind"], manifest["key"], manifest["params"], manifest["meta"], manifest["files"])
 
 
