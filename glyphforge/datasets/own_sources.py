@@ -22,7 +22,7 @@ from glyphforge.pipelines.download import Resource
 
 def glyph_files(dataset: str, options: Mapping[str, Any], context: DataContext) -> dict[str, str]:
     """The own files the glyphs of ``dataset`` with glyph ``options`` are read from (Omniglot: of its ``sets``)."""
-    from glyphforge.datasets._class_files import DECLARATIONS
+    from glyphforge.datasets._class_declaration import DECLARATIONS
 
     if dataset in DECLARATIONS:  # every config reads all of the dataset's files
         return _copy(dataset, DECLARATIONS[dataset].resources, context)
