@@ -22,8 +22,8 @@ from glyphforge.builds.index import INDEX_FILE
 from glyphforge.cache import CacheStore, cache_key, concat_pklz, dump_pklz
 from glyphforge.cache.keys import metadata_sha256
 from glyphforge.cache.manifest import BrokenManifestError, make_manifest, parse_manifest
-from glyphforge.datasets import _class_files
-from glyphforge.datasets._class_files import DECLARATIONS
+from glyphforge.datasets import _class_prepare
+from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets.emnist import load_emnist
 
 from support.specs import RowSpec
@@ -54,7 +54,7 @@ def _old_emnist(data_dir: Path) -> Path:
             "verified_archive": True,
             "classes": [{"char": char, "label": int(char), "file": f"digit_{char}.pklz", "n_test": 2,
                          "n_train": len(array) - 2} for char, array in images.items()]}
-    params = _class_files.params(DECLARATIONS["emnist"], "digits", (28, 28))
+    params = _class_prepare.params(DECLARATIONS["emnist"], "digits", (28, 28))
     return _write_old_entry(data_dir, "emnist", params, files, meta)
 
 
