@@ -8,12 +8,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import Entry
 from glyphforge.cli.args import UsageError, add_option, parse_shape
 from glyphforge.cli.common import add_common, add_fetch_arguments, data_context, name_width, new_parser
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
+from glyphforge.datasets.preparing import Prepared, prepare
 from glyphforge.storage.location import Location
 from glyphforge.textfmt import count, human_size, table
 
@@ -53,14 +53,14 @@ def _option_dest(dataset: str, option: registry.Option) -> str:
 
 def prepare_jobs(
     args: argparse.Namespace, context: DataContext | None = None
-) -> list[tuple[str, Callable[[], list[Entry]]]]:
-    """One job per dataset to prepare: its record's ``prepare`` with ``context`` (None: the arguments')
+) -> list[tuple[str, Callable[[], Prepared]]]:
+    """One job per dataset to prepare: `glyphforge.prepare` of it with ``context`` (None: the arguments')
     and the options given on the command line."""
     wanted = registry.registered() if "all" in args.datasets else list(dict.fromkeys(args.datasets))
     context = context or data_context(args)
-    jobs: list[tuple[str, Callable[[], list[Entry]]]] = []
+    jobs: list[tuple[str, Callable[[], Prepared]]] = []
     for name in wanted:
-        jobs.append((name, functools.partial(dataset_part(name, "prepare", context), shapes=tuple(args.shapes),
+        jobs.append((name, functools.partial(prepare, name, shapes=tuple(args.shapes), context=context,
                                              **_given_options(args, name))))
     return jobs
 
@@ -81,27 +81,24 @@ def _entry_label(entry: Entry) -> str:
 
 
 def prepare_data(args: argparse.Namespace) -> int:
+    """``prepare-data``: each dataset prepared into the data dir (`glyphforge.prepare`), then a table of what is new."""
     context = data_context(args, remote=True)
     if context.remote is not None:
         _check_publish_target(context.remote)
-    store = context.store
     rows = []
     for name, job in prepare_jobs(args, context):
-        if context.remote is not None and context.verify and _already_at_url(args, context.remote, name):
+        done = job()
+        if not args.quiet:
+            _say_published(done, context.remote)
+        if done.found:
             continue
-        known = {entry.key for entry in store.ls()}
-        started = time.perf_counter()
-        entries = job()
-        seconds = time.perf_counter() - started
-        if context.remote is not None:
-            _publish_prepared(args, context, name, entries)
-        if all(entry.key in known for entry in entries):
-            if not args.quiet and context.remote is None:  # published: `_publish_prepared` said what it did
+        if not done.made:
+            if not args.quiet and context.remote is None:  # published: `_say_published` said what it did
                 print(f"{name}: already prepared (cache hit), nothing to do")
             continue
-        for entry in entries:
+        for entry in done.entries:
             rows.append([name, _entry_label(entry), _entry_images(entry), human_size(entry.size_bytes),
-                         f"{seconds:.1f}"])
+                         f"{done.seconds:.1f}"])
     if rows and not args.quiet:
         print(table(["dataset", "entry", "images", "size", "seconds"], rows))
     if args.warmup:  # the first build need not compile (fast when warm)
@@ -114,13 +111,6 @@ def prepare_data(args: argparse.Namespace) -> int:
     return 0
 
 
-def _request_key(args: argparse.Namespace, name: str) -> str:
-    """The key of what prepare-data was asked for ``name`` (see `glyphforge.storage.prepared`)."""
-    from glyphforge.storage.prepared import request_key
-
-    return request_key(name, _given_options(args, name), args.shapes)
-
-
 def _check_publish_target(location: Location) -> None:
     """Refuse, before any work, a URL data dir prepare-data cannot publish to (``https://``: read-only)."""
     from glyphforge.storage.publish import target_location
@@ -131,27 +121,9 @@ def _check_publish_target(location: Location) -> None:
         raise UsageError(f"prepare-data publishes what it prepares to the URL data dir, and {error}") from None
 
 
-def _already_at_url(args: argparse.Namespace, remote: Location, name: str) -> bool:
-    """Whether what was asked for ``name`` is published whole at the URL data dir ``remote`` already (then say so)."""
-    from glyphforge.storage.prepared import published_request
-
-    urls = published_request(remote, name, _request_key(args, name))
-    if urls is not None and not args.quiet:
-        print(f"{name}: already at {remote} ({count(len(urls), 'entry', 'entries')}), nothing to do")
-    return urls is not None
-
-
-def _publish_prepared(args: argparse.Namespace, context: DataContext, name: str, entries: list[Entry]) -> None:
-    """Publish the entries prepare-data made or used for ``name`` to the URL data dir, then record the request."""
-    from glyphforge.storage.prepared import record_request
-    from glyphforge.storage.publish import publish_entry
-
-    assert context.remote is not None
-    for entry in entries:
-        published = publish_entry(entry, context.remote, progress=context.progress)
-        if not args.quiet:
-            print(f"{name}: {'already at' if published.already else 'published to'} {published.url}")
-    if context.verify:  # own files (--no-verify) may change: only what upstream's files made is recorded
-        record_request(context.remote, name, _request_key(args, name), entries)
-
-
+def _say_published(done: Prepared, remote: Location | None) -> None:
+    """Say what was found or published at the URL data dir ``remote`` for one dataset (nothing for a local one)."""
+    if done.found:
+        print(f"{done.dataset}: already at {remote} ({count(len(done.urls), 'entry', 'entries')}), nothing to do")
+    for published in done.published:
+        print(f"{done.dataset}: {'already at' if published.already else 'published to'} {published.url}")
