@@ -37,6 +37,8 @@ _EXPORTS: dict[str, str] = {
     "resize": "glyphforge.pipelines.resize",
     # datasets (each dataset's own names come from its registry record: see below)
     "load": "glyphforge.datasets.registry",
+    "prepare": "glyphforge.datasets.preparing",
+    "Prepared": "glyphforge.datasets.preparing",
     "ClassNames": "glyphforge.datasets._classes",
     # parallel builds
     "open_session": "glyphforge.session",

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from glyphforge import cli, cli_args
+from glyphforge import cli
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
+from glyphforge.cli import args as cli_args
 from glyphforge.datasets.backgrounds import background_names
 from glyphforge.textfmt import human_size
 

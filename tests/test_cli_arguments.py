@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from glyphforge import build, cli, cli_args, load_emnist, prepare_emnist
+from glyphforge import build, cli, load_emnist, prepare_emnist
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
+from glyphforge.cli import args as cli_args
 
 from support.cli import BIN, run
 from support.mounts import small_disk  # noqa: F401 (fixture)

@@ -133,6 +133,6 @@ def test_the_command_line_shows_glyphforge_log_lines_unless_quiet(tmp_path, caps
 
     for quiet, shown in ((False, True), (True, False)):
         args = cli._glyphforge_parser().parse_args(["info", *(["-q"] if quiet else [])])
-        assert cli._run(action, args) == 0
+        assert cli.common.run(action, args) == 0
         assert ("503 from http://x/y, retry 2/5 in 4 s" in capsys.readouterr().err) is shown
     assert not logging.getLogger("glyphforge").handlers  # nothing left behind in this process

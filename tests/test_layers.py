@@ -10,7 +10,7 @@ lower        the kernels and I/O helpers (``pipelines``), the ``cache``, URLs (`
 context      ``context``: the data context (over the cache store)
 datasets     the dataset modules (``datasets``) and users' own files (``loaders``)
 builds       the builder, its shards, the reader and the specs (``builds``)
-face         the command line (``cli``, ``cli_args``), ``previews``, ``warmup`` and the
+face         the command line (the ``cli`` package), ``previews``, ``warmup`` and the
              package face ``glyphforge`` (whose ``__init__`` re-exports everything, so
              importing a name from it can import every layer)
 ===========  ===================================================================================
@@ -45,7 +45,7 @@ LAYERS: Layers = (
     ("context", ("context",)),
     ("datasets", ("datasets", "loaders")),
     ("builds", ("builds",)),
-    ("face", ("cli", "cli_args", "cli_errors", "previews", "warmup", "__init__")),
+    ("face", ("cli", "previews", "warmup", "__init__")),
 )
 
 #: Upward imports known and scheduled for removal, ``(importing file, imported module)``: why.
@@ -176,7 +176,7 @@ def test_every_module_has_a_layer():
     assert unlayered(PACKAGE_DIR) == [], "give each a layer in LAYERS (or remove the stale name)"
     names = {path.relative_to(PACKAGE_DIR).as_posix() for path in package_modules(PACKAGE_DIR)}
     assert {"pipelines/download.py", "cache/store.py", "loaders.py", "visualize.py", "warmup.py", "textfmt.py",
-            "context.py", "cli.py", "__init__.py", "builds/stream.py"} <= names
+            "context.py", "cli/__init__.py", "__init__.py", "builds/stream.py"} <= names
 
 
 @pytest.mark.parametrize(

@@ -479,7 +479,7 @@ def test_the_commands_list_the_three(capsys):
     assert "  mnist         MNIST handwritten digits 0-9" in help_text  # names padded to the longest, fashion-mnist
     assert "  kmnist        Kuzushiji-MNIST" in help_text and "  fashion-mnist Fashion-MNIST" in help_text
     assert "what to prepare: backgrounds, emnist, fashion-mnist, kmnist, mnist, omniglot or all" in unwrapped(help_text)
-    jobs = cli._prepare_jobs(cli._prepare_parser().parse_args(["all"]))
+    jobs = cli.prepare.prepare_jobs(cli.prepare.prepare_parser().parse_args(["all"]))
     assert {"mnist", "fashion-mnist", "kmnist"} <= {name for name, _ in jobs}
     with pytest.raises(SystemExit):
         cli.main(["preview", "--help"])

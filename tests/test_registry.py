@@ -14,8 +14,9 @@ from PIL import Image
 
 import glyphforge
 import glyphforge.datasets
-from glyphforge import cli, cli_args
+from glyphforge import cli
 from glyphforge.cache import CacheStore
+from glyphforge.cli import args as cli_args
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 
@@ -186,7 +187,7 @@ def test_a_flag_or_export_of_another_dataset_is_refused():
 def test_built_in_options_read_their_values_as_declared(tmp_path):
     archive = tmp_path / "gzip.zip"
     archive.write_bytes(b"zip")
-    parse = cli._prepare_parser().parse_args
+    parse = cli.prepare.prepare_parser().parse_args
     args = parse(["--emnist-archive", str(archive), "--split", "letters", "--split", "digits", "--omniglot-sets",
                   "small1", "small2", "--workers", "2", "--backgrounds", "water"])
     assert vars(args)["emnist:archives"] == {"gzip.zip": archive}
@@ -194,7 +195,7 @@ def test_built_in_options_read_their_values_as_declared(tmp_path):
     assert (vars(args)["omniglot:sets"], vars(args)["omniglot:workers"]) == (["small1", "small2"], 2)
     assert vars(args)["backgrounds:names"] == ["water"]
     assert vars(parse(["emnist"]))["emnist:split"] is None  # not given: not passed, the dataset's default applies
-    assert [name for name, _ in cli._prepare_jobs(parse([]))] == registry.registered()  # no dataset named: all
+    assert [name for name, _ in cli.prepare.prepare_jobs(parse([]))] == registry.registered()  # no dataset named: all
 
 
 def test_entry_labels_name_the_split_or_set_and_the_size(tmp_path):

@@ -4,7 +4,7 @@ A record names a dataset and says where its parts are; the parts are named as
 ``"module:function"`` strings (imported on first use, so reading the registry, as
 ``prepare-data --help`` and ``import glyphforge`` do, imports no dataset code) or given as
 callables. The registry knows nothing of argparse: a record's command-line options are
-typed `Option` s, which the CLI (`glyphforge.cli_args.add_option`) turns into arguments.
+typed `Option` s, which the CLI (`glyphforge.cli.args.add_option`) turns into arguments.
 
 Adding a dataset is one module (``glyphforge/datasets/<name>.py``) and one `register`
 call (in this module's list :data:`BUILT_IN` for the datasets glyphforge ships). A dataset

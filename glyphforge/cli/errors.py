@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from glyphforge.cache import CacheStore
-from glyphforge.cli_args import UsageError
+from glyphforge.cli.args import UsageError
 
 #: How many entries `holdings` names before it counts the rest.
 SHOWN = 10

@@ -1,0 +1,51 @@
+"""``glyphforge build scenes``: a derived dataset built in parallel, locally or into a URL data dir."""
+from __future__ import annotations
+
+import argparse
+
+from glyphforge.cli.args import UsageError, add_scene_arguments, name_value, scene_spec
+from glyphforge.cli.common import Formatter, add_command, add_fetch_arguments, data_context
+from glyphforge.session import check_session
+
+
+def _build_scenes(args: argparse.Namespace) -> int:
+    from glyphforge import build
+    from glyphforge.builds.remote_build import build_into, check_writable
+
+    context = data_context(args, remote=True)
+    try:
+        spec = scene_spec(args)
+        check_session(args.session, dict(args.session_options))
+        if context.remote is not None:
+            check_writable(context.remote)
+    except (ValueError, TypeError) as error:  # the spec's and session's own checks: bad arguments, before any work
+        raise UsageError(str(error)) from None
+    if context.remote is not None:  # into object storage: say where, without opening a reader of it
+        entry = build_into(spec, context, args.session, progress=not args.quiet,
+                           session_options=dict(args.session_options))
+        print(f"built {spec.n_examples} scenes: entry {entry.name} at {entry}")
+        return 0
+    dataset = build(spec, session=args.session, context=context, progress=not args.quiet,
+                    session_options=dict(args.session_options))
+    print(f"built {len(dataset)} scenes: entry {dataset.key} at {dataset.path}")
+    return 0
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Add build to ``glyphforge``'s sub-commands ``commands``."""
+    build = commands.add_parser("build", help="build a derived dataset in parallel",
+                                epilog="example:\n  glyphforge build scenes --glyphs font --n-examples 2000",
+                                formatter_class=Formatter)
+    build_commands = build.add_subparsers(dest="build_command", required=True, metavar="DATASET")
+    scenes = add_command(build_commands, "scenes", "scattered glyphs on backgrounds, with boxes and labels",
+                         "glyphforge build scenes --n-examples 100000 --glyphs emnist --characters 0123456789 "
+                         "--backgrounds hard --session processes:8", _build_scenes)
+    scenes.add_argument("--session", default="local",
+                        help="where to run: local, processes[:N], dask[:N] (a LocalCluster), dask://HOST:PORT, "
+                             "slurm[:JOBS], pbs[:JOBS]")
+    scenes.add_argument("--session-option", action="append", dest="session_options", type=name_value,
+                        default=[], metavar="NAME=VALUE",
+                        help="a session option (repeatable), e.g. cores=4 memory=16GB queue=normal walltime=02:00:00 "
+                             "for slurm/pbs (any dask-jobqueue keyword)")
+    add_scene_arguments(scenes)
+    add_fetch_arguments(scenes)

@@ -1,0 +1,157 @@
+"""What the commands share: parsers, the common and fetch arguments, the data context, and running one command.
+
+Errors are reported as one paragraph (what failed, why, what to do) with exit status 1
+(2 for bad arguments, before any work); ``-v`` adds the Python traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from glyphforge.builds.builder import SpecError
+from glyphforge.builds.export import ExportTargetError
+from glyphforge.cache.lookup import AmbiguousKindError
+from glyphforge.cli.args import UsageError, check_env_data_dir, data_directory
+from glyphforge.cli.errors import target_lookup
+from glyphforge.context import DataContext
+from glyphforge.datasets import registry
+from glyphforge.storage.location import Location
+from glyphforge.storage.remote_cache import RemoteCache, UnlistableURLError
+
+if TYPE_CHECKING:
+    from glyphforge.builds.dataset import BuiltDataset
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the example epilog's line breaks."""
+
+
+def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentParser:
+    """A command's parser, its ``example`` shown at the end of ``--help``."""
+    return argparse.ArgumentParser(
+        prog=prog, description=description, epilog=f"example:\n  {example}", formatter_class=Formatter
+    )
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """Add ``--data-dir``, ``-q`` and ``-v``, which every command takes."""
+    parser.add_argument("--data-dir", type=data_directory, default=None,
+                        help="data directory (default: $GLYPHFORGE_DATA_DIR or the user data dir)")
+    noise = parser.add_mutually_exclusive_group()
+    noise.add_argument("-q", "--quiet", action="store_true", help="no progress bars or tables, errors only")
+    noise.add_argument("-v", "--verbose", action="store_true", help="show Python tracebacks on errors")
+
+
+def add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--mirror``, ``--no-verify`` and ``--offline``: how missing data is fetched (see `data_context`)."""
+    fetch = parser.add_argument_group("fetching (when data is missing)")
+    fetch.add_argument("--mirror", action="append", dest="mirrors", default=[], metavar="URL",
+                       help="mirror base tried before the origin: a directory, an https://, file:// or object "
+                            "storage URL (s3://, gs://; not used --offline) (repeatable; also $GLYPHFORGE_MIRROR)")
+    fetch.add_argument("--no-verify", action="store_true",
+                       help="do not check the hash of a local archive given on the command line or of hand-placed "
+                            "files (custom archives); downloads are always checked")
+    fetch.add_argument("--offline", action="store_true",
+                       help="never use the network: files must be in place or on local mirrors (also "
+                            "$GLYPHFORGE_OFFLINE=1)")
+
+
+def add_command(parent: argparse._SubParsersAction, name: str, help_text: str, example: str,
+                action: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    """Add the sub-command ``name`` to ``parent``, with the common arguments; it runs ``action``."""
+    sub = parent.add_parser(name, help=help_text, description=help_text, epilog=f"example:\n  {example}",
+                            formatter_class=Formatter)
+    add_common(sub)
+    sub.set_defaults(action=action)
+    return sub
+
+
+def data_context(args: argparse.Namespace, *, remote: bool = False) -> DataContext:
+    """The one data context of a command: ``--data-dir``, the fetch arguments and ``-q``, over the environment.
+
+    ``remote``: the command works with a data dir that is a URL; otherwise such a one is a `UsageError`.
+    Commands without the fetch arguments (`add_fetch_arguments`) take the environment's.
+    """
+    context = DataContext.resolve(
+        data_dir=args.data_dir, mirrors=getattr(args, "mirrors", None),
+        offline=True if getattr(args, "offline", False) else None,
+        verify=not getattr(args, "no_verify", False), progress=not args.quiet,
+    )
+    if context.remote is not None and not remote:
+        raise UsageError(f"the data dir {context.remote} is a URL, and this command works on a data dir on a local or "
+                         "mounted filesystem: give a path with --data-dir (or in $GLYPHFORGE_DATA_DIR)")
+    return context
+
+
+def run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run ``action`` (once a data dir from the environment passes --data-dir's checks); show glyphforge's log lines
+    (retries, lock waits, slow downloads) unless -q.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("glyphforge")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.DEBUG if args.verbose else logging.WARNING if args.quiet else logging.INFO)
+    store_client = logging.getLogger("gcsfs")  # logs a traceback for each failure glyphforge then names
+    store_level = store_client.level
+    if not args.verbose:
+        store_client.setLevel(logging.CRITICAL)
+    try:
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        if args.data_dir is None:  # the environment's data dir, checked as --data-dir is
+            check_env_data_dir()
+        with logging_redirect_tqdm(loggers=[logger]):  # log lines print above progress bars, not through them
+            return action(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # every failure ends as one readable paragraph
+        if args.verbose:
+            traceback.print_exc()
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
+        print(f"error: {message}", file=sys.stderr)
+        if isinstance(error, (UsageError, SpecError, ExportTargetError, AmbiguousKindError)):  # nothing was done
+            return 2
+        if not args.verbose:
+            print("(run again with -v for the Python traceback)", file=sys.stderr)
+        return 1
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        store_client.setLevel(store_level)
+
+
+def name_width() -> int:
+    """The width of the name column in ``--help`` and ``info``: the longest registered name, at least 12."""
+    return max(12, *map(len, registry.registered()))
+
+
+def remote_cache(data_dir: Location) -> RemoteCache:
+    """The store of the data dir at ``data_dir``; a `UsageError` when it cannot be listed (HTTP)."""
+    cache = RemoteCache(data_dir)
+    try:
+        cache.check_listable()
+    except UnlistableURLError as error:
+        raise UsageError(str(error)) from None
+    return cache
+
+
+def find_built_target(target: str, context: DataContext) -> BuiltDataset:
+    """The built dataset ``target`` of the context's data dir; one at a URL is read where it lies.
+
+    A target that names nothing (or a kind or key prefix for a data dir that cannot be listed, HTTP) is a `UsageError`.
+    """
+    from glyphforge.builds.dataset import find_built
+
+    with target_lookup():
+        if context.remote is None:
+            return find_built(target, data_dir=context.data_dir)
+        return find_built(target, data_dir=context.remote, cache_dir=context.cache_dir)
+
+
