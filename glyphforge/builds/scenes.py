@@ -25,9 +25,10 @@ with the other arrays' rows in ``targets`` (see `glyphforge.builds.dataset.Built
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -195,7 +196,9 @@ class ScatteredGlyphs:
         """The own copies (unverified) the glyphs and textures would be read from (`scene_sources.own_sources`):
         `glyphforge.build` keys the entry by them besides `params` (none: upstream's, the key of `params`)."""
         context = context if isinstance(context, DataContext) else DataContext.resolve(data_dir=context)
-        return scene_sources.own_sources(self.glyphs, self._frozen_options(), self.backgrounds, context)
+        with self._spec_errors():  # an unknown name is the spec's fault, found here before prepare
+            scene_sources.check_names(self.glyphs, self.characters, self._frozen_options(), self.backgrounds)
+            return scene_sources.own_sources(self.glyphs, self._frozen_options(), self.backgrounds, context)
 
     def prepare(self, context: DataContext | PathLike) -> None:
         """Fetch and convert what the shards read, then check the classes and backgrounds against it.
@@ -208,7 +211,7 @@ class ScatteredGlyphs:
         """
         context = context if isinstance(context, DataContext) else DataContext.resolve(data_dir=context)
         data_dir = context.data_dir
-        try:
+        with self._spec_errors():
             scene_sources.check_names(self.glyphs, self.characters, self._frozen_options(), self.backgrounds)
             scene_sources.prepare_sources(
                 self.glyphs, self._frozen_options(), self._pool_shape(), self.backgrounds, context
@@ -219,6 +222,12 @@ class ScatteredGlyphs:
             # on-disk cache): a session's workers then load them instead of each compiling them. It also
             # finds constraints no scene can meet (glyphs that cannot be placed) before any shard runs.
             self.make_shard(0, np.random.default_rng(0), 1, data_dir=data_dir)
+
+    @contextlib.contextmanager
+    def _spec_errors(self) -> Iterator[None]:
+        """Turn a plain ValueError raised inside (a bad name or option) into a `SpecError` naming this spec."""
+        try:
+            yield
         except ValueError as error:
             if type(error) is not ValueError:  # data errors are ValueError subclasses: not the arguments' fault
                 raise
