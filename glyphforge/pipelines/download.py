@@ -30,7 +30,7 @@ HTTP requests have connect and read timeouts; connection errors, timeouts, 408, 
 see `no_network_advice`), an answer slower than a minimum rate gives up on the source, and so does a deadline;
 each retry, and a download still unfinished, is logged at INFO.
 A ``text/html`` answer is refused at once. A full disk raises
-:class:`~glyphforge._files.StorageError` naming the ``.part`` file, which is kept for a
+:class:`~glyphforge.errors.StorageError` naming the ``.part`` file, which is kept for a
 resume. In offline mode (``offline=True`` or ``$GLYPHFORGE_OFFLINE=1``) only local
 mirrors (directories, ``file://``) are consulted: object storage (``s3://``, ``gs://``) is
 the network, as HTTP is. Every failure raises
