@@ -29,10 +29,10 @@ _EXPORTS: dict[str, str] = {
     "DataDirAccessError": "glyphforge._access",
     "UnsafePickleError": "glyphforge.cache",
     # downloading
-    "Resource": "glyphforge.pipelines.download",
+    "Resource": "glyphforge.pipelines.resource",
     "fetch": "glyphforge.pipelines.download",
-    "DownloadError": "glyphforge.pipelines.download",
-    "HashMismatchError": "glyphforge.pipelines.download",
+    "DownloadError": "glyphforge.pipelines.resource",
+    "HashMismatchError": "glyphforge.pipelines.resource",
     # kernels
     "resize": "glyphforge.pipelines.resize",
     # datasets (each dataset's own names come from its registry record: see below)

@@ -40,7 +40,7 @@ Layers = tuple[tuple[str, tuple[str, ...]], ...]
 
 #: glyphforge's layers (``__init__`` is the package face itself).
 LAYERS: Layers = (
-    ("foundation", ("_access", "_checks", "_files", "_version", "errors", "textfmt")),
+    ("foundation", ("_access", "_checks", "_files", "_version", "errors", "hashes", "textfmt")),
     ("lower", ("pipelines", "cache", "storage", "session", "config", "batching", "visualize")),
     ("context", ("context",)),
     ("datasets", ("datasets", "loaders")),
