@@ -60,8 +60,8 @@ _EXPORTS: dict[str, str] = {
     # object storage
     "publish": "glyphforge.storage.publish",
     "PublishConflictError": "glyphforge.storage.publish",
-    "UnsupportedURLError": "glyphforge.storage.urls",
-    "MalformedURLError": "glyphforge.storage.urls",
+    "UnsupportedURLError": "glyphforge.urls",
+    "MalformedURLError": "glyphforge.urls",
     # loaders
     "batches": "glyphforge.loaders",
     "ImageList": "glyphforge.loaders",
