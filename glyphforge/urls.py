@@ -5,6 +5,8 @@ Supported: ``s3://BUCKET/prefix``, ``gs://BUCKET/prefix``, ``https://HOST/path``
 also those fsspec knows) is an `UnsupportedURLError` naming that list; a URL of a supported
 scheme that names no bucket or host, a bucket name the store would refuse, a bad port or a
 ``file://`` URL naming no path is a `MalformedURLError` saying what is wrong (`check_url`).
+A URL with a user and password in it is refused (an `UnsupportedURLError` that does not show
+them): glyphforge carries no secrets in URLs.
 
 A ``file://`` URL names a path on this machine (`file_path`): percent-escapes are decoded
 (``Path.as_uri()`` comes back as its path), ``file://localhost/p`` is ``/p``, and
