@@ -29,10 +29,10 @@ _EXPORTS: dict[str, str] = {
     "DataDirAccessError": "glyphforge._access",
     "UnsafePickleError": "glyphforge.cache",
     # downloading
-    "Resource": "glyphforge.pipelines.download",
+    "Resource": "glyphforge.pipelines.resource",
     "fetch": "glyphforge.pipelines.download",
-    "DownloadError": "glyphforge.pipelines.download",
-    "HashMismatchError": "glyphforge.pipelines.download",
+    "DownloadError": "glyphforge.pipelines.resource",
+    "HashMismatchError": "glyphforge.pipelines.resource",
     # kernels
     "resize": "glyphforge.pipelines.resize",
     # datasets (each dataset's own names come from its registry record: see below)
@@ -60,8 +60,8 @@ _EXPORTS: dict[str, str] = {
     # object storage
     "publish": "glyphforge.storage.publish",
     "PublishConflictError": "glyphforge.storage.publish",
-    "UnsupportedURLError": "glyphforge.storage.urls",
-    "MalformedURLError": "glyphforge.storage.urls",
+    "UnsupportedURLError": "glyphforge.urls",
+    "MalformedURLError": "glyphforge.urls",
     # loaders
     "batches": "glyphforge.loaders",
     "ImageList": "glyphforge.loaders",

@@ -7,7 +7,7 @@ here, so the rules are in one place:
   else platformdirs' user data dir for ``glyphforge``; made absolute here, once, so a
   relative one means the same directory wherever its paths travel (pickled datasets and
   streams, shard tasks on workers started in another directory); a ``file://`` URL is the
-  path it names (`glyphforge.storage.parse_place`);
+  path it names (`glyphforge.urls.file_path`);
 * ``<data dir>/raw/<dataset>/``: downloaded (or hand-placed) upstream files;
 * ``<data dir>/cache/``: the content-addressed store of converted data;
 * the local cache of data read from URLs (`local_cache_dir`): the explicit ``cache_dir``,
@@ -26,7 +26,7 @@ from pathlib import Path
 import platformdirs
 
 from glyphforge._checks import PathLike
-from glyphforge.storage.location import UnsupportedURLError, is_url, parse_place
+from glyphforge.urls import UnsupportedURLError, check_url, file_path, is_url
 
 ENV_DATA_DIR = "GLYPHFORGE_DATA_DIR"
 ENV_MIRROR = "GLYPHFORGE_MIRROR"
@@ -70,13 +70,15 @@ def data_dir(data_dir: PathLike | None = None) -> Path:
 
 
 def _local_place(chosen: PathLike, what: str) -> Path | None:
-    """The path ``chosen`` names (a ``file://`` URL's path: `parse_place`), None for another URL; ``what`` it is, for
-    the error of a URL glyphforge does not take."""
+    """The path ``chosen`` names (a ``file://`` URL's path: `file_path`), None for another URL; ``what`` it is, for
+    the error of a URL glyphforge does not take (`check_url`)."""
+    if not is_url(chosen):
+        return Path(chosen)
     try:
-        place = parse_place(chosen)
+        url = check_url(str(chosen))
     except UnsupportedURLError as error:
         raise type(error)(f"{what}: {error}") from None
-    return place if isinstance(place, Path) else None
+    return file_path(url) if url.startswith("file://") else None
 
 
 def data_dir_on_disk() -> Path | None:
@@ -87,7 +89,7 @@ def data_dir_on_disk() -> Path | None:
     """
     text = os.environ.get(ENV_DATA_DIR, "")
     try:
-        return data_dir() if not is_url(text) or isinstance(parse_place(text), Path) else None
+        return data_dir() if _local_place(text, "the data dir") is not None else None
     except UnsupportedURLError:  # a URL glyphforge does not take: what reads the data dir says so
         return None
 

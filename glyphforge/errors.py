@@ -16,7 +16,7 @@ The families (an error may belong to two: a wrong hash is a `DownloadError` and 
 `StorageError`     writing to a disk or a store failed (full, read-only, forbidden): an ``OSError``
 `AccessError`      data to read is missing, this user may not read it, or it cannot be reached
                    (a store failing, a lock held too long)
-`DownloadError`    a file could not be obtained (`glyphforge.pipelines.download`, with the
+`DownloadError`    a file could not be obtained (`glyphforge.pipelines.resource`, with the
                    resource and every attempt)
 `BuildError`       a build could not be made: a spec, a shard, or the session that runs them
 =================  ==============================================================================

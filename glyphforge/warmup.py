@@ -141,7 +141,7 @@ def _warm_marker() -> Path | None:
     import llvmlite.binding
     import numba
 
-    from glyphforge import __version__
+    from glyphforge._version import __version__
     from glyphforge.pipelines import composite, resample_kernel  # the kernels choose the cache dir
 
     folder = kernel_cache()

@@ -19,9 +19,9 @@ from glyphforge.datasets.backgrounds import (
     prepare_backgrounds,
     preview_examples,
 )
-from glyphforge.pipelines.download import DownloadError, HashMismatchError
-from glyphforge.pipelines.hashes import check_hash
+from glyphforge.hashes import check_hash
 from glyphforge.pipelines.resize import resize
+from glyphforge.pipelines.resource import DownloadError, HashMismatchError
 
 from support.http_server import http_server  # noqa: F401 (fixture)
 

@@ -38,7 +38,7 @@ from glyphforge.datasets import registry
 from glyphforge.datasets._class_declaration import Config, Declaration, declare
 from glyphforge.datasets._class_files import record
 from glyphforge.datasets._mnist_files import read_files
-from glyphforge.pipelines.download import Resource
+from glyphforge.pipelines.resource import Resource
 
 TOY = declare(Declaration(
     name="toy", title="Toy", configs={{"default": Config(tuple("{classes}"), (300, 60))}}, reader=read_files,

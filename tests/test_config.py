@@ -59,3 +59,12 @@ def test_a_bad_lock_timeout_names_where_it_came_from(monkeypatch, variable, argu
     with pytest.raises(ValueError, match=shown + r": give the seconds to wait for a cache entry another process is "
                                                r"making, a number >= 0 such as 3600 \(0: give up at once, inf: wait"):
         config.lock_timeout(argument)
+
+
+@pytest.mark.parametrize("url", ["s3://user:hunter2@bucket/data", "https://user:hunter2@host/data"])
+def test_a_data_dir_url_with_a_password_is_refused_without_showing_it(url):
+    with pytest.raises(ValueError, match="user and password in it") as refused:
+        config.data_dir(url)
+    assert "hunter2" not in str(refused.value)
+    with pytest.raises(ValueError, match="user and password in it"):
+        config.local_cache_dir(url)

@@ -18,8 +18,8 @@ from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 from glyphforge.datasets.backgrounds import COMMIT, load_backgrounds, prepare_backgrounds
 from glyphforge.datasets.omniglot import RESOURCES, load_omniglot, prepare_omniglot
-from glyphforge.pipelines.download import DownloadError, HashMismatchError
-from glyphforge.pipelines.hashes import file_hash
+from glyphforge.hashes import file_hash
+from glyphforge.pipelines.resource import DownloadError, HashMismatchError
 
 from support.cli import run
 from support.http_server import http_server  # noqa: F401 (fixture)

@@ -12,13 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from glyphforge.pipelines.download import (
-    DownloadError,
-    HashMismatchError,
-    Resource,
-    RetryPolicy,
-    fetch,
-)
+from glyphforge.pipelines.download import fetch
+from glyphforge.pipelines.http_source import RetryPolicy
+from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource
 
 from support.hashes import bytes_hash
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
@@ -424,7 +420,8 @@ def test_errors_survive_pickling_for_worker_processes(http_server, tmp_path):
 # concurrency -----------------------------------------------------------------------------------
 FETCH_SCRIPT = """
 import logging, sys
-from glyphforge.pipelines.download import Resource, fetch
+from glyphforge.pipelines.resource import Resource
+from glyphforge.pipelines.download import fetch
 logging.basicConfig(level=logging.INFO, format="%(message)s")  # on stderr: a lock wait says so
 resource = Resource("ds", "f.bin", sys.argv[1], sys.argv[2])
 print("start", flush=True)

@@ -20,7 +20,9 @@ import pytest
 from glyphforge.context import DataContext
 from glyphforge.datasets._prepare import upstream_file
 from glyphforge.errors import StorageError
-from glyphforge.pipelines.download import DownloadError, HashMismatchError, Resource, RetryPolicy, fetch
+from glyphforge.pipelines.download import fetch
+from glyphforge.pipelines.http_source import RetryPolicy
+from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource
 
 from support.hashes import bytes_hash
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
@@ -73,7 +75,8 @@ def test_a_stalled_server_is_logged_at_each_timeout(http_server, tmp_path, info_
 
 HOLDER_SCRIPT = """
 import sys
-from glyphforge.pipelines.download import Resource, fetch
+from glyphforge.pipelines.resource import Resource
+from glyphforge.pipelines.download import fetch
 fetch(Resource("ds", "f.bin", sys.argv[1], sys.argv[2]), sys.argv[3], progress=False)
 """
 

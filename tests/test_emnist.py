@@ -20,8 +20,8 @@ from glyphforge.datasets.emnist import (
     prepare_emnist,
     preview_examples,
 )
-from glyphforge.pipelines.download import DownloadError, HashMismatchError
 from glyphforge.pipelines.idx import IDXError
+from glyphforge.pipelines.resource import DownloadError, HashMismatchError
 
 from support.http_server import http_server  # noqa: F401 (fixture)
 from support.synthetic_emnist import (

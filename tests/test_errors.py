@@ -30,7 +30,8 @@ INTERNAL: dict[str, tuple[str, ...]] = {
     # one source of a download failed (the next is tried), or is to be tried again; download.py ends
     # them all as a DownloadError
     "glyphforge.pipelines.http_source.SourceFailed": ("glyphforge.pipelines.http_source",
-                                                      "glyphforge.pipelines.download"),
+                                                      "glyphforge.pipelines.download",
+                                                      "glyphforge.pipelines.sources"),
     "glyphforge.pipelines.http_source.Retryable": ("glyphforge.pipelines.http_source",),
 }
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from glyphforge.pipelines.hashes import ALGORITHMS, check_hash, file_hash, normalise_hash, parse_hash
+from glyphforge.hashes import ALGORITHMS, check_hash, file_hash, normalise_hash, parse_hash
 
 from support.hashes import bytes_hash
 

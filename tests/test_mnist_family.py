@@ -40,8 +40,8 @@ from glyphforge.datasets.mnist_family import (
     prepare_mnist,
     preview_examples,
 )
-from glyphforge.pipelines.download import DownloadError, HashMismatchError
 from glyphforge.pipelines.idx import IDXError
+from glyphforge.pipelines.resource import DownloadError, HashMismatchError
 
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
 from support.synthetic_emnist import ASYMMETRIC_GLYPH, gunzip, gzip_bytes

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from glyphforge.pipelines.download import DownloadError, Resource, fetch
+from glyphforge.pipelines.download import fetch
+from glyphforge.pipelines.resource import DownloadError, Resource
 
 from support.hashes import bytes_hash
 

@@ -20,8 +20,8 @@ from glyphforge.datasets.omniglot import (
     prepare_omniglot,
     preview_examples,
 )
-from glyphforge.pipelines.download import DownloadError
 from glyphforge.pipelines.resize import resize
+from glyphforge.pipelines.resource import DownloadError
 
 SMALL = ("small1", "small2")
 

@@ -15,9 +15,9 @@ from PIL import Image
 from glyphforge.cache import CacheStore
 from glyphforge.datasets._omniglot_archive import PARALLEL_MIN_IMAGES, worker_count
 from glyphforge.datasets.omniglot import RESOURCES, OmniglotFormatError, load_omniglot, prepare_omniglot
-from glyphforge.pipelines.download import DownloadError, HashMismatchError
-from glyphforge.pipelines.hashes import check_hash
+from glyphforge.hashes import check_hash
 from glyphforge.pipelines.resize import resize
+from glyphforge.pipelines.resource import DownloadError, HashMismatchError
 
 from support.http_server import http_server  # noqa: F401 (fixture)
 

@@ -19,7 +19,7 @@ from glyphforge.cache import CacheStore
 from glyphforge.datasets import backgrounds, emnist, mnist_family, omniglot, registry
 from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import DATASETS
-from glyphforge.pipelines.download import HashMismatchError, Resource
+from glyphforge.pipelines.resource import HashMismatchError, Resource
 
 from support.cli import run
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)

@@ -16,7 +16,8 @@ from glyphforge import cli
 from glyphforge.cache import CacheStore
 from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import MNIST
-from glyphforge.pipelines.download import DownloadError, HashMismatchError, Resource, fetch
+from glyphforge.pipelines.download import fetch
+from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource
 
 from support.cli import run
 from support.hashes import bytes_hash

@@ -41,11 +41,11 @@ from glyphforge._files import atomic_path
 from glyphforge.cache.entry import Entry
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.manifest import MANIFEST
-from glyphforge.pipelines.hashes import check_hash
+from glyphforge.hashes import check_hash
 
 
 class PinnedFile(Protocol):
-    """What `raw_files` reads of an upstream file's declaration (a `glyphforge.pipelines.download.Resource`)."""
+    """What `raw_files` reads of an upstream file's declaration (a `glyphforge.pipelines.resource.Resource`)."""
 
     @property
     def filename(self) -> str: ...

@@ -9,7 +9,7 @@ from glyphforge.session import check_session
 
 
 def _build_scenes(args: argparse.Namespace) -> int:
-    from glyphforge import build
+    from glyphforge.builds.builder import build
     from glyphforge.builds.remote_build import build_into, check_writable
 
     context = data_context(args, remote=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from glyphforge.pipelines.download import Resource
+from glyphforge.pipelines.resource import Resource
 
 #: The config name of a dataset that has only one.
 DEFAULT_CONFIG = "default"

@@ -48,8 +48,8 @@ from glyphforge._checks import quote
 from glyphforge.datasets._class_declaration import Parsed, Subset
 from glyphforge.datasets._emnist_catalog import CLASSES, EMNISTFormatError, first_label
 from glyphforge.pipelines.archive import open_member, read_member
-from glyphforge.pipelines.download import Resource
 from glyphforge.pipelines.idx import CountCap, read_images, read_labels
+from glyphforge.pipelines.resource import Resource
 
 #: The upstream archive (size and md5 as pinned by torchvision).
 EMNIST_ZIP = Resource(

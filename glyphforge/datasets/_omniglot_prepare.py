@@ -20,7 +20,7 @@ from glyphforge.datasets import _own_copy
 from glyphforge.datasets._omniglot_archive import N_DRAWERS, NATIVE_SHAPE, convert_set
 from glyphforge.datasets._omniglot_catalog import Catalog
 from glyphforge.datasets._prepare import check_method, check_shapes, given_archives, resized, unknown, upstream_file
-from glyphforge.pipelines.download import Resource
+from glyphforge.pipelines.resource import Resource
 
 KIND = "omniglot"
 DEFAULT_SETS = ("background", "evaluation")

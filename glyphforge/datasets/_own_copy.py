@@ -39,8 +39,8 @@ from glyphforge._checks import PathLike
 from glyphforge._files import atomic_path, existing_file
 from glyphforge.cache import Entry, raw
 from glyphforge.context import DataContext
-from glyphforge.pipelines.download import Resource
-from glyphforge.pipelines.hashes import file_hashes, normalise_hash, parse_hash
+from glyphforge.hashes import file_hashes, normalise_hash, parse_hash
+from glyphforge.pipelines.resource import Resource
 
 #: What every listing and load calls an entry made from files that are not upstream's.
 OWN_COPY = "your own copy (unverified)"

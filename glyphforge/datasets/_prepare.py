@@ -13,9 +13,10 @@ import numpy as np
 from glyphforge._checks import PathLike, check_shape
 from glyphforge._files import existing_file
 from glyphforge.context import DataContext
-from glyphforge.pipelines.download import Resource, fetch, not_upstream
-from glyphforge.pipelines.hashes import check_hash
+from glyphforge.hashes import check_hash
+from glyphforge.pipelines.download import fetch
 from glyphforge.pipelines.resample_weights import METHODS, Method
+from glyphforge.pipelines.resource import Resource, not_upstream
 
 
 def check_shapes(shapes: Iterable[Any]) -> list[tuple[int, int]]:

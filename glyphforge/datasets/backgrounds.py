@@ -39,7 +39,7 @@ from glyphforge.datasets import _own_copy
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.datasets._prepare import check_method, check_shapes, given_archives, resized, unknown, upstream_file
 from glyphforge.pipelines.decode import decode_image
-from glyphforge.pipelines.download import Resource
+from glyphforge.pipelines.resource import Resource
 
 KIND = "backgrounds"
 COMMIT = "23d3ad66a5223c42439b346d7f74c021d4f28439"

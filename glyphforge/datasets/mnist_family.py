@@ -48,7 +48,7 @@ from glyphforge.datasets._class_declaration import DECLARATIONS, DEFAULT_CONFIG,
 from glyphforge.datasets._class_load import ClassFilesDataset
 from glyphforge.datasets._classes import BLANK
 from glyphforge.datasets._mnist_files import NATIVE_SHAPE, MNISTFormatError, read_files
-from glyphforge.pipelines.download import Resource
+from glyphforge.pipelines.resource import Resource
 
 __all__ = [
     "BLANK", "DATASETS", "DEFAULT_METHOD", "FashionMNIST", "KMNIST", "MNIST", "MNISTFamilyDataset", "MNISTFormatError",

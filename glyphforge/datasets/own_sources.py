@@ -17,7 +17,7 @@ from typing import Any
 
 from glyphforge.context import DataContext
 from glyphforge.datasets import _own_copy
-from glyphforge.pipelines.download import Resource
+from glyphforge.pipelines.resource import Resource
 
 
 def glyph_files(dataset: str, options: Mapping[str, Any], context: DataContext) -> dict[str, str]:

@@ -34,7 +34,7 @@ and on mirrors, and the ``prepare-data`` argument. Its parts follow these contra
     How ``prepare-data``'s table names an entry, e.g. ``"byclass 28x28"`` (default:
     the image size only, see `glyphforge.datasets.labels`).
 ``resources``
-    Optional: the dataset's upstream files (`glyphforge.pipelines.download.Resource`), named
+    Optional: the dataset's upstream files (`glyphforge.pipelines.resource.Resource`), named
     as a Resource, a mapping or a sequence of them, or a function of no arguments returning
     them; read by `resources`, for ``glyphforge cache ls/verify/gc`` on ``raw/``.
 
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
     from glyphforge.cache.entry import Entry
     from glyphforge.context import DataContext
-    from glyphforge.pipelines.download import Resource
+    from glyphforge.pipelines.resource import Resource
 
 #: A part of a dataset: a callable, or ``"module:attribute"`` naming one (imported on use).
 Ref = str | Callable[..., Any]
@@ -231,7 +231,7 @@ def get(name: str) -> DatasetRecord:
 
 def resources(name: str) -> list[Resource]:
     """Return the upstream files dataset ``name`` declares (none for a name not registered, or none declared)."""
-    from glyphforge.pipelines.download import Resource
+    from glyphforge.pipelines.resource import Resource
 
     record = _REGISTRY.get(name)
     if record is None or record.resources is None:

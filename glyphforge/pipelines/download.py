@@ -12,9 +12,7 @@ pinned hash, and never leaves a wrong or partial file there:
 2. otherwise, under a per-file lock (other processes wait, saying whom for, up to
    ``lock_timeout``, then reuse the result; see :mod:`glyphforge.cache.locks`),
    each source is tried in order: the ``mirrors`` given, the mirrors in
-   ``$GLYPHFORGE_MIRROR``, then the origin URL. A mirror base ``M`` (``https://``,
-   ``http://``, ``file://``, a plain directory, or any URL fsspec opens: ``s3://``,
-   ``gs://``...) serves ``M/<dataset>/<filename>``;
+   ``$GLYPHFORGE_MIRROR``, then the origin URL (see :mod:`glyphforge.pipelines.sources`);
 3. a source is streamed into ``<filename>.part`` (an HTTP one resumed with a Range request
    when the server supports it; one in object storage read through fsspec from byte 0, with
    the credentials the provider's SDK finds in the environment), verified against the hash,
@@ -37,8 +35,9 @@ the network, as HTTP is. Every failure raises
 :class:`DownloadError` (or :class:`HashMismatchError`) listing each source tried and why,
 and the exact path where the file may be placed by hand.
 
-The transfer from one HTTP source lives in :mod:`glyphforge.pipelines.http_source`
-(``RetryPolicy`` and ``Attempt`` are re-exported here).
+The transfer from one HTTP source lives in :mod:`glyphforge.pipelines.http_source` (with
+``RetryPolicy``), the sources and the copy from a local or fsspec one in
+:mod:`glyphforge.pipelines.sources`, and `Resource` and the errors in :mod:`glyphforge.pipelines.resource`.
 """
 from __future__ import annotations
 
@@ -46,25 +45,17 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
-from urllib.parse import quote, urlsplit
-from urllib.request import url2pathname
 
 import filelock
 import requests
 
 from glyphforge import config
-from glyphforge._checks import check_int
-from glyphforge._files import writing
 from glyphforge._version import __version__
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.raw import record_download
-from glyphforge.errors import GlyphforgeError, IntegrityError, StorageError
-from glyphforge.pipelines.hashes import check_hash, normalise_hash
+from glyphforge.hashes import check_hash
 from glyphforge.pipelines.http_source import (
-    CHUNK_SIZE,
     DEFAULT_POLICY,
     Attempt,
     Fetched,
@@ -72,139 +63,14 @@ from glyphforge.pipelines.http_source import (
     SourceFailed,
     download,
     no_network_advice,
-    progress_bar,
 )
-from glyphforge.storage.location import Location, UnsupportedURLError
-from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK
+from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource, not_upstream
+from glyphforge.pipelines.sources import Source, copy_local, copy_remote, sources
 from glyphforge.textfmt import human_size
 
-__all__ = ["Attempt", "DownloadError", "HashMismatchError", "Resource", "RetryPolicy", "fetch"]
+__all__ = ["fetch"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Resource:
-    """One upstream file of a dataset.
-
-    Attributes
-    ----------
-    dataset
-        The dataset it belongs to (``"emnist"``); names its folder in ``raw/`` and on mirrors.
-    filename
-        A plain file name (``"gzip.zip"``).
-    url
-        The origin URL (``https://``, ``http://`` or ``file://``).
-    hash
-        ``"sha256:<hex>"``, ``"md5:<hex>"`` or ``"git-blob-sha1:<hex>"``.
-    size
-        The size in bytes, when known.
-    more_urls
-        Other origins of the same bytes, tried in order after ``url`` (MNIST: LeCun's
-        original address after the S3 copy).
-    """
-
-    dataset: str
-    filename: str
-    url: str
-    hash: str
-    size: int | None = None
-    more_urls: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        for name in ("dataset", "filename"):
-            value = getattr(self, name)
-            if not value or value in (".", "..") or "/" in value or "\\" in value:
-                raise ValueError(f"Resource {name} {value!r} must be a plain name (no '/', not '.' or '..')")
-        try:
-            object.__setattr__(self, "hash", normalise_hash(self.hash))
-        except ValueError as error:
-            raise ValueError(f"Resource {self.dataset}/{self.filename}: {error}") from None
-        object.__setattr__(self, "more_urls", tuple(self.more_urls))
-        for url in (self.url, *self.more_urls):
-            if urlsplit(url).scheme.lower() not in ("http", "https", "file"):
-                raise ValueError(f"Resource {self.dataset}/{self.filename}: url {url!r} must be http(s):// or file://")
-        if self.size is not None:
-            object.__setattr__(self, "size", check_int(f"Resource {self.dataset}/{self.filename}: size", self.size, 0))
-
-
-class DownloadError(GlyphforgeError, RuntimeError):
-    """A file could not be obtained; the message lists what was tried and what to do.
-
-    Attributes
-    ----------
-    resource, target
-        The resource, and the path where it may be placed by hand.
-    mirrors
-        The mirror locations that were consulted, in order.
-    attempts
-        One :class:`Attempt` per source that failed.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        resource: Resource | None = None,
-        target: Path | None = None,
-        mirrors: tuple[str, ...] = (),
-        attempts: tuple[Attempt, ...] = (),
-    ) -> None:
-        super().__init__(message)
-        self.resource = resource
-        self.target = target
-        self.mirrors = mirrors
-        self.attempts = attempts
-
-
-class HashMismatchError(DownloadError, IntegrityError):
-    """A file has the wrong hash: a download (deleted), or a local copy (left as it is).
-
-    Attributes
-    ----------
-    expected, actual
-        Hash strings; ``expected_size`` (None when not pinned) and ``actual_size`` in bytes.
-    url, final_url
-        The source of the (first) bad file, and where redirects ended.
-    """
-
-    @property
-    def mismatch(self) -> Attempt:
-        """The first attempt that delivered wrong content."""
-        return next(attempt for attempt in self.attempts if attempt.actual_hash)
-
-    @property
-    def expected(self) -> str:
-        return self.resource.hash if self.resource else ""
-
-    @property
-    def expected_size(self) -> int | None:
-        return self.resource.size if self.resource else None
-
-    @property
-    def actual(self) -> str:
-        return self.mismatch.actual_hash or ""
-
-    @property
-    def actual_size(self) -> int | None:
-        return self.mismatch.actual_size
-
-    @property
-    def url(self) -> str:
-        return self.mismatch.source
-
-    @property
-    def final_url(self) -> str | None:
-        return self.mismatch.final_url
-
-
-@dataclass(frozen=True)
-class _Source:
-    """Where to get the file (``location``): ``path`` for a local one, ``remote`` for one fsspec opens, else HTTP."""
-
-    location: str
-    path: Path | None = None
-    remote: Location | None = None
 
 
 def fetch(
@@ -267,12 +133,7 @@ def fetch(
     if _in_place(target, resource):
         return target
     offline = config.offline_from_env() if offline is None else offline
-    mirror_sources = _mirror_sources(resource, mirrors)
-    sources = [*mirror_sources, *map(_source_from_url, (resource.url, *resource.more_urls))]
-    if offline:  # local sources only; network mirrors are neither tried nor reported as tried
-        sources = [source for source in sources if source.path is not None]
-        mirror_sources = [source for source in mirror_sources if source.path is not None]
-    mirror_names = tuple(source.location for source in mirror_sources)
+    tried, mirror_names = sources(resource, mirrors, offline)
     with ExitStack() as locked:
         try:
             dest_dir.mkdir(parents=True, exist_ok=True)
@@ -287,13 +148,13 @@ def fetch(
                 f"({target}), or choose a writable data directory with GLYPHFORGE_DATA_DIR.",
                 resource=resource, target=target, mirrors=mirror_names,
             ) from error
-        return _fetch_locked(resource, target, sources, mirror_names, offline, policy, progress)
+        return _fetch_locked(resource, target, tried, mirror_names, offline, policy, progress)
 
 
 def _fetch_locked(
     resource: Resource,
     target: Path,
-    sources: list[_Source],
+    tried: list[Source],
     mirror_names: tuple[str, ...],
     offline: bool,
     policy: RetryPolicy,
@@ -306,7 +167,7 @@ def _fetch_locked(
     part = _part_path(target)
     with requests.Session() as session:
         session.headers["User-Agent"] = f"glyphforge/{__version__} (+python-requests)"
-        for source in sources:
+        for source in tried:
             try:
                 _get_verified(source, part, resource, session, policy, progress)
             except SourceFailed as failure:
@@ -346,99 +207,21 @@ def _in_place(target: Path, resource: Resource) -> bool:
     )
 
 
-def not_upstream(path: Path, resource: Resource, actual: str, advice: str) -> HashMismatchError:
-    """Return the error for a local file ``path`` whose hash, ``actual``, is not ``resource``'s.
-
-    Parameters
-    ----------
-    path
-        The file (a copy given or placed by the user; it is left as it is).
-    resource
-        The upstream file it was meant to be.
-    actual
-        Its hash, as :func:`glyphforge.pipelines.hashes.check_hash` gives it.
-    advice
-        What to do, appended to the message.
-    """
-    size = path.stat().st_size
-    pinned = f"{resource.size:,} bytes" if resource.size is not None else "size not pinned"
-    return HashMismatchError(
-        f"{path} is not {resource.url}: its hash is {actual} ({size:,} bytes), expected {resource.hash} "
-        f"({pinned}). {advice}",
-        resource=resource,
-        target=path,
-        attempts=(Attempt(str(path), "hash mismatch", actual_hash=actual, actual_size=size),),
-    )
-
-
 def _verified(path: Path, resource: Resource) -> bool:
     if resource.size is not None and path.stat().st_size != resource.size:
         return False
     return check_hash(path, resource.hash)[0]
 
 
-def _mirror_sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]] | str | None) -> list[_Source]:
-    given = mirrors.split() if isinstance(mirrors, str) else [os.fspath(mirror) for mirror in mirrors or ()]
-    bases = list(dict.fromkeys([*given, *config.mirrors_from_env()]))
-    sources = []
-    for base in bases:
-        scheme = urlsplit(base).scheme.lower() if "://" in base else ""
-        if scheme in ("http", "https"):
-            location = f"{base.rstrip('/')}/{quote(resource.dataset)}/{quote(resource.filename)}"
-            sources.append(_Source(location))
-        elif scheme in ("", "file"):
-            root = _local_path(base)
-            path = root / resource.dataset / resource.filename
-            sources.append(_Source(str(path), path))
-        else:
-            remote = _remote_mirror(base).child(resource.dataset, resource.filename)
-            sources.append(_Source(remote.url, remote=remote))
-    return sources
-
-
-def _remote_mirror(base: str) -> Location:
-    """The fsspec location of the mirror base ``base`` (``s3://``, ``gs://``...).
-
-    Raises `UnsupportedURLError` (a ValueError) naming the package to install when fsspec
-    cannot open its scheme here.
-    """
-    try:
-        location = Location(base)  # an unsupported scheme or a malformed URL: before any fsspec call
-        location.fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
-    except UnsupportedURLError as error:
-        raise UnsupportedURLError(f"mirror {base!r} is not supported: {error}") from None
-    return location
-
-
-def _source_from_url(url: str) -> _Source:
-    if urlsplit(url).scheme.lower() == "file":
-        path = _local_path(url)
-        return _Source(str(path), path)
-    return _Source(url)
-
-
-def _local_path(base: str) -> Path:
-    if "://" not in base:
-        return Path(base).expanduser()
-    parts = urlsplit(base)
-    if parts.netloc not in ("", "localhost"):
-        raise ValueError(
-            f"mirror {base!r} is not supported: a file:// URL names a path on this machine (file:///path, no host); "
-            "use a plain directory, an https:// URL or an object storage URL (s3://, gs://), space-separated in "
-            "GLYPHFORGE_MIRROR"
-        )
-    return Path(url2pathname(parts.path))
-
-
 def _get_verified(
-    source: _Source, part: Path, resource: Resource, session: requests.Session, policy: RetryPolicy, progress: bool
+    source: Source, part: Path, resource: Resource, session: requests.Session, policy: RetryPolicy, progress: bool
 ) -> None:
     if source.path is not None:
-        _copy_local(source.path, part, resource, progress)
+        copy_local(source.path, part, resource, progress)
         _check_part(part, resource, source.location, final_url=None)
         return
     if source.remote is not None:
-        _copy_remote(source.remote, part, resource, progress)
+        copy_remote(source.remote, part, resource, progress)
         _check_part(part, resource, source.location, final_url=None)
         return
     fetched = _download(source.location, part, resource, session, policy, progress)
@@ -477,45 +260,6 @@ def _reject(part: Path, resource: Resource, *, source: str, final_url: str | Non
         f"got {size} bytes{redirected}; the bad download was deleted"
     )
     return Attempt(source, reason, actual_hash=actual, actual_size=size, final_url=final_url or None)
-
-
-def _copy_local(path: Path, part: Path, resource: Resource, progress: bool) -> None:
-    """Copy the local file ``path`` into ``part``; `SourceFailed` when it is missing, unreadable or of another size."""
-    try:
-        with open(path, "rb") as source:
-            _copy_stream(source, os.fstat(source.fileno()).st_size, str(path), part, resource, progress)
-    except StorageError:
-        raise  # the destination's problem, not the mirror's: no other source can help
-    except FileNotFoundError:
-        raise SourceFailed(Attempt(str(path), "no such file")) from None
-    except OSError as error:
-        raise SourceFailed(Attempt(str(path), f"cannot read it ({error})")) from error
-
-
-def _copy_remote(location: Location, part: Path, resource: Resource, progress: bool) -> None:
-    """Stream the object at ``location`` (fsspec) into ``part``; `SourceFailed` when it cannot be read."""
-    try:
-        with location.fs.open(location.path, "rb", block_size=DOWNLOAD_BLOCK) as source:
-            _copy_stream(source, getattr(source, "size", None), location.url, part, resource, progress)
-    except (StorageError, SourceFailed):
-        raise  # the destination's problem (no other source can help), or already a failure of this source
-    except FileNotFoundError:
-        raise SourceFailed(Attempt(location.url, "no such object")) from None
-    except Exception as error:  # fsspec's backends raise their own errors (botocore's, aiohttp's) beside OSError
-        raise SourceFailed(Attempt(location.url, f"cannot read it ({type(error).__name__}: {error}); check the "
-                                   "credentials the provider's SDK finds in the environment")) from error
-
-
-def _copy_stream(source: BinaryIO, size: int | None, location: str, part: Path, resource: Resource,
-                 progress: bool) -> None:
-    """Copy ``source`` (``size`` bytes, None: unknown) into ``part``; `SourceFailed` when the size is not pinned's."""
-    if resource.size is not None and size is not None and size != resource.size:
-        raise SourceFailed(Attempt(location, f"has {size} bytes, expected {resource.size}"))
-    label = f"{resource.dataset}/{resource.filename}"
-    with writing(part), open(part, "wb") as out, progress_bar(label, size, 0, progress) as bar:
-        while chunk := source.read(CHUNK_SIZE):
-            out.write(chunk)
-            bar.update(len(chunk))
 
 
 def _failure(

@@ -3,7 +3,7 @@
 A data dir (or a built entry) may be a URL: ``s3://bucket/prefix``, ``gs://bucket/prefix``,
 ``https://host/path`` (read-only), ``file:///abs/path``. A plain path is never a URL
 (`is_url`): ``C:\\data`` and ``./s3:x`` stay paths, and a URL is never taken for a path.
-A URL is checked when a `Location` is made, before any fsspec call (`glyphforge.storage.urls`:
+A URL is checked when a `Location` is made, before any fsspec call (`glyphforge.urls`:
 its scheme is supported, and it names a bucket, a host or a path).
 
 A ``file://`` data dir or entry is the path it names (`parse_place`, where a data dir or an
@@ -22,23 +22,26 @@ environment.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from glyphforge.storage.urls import SUPPORTED_TEXT, MalformedURLError, UnsupportedURLError, check_url, file_path
+from glyphforge.urls import (
+    SCHEME,
+    SUPPORTED_TEXT,
+    MalformedURLError,
+    UnsupportedURLError,
+    check_url,
+    file_path,
+    is_url,
+)
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
 __all__ = ["SECRET_OPTIONS", "Location", "MalformedURLError", "UnsupportedURLError", "is_url", "parse_place"]
 
-#: A URL's scheme and the ``://`` after it (two letters at least: ``C:\\`` is a Windows drive).
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
-#: ``user:password@`` in a URL's authority: a secret glyphforge refuses to carry (see `Location`).
-_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://[^/@]*:[^/@]*@")
 #: storage_options never pickled (credentials: each process takes its own from its environment).
 SECRET_OPTIONS = frozenset({
     "key", "secret", "token", "password", "username", "session_token", "aws_access_key_id",
@@ -48,11 +51,6 @@ SECRET_OPTIONS = frozenset({
 EXTRAS = {"s3": "glyphforge[s3]", "gs": "glyphforge[gcs]"}
 #: Schemes glyphforge only reads.
 READ_ONLY = frozenset({"http", "https"})
-
-
-def is_url(value: object) -> bool:
-    """Whether ``value`` is a URL (``scheme://...``), not a path; paths (also ``os.PathLike``) never are."""
-    return isinstance(value, str) and _URL.match(value) is not None
 
 
 @dataclass(frozen=True)
@@ -69,12 +67,6 @@ class Location:
     def __post_init__(self) -> None:
         if not is_url(self.url):
             raise UnsupportedURLError(f"{self.url!r} is not a URL (scheme://...); a plain path is a local directory")
-        if _PASSWORD.match(self.url):
-            scheme = self.url.split("://", 1)[0]
-            raise UnsupportedURLError(
-                f"a {scheme}:// URL with a user and password in it was given: glyphforge does not carry secrets in "
-                "URLs (they would travel in pickles and show in messages). Give the URL without them, and the "
-                "credentials through the environment (as the store's SDK reads them) or storage_options")
         scheme, rest = check_url(self.url).split("://", 1)
         object.__setattr__(self, "url", f"{scheme}://{rest.rstrip('/') or rest[:1]}")  # file:/// stays the root
         object.__setattr__(self, "storage_options", dict(self.storage_options))
@@ -82,7 +74,7 @@ class Location:
     @property
     def scheme(self) -> str:
         """The URL's scheme, lower case (``s3``, ``https``, ``file``...)."""
-        match = _URL.match(self.url)
+        match = SCHEME.match(self.url)
         assert match is not None  # checked in __post_init__
         return match.group(1).lower()
 

@@ -5,6 +5,8 @@ Supported: ``s3://BUCKET/prefix``, ``gs://BUCKET/prefix``, ``https://HOST/path``
 also those fsspec knows) is an `UnsupportedURLError` naming that list; a URL of a supported
 scheme that names no bucket or host, a bucket name the store would refuse, a bad port or a
 ``file://`` URL naming no path is a `MalformedURLError` saying what is wrong (`check_url`).
+A URL with a user and password in it is refused (an `UnsupportedURLError` that does not show
+them): glyphforge carries no secrets in URLs.
 
 A ``file://`` URL names a path on this machine (`file_path`): percent-escapes are decoded
 (``Path.as_uri()`` comes back as its path), ``file://localhost/p`` is ``/p``, and
@@ -20,7 +22,12 @@ from urllib.request import url2pathname
 
 from glyphforge.errors import ArgumentError
 
-__all__ = ["SUPPORTED", "MalformedURLError", "UnsupportedURLError", "check_url", "file_path"]
+__all__ = ["SCHEME", "SUPPORTED", "MalformedURLError", "UnsupportedURLError", "check_url", "file_path", "is_url"]
+
+#: A URL's scheme and the ``://`` after it (two letters at least: ``C:\\`` is a Windows drive).
+SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
+#: ``user:password@`` in a URL's authority: a secret glyphforge refuses to carry.
+_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://[^/@]*:[^/@]*@")
 
 #: The schemes glyphforge reads (all) and writes (all but http and https).
 SUPPORTED = ("s3", "gs", "https", "http", "file")
@@ -48,6 +55,11 @@ class MalformedURLError(UnsupportedURLError):
     """A URL of a supported scheme that cannot name a place: no bucket or host, a bad bucket name or port, no path."""
 
 
+def is_url(value: object) -> bool:
+    """Whether ``value`` is a URL (``scheme://...``), not a path; paths (also ``os.PathLike``) never are."""
+    return isinstance(value, str) and SCHEME.match(value) is not None
+
+
 def check_url(url: str) -> str:
     """Return ``url`` once its scheme is supported and its form can name a place (a ``file://`` URL made absolute).
 
@@ -56,11 +68,18 @@ def check_url(url: str) -> str:
     Raises
     ------
     UnsupportedURLError
-        The scheme is not one of `SUPPORTED` (the message names them).
+        The scheme is not one of `SUPPORTED` (the message names them), or it holds a user and password
+        (the message does not show them: they would travel in pickles and show in messages).
     MalformedURLError
         It names no bucket (``s3://``, ``s3:///x``) or host (``https:///x``), a bucket the store would
         refuse, a port that is no number, or no path (``file://``).
     """
+    if _PASSWORD.match(url):
+        scheme = url.split("://", 1)[0]
+        raise UnsupportedURLError(
+            f"a {scheme}:// URL with a user and password in it was given: glyphforge does not carry secrets in "
+            "URLs (they would travel in pickles and show in messages). Give the URL without them, and the "
+            "credentials through the environment (as the store's SDK reads them) or storage_options")
     scheme, rest = url.split("://", 1)
     scheme = scheme.lower()
     if scheme not in SUPPORTED:

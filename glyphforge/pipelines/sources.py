@@ -1,0 +1,145 @@
+"""Where a file of a `Resource` may come from, and copying it from a local or object-storage source.
+
+The sources of a resource, in order: the ``mirrors`` given, those in ``$GLYPHFORGE_MIRROR``,
+then its origin URLs. A mirror base ``M`` (``https://``, ``http://``, ``file://``, a plain
+directory, or any URL fsspec opens: ``s3://``, ``gs://``...) serves ``M/<dataset>/<filename>``.
+Offline, only the local ones (directories, ``file://``) are kept: object storage is the
+network, as HTTP is. A local or fsspec source is copied into the ``.part`` file here; an HTTP
+one is downloaded by :mod:`glyphforge.pipelines.http_source`.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import quote, urlsplit
+from urllib.request import url2pathname
+
+from glyphforge import config
+from glyphforge._files import writing
+from glyphforge.errors import StorageError
+from glyphforge.pipelines.http_source import CHUNK_SIZE, Attempt, SourceFailed, progress_bar
+from glyphforge.pipelines.resource import Resource
+from glyphforge.storage.location import Location, UnsupportedURLError
+from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK
+
+__all__ = ["Source", "copy_local", "copy_remote", "sources"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where to get the file (``location``): ``path`` for a local one, ``remote`` for one fsspec opens, else HTTP."""
+
+    location: str
+    path: Path | None = None
+    remote: Location | None = None
+
+
+def sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]] | str | None, offline: bool,
+            ) -> tuple[list[Source], tuple[str, ...]]:
+    """Return the sources of ``resource`` to try in order, and the names of the mirrors among them.
+
+    ``mirrors`` are the mirror bases given (a string is split on spaces); those in
+    ``$GLYPHFORGE_MIRROR`` follow. ``offline`` keeps the local sources only: network mirrors are
+    neither tried nor reported as tried.
+    """
+    mirror_sources = _mirror_sources(resource, mirrors)
+    found = [*mirror_sources, *map(_source_from_url, (resource.url, *resource.more_urls))]
+    if offline:
+        found = [source for source in found if source.path is not None]
+        mirror_sources = [source for source in mirror_sources if source.path is not None]
+    return found, tuple(source.location for source in mirror_sources)
+
+
+def _mirror_sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]] | str | None) -> list[Source]:
+    given = mirrors.split() if isinstance(mirrors, str) else [os.fspath(mirror) for mirror in mirrors or ()]
+    bases = list(dict.fromkeys([*given, *config.mirrors_from_env()]))
+    sources = []
+    for base in bases:
+        scheme = urlsplit(base).scheme.lower() if "://" in base else ""
+        if scheme in ("http", "https"):
+            location = f"{base.rstrip('/')}/{quote(resource.dataset)}/{quote(resource.filename)}"
+            sources.append(Source(location))
+        elif scheme in ("", "file"):
+            root = _local_path(base)
+            path = root / resource.dataset / resource.filename
+            sources.append(Source(str(path), path))
+        else:
+            remote = _remote_mirror(base).child(resource.dataset, resource.filename)
+            sources.append(Source(remote.url, remote=remote))
+    return sources
+
+
+def _remote_mirror(base: str) -> Location:
+    """The fsspec location of the mirror base ``base`` (``s3://``, ``gs://``...).
+
+    Raises `UnsupportedURLError` (a ValueError) naming the package to install when fsspec
+    cannot open its scheme here.
+    """
+    try:
+        location = Location(base)  # an unsupported scheme or a malformed URL: before any fsspec call
+        location.fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
+    except UnsupportedURLError as error:
+        raise UnsupportedURLError(f"mirror {base!r} is not supported: {error}") from None
+    return location
+
+
+def _source_from_url(url: str) -> Source:
+    if urlsplit(url).scheme.lower() == "file":
+        path = _local_path(url)
+        return Source(str(path), path)
+    return Source(url)
+
+
+def _local_path(base: str) -> Path:
+    if "://" not in base:
+        return Path(base).expanduser()
+    parts = urlsplit(base)
+    if parts.netloc not in ("", "localhost"):
+        raise ValueError(
+            f"mirror {base!r} is not supported: a file:// URL names a path on this machine (file:///path, no host); "
+            "use a plain directory, an https:// URL or an object storage URL (s3://, gs://), space-separated in "
+            "GLYPHFORGE_MIRROR"
+        )
+    return Path(url2pathname(parts.path))
+
+
+def copy_local(path: Path, part: Path, resource: Resource, progress: bool) -> None:
+    """Copy the local file ``path`` into ``part``; `SourceFailed` when it is missing, unreadable or of another size."""
+    try:
+        with open(path, "rb") as source:
+            _copy_stream(source, os.fstat(source.fileno()).st_size, str(path), part, resource, progress)
+    except StorageError:
+        raise  # the destination's problem, not the mirror's: no other source can help
+    except FileNotFoundError:
+        raise SourceFailed(Attempt(str(path), "no such file")) from None
+    except OSError as error:
+        raise SourceFailed(Attempt(str(path), f"cannot read it ({error})")) from error
+
+
+def copy_remote(location: Location, part: Path, resource: Resource, progress: bool) -> None:
+    """Stream the object at ``location`` (fsspec) into ``part``; `SourceFailed` when it cannot be read."""
+    try:
+        with location.fs.open(location.path, "rb", block_size=DOWNLOAD_BLOCK) as source:
+            _copy_stream(source, getattr(source, "size", None), location.url, part, resource, progress)
+    except (StorageError, SourceFailed):
+        raise  # the destination's problem (no other source can help), or already a failure of this source
+    except FileNotFoundError:
+        raise SourceFailed(Attempt(location.url, "no such object")) from None
+    except Exception as error:  # fsspec's backends raise their own errors (botocore's, aiohttp's) beside OSError
+        raise SourceFailed(Attempt(location.url, f"cannot read it ({type(error).__name__}: {error}); check the "
+                                   "credentials the provider's SDK finds in the environment")) from error
+
+
+def _copy_stream(source: BinaryIO, size: int | None, location: str, part: Path, resource: Resource,
+                 progress: bool) -> None:
+    """Copy ``source`` (``size`` bytes, None: unknown) into ``part``; `SourceFailed` when the size is not pinned's."""
+    if resource.size is not None and size is not None and size != resource.size:
+        raise SourceFailed(Attempt(location, f"has {size} bytes, expected {resource.size}"))
+    label = f"{resource.dataset}/{resource.filename}"
+    with writing(part), open(part, "wb") as out, progress_bar(label, size, 0, progress) as bar:
+        while chunk := source.read(CHUNK_SIZE):
+            out.write(chunk)
+            bar.update(len(chunk))
