@@ -49,7 +49,6 @@ from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.object_match import object_mismatch
 from glyphforge.storage.objects import listed_files, upload_file, write_bytes
 from glyphforge.storage.read_failures import shown
-from glyphforge.storage.reads import is_missing_bucket
 from glyphforge.storage.remote_entry import entry_location
 from glyphforge.storage.store_errors import StoreTask, translated, translated_call
 
@@ -238,9 +237,9 @@ def source_store(data_dir: PathLike | None) -> CacheStore:
     if not is_url(chosen):
         return CacheStore.for_data_dir(chosen)
     assert isinstance(chosen, str)
-    location = Location(chosen)
-    if location.scheme == "file":
-        return CacheStore.for_data_dir(location.path)
+    local = Location(chosen).backend.local_path
+    if local is not None:
+        return CacheStore.for_data_dir(local)
     raise LocalSourceError(
         f"publish copies an entry from a local data dir, and the data dir {shown(chosen)} is a URL: give the local "
         "data dir that holds the entry (a path, or file:///abs/path). To have an entry of one URL at another, make "
@@ -308,7 +307,7 @@ def read_object(where: Location, doing: str) -> bytes | None:
         except IsADirectoryError:
             raise _not_ours(where, "a file") from None
         except FileNotFoundError as error:
-            if is_missing_bucket(error):
+            if where.backend.is_missing_bucket(error):
                 raise
             return None
     return data
