@@ -60,6 +60,8 @@ class Backend(ABC):
     read_only: ClassVar[bool] = False
     #: The name of the store's client when it retries transient failures itself (glyphforge then tries once).
     tries_itself: ClassVar[str | None] = None
+    #: Whether `upload` takes a multipart upload's ``chunksize`` and ``max_concurrency`` (s3fs's).
+    takes_part_options: ClassVar[bool] = False
     #: The most bytes a whole-object read (a manifest, a request record) takes, from any store.
     whole_limit: ClassVar[int] = 256 << 20
 

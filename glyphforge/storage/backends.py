@@ -26,8 +26,7 @@ from glyphforge.storage.http_backend import HttpBackend
 from glyphforge.storage.local_backend import LocalBackend
 from glyphforge.storage.urls import SUPPORTED_TEXT, UnsupportedURLError
 
-__all__ = ["Place", "backend_class", "backend_for", "checked_url", "is_missing_bucket", "register_backend",
-           "schemes"]
+__all__ = ["Place", "backend_class", "backend_for", "checked_url", "is_missing_bucket", "register_backend"]
 
 #: Scheme (lower case) -> the class of its backends.
 _BACKENDS: dict[str, type[Backend]] = {
@@ -77,11 +76,6 @@ def register_backend(scheme: str, cls: type[Backend]) -> None:
         raise ValueError(f"register_backend({scheme!r}, ...): a scheme is two or more letters, digits, '+', '-' "
                          "or '.', starting with a letter (s3, https, my-store)")
     _BACKENDS[name] = cls
-
-
-def schemes() -> list[str]:
-    """The schemes in the table, sorted."""
-    return sorted(_BACKENDS)
 
 
 def backend_class(scheme: str) -> type[Backend]:

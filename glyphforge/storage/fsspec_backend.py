@@ -159,6 +159,7 @@ class S3Backend(_BucketStore):
     """``s3://`` with s3fs: botocore's connection errors are transient, its missing credentials a refusal."""
 
     extra = "glyphforge[s3]"
+    takes_part_options = True
     #: 3 to 63 characters; buckets made before 2018 may have capitals, '_' and up to 255.
     bucket_rule = (re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]"),
                    "3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit")

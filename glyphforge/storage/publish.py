@@ -53,7 +53,6 @@ from glyphforge.storage.remote_entry import entry_location
 from glyphforge.storage.store_errors import StoreTask, translated, translated_call
 
 if TYPE_CHECKING:
-    from fsspec import AbstractFileSystem
     from tqdm import tqdm
 
     from glyphforge.cache.entry import Entry
@@ -378,13 +377,14 @@ def _upload_all(place: Location, sources: Mapping[str, Path], bar: tqdm) -> None
 
 def _uploader(place: Location, name: str, source: Path, bar: tqdm) -> Callable[[], None]:
     """A function uploading ``source`` as ``<place>/<name>``, so that no partial file is ever at that name."""
-    options = _part_options(place.fs, source.stat().st_size)
+    options = _part_options(place, source.stat().st_size)
     return lambda: upload_file(source, place.child(name), callback=_BarCallback(bar), **options)
 
 
-def _part_options(fs: AbstractFileSystem, size: int) -> dict[str, int]:
-    """The multipart settings of an s3fs upload of ``size`` bytes (none for other stores: their defaults)."""
-    if "s3" not in fs.protocol:
+def _part_options(place: Location, size: int) -> dict[str, int]:
+    """The multipart settings of an upload of ``size`` bytes to ``place`` (none for a store whose backend takes none:
+    its defaults)."""
+    if not place.backend.takes_part_options:
         return {}
     return {"chunksize": _part_bytes(size), "max_concurrency": PARTS_AT_ONCE}
 
