@@ -229,8 +229,6 @@ class GcsBackend(_BucketStore):
             return failure
         if type(error) is OSError and str(error).startswith("Forbidden: "):
             return PermissionError("HTTP 403 Forbidden")
-        if isinstance(error, (FileNotFoundError, PermissionError, OSError, TimeoutError)):
-            return None  # Python's: sorted as every store's
         try:
             from gcsfs.retry import HttpError
         except ImportError:  # no gcsfs here
