@@ -60,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     # object storage
     "publish": "glyphforge.storage.publish",
     "PublishConflictError": "glyphforge.storage.publish",
+    "register_backend": "glyphforge.storage.backends",
     "UnsupportedURLError": "glyphforge.urls",
     "MalformedURLError": "glyphforge.urls",
     # loaders

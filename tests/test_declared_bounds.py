@@ -298,11 +298,12 @@ def test_a_build_whose_rows_no_reader_would_accept_is_refused_as_it_is_made(tmp_
 
 
 def test_a_whole_read_stops_past_its_limit_on_every_store(any_place, monkeypatch):
-    """A manifest (any object read whole) larger than `WHOLE_LIMIT` is refused once the limit is passed, on every
-    store: over HTTP by the body's length, on s3:// and file:// by reading at most one byte past it."""
+    """A manifest (any object read whole) larger than `Backend.whole_limit` is refused once the limit is passed, on
+    every store: over HTTP by the body's length, on s3:// and file:// by reading at most one byte past it."""
     from glyphforge.storage import reads
+    from glyphforge.storage.backend import Backend
 
-    monkeypatch.setattr(reads, "WHOLE_LIMIT", 1000)
+    monkeypatch.setattr(Backend, "whole_limit", 1000)
     url = any_place.put("scenes", "f" * 64, {"manifest.json": b"{" + b" " * 200_000})
     with pytest.raises(reads.RemoteReadError, match=r"more than the 1,000 bytes"):
         reads.read_bytes(Location(f"{url}/manifest.json"), what="a manifest")

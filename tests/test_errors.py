@@ -21,12 +21,13 @@ PACKAGE_DIR = Path(glyphforge.__file__).resolve().parent
 
 #: Exceptions outside the root, ``"module.Class"``: the modules that raise them (and catch them all).
 INTERNAL: dict[str, tuple[str, ...]] = {
-    # a store's failure sorted into "try again" or not; reads.py turns each into a RemoteReadError
-    "glyphforge.storage.read_failures.Transient": ("glyphforge.storage.reads",),
-    "glyphforge.storage.read_failures.Permanent": ("glyphforge.storage.reads",),
-    "glyphforge.storage.read_failures.Short": ("glyphforge.storage.reads",),
+    # a store's failure sorted into "try again" or not, by the backends; Backend.retried turns each into a
+    # RemoteReadError
+    **{f"glyphforge.storage.read_failures.{name}": (
+        "glyphforge.storage.backend", "glyphforge.storage.fsspec_backend", "glyphforge.storage.http_backend")
+       for name in ("Transient", "Permanent", "Short")},
     # a missing bucket found out, turned into a RemoteFileMissingError
-    "glyphforge.storage.reads._NoBucket": ("glyphforge.storage.reads",),
+    "glyphforge.storage.fsspec_backend._NoBucket": ("glyphforge.storage.fsspec_backend",),
     # one source of a download failed (the next is tried), or is to be tried again; download.py ends
     # them all as a DownloadError
     "glyphforge.pipelines.http_source.SourceFailed": ("glyphforge.pipelines.http_source",
@@ -49,6 +50,7 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "NotEnoughSpaceError": (OSError,),
     "UnlistableDataDirError": (LookupError,),
     "ReadOnlyDataDirError": (ValueError,),
+    "ReadOnlyStoreError": (ValueError,),
     "OwnCopyRemoteError": (ValueError,),
     "ForeignStateError": (ValueError,),
     "DamagedCopyError": (OSError,),

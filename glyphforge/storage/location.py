@@ -3,13 +3,16 @@
 A data dir (or a built entry) may be a URL: ``s3://bucket/prefix``, ``gs://bucket/prefix``,
 ``https://host/path`` (read-only), ``file:///abs/path``. A plain path is never a URL
 (`is_url`): ``C:\\data`` and ``./s3:x`` stay paths, and a URL is never taken for a path.
-A URL is checked when a `Location` is made, before any fsspec call (`glyphforge.urls`:
-its scheme is supported, and it names a bucket, a host or a path).
+A URL is checked when a `Location` is made, before any store is asked
+(`glyphforge.storage.backends.checked_url`, after
+`glyphforge.urls.check_url`: its scheme is in the table of schemes, and its
+backend finds it sound: it names a bucket, a host or a path). What is done at a URL is done by
+its backend (`Location.backend`), of the class the table holds for its scheme.
 
-A ``file://`` data dir or entry is the path it names (`parse_place`, where a data dir or an
-entry is parsed): it is read and written as that path is, with its locks and checks, and a
-relative one is made absolute once, there. A ``file://`` `Location` (a publish target) is
-made absolute when it is made, too.
+A ``file://`` data dir or entry (any URL whose backend has a local path) is the path it names
+(`parse_place`, where a data dir or an entry is parsed): it is read and written as that path
+is, with its locks and checks, and a relative one is made absolute once, there. A ``file://``
+`Location` (a publish target) is made absolute when it is made, too.
 
 Credentials are not glyphforge's business: the filesystem reads them as the provider's SDK
 does (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ``~/.aws``, ``GOOGLE_APPLICATION_CREDENTIALS``
@@ -24,21 +27,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from glyphforge.urls import (
-    SCHEME,
-    SUPPORTED_TEXT,
-    MalformedURLError,
-    UnsupportedURLError,
-    check_url,
-    file_path,
-    is_url,
-)
+from glyphforge.storage.backends import backend_for, checked_url
+from glyphforge.urls import SCHEME, MalformedURLError, UnsupportedURLError, is_url
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
+
+    from glyphforge.storage.backend import Backend
 
 __all__ = ["SECRET_OPTIONS", "Location", "MalformedURLError", "UnsupportedURLError", "is_url", "parse_place"]
 
@@ -47,10 +46,6 @@ SECRET_OPTIONS = frozenset({
     "key", "secret", "token", "password", "username", "session_token", "aws_access_key_id",
     "aws_secret_access_key", "aws_session_token", "client_secret", "credentials", "headers",
 })
-#: The schemes glyphforge reads and writes, and the extra that brings each one's filesystem.
-EXTRAS = {"s3": "glyphforge[s3]", "gs": "glyphforge[gcs]"}
-#: Schemes glyphforge only reads.
-READ_ONLY = frozenset({"http", "https"})
 
 
 @dataclass(frozen=True)
@@ -67,7 +62,7 @@ class Location:
     def __post_init__(self) -> None:
         if not is_url(self.url):
             raise UnsupportedURLError(f"{self.url!r} is not a URL (scheme://...); a plain path is a local directory")
-        scheme, rest = check_url(self.url).split("://", 1)
+        scheme, rest = checked_url(self.url).split("://", 1)
         object.__setattr__(self, "url", f"{scheme}://{rest.rstrip('/') or rest[:1]}")  # file:/// stays the root
         object.__setattr__(self, "storage_options", dict(self.storage_options))
 
@@ -78,10 +73,16 @@ class Location:
         assert match is not None  # checked in __post_init__
         return match.group(1).lower()
 
+    @cached_property
+    def backend(self) -> Backend:
+        """The backend of the URL, of the class the table of schemes holds for its scheme
+        (`glyphforge.storage.backends`)."""
+        return backend_for(self)
+
     @property
     def read_only(self) -> bool:
         """Whether glyphforge only reads here (HTTP)."""
-        return self.scheme in READ_ONLY
+        return self.backend.read_only
 
     @property
     def fs(self) -> AbstractFileSystem:
@@ -93,26 +94,12 @@ class Location:
             fsspec has no filesystem for the scheme, or its package is not installed (the
             message names the extra to install).
         """
-        import fsspec
-
-        try:
-            return fsspec.filesystem(self.scheme, **self.storage_options)
-        except (ImportError, ValueError) as error:
-            extra = EXTRAS.get(self.scheme)
-            hint = f"pip install '{extra}'" if extra else f"give {SUPPORTED_TEXT}"
-            raise UnsupportedURLError(f"cannot open {self.url}: {error}. {hint}") from None
+        return self.backend.fs
 
     @property
     def path(self) -> str:
         """The path of the URL on its filesystem (as fsspec names it: ``bucket/data`` for ``s3://bucket/data``)."""
-        if self.scheme == "file":
-            return file_path(self.url).as_posix()
-        import fsspec
-
-        try:
-            return str(fsspec.get_filesystem_class(self.scheme)._strip_protocol(self.url))
-        except (ImportError, ValueError):
-            return str(self.fs._strip_protocol(self.url))  # raises, naming the extra
+        return self.backend.path
 
     def child(self, *names: str) -> Location:
         """The location ``names`` below this one, with the same options."""
@@ -137,8 +124,8 @@ def parse_place(value: str | os.PathLike[str] | Location, storage_options: Mappi
     """Where the data dir or entry ``value`` is: a `Location` to read with fsspec, or a path on this machine.
 
     A URL becomes a `Location` with ``storage_options`` (checked: `Location`); a ``file://`` URL
-    (or `Location`) becomes the absolute path it names, so it is read as that path is (see the
-    module docstring); a path is returned as given.
+    (or `Location`, or any whose backend has a local path) becomes the absolute path it names, so
+    it is read as that path is (see the module docstring); a path is returned as given.
 
     Raises
     ------
@@ -151,4 +138,5 @@ def parse_place(value: str | os.PathLike[str] | Location, storage_options: Mappi
         location = Location(str(value), storage_options or {})
     else:
         return Path(value)
-    return Path(location.path) if location.scheme == "file" else location
+    local = location.backend.local_path
+    return location if local is None else local

@@ -32,7 +32,6 @@ from typing import Any
 
 from glyphforge._files import CHUNK_BYTES, sha256_file
 from glyphforge.storage.location import Location
-from glyphforge.storage.objects import is_local
 from glyphforge.storage.reads import read_bytes
 
 __all__ = ["READ_BYTES", "object_mismatch"]
@@ -74,8 +73,9 @@ def object_mismatch(where: Location, info: Mapping[str, Any], source: Path, reco
     size, expected = int(info["size"]), recorded["size"]
     if size != expected:
         return f"{size:,} bytes, the entry's is {expected:,}"
-    if is_local(where.fs):
-        found = sha256_file(where.path)
+    local = where.backend.local_path
+    if local is not None:
+        found = sha256_file(local)
     else:
         claimed = _store_md5(info, part_bytes)
         if claimed is not None and _local_md5(source, recorded["sha256"], claimed[1]) == claimed[0]:

@@ -49,12 +49,10 @@ from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.object_match import object_mismatch
 from glyphforge.storage.objects import listed_files, upload_file, write_bytes
 from glyphforge.storage.read_failures import shown
-from glyphforge.storage.reads import is_missing_bucket
 from glyphforge.storage.remote_entry import entry_location
 from glyphforge.storage.store_errors import StoreTask, translated, translated_call
 
 if TYPE_CHECKING:
-    from fsspec import AbstractFileSystem
     from tqdm import tqdm
 
     from glyphforge.cache.entry import Entry
@@ -238,9 +236,9 @@ def source_store(data_dir: PathLike | None) -> CacheStore:
     if not is_url(chosen):
         return CacheStore.for_data_dir(chosen)
     assert isinstance(chosen, str)
-    location = Location(chosen)
-    if location.scheme == "file":
-        return CacheStore.for_data_dir(location.path)
+    local = Location(chosen).backend.local_path
+    if local is not None:
+        return CacheStore.for_data_dir(local)
     raise LocalSourceError(
         f"publish copies an entry from a local data dir, and the data dir {shown(chosen)} is a URL: give the local "
         "data dir that holds the entry (a path, or file:///abs/path). To have an entry of one URL at another, make "
@@ -308,7 +306,7 @@ def read_object(where: Location, doing: str) -> bytes | None:
         except IsADirectoryError:
             raise _not_ours(where, "a file") from None
         except FileNotFoundError as error:
-            if is_missing_bucket(error):
+            if where.backend.is_missing_bucket(error):
                 raise
             return None
     return data
@@ -379,13 +377,14 @@ def _upload_all(place: Location, sources: Mapping[str, Path], bar: tqdm) -> None
 
 def _uploader(place: Location, name: str, source: Path, bar: tqdm) -> Callable[[], None]:
     """A function uploading ``source`` as ``<place>/<name>``, so that no partial file is ever at that name."""
-    options = _part_options(place.fs, source.stat().st_size)
+    options = _part_options(place, source.stat().st_size)
     return lambda: upload_file(source, place.child(name), callback=_BarCallback(bar), **options)
 
 
-def _part_options(fs: AbstractFileSystem, size: int) -> dict[str, int]:
-    """The multipart settings of an s3fs upload of ``size`` bytes (none for other stores: their defaults)."""
-    if "s3" not in fs.protocol:
+def _part_options(place: Location, size: int) -> dict[str, int]:
+    """The multipart settings of an upload of ``size`` bytes to ``place`` (none for a store whose backend takes none:
+    its defaults)."""
+    if not place.backend.takes_part_options:
         return {}
     return {"chunksize": _part_bytes(size), "max_concurrency": PARTS_AT_ONCE}
 

@@ -1,10 +1,10 @@
 """How glyphforge sorts a store's failures: worth another try (`Transient`) or not (`Permanent`), or one of Python's.
 
-`sorted_failure` turns what fsspec's filesystems raise (aiohttp's and botocore's connection
-errors, gcsfs's HTTP errors, botocore's missing credentials) and `status_failure` what an HTTP
-status means into one vocabulary: ``FileNotFoundError``, ``PermissionError``, `Transient`
-(retried by `glyphforge.storage.reads`) or `Permanent`. `shown` cuts secrets out of any text
-a message quotes.
+`sorted_failure` turns what a store raises (with what each backend knows of its client's errors:
+`glyphforge.storage.backend.Backend.sorted_failure`) and `status_failure` what an HTTP status
+means into one vocabulary: ``FileNotFoundError``, ``PermissionError``, `Transient` (retried by
+`glyphforge.storage.backend.Backend.retried`) or `Permanent`. `shown` cuts secrets out of any
+text a message quotes.
 """
 from __future__ import annotations
 
@@ -44,65 +44,17 @@ def status_failure(status: int, answer: str, retry_after: float | None = None) -
 
 
 def sorted_failure(error: Exception) -> Exception:
-    """Return the store's ``error`` as glyphforge sorts it, or ``error`` itself when it is none of these.
+    """Return ``error`` as glyphforge sorts it, or ``error`` itself when it is none of these.
 
-    A FileNotFoundError or PermissionError stays as it is; a connection that failed, an
-    ``OSError`` or a timeout becomes a `Transient` failure; gcsfs's 403 and HTTP errors and
-    botocore's missing credentials become the FileNotFound-, PermissionError, `Transient` or
-    `Permanent` their status means. `store_call` and `read_bytes` retry the transient ones;
-    the write side (`glyphforge.storage.store_errors`) names them all at once.
+    A FileNotFoundError or PermissionError stays as it is; an ``OSError`` or a timeout becomes a
+    `Transient` failure. A backend sorts its store client's own errors first
+    (`glyphforge.storage.backend.Backend.store_failure`: aiohttp's, botocore's, gcsfs's).
     """
     if isinstance(error, (FileNotFoundError, PermissionError)):
         return error
-    if _is_connection_error(error):  # before OSError: aiohttp's are OSErrors whose words are not readable
-        return Transient(f"the connection failed ({type(error).__name__})")
-    if _is_gcs_refusal(error):
-        return PermissionError("HTTP 403 Forbidden")
     if isinstance(error, (OSError, TimeoutError)):
         return Transient(reason(error))
-    status = _gcs_status(error)
-    if status is not None:
-        words = reason(error).removesuffix(f", {status}")  # gcsfs appends the status to the message
-        return status_failure(status, words if words.startswith(str(status)) else f"{status} {words}")
-    if _is_credentials_error(error):
-        return PermissionError(f"{type(error).__name__}: {error}")
     return error
-
-
-def _is_connection_error(error: Exception) -> bool:
-    """Whether ``error`` is aiohttp's (s3fs, gcsfs) or botocore's word for a connection that failed or timed out."""
-    if type(error).__module__.startswith("aiohttp"):
-        return True
-    try:
-        from botocore.exceptions import ConnectionError as BotoConnectionError
-        from botocore.exceptions import HTTPClientError
-    except ImportError:  # no s3fs here
-        return False
-    return isinstance(error, (HTTPClientError, BotoConnectionError))  # EndpointConnectionError: nobody answers
-
-
-def _is_gcs_refusal(error: Exception) -> bool:
-    """Whether ``error`` is gcsfs's word for a 403: a plain OSError "Forbidden: <url>"."""
-    return type(error) is OSError and str(error).startswith("Forbidden: ")
-
-
-def _gcs_status(error: Exception) -> int | None:
-    """The HTTP status of gcsfs's HttpError (a GCS answer it does not turn into a Python error), else None."""
-    try:
-        from gcsfs.retry import HttpError
-    except ImportError:  # no gcsfs here
-        return None
-    code = getattr(error, "code", None) if isinstance(error, HttpError) else None
-    return code if isinstance(code, int) else None
-
-
-def _is_credentials_error(error: Exception) -> bool:
-    """Whether ``error`` is botocore's word for credentials it could not find or complete."""
-    try:
-        from botocore.exceptions import CredentialRetrievalError, NoCredentialsError, PartialCredentialsError
-    except ImportError:
-        return False
-    return isinstance(error, (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError))
 
 
 def reason(error: BaseException) -> str:

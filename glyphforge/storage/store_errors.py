@@ -4,7 +4,8 @@ Publishing (`glyphforge.storage.publish`) and building into a URL data dir
 (`glyphforge.builds.remote_build`) write objects, and read or list a few on the way. Whatever
 the store raises (botocore's, aiohttp's, gcsfs's and google's errors, fsspec's OSErrors,
 glyphforge's own read errors of `glyphforge.storage.reads`) is sorted as the read side sorts
-it (`glyphforge.storage.read_failures.sorted_failure`) and raised as one `RemoteStorageError`, a
+it, by the place's backend (`glyphforge.storage.backend.Backend.sorted_failure`), and raised as
+one `RemoteStorageError`, a
 `glyphforge.StorageError`, whose one paragraph says what the task was and where, what failed
 while doing what, what to do, and how the task resumes::
 
@@ -27,8 +28,8 @@ from typing import TypeVar
 
 from glyphforge.errors import StorageError
 from glyphforge.storage.location import SECRET_OPTIONS, Location
-from glyphforge.storage.read_failures import shown, sorted_failure
-from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError, is_missing_bucket
+from glyphforge.storage.read_failures import shown
+from glyphforge.storage.retries import RemoteAccessError, RemoteFileMissingError, RemoteReadError
 
 __all__ = ["SECRET_VARIABLES", "RemoteStorageError", "StoreTask", "store_error", "translated", "translated_call"]
 
@@ -72,8 +73,8 @@ class StoreTask:
 def store_error(error: Exception, place: Location, doing: str, task: StoreTask) -> RemoteStorageError:
     """Return the `RemoteStorageError` for ``error``, raised while ``doing`` ("uploading manifest.json") ``task``
     at ``place`` (the entry's URL: the message names it, and its secret options are starred out)."""
-    failure = sorted_failure(error)
-    why, fix = _meaning(failure)
+    failure = place.backend.sorted_failure(error)
+    why, fix = _meaning(failure, place)
     detail = "" if isinstance(error, (RemoteFileMissingError, RemoteAccessError)) else \
         f" ({_scrub(f'{type(error).__name__}: {error}', place)})"  # glyphforge's own: `why` says it all
     converted = RemoteStorageError(f"cannot {task.verb} {place.url}: {why} while {doing}{detail}. {fix}, then "
@@ -108,12 +109,12 @@ def _is_verdict(error: Exception) -> bool:
     return ours and not isinstance(error, (RemoteReadError, RemoteFileMissingError, RemoteAccessError))
 
 
-def _meaning(failure: Exception) -> tuple[str, str]:
-    """What a sorted ``failure`` means, and what to do about it."""
+def _meaning(failure: Exception, place: Location) -> tuple[str, str]:
+    """What a sorted ``failure`` at ``place`` means, and what to do about it."""
     if isinstance(failure, PermissionError):
         return _REFUSED
     if isinstance(failure, FileNotFoundError):
-        no_bucket = getattr(failure, "no_bucket", False) or is_missing_bucket(failure)
+        no_bucket = getattr(failure, "no_bucket", False) or place.backend.is_missing_bucket(failure)
         return _NO_BUCKET if no_bucket else _MISSING
     return _FAILED  # a transient failure too: the task is resumed by running it again, not retried here
 

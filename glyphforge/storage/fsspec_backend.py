@@ -1,0 +1,253 @@
+"""The fsspec backend: object stores (``s3://``, ``gs://``) and any fsspec protocol, read with ranged ``cat_file``.
+
+A range is fetched exactly (no read-ahead); a whole object is read up to `Backend.whole_limit`; a listing is
+fresh (fsspec's listing cache is dropped first). What each store's client raises is sorted here:
+aiohttp's connection errors (s3fs, gcsfs, HTTP listings) are transient; botocore's connection
+errors too, and its missing credentials a refusal (`S3Backend`); gcsfs's 403 and HTTP errors as
+their status says (`GcsBackend`). gcsfs retries transient failures itself (6 tries over about
+35 s), so glyphforge does not again (`Backend.tries_itself`), or a store that is down would take
+minutes to name.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from glyphforge.storage.backend import Backend
+from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, shown, status_failure
+from glyphforge.storage.retries import ReadPolicy
+from glyphforge.urls import SUPPORTED_TEXT, MalformedURLError, UnsupportedURLError
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+    from fsspec.callbacks import Callback
+
+__all__ = ["FsspecBackend", "GcsBackend", "S3Backend"]
+
+#: What gcsfs's FileNotFoundError holds for a 404 on a bucket's own resource (listing its objects, uploading
+#: one): ``b/<bucket>/o``, alone or at the end of the API URL. A 404 on one object (``.../b/<bucket>/o/<name>``)
+#: does not say whether the bucket exists.
+_GCS_BUCKET_RESOURCE = re.compile(r"(?:^|/)b/[^/]+/o$")
+
+
+class FsspecBackend(Backend):
+    """A URL read and written with its fsspec filesystem (see the module docstring)."""
+
+    #: The fsspec protocol (None: the URL's scheme).
+    protocol: ClassVar[str | None] = None
+    #: The extra that installs the filesystem's package, for the message when it is missing.
+    extra: ClassVar[str | None] = None
+
+    @property
+    def fs(self) -> AbstractFileSystem:
+        """The fsspec filesystem of the URL (fsspec caches instances per options and process).
+
+        Raises
+        ------
+        UnsupportedURLError
+            fsspec has no filesystem for the scheme, or its package is not installed (the
+            message names the extra to install).
+        """
+        import fsspec
+
+        try:
+            return fsspec.filesystem(self.protocol or self.scheme, **self.storage_options)
+        except (ImportError, ValueError) as error:
+            hint = f"pip install '{self.extra}'" if self.extra else f"give {SUPPORTED_TEXT}"
+            raise UnsupportedURLError(f"cannot open {self.url}: {error}. {hint}") from None
+
+    @property
+    def path(self) -> str:
+        """The path of the URL on its filesystem (as fsspec names it: ``bucket/data`` for ``s3://bucket/data``)."""
+        import fsspec
+
+        try:
+            return str(fsspec.get_filesystem_class(self.protocol or self.scheme)._strip_protocol(self.url))
+        except (ImportError, ValueError):
+            return str(self.fs._strip_protocol(self.url))  # raises, naming the extra
+
+    def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
+        """One ranged ``cat_file`` of the object (or a whole read of at most `whole_limit` bytes)."""
+        fs, path = self.fs, self.path
+        data: bytes = self.classified(lambda: fs.cat_file(path, start=start, end=end)
+                                      if start is not None else self._whole(fs, path, self.whole_limit))
+        if start is not None and end is not None and len(data) != end - start:
+            raise Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
+                        "expected (damaged, or replaced by another)")
+        return data
+
+    @staticmethod
+    def _whole(fs: AbstractFileSystem, path: str, limit: int) -> bytes:
+        """The object's bytes, refused past ``limit`` before more is read (its size as the store says it)."""
+        fs.invalidate_cache(path)
+        with fs.open(path, "rb") as stream:
+            data: bytes = stream.read(limit + 1)
+        if len(data) > limit:
+            raise Permanent(f"the object holds more than the {limit:,} bytes a whole read takes")
+        return data
+
+    def size_once(self, policy: ReadPolicy) -> int | None:
+        """fsspec's ``info`` of the object, fresh."""
+        return int(self.classified(lambda: self.fs.info(self.path, refresh=True)["size"]))
+
+    def names_once(self) -> list[str]:
+        """One fresh ``ls`` of the folder."""
+        fs, path = self.fs, self.path
+        fs.invalidate_cache(path)
+        try:
+            paths = self.classified(lambda: fs.ls(path, detail=False))
+        except FileNotFoundError as error:
+            if self.is_missing_bucket(error):
+                raise
+            return []
+        return sorted(str(name).rstrip("/").rsplit("/", 1)[-1] for name in paths)
+
+    def write(self, data: bytes) -> None:
+        """One ``pipe_file``: a store's put makes the whole object at once."""
+        self.fs.pipe_file(self.path, data)
+
+    def upload(self, source: Path, *, callback: Callback | None = None, **options: Any) -> None:
+        """One ``put_file`` (``options``: e.g. s3fs's ``chunksize`` and ``max_concurrency`` of a multipart upload)."""
+        if callback is not None:  # fsspec's stores take no None: their default is a no-op callback
+            options["callback"] = callback
+        self.fs.put_file(os.fspath(source), self.path, **options)
+
+    def files(self) -> dict[str, dict[str, Any]]:
+        """One fresh ``ls(detail=True)`` of the folder, its files by name."""
+        fs, path = self.fs, self.path
+        fs.invalidate_cache(path)
+        try:
+            listed = fs.ls(path, detail=True)
+        except FileNotFoundError:
+            return {}
+        return {str(info["name"]).rstrip("/").rsplit("/", 1)[-1]: info for info in listed if info.get("type") == "file"}
+
+    @classmethod
+    def store_failure(cls, error: Exception) -> Exception | None:
+        """aiohttp's errors (the client of s3fs, gcsfs and fsspec's HTTP): a connection that failed, transient.
+
+        Sorted before Python's OSError: aiohttp's are OSErrors whose words are not readable.
+        """
+        if type(error).__module__.startswith("aiohttp"):
+            return Transient(f"the connection failed ({type(error).__name__})")
+        return None
+
+
+class _BucketStore(FsspecBackend):
+    """An object store whose URLs name a bucket first: ``scheme://BUCKET/prefix``."""
+
+    #: A bucket name the store takes, and the rule in words.
+    bucket_rule: ClassVar[tuple[re.Pattern[str], str]]
+
+    @classmethod
+    def check(cls, url: str) -> str:
+        """Refuse a URL naming no bucket, or a bucket the store would refuse (`bucket_rule`)."""
+        scheme, rest = url.split("://", 1)
+        bucket = rest.split("/", 1)[0]
+        pattern, rule = cls.bucket_rule
+        if not bucket:
+            raise MalformedURLError(f"{url} names no bucket: write {scheme}://BUCKET/prefix")
+        if not pattern.fullmatch(bucket) or ".." in bucket:
+            raise MalformedURLError(f"{url}: {bucket!r} is not a bucket name {scheme}:// takes ({rule}): check the "
+                                    f"URL, {scheme}://BUCKET/prefix")
+        return url
+
+
+class S3Backend(_BucketStore):
+    """``s3://`` with s3fs: botocore's connection errors are transient, its missing credentials a refusal."""
+
+    extra = "glyphforge[s3]"
+    takes_part_options = True
+    #: 3 to 63 characters; buckets made before 2018 may have capitals, '_' and up to 255.
+    bucket_rule = (re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]"),
+                   "3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit")
+
+    @classmethod
+    def store_failure(cls, error: Exception) -> Exception | None:
+        """aiohttp's and botocore's connection errors (transient), botocore's missing credentials (a refusal)."""
+        failure = super().store_failure(error)
+        if failure is not None:
+            return failure
+        try:
+            from botocore import exceptions
+        except ImportError:  # no s3fs here
+            return None
+        if isinstance(error, (exceptions.HTTPClientError, exceptions.ConnectionError)):
+            return Transient(f"the connection failed ({type(error).__name__})")  # EndpointConnectionError: nobody
+        if isinstance(error, (exceptions.NoCredentialsError, exceptions.PartialCredentialsError,
+                              exceptions.CredentialRetrievalError)):
+            return PermissionError(f"{type(error).__name__}: {error}")
+        return None
+
+    @classmethod
+    def is_missing_bucket(cls, error: FileNotFoundError) -> bool:
+        """s3fs says so in words ("The specified bucket does not exist"); never the bucket's name."""
+        return "bucket does not exist" in str(error).lower()
+
+
+class GcsBackend(_BucketStore):
+    """``gs://`` with gcsfs, which retries transient failures itself; its 403 and HTTP errors sorted by status."""
+
+    extra = "glyphforge[gcs]"
+    tries_itself = "gcsfs"
+    #: 3 to 63 characters, up to 222 with dots.
+    bucket_rule = (re.compile(r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]"),
+                   "3 to 63 lowercase letters, digits, '.', '-' and '_', starting and ending with a letter or digit")
+
+    def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
+        """As fsspec's; a 404 on one object says nothing of its bucket: one listing more tells
+        (`_bucket_is_missing`)."""
+        try:
+            return super().read_once(start, end, policy)
+        except FileNotFoundError as error:
+            if not self.is_missing_bucket(error) and self._bucket_is_missing():
+                raise _NoBucket(f"{shown(self.url)}: the bucket does not exist") from None
+            raise
+
+    def _bucket_is_missing(self) -> bool:
+        """Whether the bucket of the object does not exist, by one listing of the object's folder; a listing that
+        fails otherwise (no permission to list, the network) cannot tell: False."""
+        fs = self.fs
+        folder = self.path.rsplit("/", 1)[0]
+        try:
+            fs.invalidate_cache(folder)
+            fs.ls(folder, detail=False)
+        except FileNotFoundError as error:
+            return self.is_missing_bucket(error)
+        except Exception:  # noqa: BLE001 (the object's own 404 stands)
+            return False
+        return False
+
+    @classmethod
+    def store_failure(cls, error: Exception) -> Exception | None:
+        """aiohttp's connection errors (transient), gcsfs's 403 (a plain OSError "Forbidden: <url>": a refusal) and
+        its HttpError (as its status says)."""
+        failure = super().store_failure(error)
+        if failure is not None:
+            return failure
+        if type(error) is OSError and str(error).startswith("Forbidden: "):
+            return PermissionError("HTTP 403 Forbidden")
+        try:
+            from gcsfs.retry import HttpError
+        except ImportError:  # no gcsfs here
+            return None
+        status = getattr(error, "code", None) if isinstance(error, HttpError) else None
+        if not isinstance(status, int):
+            return None
+        words = reason(error).removesuffix(f", {status}")  # gcsfs appends the status to the message
+        return status_failure(status, words if words.startswith(str(status)) else f"{status} {words}")
+
+    @classmethod
+    def is_missing_bucket(cls, error: FileNotFoundError) -> bool:
+        """gcsfs names the API resource that was not found: a bucket's when a listing or an upload got the 404
+        (``b/<bucket>/o``); a read of one object asks with one listing more (`_NoBucket`)."""
+        if isinstance(error, _NoBucket):
+            return True
+        text = str(error.args[0]) if error.args else ""
+        return _GCS_BUCKET_RESOURCE.search(text.split("?")[0]) is not None
+
+
+class _NoBucket(FileNotFoundError):
+    """The bucket of the object read does not exist (`GcsBackend._bucket_is_missing` found out)."""
