@@ -51,6 +51,7 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "OwnCopyRemoteError": (ValueError,),
     "ForeignStateError": (ValueError,),
     "DamagedCopyError": (OSError,),
+    "DamagedCompanionError": (OSError,),
     "ForeignCopyError": (OSError,),
     "LockTimeoutError": (TimeoutError,),
     "AmbiguousKindError": (LookupError,),

@@ -2,7 +2,7 @@
 
 An entry is checked against its manifest (every data file there, of the recorded size and,
 when re-hashed, sha256), and its companions by their own checks
-(`glyphforge.cache.companions.check_companions`: a decoded copy against its record). What
+(`glyphforge.cache.companions.check_companions`: each against its record). What
 this user may not read is a problem too, with ``unreadable`` True: it could not be checked
 (and is not known to be broken).
 """
@@ -27,6 +27,8 @@ class CacheProblem:
     path: Path
     message: str
     unreadable: bool = False
+    companion: str = ""
+    """The label of the entry's companion the problem is in (``"decoded"``), "" for the entry's own files."""
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
@@ -57,7 +59,8 @@ def check_store(root: Path) -> list[CacheProblem]:
         except PermissionError:
             continue  # named by find_unreadable()
         problems.extend(check_entry_files(entry, rehash=True))
-        problems.extend(CacheProblem(*problem) for problem in check_companions(path, entry.key))
+        problems.extend(CacheProblem(where, problem, companion=label)
+                        for where, problem, label in check_companions(path, entry.key))
     return problems
 
 

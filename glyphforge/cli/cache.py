@@ -10,7 +10,7 @@ from pathlib import Path
 from glyphforge import config
 from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
 from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry, raw
-from glyphforge.cache.decoded import decoded_bytes
+from glyphforge.cache.companions import companion_sizes
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.eviction import Eviction
 from glyphforge.cache.manifest import ManifestFields
@@ -54,9 +54,10 @@ def _entry_table(entries: Sequence[ManifestFields]) -> str:
 
 
 def _entry_size(entry: ManifestFields) -> str:
-    """An entry's size, and its decoded copy's beside it when it has one (a local built dataset read at random)."""
-    decoded = decoded_bytes(entry.path) if isinstance(entry, Entry) else 0
-    return human_size(entry.size_bytes) + (f" + {human_size(decoded)} decoded" if decoded else "")
+    """An entry's size, and its companions' beside it when it has any (``+ 2.0 MB decoded``: a local built dataset read
+    at random has a decoded copy)."""
+    sizes = companion_sizes(entry.path) if isinstance(entry, Entry) else {}
+    return human_size(entry.size_bytes) + "".join(f" + {human_size(size)} {label}" for label, size in sizes.items())
 
 
 def _remote_cache_ls(data_dir: Location) -> int:
@@ -89,8 +90,10 @@ def _cache_verify(args: argparse.Namespace) -> int:
         print(f"{'UNREADABLE' if problem.unreadable else 'CORRUPT'} {problem}{_lost_shards_note(problem)}")
     broken = sum(not problem.unreadable for problem in problems)
     if broken:
-        print(f"{broken} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again (a "
-              "damaged decoded copy: see its line)", file=sys.stderr)
+        copies = "".join(f" (a damaged {label} copy: see its line)"
+                         for label in sorted({problem.companion for problem in problems if problem.companion}))
+        print(f"{broken} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again{copies}",
+              file=sys.stderr)
     if len(problems) > broken:
         print(f"{len(problems) - broken} item(s) you may not read, so not verified (UNREADABLE above says whose "
               "and what to do)", file=sys.stderr)
