@@ -88,6 +88,7 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "RemoteFileMissingError": (FileNotFoundError,),
     "RemoteAccessError": (PermissionError,),
     "UnlistableURLError": (ValueError,),
+    "ReadOnlyStoreError": (ValueError,),
     "BrokenRemoteEntryError": (ValueError,),
     "RemoteStorageError": (OSError,),
     "UnsupportedURLError": (ValueError,),

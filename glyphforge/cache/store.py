@@ -62,14 +62,15 @@ from glyphforge._access import check_data_dir_access
 from glyphforge._checks import PathLike
 from glyphforge._files import make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.cache.cleanup import sweep
-from glyphforge.cache.companions import entry_dirs, remove_companions, work_of
-from glyphforge.cache.entry import Entry, read_entry, readable_entry
+from glyphforge.cache.companions import companion_sizes, remove_companions, work_of
+from glyphforge.cache.entry import Entry, read_entry
 from glyphforge.cache.eviction import Eviction, evict_entries
 from glyphforge.cache.keys import cache_key, check_kind
 from glyphforge.cache.layout import STAGING_PREFIX, TRASH_PREFIX
 from glyphforge.cache.locks import LockTimeoutError, ReadLock, exclusive, hold, readers_path
-from glyphforge.cache.manifest import MANIFEST, make_manifest
-from glyphforge.cache.verify import CacheProblem, check_store, find_unreadable
+from glyphforge.cache.manifest import MANIFEST, ManifestFields, make_manifest
+from glyphforge.cache.problems import CacheProblem, Scan
+from glyphforge.cache.verify import check_store, read_store, scan_store
 from glyphforge.cache.writer import Writer
 from glyphforge.textfmt import parse_size
 
@@ -252,21 +253,39 @@ class CacheStore:
         for leftover in (self.root / kind).glob(f"{STAGING_PREFIX}{key}-*"):
             shutil.rmtree(leftover, ignore_errors=True)
 
-    # -- maintenance ------------------------------------------------------
+    # -- maintenance (`glyphforge.cache.store_protocol.Store`) --------------
+    @property
+    def place(self) -> str:
+        """Where the store is, for messages: ``in <root>``."""
+        return f"in {self.root}"
+
+    @property
+    def repair(self) -> str:
+        """What to do about the damage `verify` finds: remove it (`gc`), then make it again."""
+        return "remove broken entries with `glyphforge cache gc` and prepare again"
+
+    def scan(self) -> Scan:
+        """List the store once: its complete entries (`ls`), and what is left out and why (broken manifests, and
+        what this user may not read: `unreadable`)."""
+        return scan_store(self.root)
+
     def unreadable(self) -> list[CacheProblem]:
         """Name every folder and entry of the store this user may not read, and what to do (see the module docstring).
 
         `ls` skips them and `gc` leaves them alone; each problem's ``unreadable`` is True.
         """
-        return find_unreadable(self.root)
+        return [problem for problem in self.scan().problems if problem.unreadable]
 
     def ls(self) -> list[Entry]:
         """Return every complete entry, by kind then creation time.
 
         Broken entries are skipped (see `verify`), and so are those this user may not read (see `unreadable`).
         """
-        entries = [entry for path in entry_dirs(self.root) if (entry := readable_entry(path))]
-        return sorted(entries, key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
+        return read_store(self.root)[0]
+
+    def companions(self, entry: ManifestFields) -> dict[str, int]:
+        """The bytes of the entry's derived companions by label (``{"decoded": n}``), those that have any."""
+        return companion_sizes(self._entry_dir(entry.kind, entry.key))
 
     def find(self, key: str) -> Entry:
         """Return the entry whose key is ``key`` or starts with it (at least 6 characters)."""
