@@ -318,7 +318,7 @@ def step_random_getitem(data_dir: str) -> dict:
 
 def remove_decoded_copy(data_dir: str) -> None:
     """Remove the scenes' decoded copy left by an earlier run, so the first steps read shards as before."""
-    from glyphforge.cache.decoded import decoded_dir
+    from glyphforge.builds.decoded_copy import decoded_dir
 
     shutil.rmtree(decoded_dir(open_dataset(data_dir).path), ignore_errors=True)
 

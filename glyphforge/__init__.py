@@ -47,7 +47,7 @@ _EXPORTS: dict[str, str] = {
     "open_built": "glyphforge.builds.remote",
     "find_built": "glyphforge.builds.dataset",
     "NotEnoughSpaceError": "glyphforge.builds.materialize",
-    "ForeignCopyError": "glyphforge.cache.decoded",
+    "ForeignCopyError": "glyphforge.builds.decoded_copy",
     "DatasetTooLargeError": "glyphforge.builds.dataset",
     "ExportTargetError": "glyphforge.builds.export",
     "ShardStream": "glyphforge.builds.stream",

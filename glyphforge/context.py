@@ -40,6 +40,7 @@ from glyphforge.storage.location import Location, UnsupportedURLError, parse_pla
 
 if TYPE_CHECKING:
     from glyphforge.cache.store import CacheStore
+    from glyphforge.cache.store_protocol import Store
 
 __all__ = ["DataContext"]
 
@@ -185,6 +186,18 @@ class DataContext:
         from glyphforge.storage.pull_through import PullThroughStore
 
         return PullThroughStore(config.cache_dir(self.data_dir), self.remote)
+
+    @property
+    def entry_store(self) -> Store:
+        """The store of the data dir's entries where they lie, listed, verified and cleaned as one
+        (`glyphforge.cache.store_protocol.Store`): :attr:`store` for a data dir on disk; for one at a URL
+        the `~glyphforge.storage.remote_cache.RemoteCache` there (read where it lies; deleting nothing).
+        """
+        if self.remote is None:
+            return self.store
+        from glyphforge.storage.remote_cache import RemoteCache
+
+        return RemoteCache(self.remote, self.data_dir)
 
     def raw_dir(self, dataset: str) -> Path:
         """Return ``<data dir>/raw/<dataset>``, where the upstream files of ``dataset`` live."""

@@ -18,8 +18,8 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import BuiltDataset, build, copy_source
+from glyphforge.builds.decoded_copy import decoded_dir
 from glyphforge.builds.materialize import copy_nbytes
-from glyphforge.cache.decoded import decoded_dir
 from glyphforge.textfmt import human_size
 
 from support.specs import RowSpec

@@ -19,8 +19,9 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import BuiltDataset, build, materialize
+from glyphforge.builds.decoded_copy import decoded_bytes, decoded_dir
 from glyphforge.builds.materialize import ForeignCopyError
-from glyphforge.cache.decoded import decoded_bytes, decoded_dir, verify_copy
+from glyphforge.cache.companion_record import verify_record
 from glyphforge.errors import StorageError
 from glyphforge.storage import Location
 
@@ -177,7 +178,7 @@ def test_dataloader_workers_never_serve_a_damaged_copy(tmp_path, monkeypatch):
     copy = dataset.reopened().materialize()
     attack(copy)
     read_dataloader(dataset.reopened(), expected(), workers=2)
-    assert not copy.exists() or verify_copy(copy, dataset.key) == []  # dropped (and maybe made again by a worker)
+    assert not copy.exists() or verify_record(copy, dataset.key) == []  # dropped (and maybe made again by a worker)
 
 
 @pytest.mark.parametrize("name", ["images.npy", "row.npy", "images.crc32.npy", "checks.json"])

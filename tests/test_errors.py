@@ -54,6 +54,7 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "OwnCopyRemoteError": (ValueError,),
     "ForeignStateError": (ValueError,),
     "DamagedCopyError": (OSError,),
+    "DamagedCompanionError": (OSError,),
     "ForeignCopyError": (OSError,),
     "LockTimeoutError": (TimeoutError,),
     "AmbiguousKindError": (LookupError,),

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import BuiltDataset, build
+from glyphforge.builds.decoded_copy import decoded_bytes, decoded_dir, decoded_staging_prefix
 from glyphforge.builds.materialize import NotEnoughSpaceError, copy_nbytes
 from glyphforge.cache import CacheStore
-from glyphforge.cache.decoded import decoded_bytes, decoded_dir, decoded_staging_prefix
 from glyphforge.cache.pklz import CorruptPklzError
 from glyphforge.textfmt import human_size
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from glyphforge.builds.decoded_copy import decoded_dir
 from glyphforge.builds.materialize import (
     DamagedCopyError,
     DecodedCopy,
@@ -40,7 +41,6 @@ from glyphforge.builds.materialize import (
     make_copy,
     open_copy,
 )
-from glyphforge.cache.decoded import decoded_dir
 from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.textfmt import human_size, parse_size
 

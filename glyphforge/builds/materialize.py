@@ -58,8 +58,7 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge._files import make_temp_dir, remove_tree, writing
-from glyphforge.builds.export import write_npy_files
-from glyphforge.cache.decoded import (
+from glyphforge.builds.decoded_copy import (
     DamagedCopyError,
     ForeignCopyError,
     crc32,
@@ -74,6 +73,7 @@ from glyphforge.cache.decoded import (
     row_sums,
     sums_file,
 )
+from glyphforge.builds.export import write_npy_files
 from glyphforge.cache.entry import Entry
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.errors import StorageError

@@ -6,9 +6,9 @@ from glyphforge.cache.eviction import Eviction
 from glyphforge.cache.keys import FORMAT_VERSION, cache_key
 from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.cache.pklz import DEFAULT_LEVEL, CorruptPklzError, concat_pklz, dump_pklz, iter_pklz, load_pklz
+from glyphforge.cache.problems import CacheProblem
 from glyphforge.cache.safe_pickle import OversizedPickleError, UnsafePickleError
 from glyphforge.cache.store import CacheStore
-from glyphforge.cache.verify import CacheProblem
 from glyphforge.cache.writer import Writer
 
 __all__ = [

@@ -2,9 +2,10 @@
 
 Abandoned staging and trash directories, broken entries (a manifest that fails
 `glyphforge.cache.manifest.read_manifest`, a data file missing or of the wrong size) and
-decoded copies whose entry is gone are glyphforge's own, and removed. An entry this user may
-not read is not known to be broken: it is left alone. What another user's files stop being
-removed is named, with its owner and what to do, in one `CleanupError` at the end.
+derived companions whose entry is gone (`glyphforge.cache.companions`) are glyphforge's
+own, and removed. An entry this user may not read is not known to be broken: it is left
+alone. What another user's files stop being removed is named, with its owner and what to do, in one
+`CleanupError` at the end.
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def sweep(root: Path, remove_staging: Callable[[Path], OSError | None], hide: Ca
             continue  # not known to be broken: another user's (`unreadable` names it)
         if entry is None or check_entry_files(entry, rehash=False):
             _collect(path, lambda broken: remove_tree(hide(broken)), removed, failed)
-    for kind_dir in kind_dirs(root):  # derived companions (decoded copies) of entries gone
+    for kind_dir in kind_dirs(root):  # derived companions of entries gone
         for path in orphans(kind_dir):
             _collect(path, remove_tree, removed, failed)
     if failed:

@@ -1,85 +1,82 @@
-"""An entry's companions: the directories beside it, ``<root>/<kind>/<key><suffix>``, that belong to it.
+"""An entry's companions: the folders beside it, ``<root>/<kind>/<key>.<label>``, that belong to it.
 
-:data:`COMPANIONS` lists them, and what the store does with each: its ``.work`` scratch
-(resumable work, see :meth:`~glyphforge.cache.store.CacheStore.work_dir`) and the decoded copy
-a reader makes of it (:mod:`glyphforge.cache.decoded`). The rest of the store knows companions
-only through this listing: they are no entries (listing, ``verify`` and ``gc`` tell them apart),
-``rm`` and eviction remove them with their entry, eviction counts the bytes of those
-``counted``, replacing an entry drops those ``derived`` from it (``gc`` removes them once their
-entry is gone), and ``verify`` runs their ``verify`` check.
+The store's own is the entry's ``.work`` scratch (resumable work, see
+:meth:`~glyphforge.cache.store.CacheStore.work_dir`). Every other is derived: made from the
+entry's files by a layer above the cache (a built dataset's decoded copy,
+`glyphforge.builds.decoded_copy`, is ``<key>.decoded``), carrying a record of its files
+(:mod:`glyphforge.cache.companion_record`). The cache knows no more of them than that: they
+are no entries (an entry's name, its key, has no dot), ``rm`` and eviction remove every
+companion with its entry, eviction counts the bytes of the derived ones, replacing an entry
+drops its derived companions (``gc`` removes them once their entry is gone), and ``verify``
+checks each derived one against its record.
 """
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
-from glyphforge.cache.decoded import DECODED_SUFFIX, verify_copy
+from glyphforge.cache.companion_record import label, verify_record
 from glyphforge.cache.layout import folder_bytes, kind_dirs, listing
 
-
-@dataclass(frozen=True)
-class Companion:
-    """A kind of directory beside an entry, ``<key><suffix>``; removed with the entry (``rm``, eviction).
-
-    Attributes
-    ----------
-    suffix
-        What follows the entry's key in its name.
-    derived
-        Made from the entry's files: replacing the entry drops it, and ``gc`` removes it once the entry is gone.
-    counted
-        Its bytes count with the entry's when the store is evicted down to a size.
-    verify
-        ``verify(folder, key) -> [(path, problem), ...]``, what ``cache verify`` finds wrong with it (None: nothing).
-    """
-
-    suffix: str
-    derived: bool = False
-    counted: bool = False
-    verify: Callable[[Path, str], list[tuple[Path, str]]] | None = None
-
-    def of(self, entry_dir: Path) -> Path:
-        """The companion of the entry in ``entry_dir``: ``<root>/<kind>/<key><suffix>``."""
-        return entry_dir.with_name(f"{entry_dir.name}{self.suffix}")
+#: The suffix of an entry's persistent scratch folder, ``<root>/<kind>/<key>.work``: the store's own companion.
+WORK = ".work"
 
 
-#: An entry's persistent scratch directory, ``<root>/<kind>/<key>.work``.
-WORK = Companion(".work")
-#: Every companion an entry may have.
-COMPANIONS = (WORK, Companion(DECODED_SUFFIX, derived=True, counted=True, verify=verify_copy))
-_SUFFIXES = tuple(companion.suffix for companion in COMPANIONS)
+def work_of(entry_dir: Path) -> Path:
+    """The scratch folder of the entry in ``entry_dir``: ``<root>/<kind>/<key>.work``."""
+    return entry_dir.with_name(f"{entry_dir.name}{WORK}")
+
+
+def _is_companion(path: Path) -> bool:
+    return not path.name.startswith(".") and "." in path.name
 
 
 def entry_dirs(root: Path) -> Iterator[Path]:
     """Yield the entry directories of the store at ``root`` (complete or broken), kind by kind, in name order."""
     for kind_dir in kind_dirs(root):
         for path in listing(kind_dir):
-            if path.is_dir() and not path.name.startswith(".") and not path.name.endswith(_SUFFIXES):
+            if path.is_dir() and not path.name.startswith(".") and not _is_companion(path):
                 yield path
 
 
+def companions(entry_dir: Path, derived: bool = False) -> list[Path]:
+    """The companions of the entry that is (or was) in ``entry_dir`` (``derived``: only those made from its files)."""
+    found = entry_dir.parent.glob(f"{entry_dir.name}.*")
+    return sorted(path for path in found if not (derived and path == work_of(entry_dir)))
+
+
 def remove_companions(entry_dir: Path, derived: bool = False) -> None:
-    """Delete the companions of the entry that was in ``entry_dir`` (``derived``: only those made from its files)."""
-    for companion in COMPANIONS:
-        if companion.derived or not derived:
-            shutil.rmtree(companion.of(entry_dir), ignore_errors=True)
+    """Delete the companions of the entry that was in ``entry_dir`` (``derived``: only those made from its files).
+
+    A link or file in a companion's place is not glyphforge's, and stays.
+    """
+    for path in companions(entry_dir, derived):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def companion_sizes(entry_dir: Path) -> dict[str, int]:
+    """The bytes of each derived companion of the entry in ``entry_dir`` that has any, by label (``{"decoded": n}``).
+
+    A link in a companion's place counts nothing (see `folder_bytes`).
+    """
+    sizes = {label(path, entry_dir.name): folder_bytes(path) for path in companions(entry_dir, derived=True)}
+    return {name: size for name, size in sizes.items() if size}
 
 
 def companion_bytes(entry_dir: Path) -> int:
-    """The bytes of the ``counted`` companions of the entry in ``entry_dir`` (see `folder_bytes`)."""
-    return sum(folder_bytes(companion.of(entry_dir)) for companion in COMPANIONS if companion.counted)
+    """The bytes of the derived companions of the entry in ``entry_dir`` (see `companion_sizes`)."""
+    return sum(companion_sizes(entry_dir).values())
 
 
-def check_companions(entry_dir: Path, key: str) -> list[tuple[Path, str]]:
-    """What the ``verify`` checks of the companions of the entry ``key`` in ``entry_dir`` find wrong."""
-    return [problem for companion in COMPANIONS if companion.verify is not None
-            for problem in companion.verify(companion.of(entry_dir), key)]
+def check_companions(entry_dir: Path, key: str) -> list[tuple[Path, str, str]]:
+    """What re-hashing the derived companions of the entry ``key`` in ``entry_dir`` against their records finds wrong:
+    (path, problem, the companion's label)."""
+    return [(path, problem, label(folder, key)) for folder in companions(entry_dir, derived=True)
+            for path, problem in verify_record(folder, key)]
 
 
 def orphans(kind_dir: Path) -> list[Path]:
-    """The ``derived`` companions in ``kind_dir`` whose entry is gone (removed, or deleted by hand)."""
-    return [path for path in listing(kind_dir) for companion in COMPANIONS
-            if companion.derived and path.name.endswith(companion.suffix)
-            and not (kind_dir / path.name.removesuffix(companion.suffix)).exists()]
+    """The derived companions in ``kind_dir`` whose entry is gone (removed, or deleted by hand)."""
+    return [path for path in listing(kind_dir) if _is_companion(path) and not path.name.endswith(WORK)
+            and path.is_dir() and not path.is_symlink() and not (kind_dir / path.name.split(".", 1)[0]).exists()]

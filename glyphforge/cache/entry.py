@@ -177,11 +177,3 @@ def read_entry(path: Path) -> Entry | None:
         message = (f"the {path.parent.name} entry {path.name[:12]} at {path} exists, but you may not read "
                    f"{'it' if closed == path else closed}: {unreadable_text(closed)}")
         raise UnreadableEntryError(errno.EACCES, message, str(path)) from None
-
-
-def readable_entry(path: Path) -> Entry | None:
-    """`read_entry`, but None also for an entry this user may not read (`CacheStore.unreadable` names those)."""
-    try:
-        return read_entry(path)
-    except UnreadableEntryError:
-        return None

@@ -2,7 +2,7 @@
 removes, and what it did (`Eviction`).
 
 An entry's size is its data files' and its counted companions' (`Entry.size_bytes` and
-`glyphforge.cache.companions.companion_bytes`: its decoded copy's). Entries are removed
+`glyphforge.cache.companions.companion_bytes`: its derived companions'). Entries are removed
 least recently used first (`Entry.last_used`) until the store fits the limit, never one in
 use: the store's ``remove(entry)`` says whether it could take the entry (no writer holds its
 key, no reader its read lock).

@@ -9,8 +9,9 @@ Layout under the root::
     <root>/<kind>/.<key>.lock.holder      who holds it (pid, host, since): see glyphforge.cache.locks
     <root>/<kind>/.<key>.readers          readers' shared lock; its mtime is the entry's last use
     <root>/<kind>/<key>.work/             persistent scratch for resumable work
-    <root>/<kind>/<key>.decoded/          a built dataset's decoded copy (glyphforge.builds.materialize)
-    <root>/<kind>/.tmp-<key>.decoded-<random>/  its staging, under the lock .<key>.decoded.lock
+    <root>/<kind>/<key>.<label>/          a companion made from the entry (e.g. <key>.decoded, a built
+                                          dataset's decoded copy; see glyphforge.cache.companions)
+    <root>/<kind>/.tmp-<key>.<label>-<random>/  its staging, under the lock .<key>.<label>.lock
 
 An entry is staged in a sibling temporary directory and renamed into place only
 when complete, so readers never see a partial entry and a crash leaves either no
@@ -30,11 +31,13 @@ a size, and never one whose lock it cannot take at once: some process is reading
 An entry never read since it was made was last used when it was made (its manifest's
 modification time).
 
-An entry's companions, its ``.work`` scratch and a reader's ``.decoded`` copy, go with it
-(:mod:`glyphforge.cache.companions` lists them; the store knows them only from there):
-:meth:`~CacheStore.rm` and :meth:`~CacheStore.evict` remove them, eviction counts the
-decoded copy's bytes with the entry's, replacing an entry drops its decoded copy, and
-:meth:`~CacheStore.gc` removes a decoded copy whose entry is gone.
+An entry's companions, the folders ``<key>.<label>`` beside it (its ``.work`` scratch, and
+copies a layer above makes from its files, each with a record of its files: a built
+dataset's ``.decoded`` copy), go with it (:mod:`glyphforge.cache.companions`):
+:meth:`~CacheStore.rm` and :meth:`~CacheStore.evict` remove them, eviction counts a derived
+companion's bytes with the entry's, replacing an entry drops its derived companions,
+:meth:`~CacheStore.verify` re-hashes them against their records and :meth:`~CacheStore.gc`
+removes a derived companion whose entry is gone.
 
 An entry (or a folder) this user may not read is not broken: another user of a shared
 data dir made it owner-only. :meth:`~CacheStore.get` raises `UnreadableEntryError`
@@ -59,14 +62,15 @@ from glyphforge._access import check_data_dir_access
 from glyphforge._checks import PathLike
 from glyphforge._files import make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.cache.cleanup import sweep
-from glyphforge.cache.companions import WORK, entry_dirs, remove_companions
-from glyphforge.cache.entry import Entry, read_entry, readable_entry
+from glyphforge.cache.companions import companion_sizes, remove_companions, work_of
+from glyphforge.cache.entry import Entry, read_entry
 from glyphforge.cache.eviction import Eviction, evict_entries
 from glyphforge.cache.keys import cache_key, check_kind
 from glyphforge.cache.layout import STAGING_PREFIX, TRASH_PREFIX
 from glyphforge.cache.locks import LockTimeoutError, ReadLock, exclusive, hold, readers_path
-from glyphforge.cache.manifest import MANIFEST, make_manifest
-from glyphforge.cache.verify import CacheProblem, check_store, find_unreadable
+from glyphforge.cache.manifest import MANIFEST, ManifestFields, make_manifest
+from glyphforge.cache.problems import CacheProblem, Scan
+from glyphforge.cache.verify import check_store, read_store, scan_store
 from glyphforge.cache.writer import Writer
 from glyphforge.textfmt import parse_size
 
@@ -114,7 +118,7 @@ class CacheStore:
 
     def work_dir(self, kind: str, params: Mapping[str, Any]) -> Path:
         """Return (and create) a persistent scratch directory for the key's resumable work."""
-        path = WORK.of(self.root / check_kind(kind) / self.key(kind, params))
+        path = work_of(self.root / check_kind(kind) / self.key(kind, params))
         with writing(path):
             path.mkdir(parents=True, exist_ok=True)
         return path
@@ -207,7 +211,7 @@ class CacheStore:
             os.rename(writer.path, final)  # right after hiding: the key is without an entry only between two renames
         if replaced is not None:
             shutil.rmtree(replaced, ignore_errors=True)
-            remove_companions(final, derived=True)  # the replaced entry's decoded copy
+            remove_companions(final, derived=True)  # made from the replaced entry's files
         with ReadLock(readers_path(final)):  # made by the writer (its umask, as the key's lock), and used now
             pass
 
@@ -249,21 +253,39 @@ class CacheStore:
         for leftover in (self.root / kind).glob(f"{STAGING_PREFIX}{key}-*"):
             shutil.rmtree(leftover, ignore_errors=True)
 
-    # -- maintenance ------------------------------------------------------
+    # -- maintenance (`glyphforge.cache.store_protocol.Store`) --------------
+    @property
+    def place(self) -> str:
+        """Where the store is, for messages: ``in <root>``."""
+        return f"in {self.root}"
+
+    @property
+    def repair(self) -> str:
+        """What to do about the damage `verify` finds: remove it (`gc`), then make it again."""
+        return "remove broken entries with `glyphforge cache gc` and prepare again"
+
+    def scan(self) -> Scan:
+        """List the store once: its complete entries (`ls`), and what is left out and why (broken manifests, and
+        what this user may not read: `unreadable`)."""
+        return scan_store(self.root)
+
     def unreadable(self) -> list[CacheProblem]:
         """Name every folder and entry of the store this user may not read, and what to do (see the module docstring).
 
         `ls` skips them and `gc` leaves them alone; each problem's ``unreadable`` is True.
         """
-        return find_unreadable(self.root)
+        return [problem for problem in self.scan().problems if problem.unreadable]
 
     def ls(self) -> list[Entry]:
         """Return every complete entry, by kind then creation time.
 
         Broken entries are skipped (see `verify`), and so are those this user may not read (see `unreadable`).
         """
-        entries = [entry for path in entry_dirs(self.root) if (entry := readable_entry(path))]
-        return sorted(entries, key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
+        return read_store(self.root)[0]
+
+    def companions(self, entry: ManifestFields) -> dict[str, int]:
+        """The bytes of the entry's derived companions by label (``{"decoded": n}``), those that have any."""
+        return companion_sizes(self._entry_dir(entry.kind, entry.key))
 
     def find(self, key: str) -> Entry:
         """Return the entry whose key is ``key`` or starts with it (at least 6 characters)."""
@@ -285,7 +307,8 @@ class CacheStore:
         return entry
 
     def verify(self) -> list[CacheProblem]:
-        """Check every manifest (`read_manifest`) and re-hash every data file against it, and every decoded copy's.
+        """Check every manifest (`read_manifest`) and re-hash every data file against it, and every derived
+        companion's files against its record.
 
         Returns what is wrong, empty when all is good: a broken manifest is one problem
         naming ``manifest.json`` and what is wrong with it. What this user may not read is
@@ -330,8 +353,8 @@ class CacheStore:
             return False
 
     def gc(self, max_size: int | str | None = None) -> list[Path]:
-        """Remove abandoned staging and trash directories, broken entries and decoded copies whose entry is gone;
-        with ``max_size``, then `evict`.
+        """Remove abandoned staging and trash directories, broken entries and derived companions whose entry is
+        gone; with ``max_size``, then `evict`.
 
         A broken entry has a manifest that fails `read_manifest`, or a data file that
         is missing or of the wrong size. An entry this user may not read is not broken:

@@ -1,4 +1,5 @@
-"""``glyphforge cache ls | verify | rm | gc``: the cache of a local data dir, or of one at a URL."""
+"""``glyphforge cache ls | verify | rm | gc``: the store of the data dir (`glyphforge.DataContext.entry_store`), on disk
+or at a URL."""
 from __future__ import annotations
 
 import argparse
@@ -7,113 +8,91 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from glyphforge import config
 from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
-from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry, raw
-from glyphforge.cache.decoded import decoded_bytes
+from glyphforge.cache import CacheProblem, CleanupError, raw
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.eviction import Eviction
 from glyphforge.cache.manifest import ManifestFields
-from glyphforge.cli.args import UsageError
-from glyphforge.cli.common import Formatter, add_command, data_context, remote_cache
+from glyphforge.cache.problems import CORRUPT
+from glyphforge.cache.store_protocol import Store
+from glyphforge.cli.common import Formatter, add_command, data_context, store_refusals
 from glyphforge.cli.errors import holdings, target_lookup
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.datasets._own_copy import note as own_copy_note
-from glyphforge.storage.location import Location
-from glyphforge.storage.remote_cache import INCOMPLETE
 from glyphforge.textfmt import count, describe_params, human_size, parse_size, table
 
 
 def _cache_ls(args: argparse.Namespace) -> int:
     context = data_context(args, remote=True)
-    if context.remote is not None:
-        return _remote_cache_ls(context.remote)
-    store = context.store
-    entries = store.ls()
-    unreadable = store.unreadable()
-    print(_entry_table(entries) if entries
-          else f"the cache at {store.root} has no entry you may read" if unreadable
-          else f"the cache at {store.root} is empty")
-    for problem in unreadable:
-        print(f"not listed: {problem}", file=sys.stderr)
-    files = _raw_files(args, rehash=False)
+    store = context.entry_store
+    with store_refusals():
+        scan = store.scan()
+    unreadable = any(problem.unreadable for problem in scan.problems)
+    print(_entry_table(store, scan.entries) if scan.entries
+          else f"the cache at {store.where} has no entry you may read" if unreadable
+          else f"the cache at {store.where} is empty")
+    for problem in scan.problems:
+        verify = f" (glyphforge cache verify --data-dir {_named(context)})" if problem.state == CORRUPT else ""
+        print(f"not listed: {problem}{verify}", file=sys.stderr)
+    files = _raw_files(context, rehash=False)
     if files:
-        print(f"\nupstream files in {_raw_root(args)}:")
+        print(f"\nupstream files in {_raw_root(context)}:")
         print(table(["dataset", "file", "size", "origin", "hash"],
                     [[file.dataset, file.path.name, human_size(file.size), file.origin, raw.STATES[file.state]]
                      for file in files]))
     return 0
 
 
-def _entry_table(entries: Sequence[ManifestFields]) -> str:
-    """The table of ``cache ls``: one row per entry (local or at a URL)."""
+def _named(context: DataContext) -> str:
+    """The data dir as given: its URL, or its path."""
+    return str(context.remote or context.data_dir)
+
+
+def _entry_table(store: Store, entries: Sequence[ManifestFields]) -> str:
+    """The table of ``cache ls``: one row per entry, its companions' sizes beside its own (``+ 2.0 MB decoded``)."""
     return table(["key", "kind", "params", "files", "size", "created"],
                  [[e.key[:12], e.kind + own_copy_note(e.meta), describe_params(e.params), len(e.files),
-                   _entry_size(e), e.manifest["created"]] for e in entries])
+                   _entry_size(e, store.companions(e)), e.manifest["created"]] for e in entries])
 
 
-def _entry_size(entry: ManifestFields) -> str:
-    """An entry's size, and its decoded copy's beside it when it has one (a local built dataset read at random)."""
-    decoded = decoded_bytes(entry.path) if isinstance(entry, Entry) else 0
-    return human_size(entry.size_bytes) + (f" + {human_size(decoded)} decoded" if decoded else "")
+def _entry_size(entry: ManifestFields, companions: dict[str, int]) -> str:
+    """An entry's size, and each of its companions' beside it (a local built dataset read at random has a decoded
+    copy)."""
+    return human_size(entry.size_bytes) + "".join(f" + {human_size(size)} {label}"
+                                                  for label, size in companions.items())
 
 
-def _remote_cache_ls(data_dir: Location) -> int:
-    """``cache ls`` of a data dir at a URL: its complete entries; upload in progress and broken ones named."""
-    scan = remote_cache(data_dir).scan()
-    print(_entry_table(scan.entries) if scan.entries else f"the cache at {data_dir}/cache has no entry")
-    for url in scan.incomplete:
-        print(f"not listed: {url}: {INCOMPLETE}", file=sys.stderr)
-    for problem in scan.broken:
-        print(f"not listed: {problem} (glyphforge cache verify --data-dir {data_dir})", file=sys.stderr)
-    return 0
+def _raw_root(context: DataContext) -> Path | None:
+    """``<data dir>/raw``, where upstream files are downloaded; None for a data dir at a URL (none are read there)."""
+    return None if context.remote is not None else context.data_dir / "raw"
 
 
-def _raw_root(args: argparse.Namespace) -> Path:
-    return config.data_dir(args.data_dir) / "raw"
-
-
-def _raw_files(args: argparse.Namespace, rehash: bool) -> list[raw.RawFile]:
+def _raw_files(context: DataContext, rehash: bool) -> list[raw.RawFile]:
     """The files of ``<data dir>/raw/``, checked against the hashes their datasets pin (see `glyphforge.cache.raw`)."""
-    return raw.raw_files(_raw_root(args), registry.resources, rehash=rehash)
+    root = _raw_root(context)
+    return [] if root is None else raw.raw_files(root, registry.resources, rehash=rehash)
 
 
 def _cache_verify(args: argparse.Namespace) -> int:
     context = data_context(args, remote=True)
-    if context.remote is not None:
-        return _remote_cache_verify(context.remote)
-    store = context.store
-    problems = store.verify() + _raw_problems(_raw_files(args, rehash=True))
+    store = context.entry_store
+    with store_refusals():
+        problems = store.verify() + _raw_problems(_raw_files(context, rehash=True))
     for problem in problems:
-        print(f"{'UNREADABLE' if problem.unreadable else 'CORRUPT'} {problem}{_lost_shards_note(problem)}")
-    broken = sum(not problem.unreadable for problem in problems)
+        print(f"{problem.state} {problem}{_lost_shards_note(problem)}")
+    broken = sum(problem.state == CORRUPT for problem in problems)
     if broken:
-        print(f"{broken} problem(s) found; remove broken entries with `glyphforge cache gc` and prepare again (a "
-              "damaged decoded copy: see its line)", file=sys.stderr)
-    if len(problems) > broken:
-        print(f"{len(problems) - broken} item(s) you may not read, so not verified (UNREADABLE above says whose "
-              "and what to do)", file=sys.stderr)
-    if problems:
+        copies = "".join(f" (a damaged {label} copy: see its line)"
+                         for label in sorted({problem.companion for problem in problems if problem.companion}))
+        print(f"{broken} problem(s) found {store.place}; {store.repair}{copies}", file=sys.stderr)
+    unreadable = sum(problem.unreadable for problem in problems)
+    if unreadable:
+        print(f"{unreadable} item(s) you may not read, so not verified (UNREADABLE above says whose and what to do)",
+              file=sys.stderr)
+    if any(problem.failing for problem in problems):
         return 1
-    print(f"all {count(len(store.ls()), 'entry', 'entries')} in {store.root} verified")
-    return 0
-
-
-def _remote_cache_verify(data_dir: Location) -> int:
-    """``cache verify`` of a data dir at a URL: every manifest checked, every data file re-hashed where it lies."""
-    scan, problems = remote_cache(data_dir).verify()
-    for url in scan.incomplete:
-        print(f"INCOMPLETE {url}: {INCOMPLETE}")
-    for problem in problems:
-        print(f"CORRUPT {problem}")
-    if problems:
-        print(f"{len(problems)} problem(s) found at {data_dir}; glyphforge does not delete at a URL, and publishing "
-              "or building a damaged entry again finds its manifest and does nothing: delete each damaged entry's "
-              "objects with the store's own tools first, then publish it again from a machine whose copy is whole, or "
-              "build it there again", file=sys.stderr)
-        return 1
-    print(f"all {count(len(scan.entries), 'entry', 'entries')} at {data_dir} verified")
+    print(f"all {count(len(store.ls()), 'entry', 'entries')} {store.place} verified")
     return 0
 
 
@@ -132,39 +111,32 @@ def _raw_problems(files: list[raw.RawFile]) -> list[CacheProblem]:
 
 
 def _lost_shards_note(problem: CacheProblem) -> str:
-    """For a truncated ``arrays.pklz`` of a build: ". Lost: shards ...; intact: ..." (see `lost_shards`), else ""."""
-    entry = read_entry(problem.path.parent) if problem.path.name == ARRAYS_FILE and not problem.unreadable else None
-    if entry is None or not is_built(entry) or not problem.path.is_file():
+    """For a truncated ``arrays.pklz`` of a build on disk: ". Lost: shards ...; intact: ..." (see `lost_shards`),
+    else ""."""
+    path = problem.path
+    if not isinstance(path, Path) or path.name != ARRAYS_FILE or problem.unreadable:
         return ""
-    lost = lost_shards(entry, problem.path.stat().st_size)
+    entry = read_entry(path.parent)
+    if entry is None or not is_built(entry) or not path.is_file():
+        return ""
+    lost = lost_shards(entry, path.stat().st_size)
     return f". {lost}" if lost else ""
 
 
-def _local_for_deleting(args: argparse.Namespace) -> DataContext:
-    """The context of ``cache rm``/``cache gc``: a URL data dir is a `UsageError` (glyphforge never deletes there)."""
-    context = data_context(args, remote=True)
-    if context.remote is not None:
-        raise UsageError(
-            f"glyphforge cache {args.cache_command} never deletes anything at a URL ({context.remote}) in this "
-            "version. Remove an entry there with the store's own tools, its manifest.json first so that no reader "
-            f"trusts it any more ({context.remote}/cache/KIND/KEY/manifest.json, e.g. with `aws s3 rm` or `gcloud "
-            "storage rm`, then the rest of the folder); to clean this machine's copy of it, run the command with "
-            f"--data-dir {context.data_dir}")
-    return context
-
-
 def _cache_rm(args: argparse.Namespace) -> int:
-    store = _local_for_deleting(args).store
-    with target_lookup(holdings(store)):
+    store = data_context(args, remote=True).entry_store
+    with store_refusals(), target_lookup(holdings(store)):
         entry = store.rm(args.key)
     print(f"removed {entry.kind} {entry.key} ({human_size(entry.size_bytes)})")
     return 0
 
 
 def _cache_gc(args: argparse.Namespace) -> int:
-    store = _local_for_deleting(args).store
+    context = data_context(args, remote=True)
+    store = context.entry_store
     try:
-        removed = store.gc()
+        with store_refusals():
+            removed = store.gc()
     except CleanupError as error:
         _print_removed(error.removed)
         raise
@@ -172,7 +144,7 @@ def _cache_gc(args: argparse.Namespace) -> int:
     for problem in store.unreadable():
         print(f"left alone: {problem}", file=sys.stderr)
     if args.raw:
-        _collect_raw(args, store)
+        _collect_raw(context)
     if args.max_size is not None:
         try:
             eviction = store.evict(args.max_size)
@@ -184,10 +156,10 @@ def _cache_gc(args: argparse.Namespace) -> int:
     return 0
 
 
-def _collect_raw(args: argparse.Namespace, store: CacheStore) -> None:
+def _collect_raw(context: DataContext) -> None:
     """Remove the downloads every prepared entry is made from (`glyphforge.cache.raw.remove_downloads`), and say so."""
-    files = _raw_files(args, rehash=False)
-    removed = raw.remove_downloads(files, store.ls())
+    files = _raw_files(context, rehash=False)
+    removed = raw.remove_downloads(files, context.store.ls())
     for file in removed:
         print(f"removed {file.path} ({human_size(file.size)}, downloaded and converted)")
     placed = sum(not file.downloaded and file.state != "partial" for file in files)
@@ -196,7 +168,7 @@ def _collect_raw(args: argparse.Namespace, store: CacheStore) -> None:
 
 
 def _print_eviction(eviction: Eviction) -> None:
-    """Say what `CacheStore.evict` removed and left, and the size now."""
+    """Say what `Store.evict` removed and left, and the size now."""
     for entry in eviction.evicted:
         print(f"evicted {entry.kind} {entry.key[:12]} ({human_size(entry.size_bytes)}, last used "
               f"{_when(entry.last_used)})")

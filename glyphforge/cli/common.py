@@ -9,7 +9,8 @@ import argparse
 import logging
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from glyphforge.builds.builder import SpecError
@@ -19,8 +20,8 @@ from glyphforge.cli.args import UsageError, check_env_data_dir, data_directory
 from glyphforge.cli.errors import target_lookup
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
-from glyphforge.storage.location import Location
-from glyphforge.storage.remote_cache import RemoteCache, UnlistableURLError
+from glyphforge.storage.backend import ReadOnlyStoreError
+from glyphforge.storage.remote_cache import UnlistableURLError
 
 if TYPE_CHECKING:
     from glyphforge.builds.dataset import BuiltDataset
@@ -132,14 +133,14 @@ def name_width() -> int:
     return max(12, *map(len, registry.registered()))
 
 
-def remote_cache(data_dir: Location) -> RemoteCache:
-    """The store of the data dir at ``data_dir``; a `UsageError` when it cannot be listed (HTTP)."""
-    cache = RemoteCache(data_dir)
+@contextmanager
+def store_refusals() -> Iterator[None]:
+    """Turn a store's refusal into a `UsageError` (exit status 2, nothing done): a data dir at a URL that cannot be
+    listed (HTTP), or deleting at a URL."""
     try:
-        cache.check_listable()
-    except UnlistableURLError as error:
+        yield
+    except (UnlistableURLError, ReadOnlyStoreError) as error:
         raise UsageError(str(error)) from None
-    return cache
 
 
 def find_built_target(target: str, context: DataContext) -> BuiltDataset:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from glyphforge.cache import CacheStore
+from glyphforge.cache.store_protocol import Store
 from glyphforge.cli.args import UsageError
 
 #: How many entries `holdings` names before it counts the rest.
@@ -31,13 +31,13 @@ def target_lookup(holds: Callable[[], str] | None = None) -> Iterator[None]:
         raise UsageError(f"{message}. {holds()}" if holds else message) from None
 
 
-def holdings(store: CacheStore) -> Callable[[], str]:
+def holdings(store: Store) -> Callable[[], str]:
     """What the cache of ``store`` holds, for `target_lookup`: ``"The cache at ... holds mnist 3fa2c81b9d12, ..."``."""
     def text() -> str:
         entries = store.ls()
         if not entries:
-            return f"The cache at {store.root} holds nothing yet"
+            return f"The cache at {store.where} holds nothing yet"
         names = ", ".join(f"{entry.kind} {entry.key[:12]}" for entry in entries[:SHOWN])
         more = f" and {len(entries) - SHOWN} more (`glyphforge cache ls` lists them)" if len(entries) > SHOWN else ""
-        return f"The cache at {store.root} holds {names}{more}"
+        return f"The cache at {store.where} holds {names}{more}"
     return text

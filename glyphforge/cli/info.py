@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from typing import Any
 
-from glyphforge.cache.manifest import ManifestFields
-from glyphforge.cli.common import add_command, add_fetch_arguments, data_context, name_width, remote_cache
+from glyphforge.cli.common import add_command, add_fetch_arguments, data_context, name_width, store_refusals
 from glyphforge.datasets import registry
 from glyphforge.datasets._own_copy import note as own_copy_note
 from glyphforge.textfmt import count, describe_params, human_size
@@ -14,14 +12,11 @@ from glyphforge.textfmt import count, describe_params, human_size
 
 def _info(args: argparse.Namespace) -> int:
     context = data_context(args, remote=True)
-    entries: Sequence[ManifestFields]
-    if context.remote is not None:
-        entries, cache = remote_cache(context.remote).ls(), f"{context.remote}/cache"
-    else:
-        store = context.store
-        entries, cache = store.ls(), str(store.root)
+    store = context.entry_store
+    with store_refusals():
+        entries = store.ls()
     print(f"data dir:   {context.remote or context.data_dir}")
-    print(f"cache:      {cache} ({count(len(entries), 'entry', 'entries')}, "
+    print(f"cache:      {store.where} ({count(len(entries), 'entry', 'entries')}, "
           f"{human_size(sum(e.size_bytes for e in entries))})")
     if context.remote is not None:
         print(f"local copy: {context.data_dir} (entries fetched from the URL, and what is made on this machine)")

@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 class ReadOnlyStoreError(ArgumentError, ValueError):
-    """A write was asked of a store glyphforge only reads (HTTP): nothing was written."""
+    """A write glyphforge does not make: to a store it only reads (HTTP), or a deletion at a URL data dir
+    (``cache rm``, ``gc``: glyphforge deletes nothing there). Nothing was written; the message says what to do."""
 
 
 class Backend(ABC):

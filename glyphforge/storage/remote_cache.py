@@ -1,46 +1,43 @@
 """`RemoteCache`: the entries of a data dir at a URL, listed and verified where they lie (read only).
 
-``glyphforge cache ls``, ``cache verify`` and ``info`` with ``--data-dir URL`` read the store
-``<url>/cache/<kind>/<key>/`` as the local commands read ``<data dir>/cache``: one listing of
+It is the `glyphforge.cache.store_protocol.Store` of a data dir at a URL
+(`glyphforge.DataContext.entry_store`): ``glyphforge cache ls``, ``cache verify`` and ``info``
+read the store ``<url>/cache/<kind>/<key>/`` as they read ``<data dir>/cache``, with the same
+entries and `~glyphforge.cache.problems.CacheProblem` s: one listing of
 the objects under ``<url>/cache`` (s3://, gs://, file://; an http(s):// data dir cannot be
 listed: `UnlistableURLError`), then the manifests, checked as on disk
 (`glyphforge.cache.manifest.parse_manifest`). An entry whose data files are there without
 its ``manifest.json`` is an upload in progress or interrupted (writers put the manifest
-last): it is not listed, and verify names it as incomplete, not as damaged.
+last): it is not listed, and verify names it as `INCOMPLETE`, not as damaged. glyphforge
+deletes nothing at a URL: ``rm``, ``gc`` and ``evict`` raise `ReadOnlyStoreError`, saying how
+to delete there.
 """
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
+from glyphforge.cache.eviction import Eviction
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, parse_manifest
+from glyphforge.cache.problems import INCOMPLETE, CacheProblem, Scan
 from glyphforge.errors import ArgumentError
+from glyphforge.storage.backend import ReadOnlyStoreError
 from glyphforge.storage.location import Location
 from glyphforge.storage.reads import is_missing_bucket, store_call
 from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK, RemoteEntry, is_entry_folder
 
-__all__ = ["INCOMPLETE", "RemoteCache", "RemoteProblem", "UnlistableURLError"]
+__all__ = ["UNFINISHED", "RemoteCache", "UnlistableURLError"]
 
 #: What an entry folder holding data files but no manifest is, and what to do.
-INCOMPLETE = ("data files without manifest.json: an upload in progress, or an interrupted one (not an entry yet; "
+UNFINISHED = ("data files without manifest.json: an upload in progress, or an interrupted one (not an entry yet; "
               "publishing it again finishes it)")
 
 
 class UnlistableURLError(ArgumentError, ValueError):
     """A data dir URL whose store cannot be listed (HTTP has no listing); the message says what works instead."""
-
-
-@dataclass(frozen=True)
-class RemoteProblem:
-    """One thing wrong at a URL: ``url`` (a manifest or a data file) and what."""
-
-    url: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.url}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -54,25 +51,6 @@ class _Listing:
 
 
 @dataclass(frozen=True)
-class Scan:
-    """What one listing of a remote store found.
-
-    Attributes
-    ----------
-    entries
-        The complete entries (manifest there and passing the checks), by kind then creation time.
-    broken
-        Manifests failing the checks (one problem each).
-    incomplete
-        Entry URLs holding data files but no manifest (an upload in progress, or interrupted).
-    """
-
-    entries: list[RemoteEntry]
-    broken: list[RemoteProblem]
-    incomplete: list[str]
-
-
-@dataclass(frozen=True)
 class RemoteCache:
     """The store ``<data_dir>/cache`` of a data dir at a URL (see the module docstring).
 
@@ -80,17 +58,37 @@ class RemoteCache:
     ----------
     data_dir
         The data dir's URL and fsspec options.
+    local_copy
+        This machine's copy of it (`glyphforge.DataContext.data_dir`), named where deleting is refused.
     """
 
     data_dir: Location
+    local_copy: Path | None = None
 
     @property
     def root(self) -> Location:
         """``<data dir>/cache``."""
         return self.data_dir.child("cache")
 
+    @property
+    def where(self) -> str:
+        """``<data dir URL>/cache``."""
+        return self.root.url
+
+    @property
+    def place(self) -> str:
+        """Where the store is, for messages: ``at <data dir URL>``."""
+        return f"at {self.data_dir}"
+
+    @property
+    def repair(self) -> str:
+        """What to do about damage at the URL: glyphforge deletes nothing there."""
+        return ("glyphforge does not delete at a URL, and publishing or building a damaged entry again finds its "
+                "manifest and does nothing: delete each damaged entry's objects with the store's own tools first, "
+                "then publish it again from a machine whose copy is whole, or build it there again")
+
     def scan(self) -> Scan:
-        """List the store once and read every manifest (see `Scan`).
+        """List the store once and read every manifest (see `Scan`; an entry without its manifest is `INCOMPLETE`).
 
         Raises
         ------
@@ -99,18 +97,20 @@ class RemoteCache:
         RemoteReadError
             When the URL cannot be read (network, permissions, credentials).
         """
-        return self._scan(self._listings())
+        return Scan(*self._read(self._listings()))
 
-    def _scan(self, listings: list[_Listing]) -> Scan:
-        """`scan`, from the listing ``listings``."""
+    def _read(self, listings: list[_Listing]) -> tuple[list[RemoteEntry], list[CacheProblem]]:
+        """The complete entries and the problems of `scan`, from the listing ``listings``."""
         manifests = [listing.location.child(MANIFEST) for listing in listings if MANIFEST in listing.sizes]
         paths = [manifest.path for manifest in manifests]
         texts = store_call(self.root, lambda: self.root.fs.cat(paths, on_error="return"),
                            f"read the manifests under {self.root}") if paths else {}
-        entries, broken, incomplete = [], [], []
+        entries: list[RemoteEntry] = []
+        broken: list[CacheProblem] = []
+        incomplete: list[CacheProblem] = []
         for listing in listings:
             if MANIFEST not in listing.sizes:
-                incomplete.append(listing.location.url)
+                incomplete.append(CacheProblem(listing.location.url, UNFINISHED, INCOMPLETE))
                 continue
             manifest = listing.location.child(MANIFEST)
             text = texts.get(manifest.path, b"")
@@ -119,31 +119,55 @@ class RemoteCache:
                     raise BrokenManifestError(f"unreadable ({text})")
                 entries.append(RemoteEntry(listing.location, parse_manifest(text, listing.kind, listing.key)))
             except BrokenManifestError as error:
-                broken.append(RemoteProblem(manifest.url, str(error)))
+                broken.append(CacheProblem(manifest.url, str(error)))
         entries.sort(key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
-        return Scan(entries, broken, incomplete)
+        return entries, incomplete + broken
 
     def ls(self) -> list[RemoteEntry]:
         """Return every complete entry at the URL, by kind then creation time (broken ones skipped: `verify`)."""
-        return self.scan().entries
+        return self._read(self._listings())[0]
 
-    def verify(self) -> tuple[Scan, list[RemoteProblem]]:
+    def unreadable(self) -> list[CacheProblem]:
+        """None: what this user may not read at a URL is an error (`RemoteAccessError`) naming it, not a problem."""
+        return []
+
+    def companions(self, entry: ManifestFields) -> dict[str, int]:
+        """None: companions (a decoded copy...) are made on the machine reading an entry, never at its URL."""
+        return {}
+
+    def verify(self) -> list[CacheProblem]:
         """Check every manifest and re-hash every data file against it, streaming each file once.
 
-        Returns
-        -------
-        tuple of Scan and list of RemoteProblem
-            What the listing found, and what is wrong: the broken manifests, then each data
-            file missing, of the wrong size or with the wrong sha256. Incomplete entries
-            (no manifest yet) are in the scan, not problems.
+        Returns what the listing found incomplete (`INCOMPLETE`: no manifest yet, not damaged),
+        then the broken manifests, then each data file missing, of the wrong size or with the wrong sha256.
         """
         listings = self._listings()
-        scan = self._scan(listings)
+        entries, problems = self._read(listings)
         sizes = {listing.location.url: listing.sizes for listing in listings}
-        problems = list(scan.broken)
-        for entry in scan.entries:
+        for entry in entries:
             problems.extend(_check_files(entry, sizes.get(entry.url, {})))
-        return scan, problems
+        return problems
+
+    def rm(self, key: str) -> NoReturn:
+        """Refused: `ReadOnlyStoreError`."""
+        self._refuse("rm")
+
+    def gc(self, max_size: int | str | None = None) -> NoReturn:
+        """Refused: `ReadOnlyStoreError`."""
+        self._refuse("gc")
+
+    def evict(self, max_size: int | str) -> Eviction:
+        """Refused: `ReadOnlyStoreError`."""
+        self._refuse("gc")
+
+    def _refuse(self, command: str) -> NoReturn:
+        local = (f"; to clean this machine's copy of it, run the command with --data-dir {self.local_copy}"
+                 if self.local_copy is not None else "")
+        raise ReadOnlyStoreError(
+            f"glyphforge cache {command} never deletes anything at a URL ({self.data_dir}) in this version. Remove "
+            "an entry there with the store's own tools, its manifest.json first so that no reader trusts it any more "
+            f"({self.data_dir}/cache/KIND/KEY/manifest.json, e.g. with `aws s3 rm` or `gcloud storage rm`, then the "
+            f"rest of the folder){local}")
 
     def check_listable(self) -> None:
         """Raise `UnlistableURLError` for a data dir whose store cannot be listed (http(s)://), saying what works."""
@@ -180,17 +204,17 @@ class RemoteCache:
         return [listings[place] for place in sorted(listings)]
 
 
-def _check_files(entry: RemoteEntry, sizes: dict[str, int]) -> Iterator[RemoteProblem]:
+def _check_files(entry: RemoteEntry, sizes: dict[str, int]) -> Iterator[CacheProblem]:
     """The problems of ``entry``'s data files: missing, of the wrong size, or with the wrong sha256."""
     for name, info in sorted(entry.manifest["files"].items()):
         url = entry.location.child(name)
         if name not in sizes:
-            yield RemoteProblem(url.url, "missing (deleted, or never uploaded)")
+            yield CacheProblem(url.url, "missing (deleted, or never uploaded)")
         elif sizes[name] != info["size"]:
-            yield RemoteProblem(url.url, f"size {sizes[name]} bytes, manifest says {info['size']} (truncated or "
-                                         "replaced?)")
+            yield CacheProblem(url.url, f"size {sizes[name]} bytes, manifest says {info['size']} (truncated or "
+                                        "replaced?)")
         elif _sha256(url) != info["sha256"]:
-            yield RemoteProblem(url.url, "sha256 differs from the manifest (corrupted, or replaced)")
+            yield CacheProblem(url.url, "sha256 differs from the manifest (corrupted, or replaced)")
 
 
 def _sha256(location: Location) -> str:

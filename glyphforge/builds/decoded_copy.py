@@ -1,15 +1,18 @@
-"""The checks of a built dataset's decoded copy: what its maker records, what its readers and ``cache verify`` check.
+"""A built dataset's decoded copy: where it lives, what its maker records, what its readers check.
 
 A decoded copy (`glyphforge.builds.materialize`: ``<key>.decoded/`` beside its entry, holding
-``<array>.npy`` files and ``metadata.json``) is part of its entry's integrity model. Before
-publishing it, its maker reads every file back once (`record_copy`) and writes beside them:
+``<array>.npy`` files and ``metadata.json``) is a companion of its entry
+(:mod:`glyphforge.cache.companions`): the cache counts it, verifies it against its record and
+removes it with its entry, knowing only that record. Before publishing it, its maker reads
+every file back once (`record_copy`) and writes beside them:
 
 * ``<array>.crc32.npy``: the CRC32 of each row of the array (uint32, one per row). A reader
   reading rows one at a time checks each before returning it.
-* ``checks.json``, last: the entry's key; per array, where its rows start, a row's size and
-  the CRC32 of all its rows (a reader loading or reading an array whole checks that); per
-  file of the copy, its size and sha256. A reader checks the sizes when it opens the copy
-  (`read_checks`), ``glyphforge cache verify`` every byte (`verify_copy`).
+* ``checks.json``, last: the companion's record (`glyphforge.cache.companion_record`: the
+  entry's key, per file of the copy its size and sha256) and, per array, where its rows
+  start, a row's size and the CRC32 of all its rows (a reader loading or reading an array
+  whole checks that). A reader checks the sizes when it opens the copy (`read_checks`),
+  ``glyphforge cache verify`` every byte (`glyphforge.cache.companion_record.verify_record`).
 
 A copy failing a check is damaged (`DamagedCopyError`): it is glyphforge's own, so readers
 drop it and read the shards. A ``<key>.decoded`` that is not a directory (a symbolic link, a
@@ -20,9 +23,6 @@ CRC32 is isal's where it is installed (several GB/s), else zlib's: the same valu
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import stat
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge._files import sha256_file
+from glyphforge.cache.companion_record import RECORD, DamagedCompanionError, read_record, write_record
+from glyphforge.cache.companion_record import foreign as foreign  # what a reader asks of the copy's folder first
 from glyphforge.cache.layout import STAGING_PREFIX, folder_bytes
 from glyphforge.errors import IntegrityError, StorageError
 
@@ -42,12 +43,8 @@ except ImportError:  # pragma: no cover - exercised only where isal is missing
 
 #: The suffix of an entry's decoded copy, ``<root>/<kind>/<key>.decoded`` (see `decoded_dir`).
 DECODED_SUFFIX = ".decoded"
-#: The record of a copy, written last.
-CHECKS_FILE = "checks.json"
 #: Bytes read at a time when a copy is recorded.
 _BLOCK = 1 << 24
-_REMOVE = ("It is only a copy (the entry itself is intact), and glyphforge drops it at its next read and reads "
-           "the shards; to remove it now: rm -r '{folder}' (ds.materialize() makes it again)")
 
 
 class DamagedCopyError(StorageError, IntegrityError):
@@ -96,17 +93,6 @@ def identity(folder: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return info.st_dev, info.st_ino
-
-
-def foreign(folder: Path) -> str | None:
-    """What ``folder`` is when it exists but is no directory ("a symbolic link to /etc", "a file"), else None."""
-    try:
-        mode = folder.lstat().st_mode
-    except FileNotFoundError:
-        return None
-    if stat.S_ISLNK(mode):
-        return f"a symbolic link to {os.readlink(folder)}"
-    return None if stat.S_ISDIR(mode) else "a file, not a directory"
 
 
 def npy_layout(stream: Any) -> tuple[tuple[int, ...], np.dtype[Any], int]:
@@ -167,11 +153,7 @@ def record_copy(folder: Path, key: str, arrays: Iterable[str]) -> None:
         files[path.name] = {"size": path.stat().st_size, "sha256": digest.hexdigest()}
         np.save(folder / sums_file(name), sums)
         recorded[name] = {"offset": offset, "row_nbytes": width, "rows": count, "crc32": crc}
-    for path in sorted(folder.iterdir()):
-        if path.name not in files:
-            files[path.name] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
-    record = {"key": key, "arrays": recorded, "files": files}
-    (folder / CHECKS_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    write_record(folder, key, files, arrays=recorded)
 
 
 def read_checks(folder: Path, key: str) -> dict[str, Any]:
@@ -183,55 +165,12 @@ def read_checks(folder: Path, key: str) -> dict[str, Any]:
         No record (made by a glyphforge before checked copies, or lost), not the record of ``key``'s
         copy, or a file missing or of another size.
     """
-    path = folder / CHECKS_FILE
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        files, arrays = record["files"], record["arrays"]
-        sizes = {name: int(info["size"]) for name, info in files.items()}
-        if record["key"] != key or not all(isinstance(info, dict) for info in arrays.values()):
+        record = read_record(folder, key)
+        if not all(isinstance(info, dict) for info in record["arrays"].values()):
             raise ValueError(f"not the record of the copy of {key[:12]}")
-    except FileNotFoundError:
-        raise DamagedCopyError(path, "is missing: the copy has no checksums (made by an older glyphforge, or "
-                                     "damaged)") from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
-        raise DamagedCopyError(path, f"is not a copy's record ({error})") from None
-    for name, size in sizes.items():
-        try:
-            found = (folder / name).stat().st_size
-        except FileNotFoundError:
-            raise DamagedCopyError(folder / name, "is missing") from None
-        if found != size:
-            raise DamagedCopyError(folder / name, f"is {found:,} bytes where the copy's record says {size:,} "
-                                                  "(truncated or changed since it was made)")
-    return dict(record)
-
-
-def verify_copy(folder: Path, key: str) -> list[tuple[Path, str]]:
-    """Check every byte of the decoded copy in ``folder`` against its record: what is wrong, as (path, message).
-
-    Empty when it is whole, or when there is none. A ``folder`` that is not a directory is reported
-    as not glyphforge's (with what to do), and left as it is.
-    """
-    what = foreign(folder)
-    if what is not None:
-        return [(folder, f"is {what}, not glyphforge's decoded copy of {key[:12]}: glyphforge neither reads nor "
-                         "changes it. Remove it (rm, which leaves a link's target as it is) so that a copy can be "
-                         "made there")]
-    if not folder.exists():
-        return []
-    advice = _REMOVE.format(folder=folder)
-    try:
-        record = read_checks(folder, key)
-    except DamagedCopyError as error:
-        return [(error.path, f"{error.problem}. {advice}")]
-    problems = []
-    for name, info in sorted(record["files"].items()):
-        try:
-            digest = sha256_file(folder / name)
-        except OSError as error:
-            problems.append((folder / name, f"cannot be read ({error.strerror or error}). {advice}"))
-            continue
-        if digest != info["sha256"]:
-            problems.append((folder / name, f"sha256 differs from the decoded copy's record (changed on disk). "
-                                            f"{advice}"))
-    return problems
+    except DamagedCompanionError as error:
+        raise DamagedCopyError(error.path, error.problem) from None
+    except (ValueError, KeyError, AttributeError) as error:
+        raise DamagedCopyError(folder / RECORD, f"is not a copy's record ({error})") from None
+    return record

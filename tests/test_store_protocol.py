@@ -1,0 +1,102 @@
+"""One store, one shape (#31): the store of a data dir lists and verifies alike on disk and at a URL, and the
+cache keeps an entry's companions (folders a layer above makes from it) knowing only their record.
+
+Real stores: a data dir on disk and one on S3 (moto), read by the real CLI and through
+`glyphforge.DataContext.entry_store`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from glyphforge import DataContext
+from glyphforge.cache import CacheStore, Entry
+from glyphforge.cache.companion_record import write_record
+from glyphforge.cache.problems import CORRUPT
+from glyphforge.storage import Location
+from glyphforge.textfmt import human_size
+
+from support.cli import run
+from support.s3_server import s3_server  # noqa: F401 (fixture)
+
+BACKENDS = ["path", "s3"]
+
+
+def make_entries(data_dir: Path) -> tuple[Entry, Entry]:
+    """Two entries of kind ``k`` in the data dir ``data_dir``: the second's manifest is then broken."""
+    store = CacheStore.for_data_dir(data_dir)
+    made = []
+    for n in (1, 2):
+        with store.create("k", {"n": n}) as writer:
+            writer.write("A.pklz", np.arange(10 * n))
+        entry = store.get("k", {"n": n})
+        assert entry is not None
+        made.append(entry)
+    good, broken = made
+    (broken.path / "manifest.json").write_text("{not json", encoding="utf-8")
+    return good, broken
+
+
+@pytest.fixture(params=BACKENDS)
+def place(request, tmp_path) -> tuple[str, Entry, str]:
+    """A data dir (as given on the command line) holding a whole entry and one whose manifest is broken: (data dir,
+    the whole entry, the broken manifest's path or URL)."""
+    local = tmp_path / "data"
+    good, broken = make_entries(local)
+    if request.param == "path":
+        return str(local), good, str(broken.path / "manifest.json")
+    url = request.getfixturevalue("s3_server").bucket() + "/data"
+    for entry in (good, broken):
+        where = Location(url).child("cache", entry.path.parent.name, entry.path.name)
+        for path in sorted(entry.path.iterdir(), key=lambda path: path.name == "manifest.json"):  # manifest last
+            where.fs.put_file(str(path), where.child(path.name).path)
+    return url, good, f"{url}/cache/k/{broken.path.name}/manifest.json"
+
+
+def test_the_store_of_a_data_dir_lists_and_names_what_it_leaves_out_alike(place):
+    data_dir, good, manifest = place
+    scan = DataContext.resolve(data_dir=data_dir).entry_store.scan()
+    assert [entry.key for entry in scan.entries] == [good.key]
+    assert [(str(problem.path), problem.state) for problem in scan.problems] == [(manifest, CORRUPT)]
+    listed = run("glyphforge", "cache", "ls", "--data-dir", data_dir)
+    assert listed.returncode == 0, listed.stderr
+    assert [row.split()[:2] for row in listed.stdout.splitlines()[2:]] == [[good.key[:12], "k"]]
+    assert listed.stderr.startswith(f"not listed: {manifest}: ")
+    assert listed.stderr.endswith(f" (glyphforge cache verify --data-dir {data_dir})\n")
+    verified = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    assert verified.returncode == 1 and verified.stdout.startswith(f"CORRUPT {manifest}: ")
+    assert "1 problem(s) found " in verified.stderr
+
+
+def thumbs(entry: Entry) -> Path:
+    """A companion of ``entry`` the cache knows nothing of but its record: ``<key>.thumbs``."""
+    folder = entry.path.with_name(f"{entry.path.name}.thumbs")
+    folder.mkdir()
+    (folder / "a.bin").write_bytes(bytes(range(256)) * 8)
+    write_record(folder, entry.key, {})
+    return folder
+
+
+def test_the_cache_keeps_any_recorded_companion_without_knowing_it(tmp_path):
+    data_dir = tmp_path / "data"
+    good, _ = make_entries(data_dir)
+    folder = thumbs(good)
+    listed = run("glyphforge", "cache", "ls", "--data-dir", data_dir)
+    size = human_size(sum(path.stat().st_size for path in folder.iterdir()))  # its record's bytes too
+    assert listed.returncode == 0 and f" + {size} thumbs " in listed.stdout.splitlines()[2], listed.stdout
+    run("glyphforge", "cache", "gc", "--data-dir", data_dir)  # the broken entry goes; the companion stays
+    whole = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    assert whole.returncode == 0 and whole.stdout == f"all 1 entry in {data_dir / 'cache'} verified\n", whole.stdout
+    with open(folder / "a.bin", "r+b") as stream:
+        stream.write(b"\xff")
+    damaged = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    assert damaged.returncode == 1
+    assert damaged.stdout.startswith(f"CORRUPT {folder / 'a.bin'}: sha256 differs from the thumbs copy's record")
+    assert "(a damaged thumbs copy: see its line)" in damaged.stderr
+    removed = run("glyphforge", "cache", "rm", good.key, "--data-dir", data_dir)
+    assert removed.returncode == 0 and not good.path.exists() and not folder.exists()
+    orphan = thumbs(good)  # a companion whose entry is gone
+    collected = run("glyphforge", "cache", "gc", "--data-dir", data_dir)
+    assert collected.returncode == 0 and f"removed {orphan}\n" in collected.stdout and not orphan.exists()
