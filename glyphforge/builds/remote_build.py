@@ -1,8 +1,9 @@
 """Build into object storage (a URL data dir), with no filesystem shared by the driver and its workers.
 
-``build(spec, data_dir="s3://bucket/x", session=...)`` (and ``glyphforge build ... --data-dir
-s3://...``) calls `build_into`. The entry ``kind/key`` is made at ``<url>/cache/<kind>/<key>/``
-as a *multi-part* entry (see `glyphforge.builds.index`)::
+``build(spec, data_dir="s3://bucket/x", session=...)`` (its URL destination,
+`glyphforge.builds.destinations`) and ``glyphforge build ... --data-dir s3://...`` call `build_into`.
+The entry ``kind/key`` is made at ``<url>/cache/<kind>/<key>/`` as a *multi-part* entry
+(see `glyphforge.builds.index`)::
 
     <url>/cache/<kind>/<key>/part-000000.pklz ...   # one part per shard, written by the worker that made it
     <url>/cache/<kind>/<key>/index.npy              # 5 rows: offset, length, start, stop, part
@@ -36,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import logging
 import os
 import sys
 import threading
@@ -50,16 +50,10 @@ from typing import Any
 import numpy as np
 
 from glyphforge._files import make_temp_dir, remove_tree, sha256_file, writing
-from glyphforge.builds.builder import (
-    OWN_SOURCES,
-    Spec,
-    cache_params,
-    check_build_arguments,
-    common_layout,
-    make_shards,
-)
+from glyphforge.builds.fan_out import entry_meta, make_shards, report
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
-from glyphforge.builds.shards import ShardRecord, count_shards, images_array, make_shard_arrays
+from glyphforge.builds.shards import ShardRecord, count_shards, make_shard_arrays
+from glyphforge.builds.spec import OWN_SOURCES, Spec, cache_params, check_build_arguments
 from glyphforge.cache import Entry
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.keys import cache_key
@@ -73,8 +67,6 @@ from glyphforge.storage.objects import file_sizes, upload_file, write_bytes
 from glyphforge.storage.publish import publish_entry
 from glyphforge.storage.remote_entry import RemoteEntry, entry_location
 from glyphforge.storage.store_errors import RemoteStorageError, StoreTask, translated
-
-log = logging.getLogger(__name__)
 
 #: The driver's note in an entry's ``.work`` prefix (see the module docstring).
 BUILD_NOTE = "build.json"
@@ -190,12 +182,8 @@ def build_into(
     _commit(spec, key, params, entry, records)
     _remove(entry, work, [record_name(index) for index in sorted(records)] + [BUILD_NOTE])
     seconds = time.perf_counter() - started
-    summary = (f"built {spec.kind} {key[:12]} into {entry}: {n_shards} shards ({n_shards - reused} made, "
-               f"{reused} reused) in {seconds:.1f} s on {workers} workers")
-    if progress:
-        print(summary, file=sys.stderr)
-    else:
-        log.info(summary)
+    report(f"built {spec.kind} {key[:12]} into {entry}: {n_shards} shards ({n_shards - reused} made, "
+           f"{reused} reused) in {seconds:.1f} s on {workers} workers", progress)
     return entry
 
 
@@ -246,15 +234,7 @@ def _commit(spec: Spec, key: str, params: dict[str, Any], entry: Location, recor
     files = {part_name(number): {"size": record["size"], "sha256": record["sha256"]} for number, record in
              enumerate(ordered)}
     files[INDEX_FILE] = {"size": len(table), "sha256": _sha256(table)}
-    metadata = ordered[0].get("metadata", {})
-    meta = {
-        "n_examples": int(spec.n_examples),
-        "n_shards": n_shards,
-        "layout": common_layout(records, spec.kind),
-        "metadata": metadata,
-        "images": images_array(ordered[0]["layout"], metadata, spec.kind),
-        "parts": [part_name(number) for number in range(n_shards)],
-    }
+    meta = {**entry_meta(spec, records), "parts": [part_name(number) for number in range(n_shards)]}
     manifest = make_manifest(spec.kind, key, params, files, meta)
     _write(entry, entry.child(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
 

@@ -12,8 +12,8 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from glyphforge.builds.builder import SpecError
 from glyphforge.builds.export import ExportTargetError
+from glyphforge.builds.spec import SpecError
 from glyphforge.cache.lookup import AmbiguousKindError
 from glyphforge.cli.args import UsageError, check_env_data_dir, data_directory
 from glyphforge.cli.errors import target_lookup
