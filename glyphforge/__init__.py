@@ -53,8 +53,8 @@ _EXPORTS: dict[str, str] = {
     "ShardStream": "glyphforge.builds.stream",
     "ForeignStateError": "glyphforge.builds.stream_state",
     "AmbiguousKindError": "glyphforge.cache.lookup",
-    "ShardError": "glyphforge.builds.builder",
-    "SpecError": "glyphforge.builds.builder",
+    "ShardError": "glyphforge.builds.spec",
+    "SpecError": "glyphforge.builds.spec",
     "ScatteredGlyphs": "glyphforge.builds.scenes",
     "preview": "glyphforge.visualize",
     # object storage

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from glyphforge._files import sha256_file
-from glyphforge.builds.builder import build, cache_params
+from glyphforge.builds import build, cache_params
 from glyphforge.builds.dataset import ARRAYS_FILE
 from glyphforge.builds.shards import completed_shards
 from glyphforge.cache import CacheStore

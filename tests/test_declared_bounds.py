@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 import glyphforge as gf
-from glyphforge.builds import build
-from glyphforge.builds.builder import MAX_SHARDS, ShardError
+from glyphforge.builds import ShardError, build
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore, CorruptPklzError
+from glyphforge.cache.declared import MAX_SHARDS
 from glyphforge.cache.keys import entry_sha256, metadata_sha256
 from glyphforge.cache.manifest import BrokenManifestError, make_manifest, read_manifest
 from glyphforge.storage import Location

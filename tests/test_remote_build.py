@@ -18,7 +18,7 @@ import dill
 import numpy as np
 import pytest
 
-from glyphforge.builds.builder import ShardError, build, cache_params
+from glyphforge.builds import ShardError, build, cache_params
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, LostShardsError
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.remote_build import (

@@ -1,7 +1,8 @@
 """Derived datasets built in parallel: the builder, its shards, the reader, and the specs.
 
 * `glyphforge.builds.builder`: `build` (a spec's seeded shards fanned out through a
-  session, then cached), the `Spec` protocol and its checks;
+  session, then cached where its destination is: `glyphforge.builds.destinations`);
+* `glyphforge.builds.spec`: the `Spec` protocol, its checks and its cache key;
 * `glyphforge.builds.shards`: how a spec is cut, seeded, written and verified (runs on workers);
 * `glyphforge.builds.dataset`: `BuiltDataset`, the reader of a built dataset;
 * `glyphforge.builds.scenes`: the `ScatteredGlyphs` spec, and
@@ -11,8 +12,9 @@ Importing this package, or the scenes spec, loads neither numba, Pillow nor Dask
 numba is loaded where scenes are made (a shard, or the spec's one warm-up scene),
 Pillow where font glyphs or colour names are used, and Dask by a Dask session.
 """
-from glyphforge.builds.builder import BUILD_FORMAT, ShardError, Spec, build, cache_params, check_spec
+from glyphforge.builds.builder import build
 from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, LostShardsError
+from glyphforge.builds.spec import BUILD_FORMAT, ShardError, Spec, cache_params, check_spec
 
 __all__ = ["ARRAYS_FILE", "BUILD_FORMAT", "BuiltDataset", "LostShardsError", "ShardError", "Spec", "build",
            "cache_params", "check_spec"]

@@ -1,8 +1,9 @@
 """Build into object storage (a URL data dir), with no filesystem shared by the driver and its workers.
 
-``build(spec, data_dir="s3://bucket/x", session=...)`` (and ``glyphforge build ... --data-dir
-s3://...``) calls `build_into`. The entry ``kind/key`` is made at ``<url>/cache/<kind>/<key>/``
-as a *multi-part* entry (see `glyphforge.builds.index`)::
+``build(spec, data_dir="s3://bucket/x", session=...)`` (its URL destination,
+`glyphforge.builds.destinations`) and ``glyphforge build ... --data-dir s3://...`` call `build_into`.
+The entry ``kind/key`` is made at ``<url>/cache/<kind>/<key>/`` as a *multi-part* entry
+(see `glyphforge.builds.index`)::
 
     <url>/cache/<kind>/<key>/part-000000.pklz ...   # one part per shard, written by the worker that made it
     <url>/cache/<kind>/<key>/index.npy              # 5 rows: offset, length, start, stop, part
@@ -11,11 +12,13 @@ as a *multi-part* entry (see `glyphforge.builds.index`)::
     <url>/cache/<kind>/<key>.work/build.json        # the driver's note; also its first write (checks the URL)
 
 Each part holds exactly the bytes of the shard file a local build makes (`dump_arrays` is
-deterministic), and the driver never downloads one: the records carry each part's size
-and sha256 into the manifest. A build whose driver was lost resumes from the shards whose
-record and part are there at the recorded size; at the end the driver deletes the records
-and the note it wrote (those exact names). A second build of the same spec finds the
-manifest and does nothing.
+deterministic), and the driver does not download one to build: the records carry each
+part's size and sha256 (and MD5) into the manifest. A build whose driver was lost resumes
+from the shards whose record and part are there, the part holding the bytes its record
+names (its size, and the store's MD5 of it compared with the record's; where the store gives
+no usable MD5, the part is read back and its sha256 compared): any other part is made again.
+At the end the driver deletes the records and the note it wrote (those exact names). A
+second build of the same spec finds the manifest and does nothing.
 
 **What workers read.** The spec's ``prepare(context)`` runs on the driver, into
 ``context.data_dir`` (a data dir under the local cache, `glyphforge.context`), as for a
@@ -49,17 +52,11 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge._files import make_temp_dir, remove_tree, sha256_file, writing
-from glyphforge.builds.builder import (
-    OWN_SOURCES,
-    Spec,
-    cache_params,
-    check_build_arguments,
-    common_layout,
-    make_shards,
-)
+from glyphforge._files import CHUNK_BYTES, make_temp_dir, remove_tree, writing
+from glyphforge.builds.fan_out import entry_meta, make_shards, report
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
-from glyphforge.builds.shards import ShardRecord, count_shards, images_array, make_shard_arrays
+from glyphforge.builds.shards import ShardRecord, count_shards, make_shard_arrays
+from glyphforge.builds.spec import OWN_SOURCES, Spec, cache_params, check_build_arguments
 from glyphforge.cache import Entry
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.keys import cache_key
@@ -69,7 +66,8 @@ from glyphforge.context import DataContext
 from glyphforge.errors import ArgumentError
 from glyphforge.session import Session
 from glyphforge.storage.location import Location
-from glyphforge.storage.objects import file_sizes, upload_file, write_bytes
+from glyphforge.storage.object_match import recorded_mismatch
+from glyphforge.storage.objects import listed_files, upload_file, write_bytes
 from glyphforge.storage.publish import publish_entry
 from glyphforge.storage.remote_entry import RemoteEntry, entry_location
 from glyphforge.storage.store_errors import RemoteStorageError, StoreTask, translated
@@ -190,12 +188,8 @@ def build_into(
     _commit(spec, key, params, entry, records)
     _remove(entry, work, [record_name(index) for index in sorted(records)] + [BUILD_NOTE])
     seconds = time.perf_counter() - started
-    summary = (f"built {spec.kind} {key[:12]} into {entry}: {n_shards} shards ({n_shards - reused} made, "
-               f"{reused} reused) in {seconds:.1f} s on {workers} workers")
-    if progress:
-        print(summary, file=sys.stderr)
-    else:
-        log.info(summary)
+    report(f"built {spec.kind} {key[:12]} into {entry}: {n_shards} shards ({n_shards - reused} made, "
+           f"{reused} reused) in {seconds:.1f} s on {workers} workers", progress)
     return entry
 
 
@@ -212,26 +206,38 @@ def _prepare(spec: Spec, context: DataContext) -> list[Entry]:
 
 
 def finished_shards(entry: Location, n_shards: int) -> dict[int, ShardRecord]:
-    """The records of shards below ``n_shards`` whose record and part are both at the URL, the part at its size."""
+    """The records of shards below ``n_shards`` whose record and part are both at the URL, the part holding the bytes
+    its record names: its size, and its sha256 (the store's MD5 compared with the record's, else the part read back
+    and hashed: `glyphforge.storage.object_match.recorded_mismatch`). Any other part is made again."""
     work = work_location(entry)
     names = {record_name(index): index for index in range(n_shards)}
-    listed = _object_sizes(entry, work)
-    paths = [work.child(name).path for name in sorted(listed) if name in names]
+    paths = [work.child(name).path for name in sorted(_listed(entry, work)) if name in names]
     if not paths:
         return {}
-    sizes = _object_sizes(entry, entry)
+    parts = _listed(entry, entry)
     with translated(entry, f"reading the shard records in {_named(entry, work)}", BUILDING):
         texts = work.fs.cat(paths, on_error="omit")
     done = {}
-    for path, text in texts.items():
+    for path, text in sorted(texts.items()):
         index = names[path.rsplit("/", 1)[-1]]
         try:
             record = json.loads(text)
-            if record["shard"] == index and sizes.get(part_name(index)) == record["size"]:
-                done[index] = record
+            found = record["shard"] == index and isinstance(record["size"], int) and isinstance(record["sha256"], str)
         except (ValueError, KeyError, TypeError):
             continue  # half-written or foreign: make the shard again
+        if found and part_name(index) in parts and _holds(entry, index, parts[part_name(index)], record):
+            done[index] = record
     return done
+
+
+def _holds(entry: Location, index: int, info: Mapping[str, Any], record: ShardRecord) -> bool:
+    """Whether the part of shard ``index`` (listed as ``info``) holds the bytes its ``record`` names; warn if not."""
+    part = entry.child(part_name(index))
+    with translated(entry, f"checking {_named(entry, part)}", BUILDING):
+        differs = recorded_mismatch(part, info, record)
+    if differs is not None:
+        log.warning("%s is %s: making shard %d again", part, differs, index)
+    return differs is None
 
 
 def _commit(spec: Spec, key: str, params: dict[str, Any], entry: Location, records: dict[int, ShardRecord]) -> None:
@@ -246,15 +252,7 @@ def _commit(spec: Spec, key: str, params: dict[str, Any], entry: Location, recor
     files = {part_name(number): {"size": record["size"], "sha256": record["sha256"]} for number, record in
              enumerate(ordered)}
     files[INDEX_FILE] = {"size": len(table), "sha256": _sha256(table)}
-    metadata = ordered[0].get("metadata", {})
-    meta = {
-        "n_examples": int(spec.n_examples),
-        "n_shards": n_shards,
-        "layout": common_layout(records, spec.kind),
-        "metadata": metadata,
-        "images": images_array(ordered[0]["layout"], metadata, spec.kind),
-        "parts": [part_name(number) for number in range(n_shards)],
-    }
+    meta = {**entry_meta(spec, records), "parts": [part_name(number) for number in range(n_shards)]}
     manifest = make_manifest(spec.kind, key, params, files, meta)
     _write(entry, entry.child(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
 
@@ -285,7 +283,8 @@ class RemoteShardTask:
         scratch = make_temp_dir(".shard-", _scratch_root(context))
         try:
             path = dump_arrays(arrays, scratch / part_name(index))
-            record.update(size=path.stat().st_size, sha256=sha256_file(path))
+            sha256, md5 = _digests(path)
+            record.update(size=path.stat().st_size, sha256=sha256, md5=md5)
             _upload(self.entry, path, self.entry.child(part_name(index)))
         finally:
             remove_tree(scratch)
@@ -330,16 +329,17 @@ def _upload(entry: Location, source: Path, location: Location) -> None:
         upload_file(source, location)
 
 
-def _object_sizes(entry: Location, folder: Location) -> dict[str, int]:
-    """The size of each object directly under ``folder``, by name (`file_sizes`), errors named."""
+def _listed(entry: Location, folder: Location) -> dict[str, dict[str, Any]]:
+    """What the store says of each object directly under ``folder`` (size, checksums), by name (`listed_files`),
+    errors named."""
     with translated(entry, f"listing {_named(entry, folder)}", BUILDING):
-        return file_sizes(folder)
+        return listed_files(folder)
 
 
 def _remove(entry: Location, folder: Location, names: list[str]) -> None:
     """Delete the objects ``names`` under ``folder`` (exact names, never a prefix), then ``folder`` if left empty."""
     fs = folder.fs
-    present = _object_sizes(entry, folder)
+    present = _listed(entry, folder)
     doomed = [folder.child(name).path for name in names if name in present]
     with translated(entry, f"cleaning up {_named(entry, folder)}", BUILDING):
         if doomed:
@@ -358,6 +358,17 @@ def _named(entry: Location, location: Location) -> str:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _digests(path: Path) -> tuple[str, str]:
+    """The sha256 and the MD5 (hex) of the file ``path``, read once: a part's record, the MD5 to compare with the
+    store's when a build resumes (`finished_shards`)."""
+    sha256, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as stream:
+        while chunk := stream.read(CHUNK_BYTES):
+            sha256.update(chunk)
+            md5.update(chunk)
+    return sha256.hexdigest(), md5.hexdigest()
 
 
 def _scratch_root(context: DataContext) -> Path:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from glyphforge.builds.builder import SpecError
 from glyphforge.builds.export import ExportTargetError
+from glyphforge.builds.spec import SpecError
 from glyphforge.cache.lookup import AmbiguousKindError
 from glyphforge.cli.args import UsageError, check_env_data_dir, data_directory
 from glyphforge.cli.errors import target_lookup

@@ -26,7 +26,7 @@ import binascii
 import hashlib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from glyphforge._files import CHUNK_BYTES, sha256_file
 from glyphforge.storage.location import Location
 from glyphforge.storage.reads import read_bytes
 
-__all__ = ["READ_BYTES", "object_mismatch"]
+__all__ = ["READ_BYTES", "object_mismatch", "recorded_mismatch"]
 
 #: The range read at once when an object is read back to hash it.
 READ_BYTES = 4 * CHUNK_BYTES
@@ -70,6 +70,27 @@ def object_mismatch(where: Location, info: Mapping[str, Any], source: Path, reco
     RemoteFileMissingError, RemoteAccessError, RemoteReadError
         Reading the object back failed (see `glyphforge.storage.reads.read_bytes`).
     """
+    return _mismatch(where, info, recorded, _store_md5(info, part_bytes),
+                     lambda md5, parts: _local_md5(source, recorded["sha256"], parts) == md5)
+
+
+def recorded_mismatch(where: Location, info: Mapping[str, Any], recorded: Mapping[str, Any]) -> str | None:
+    """Say how the object ``where`` differs from the file a record describes, with no local copy of that file.
+
+    As `object_mismatch`, but the MD5 to compare with the store's is the record's ``md5`` (of the
+    whole file, hashed with its sha256 in one read by whoever uploaded it), if it has one; a
+    multipart ETag decides nothing. Without a matching MD5 the object is read back and hashed.
+    ``recorded``: ``{"size": ..., "sha256": ..., "md5": ... (optional)}``.
+    """
+    expected = recorded.get("md5")
+    return _mismatch(where, info, recorded, _store_md5(info, None),
+                     lambda md5, parts: parts is None and expected is not None and md5 == expected)
+
+
+def _mismatch(where: Location, info: Mapping[str, Any], recorded: Mapping[str, Any],
+              claimed: tuple[str, int | None] | None, md5_matches: Callable[[str, int | None], bool]) -> str | None:
+    """What `object_mismatch` and `recorded_mismatch` say; ``claimed``: the store's MD5 of the object (`_store_md5`),
+    ``md5_matches(md5, part size)``: whether it is the MD5 of the recorded bytes."""
     size, expected = int(info["size"]), recorded["size"]
     if size != expected:
         return f"{size:,} bytes, the entry's is {expected:,}"
@@ -77,8 +98,7 @@ def object_mismatch(where: Location, info: Mapping[str, Any], source: Path, reco
     if local is not None:
         found = sha256_file(local)
     else:
-        claimed = _store_md5(info, part_bytes)
-        if claimed is not None and _local_md5(source, recorded["sha256"], claimed[1]) == claimed[0]:
+        if claimed is not None and md5_matches(*claimed):
             return None
         found = _object_sha256(where, size)
     if found == recorded["sha256"]:
@@ -87,9 +107,9 @@ def object_mismatch(where: Location, info: Mapping[str, Any], source: Path, reco
             f"{recorded['sha256'][:16]}...)")
 
 
-def _store_md5(info: Mapping[str, Any], part_bytes: int) -> tuple[str, int | None] | None:
+def _store_md5(info: Mapping[str, Any], part_bytes: int | None) -> tuple[str, int | None] | None:
     """The MD5 (hex) the store gives of a listed object, and the part size it is of (None: of the whole object);
-    None when the store gives none that glyphforge can compute locally."""
+    None when the store gives none that glyphforge can compute locally (a multipart ETag, with ``part_bytes`` None)."""
     md5_hash = info.get("md5Hash")  # gs://: base64 of the object's MD5
     if isinstance(md5_hash, str):
         try:
@@ -101,7 +121,7 @@ def _store_md5(info: Mapping[str, Any], part_bytes: int) -> tuple[str, int | Non
         return None
     if match[2] is None:
         return match[1], None
-    if math.ceil(int(info["size"]) / part_bytes) != int(match[2]):
+    if part_bytes is None or math.ceil(int(info["size"]) / part_bytes) != int(match[2]):
         return None  # uploaded in parts of another size: not computable here
     return match[1], part_bytes
 

@@ -102,7 +102,7 @@ def assert_shard_6_fails_with_its_traceback(session: Any, data_dir: Path) -> Non
     """Build a spec whose shard 6 raises through ``session``; check the error names it and caches nothing."""
     import pytest
 
-    from glyphforge.builds.builder import ShardError, build, cache_params
+    from glyphforge.builds import ShardError, build, cache_params
     from glyphforge.cache import CacheStore
 
     spec = NoiseSpec(n_examples=40, shard_size=4, fail_shard=6)
