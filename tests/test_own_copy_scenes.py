@@ -18,7 +18,7 @@ from test_own_copy import OWN, own_warnings, place, prepare_cli
 
 import glyphforge as gf
 from glyphforge.builds.builder import cache_params
-from glyphforge.builds.dataset import find_built
+from glyphforge.builds.remote import find_built
 from glyphforge.builds.remote_build import build_into
 from glyphforge.cache import CacheStore
 from glyphforge.context import DataContext

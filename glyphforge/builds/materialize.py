@@ -51,7 +51,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import filelock
 import numpy as np
@@ -59,6 +59,7 @@ import numpy as np
 from glyphforge import config
 from glyphforge._files import make_temp_dir, remove_tree, writing
 from glyphforge.builds.export import write_npy_files
+from glyphforge.builds.reading import ShardReader
 from glyphforge.cache.decoded import (
     DamagedCopyError,
     ForeignCopyError,
@@ -78,9 +79,6 @@ from glyphforge.cache.entry import Entry
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.errors import StorageError
 from glyphforge.textfmt import human_size
-
-if TYPE_CHECKING:
-    from glyphforge.builds.dataset import BuiltDataset
 
 __all__ = ["DamagedCopyError", "DecodedCopy", "ForeignCopyError", "NotEnoughSpaceError", "check_room", "copy_nbytes",
            "drop_copy", "make_copy", "open_copy"]
@@ -320,7 +318,7 @@ def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) 
         raise DamagedCopyError(path, f"is damaged: {error}") from None
 
 
-def make_copy(dataset: BuiltDataset, announce: Callable[[int, Path], None] | None = None) -> DecodedCopy:
+def make_copy(dataset: ShardReader, announce: Callable[[int, Path], None] | None = None) -> DecodedCopy:
     """Return the decoded copy of ``dataset``'s entry, making it first unless another process has.
 
     See the module docstring for the lock, the staging and the free space asked for. A damaged
@@ -416,12 +414,12 @@ def _remove_leftovers(entry_dir: Path) -> None:
         remove_tree(staging)
 
 
-def copy_nbytes(dataset: BuiltDataset) -> int:
+def copy_nbytes(dataset: ShardReader) -> int:
     """The bytes of a decoded copy of ``dataset``: its arrays, their row checksums, headers and records."""
     return dataset.nbytes + 4 * len(dataset) * len(dataset.layout) + (2 * len(dataset.layout) + 2) * mmap.PAGESIZE
 
 
-def check_room(dataset: BuiltDataset, folder: Path) -> None:
+def check_room(dataset: ShardReader, folder: Path) -> None:
     """Raise `NotEnoughSpaceError` unless a copy of ``dataset`` in ``folder`` leaves `RESERVE_FRACTION` of it free."""
     disk = shutil.disk_usage(folder)
     needed = copy_nbytes(dataset)

@@ -76,16 +76,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from glyphforge._checks import check_int
 from glyphforge.builds.members import Scratch
+from glyphforge.builds.reading import ShardReader
 from glyphforge.builds.stream_state import STATE_VERSION, check_state, count_epochs
-
-if TYPE_CHECKING:
-    from glyphforge.builds.dataset import BuiltDataset
 
 EVEN_RANKS = ("repeat", "drop")
 DEFAULT_WINDOW = 4
@@ -201,7 +199,7 @@ class ShardStream:
     iteration yields (for this rank, and this worker when ``num_workers > 1``).
     """
 
-    dataset: BuiltDataset
+    dataset: ShardReader
     batch_size: int
     shuffle: bool = True
     seed: int = 0
@@ -410,7 +408,7 @@ class ShardStream:
         object.__setattr__(self, "began", None)
 
     def _gather(
-        self, reader: BuiltDataset, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray,
+        self, reader: ShardReader, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray,
         ahead: int = 0,
     ) -> dict[str, np.ndarray]:
         """Return the rows at ``positions`` of the epoch's order, decoding windows into ``windows`` as needed.
@@ -450,7 +448,7 @@ class ShardStream:
         return out
 
     def _decode(
-        self, reader: BuiltDataset, plan: EpochPlan, epoch: int, number: int, first: int, windows: Windows
+        self, reader: ShardReader, plan: EpochPlan, epoch: int, number: int, first: int, windows: Windows
     ) -> Window:
         """Decode the rows of window ``number`` from position ``first`` of the epoch on (all of them from its start).
 
@@ -534,7 +532,7 @@ def _torch_worker_info() -> Any:
 
 
 def open_stream(
-    dataset: BuiltDataset, batch_size: int, resume: Mapping[str, Any] | None = None, **options: Any
+    dataset: ShardReader, batch_size: int, resume: Mapping[str, Any] | None = None, **options: Any
 ) -> ShardStream:
     """Return ``ShardStream(dataset, batch_size, **options)`` at ``resume`` (a state) if given.
 

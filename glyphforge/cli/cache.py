@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from glyphforge import config
-from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
+from glyphforge.builds.entry_files import lost_shards
+from glyphforge.builds.reading import ARRAYS_FILE
 from glyphforge.cache import CacheProblem, CacheStore, CleanupError, Entry, raw
 from glyphforge.cache.decoded import decoded_bytes
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.eviction import Eviction
-from glyphforge.cache.manifest import ManifestFields
+from glyphforge.cache.manifest import ManifestFields, is_built
 from glyphforge.cli.args import UsageError
 from glyphforge.cli.common import Formatter, add_command, data_context, remote_cache
 from glyphforge.cli.errors import holdings, target_lookup
