@@ -88,7 +88,8 @@ class DatasetTooLargeError(ArgumentError, MemoryError):
 class BuiltDataset:
     """A built dataset in the cache, read shard by shard (see the module docstring).
 
-    ``ds.key`` and ``ds.path`` locate the entry; ``ds.metadata`` is what the spec's
+    ``ds.key`` and ``ds.path`` locate the entry (``ds.url``: its URL, for one read where it lies;
+    ``ds.source``: what its shards are read from); ``ds.metadata`` is what the spec's
     optional ``metadata()`` returned (for scenes: ``class_names``); ``ds.layout`` each
     array's dtype and per-example shape; ``ds.entry.meta`` the whole manifest record.
 
