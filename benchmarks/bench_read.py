@@ -79,7 +79,7 @@ def peak_mb() -> float:
 
 
 def open_dataset(data_dir: str) -> Any:
-    from glyphforge.builds.dataset import find_built
+    from glyphforge.builds.remote import find_built
 
     return find_built(os.environ[ENTRY_KEY], data_dir)  # the entry `prepare` built: its data dir may hold others
 

@@ -45,7 +45,7 @@ _EXPORTS: dict[str, str] = {
     "build": "glyphforge.builds.builder",
     "BuiltDataset": "glyphforge.builds.dataset",
     "open_built": "glyphforge.builds.remote",
-    "find_built": "glyphforge.builds.dataset",
+    "find_built": "glyphforge.builds.remote",
     "NotEnoughSpaceError": "glyphforge.builds.materialize",
     "ForeignCopyError": "glyphforge.builds.decoded_copy",
     "DatasetTooLargeError": "glyphforge.builds.dataset",

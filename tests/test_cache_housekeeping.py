@@ -27,7 +27,7 @@ from support.specs import RowSpec
 #: Opens the built dataset in a data dir and holds it (its read lock) until stdin closes; then reads it again.
 _HOLDER = textwrap.dedent("""
     import sys
-    from glyphforge.builds.dataset import find_built
+    from glyphforge.builds.remote import find_built
     dataset = find_built(sys.argv[2], sys.argv[1])
     print(dataset.take([0])["row"].tolist(), flush=True)
     sys.stdin.read()

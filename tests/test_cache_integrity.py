@@ -108,7 +108,7 @@ def _bomb(inflated: int) -> bytes:
 _READER = textwrap.dedent("""
     import resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-    from glyphforge.builds.dataset import find_built
+    from glyphforge.builds.remote import find_built
     try:
         find_built("test-rows", sys.argv[1]).take([int(sys.argv[2])])
     except Exception as error:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from glyphforge.builds.dataset import find_built
+from glyphforge.builds.remote import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry

@@ -15,8 +15,9 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import build
-from glyphforge.builds.dataset import BuiltDataset, find_built
-from glyphforge.builds.remote import RemoteBuiltDataset
+from glyphforge.builds.dataset import BuiltDataset
+from glyphforge.builds.remote import find_built
+from glyphforge.builds.remote_shards import RemoteShards
 from glyphforge.cache import CacheStore
 from glyphforge.errors import StorageError
 from glyphforge.storage import Location
@@ -59,7 +60,7 @@ def objects(fs, url: str) -> dict[str, bytes]:
     return {path[len(root):].lstrip("/"): fs.cat_file(path) for path in fs.find(root)}
 
 
-def assert_same_rows(remote: RemoteBuiltDataset, local: BuiltDataset) -> None:
+def assert_same_rows(remote: BuiltDataset, local: BuiltDataset) -> None:
     assert (len(remote), remote.key, remote.metadata, remote.layout) == (len(local), local.key, local.metadata,
                                                                          local.layout)
     for name, array in local.reopened().arrays.items():
@@ -78,7 +79,7 @@ def test_a_published_dataset_lands_byte_for_byte_and_reads_as_the_local_one(gcs_
     assert objects(gcs_server.fs(), url) == expected
 
     ds = gf.open_built(url)
-    assert isinstance(ds, RemoteBuiltDataset) and ds.url == url
+    assert isinstance(ds.source, RemoteShards) and ds.url == url
     assert_same_rows(ds, local)
     taken, wanted = ds.take([49, 3, 17, 3, -1]), local.take([49, 3, 17, 3, -1])
     assert taken.keys() == wanted.keys() and all(np.array_equal(taken[name], wanted[name]) for name in wanted)
@@ -98,7 +99,7 @@ def test_a_build_into_a_gs_data_dir_is_the_local_build(gcs_server, local):
     data_url = f"{gcs_server.bucket()}/data"
     ds = build(SPEC, data_dir=data_url, progress=False)
     entry = f"{data_url}/cache/{SPEC.kind}/{local.key}"
-    assert isinstance(ds, RemoteBuiltDataset) and ds.url == entry
+    assert isinstance(ds.source, RemoteShards) and ds.url == entry
     assert_same_rows(ds, local)
     names = sorted(objects(gcs_server.fs(), entry))
     assert names == sorted(["index.npy", "manifest.json", *(f"part-{n:06d}.pklz" for n in range(7))])

@@ -21,7 +21,7 @@ import pytest
 
 from glyphforge import config
 from glyphforge.builds.builder import build
-from glyphforge.builds.dataset import find_built
+from glyphforge.builds.remote import find_built
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import dump_pklz
 

@@ -18,7 +18,7 @@ from PIL import Image
 import glyphforge
 from glyphforge import cli, config
 from glyphforge.builds.builder import SpecError
-from glyphforge.builds.dataset import find_built
+from glyphforge.builds.remote import find_built
 from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import mnist_family, registry

@@ -17,7 +17,7 @@ import pytest
 from test_own_copy import OWN, own_warnings, place, prepare_cli
 
 import glyphforge as gf
-from glyphforge.builds.dataset import find_built
+from glyphforge.builds.remote import find_built
 from glyphforge.builds.remote_build import build_into
 from glyphforge.builds.spec import cache_params
 from glyphforge.cache import CacheStore

@@ -23,7 +23,8 @@ import pytest
 
 import glyphforge as gf
 from glyphforge._files import current_umask
-from glyphforge.builds.dataset import BuiltDataset, find_built
+from glyphforge.builds.dataset import BuiltDataset
+from glyphforge.builds.remote import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.errors import StorageError

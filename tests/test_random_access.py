@@ -119,7 +119,7 @@ def test_a_second_process_reads_the_copy_the_first_made(rows):
     second = python("""
         import sys
         import numpy as np
-        from glyphforge.builds.dataset import find_built
+        from glyphforge.builds.remote import find_built
         ds = find_built(sys.argv[1], sys.argv[2])
         first = ds[3][1]["row"]
         print(ds.materialized)
@@ -150,7 +150,7 @@ def test_two_processes_making_it_at_once_make_it_once(rows, tmp_path):
     go = tmp_path / "go"
     code = """
         import os, sys, time
-        from glyphforge.builds.dataset import find_built
+        from glyphforge.builds.remote import find_built
         ds = find_built(sys.argv[1], sys.argv[2])
         while not os.path.exists(sys.argv[3]):
             time.sleep(0.005)
@@ -177,7 +177,7 @@ def test_a_maker_killed_half_way_leaves_no_copy_and_the_next_one_completes(tmp_p
     for _attempt in range(5):  # a maker that finishes before it is caught is tried again
         maker = python("""
             import sys
-            from glyphforge.builds.dataset import find_built
+            from glyphforge.builds.remote import find_built
             find_built(sys.argv[1], sys.argv[2]).materialize()
         """, dataset.key, str(tmp_path / "data"))
         wait_until(lambda maker=maker: writing_images() or maker.poll() is not None, "the maker writes images.npy")

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import ShardError, build, cache_params
-from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, LostShardsError
+from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
+from glyphforge.builds.entry_files import LostShardsError
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.remote_build import (
     ReadOnlyDataDirError,

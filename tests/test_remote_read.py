@@ -19,9 +19,9 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import build
-from glyphforge.builds.dataset import find_built
 from glyphforge.builds.index import INDEX_FILE
-from glyphforge.builds.remote import RemoteBuiltDataset
+from glyphforge.builds.remote import find_built
+from glyphforge.builds.remote_shards import RemoteShards
 from glyphforge.cache import CorruptPklzError
 from glyphforge.cache.manifest import make_manifest
 from glyphforge.storage import Location
@@ -85,7 +85,7 @@ def rows_equal(got: dict, arrays: dict, rows) -> None:
 def test_a_dataset_on_s3_reads_as_the_local_one(built, s3_data, tmp_path):
     local, arrays, _ = built
     ds = gf.open_built(s3_data[1])
-    assert isinstance(ds, RemoteBuiltDataset) and ds.url == s3_data[1]
+    assert isinstance(ds.source, RemoteShards) and ds.url == s3_data[1]
     assert (len(ds), ds.key, ds.metadata, ds.image_name, ds.layout) == (
         1030, local.key, local.metadata, local.image_name, local.layout)
     image, targets = ds[1029]
@@ -358,7 +358,7 @@ def test_a_pickled_dataset_is_a_handle_without_secrets(built, s3_data, s3_server
     assert secret.encode() not in data and len(data) < 2000 and s3_data[1].encode() in data
     assert os.environ["GLYPHFORGE_CACHE_DIR"].encode() not in data  # not given: the unpickling process's own
     again = pickle.loads(data)
-    assert isinstance(again, RemoteBuiltDataset) and again.cache_shards == 2
+    assert isinstance(again.source, RemoteShards) and again.cache_shards == 2
     assert np.array_equal(again[600][0], arrays[ds.image_name][600])
 
 

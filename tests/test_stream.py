@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import build
-from glyphforge.builds.dataset import find_built
 from glyphforge.builds.members import BLOCK_BYTES
+from glyphforge.builds.remote import find_built
 from glyphforge.cache.pklz import CorruptPklzError
 
 from support.specs import RowSpec, WideRowSpec
@@ -247,7 +247,7 @@ def test_streaming_memory_stays_bounded_far_below_the_dataset(data_dir):
     dataset = build(BigSpec(), data_dir=data_dir, session="processes:2", progress=False)
     assert dataset.nbytes > 1.3e9
     code = textwrap.dedent(f"""
-        from glyphforge.builds.dataset import find_built
+        from glyphforge.builds.remote import find_built
 
         def peak_kb():  # VmHWM: this process's own peak (ru_maxrss would start from pytest's)
             return int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1])
@@ -296,7 +296,7 @@ def test_a_resumed_stream_touches_only_the_memory_of_the_rows_to_come_of_the_win
     shard_mb = dataset.nbytes / 4 / 2**20
     code = textwrap.dedent(f"""
         import numpy.random
-        from glyphforge.builds.dataset import find_built
+        from glyphforge.builds.remote import find_built
 
         def peak_kb():  # VmHWM: this process's own peak
             return int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1])

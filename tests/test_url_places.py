@@ -23,8 +23,8 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import build
-from glyphforge.builds.dataset import BuiltDataset, find_built
-from glyphforge.builds.remote import find_remote_built
+from glyphforge.builds.dataset import BuiltDataset
+from glyphforge.builds.remote import find_built, find_remote_built
 from glyphforge.context import DataContext
 from glyphforge.storage import Location, MalformedURLError, UnsupportedURLError
 from glyphforge.storage.remote_cache import RemoteCache

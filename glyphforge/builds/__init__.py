@@ -4,7 +4,8 @@
   session, then cached where its destination is: `glyphforge.builds.destinations`);
 * `glyphforge.builds.spec`: the `Spec` protocol, its checks and its cache key;
 * `glyphforge.builds.shards`: how a spec is cut, seeded, written and verified (runs on workers);
-* `glyphforge.builds.dataset`: `BuiltDataset`, the reader of a built dataset;
+* `glyphforge.builds.dataset`: `BuiltDataset`, the reader of a built dataset, and its parts
+  (`glyphforge.builds.reading`: what they take); `glyphforge.builds.remote`: `open_built`, `find_built`;
 * `glyphforge.builds.scenes`: the `ScatteredGlyphs` spec, and
   `glyphforge.builds.scene_sources`: where its glyphs and textures come from.
 
@@ -13,7 +14,9 @@ numba is loaded where scenes are made (a shard, or the spec's one warm-up scene)
 Pillow where font glyphs or colour names are used, and Dask by a Dask session.
 """
 from glyphforge.builds.builder import build
-from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset, LostShardsError
+from glyphforge.builds.dataset import BuiltDataset
+from glyphforge.builds.entry_files import LostShardsError
+from glyphforge.builds.reading import ARRAYS_FILE
 from glyphforge.builds.spec import BUILD_FORMAT, ShardError, Spec, cache_params, check_spec
 
 __all__ = ["ARRAYS_FILE", "BUILD_FORMAT", "BuiltDataset", "LostShardsError", "ShardError", "Spec", "build",

@@ -12,7 +12,7 @@ asked. Beyond the budget (or without room) the dataset goes on decoding shard by
 says once why, and how to allow the copy. ``ds.materialize()`` and
 ``random_access="materialize"`` are explicit: no budget, only the disk's reserve.
 
-Every read of a copy is checked (`glyphforge.cache.decoded`): a damaged copy is dropped (it
+Every read of a copy is checked (`glyphforge.builds.decoded_copy`): a damaged copy is dropped (it
 is glyphforge's own: removed under its lock), a WARNING names its file, the rows are read
 from the shards, and this reader makes no copy by itself afterwards (the next reader, or
 ``ds.materialize()``, makes a new one). A ``<key>.decoded`` that is not glyphforge's (a
@@ -28,7 +28,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from glyphforge.builds.decoded_copy import decoded_dir
 from glyphforge.builds.materialize import (
@@ -41,11 +41,9 @@ from glyphforge.builds.materialize import (
     make_copy,
     open_copy,
 )
+from glyphforge.builds.reading import ShardReader
 from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.textfmt import human_size, parse_size
-
-if TYPE_CHECKING:
-    from glyphforge.builds.dataset import BuiltDataset
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -94,7 +92,7 @@ class CopySource:
         self._given_up = False  # no copy by itself any more: "auto" could not or may not make one, or one was dropped
         self._lock = threading.RLock()
 
-    def read(self, dataset: BuiltDataset, reader: Callable[[DecodedCopy], T], thrashing: bool | None) -> T | None:
+    def read(self, dataset: ShardReader, reader: Callable[[DecodedCopy], T], thrashing: bool | None) -> T | None:
         """``reader(copy)`` of the copy to read rows from, checked; None: read the shards.
 
         ``thrashing``: whether the dataset's reads thrash its LRU (a copy may be made, see
@@ -114,7 +112,7 @@ class CopySource:
                 drop_copy(dataset.entry, error, _FROM_SHARDS)
             return None
 
-    def existing(self, dataset: BuiltDataset) -> DecodedCopy | None:
+    def existing(self, dataset: ShardReader) -> DecodedCopy | None:
         """The copy being read, or one already made (looked for once); None: none, or ``"decode"``."""
         if self.copy is not None or dataset.random_access == "decode":
             return self.copy
@@ -125,7 +123,7 @@ class CopySource:
                 self._looked = True
         return self.copy
 
-    def rows_copy(self, dataset: BuiltDataset, thrashing: bool) -> DecodedCopy | None:
+    def rows_copy(self, dataset: ShardReader, thrashing: bool) -> DecodedCopy | None:
         """The copy to read rows from, made when ``random_access`` says so (``"auto"``: when ``thrashing``)."""
         if self.existing(dataset) is not None or dataset.random_access == "decode" or self._given_up:
             return self.copy
@@ -135,7 +133,7 @@ class CopySource:
             self._make_auto(dataset)
         return self.copy
 
-    def materialize(self, dataset: BuiltDataset) -> Path:
+    def materialize(self, dataset: ShardReader) -> Path:
         """Make the copy now (no budget: asked for) and read rows from it; its directory."""
         with self._lock:
             if self.copy is None:
@@ -143,7 +141,7 @@ class CopySource:
                     "%s: writing its decoded copy (%s) to %s, as asked", _name(dataset), human_size(size), where))
             return self.copy.path
 
-    def _open(self, dataset: BuiltDataset) -> DecodedCopy | None:
+    def _open(self, dataset: ShardReader) -> DecodedCopy | None:
         """The copy already made; None: none, a damaged one (dropped), or in ``"auto"`` one not glyphforge's (said)."""
         try:
             return open_copy(dataset.entry, dataset.layout, len(dataset))
@@ -157,7 +155,7 @@ class CopySource:
             self._give_up(f"{_name(dataset)}: {error}")
             return None
 
-    def _make_auto(self, dataset: BuiltDataset) -> None:
+    def _make_auto(self, dataset: ShardReader) -> None:
         """``"auto"``: read a copy made since, else make one within the budget (said first), else say why not, once."""
         with self._lock:  # one thread decides, and says so once
             if self.copy is not None or self._given_up:
@@ -170,7 +168,7 @@ class CopySource:
                 self._give_up(f"{_name(dataset)}: random access goes on decoding a shard per row (slow), for want of "
                               f"a decoded copy: {error}")
 
-    def _allowed(self, dataset: BuiltDataset) -> bool:
+    def _allowed(self, dataset: ShardReader) -> bool:
         """Whether ``"auto"`` may make the copy: its disk has room (else `NotEnoughSpaceError`) and it fits the budget
         (else said once)."""
         folder = decoded_dir(dataset.path).parent
@@ -188,7 +186,7 @@ class CopySource:
             f"or set {ENV_DECODED_BUDGET}={allow}; or train from ds.stream(batch_size), which needs no copy")
         return False
 
-    def _announce(self, dataset: BuiltDataset, size: int, where: Path) -> None:
+    def _announce(self, dataset: ShardReader, size: int, where: Path) -> None:
         budget, source = budget_setting(dataset.decoded_budget) or _default_budget(where.parent)
         log.warning("%s. Writing a decoded copy to read rows from: %s at %s (once per machine; within the budget of "
                     "%s, %s). random_access='decode' or decoded_budget=0 (or %s=0) turns this off",
@@ -201,11 +199,11 @@ class CopySource:
             log.warning("%s", why)
 
 
-def _name(dataset: BuiltDataset) -> str:
+def _name(dataset: ShardReader) -> str:
     return f"{dataset.entry.kind} {dataset.key[:12]}"
 
 
-def _thrashing(dataset: BuiltDataset) -> str:
+def _thrashing(dataset: ShardReader) -> str:
     return (f"{_name(dataset)}: random access decodes each shard again and again (an LRU of {dataset.cache_shards} "
             f"decoded shards of {len(dataset.index)})")
 

@@ -33,42 +33,44 @@ Reading:
   (`glyphforge.builds.export`).
 * ``ds.arrays``: everything at once, refused beyond ``arrays_limit`` bytes.
 
-A `BuiltDataset` pickles as a handle (its entry's path and key), never its arrays, so
-DataLoader workers and Dask tasks receive a few hundred bytes. An open one holds its
+The dataset is identity, index and rows; what it reads shards from is its shard source
+(`glyphforge.builds.reading.ShardSource`: an entry on disk, `glyphforge.builds.entry_files`, or
+at a URL, `glyphforge.builds.remote_shards`), and the stream, export and decoded copy are parts
+that take it as a `~glyphforge.builds.reading.ShardReader` and never import it.
+
+A `BuiltDataset` pickles as a handle (its source's: the entry's path and key, or its URL),
+never its arrays, so DataLoader workers and Dask tasks receive a few hundred bytes. An open one holds its
 entry's read lock (`glyphforge.cache.locks.ReadLock`) until ``ds.close()`` or until it is
 garbage collected, so ``glyphforge cache gc --max-size`` never evicts it.
 """
 from __future__ import annotations
 
-import errno
 import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import numpy as np
 
-from glyphforge import config
 from glyphforge._checks import PathLike, check_int
 from glyphforge.batching import batches
 from glyphforge.builds.copy_source import CopySource, budget_setting
+from glyphforge.builds.entry_files import EntryFiles
+from glyphforge.builds.export import export
 from glyphforge.builds.index import ShardIndex
-from glyphforge.builds.members import Member, Put, Scratch, Shard, decode_shard, layout_dtype, place_shard
+from glyphforge.builds.members import Put, Scratch, Shard, decode_shard, layout_dtype, place_shard
 from glyphforge.builds.own_built import announced
-from glyphforge.cache import CacheStore, DamagedEntryFileError, Entry, MissingEntryFileError
-from glyphforge.cache.entry import read_entry
-from glyphforge.cache.lookup import of_kind
-from glyphforge.cache.manifest import is_built
+from glyphforge.builds.reading import ARRAYS_FILE, ShardSource
+from glyphforge.builds.stream import ShardStream, open_stream
+from glyphforge.cache import Entry
 from glyphforge.errors import ArgumentError
-from glyphforge.storage.location import Location, parse_place
 
-if TYPE_CHECKING:
-    from glyphforge.builds.stream import ShardStream
+__all__ = ["ARRAYS_FILE", "DEFAULT_CACHE_SHARDS", "RANDOM_ACCESS", "BuiltDataset", "DatasetTooLargeError",
+           "default_arrays_limit"]
 
-ARRAYS_FILE = "arrays.pklz"
 #: The part of the available memory ``ds.arrays`` may fill by default.
 ARRAYS_MEMORY_FRACTION = 0.5
 #: What ``ds.arrays`` may decode by default where the available memory cannot be measured (Windows): 4 GiB.
@@ -79,21 +81,15 @@ DEFAULT_CACHE_SHARDS = 4
 #: The values of ``BuiltDataset(random_access=...)``.
 RANDOM_ACCESS = ("auto", "decode", "materialize")
 
-T = TypeVar("T")
-
-
 class DatasetTooLargeError(ArgumentError, MemoryError):
     """``ds.arrays`` would decode more bytes than ``ds.arrays_limit`` allows."""
-
-
-class LostShardsError(DamagedEntryFileError):
-    """A shard was read past the end of a truncated ``arrays.pklz``; the message names every shard lost."""
 
 
 class BuiltDataset:
     """A built dataset in the cache, read shard by shard (see the module docstring).
 
-    ``ds.key`` and ``ds.path`` locate the entry; ``ds.metadata`` is what the spec's
+    ``ds.key`` and ``ds.path`` locate the entry (``ds.url``: its URL, for one read where it lies;
+    ``ds.source``: what its shards are read from); ``ds.metadata`` is what the spec's
     optional ``metadata()`` returned (for scenes: ``class_names``); ``ds.layout`` each
     array's dtype and per-example shape; ``ds.entry.meta`` the whole manifest record.
 
@@ -105,7 +101,8 @@ class BuiltDataset:
     Parameters
     ----------
     entry
-        The cache entry of a build.
+        The cache entry of a build, read in place; or the `~glyphforge.builds.reading.ShardSource` to read
+        its shards from (`glyphforge.open_built` gives one for an entry at a URL).
     cache_shards
         How many decoded shards to keep for the next reads (0: none).
     arrays_limit
@@ -122,12 +119,14 @@ class BuiltDataset:
         None: ``$GLYPHFORGE_DECODED_BUDGET``, else a quarter of the free space (`glyphforge.builds.copy_source`).
     """
 
-    def __init__(self, entry: Entry, *, cache_shards: int = DEFAULT_CACHE_SHARDS, arrays_limit: int | None = None,
-                 random_access: str = "auto", decoded_budget: int | str | None = None) -> None:
+    def __init__(self, entry: Entry | ShardSource, *, cache_shards: int = DEFAULT_CACHE_SHARDS,
+                 arrays_limit: int | None = None, random_access: str = "auto",
+                 decoded_budget: int | str | None = None) -> None:
         if random_access not in RANDOM_ACCESS:
             raise ValueError(f"random_access must be one of {', '.join(map(repr, RANDOM_ACCESS))}, got "
                              f"{random_access!r}")
-        self.entry = announced(entry)  # an own copy (unverified) is said so, once per process
+        self.source: ShardSource = EntryFiles(entry) if isinstance(entry, Entry) else entry
+        self.entry = announced(self.source.entry)  # an own copy (unverified) is said so, once per process
         self.cache_shards = check_int("cache_shards", cache_shards, 0)
         self.arrays_limit = None if arrays_limit is None else check_int("arrays_limit", arrays_limit, 0)
         self.random_access = random_access
@@ -137,10 +136,9 @@ class BuiltDataset:
         self._thrashing = False  # a shard was decoded again after the LRU dropped it
         self._dropped: set[int] = set()
         self._arrays: dict[str, np.ndarray] | None = None
-        self._index: ShardIndex | None = None
         self._decoded: OrderedDict[int, Shard] = OrderedDict()
         self._lock = threading.Lock()
-        self._read_lock = entry.read_lock()  # held while the dataset is open: `cache gc --max-size` leaves it alone
+        self._read_lock = self.entry.read_lock()  # held while open: `cache gc --max-size` leaves the entry alone
         self._read_lock.acquire()
         weakref.finalize(self, self._read_lock.release)
 
@@ -156,6 +154,11 @@ class BuiltDataset:
         return self.entry.path
 
     @property
+    def url(self) -> str | None:
+        """The entry's URL when it is read where it lies (`glyphforge.open_built`); None for an entry on disk."""
+        return self.source.url
+
+    @property
     def metadata(self) -> dict[str, Any]:
         """What the spec described of its output (``spec.metadata()``); empty if it has no such method."""
         return dict(self.entry.meta.get("metadata", {}))
@@ -168,30 +171,27 @@ class BuiltDataset:
     @property
     def index(self) -> ShardIndex:
         """Where each shard is in ``arrays.pklz`` and which rows it holds (checked against the file)."""
-        if self._index is None:
-            parts = self.entry.meta.get("parts")
-            where = str(self.path if parts else self.path / ARRAYS_FILE)
-            self._index = ShardIndex.of_entry(self.entry, where)
-        return self._index
+        return self.source.index
 
     def __len__(self) -> int:
         return int(self.entry.meta["n_examples"])
 
     def __repr__(self) -> str:
-        arrays = list(self.entry.meta["layout"])
-        return f"<BuiltDataset {self.entry.kind} {self.key[:12]}: {len(self)} examples, arrays {arrays}>"
+        at = "" if self.url is None else f" at {self.url}"
+        return f"<BuiltDataset {self.entry.kind} {self.key[:12]}{at}: {len(self)} examples, arrays {list(self.layout)}>"
 
     def close(self) -> None:
         """Let the entry go: release its read lock, so `glyphforge cache gc --max-size` may evict it.
 
-        The dataset holds the lock from its creation until this, or until it is garbage collected.
+        The dataset holds the lock from its creation until this, or until it is garbage collected. An entry at a URL
+        also stops its prefetch threads.
         """
+        self.source.close()
         self._read_lock.release()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as a handle: the entry's path and key, never the arrays."""
-        return _reopen, (str(self.path), self.key, self.cache_shards, self.arrays_limit, self.random_access,
-                         self.decoded_budget)
+        """Pickle as a handle: its source's (an entry's path and key, or its URL and options), never the arrays."""
+        return _reopen, (self.source, self.cache_shards, self.arrays_limit, self.random_access, self.decoded_budget)
 
     @property
     def materialized(self) -> Path | None:
@@ -239,7 +239,7 @@ class BuiltDataset:
 
     def _decode(self, number: int) -> Shard:
         """Decode shard ``number`` whole, checked against what the index and layout say (`decode_shard`)."""
-        return self._read(number, decode_shard)
+        return self.source.read(number, decode_shard)
 
     def read_blocks(self, number: int, put: Put, scratch: Scratch) -> None:
         """Hand shard ``number``'s arrays to ``put(name, first_row, block)`` a block of rows at a time.
@@ -247,82 +247,7 @@ class BuiltDataset:
         The blocks are ``scratch``'s buffers, reused (`glyphforge.builds.members.place_shard`):
         nothing of the shard is kept, and no fresh memory is faulted in for it.
         """
-        self._read(number, lambda member: place_shard(member, put, scratch))
-
-    def _read(self, number: int, read: Callable[[Member], T]) -> T:
-        """Return ``read(member)`` of shard ``number``'s member."""
-        index = self.index
-        if not 0 <= number < len(index):
-            raise IndexError(f"shard {number} is out of range: {self.entry.kind} {self.key[:12]} has {len(index)}")
-        path, offset = self._member(number)
-        return read(Member(path, offset, int(index.length[number]), self.entry.meta["layout"],
-                           int(index.rows[number]), f"shard {number}"))
-
-    def _member_name(self, number: int) -> str:
-        """The name of the entry's data file holding shard ``number``'s gzip member.
-
-        ``arrays.pklz``, or for a multi-part entry (built into object storage, see
-        `glyphforge.builds.index`) ``meta["parts"][index.part[number]]``.
-        """
-        part = self.index.part
-        return ARRAYS_FILE if part is None else str(self.entry.meta["parts"][int(part[number])])
-
-    def _member(self, number: int) -> tuple[Path, int]:
-        """Where shard ``number``'s gzip member is: the file to read it from and its first byte there."""
-        return self._arrays_file(number), int(self.index.offset[number])
-
-    def _arrays_file(self, number: int) -> Path:
-        """The file to read shard ``number`` from: a truncated one still serves the shards it holds whole.
-
-        Raises
-        ------
-        LostShardsError
-            Shard ``number`` is past the end of a truncated file (the message names every lost shard).
-        DamagedEntryFileError, MissingEntryFileError
-            The file is longer than its manifest records, or missing (see `Entry.file`).
-        """
-        if self.index.part is not None:
-            return self._part_file(number)
-        try:
-            return self.entry.file(ARRAYS_FILE)
-        except DamagedEntryFileError as error:
-            lost = lost_shards(self.entry, error.size)
-            if lost is None:
-                raise
-            if number < self.index.first_lost(error.size):
-                return error.path
-            raise LostShardsError(
-                f"{error.path} is truncated: {error.size:,} bytes where the {self.entry.kind} entry {self.key[:12]}'s "
-                f"manifest records {error.expected:,}, so shard {number} is lost. {lost}. Run `glyphforge cache gc` to "
-                "remove the entry, then build it again: the build makes its shards again",
-                error.path, error.size, error.expected) from None
-
-    def _part_file(self, number: int) -> Path:
-        """The part of a multi-part entry holding shard ``number``.
-
-        Raises
-        ------
-        LostShardsError, MissingEntryFileError
-            The part is not the size its manifest records, or missing: the message names it and the shards it held.
-        """
-        name = self._member_name(number)
-        try:
-            return self.entry.file(name)
-        except DamagedEntryFileError as error:
-            what = f"{error.size:,} bytes where the manifest records {error.expected:,}"
-            raise LostShardsError(self._lost_part(number, what), error.path, error.size, error.expected) from None
-        except MissingEntryFileError:
-            missing = self._lost_part(number, "missing")
-            raise MissingEntryFileError(errno.ENOENT, missing, str(self.path / name)) from None
-
-    def _lost_part(self, number: int, what: str) -> str:
-        """Say that the part holding shard ``number`` is ``what`` (missing, short...), naming the shards it held."""
-        index = self.index
-        assert index.part is not None, "only a multi-part entry has parts"
-        lost = index.describe(*index.shards_in_part(int(index.part[number])))
-        return (f"{self.path / self._member_name(number)} ({what}) is the part of the {self.entry.kind} entry "
-                f"{self.key[:12]} that held {lost}: they are lost. Run `glyphforge cache gc` to remove the entry, "
-                "then build it again")
+        self.source.read(number, lambda member: place_shard(member, put, scratch))
 
     def take(self, indices: Any) -> dict[str, np.ndarray]:
         """Return rows ``indices`` (ints, negative from the end) of every array, in that order.
@@ -430,17 +355,14 @@ class BuiltDataset:
         ``decoded_budget`` changed."""
         settings = {"cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit,
                     "random_access": self.random_access, "decoded_budget": self.decoded_budget, **options}
-        return self._sibling(**settings)
-
-    def _sibling(self, **settings: Any) -> BuiltDataset:
-        """A new reader of the same entry with these settings (a remote dataset's shares its fetcher)."""
-        return BuiltDataset(self.entry, **settings)
+        return BuiltDataset(self.source.sibling(), **settings)  # an entry at a URL: the same fetcher
 
     def prefetch(self, shards: Any) -> None:
-        """Hint that ``shards`` will be read soon (the stream's next windows): a remote dataset fetches them ahead.
+        """Hint that ``shards`` will be read soon (the stream's next windows): an entry at a URL fetches them ahead.
 
         A no-op for an entry on disk.
         """
+        self.source.prefetch(shards)
 
     @property
     def images(self) -> np.ndarray:
@@ -466,14 +388,10 @@ class BuiltDataset:
 
         ``resume``: a ``stream.state_dict()`` to continue from (on any number of ranks).
         """
-        from glyphforge.builds.stream import open_stream
-
         return open_stream(self, batch_size, resume=resume, **options)
 
     def export(self, directory: PathLike, format: str = "npy", *, overwrite: bool = False) -> Path:
         """Write every array as ``<directory>/<name>.npy`` plus ``metadata.json`` (see `glyphforge.builds.export`)."""
-        from glyphforge.builds.export import export
-
         return export(self, directory, format=format, overwrite=overwrite)
 
     def publish(self, url: str, *, storage_options: Mapping[str, Any] | None = None, progress: bool = True) -> str:
@@ -503,20 +421,6 @@ class BuiltDataset:
                 for name, info in self.layout.items()}
 
 
-def lost_shards(entry: Entry, size: int) -> str | None:
-    """Say which shards of the built ``entry`` an ``arrays.pklz`` of only ``size`` bytes lost and which it still
-    serves ("Lost: shard 2 of 3 (examples 20 to 29); intact: shards 0 to 1 of 3 (examples 0 to 19)").
-
-    None when it is not shorter than its manifest records (nothing is lost to a truncation).
-    """
-    if size >= entry.manifest["files"][ARRAYS_FILE]["size"]:
-        return None
-    index = ShardIndex.of_entry(entry, str(entry.path / ARRAYS_FILE))
-    first = index.first_lost(size)
-    intact = index.describe(0, first - 1) if first else "none"
-    return f"Lost: {index.describe(first, len(index) - 1)}; intact: {intact}"
-
-
 def default_arrays_limit() -> int:
     """Half the memory available now, or :data:`FALLBACK_ARRAYS_LIMIT` where that cannot be measured.
 
@@ -543,56 +447,11 @@ def _available_memory() -> int | None:
         return None
 
 
-def find_built(target: str, data_dir: PathLike | Location | None = None, *,
-               storage_options: dict[str, Any] | None = None, **options: Any) -> BuiltDataset:
-    """Return the built dataset ``target``: a cache key (prefix), or a kind such as ``"scenes"`` (its only entry;
-    ``"scenes:newest"``: its newest, see `glyphforge.cache.lookup`).
-
-    ``data_dir`` may be a URL (or a `~glyphforge.storage.Location`, with ``storage_options``): the
-    one found is read where it lies (`glyphforge.builds.remote.find_remote_built`; ``target`` may also
-    be ``kind/key``, found without listing, as over HTTP; ``options`` go to `glyphforge.open_built`).
-
-    Raises
-    ------
-    LookupError
-        Nothing built matches (the message lists what is built), or an `AmbiguousKindError`: a kind with
-        several entries (listed).
-    """
-    if data_dir is None and config.data_dir_on_disk() is None:  # $GLYPHFORGE_DATA_DIR is a URL
-        data_dir = os.environ[config.ENV_DATA_DIR]
-    place = None if data_dir is None else parse_place(data_dir, storage_options)  # file://: its path
-    if isinstance(place, Location):
-        from glyphforge.builds.remote import find_remote_built
-
-        return find_remote_built(target, place, **options)
-    if given := sorted([*options, *(["storage_options"] if storage_options else [])]):
-        where = place or "the default data dir"
-        raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {where} is a path; drop "
-                         f"{'them' if len(given) > 1 else 'it'}, or give a URL")
-    store = CacheStore.for_data_dir(place)
-    built = [entry for entry in store.ls() if is_built(entry)]
-    if (chosen := of_kind(target, built, store.root)) is not None:
-        return BuiltDataset(chosen)
-    try:
-        entry = store.find(target)
-    except KeyError as error:
-        kinds = ", ".join(sorted({entry.kind for entry in built})) or "none built yet"
-        raise LookupError(f"no built dataset {target!r}: {error.args[0]}. Give a built kind ({kinds}) or a cache "
-                          "key (prefix)") from None
-    if entry not in built:
-        raise LookupError(f"{entry.kind} {entry.key[:12]} is not a built dataset (it has no shard layout)")
-    return BuiltDataset(entry)
-
-
-def _reopen(path: str, key: str, cache_shards: int, arrays_limit: int | None, random_access: str = "auto",
-            decoded_budget: int | str | None = None) -> BuiltDataset:
-    """Open the built dataset at ``path`` again (unpickling), checking it is still entry ``key``.
+def _reopen(source: ShardSource, cache_shards: int, arrays_limit: int | None, random_access: str,
+            decoded_budget: int | str | None) -> BuiltDataset:
+    """Open the built dataset again (unpickling): ``source`` was opened again as it unpickled.
 
     A DataLoader worker's copy finds the decoded copy the parent (or any process) made, at its first read.
     """
-    entry = read_entry(Path(path))
-    if entry is None or entry.key != key:
-        raise FileNotFoundError(f"the built dataset {key[:12]} is no longer at {path}: was it removed from the "
-                                "cache? Build it again, or unpickle where that data dir is mounted")
-    return BuiltDataset(entry, cache_shards=cache_shards, arrays_limit=arrays_limit, random_access=random_access,
+    return BuiltDataset(source, cache_shards=cache_shards, arrays_limit=arrays_limit, random_access=random_access,
                         decoded_budget=decoded_budget)

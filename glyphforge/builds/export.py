@@ -42,7 +42,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import filelock
 import numpy as np
@@ -50,12 +50,10 @@ import numpy as np
 from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge._files import make_temp_dir, writing
+from glyphforge.builds.reading import ShardReader
 from glyphforge.cache.locks import hold, holder_path
 from glyphforge.errors import ArgumentError
 from glyphforge.textfmt import count, human_size
-
-if TYPE_CHECKING:
-    from glyphforge.builds.dataset import BuiltDataset
 
 FORMATS = ("npy",)
 METADATA_FILE = "metadata.json"
@@ -78,7 +76,7 @@ class ExportTargetError(ArgumentError, FileExistsError):
     """The export's directory holds something an export may not replace, or is a file; nothing was touched."""
 
 
-def export(dataset: BuiltDataset, directory: PathLike, *, format: str = "npy", overwrite: bool = False) -> Path:
+def export(dataset: ShardReader, directory: PathLike, *, format: str = "npy", overwrite: bool = False) -> Path:
     """Write ``dataset``'s arrays as ``.npy`` files and ``metadata.json`` into ``directory``; return it.
 
     Parameters
@@ -129,7 +127,7 @@ def export(dataset: BuiltDataset, directory: PathLike, *, format: str = "npy", o
 
 
 # -- what the target may be ------------------------------------------------------
-def _refuse_protected(target: Path, dataset: BuiltDataset) -> None:
+def _refuse_protected(target: Path, dataset: ShardReader) -> None:
     """Refuse the dataset's entry (and inside it), its cache, the data dir and the current directory, and their parents.
 
     Checked before anything else, so even an empty current directory is refused.
@@ -265,7 +263,7 @@ def _remove_leftovers(target: Path) -> None:
                 shutil.rmtree(path)
 
 
-def _stage_and_publish(dataset: BuiltDataset, target: Path) -> None:
+def _stage_and_publish(dataset: ShardReader, target: Path) -> None:
     """Write the export in a staging directory, then publish it at ``target``; on failure remove the staging.
 
     A storage error passes on, to be said after the cleanup (so with the free space then).
@@ -299,7 +297,7 @@ def _move_up(staging: Path, target: Path) -> None:
     staging.rmdir()
 
 
-def write_npy_files(dataset: BuiltDataset, staging: Path) -> None:
+def write_npy_files(dataset: ShardReader, staging: Path) -> None:
     """Write ``<name>.npy`` for every array of ``dataset`` and ``metadata.json`` into the directory ``staging``.
 
     Shard after shard, sequentially: the resident memory stays at one decoded shard. Also

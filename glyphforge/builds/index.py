@@ -179,7 +179,7 @@ class ShardIndex:
         multi-part index must have a ``part`` row naming them in order, each part's members
         tiling it from byte 0. A data file shorter than the index says still serves the
         shards it holds whole; reading the others names them
-        (`glyphforge.builds.dataset.LostShardsError`).
+        (`glyphforge.builds.entry_files.LostShardsError`).
         """
         if (parts is None) != (self.part is None):
             raise DamagedIndexError(where, f"its shard index has {4 if self.part is None else 5} rows but its "

@@ -4,9 +4,9 @@ Random rows of ``arrays.pklz`` cost a whole shard's decoding each; rows of a dec
 copy cost a read of their own bytes (from the page cache, once warm). The copy is made once per machine (per cache)
 and read by every process that opens the entry, DataLoader workers included.
 
-Layout: ``<root>/<kind>/<key>.decoded/`` beside the entry (`glyphforge.cache.decoded.decoded_dir`),
+Layout: ``<root>/<kind>/<key>.decoded/`` beside the entry (`glyphforge.builds.decoded_copy.decoded_dir`),
 holding what ``ds.export`` writes (`glyphforge.builds.export.write_npy_files`): one
-``<array name>.npy`` per array and ``metadata.json``; and its checks (`glyphforge.cache.decoded`):
+``<array name>.npy`` per array and ``metadata.json``; and its checks (`glyphforge.builds.decoded_copy`):
 each array's row checksums ``<array name>.crc32.npy`` and the record ``checks.json`` (every
 file's size and sha256). The cache store treats it as part of
 its entry: ``glyphforge cache rm`` and eviction remove it with the entry (eviction counts
@@ -51,7 +51,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import filelock
 import numpy as np
@@ -74,13 +74,11 @@ from glyphforge.builds.decoded_copy import (
     sums_file,
 )
 from glyphforge.builds.export import write_npy_files
+from glyphforge.builds.reading import ShardReader
 from glyphforge.cache.entry import Entry
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.errors import StorageError
 from glyphforge.textfmt import human_size
-
-if TYPE_CHECKING:
-    from glyphforge.builds.dataset import BuiltDataset
 
 __all__ = ["DamagedCopyError", "DecodedCopy", "ForeignCopyError", "NotEnoughSpaceError", "check_room", "copy_nbytes",
            "drop_copy", "make_copy", "open_copy"]
@@ -253,7 +251,7 @@ def open_copy(entry: Entry, layout: dict[str, Any], n_examples: int) -> DecodedC
     ForeignCopyError
         ``<key>.decoded`` is not glyphforge's (a symbolic link, a file): nothing was read from it.
     DamagedCopyError
-        The copy is not what its maker recorded (see `glyphforge.cache.decoded`).
+        The copy is not what its maker recorded (see `glyphforge.builds.decoded_copy`).
     """
     path = decoded_dir(entry.path)
     what = foreign(path)
@@ -320,7 +318,7 @@ def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) 
         raise DamagedCopyError(path, f"is damaged: {error}") from None
 
 
-def make_copy(dataset: BuiltDataset, announce: Callable[[int, Path], None] | None = None) -> DecodedCopy:
+def make_copy(dataset: ShardReader, announce: Callable[[int, Path], None] | None = None) -> DecodedCopy:
     """Return the decoded copy of ``dataset``'s entry, making it first unless another process has.
 
     See the module docstring for the lock, the staging and the free space asked for. A damaged
@@ -416,12 +414,12 @@ def _remove_leftovers(entry_dir: Path) -> None:
         remove_tree(staging)
 
 
-def copy_nbytes(dataset: BuiltDataset) -> int:
+def copy_nbytes(dataset: ShardReader) -> int:
     """The bytes of a decoded copy of ``dataset``: its arrays, their row checksums, headers and records."""
     return dataset.nbytes + 4 * len(dataset) * len(dataset.layout) + (2 * len(dataset.layout) + 2) * mmap.PAGESIZE
 
 
-def check_room(dataset: BuiltDataset, folder: Path) -> None:
+def check_room(dataset: ShardReader, folder: Path) -> None:
     """Raise `NotEnoughSpaceError` unless a copy of ``dataset`` in ``folder`` leaves `RESERVE_FRACTION` of it free."""
     disk = shutil.disk_usage(folder)
     needed = copy_nbytes(dataset)

@@ -1,190 +1,40 @@
-"""A built dataset read where it lies: in object storage or over HTTP (`open_built`, `find_remote_built`).
+"""Opening a built dataset: `open_built` (an entry's path or URL), `find_built` (a kind or key in a data dir).
 
-``gf.open_built("s3://bucket/data/cache/scenes/<key>")`` returns a `RemoteBuiltDataset`, a
-`~glyphforge.builds.dataset.BuiltDataset` with the same API (``len``, ``ds[i]``, ``take``,
-iteration, ``stream``, ``export``, ``arrays``...), which reads the entry at its URL:
+Both return the one reader, `~glyphforge.builds.dataset.BuiltDataset`, with the same API
+(``len``, ``ds[i]``, ``take``, iteration, ``stream``, ``export``, ``arrays``...) wherever the
+entry lies; what differs is its shard source (`glyphforge.builds.reading.ShardSource`): an
+entry on disk reads its files in place (`glyphforge.builds.entry_files`), an entry in object
+storage or over HTTP is read where it lies, each shard's byte range fetched into the local
+shard cache and prefetched for streams (`glyphforge.builds.remote_shards`).
 
-* Its manifest is read once, and checked as on disk; its ``index.npy`` is fetched once
-  (whole, sha256 checked) into the local shard cache.
-* A shard is one byte range of the data file holding it (``arrays.pklz``, or the part
-  ``meta["parts"]`` names for an entry built into object storage): ``ds[i]`` and ``take``
-  fetch only the ranges of the shards they need, into the local shard cache
-  (`glyphforge.storage.shard_cache`), and decode them from there. So the second read of a
-  shard (the second epoch) is local.
-* ``ds.stream(...)`` tells the dataset which shards its next windows hold
-  (`BuiltDataset.prefetch`): they are fetched on a few threads (``prefetch_threads``) while
-  the current ones are decoded, in runs of consecutive shards (`ShardRuns`) when the entry
-  fits in half the cache, each run by one process of the machine at a time (DataLoader
-  workers fetch it once between them). Fetched shards are files in the cache, not bytes in memory.
-* Reads are retried on transient failures; a lost file, refused credentials or a server
-  that keeps failing raise errors naming the URL, the shard and what to do
-  (`glyphforge.storage.reads`).
-
-A remote dataset pickles as a handle: the URL, the storage options without secrets, the
-local cache dir and the reader's settings. A DataLoader worker (or a Dask task) opens the
-entry again with its own environment's credentials.
+A dataset pickles as a handle: an entry's path and key, or its URL, the storage options
+without secrets, the local cache dir and the reader's settings. A DataLoader worker (or a
+Dask task) opens the entry again, with its own environment's credentials.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from glyphforge._checks import PathLike, check_int
-from glyphforge._files import writing
-from glyphforge.builds.dataset import BuiltDataset, is_built
-from glyphforge.builds.index import INDEX_FILE, DamagedIndexError, ShardIndex
-from glyphforge.builds.members import Member
-from glyphforge.builds.shard_fetch import CachedEntry, Piece, ShardFetcher, ShardRuns, continues_run
-from glyphforge.cache import CorruptPklzError
+from glyphforge import config
+from glyphforge._checks import PathLike
+from glyphforge.builds.dataset import BuiltDataset
+from glyphforge.builds.remote_shards import DEFAULT_PREFETCH_THREADS, open_remote
+from glyphforge.cache import CacheStore
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.lookup import of_kind, split_target
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest, read_manifest
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_built, parse_manifest, read_manifest
 from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, parse_place
 from glyphforge.storage.reads import RemoteFileMissingError, read_bytes
-from glyphforge.storage.remote_entry import (
-    BrokenRemoteEntryError,
-    RemoteEntry,
-    damaged_at_url,
-    entry_location,
-    entry_names,
-)
-from glyphforge.storage.shard_cache import ShardCache
+from glyphforge.storage.remote_entry import RemoteEntry, entry_location, entry_names
 
-__all__ = ["DEFAULT_PREFETCH_THREADS", "RemoteBuiltDataset", "UnlistableDataDirError",
-           "find_remote_built", "open_built"]
-
-T = TypeVar("T")
-#: Threads fetching a stream's next shards ahead (0: none, every shard is fetched when it is read).
-DEFAULT_PREFETCH_THREADS = 4
+__all__ = ["UnlistableDataDirError", "find_built", "find_remote_built", "open_built"]
 
 
 class UnlistableDataDirError(ArgumentError, LookupError):
     """A kind or key prefix was given for a data dir that cannot be listed (over HTTP): give kind/key instead."""
-
-
-class RemoteBuiltDataset(BuiltDataset):
-    """A `BuiltDataset` whose entry is at a URL (see the module docstring); open one with `open_built`.
-
-    ``ds.url`` is the entry's URL; ``ds.path`` its folder in the local shard cache.
-    """
-
-    entry: CachedEntry
-
-    def __init__(self, entry: CachedEntry, *, prefetch_threads: int = DEFAULT_PREFETCH_THREADS,
-                 fetcher: ShardFetcher | None = None, **options: Any) -> None:
-        with writing(entry.path):
-            entry.path.mkdir(parents=True, exist_ok=True)
-        super().__init__(entry, **options)
-        self.prefetch_threads = check_int("prefetch_threads", prefetch_threads, 0)
-        self._fetcher = fetcher or ShardFetcher(entry, self.prefetch_threads)
-
-    @property
-    def url(self) -> str:
-        """The entry's URL (what `open_built` takes)."""
-        return self.entry.remote.url
-
-    @property
-    def index(self) -> ShardIndex:
-        """The shard index (`BuiltDataset.index`), its ``index.npy`` fetched into the local shard cache.
-
-        A local copy damaged since it was fetched is fetched again, once. An index that does not
-        read or fit as the manifest at the URL records it is the damage of the entry there: its
-        local copy is removed, and a `BrokenRemoteEntryError` says what to do at the URL
-        (`damaged_at_url`).
-        """
-        try:
-            return super().index
-        except DamagedIndexError as error:
-            if not self.entry.drop_damaged_copy(INDEX_FILE):
-                raise self._damaged_index(error) from None
-        try:
-            return super().index
-        except DamagedIndexError as error:
-            raise self._damaged_index(error) from None
-
-    def _damaged_index(self, error: DamagedIndexError) -> BrokenRemoteEntryError:
-        """Remove the local copy of the rejected index (glyphforge fetched it: nothing rejected is kept); the error."""
-        (self.path / INDEX_FILE).unlink(missing_ok=True)
-        return BrokenRemoteEntryError(f"the {self.entry.kind} entry at {self.url}: {error.problem}, as its manifest "
-                                      f"there records it; its local copy was removed. {damaged_at_url(self.url)}")
-
-    def _member(self, number: int) -> tuple[Path, int]:
-        """Shard ``number``'s gzip member: its byte range, fetched into the shard cache (unless there), from byte 0."""
-        return self._fetcher.path(self._piece(number)), 0
-
-    def _read(self, number: int, read: Callable[[Member], T]) -> T:
-        """Read shard ``number`` from its cached copy; a copy that does not decode is removed and fetched again
-        once (damaged again: the entry at the URL is, and nothing of it is kept), as is one another process evicted
-        between its fetch and its reading."""
-        try:
-            return super()._read(number, read)
-        except RemoteFileMissingError:
-            raise
-        except (CorruptPklzError, FileNotFoundError):
-            self._fetcher.forget(self._piece(number))
-        try:
-            return super()._read(number, read)
-        except CorruptPklzError as error:
-            self._fetcher.forget(self._piece(number))
-            raise CorruptPklzError(
-                f"shard {number} of the {self.entry.kind} entry at {self.url} is damaged: fetched twice, its bytes do "
-                f"not decode ({error.__cause__ or error}); nothing of it is kept in the local cache. "
-                f"{damaged_at_url(self.url)}") from None
-
-    def _piece(self, number: int) -> Piece:
-        return self._shard_runs().pieces[number]
-
-    def prefetch(self, shards: Iterable[int]) -> None:
-        """Start fetching ``shards`` into the local shard cache on the prefetch threads (see the module docstring).
-
-        Each shard comes with its run of consecutive shards (`ShardRuns`) when the whole entry
-        fits in half the shard cache: what an epoch reads in all, in fewer, larger requests.
-        """
-        layout = self._shard_runs()
-        wanted = dict.fromkeys(layout.run_of[int(shard)] for shard in shards)  # in the order asked
-        self._fetcher.prefetch(layout.runs[run] for run in wanted)
-
-    def _shard_runs(self) -> ShardRuns:
-        """Every shard's piece and run, worked out once (the dataset's readers share them through their fetcher)."""
-        if self._fetcher.runs is None:
-            index = self.index
-            pieces = [Piece(number, self._member_name(number), offset, length) for number, (offset, length) in
-                      enumerate(zip(index.offset.tolist(), index.length.tolist(), strict=True))]
-            alone = self.entry.size_bytes > self.entry.cache.size // 2
-            runs: list[list[Piece]] = []
-            for piece in pieces:
-                if runs and not alone and continues_run(runs[-1], piece):
-                    runs[-1].append(piece)
-                else:
-                    runs.append([piece])
-            run_of = [position for position, run in enumerate(runs) for _ in run]
-            self._fetcher.runs = ShardRuns(pieces, run_of, runs)
-        return self._fetcher.runs
-
-    def _sibling(self, **settings: Any) -> RemoteBuiltDataset:
-        return RemoteBuiltDataset(self.entry, prefetch_threads=self.prefetch_threads, fetcher=self._fetcher,
-                                  **settings)
-
-    def close(self) -> None:
-        """Stop the prefetch threads and let the entry go (see `BuiltDataset.close`)."""
-        self._fetcher.close()
-        super().close()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as a handle: the URL and storage options (without secrets), the cache options and the settings.
-
-        The local cache dir and size are pickled as given: given none, the process unpickling uses its own default.
-        """
-        settings = {**self.entry.cache.options, "prefetch_threads": self.prefetch_threads,
-                    "cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit,
-                    "random_access": self.random_access, "decoded_budget": self.decoded_budget}
-        return _reopen_remote, (self.entry.remote.location, self.key, settings)
-
-    def __repr__(self) -> str:
-        return (f"<BuiltDataset {self.entry.kind} {self.key[:12]} at {self.url}: {len(self)} examples, "
-                f"arrays {list(self.layout)}>")
 
 
 def open_built(
@@ -217,7 +67,7 @@ def open_built(
     Returns
     -------
     BuiltDataset
-        A `RemoteBuiltDataset` for a URL.
+        For a URL, one reading its shards where they lie (``ds.url``: the URL).
 
     Raises
     ------
@@ -234,27 +84,8 @@ def open_built(
             raise ValueError(f"storage_options apply to a URL, and {place} is a path: drop them, or give a URL")
         return _open_local(place.absolute(), **options)
     location = Location(place.url, {**place.storage_options, **storage_options}) if storage_options else place
-    remote = _open_entry(location)
-    cache = ShardCache(cache_dir, cache_size)
-    entry = CachedEntry(cache.folder(remote.kind, remote.key), remote.manifest, remote, cache)
-    return RemoteBuiltDataset(entry, prefetch_threads=prefetch_threads, **options)
-
-
-def _open_entry(location: Location) -> RemoteEntry:
-    """The built entry at ``location``; a LookupError saying what is there otherwise."""
-    parts = location.url.rstrip("/").rsplit("/", 3)
-    if len(parts) < 4 or parts[1] != "cache" or not (is_plain_name(parts[2]) and is_plain_name(parts[3])):
-        raise LookupError(f"{location} is not the URL of an entry: an entry's URL is <data dir URL>/cache/<kind>/"
-                          "<key>. To find the entry of a kind in a data dir at a URL, use "
-                          "glyphforge.builds.find_built(kind, data_dir=URL)")
-    remote = RemoteEntry.open(location)
-    if remote is None:
-        raise LookupError(f"no built dataset at {location}: it has no {MANIFEST} (not published or built there yet, "
-                          "still being written, or a wrong URL). Check the URL, or find the entries of its data dir "
-                          "with glyphforge.builds.find_built(kind, data_dir=<data dir URL>)")
-    if not is_built(remote):
-        raise LookupError(f"the {remote.kind} entry at {location} is not a built dataset (it has no shard layout)")
-    return remote
+    source = open_remote(location, cache_dir=cache_dir, cache_size=cache_size, prefetch_threads=prefetch_threads)
+    return BuiltDataset(source, **options)
 
 
 def _open_local(path: Path, **options: Any) -> BuiltDataset:
@@ -270,6 +101,45 @@ def _open_local(path: Path, **options: Any) -> BuiltDataset:
         raise LookupError(f"no built dataset at {path}: give the directory of a built entry (<data dir>/cache/<kind>/"
                           "<key>), or a URL")
     return BuiltDataset(entry, **options)
+
+
+def find_built(target: str, data_dir: PathLike | Location | None = None, *,
+               storage_options: dict[str, Any] | None = None, **options: Any) -> BuiltDataset:
+    """Return the built dataset ``target``: a cache key (prefix), or a kind such as ``"scenes"`` (its only entry;
+    ``"scenes:newest"``: its newest, see `glyphforge.cache.lookup`).
+
+    ``data_dir`` may be a URL (or a `~glyphforge.storage.Location`, with ``storage_options``): the
+    one found is read where it lies (`find_remote_built`; ``target`` may also
+    be ``kind/key``, found without listing, as over HTTP; ``options`` go to `glyphforge.open_built`).
+
+    Raises
+    ------
+    LookupError
+        Nothing built matches (the message lists what is built), or an `AmbiguousKindError`: a kind with
+        several entries (listed).
+    """
+    if data_dir is None and config.data_dir_on_disk() is None:  # $GLYPHFORGE_DATA_DIR is a URL
+        data_dir = os.environ[config.ENV_DATA_DIR]
+    place = None if data_dir is None else parse_place(data_dir, storage_options)  # file://: its path
+    if isinstance(place, Location):
+        return find_remote_built(target, place, **options)
+    if given := sorted([*options, *(["storage_options"] if storage_options else [])]):
+        where = place or "the default data dir"
+        raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {where} is a path; drop "
+                         f"{'them' if len(given) > 1 else 'it'}, or give a URL")
+    store = CacheStore.for_data_dir(place)
+    built = [entry for entry in store.ls() if is_built(entry)]
+    if (chosen := of_kind(target, built, store.root)) is not None:
+        return BuiltDataset(chosen)
+    try:
+        entry = store.find(target)
+    except KeyError as error:
+        kinds = ", ".join(sorted({entry.kind for entry in built})) or "none built yet"
+        raise LookupError(f"no built dataset {target!r}: {error.args[0]}. Give a built kind ({kinds}) or a cache "
+                          "key (prefix)") from None
+    if entry not in built:
+        raise LookupError(f"{entry.kind} {entry.key[:12]} is not a built dataset (it has no shard layout)")
+    return BuiltDataset(entry)
 
 
 def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltDataset:
@@ -324,11 +194,3 @@ def _built_entries(kind_dir: Location, kind: str) -> list[RemoteEntry]:
         if is_built(entry := RemoteEntry(kind_dir.child(key), manifest)):
             entries.append(entry)
     return entries
-
-
-def _reopen_remote(location: Location, key: str, settings: dict[str, Any]) -> BuiltDataset:
-    """Open the remote dataset again (unpickling), checking it is still entry ``key``."""
-    dataset = open_built(location, **settings)
-    if dataset.key != key:
-        raise LookupError(f"the entry at {location} is {dataset.key[:12]}, not the pickled dataset's {key[:12]}")
-    return dataset

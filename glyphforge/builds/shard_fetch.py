@@ -109,7 +109,7 @@ class ShardFetcher:
         self.entry = entry
         self.threads = threads
         self.runs: ShardRuns | None = None
-        """The readers' `RemoteBuiltDataset._shard_runs`, worked out once."""
+        """The readers' `RemoteShards._shard_runs`, worked out once."""
         self._start()
 
     def _start(self) -> None:

@@ -35,8 +35,8 @@ one window is a view of it, but for the last one an iterator takes from a window
 since a loop holds the batch it has while it asks for the next, and the next window is
 decoded into the arrays of a done one, the window just read included, when no batch still
 held is a view of them (memory used before: no fresh pages to fault in), else into new ones.
-Copies and done windows' arrays alike are reused that way (`Spare`: at most `SPARE` done
-windows, `SPARE` + 1 copies kept). Every rank
+Copies and done windows' arrays alike are reused that way (`glyphforge.builds.stream_windows`:
+at most ``SPARE`` done windows, ``SPARE`` + 1 copies kept). Every rank
 (and every worker) decodes every window, since each global batch mixes a window's rows:
 workers parallelise per-batch work (transforms), not decoding.
 
@@ -76,22 +76,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from glyphforge._checks import check_int
-from glyphforge.builds.members import Scratch
+from glyphforge.builds.reading import ShardReader
 from glyphforge.builds.stream_state import STATE_VERSION, check_state, count_epochs
-
-if TYPE_CHECKING:
-    from glyphforge.builds.dataset import BuiltDataset
+from glyphforge.builds.stream_windows import Placer, Window, Windows, copy_rows
 
 EVEN_RANKS = ("repeat", "drop")
 DEFAULT_WINDOW = 4
-#: Sets of a done window's arrays kept to decode later windows into (`Windows`).
-SPARE = 2
-
 Batch = tuple[np.ndarray, dict[str, np.ndarray] | None]
 
 
@@ -120,79 +115,6 @@ class EpochPlan:
         return int(np.diff(self.ends, prepend=0).max()) if len(self.ends) else 0
 
 
-@dataclass
-class Window:
-    """One decoded window: its rows in the epoch's order, from position ``begin`` of the epoch."""
-
-    begin: int
-    arrays: dict[str, np.ndarray]
-    """Views of the first rows of ``owners``."""
-    owners: dict[str, np.ndarray]
-    """The arrays it was decoded into (reused once it is done: `Windows`)."""
-
-
-@dataclass
-class Spare:
-    """Sets of arrays done with, kept to be written again once no batch a consumer holds is a view of them.
-
-    Writing into arrays used before spares the fresh pages a new array faults in. Of more
-    than ``keep`` sets the oldest is left to its batches.
-    """
-
-    keep: int
-    sets: list[dict[str, np.ndarray]] = field(default_factory=list)
-
-    def give(self, arrays: dict[str, np.ndarray]) -> None:
-        """Keep ``arrays`` to be written again once nothing views them."""
-        self.sets.append(arrays)
-        del self.sets[:-self.keep]
-
-    def take(self, rows: int) -> dict[str, np.ndarray]:
-        """A kept set of ``rows`` rows or more that no batch views any more, by name (empty: none)."""
-        for at, arrays in enumerate(self.sets):
-            if min(map(len, arrays.values())) >= rows and max(_references(arrays)) == _ALONE:
-                return self.sets.pop(at)
-        return {}
-
-
-@dataclass
-class Windows:
-    """An iteration's decoded windows (those the batch under way reads), and the memory it reuses.
-
-    The arrays of done windows (`SPARE` sets) and of batches that are copies, each reused
-    once no batch views them (`Spare`), and the scratch shards are inflated into.
-    """
-
-    decoded: dict[int, Window] = field(default_factory=dict)
-    spare: Spare = field(default_factory=lambda: Spare(SPARE))
-    copies: Spare = field(default_factory=lambda: Spare(SPARE + 1))
-    scratch: Scratch = field(default_factory=Scratch)
-    """The buffers shards are inflated into, a block of rows at a time, before their rows are placed."""
-
-    def done_before(self, number: int) -> None:
-        """Let the windows before ``number`` go (the batches go forward): their arrays become spare."""
-        for done in [done for done in self.decoded if done < number]:
-            self.spare.give(self.decoded.pop(done).owners)
-
-    def batch(self, like: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
-        """Arrays of ``rows`` rows shaped as ``like``'s for a batch that is a copy (kept ones nothing views, or new)."""
-        owners = self.copies.take(rows)
-        for name, array in like.items():
-            if name not in owners:
-                owners[name] = np.empty((rows, *array.shape[1:]), array.dtype)
-        self.copies.give(owners)
-        return {name: owners[name][:rows] for name in like}
-
-
-def _references(arrays: dict[str, np.ndarray]) -> list[int]:
-    """``sys.getrefcount`` of each array of ``arrays``: a view of one (a batch, or a part of it) adds 1."""
-    return [sys.getrefcount(array) for array in arrays.values()]
-
-
-#: What `_references` counts for an array nothing but its dict refers to (counted here, not assumed).
-_ALONE = _references({"alone": np.empty(0)})[0]
-
-
 @dataclass(frozen=True)
 class ShardStream:
     """A resumable, re-iterable stream of ``(images, targets)`` batches (see the module docstring).
@@ -201,7 +123,7 @@ class ShardStream:
     iteration yields (for this rank, and this worker when ``num_workers > 1``).
     """
 
-    dataset: BuiltDataset
+    dataset: ShardReader
     batch_size: int
     shuffle: bool = True
     seed: int = 0
@@ -410,7 +332,7 @@ class ShardStream:
         object.__setattr__(self, "began", None)
 
     def _gather(
-        self, reader: BuiltDataset, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray,
+        self, reader: ShardReader, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray,
         ahead: int = 0,
     ) -> dict[str, np.ndarray]:
         """Return the rows at ``positions`` of the epoch's order, decoding windows into ``windows`` as needed.
@@ -444,13 +366,13 @@ class ShardStream:
             if number not in decoded:
                 decoded[number] = self._decode(reader, plan, epoch, number, int(positions.min()), windows)
             out = out or windows.batch(decoded[number].arrays, len(positions))
-            _copy_rows(out, decoded[number], positions, numbers == number)
+            copy_rows(out, decoded[number], positions, numbers == number)
             if number < high:  # its part is taken: its arrays may take the next window
                 windows.done_before(number + 1)
         return out
 
     def _decode(
-        self, reader: BuiltDataset, plan: EpochPlan, epoch: int, number: int, first: int, windows: Windows
+        self, reader: ShardReader, plan: EpochPlan, epoch: int, number: int, first: int, windows: Windows
     ) -> Window:
         """Decode the rows of window ``number`` from position ``first`` of the epoch on (all of them from its start).
 
@@ -471,7 +393,7 @@ class ShardStream:
             count = int(reader.index.rows[shard])
             targets = None if places is None else places[at:at + count]
             if (at + count > skip) if targets is None else bool((targets >= 0).any()):  # else: all consumed
-                put = _Placer(owners, at - skip if targets is None else targets, bool(skip), plan.largest)
+                put = Placer(owners, at - skip if targets is None else targets, bool(skip), plan.largest)
                 reader.read_blocks(shard, put, windows.scratch)  # a block of rows at a time: no decoded shard
             at += count
         return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)
@@ -490,43 +412,6 @@ class ShardStream:
                 f"worker {self.worker}/{self.num_workers}, epoch {self.epoch}, {len(self)} batches>")
 
 
-@dataclass(frozen=True)
-class _Placer:
-    """Puts the blocks of one shard's arrays where the shard's rows go in a window's ``arrays`` (`read_blocks`'s put).
-
-    ``places`` is each row's place among the window's rows to come (negative: consumed, left
-    out when ``partial``), or, for a window in shard order, the first row's place (an int).
-    Arrays missing from ``arrays`` are made of ``size`` rows.
-    """
-
-    arrays: dict[str, np.ndarray]
-    places: np.ndarray | int
-    partial: bool
-    size: int
-
-    def __call__(self, name: str, first: int, block: np.ndarray) -> None:
-        if name not in self.arrays:  # every shard has the same dtypes and shapes (the builder checks)
-            self.arrays[name] = np.empty((self.size, *block.shape[1:]), block.dtype)
-        out = self.arrays[name]
-        if isinstance(self.places, int):
-            start = self.places + first
-            low = min(max(-start, 0), len(block))
-            out[start + low:start + len(block)] = block[low:]
-            return
-        places = self.places[first:first + len(block)]
-        if self.partial:
-            kept = np.flatnonzero(places >= 0)
-            out[places[kept]] = block[kept]
-        else:
-            out[places] = block
-
-
-def _copy_rows(out: dict[str, np.ndarray], window: Window, positions: np.ndarray, mask: np.ndarray) -> None:
-    """Copy the rows of ``window`` at ``positions[mask]`` to ``out[name][mask]``."""
-    for name, array in window.arrays.items():
-        out[name][mask] = array[positions[mask] - window.begin]
-
-
 def _torch_worker_info() -> Any:
     """``torch.utils.data.get_worker_info()`` when torch is already imported, else None (never imports it)."""
     torch = sys.modules.get("torch")
@@ -534,7 +419,7 @@ def _torch_worker_info() -> Any:
 
 
 def open_stream(
-    dataset: BuiltDataset, batch_size: int, resume: Mapping[str, Any] | None = None, **options: Any
+    dataset: ShardReader, batch_size: int, resume: Mapping[str, Any] | None = None, **options: Any
 ) -> ShardStream:
     """Return ``ShardStream(dataset, batch_size, **options)`` at ``resume`` (a state) if given.
 

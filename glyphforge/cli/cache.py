@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from glyphforge.builds.dataset import ARRAYS_FILE, is_built, lost_shards
+from glyphforge.builds.entry_files import lost_shards
+from glyphforge.builds.reading import ARRAYS_FILE
 from glyphforge.cache import CacheProblem, CleanupError, raw
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.eviction import Eviction
-from glyphforge.cache.manifest import ManifestFields
+from glyphforge.cache.manifest import ManifestFields, is_built
 from glyphforge.cache.problems import CORRUPT
 from glyphforge.cache.store_protocol import Store
 from glyphforge.cli.common import Formatter, add_command, data_context, store_refusals

@@ -148,7 +148,7 @@ def find_built_target(target: str, context: DataContext) -> BuiltDataset:
 
     A target that names nothing (or a kind or key prefix for a data dir that cannot be listed, HTTP) is a `UsageError`.
     """
-    from glyphforge.builds.dataset import find_built
+    from glyphforge.builds.remote import find_built
 
     with target_lookup():
         if context.remote is None:

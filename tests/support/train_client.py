@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 import torch.utils.data
 
-from glyphforge.builds.dataset import find_built
+from glyphforge.builds.remote import find_built
 
 CHECKPOINT = "checkpoint.pt"
 HOLD_TIMEOUT = 600.0
