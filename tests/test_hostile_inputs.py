@@ -15,9 +15,9 @@ from glyphforge import cli
 from glyphforge._files import atomic_path, writing
 from glyphforge.builds import build
 from glyphforge.builds.builder import MAX_SHARDS, SpecError
-from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import dump_pklz
 from glyphforge.errors import StorageError
+from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.specs import NoiseSpec
 

@@ -72,7 +72,7 @@ LAYERS: Layers = (
 )
 
 #: Layer names of packages a branch in flight creates: not stale while they do not exist yet (struck off at the merge).
-COMING: frozenset[str] = frozenset({"scenes"})
+COMING: frozenset[str] = frozenset()
 
 #: The most lines a module may have.
 MAX_LINES = 500

@@ -19,7 +19,6 @@ import glyphforge
 from glyphforge import cli, config
 from glyphforge.builds.builder import SpecError
 from glyphforge.builds.dataset import find_built
-from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import mnist_family, registry
 from glyphforge.datasets._class_declaration import DECLARATIONS
@@ -42,6 +41,7 @@ from glyphforge.datasets.mnist_family import (
 )
 from glyphforge.pipelines.idx import IDXError
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError
+from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
 from support.synthetic_emnist import ASYMMETRIC_GLYPH, gunzip, gzip_bytes

@@ -28,12 +28,12 @@ from glyphforge.builds.remote_build import (
     build_into,
     fetch_entries,
 )
-from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore, MissingEntryFileError
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.keys import cache_key
 from glyphforge.context import DataContext
 from glyphforge.errors import StorageError
+from glyphforge.scenes.spec import ScatteredGlyphs
 from glyphforge.session import open_session
 from glyphforge.storage.location import Location, UnsupportedURLError
 from glyphforge.storage.publish import PublishConflictError

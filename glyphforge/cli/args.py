@@ -199,8 +199,8 @@ def option_value(option: registry.Option, text: str) -> Any:
 
 def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `ScatteredGlyphs`; an option not given keeps the spec's default (shown in --help)."""
-    from glyphforge.builds.scene_sources import glyph_sources
-    from glyphforge.builds.scenes import ScatteredGlyphs
+    from glyphforge.scenes.sources import glyph_sources
+    from glyphforge.scenes.spec import ScatteredGlyphs
 
     defaults = {spec_field.name: spec_field.default for spec_field in dataclasses.fields(ScatteredGlyphs)}
 
@@ -248,7 +248,7 @@ def _scene_dest(dataset: str, option: registry.Option) -> str:
 
 def scene_spec(args: argparse.Namespace) -> Any:
     """Return the `ScatteredGlyphs` the parsed options describe (the options not given keep its defaults)."""
-    from glyphforge.builds.scenes import ScatteredGlyphs
+    from glyphforge.scenes.spec import ScatteredGlyphs
 
     fields = {spec_field.name for spec_field in dataclasses.fields(ScatteredGlyphs)}
     given = {name: value for name, value in vars(args).items() if name in fields}

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from glyphforge.context import DataContext
-from glyphforge.datasets import own_sources as own_files
 from glyphforge.datasets import registry
+from glyphforge.scenes import own_sources as own_files
 
 FONT = "font"
 
@@ -174,7 +174,7 @@ def own_sources(
     glyphs: str, options: FrozenOptions, backgrounds: str | Sequence[str] | None, context: DataContext,
 ) -> dict[str, dict[str, str]]:
     """The own copies (unverified) the glyphs and textures are read from, ``{"glyphs" | "backgrounds": {file:
-    "sha256:<hex>"}}``, only those in use (empty: upstream's; see `glyphforge.datasets.own_sources`)."""
+    "sha256:<hex>"}}``, only those in use (empty: upstream's; see `glyphforge.scenes.own_sources`)."""
     found = {}
     if glyphs != FONT:
         found["glyphs"] = own_files.glyph_files(glyphs, dict(options), context)
