@@ -17,7 +17,7 @@ from glyphforge.cache import CacheStore, Entry
 from glyphforge.cache.lookup import of_kind
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
-from glyphforge.scenes.sources import dataset_part
+from glyphforge.datasets.registry import dataset_part
 from glyphforge.textfmt import count
 from glyphforge.visualize import preview
 
