@@ -96,7 +96,7 @@ class SleepSpec:
 
 def font_scenes(n_examples: int, shard_size: int, seed: int) -> Any:
     """The scenes spec with glyphs rendered from Pillow's font on random flat colours (no data needed)."""
-    from glyphforge.builds.scenes import ScatteredGlyphs
+    from glyphforge.scenes.spec import ScatteredGlyphs
 
     return ScatteredGlyphs(n_examples, glyphs="font", background_colours=["navy", "olive", "grey", "black"],
                            colours=["white", "yellow"], shard_size=shard_size, seed=seed)

@@ -55,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     "AmbiguousKindError": "glyphforge.cache.lookup",
     "ShardError": "glyphforge.builds.spec",
     "SpecError": "glyphforge.builds.spec",
-    "ScatteredGlyphs": "glyphforge.builds.scenes",
+    "ScatteredGlyphs": "glyphforge.scenes.spec",
     "preview": "glyphforge.visualize",
     # object storage
     "publish": "glyphforge.storage.publish",

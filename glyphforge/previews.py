@@ -13,11 +13,11 @@ import numpy as np
 
 from glyphforge._checks import PathLike
 from glyphforge.builds.dataset import BuiltDataset
-from glyphforge.builds.scene_sources import dataset_part
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.cache.lookup import of_kind
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
+from glyphforge.datasets.registry import dataset_part
 from glyphforge.textfmt import count
 from glyphforge.visualize import preview
 

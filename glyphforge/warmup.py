@@ -49,8 +49,8 @@ KERNEL_CALLS: tuple[tuple[str, str, str], ...] = (
 
 
 def _call(name: str) -> Callable[[], object]:
-    from glyphforge.builds.scenes import ScatteredGlyphs
     from glyphforge.pipelines.resize import resize
+    from glyphforge.scenes.spec import ScatteredGlyphs
 
     grey = np.zeros((1, 4, 4), np.uint8)
     if name == "scene layout and compositing":  # font glyphs are resized by Pillow: no resize kernel here

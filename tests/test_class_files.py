@@ -27,6 +27,7 @@ from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets._class_load import ClassFilesDataset
 from glyphforge.datasets.emnist import EMNIST, emnist_classes, load_emnist, prepare_emnist
 from glyphforge.pipelines.resize import resize
+from glyphforge.scenes.glyph_datasets import glyph_dataset
 
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
 
@@ -159,14 +160,14 @@ def test_load_the_map_style_class_and_glyphs_of_the_toy_dataset(toy, tmp_path):
     small = Toy("train", (14, 14), classes="B", context=context)  # the resized entry, made from the cached one
     assert np.array_equal(small.images, resize(files.class_images(1, "train"), (14, 14), method="box", batch=True))
 
-    glyphs = registry.resolve(record.glyphs)
+    glyphs = registry.resolve(glyph_dataset("toy").glyphs)  # the scenes' part, read from the declaration
     gx, gy, names = glyphs(None, example_range=None, shape=(14, 14), context=context)
     assert names == list(CLASSES) and len(gx) == 360 and np.bincount(gy).tolist() == [
         len(files.class_images(label)) for label in range(10)]
     with pytest.raises(FileNotFoundError, match=r"^Toy at 7x7 is not prepared in .*: run `prepare-data toy --shape "
                                                 r"7x7` first \(glyph images are read from the cache only"):
         glyphs("A", example_range=None, shape=(7, 7), context=context)
-    assert registry.resolve(record.glyph_classes)() == list(CLASSES)
+    assert registry.resolve(glyph_dataset("toy").classes)() == list(CLASSES)
     with pytest.raises(FileNotFoundError, match=r"^Toy is not prepared in .*: run prepare_toy\(\) or `prepare-data "
                                                 r"toy`, or pass download=True"):
         load("A", data_dir=tmp_path / "empty", download=False)

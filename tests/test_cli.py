@@ -14,10 +14,10 @@ import pytest
 from PIL import Image
 
 from glyphforge import cli
-from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 from glyphforge.cli import args as cli_args
 from glyphforge.datasets.backgrounds import background_names
+from glyphforge.scenes.spec import ScatteredGlyphs
 from glyphforge.textfmt import human_size
 
 from support.cli import run

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from glyphforge import build, cli, load_emnist, prepare_emnist
-from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 from glyphforge.cli import args as cli_args
+from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.cli import BIN, run
 from support.mounts import small_disk  # noqa: F401 (fixture)

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from glyphforge import DataContext, build
-from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore
 from glyphforge.datasets.backgrounds import COMMIT, load_backgrounds, prepare_backgrounds
 from glyphforge.datasets.omniglot import RESOURCES, load_omniglot, prepare_omniglot
 from glyphforge.hashes import file_hash
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError
+from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.cli import run
 from support.http_server import http_server  # noqa: F401 (fixture)

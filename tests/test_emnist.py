@@ -22,6 +22,7 @@ from glyphforge.datasets.emnist import (
 )
 from glyphforge.pipelines.idx import IDXError
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError
+from glyphforge.scenes.glyph_datasets import glyph_dataset
 
 from support.http_server import http_server  # noqa: F401 (fixture)
 from support.synthetic_emnist import (
@@ -123,8 +124,10 @@ def test_public_names():
 
 def test_the_registry_resolves_every_part():
     record = registry.get("emnist")
-    parts = [registry.resolve(ref) for ref in (record.prepare, record.load, record.preview, record.glyphs)]
-    assert parts == [prepare_emnist, load_emnist, preview_examples, glyph_images]
+    parts = [registry.resolve(ref) for ref in (record.prepare, record.load, record.preview)]
+    assert parts == [prepare_emnist, load_emnist, preview_examples]
+    glyphs = glyph_dataset("emnist")  # the scenes' part, read from the declaration
+    assert glyphs is not None and glyphs.glyphs.__doc__ == glyph_images.__doc__
 
 
 # -- prepare: arguments ----------------------------------------------------------------

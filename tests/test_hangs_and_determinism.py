@@ -22,8 +22,8 @@ import pytest
 from glyphforge import config
 from glyphforge.builds.builder import build
 from glyphforge.builds.remote import find_built
-from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import dump_pklz
+from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.dask_cluster import dask_cluster
 from support.specs import NoiseSpec
@@ -52,7 +52,7 @@ def test_a_script_building_on_processes_without_the_main_guard_fails_quickly_wit
     script = tmp_path / "unguarded.py"
     script.write_text(textwrap.dedent("""\
         import glyphforge as gf
-        from glyphforge.builds.scenes import ScatteredGlyphs
+        from glyphforge.scenes.spec import ScatteredGlyphs
 
         spec = ScatteredGlyphs(40, image_shape=(20, 20), glyphs="font", glyph_shape=(9, 9), shard_size=10, seed=3)
         ds = gf.build(spec, session="processes:2", data_dir="data", progress=False)
@@ -81,7 +81,7 @@ def test_the_same_script_with_the_main_guard_builds(tmp_path):
     script = tmp_path / "guarded.py"
     script.write_text(textwrap.dedent("""\
         import glyphforge as gf
-        from glyphforge.builds.scenes import ScatteredGlyphs
+        from glyphforge.scenes.spec import ScatteredGlyphs
 
         if __name__ == "__main__":
             spec = ScatteredGlyphs(40, image_shape=(20, 20), glyphs="font", glyph_shape=(9, 9), shard_size=10,

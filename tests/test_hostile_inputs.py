@@ -14,11 +14,11 @@ import pytest
 from glyphforge import cli
 from glyphforge._files import atomic_path, writing
 from glyphforge.builds import build
-from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.builds.spec import SpecError
 from glyphforge.cache import dump_pklz
 from glyphforge.cache.declared import MAX_SHARDS
 from glyphforge.errors import StorageError
+from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.specs import NoiseSpec
 

@@ -72,7 +72,7 @@ LAYERS: Layers = (
 )
 
 #: Layer names of packages a branch in flight creates: not stale while they do not exist yet (struck off at the merge).
-COMING: frozenset[str] = frozenset({"scenes"})
+COMING: frozenset[str] = frozenset()
 
 #: The most lines a module may have.
 MAX_LINES = 500
@@ -85,8 +85,6 @@ KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset({
     frozenset({"glyphforge.builds.copy_source", "glyphforge.builds.dataset", "glyphforge.builds.export",
                "glyphforge.builds.materialize", "glyphforge.builds.remote", "glyphforge.builds.stream"}),
     frozenset({"glyphforge.builds.builder", "glyphforge.builds.remote_build"}),
-    # registry imports mnist_family by importlib.import_module, whose _class_files.record imports the registry
-    frozenset({"glyphforge.datasets._class_files", "glyphforge.datasets.mnist_family", "glyphforge.datasets.registry"}),
 })
 
 #: Upward imports known and scheduled for removal, ``(importing file, imported module)``: why.

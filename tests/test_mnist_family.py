@@ -17,10 +17,10 @@ from PIL import Image
 
 import glyphforge
 from glyphforge import cli, config
-from glyphforge.builds.builder import SpecError
 from glyphforge.builds.remote import find_built
-from glyphforge.builds.scenes import ScatteredGlyphs
+from glyphforge.builds.spec import SpecError
 from glyphforge.cache import CacheStore
+from glyphforge.cli.dataset_options import prepare_options
 from glyphforge.datasets import mnist_family, registry
 from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets._classes import ClassNames
@@ -42,6 +42,8 @@ from glyphforge.datasets.mnist_family import (
 )
 from glyphforge.pipelines.idx import IDXError
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError
+from glyphforge.scenes.glyph_datasets import glyph_dataset, glyph_datasets
+from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
 from support.synthetic_emnist import ASYMMETRIC_GLYPH, gunzip, gzip_bytes
@@ -143,16 +145,17 @@ def box(images: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 # -- the registry and the public names ---------------------------------------------------------
 def test_the_three_datasets_are_registered_and_exported():
     assert {"mnist", "fashion-mnist", "kmnist"} <= set(registry.registered())
-    assert {"mnist", "fashion-mnist", "kmnist"} <= set(registry.glyph_sources())
+    assert {"mnist", "fashion-mnist", "kmnist"} <= set(glyph_datasets())
     for name in NAMES:
         record = registry.get(name)
         ident = name.replace("-", "_")
         assert registry.resolve(record.prepare) is getattr(mnist_family, f"prepare_{ident}")
         assert registry.resolve(record.load) is getattr(mnist_family, f"load_{ident}")
         assert registry.resolve(record.preview) is preview_examples
-        assert registry.resolve(record.glyphs) is getattr(mnist_family, f"{ident}_glyph_images")
-        assert record.glyph_classes is not None and registry.resolve(record.glyph_classes)() == CLASSES[name]
-        assert record.default_resize == mnist_family.DEFAULT_METHOD == "box" and record.options == ()
+        glyphs = glyph_dataset(name)  # the scenes' part, read from the declaration
+        assert glyphs is not None and glyphs.glyphs.__name__ == getattr(mnist_family, f"{ident}_glyph_images").__name__
+        assert glyphs.classes is not None and registry.resolve(glyphs.classes)() == CLASSES[name]
+        assert record.default_resize == mnist_family.DEFAULT_METHOD == "box" and prepare_options(name) == ()
     assert (glyphforge.load_mnist, glyphforge.load_fashion_mnist, glyphforge.load_kmnist) == (
         load_mnist, load_fashion_mnist, load_kmnist)
     assert (glyphforge.MNIST, glyphforge.FashionMNIST, glyphforge.KMNIST) == (MNIST, FashionMNIST, KMNIST)

@@ -22,7 +22,7 @@ def test_every_exported_name_resolves_to_its_module_object():
     assert sorted(dir(glyphforge)) == sorted(glyphforge.__all__)
 
 
-@pytest.mark.parametrize("module", ["glyphforge", "glyphforge.builds.scenes"])
+@pytest.mark.parametrize("module", ["glyphforge", "glyphforge.scenes.spec"])
 def test_import_does_not_load_numba_dask_or_pillow(module):
     code = (
         f"import sys, {module}; "

@@ -17,8 +17,10 @@ import glyphforge.datasets
 from glyphforge import cli
 from glyphforge.cache import CacheStore
 from glyphforge.cli import args as cli_args
+from glyphforge.cli import dataset_options
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
+from glyphforge.scenes.glyph_datasets import glyph_dataset, glyph_datasets
 
 from support.toy_dataset import register_toy
 
@@ -26,10 +28,11 @@ from support.toy_dataset import register_toy
 def test_the_built_in_datasets_are_registered_with_parts_that_resolve():
     assert glyphforge.datasets.registered() == ["backgrounds", "emnist", "fashion-mnist", "kmnist", "mnist",
                                                 "omniglot"]
-    assert registry.glyph_sources() == ["emnist", "fashion-mnist", "kmnist", "mnist", "omniglot"]
+    assert glyph_datasets() == ["emnist", "fashion-mnist", "kmnist", "mnist", "omniglot"]
     for name in registry.registered():
         record = registry.get(name)
-        parts = [record.prepare, record.load, record.preview] + ([record.glyphs] if record.glyphs else [])
+        glyphs = glyph_dataset(name)
+        parts = [record.prepare, record.load, record.preview] + ([glyphs.glyphs] if glyphs else [])
         assert all(callable(registry.resolve(part)) for part in parts), name
         module = __import__(registry.resolve(record.prepare).__module__, fromlist=["DEFAULT_METHOD"])
         assert module.DEFAULT_METHOD == record.default_resize, name  # one default per dataset, declared once
@@ -97,7 +100,7 @@ def _in_a_fresh_python(code: str) -> str:
 def test_reading_the_registry_imports_neither_argparse_nor_any_dataset_module():
     loaded = _in_a_fresh_python(
         "import sys, glyphforge, glyphforge.datasets.registry as r; "
-        "r.get('emnist').options; r.exports(); dir(glyphforge); glyphforge.__all__; "
+        "r.get('emnist'); r.exports(); dir(glyphforge); glyphforge.__all__; "
         "print(sorted(m for m in sys.modules if m == 'argparse' or m.startswith('glyphforge.datasets.')))"
     )
     assert loaded == "['glyphforge.datasets.registry']"
@@ -153,30 +156,29 @@ def _nested_converter():
     ({"many": True, "repeatable": True}, r"option --x: give many=True \(one flag, several values\) or "
                                          r"repeatable=True \(the flag given several times\), not both"),
     ({"choices": ("a", "b"), "value": int}, r"option --x: choices are for text values without a converter"),
-    ({"choices": ("a", "b"), "convert": registry.emnist_archive}, r"choices are for text values"),
+    ({"choices": ("a", "b"), "convert": dataset_options.emnist_archive}, r"choices are for text values"),
 ], ids=["lambda", "nested", "partial", "float", "many-and-repeatable", "int-choices", "converted-choices"])
 def test_an_option_is_a_typed_declaration(options, message):
     with pytest.raises(ValueError, match=message):
-        registry.Option("--x", "x", "help", **options)
+        dataset_options.Option("--x", "x", "help", **options)
 
 
 def test_bad_flags_and_params_are_refused():
     for flag, param in (("-x", "x"), ("--X", "x"), ("x", "x"), ("--x", "not a name")):
         with pytest.raises(ValueError, match=f"option {flag!r} fills {param!r}: give a flag such as '--emnist-split' "
                                              "and the keyword it fills, a Python identifier such as 'split'"):
-            registry.Option(flag, param, "help")
+            dataset_options.Option(flag, param, "help")
 
 
 def test_a_flag_or_export_of_another_dataset_is_refused():
-    split = registry.Option("--split", "split", "EMNIST's flag")
+    split = dataset_options.Option("--split", "split", "EMNIST's flag")
     with pytest.raises(ValueError, match=r"dataset 'toy' declares the prepare-data option --split, which dataset "
                                          r"'emnist' already declares: give 'toy' its own \(e.g. prefixed with its "
                                          r"name\)"):
-        registry.register(registry.DatasetRecord("toy", "", prepare=print, load=print, preview=print, options=(split,)))
+        dataset_options.register_options("toy", prepare=(split,))
     with pytest.raises(ValueError, match=r"declares the build scenes option --omniglot-sets, which dataset "
                                          r"'omniglot' already declares"):
-        registry.register(registry.DatasetRecord("toy", "", prepare=print, load=print, preview=print,
-                                                 scene_options=(registry.get("omniglot").scene_options[0],)))
+        dataset_options.register_options("toy", scenes=(dataset_options.scene_options("omniglot")[0],))
     with pytest.raises(ValueError, match=r"declares the export MNIST, which dataset 'mnist' already declares"):
         registry.register(registry.DatasetRecord("toy", "", prepare=print, load=print, preview=print,
                                                  exports=("mypackage.toy:MNIST",)))

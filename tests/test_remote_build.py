@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import ShardError, build, cache_params
-from glyphforge.builds.dataset import ARRAYS_FILE, BuiltDataset
+from glyphforge.builds.dataset import BuiltDataset
 from glyphforge.builds.entry_files import LostShardsError
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.reading import ARRAYS_FILE
 from glyphforge.builds.remote_build import (
     ReadOnlyDataDirError,
     RemoteShardTask,
@@ -29,12 +30,12 @@ from glyphforge.builds.remote_build import (
     build_into,
     fetch_entries,
 )
-from glyphforge.builds.scenes import ScatteredGlyphs
 from glyphforge.cache import CacheStore, MissingEntryFileError
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.keys import cache_key
 from glyphforge.context import DataContext
 from glyphforge.errors import StorageError
+from glyphforge.scenes.spec import ScatteredGlyphs
 from glyphforge.session import open_session
 from glyphforge.storage.location import Location, UnsupportedURLError
 from glyphforge.storage.publish import PublishConflictError

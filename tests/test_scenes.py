@@ -7,14 +7,14 @@ from PIL import Image
 
 import glyphforge
 from glyphforge import config
-from glyphforge.builds.builder import SpecError
-from glyphforge.builds.scene_sources import glyph_sources
-from glyphforge.builds.scenes import ScatteredGlyphs
+from glyphforge.builds.spec import SpecError
 from glyphforge.context import DataContext
 from glyphforge.datasets.emnist import prepare_emnist
 from glyphforge.datasets.omniglot import load_omniglot
 from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph, shrink_rendered
 from glyphforge.pipelines.resize import resize
+from glyphforge.scenes.sources import glyph_sources
+from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.synthetic_emnist import write_synthetic_emnist
 

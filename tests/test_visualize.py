@@ -6,7 +6,7 @@ import pytest
 from PIL import Image
 
 import glyphforge
-from glyphforge.builds.scenes import ScatteredGlyphs
+from glyphforge.scenes.spec import ScatteredGlyphs
 from glyphforge.visualize import BACKDROP, BOX_COLOURS, CAPTION_HEIGHT, GAP, preview
 
 

@@ -1,17 +1,14 @@
-"""Derived datasets built in parallel: the builder, its shards, the reader, and the specs.
+"""Derived datasets built in parallel: the builder, its shards and the reader.
 
 * `glyphforge.builds.builder`: `build` (a spec's seeded shards fanned out through a
   session, then cached where its destination is: `glyphforge.builds.destinations`);
 * `glyphforge.builds.spec`: the `Spec` protocol, its checks and its cache key;
 * `glyphforge.builds.shards`: how a spec is cut, seeded, written and verified (runs on workers);
 * `glyphforge.builds.dataset`: `BuiltDataset`, the reader of a built dataset, and its parts
-  (`glyphforge.builds.reading`: what they take); `glyphforge.builds.remote`: `open_built`, `find_built`;
-* `glyphforge.builds.scenes`: the `ScatteredGlyphs` spec, and
-  `glyphforge.builds.scene_sources`: where its glyphs and textures come from.
+  (`glyphforge.builds.reading`: what they take); `glyphforge.builds.remote`: `open_built`, `find_built`.
 
-Importing this package, or the scenes spec, loads neither numba, Pillow nor Dask:
-numba is loaded where scenes are made (a shard, or the spec's one warm-up scene),
-Pillow where font glyphs or colour names are used, and Dask by a Dask session.
+The specs are applications above this package (the scenes: `glyphforge.scenes`).
+Importing this package loads neither numba, Pillow nor Dask (Dask: by a Dask session).
 """
 from glyphforge.builds.builder import build
 from glyphforge.builds.dataset import BuiltDataset

@@ -3,7 +3,7 @@
 What a spec is, and how it is checked and keyed: `glyphforge.builds.spec`. Where the entry
 goes (the local cache store, or a data dir at a URL) is chosen once, here, from the build's
 context: `glyphforge.builds.destinations`. ``SpecError`` and ``ShardError``, which `build`
-raises, are importable from here too.
+raises, live with the spec.
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import Any
 from glyphforge._checks import PathLike
 from glyphforge.builds.dataset import BuiltDataset
 from glyphforge.builds.destinations import destination
-from glyphforge.builds.spec import ShardError, Spec, SpecError, check_build_arguments
+from glyphforge.builds.spec import Spec, check_build_arguments
 from glyphforge.context import DataContext
 from glyphforge.session import Session
 
-__all__ = ["ShardError", "Spec", "SpecError", "build"]
+__all__ = ["build"]
 
 
 def build(

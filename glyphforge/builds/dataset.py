@@ -68,7 +68,7 @@ from glyphforge.builds.stream import ShardStream, open_stream
 from glyphforge.cache import Entry
 from glyphforge.errors import ArgumentError
 
-__all__ = ["ARRAYS_FILE", "DEFAULT_CACHE_SHARDS", "RANDOM_ACCESS", "BuiltDataset", "DatasetTooLargeError",
+__all__ = ["DEFAULT_CACHE_SHARDS", "RANDOM_ACCESS", "BuiltDataset", "DatasetTooLargeError",
            "default_arrays_limit"]
 
 #: The part of the available memory ``ds.arrays`` may fill by default.

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from glyphforge.builds.dataset import ARRAYS_FILE
 from glyphforge.builds.fan_out import entry_meta, make_shards, report
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.reading import ARRAYS_FILE
 from glyphforge.builds.shards import (
     ShardTask,
     completed_shards,

@@ -22,7 +22,7 @@ offline, verify, progress); a context is an ``os.PathLike`` of its data dir (and
 ``str(context)``, ``context / "name"`` work as on a path), so a ``prepare(data_dir)``
 that treats its argument as a path keeps working.
 
-A spec reading own copies (``own_sources`` not empty: `glyphforge.builds.scene_sources.own_sources`)
+A spec reading own copies (``own_sources`` not empty: `glyphforge.scenes.sources.own_sources`)
 is keyed by them too (:data:`OWN_SOURCES` in its params, decided by the driver before the cache
 is looked at; workers are handed the entry, never derive a key) and its entry's meta says
 ``verified: false``: it never stands in for the entry built from upstream's files, and every

@@ -1,10 +1,10 @@
 """Argument types and the scene options shared by the ``glyphforge`` command's parsers.
 
-``add_option`` turns a dataset's typed `Option` (from the registry) into an argparse
-argument: the one place that does. ``add_scene_arguments`` adds every `ScatteredGlyphs`
-field as an option whose default is the spec's own (shown in ``--help``; an option not
-given is not passed), plus each glyph dataset's ``scene_options``, and ``scene_spec``
-turns the parsed options into the spec.
+``add_option`` turns a dataset's typed `Option` (`glyphforge.cli.dataset_options`) into an
+argparse argument: the one place that does. ``add_scene_arguments`` adds every
+`ScatteredGlyphs` field as an option whose default is the spec's own (shown in ``--help``;
+an option not given is not passed), plus each glyph dataset's ``build scenes`` options, and
+``scene_spec`` turns the parsed options into the spec.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any
 from glyphforge import _files, config
 from glyphforge._access import DataDirAccessError, check_data_dir_access
 from glyphforge._checks import MAX_SIDE, check_shape
-from glyphforge.datasets import registry
+from glyphforge.cli.dataset_options import Option, scene_options
 from glyphforge.errors import ArgumentError
 from glyphforge.storage import Location, UnsupportedURLError, parse_place
 
@@ -161,7 +161,7 @@ def names(text: str) -> list[str]:
 
 
 def add_option(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup, option: registry.Option, dest: str,
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, option: Option, dest: str,
     help_text: str | None = None,
 ) -> None:
     """Add ``option`` to ``parser`` as an argument stored as ``dest`` (None when not given).
@@ -180,7 +180,7 @@ def add_option(
     )
 
 
-def option_value(option: registry.Option, text: str) -> Any:
+def option_value(option: Option, text: str) -> Any:
     """Read one command-line value of ``option``: its ``value`` kind, then its ``convert`` (argparse type)."""
     if option.value is int:
         try:
@@ -199,8 +199,8 @@ def option_value(option: registry.Option, text: str) -> Any:
 
 def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `ScatteredGlyphs`; an option not given keeps the spec's default (shown in --help)."""
-    from glyphforge.builds.scene_sources import glyph_sources
-    from glyphforge.builds.scenes import ScatteredGlyphs
+    from glyphforge.scenes.sources import glyph_sources
+    from glyphforge.scenes.spec import ScatteredGlyphs
 
     defaults = {spec_field.name: spec_field.default for spec_field in dataclasses.fields(ScatteredGlyphs)}
 
@@ -237,18 +237,20 @@ def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
     option("--shard-size", "scenes per shard", type=int)
 
 
-def _scene_options() -> list[tuple[str, registry.Option]]:
-    """Each glyph dataset's ``scene_options`` (``--emnist-split``, ``--omniglot-sets``...), with its dataset."""
-    return [(name, option) for name in registry.glyph_sources() for option in registry.get(name).scene_options]
+def _scene_options() -> list[tuple[str, Option]]:
+    """Each glyph dataset's ``build scenes`` options (``--emnist-split``, ``--omniglot-sets``...), with its dataset."""
+    from glyphforge.scenes.glyph_datasets import glyph_datasets
+
+    return [(name, option) for name in glyph_datasets() for option in scene_options(name)]
 
 
-def _scene_dest(dataset: str, option: registry.Option) -> str:
+def _scene_dest(dataset: str, option: Option) -> str:
     return f"glyph_option:{dataset}:{option.param}"
 
 
 def scene_spec(args: argparse.Namespace) -> Any:
     """Return the `ScatteredGlyphs` the parsed options describe (the options not given keep its defaults)."""
-    from glyphforge.builds.scenes import ScatteredGlyphs
+    from glyphforge.scenes.spec import ScatteredGlyphs
 
     fields = {spec_field.name for spec_field in dataclasses.fields(ScatteredGlyphs)}
     given = {name: value for name, value in vars(args).items() if name in fields}

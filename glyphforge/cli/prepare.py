@@ -11,6 +11,7 @@ from typing import Any
 from glyphforge.cache import Entry
 from glyphforge.cli.args import UsageError, add_option, parse_shape
 from glyphforge.cli.common import add_common, add_fetch_arguments, data_context, name_width, new_parser
+from glyphforge.cli.dataset_options import Option, prepare_options
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.datasets.preparing import Prepared, prepare
@@ -38,16 +39,16 @@ def prepare_parser() -> argparse.ArgumentParser:
                         help="do not compile the numba kernels at the end (by default it does, like glyphforge "
                              "warmup: a few seconds once per machine, well under one when already done)")
     for name in names:
-        record = registry.get(name)
-        if record.options:
+        options = prepare_options(name)
+        if options:
             group = parser.add_argument_group(f"{name} options")
-            for option in record.options:
+            for option in options:
                 add_option(group, option, _option_dest(name, option))
     add_common(parser)
     return parser
 
 
-def _option_dest(dataset: str, option: registry.Option) -> str:
+def _option_dest(dataset: str, option: Option) -> str:
     return f"{dataset}:{option.param}"
 
 
@@ -67,7 +68,7 @@ def prepare_jobs(
 
 def _given_options(args: argparse.Namespace, name: str) -> dict[str, Any]:
     """The options of dataset ``name`` given on the command line, by keyword (those not given are left out)."""
-    given = {option.param: getattr(args, _option_dest(name, option)) for option in registry.get(name).options}
+    given = {option.param: getattr(args, _option_dest(name, option)) for option in prepare_options(name)}
     return {param: value for param, value in given.items() if value is not None}
 
 

@@ -4,6 +4,6 @@
 "omniglot"]``);
 `glyphforge.datasets.registry` says what a dataset module provides and how to add one.
 """
-from glyphforge.datasets.registry import DatasetRecord, Option, get, register, registered, unregister
+from glyphforge.datasets.registry import DatasetRecord, declared, get, register, registered, unregister
 
-__all__ = ["DatasetRecord", "Option", "get", "register", "registered", "unregister"]
+__all__ = ["DatasetRecord", "declared", "get", "register", "registered", "unregister"]

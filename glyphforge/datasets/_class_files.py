@@ -12,8 +12,9 @@ prepare when the context allows), load (which images: the selection,
 :mod:`glyphforge.datasets._class_selection`), the map-style dataset, preview and the glyphs
 scenes draw (:mod:`glyphforge.datasets._class_load`); the argument checks are
 :mod:`glyphforge.datasets._class_args`. This module makes a declaration's public names
-(:func:`bind`) and its registry record (:func:`record`), so a new dataset of this form is
-one declaration (``declare``) and one registry line (``record(declaration, summary)``).
+(:func:`bind`) and the registry record of a declaration made at run time (:func:`record`);
+a new dataset of this form shipped with glyphforge is one declaration (``declare``) and one
+registry line (`glyphforge.datasets.registry.declared`).
 
 Cache entries
 -------------
@@ -37,26 +38,30 @@ its test images. Resized entries add ``resized_from`` (the native entry's key) a
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
 
-from glyphforge.datasets._class_args import class_names
 from glyphforge.datasets._class_declaration import DECLARATIONS, Declaration
-from glyphforge.datasets._class_load import glyph_images, load, preview
+from glyphforge.datasets._class_load import load, preview
 from glyphforge.datasets._class_prepare import prepare
 
 
 def record(dataset: Declaration, summary: str) -> Any:
-    """Return the registry record of ``dataset`` (a :class:`~glyphforge.datasets.registry.DatasetRecord`)."""
+    """Return the registry record of ``dataset`` declared at run time (a `~glyphforge.datasets.registry.DatasetRecord`).
+
+    Its parts are bound here; everything else (the glyphs scenes draw, the command-line
+    options) is read from the declaration by the layers above.
+    """
+    from glyphforge.datasets import _class_declaration
     from glyphforge.datasets.registry import DatasetRecord
 
     return DatasetRecord(
         name=dataset.name, summary=summary, prepare=bind(prepare, dataset.name, f"prepare_{dataset.ident}"),
         load=bind(load, dataset.name, f"load_{dataset.ident}"), preview=preview,
-        glyphs=bind(glyph_images, dataset.name, f"{dataset.ident}_glyph_images"),
-        glyph_classes=bind(class_names, dataset.name, f"{dataset.ident}_classes"),
-        default_resize=dataset.default_resize,
+        default_resize=dataset.default_resize, resources=functools.partial(dict, dataset.resources),
+        declared_in=_class_declaration.__name__,
     )
 
 

@@ -232,7 +232,7 @@ def glyph_images(
     context: DataContext | None = None,
     data_dir: PathLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray, ClassNames]:
-    """Return the glyph images scenes draw (the registry's glyphs part), reading the cache only.
+    """Return the glyph images scenes draw (see `glyphforge.scenes.glyph_datasets`), reading the cache only.
 
     The result is exactly ``load(dataset, classes, config=config, subset="all",
     shape=shape, example_range=example_range, seed=0, download=False)``: every image of

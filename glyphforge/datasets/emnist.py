@@ -6,7 +6,7 @@ extracting it (its layout and checks: :mod:`glyphforge.datasets._emnist_archive`
 :data:`DATASET` declares it; everything else is :mod:`glyphforge.datasets._class_files`:
 :func:`prepare_emnist` makes cache entries; :func:`load_emnist` and :class:`EMNIST`
 read them (preparing them first when they are missing); :func:`preview_examples` and
-:func:`glyph_images` (the registry's preview and glyph parts) read them and never
+:func:`glyph_images` (the registry's preview, the glyphs scenes draw) read them and never
 prepare anything. The classes of each split and the class file names are described in
 :mod:`glyphforge.datasets._emnist_catalog`.
 

@@ -265,7 +265,7 @@ class Omniglot(MapStyleDataset):
         )
 
 
-# -- registry parts (glyphforge.datasets.registry) ----------------------------------------
+# -- the registry's parts (glyphforge.datasets.registry) and the glyphs scenes draw ------------
 def preview_examples(
     entry: Entry, n: int, rng: np.random.Generator, data_dir: PathLike | None = None, *,
     context: DataContext | None = None,

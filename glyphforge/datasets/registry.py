@@ -3,14 +3,17 @@
 A record names a dataset and says where its parts are; the parts are named as
 ``"module:function"`` strings (imported on first use, so reading the registry, as
 ``prepare-data --help`` and ``import glyphforge`` do, imports no dataset code) or given as
-callables. The registry knows nothing of argparse: a record's command-line options are
-typed `Option` s, which the CLI (`glyphforge.cli.args.add_option`) turns into arguments.
+callables. The registry holds data only: a dataset's command-line options live in the CLI
+(`glyphforge.cli.dataset_options`), the glyphs scenes draw from it in the scenes
+(`glyphforge.scenes.glyph_datasets`); both read the declaration a record names.
 
 Adding a dataset is one module (``glyphforge/datasets/<name>.py``) and one `register`
 call (in this module's list :data:`BUILT_IN` for the datasets glyphforge ships). A dataset
 stored as one file per class (EMNIST, the MNIST family, any IDX set of that shape) is a
 declaration of its resources, configs, reader and default resize
-(`glyphforge.datasets._class_declaration.Declaration`), which gives it every part. A name is
+(`glyphforge.datasets._class_declaration.Declaration`), which gives it every part: its
+record is `declared` (the name, a summary, the module declaring it and the name of its
+map-style class; everything else follows from the declaration). A name is
 lowercase, an identifier or identifiers joined by hyphens (``"emnist"``,
 ``"fashion-mnist"``): it is also the cache kind, the folder of the upstream files in ``raw/``
 and on mirrors, and the ``prepare-data`` argument. Its parts follow these contracts
@@ -18,18 +21,13 @@ and on mirrors, and the ``prepare-data`` argument. Its parts follow these contra
 
 ``prepare(*, context, shapes=(), **options) -> list[Entry]``
     Fetch, verify and convert into the cache (kind ``name``); idempotent. ``options``
-    are the keywords of the record's `Option` s (what ``prepare-data NAME`` offers).
+    are what ``prepare-data NAME`` offers (`glyphforge.cli.dataset_options`).
 ``load(classes=None, *, context=None, ..., **options) -> (x, y, classes)``
     The loader users call (``glyphforge.load_<name>``, or ``glyphforge.load(name)``, see
     `load`); listed by ``glyphforge info``.
 ``preview(entry, n, rng, context) -> (images, labels)``
     ``n`` examples of a prepared entry picked with ``rng`` (reading the cache only):
     an image array or a list of images, and one label string per image.
-``glyphs(classes, *, example_range, shape, context, **options) -> (images, labels, class_names)``
-    Optional: glyph images scenes may draw, read from the cache only (the build's
-    driver prepares them first with ``prepare(shapes=[shape], **glyph_prepare, **options)``).
-    The record's ``scene_options`` are the ``glyphforge build scenes`` flags that fill
-    ``options`` (``--emnist-split SPLIT`` is ``--glyph-option split=SPLIT``).
 ``entry_label(entry) -> str``
     How ``prepare-data``'s table names an entry, e.g. ``"byclass 28x28"`` (default:
     the image size only, see `glyphforge.datasets.labels`).
@@ -47,22 +45,17 @@ import functools
 import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-from glyphforge._checks import worker_count
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from glyphforge.cache.entry import Entry
     from glyphforge.context import DataContext
+    from glyphforge.datasets._class_declaration import Declaration
     from glyphforge.pipelines.resource import Resource
 
 #: A part of a dataset: a callable, or ``"module:attribute"`` naming one (imported on use).
 Ref = str | Callable[..., Any]
-#: What one command-line value of an `Option` is: text, an integer, or a path (``~`` expanded).
-ValueKind = type[str] | type[int] | Literal["path"]
 #: The label of entries whose record declares none: the image size.
 DEFAULT_ENTRY_LABEL = "glyphforge.datasets.labels:shape_label"
 
@@ -77,69 +70,6 @@ def resolve(ref: Ref) -> Callable[..., Any]:
 
 
 @dataclass(frozen=True)
-class Option:
-    """One command-line option of a dataset: its flag, the keyword it fills, and how its value is read.
-
-    Parameters
-    ----------
-    flag
-        The flag, e.g. ``"--emnist-archive"``.
-    param
-        The keyword of the dataset's ``prepare`` (or, in ``scene_options``, the glyph option) it fills.
-    help
-        One line for ``--help``.
-    value
-        ``str``, ``int`` or ``"path"``: how each value given is read.
-    many
-        The flag takes one or more values (``--omniglot-sets small1 small2``): a list.
-    repeatable
-        The flag may be given several times (``--split byclass --split letters``): a list.
-    choices
-        The values allowed, when they are few and fixed.
-    metavar
-        The value's name in ``--help`` (default: ``param`` in capitals).
-    default
-        What the dataset does when the flag is not given, shown in ``--help`` only (nothing is passed then).
-    convert
-        A named module-level function applied to each value read (``path -> {"gzip.zip": path}``);
-        a ValueError or OSError it raises is a usage error (exit status 2, before any work).
-    """
-
-    flag: str
-    param: str
-    help: str
-    value: ValueKind = str
-    many: bool = False
-    repeatable: bool = False
-    choices: tuple[str, ...] | None = None
-    metavar: str | None = None
-    default: str | None = None
-    convert: Callable[[Any], Any] | None = None
-
-    def __post_init__(self) -> None:
-        if self.convert is not None and not _is_named_function(self.convert):
-            raise ValueError(f"option {self.flag}: convert={self.convert!r} must be a named module-level "
-                             "function (a record is a declaration: define the function beside it and name it)")
-        if not re.fullmatch(r"--[a-z0-9][a-z0-9-]*", self.flag) or not self.param.isidentifier():
-            raise ValueError(f"option {self.flag!r} fills {self.param!r}: give a flag such as '--emnist-split' and "
-                             "the keyword it fills, a Python identifier such as 'split'")
-        if self.value not in (str, int, "path"):
-            raise ValueError(f"option {self.flag}: value must be str, int or 'path', got {self.value!r}")
-        if self.many and self.repeatable:
-            raise ValueError(f"option {self.flag}: give many=True (one flag, several values) or repeatable=True "
-                             "(the flag given several times), not both")
-        if self.choices is not None and (self.convert is not None or self.value is not str):
-            raise ValueError(f"option {self.flag}: choices are for text values without a converter (a converter "
-                             "refuses bad values itself)")
-
-
-def _is_named_function(function: Callable[..., Any]) -> bool:
-    """Whether ``function`` is defined at the top level of its module (not a lambda, not nested, not a partial)."""
-    name = getattr(function, "__name__", None)
-    return name not in (None, "<lambda>") and getattr(function, "__qualname__", None) == name
-
-
-@dataclass(frozen=True)
 class DatasetRecord:
     """What glyphforge knows of one dataset (see the module docstring for the parts' contracts)."""
 
@@ -148,16 +78,6 @@ class DatasetRecord:
     prepare: Ref
     load: Ref
     preview: Ref
-    glyphs: Ref | None = None
-    glyph_prepare: Mapping[str, Any] = field(default_factory=dict)
-    """Extra ``prepare`` keywords that make the entries ``glyphs`` reads (Omniglot: ``method="box"``)."""
-    glyph_classes: Ref | None = None
-    """Optional ``(**options) -> list[str]``: the glyph classes, where they are known without any data
-    (EMNIST's splits), so scenes can refuse an unknown class before preparing anything."""
-    options: tuple[Option, ...] = ()
-    """The ``prepare-data`` options; each fills a ``prepare`` keyword."""
-    scene_options: tuple[Option, ...] = ()
-    """The ``glyphforge build scenes`` options for glyphs of this dataset; each fills a glyph option."""
     entry_label: Ref = DEFAULT_ENTRY_LABEL
     """``(entry) -> str``: how ``prepare-data``'s table names an entry (e.g. ``"byclass 28x28"``)."""
     exports: tuple[str, ...] = ()
@@ -166,6 +86,44 @@ class DatasetRecord:
     """The resize method of the dataset's resized variants and loaders (README: "Resizing")."""
     resources: Ref | None = None
     """The upstream files (see the module docstring); None: none declared."""
+    declared_in: str | None = None
+    """The module declaring the dataset as a per-class `Declaration` of this name (see `declared`); None: not one."""
+
+
+def declared(name: str, summary: str, module: str, dataset_class: str, **more: Any) -> DatasetRecord:
+    """Return the record of the per-class dataset ``name`` that ``module`` declares (a `Declaration`).
+
+    Its parts are the public names ``module`` binds for the declaration (``prepare_<name>``,
+    ``load_<name>``, ``<name>_classes``, see `glyphforge.datasets._class_files.bind`) and the
+    map-style class ``dataset_class``, all exported; its upstream files are the declaration's.
+    ``more`` are other record fields (``entry_label``). Nothing is imported here.
+    """
+    ident = name.replace("-", "_")
+    return DatasetRecord(
+        name=name, summary=summary, prepare=f"{module}:prepare_{ident}", load=f"{module}:load_{ident}",
+        preview="glyphforge.datasets._class_load:preview",
+        exports=(f"prepare_{ident}", f"load_{ident}", f"{ident}_classes", dataset_class),
+        resources=functools.partial(_declared_resources, module, name), declared_in=module, **more,
+    )
+
+
+def declaration(name: str) -> Declaration | None:
+    """Return the per-class `Declaration` of dataset ``name`` (importing its module), or None when it is not one."""
+    record = _REGISTRY.get(name)
+    if record is None or record.declared_in is None:
+        return None
+    importlib.import_module(record.declared_in)
+    from glyphforge.datasets._class_declaration import DECLARATIONS
+
+    return DECLARATIONS[name]
+
+
+def _declared_resources(module: str, name: str) -> Iterable[Resource]:
+    """The upstream files of the per-class dataset ``name`` declared in ``module`` (imported on use)."""
+    importlib.import_module(module)
+    from glyphforge.datasets._class_declaration import DECLARATIONS
+
+    return DECLARATIONS[name].resources.values()
 
 
 _REGISTRY: dict[str, DatasetRecord] = {}
@@ -179,8 +137,8 @@ def register(record: DatasetRecord) -> DatasetRecord:
     Raises
     ------
     ValueError
-        The name is not a lowercase identifier (or such joined by hyphens), or an option
-        flag or export name is already another dataset's.
+        The name is not a lowercase identifier (or such joined by hyphens), or an export
+        name is already another dataset's.
     """
     if not isinstance(record.name, str) or not _NAME.fullmatch(record.name):
         raise ValueError(
@@ -188,22 +146,24 @@ def register(record: DatasetRecord) -> DatasetRecord:
             "joined by hyphens such as 'fashion-mnist'"
         )
     others = [other for other in _REGISTRY.values() if other.name != record.name]
-    for what, mine, theirs in (
-        ("prepare-data option", _flags(record.options), {o.name: _flags(o.options) for o in others}),
-        ("build scenes option", _flags(record.scene_options), {o.name: _flags(o.scene_options) for o in others}),
-        ("export", _export_names(record), {o.name: _export_names(o) for o in others}),
-    ):
-        for other, taken in theirs.items():
-            clash = sorted(mine & taken)
-            if clash:
-                raise ValueError(f"dataset {record.name!r} declares the {what} {clash[0]}, which dataset {other!r} "
-                                 f"already declares: give {record.name!r} its own (e.g. prefixed with its name)")
+    refuse_clash(record.name, "export", _export_names(record), {o.name: _export_names(o) for o in others})
     _REGISTRY[record.name] = record
     return record
 
 
-def _flags(options: tuple[Option, ...]) -> set[str]:
-    return {option.flag for option in options}
+def refuse_clash(dataset: str, what: str, mine: set[str], theirs: Mapping[str, set[str]]) -> None:
+    """Refuse ``mine``, the names of kind ``what`` dataset ``dataset`` declares, when another's (``theirs``) has one.
+
+    Raises
+    ------
+    ValueError
+        Naming the first name both declare and the other dataset.
+    """
+    for other, taken in theirs.items():
+        clash = sorted(mine & taken)
+        if clash:
+            raise ValueError(f"dataset {dataset!r} declares the {what} {clash[0]}, which dataset {other!r} "
+                             f"already declares: give {dataset!r} its own (e.g. prefixed with its name)")
 
 
 def _export_names(record: DatasetRecord) -> set[str]:
@@ -244,15 +204,14 @@ def resources(name: str) -> list[Resource]:
     return list(declared.values() if isinstance(declared, Mapping) else declared)
 
 
-def _mnist_family_files(name: str) -> Iterable[Resource]:
-    """The four files of the MNIST-family dataset ``name`` (imported on use)."""
-    declaration = importlib.import_module("glyphforge.datasets.mnist_family").DATASETS[name]
-    return declaration.resources.values()
+def dataset_part(dataset: str, part: str, context: DataContext) -> Callable[..., Any]:
+    """Return part ``part`` (``"prepare"``, ``"load"`` or ``"preview"``) of ``dataset`` with ``context`` bound.
 
-
-def glyph_sources() -> list[str]:
-    """Return the registered datasets that scenes can draw glyphs from, sorted."""
-    return [name for name in registered() if _REGISTRY[name].glyphs is not None]
+    Every dataset's parts take the data context (see the module docstring): this is how
+    glyphforge calls them, so the one context resolved from the command line or a build's
+    arguments reaches each dataset.
+    """
+    return functools.partial(resolve(getattr(get(dataset), part)), context=context)
 
 
 def entry_label(entry: Entry) -> str:
@@ -325,49 +284,15 @@ def _check_options(name: str, loader: Callable[..., Any], options: Mapping[str, 
                         f"take; it takes {', '.join(takes) or 'no options'}")
 
 
-def emnist_archive(path: Path) -> dict[str, Path]:
-    """``--emnist-archive PATH``: ``archives={"gzip.zip": path}`` for a file that exists."""
-    from glyphforge._files import existing_file
-
-    return {"gzip.zip": existing_file(path, "a copy of NIST's gzip.zip")}
-
-
 BUILT_IN = (
-    DatasetRecord(
-        name="emnist",
-        summary="EMNIST handwritten digits and letters (NIST's gzip.zip, every split)",
-        prepare="glyphforge.datasets.emnist:prepare_emnist",
-        load="glyphforge.datasets.emnist:load_emnist",
-        preview="glyphforge.datasets.emnist:preview_examples",
-        glyphs="glyphforge.datasets.emnist:glyph_images",
-        glyph_classes="glyphforge.datasets.emnist:emnist_classes",
-        options=(
-            Option("--split", "split", "EMNIST split (repeatable)", repeatable=True, default="byclass"),
-            Option("--emnist-archive", "archives", "convert this local copy of NIST's gzip.zip instead of fetching it",
-                   value="path", metavar="ZIP", convert=emnist_archive),
-        ),
-        scene_options=(Option("--emnist-split", "split", "EMNIST split the glyphs come from", default="byclass"),),
-        entry_label="glyphforge.datasets.labels:emnist_label",
-        exports=("prepare_emnist", "load_emnist", "emnist_classes", "EMNIST"),
-        default_resize="box",
-        resources="glyphforge.datasets._emnist_archive:EMNIST_ZIP",
-    ),
+    declared("emnist", "EMNIST handwritten digits and letters (NIST's gzip.zip, every split)",
+             "glyphforge.datasets.emnist", "EMNIST", entry_label="glyphforge.datasets.labels:emnist_label"),
     DatasetRecord(
         name="omniglot",
         summary="Omniglot characters of 50 alphabets, 20 drawers each (Brenden Lake's zips)",
         prepare="glyphforge.datasets.omniglot:prepare_omniglot",
         load="glyphforge.datasets.omniglot:load_omniglot",
         preview="glyphforge.datasets.omniglot:preview_examples",
-        glyphs="glyphforge.datasets.omniglot:glyph_images",
-        glyph_prepare={"method": "box"},
-        options=(
-            Option("--omniglot-sets", "sets", "Omniglot sets: background evaluation small1 small2", many=True,
-                   metavar="SET", default="background evaluation"),
-            Option("--workers", "workers", "processes for decoding Omniglot", value=int, metavar="N",
-                   default="one per CPU for sets of 10,000 images or more, else none", convert=worker_count),
-        ),
-        scene_options=(Option("--omniglot-sets", "sets", "Omniglot sets the glyphs come from", many=True,
-                              metavar="SET", default="background evaluation"),),
         entry_label="glyphforge.datasets.labels:omniglot_label",
         exports=("prepare_omniglot", "load_omniglot", "omniglot_classes", "omniglot_episodes", "Omniglot"),
         default_resize="area",
@@ -379,50 +304,15 @@ BUILT_IN = (
         prepare="glyphforge.datasets.backgrounds:prepare_backgrounds",
         load="glyphforge.datasets.backgrounds:load_backgrounds",
         preview="glyphforge.datasets.backgrounds:preview_examples",
-        options=(
-            Option("--backgrounds", "names", "backgrounds to fetch: all, hard (the .jpg textures) or names "
-                   "such as water ice", many=True, metavar="NAME", default="all"),
-        ),
         exports=("prepare_backgrounds", "load_backgrounds", "background_names", "hard_background_names"),
         default_resize="bilinear",
         resources="glyphforge.datasets.backgrounds:RESOURCES",
     ),
-    DatasetRecord(
-        name="mnist",
-        summary="MNIST handwritten digits 0-9 (LeCun's IDX files)",
-        prepare="glyphforge.datasets.mnist_family:prepare_mnist",
-        load="glyphforge.datasets.mnist_family:load_mnist",
-        preview="glyphforge.datasets.mnist_family:preview_examples",
-        glyphs="glyphforge.datasets.mnist_family:mnist_glyph_images",
-        glyph_classes="glyphforge.datasets.mnist_family:mnist_classes",
-        default_resize="box",
-        exports=("prepare_mnist", "load_mnist", "mnist_classes", "MNIST"),
-        resources=functools.partial(_mnist_family_files, "mnist"),
-    ),
-    DatasetRecord(
-        name="fashion-mnist",
-        summary="Fashion-MNIST: Zalando's clothes and shoes in MNIST's form (10 classes)",
-        prepare="glyphforge.datasets.mnist_family:prepare_fashion_mnist",
-        load="glyphforge.datasets.mnist_family:load_fashion_mnist",
-        preview="glyphforge.datasets.mnist_family:preview_examples",
-        glyphs="glyphforge.datasets.mnist_family:fashion_mnist_glyph_images",
-        glyph_classes="glyphforge.datasets.mnist_family:fashion_mnist_classes",
-        default_resize="box",
-        exports=("prepare_fashion_mnist", "load_fashion_mnist", "fashion_mnist_classes", "FashionMNIST"),
-        resources=functools.partial(_mnist_family_files, "fashion-mnist"),
-    ),
-    DatasetRecord(
-        name="kmnist",
-        summary="Kuzushiji-MNIST: ten cursive Japanese kana in MNIST's form",
-        prepare="glyphforge.datasets.mnist_family:prepare_kmnist",
-        load="glyphforge.datasets.mnist_family:load_kmnist",
-        preview="glyphforge.datasets.mnist_family:preview_examples",
-        glyphs="glyphforge.datasets.mnist_family:kmnist_glyph_images",
-        glyph_classes="glyphforge.datasets.mnist_family:kmnist_classes",
-        default_resize="box",
-        exports=("prepare_kmnist", "load_kmnist", "kmnist_classes", "KMNIST"),
-        resources=functools.partial(_mnist_family_files, "kmnist"),
-    ),
+    declared("mnist", "MNIST handwritten digits 0-9 (LeCun's IDX files)", "glyphforge.datasets.mnist_family", "MNIST"),
+    declared("fashion-mnist", "Fashion-MNIST: Zalando's clothes and shoes in MNIST's form (10 classes)",
+             "glyphforge.datasets.mnist_family", "FashionMNIST"),
+    declared("kmnist", "Kuzushiji-MNIST: ten cursive Japanese kana in MNIST's form",
+             "glyphforge.datasets.mnist_family", "KMNIST"),
 )
 
 for _record in BUILT_IN:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge.builds.scenes import ScatteredGlyphs
+from glyphforge.scenes.spec import ScatteredGlyphs
 
 
 def kernel_compiles() -> int:

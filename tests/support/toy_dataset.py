@@ -1,9 +1,9 @@
 """A toy dataset registered at run time, as a third party would: five grey 8x8 squares per grey level.
 
-`register_toy` registers it with every part a record may have: ``prepare`` with a typed
-option (``prepare-data toy --toy-level N``, checked by the named converter `grey_level`),
-``load``, ``preview``, ``glyphs`` with a scene option (``glyphforge build scenes --glyphs toy
---toy-shade N``), an entry label (``"level 7 native sizes"``) and exports.
+`register_toy` registers it with every part a record may have (``prepare``, ``load``,
+``preview``, an entry label, ``"level 7 native sizes"``, and exports), its glyphs for scenes
+and its command-line options: ``prepare-data toy --toy-level N`` (typed, checked by the named
+converter `grey_level`) and ``glyphforge build scenes --glyphs toy --toy-shade N``.
 
 ``python -m support.toy_dataset COMMAND ARGS...`` (from ``tests/``) registers it, then runs
 ``prepare-data`` or ``glyphforge`` (COMMAND) with ARGS in that fresh process, as the console
@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from glyphforge.cache import Entry
+from glyphforge.cli.dataset_options import Option, register_options
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.datasets.labels import shape_label
+from glyphforge.scenes.glyph_datasets import GlyphDataset, register_glyphs
 
 CLASSES = [f"square {i}" for i in range(5)]
 
@@ -84,17 +86,20 @@ def toy_label(entry: Entry) -> str:
 
 
 def register_toy() -> registry.DatasetRecord:
-    """Register the toy dataset (replacing an earlier registration); return its record."""
-    return registry.register(registry.DatasetRecord(
+    """Register the toy dataset (replacing an earlier registration), its glyphs and its options; return its record."""
+    record = registry.register(registry.DatasetRecord(
         name="toy", summary="five grey squares (a test dataset)", prepare=prepare_toy, load=load_toy,
-        preview=preview_toy, glyphs=toy_glyphs,
-        options=(registry.Option("--toy-level", "level", "grey level of the squares", value=int, default="3",
-                                 convert=grey_level),),
-        scene_options=(registry.Option("--toy-shade", "level", "grey level of the toy glyphs", value=int,
-                                       metavar="SHADE", convert=grey_level),),
-        entry_label=toy_label,
-        exports=("load_toy", "prepare_toy"),
+        preview=preview_toy, entry_label=toy_label, exports=("load_toy", "prepare_toy"),
     ))
+    register_glyphs("toy", GlyphDataset(toy_glyphs))
+    register_options(
+        "toy",
+        prepare=(Option("--toy-level", "level", "grey level of the squares", value=int, default="3",
+                        convert=grey_level),),
+        scenes=(Option("--toy-shade", "level", "grey level of the toy glyphs", value=int, metavar="SHADE",
+                       convert=grey_level),),
+    )
+    return record
 
 
 @contextmanager

@@ -7,25 +7,23 @@ the glyph dataset (at the glyph shape) and the textures, fetching what is missin
 fails the shard with a message naming the ``prepare-data`` command to run.
 
 Glyph sources are ``"font"`` (Pillow's bundled font: needs no data) and every
-registered dataset whose record has a ``glyphs`` part (see
-`glyphforge.datasets.registry`).
-
-`dataset_part` is how glyphforge (scenes, previews, the CLI) calls any dataset's
-registry parts with a `~glyphforge.context.DataContext`.
+registered dataset scenes can draw glyphs from (`glyphforge.scenes.glyph_datasets`).
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from glyphforge.context import DataContext
-from glyphforge.datasets import own_sources as own_files
 from glyphforge.datasets import registry
+from glyphforge.datasets.registry import dataset_part
+from glyphforge.scenes import own_sources as own_files
+from glyphforge.scenes.glyph_datasets import GlyphDataset, glyph_dataset, glyph_datasets
 
 FONT = "font"
 
@@ -33,36 +31,17 @@ FONT = "font"
 FrozenOptions = tuple[tuple[str, Any], ...]
 
 
-def dataset_part(dataset: str, part: str, context: DataContext) -> Callable[..., Any]:
-    """Return registry part ``part`` of ``dataset`` with ``context`` bound (``context=context``).
-
-    Every dataset's parts take the data context (see `glyphforge.datasets.registry`): this is
-    how glyphforge calls them, so the one context resolved from the command line or a
-    build's arguments reaches each dataset.
-
-    Parameters
-    ----------
-    dataset
-        A registered dataset name.
-    part
-        ``"prepare"``, ``"load"``, ``"preview"`` or ``"glyphs"``.
-    context
-        The data context the part reads from and fetches with.
-
-    Raises
-    ------
-    ValueError
-        When ``dataset`` has no such part (only ``glyphs`` is optional).
-    """
-    ref = getattr(registry.get(dataset), part)
-    if ref is None:
+def _glyph_dataset(dataset: str) -> GlyphDataset:
+    """How scenes draw glyphs from ``dataset``; a ValueError names the glyph sources when they cannot."""
+    found = glyph_dataset(dataset)
+    if found is None:
         raise ValueError(f"scenes cannot draw glyphs from {dataset!r}: use one of {', '.join(glyph_sources())}")
-    return functools.partial(registry.resolve(ref), context=context)
+    return found
 
 
 def glyph_sources() -> tuple[str, ...]:
     """Return the glyph sources scenes accept: ``"font"`` and the registered glyph datasets."""
-    return (*registry.glyph_sources(), FONT)
+    return (*glyph_datasets(), FONT)
 
 
 @dataclass(frozen=True)
@@ -115,7 +94,7 @@ def split_classes(glyphs: str, text: str, options: FrozenOptions) -> list[str]:
     ``a``, ``g``), as is ``"T-shirt/top"``. Several such names are given as a list (on the
     command line: separated by commas).
     """
-    part = registry.get(glyphs).glyph_classes if glyphs != FONT else None
+    part = _glyph_dataset(glyphs).classes if glyphs != FONT else None
     if part is not None and len(text) > 1 and text in registry.resolve(part)(**dict(options)):
         return [text]
     return list(text)
@@ -136,7 +115,7 @@ def check_names(
         check_backgrounds(backgrounds)
     if glyphs == FONT or characters is None:
         return
-    part = registry.get(glyphs).glyph_classes
+    part = _glyph_dataset(glyphs).classes
     if part is not None:
         known = registry.resolve(part)(**dict(options))
         unknown = sorted(set(characters) - set(known))
@@ -163,7 +142,7 @@ def prepare_sources(
     unchecked = dataclasses.replace(context, verify=False)
     if glyphs != FONT:
         prepare = dataset_part(glyphs, "prepare", unchecked if "glyphs" in own else context)
-        prepare(shapes=[] if shape is None else [shape], **registry.get(glyphs).glyph_prepare, **dict(options))
+        prepare(shapes=[] if shape is None else [shape], **_glyph_dataset(glyphs).prepare, **dict(options))
     if backgrounds is not None:
         dataset_part("backgrounds", "prepare", unchecked if "backgrounds" in own else context)(
             names=backgrounds if isinstance(backgrounds, str) else list(backgrounds)
@@ -174,7 +153,7 @@ def own_sources(
     glyphs: str, options: FrozenOptions, backgrounds: str | Sequence[str] | None, context: DataContext,
 ) -> dict[str, dict[str, str]]:
     """The own copies (unverified) the glyphs and textures are read from, ``{"glyphs" | "backgrounds": {file:
-    "sha256:<hex>"}}``, only those in use (empty: upstream's; see `glyphforge.datasets.own_sources`)."""
+    "sha256:<hex>"}}``, only those in use (empty: upstream's; see `glyphforge.scenes.own_sources`)."""
     found = {}
     if glyphs != FONT:
         found["glyphs"] = own_files.glyph_files(glyphs, dict(options), context)
@@ -200,7 +179,8 @@ def glyph_pool(
         if characters is None:
             raise ValueError("font glyphs need their characters")
         return GlyphPool(class_names=characters)
-    source = dataset_part(glyphs, "glyphs", DataContext.resolve(data_dir=data_dir))
+    source = functools.partial(registry.resolve(_glyph_dataset(glyphs).glyphs),
+                               context=DataContext.resolve(data_dir=data_dir))
     images, labels, names = source(characters, example_range=example_range, shape=shape, **dict(options))
     order = np.argsort(labels, kind="stable")
     counts = np.bincount(labels, minlength=len(names)).astype(np.int64)

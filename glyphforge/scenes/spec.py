@@ -5,7 +5,7 @@ makes the dataset in seeded shards through any session. Each scene is a backgrou
 (a random crop of a random texture, a random flat colour, or black) with
 ``min_glyphs`` to ``max_glyphs`` glyphs (from a registered glyph dataset such as
 EMNIST or Omniglot, or characters rendered from Pillow's bundled font; see
-`glyphforge.builds.scene_sources`) resized to ``glyph_shape``,
+`glyphforge.scenes.sources`) resized to ``glyph_shape``,
 coloured, and alpha-composited (alpha = glyph intensity) at positions chosen by
 rejection sampling so that no two glyph boxes share more than ``max_overlap`` of
 either box's area.
@@ -36,10 +36,10 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import MAX_SIDE, PathLike, check_example_range, check_int, check_real, check_shape
-from glyphforge.builds import scene_sources
-from glyphforge.builds.builder import SpecError
-from glyphforge.builds.scene_sources import FONT, FrozenOptions, GlyphPool, Textures
+from glyphforge.builds.spec import SpecError
 from glyphforge.context import DataContext
+from glyphforge.scenes import sources as scene_sources
+from glyphforge.scenes.sources import FONT, FrozenOptions, GlyphPool, Textures
 
 #: Bumped whenever the same spec would give different bytes; part of `ScatteredGlyphs.params`.
 #: 2: glyph options replace emnist_split/omniglot_sets in the params; Omniglot's
@@ -69,7 +69,7 @@ class ScatteredGlyphs:
         ``(H, W)`` of each scene; each side at most `glyphforge._checks.MAX_SIDE` (4096).
     glyphs
         ``"emnist"``, ``"omniglot"`` (any registered glyph dataset, see
-        `glyphforge.builds.scene_sources.glyph_sources`) or ``"font"`` (Pillow's
+        `glyphforge.scenes.sources.glyph_sources`) or ``"font"`` (Pillow's
         bundled font: needs no data and no network).
     characters
         The classes: characters for EMNIST and font (a string such as
