@@ -73,7 +73,8 @@ def run_here(command: str, *argv: str | Path, env: dict[str, str] | None = None,
     code (argparse's 2), or 1 with the traceback on stderr for an exception it lets out. Output goes
     through ``sys.stdout`` and ``sys.stderr`` (glyphforge's log handler and progress bars included);
     "Exception ignored" reports of objects finalized during the call are written to stderr, as a
-    process prints them.
+    process prints them. ``env`` reaches what reads the environment during the call, but not a
+    filesystem fsspec made and cached before it (credentials, endpoints): give those to `run`.
     """
     main = _entry_point(command)
     args = [str(arg) for arg in argv]
