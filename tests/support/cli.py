@@ -46,6 +46,7 @@ def _process_like(env: dict[str, str] | None, cwd: str | Path | None) -> Iterato
     """The environment and working directory of the call, and a console script's warning filters, restored after."""
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     os.environ.update(env or {})
+    os.environ.setdefault("COLUMNS", "80")  # a script's output is a pipe, not this terminal: argparse's width
     if cwd is not None:
         os.chdir(cwd)
     try:
