@@ -30,6 +30,7 @@ from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.http_server import LocalHTTPServer
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
+from support.waits import wait_until
 
 ROWS = 1030
 IMAGE_ROW, LABEL_ROW = 700, 123  # where the attack lands: 50 bytes of images from row 700 on, the label of row 123
@@ -68,6 +69,8 @@ def built_rows(tmp_path_factory) -> Path:
     serve it."""
     data_dir = tmp_path_factory.mktemp("rows") / "data"
     build(RowSpec(), data_dir=data_dir, progress=False)
+    wait_until(lambda: not list((data_dir / "cache" / RowSpec.kind).glob(".trash-*")),
+               "the build's scratch files removed")  # in the background: copies take the build as it stays
     return data_dir
 
 
