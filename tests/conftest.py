@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from support.gcs_server import gcs_server_process  # noqa: F401 (fixture: one emulator for the session)
+from support.s3_server import s3_server_process  # noqa: F401 (fixture: one moto server for the session)
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 

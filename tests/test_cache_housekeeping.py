@@ -20,7 +20,7 @@ from glyphforge.datasets.backgrounds import load_backgrounds
 from glyphforge.pipelines.download import fetch
 from glyphforge.textfmt import human_size, parse_size
 
-from support.cli import run
+from support.cli import run, run_here
 from support.http_server import http_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
 
@@ -124,7 +124,7 @@ def test_sizes_are_parsed(text, expected):
 def test_a_bad_max_size_exits_2_before_any_work(tmp_path, text):
     store = CacheStore.for_data_dir(tmp_path)
     blob = _blob(store, 0, 1000)
-    done = run("glyphforge", "cache", "gc", "--max-size", text, "--data-dir", tmp_path)
+    done = run_here("glyphforge", "cache", "gc", "--max-size", text, "--data-dir", tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     assert (f"argument --max-size: {text!r} is not a size: give bytes (1000000) or a number and a unit, such as "
             "500MB, 20GB or 1.5TiB (KB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB: powers of 1024)") in done.stderr
@@ -144,8 +144,8 @@ def test_raw_files_are_listed_verified_and_only_glyphforges_converted_downloads_
     raw = tmp_path / "raw" / "backgrounds"
     raw.mkdir(parents=True)
     shutil.copy(shared_data / "backgrounds" / "ice.jpg", raw / "ice.jpg")  # placed by hand: upstream's bytes
-    prepared = run("prepare-data", "backgrounds", "--backgrounds", "water", "circles", "ice", "--mirror",
-                   http_server.base_url, "--data-dir", tmp_path, "-q")
+    prepared = run_here("prepare-data", "backgrounds", "--backgrounds", "water", "circles", "ice", "--mirror",
+                        http_server.base_url, "--data-dir", tmp_path, "-q")
     assert prepared.returncode == 0, prepared.stderr
     assert http_server.requests("backgrounds/ice.jpg") == 0  # used in place
     (raw / "floor.jpg").write_bytes(b"my own floor")  # a custom copy, never used (it would need --no-verify)
@@ -154,7 +154,7 @@ def test_raw_files_are_listed_verified_and_only_glyphforges_converted_downloads_
     (tmp_path / "raw" / "elsewhere" / "thing.bin").write_bytes(b"x" * 10)
     size = {name: (shared_data / "backgrounds" / name).stat().st_size for name in ("circles.jpg", "water.jpg")}
 
-    listed = run("glyphforge", "cache", "ls", "--data-dir", tmp_path)
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", tmp_path)
 
     assert listed.returncode == 0, listed.stderr
     assert f"upstream files in {tmp_path / 'raw'}:\ndataset      file" in listed.stdout
@@ -168,7 +168,7 @@ def test_raw_files_are_listed_verified_and_only_glyphforges_converted_downloads_
         ["elsewhere", "thing.bin", "10 B", "placed", "not a file of a registered dataset (not checked)"],
     ]
 
-    verified = run("glyphforge", "cache", "verify", "--data-dir", tmp_path)
+    verified = run_here("glyphforge", "cache", "verify", "--data-dir", tmp_path)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert verified.stdout.splitlines() == [
         f"CUSTOM {raw / 'floor.jpg'}: placed by hand, differs from the pinned hash (a custom copy: used only with "
@@ -182,19 +182,19 @@ def test_raw_files_are_listed_verified_and_only_glyphforges_converted_downloads_
     water.write_bytes(bytes(data))
     os.utime(water, ns=(status.st_atime_ns, status.st_mtime_ns))
     assert ["backgrounds", "water.jpg", human_size(size["water.jpg"]), "downloaded", "matches the pinned hash"] in \
-        _raw_rows(run("glyphforge", "cache", "ls", "--data-dir", tmp_path).stdout)
-    verified = run("glyphforge", "cache", "verify", "--data-dir", tmp_path)
+        _raw_rows(run_here("glyphforge", "cache", "ls", "--data-dir", tmp_path).stdout)
+    verified = run_here("glyphforge", "cache", "verify", "--data-dir", tmp_path)
     assert verified.returncode == 1
     assert (f"CORRUPT {water}: downloaded by glyphforge, but it no longer has the pinned hash (damaged on disk): "
             "remove it and run prepare-data again to download it again") in verified.stdout.splitlines()
     assert "4 upstream files hashed: 2 match the pinned hashes" in verified.stdout
 
-    plain = run("glyphforge", "cache", "gc", "--data-dir", tmp_path)  # without --raw: raw/ is not touched
+    plain = run_here("glyphforge", "cache", "gc", "--data-dir", tmp_path)  # without --raw: raw/ is not touched
     assert plain.returncode == 0 and plain.stdout == "0 item(s) removed\n"
     time.sleep(0.05)  # file times advance by the kernel's clock tick: the next download is after the entry
     fetch(backgrounds.RESOURCES["curves.jpg"], raw, mirrors=[http_server.base_url], progress=False)
 
-    collected = run("glyphforge", "cache", "gc", "--raw", "--data-dir", tmp_path)
+    collected = run_here("glyphforge", "cache", "gc", "--raw", "--data-dir", tmp_path)
 
     assert collected.returncode == 0, collected.stderr
     assert collected.stdout.splitlines() == [
@@ -220,11 +220,11 @@ def test_a_download_replaced_by_hand_is_no_longer_glyphforges_and_is_never_colle
     assert json.loads((raw / ".water.jpg.record").read_text())["downloaded"] is True
     water.write_bytes(water.read_bytes())  # the user's copy now (a new modification time)
     os.utime(water, ns=(0, water.stat().st_mtime_ns + 10**9))
-    prepared = run("prepare-data", "backgrounds", "--backgrounds", "water", "--data-dir", tmp_path, "--offline",
-                   "-q")
+    prepared = run_here("prepare-data", "backgrounds", "--backgrounds", "water", "--data-dir", tmp_path,
+                        "--offline", "-q")
     assert prepared.returncode == 0, prepared.stderr
 
-    collected = run("glyphforge", "cache", "gc", "--raw", "--data-dir", tmp_path)
+    collected = run_here("glyphforge", "cache", "gc", "--raw", "--data-dir", tmp_path)
 
     assert collected.stdout.splitlines()[-1] == "0 upstream files removed (0 B); 1 placed by hand left as they are"
     assert water.is_file()

@@ -104,16 +104,21 @@ def _bomb(inflated: int) -> bytes:
 
 
 #: Reads one row of the built dataset in a data dir, in a process of at most 4 GB of address space,
-#: and prints the error and the peak resident memory in KB.
+#: and prints the error and the peak resident memory of the read in KB: the process's VmHWM, reset just
+#: before the read (``5`` to /proc/self/clear_refs). Not ``ru_maxrss``: Linux carries the parent's peak
+#: over into a child's at fork and exec, so a test process grown big by earlier tests polluted it.
 _READER = textwrap.dedent("""
     import resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
     from glyphforge.builds.remote import find_built
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")  # the peak resident memory (VmHWM) starts again from what is resident now
     try:
         find_built("test-rows", sys.argv[1]).take([int(sys.argv[2])])
     except Exception as error:
         print(type(error).__name__, error)
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    with open("/proc/self/status") as status:
+        print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
     """)
 
 

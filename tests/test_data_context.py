@@ -21,7 +21,7 @@ from glyphforge.hashes import file_hash
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError
 from glyphforge.scenes.spec import ScatteredGlyphs
 
-from support.cli import run
+from support.cli import run_here
 from support.http_server import http_server  # noqa: F401 (fixture)
 from support.specs import NoiseSpec
 
@@ -132,24 +132,24 @@ def test_build_scenes_offline_from_a_mirror_directory_with_a_fresh_data_dir(shar
     data_dir = tmp_path / "fresh"
     args = ["build", "scenes", "--glyphs", "omniglot", "--omniglot-sets", "small1", "--characters", "Latin,1 Latin,2",
             "--backgrounds", "water", "--n-examples", "4", "--shard-size", "2", "--data-dir", data_dir, "-q"]
-    without = run("glyphforge", *args, "--offline")
+    without = run_here("glyphforge", *args, "--offline")
     assert without.returncode == 1
     assert "could not get omniglot/images_background_small1.zip" in without.stderr and "Offline mode" in without.stderr
-    done = run("glyphforge", *args, "--offline", "--mirror", shared_data)
+    done = run_here("glyphforge", *args, "--offline", "--mirror", shared_data)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("built 4 scenes: entry ")
     for path, name in ((SMALL1, "images_background_small1.zip"), (WATER, "water.jpg")):
         copied = data_dir / "raw" / path.split("/")[0] / name
         assert file_hash(copied, "sha256") == file_hash(shared_data / path, "sha256")
-    exported = run("glyphforge", "export", "scenes", tmp_path / "npy", "--data-dir", data_dir, "--offline",
-                   "--mirror", shared_data, "--no-verify")
+    exported = run_here("glyphforge", "export", "scenes", tmp_path / "npy", "--data-dir", data_dir, "--offline",
+                        "--mirror", shared_data, "--no-verify")
     assert exported.returncode == 0, exported.stderr
     assert np.load(tmp_path / "npy" / "images.npy").shape == (4, 48, 48, 3)
 
 
 @pytest.mark.parametrize("command", [["prepare-data"], ["glyphforge", "build", "scenes"], ["glyphforge", "export"]])
 def test_the_fetch_flags_are_the_same_on_every_command(command):
-    shown = run(command[0], *command[1:], "--help")
+    shown = run_here(command[0], *command[1:], "--help")
     assert shown.returncode == 0
     text = " ".join(shown.stdout.split())
     for flag in ("--mirror URL", "--no-verify", "--offline", "never use the network",

@@ -29,7 +29,7 @@ from glyphforge.cache.manifest import BrokenManifestError, make_manifest, read_m
 from glyphforge.storage import Location
 from glyphforge.storage.remote_entry import BrokenRemoteEntryError
 
-from support.cli import run
+from support.cli import run_here
 from support.http_server import LocalHTTPServer
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import NoiseSpec, RowSpec
@@ -241,7 +241,7 @@ def test_a_layout_of_112_gib_rows_on_disk_is_a_broken_entry_named_with_what_to_d
                                                   rf"--data-dir {data_dir}` removes broken entries\) and build it "
                                                   "again$"):
         gf.open_built(entry_dir)
-    result = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    result = run_here("glyphforge", "cache", "verify", "--data-dir", data_dir)
     assert result.returncode == 1 and f"CORRUPT {entry_dir / 'manifest.json'}: {why}" in result.stdout
     assert "Traceback" not in result.stderr
 
@@ -253,7 +253,8 @@ def test_a_layout_of_112_gib_rows_at_a_url_is_refused_before_anything_is_fetched
                                                      r"no built dataset holds: its layout's array 'images' has rows of "
                                                      r"float32 of shape \[100000, 100000, 3\]: 120,000,000,000 bytes"):
         gf.open_built(url)
-    result = run("glyphforge", "export", f"{entry.kind}/{entry.key}", tmp_path / "out", "--data-dir", place.data_dir)
+    result = run_here("glyphforge", "export", f"{entry.kind}/{entry.key}", tmp_path / "out",
+                      "--data-dir", place.data_dir)
     assert result.returncode == 1 and "120,000,000,000 bytes, more than the 1,073,741,824 a row" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "out").exists()
     assert place.served(entry.kind, entry.key, INDEX_FILE) in (0, None)

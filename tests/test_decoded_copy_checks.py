@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,11 +26,12 @@ from glyphforge.cache.companion_record import verify_record
 from glyphforge.errors import StorageError
 from glyphforge.storage import Location
 
-from support.cli import run
+from support.cli import run, run_here
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.http_server import LocalHTTPServer
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
+from support.waits import wait_until
 
 ROWS = 1030
 IMAGE_ROW, LABEL_ROW = 700, 123  # where the attack lands: 50 bytes of images from row 700 on, the label of row 123
@@ -62,23 +64,56 @@ def upload(entry_dir: Path, location: Location) -> None:
         location.fs.pipe_file(location.child(name).path, (entry_dir / name).read_bytes())
 
 
-@pytest.fixture(params=BACKENDS)
-def opener(request, tmp_path) -> Callable[..., BuiltDataset]:
-    """Open a fresh build of `RowSpec` where the backend reads it (a path, or a URL with a fresh local cache)."""
-    local = build(RowSpec(), data_dir=tmp_path / "data", progress=False)
-    if request.param == "path":
-        return local.reopened
-    if request.param == "file":
-        url = local.path.as_uri()
-    elif request.param == "http":
-        server = LocalHTTPServer(directory=tmp_path / "data")
+@pytest.fixture(scope="module")
+def built_rows(tmp_path_factory) -> Path:
+    """A data dir holding one build of `RowSpec`, never read itself: tests read copies of it (`fresh_build`), servers
+    serve it."""
+    data_dir = tmp_path_factory.mktemp("rows") / "data"
+    build(RowSpec(), data_dir=data_dir, progress=False)
+    wait_until(lambda: not list((data_dir / "cache" / RowSpec.kind).glob(".trash-*")),
+               "the build's scratch files removed")  # in the background: copies take the build as it stays
+    return data_dir
+
+
+def fresh_build(built_rows: Path, tmp_path: Path) -> BuiltDataset:
+    """The build of `RowSpec` in ``tmp_path / "data"``, as a fresh build leaves it (a copy of the module's)."""
+    shutil.copytree(built_rows, tmp_path / "data", symlinks=True)
+    return gf.open_built(entry_dir(tmp_path / "data"))
+
+
+def entry_dir(data_dir: Path) -> Path:
+    """The folder of the one entry of `RowSpec` in ``data_dir``."""
+    [found] = [path for path in (data_dir / "cache" / RowSpec.kind).iterdir() if path.is_dir() and "." not in path.name]
+    return found
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def source(request, built_rows) -> tuple[str, str | None]:
+    """The backend and, for one read at a URL, the entry's URL: served over HTTP or uploaded once for the module
+    (readers at a URL keep their decoded copy in their own local cache, which is fresh for every test)."""
+    if request.param in ("path", "file"):
+        return request.param, None
+    entry = entry_dir(built_rows)
+    if request.param == "http":
+        server = LocalHTTPServer(directory=built_rows)
         server.__enter__()
         request.addfinalizer(lambda: server.__exit__(None, None, None))
-        url = server.url(f"cache/{local.entry.kind}/{local.key}")
-    else:
-        store = request.getfixturevalue("s3_server" if request.param == "s3" else "gcs_server")
-        url = f"{store.bucket()}/data/cache/{local.entry.kind}/{local.key}"
-        upload(local.path, Location(url))
+        return request.param, server.url(f"cache/{RowSpec.kind}/{entry.name}")
+    store = request.getfixturevalue("s3_server" if request.param == "s3" else "gcs_server")
+    url = f"{store.bucket()}/data/cache/{RowSpec.kind}/{entry.name}"
+    upload(entry, Location(url))
+    return request.param, url
+
+
+@pytest.fixture
+def opener(source, built_rows, tmp_path) -> Callable[..., BuiltDataset]:
+    """Open a fresh build of `RowSpec` where the backend reads it (a path, or a URL with a fresh local cache)."""
+    backend, url = source
+    if backend in ("path", "file"):  # the decoded copy is made beside the entry: a copy of the build of its own
+        local = fresh_build(built_rows, tmp_path)
+        if backend == "path":
+            return local.reopened
+        url = local.path.as_uri()
     return lambda **options: gf.open_built(url, **options)
 
 
@@ -149,12 +184,12 @@ def test_a_damaged_copy_is_never_served_and_is_dropped(opener, read, load_limit,
 
 
 @pytest.mark.parametrize("read", ["getitem", "take", "arrays"])
-def test_a_copy_damaged_while_it_is_read_is_dropped_before_a_damaged_row_is_served(tmp_path, read, monkeypatch,
-                                                                                  caplog):
+def test_a_copy_damaged_while_it_is_read_is_dropped_before_a_damaged_row_is_served(built_rows, tmp_path, read,
+                                                                                  monkeypatch, caplog):
     monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)  # the images of a large copy: read row by row
     caplog.set_level(logging.WARNING)
     arrays = expected()
-    reader = build(RowSpec(), data_dir=tmp_path / "data", progress=False).reopened(random_access="materialize")
+    reader = fresh_build(built_rows, tmp_path).reopened(random_access="materialize")
     assert reader[0][1]["row"] == 0 and reader.materialized is not None  # reading from the copy
     copy = reader.materialized
     attack(copy)
@@ -163,18 +198,18 @@ def test_a_copy_damaged_while_it_is_read_is_dropped_before_a_damaged_row_is_serv
     READS[read](reader, arrays)  # from the shards, without a copy made again by itself
 
 
-def test_a_copy_loaded_whole_serves_what_was_checked_when_it_was_opened(tmp_path):
+def test_a_copy_loaded_whole_serves_what_was_checked_when_it_was_opened(built_rows, tmp_path):
     arrays = expected()
-    reader = build(RowSpec(), data_dir=tmp_path / "data", progress=False).reopened(random_access="materialize")
+    reader = fresh_build(built_rows, tmp_path).reopened(random_access="materialize")
     copy = Path(reader.materialize())
     attack(copy)  # after its small arrays were read and checked: this reader serves those
     read_getitem(reader, arrays)
     read_take(reader, arrays)
 
 
-def test_dataloader_workers_never_serve_a_damaged_copy(tmp_path, monkeypatch):
+def test_dataloader_workers_never_serve_a_damaged_copy(built_rows, tmp_path, monkeypatch):
     monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)  # forked workers inherit it
-    dataset = build(RowSpec(), data_dir=tmp_path / "data", progress=False)
+    dataset = fresh_build(built_rows, tmp_path)
     copy = dataset.reopened().materialize()
     attack(copy)
     read_dataloader(dataset.reopened(), expected(), workers=2)
@@ -182,11 +217,11 @@ def test_dataloader_workers_never_serve_a_damaged_copy(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["images.npy", "row.npy", "images.crc32.npy", "checks.json"])
-def test_a_truncated_copy_file_is_found_when_the_copy_is_opened(tmp_path, name, monkeypatch, caplog):
+def test_a_truncated_copy_file_is_found_when_the_copy_is_opened(built_rows, tmp_path, name, monkeypatch, caplog):
     monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)
     caplog.set_level(logging.WARNING)
     arrays = expected()
-    dataset = build(RowSpec(), data_dir=tmp_path / "data", progress=False)
+    dataset = fresh_build(built_rows, tmp_path)
     copy = dataset.reopened().materialize()
     os.truncate(copy / name, (copy / name).stat().st_size - 7)
     read_take(dataset.reopened(), arrays)
@@ -194,11 +229,11 @@ def test_a_truncated_copy_file_is_found_when_the_copy_is_opened(tmp_path, name, 
     assert len(said) == 1 and f"{copy}/" in said[0] and "removed it" in said[0] and not copy.exists()
 
 
-def test_a_copy_file_truncated_while_it_is_read_is_dropped(tmp_path, monkeypatch, caplog):
+def test_a_copy_file_truncated_while_it_is_read_is_dropped(built_rows, tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)
     caplog.set_level(logging.WARNING)
     arrays = expected()
-    reader = build(RowSpec(), data_dir=tmp_path / "data", progress=False).reopened(random_access="materialize")
+    reader = fresh_build(built_rows, tmp_path).reopened(random_access="materialize")
     copy = reader.materialize()
     os.truncate(copy / "images.npy", data_offset(copy / "images.npy") + 500 * 12)  # rows from 500 on are gone
     read_take(reader, arrays)
@@ -206,9 +241,9 @@ def test_a_copy_file_truncated_while_it_is_read_is_dropped(tmp_path, monkeypatch
     assert len(said) == 1 and f"{copy}/images.npy ends before row" in said[0] and not copy.exists()
 
 
-def test_a_copy_without_checksums_is_made_again(tmp_path, caplog):
+def test_a_copy_without_checksums_is_made_again(built_rows, tmp_path, caplog):
     caplog.set_level(logging.WARNING)
-    dataset = build(RowSpec(), data_dir=tmp_path / "data", progress=False)
+    dataset = fresh_build(built_rows, tmp_path)
     copy = dataset.reopened().materialize()
     (copy / "checks.json").unlink()  # as a glyphforge before checked copies left it
     again = dataset.reopened()
@@ -218,9 +253,9 @@ def test_a_copy_without_checksums_is_made_again(tmp_path, caplog):
     read_take(again, expected())
 
 
-def test_cache_verify_reports_a_damaged_copy_and_what_to_do(tmp_path):
+def test_cache_verify_reports_a_damaged_copy_and_what_to_do(built_rows, tmp_path):
     data = tmp_path / "data"
-    copy = build(RowSpec(), data_dir=data, progress=False).reopened().materialize()
+    copy = fresh_build(built_rows, tmp_path).reopened().materialize()
     whole = run("glyphforge", "cache", "verify", "--data-dir", data)
     assert whole.returncode == 0 and "all 1 entry" in whole.stdout, whole.stderr
     attack(copy)
@@ -232,20 +267,20 @@ def test_cache_verify_reports_a_damaged_copy_and_what_to_do(tmp_path):
     assert "2 problem(s) found" in damaged.stderr and "a damaged decoded copy" in damaged.stderr
 
 
-def test_cache_verify_reports_a_truncated_copy(tmp_path):
+def test_cache_verify_reports_a_truncated_copy(built_rows, tmp_path):
     data = tmp_path / "data"
-    copy = build(RowSpec(), data_dir=data, progress=False).reopened().materialize()
+    copy = fresh_build(built_rows, tmp_path).reopened().materialize()
     os.truncate(copy / "name.npy", 100)
-    damaged = run("glyphforge", "cache", "verify", "--data-dir", data)
+    damaged = run_here("glyphforge", "cache", "verify", "--data-dir", data)
     assert damaged.returncode == 1 and "Traceback" not in damaged.stderr
     assert f"CORRUPT {copy / 'name.npy'}: is 100 bytes where the copy's record says" in damaged.stdout
 
 
 # -- row 12: <key>.decoded that is not glyphforge's ----------------------------------------------------------
 @pytest.fixture
-def linked(tmp_path) -> tuple[BuiltDataset, Path, Path]:
+def linked(built_rows, tmp_path) -> tuple[BuiltDataset, Path, Path]:
     """A build whose ``<key>.decoded`` is a symbolic link to a directory of someone else's: (dataset, link, target)."""
-    dataset = build(RowSpec(), data_dir=tmp_path / "data", progress=False)
+    dataset = fresh_build(built_rows, tmp_path)
     theirs = tmp_path / "theirs"
     theirs.mkdir()
     (theirs / "notes.txt").write_text("not glyphforge's")
@@ -273,8 +308,8 @@ def test_materialize_over_a_symlink_says_it_is_not_glyphforges_and_touches_nothi
     assert decoded_bytes(dataset.entry.path) == 0  # what it points to is not counted as the entry's copy (cache ls, gc)
 
 
-def test_a_symlink_to_a_whole_copy_is_not_read_either(tmp_path):
-    dataset = build(RowSpec(), data_dir=tmp_path / "data", progress=False)
+def test_a_symlink_to_a_whole_copy_is_not_read_either(built_rows, tmp_path):
+    dataset = fresh_build(built_rows, tmp_path)
     made = dataset.reopened().materialize()
     elsewhere = made.rename(tmp_path / "elsewhere.decoded")  # a whole copy, of this very entry, but not in place
     made.symlink_to(elsewhere, target_is_directory=True)
@@ -296,7 +331,7 @@ def test_auto_over_a_symlink_warns_once_and_keeps_decoding(linked, caplog):
 
 def test_cache_verify_names_a_symlinked_copy(linked):
     dataset, link, theirs = linked
-    done = run("glyphforge", "cache", "verify", "--data-dir", dataset.path.parents[2])
+    done = run_here("glyphforge", "cache", "verify", "--data-dir", dataset.path.parents[2])
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"CORRUPT {link}: is a symbolic link to {theirs}, not glyphforge's decoded copy" in done.stdout
     assert untouched(theirs)

@@ -23,7 +23,7 @@ from glyphforge.errors import StorageError
 from glyphforge.storage import Location
 from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError, read_bytes
 
-from support.cli import run
+from support.cli import run, run_here
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.http_server import LocalHTTPServer
 from support.specs import NoiseSpec
@@ -114,7 +114,7 @@ def test_a_prepared_entry_loads_through_a_gs_data_dir_and_cache_ls_lists_it(gcs_
     local_x, local_y, _ = load_toy(data_dir=toy)
     assert np.array_equal(x, local_x) and np.array_equal(y, local_y) and names == [f"square {i}" for i in range(5)]
 
-    listed = run("glyphforge", "cache", "ls", "--data-dir", url)
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", url)
     assert listed.returncode == 0, listed.stderr
     header, rule, *rows = listed.stdout.splitlines()
     assert header.split() == ["key", "kind", "params", "files", "size", "created"]

@@ -26,7 +26,7 @@ from glyphforge.datasets import _class_prepare, _own_copy
 from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import DATASETS, load_fashion_mnist, load_mnist, prepare_mnist
 
-from support.cli import run
+from support.cli import run, run_here
 from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
 
 OWN = "your own copy (unverified)"
@@ -114,11 +114,11 @@ def test_info_and_cache_ls_say_own_copy(copies, tmp_path):
     place(copies["a"], data_dir, "fashion-mnist")
     prepare_cli("fashion-mnist", data_dir)
     [entry] = CacheStore.for_data_dir(data_dir).ls()
-    listed = run("glyphforge", "cache", "ls", "--data-dir", data_dir)
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", data_dir)
     assert listed.returncode == 0, listed.stderr
     [row] = [line for line in listed.stdout.splitlines() if line.startswith(entry.key[:12])]
     assert f"fashion-mnist ({OWN})" in row
-    info = run("glyphforge", "info", "--data-dir", data_dir)
+    info = run_here("glyphforge", "info", "--data-dir", data_dir)
     assert info.returncode == 0, info.stderr
     [line] = [line for line in info.stdout.splitlines() if line.strip().startswith("fashion-mnist")]
     assert line.rstrip().endswith(f"shape=[28,28] ({OWN})")

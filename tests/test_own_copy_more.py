@@ -26,7 +26,7 @@ from glyphforge.datasets import _own_copy
 from glyphforge.datasets.backgrounds import COMMIT, load_backgrounds
 from glyphforge.datasets.omniglot import RESOURCES, Omniglot, glyph_images, load_omniglot
 
-from support.cli import run
+from support.cli import run, run_here
 
 OWN = "your own copy (unverified)"
 ZIP = RESOURCES["small1"].filename
@@ -83,9 +83,9 @@ def stroke_at(image: np.ndarray, corner: tuple[int, int]) -> bool:
 
 
 def marked(data_dir: Path, kind: str) -> tuple[list[str], list[str]]:
-    """The rows of ``glyphforge cache ls`` of ``kind`` and its line of ``glyphforge info``."""
-    listed = run("glyphforge", "cache", "ls", "--data-dir", data_dir)
-    info = run("glyphforge", "info", "--data-dir", data_dir)
+    """The rows of ``glyphforge cache ls`` of ``kind`` and its line of ``glyphforge info`` (run in this process)."""
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", data_dir)
+    info = run_here("glyphforge", "info", "--data-dir", data_dir)
     assert listed.returncode == 0 and info.returncode == 0, listed.stderr + info.stderr
     return ([line for line in listed.stdout.splitlines() if f" {kind}" in line],
             [line for line in info.stdout.splitlines() if line.strip().startswith(kind)])

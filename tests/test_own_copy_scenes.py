@@ -26,7 +26,7 @@ from glyphforge.datasets import _own_copy
 from glyphforge.datasets._class_files import DECLARATIONS
 from glyphforge.datasets.mnist_family import DATASETS
 
-from support.cli import run
+from support.cli import run, run_here
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.synthetic_mnist import write_synthetic_mnist
 
@@ -76,13 +76,13 @@ def test_scenes_from_an_own_copy_have_their_own_key_are_marked_and_upstream_file
     [own] = [entry for entry in scenes(data_dir) if entry.key != upstream.key]
     assert own.meta["verified"] is False and set(own.params[OWN_SOURCES]) == {"glyphs"}
     assert {**own.params, OWN_SOURCES: None} == {**upstream.entry.params, OWN_SOURCES: None}  # the spec is the same
-    listed = run("glyphforge", "cache", "ls", "--data-dir", data_dir)
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", data_dir)  # listings: in this process
     assert listed.returncode == 0, listed.stderr
     [row] = [line for line in listed.stdout.splitlines() if line.startswith(own.key[:12])]
     assert f"scenes ({OWN})" in row
     [row] = [line for line in listed.stdout.splitlines() if line.startswith(upstream.key[:12])]
     assert OWN not in row
-    info = run("glyphforge", "info", "--data-dir", data_dir)
+    info = run_here("glyphforge", "info", "--data-dir", data_dir)
     assert info.returncode == 0, info.stderr
     [line] = [line for line in info.stdout.splitlines() if line.strip().startswith("scenes")]
     assert f", 1 of them ({OWN}); newest {own.key[:12]} (12 examples) ({OWN})" in line, line

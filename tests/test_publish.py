@@ -32,7 +32,7 @@ from glyphforge.storage.prepared import request_key
 from glyphforge.storage.publish import PublishConflictError, publish_entry
 from glyphforge.storage.store_errors import RemoteStorageError
 
-from support.cli import BIN, run
+from support.cli import BIN, run, run_here
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import NoiseSpec
 from support.store_errors import NO_BUCKET, REFUSED, store_failure
@@ -107,8 +107,10 @@ def local_files(entry) -> dict[str, bytes]:
     return {name: (entry.path / name).read_bytes() for name in [*entry.files, "manifest.json"]}
 
 
-def publish_command(*argv: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return run("glyphforge", "publish", *argv, env=env)
+def publish_command(*argv: str | Path, env: dict[str, str] | None = None,
+                    here: bool = False) -> subprocess.CompletedProcess[str]:
+    """``glyphforge publish``: a real process, or (``here``) its entry point in this one."""
+    return (run_here if here else run)("glyphforge", "publish", *argv, env=env)
 
 
 # -- publish: what lands at the URL -------------------------------------------------------------
@@ -194,8 +196,8 @@ def test_a_publish_killed_mid_upload_resumes_with_the_missing_file_only_and_held
 
 def test_publishing_again_uploads_nothing_and_says_already_published(s3_server, local_data):
     bucket = versioned_bucket(s3_server)
-    first = publish_command("toy", f"{bucket}/data", "--data-dir", local_data)
-    second = publish_command("toy", f"{bucket}/data", "--data-dir", local_data)
+    first = publish_command("toy", f"{bucket}/data", "--data-dir", local_data, here=True)
+    second = publish_command("toy", f"{bucket}/data", "--data-dir", local_data, here=True)
 
     key = entry_of(local_data, "toy").key
     assert (first.returncode, second.returncode) == (0, 0), first.stderr + second.stderr
@@ -269,15 +271,14 @@ def test_wrong_credentials_are_named_without_the_secret(s3_server, local_data):
     ("nosuch://bucket/data", "nosuch://bucket/data: glyphforge does not support nosuch:// URLs"),
 ])
 def test_a_url_glyphforge_cannot_publish_to_exits_2_before_any_work(local_data, tmp_path, url, expected):
-    result = subprocess.run([str(BIN / "glyphforge"), "publish", "toy", url, "--data-dir", str(local_data)],
-                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    result = run_here("glyphforge", "publish", "toy", url, "--data-dir", local_data, cwd=tmp_path)
     assert result.returncode == 2
     assert expected in result.stderr
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_target_that_matches_nothing_exits_2_listing_what_the_cache_holds(local_data, tmp_path):
-    result = publish_command("nothing-here", (tmp_path / "target").as_uri(), "--data-dir", local_data)
+    result = publish_command("nothing-here", (tmp_path / "target").as_uri(), "--data-dir", local_data, here=True)
 
     assert result.returncode == 2
     assert "nothing to publish matches 'nothing-here'" in result.stderr

@@ -12,7 +12,6 @@ bad argument (exit status 2, before any work) saying what works instead.
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from glyphforge.cache.entry import Entry
 from glyphforge.storage.publish import publish_entry
 from glyphforge.storage.store_errors import RemoteStorageError
 
-from support.cli import BIN, run
+from support.cli import run_here
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import NoiseSpec
@@ -125,7 +124,7 @@ def test_an_object_of_the_right_size_but_other_bytes_is_refused_by_name_and_noth
     foreign = os.urandom((entry.path / "arrays.pklz").stat().st_size)
     target.put(f"{place}/arrays.pklz", foreign)
 
-    result = run("glyphforge", "publish", "test-noise", target.url, "--data-dir", local_data)
+    result = run_here("glyphforge", "publish", "test-noise", target.url, "--data-dir", local_data)
 
     assert result.returncode == 1, result.stderr
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
@@ -186,11 +185,10 @@ def test_the_right_bytes_in_parts_of_another_size_are_read_back_then_kept(s3_ser
 @pytest.mark.parametrize("given", ["--data-dir", "GLYPHFORGE_DATA_DIR"])
 def test_a_url_data_dir_to_publish_from_exits_2_before_any_work_saying_what_works(tmp_path, source, given):
     argv = ["--data-dir", source] if given == "--data-dir" else []
-    env = {**os.environ, "GLYPHFORGE_CACHE_DIR": str(tmp_path / "local-cache")}
+    env = {"GLYPHFORGE_CACHE_DIR": str(tmp_path / "local-cache")}
     if given != "--data-dir":
         env["GLYPHFORGE_DATA_DIR"] = source
-    result = subprocess.run([str(BIN / "glyphforge"), "publish", "scenes", (tmp_path / "target").as_uri(), *argv],
-                            capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    result = run_here("glyphforge", "publish", "scenes", (tmp_path / "target").as_uri(), *argv, cwd=tmp_path, env=env)
 
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
@@ -203,8 +201,8 @@ def test_a_url_data_dir_to_publish_from_exits_2_before_any_work_saying_what_work
 def test_a_file_url_data_dir_is_the_local_directory_it_names(tmp_path):
     [entry] = prepare_toy(data_dir=tmp_path / "local", level=4)
 
-    result = run("glyphforge", "publish", "toy", (tmp_path / "target").as_uri(),
-                 "--data-dir", (tmp_path / "local").as_uri())
+    result = run_here("glyphforge", "publish", "toy", (tmp_path / "target").as_uri(),
+                      "--data-dir", (tmp_path / "local").as_uri())
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{(tmp_path / 'target' / 'cache' / 'toy' / entry.key).as_uri()}\n"

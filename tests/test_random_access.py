@@ -27,7 +27,7 @@ from glyphforge.cache import CacheStore
 from glyphforge.cache.pklz import CorruptPklzError
 from glyphforge.textfmt import human_size
 
-from support.cli import run
+from support.cli import run_here
 from support.mounts import tmpfs
 from support.specs import RowSpec, WideRowSpec
 from support.waits import wait_until
@@ -214,7 +214,7 @@ def test_the_copy_follows_the_umask(rows, umask):
 
 def test_cache_ls_shows_the_copy_beside_its_entry(rows):
     def entry_row() -> str:
-        listed = run("glyphforge", "cache", "ls", "--data-dir", rows.path.parents[2])
+        listed = run_here("glyphforge", "cache", "ls", "--data-dir", rows.path.parents[2])
         assert listed.returncode == 0, listed.stderr
         row, = (line for line in listed.stdout.splitlines() if line.startswith(rows.key[:12]))
         return row
@@ -228,7 +228,7 @@ def test_cache_ls_shows_the_copy_beside_its_entry(rows):
 
 def test_cache_rm_removes_the_copy_with_its_entry(rows):
     made = rows.reopened().materialize()
-    done = run("glyphforge", "cache", "rm", rows.key[:12], "--data-dir", rows.path.parents[2])
+    done = run_here("glyphforge", "cache", "rm", rows.key[:12], "--data-dir", rows.path.parents[2])
     assert done.returncode == 0, done.stderr
     assert not made.exists() and not rows.path.exists()
 

@@ -41,7 +41,7 @@ from glyphforge.storage.location import Location, UnsupportedURLError
 from glyphforge.storage.publish import PublishConflictError
 from glyphforge.storage.remote_entry import BrokenRemoteEntryError, RemoteEntry
 
-from support.cli import run
+from support.cli import run, run_here
 from support.dask_cluster import dask_cluster, wait_for_workers
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import NoiseSpec, holder_of, made_shards
@@ -390,8 +390,8 @@ def test_a_refused_write_is_named_as_publishing_names_it_without_the_secret_befo
 
 def test_the_cli_builds_scenes_into_a_bucket_and_refuses_an_http_data_dir(s3_server):
     data_url = f"{s3_server.bucket()}/data"
-    done = run("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "20", "--shard-size", "10",
-               "--data-dir", data_url, "-q")
+    done = run_here("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "20", "--shard-size", "10",
+                    "--data-dir", data_url, "-q")
     assert done.returncode == 0, done.stderr
     spec = ScatteredGlyphs(20, glyphs="font", shard_size=10)
     entry_url = _entry_url(data_url, spec)

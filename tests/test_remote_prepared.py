@@ -31,7 +31,7 @@ from glyphforge.storage.reads import RemoteAccessError
 from glyphforge.storage.remote_entry import BrokenRemoteEntryError, entry_location
 from glyphforge.textfmt import human_size
 
-from support.cli import run
+from support.cli import run, run_here
 from support.http_server import LocalHTTPServer
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
@@ -285,7 +285,7 @@ def published(s3_server, toy_dir, mnist_dir):
 
 def test_cache_ls_lists_the_entries_at_a_url(published):
     url, entries = published
-    listed = run("glyphforge", "cache", "ls", "--data-dir", url)
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", url)
     assert listed.returncode == 0, listed.stderr
     header, rule, *rows = listed.stdout.splitlines()
     assert header.split() == ["key", "kind", "params", "files", "size", "created"]
@@ -297,7 +297,7 @@ def test_cache_ls_lists_the_entries_at_a_url(published):
 
 def test_info_describes_a_url_data_dir(published):
     url, entries = published
-    info = run("glyphforge", "info", "--data-dir", url)
+    info = run_here("glyphforge", "info", "--data-dir", url)
     assert info.returncode == 0, info.stderr
     size = sum(entry.size_bytes for entry in entries)
     lines = info.stdout.splitlines()
@@ -310,7 +310,7 @@ def test_info_describes_a_url_data_dir(published):
 
 def test_cache_verify_rehashes_the_entries_at_a_url(s3_server, published, toy_dir):
     url, entries = published
-    good = run("glyphforge", "cache", "verify", "--data-dir", url)
+    good = run_here("glyphforge", "cache", "verify", "--data-dir", url)
     assert good.returncode == 0, good.stderr
     assert good.stdout.splitlines() == [f"INCOMPLETE {url}/cache/toy/{'0' * 64}: data files without manifest.json: "
                                         "an upload in progress, or an interrupted one (not an entry yet; publishing "
@@ -323,7 +323,7 @@ def test_cache_verify_rehashes_the_entries_at_a_url(s3_server, published, toy_di
     remote.fs.pipe_file(remote.child("squares.pklz").path, bytes(data))
     mnist = publish_by_hand(entries[1], damaged)
     mnist.fs.rm_file(mnist.child("class_03.pklz").path)
-    bad = run("glyphforge", "cache", "verify", "--data-dir", damaged)
+    bad = run_here("glyphforge", "cache", "verify", "--data-dir", damaged)
     assert bad.returncode == 1
     assert sorted(bad.stdout.splitlines()) == [
         f"CORRUPT {mnist}/class_03.pklz: missing (deleted, or never uploaded)",
@@ -334,7 +334,7 @@ def test_cache_verify_rehashes_the_entries_at_a_url(s3_server, published, toy_di
 
 def test_an_http_data_dir_cannot_be_listed(toy_dir):
     with LocalHTTPServer() as server:
-        done = run("glyphforge", "cache", "ls", "--data-dir", server.url("data"))
+        done = run_here("glyphforge", "cache", "ls", "--data-dir", server.url("data"))
         assert done.returncode == 2
         assert done.stderr.startswith(f"error: {server.url('data')} cannot be listed: HTTP has no listing")
         assert server.requests() == 0
@@ -343,12 +343,12 @@ def test_an_http_data_dir_cannot_be_listed(toy_dir):
 @pytest.mark.parametrize("command", [["gc"], ["rm", "abcdef12"]])
 def test_cache_gc_and_rm_refuse_a_url(published, command):
     url, _ = published
-    done = run("glyphforge", "cache", *command, "--data-dir", url)
+    done = run_here("glyphforge", "cache", *command, "--data-dir", url)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith(f"error: glyphforge cache {command[0]} never deletes anything at a URL ({url}) in "
                                   "this version. Remove an entry there with the store's own tools, its manifest.json "
                                   "first")
-    listed = run("glyphforge", "cache", "ls", "--data-dir", url)
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", url)
     assert len(listed.stdout.splitlines()) == 4  # header, rule, both entries: nothing was deleted
 
 

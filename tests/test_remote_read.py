@@ -29,7 +29,7 @@ from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, 
 from glyphforge.storage.remote_entry import BrokenRemoteEntryError
 from glyphforge.storage.shard_cache import ShardCache
 
-from support.cli import run
+from support.cli import run, run_here
 from support.http_server import LocalHTTPServer
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
@@ -393,22 +393,24 @@ def test_the_shard_cache_size_comes_from_the_argument_the_environment_or_the_dis
 
 def test_the_cli_exports_and_previews_a_dataset_on_s3(built, s3_data, tmp_path):
     arrays = built[1]
-    exported = run("glyphforge", "export", "test-rows", tmp_path / "out", "--data-dir", s3_data[0])
+    exported = run_here("glyphforge", "export", "test-rows", tmp_path / "out", "--data-dir", s3_data[0])
     assert exported.returncode == 0, exported.stderr
     for name, array in arrays.items():
         assert np.array_equal(np.load(tmp_path / "out" / f"{name}.npy"), array)
-    shown = run("glyphforge", "preview", "test-rows", "--out", tmp_path / "p.png", "-n", "4", "--data-dir", s3_data[0])
+    shown = run_here("glyphforge", "preview", "test-rows", "--out", tmp_path / "p.png", "-n", "4",
+                     "--data-dir", s3_data[0])
     assert shown.returncode == 0, shown.stderr
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     in_environment = {"GLYPHFORGE_DATA_DIR": s3_data[0]}
-    from_environment = run("glyphforge", "export", "test-rows", tmp_path / "env", env=in_environment)
+    from_environment = run_here("glyphforge", "export", "test-rows", tmp_path / "env", env=in_environment)
     assert from_environment.returncode == 0, from_environment.stderr  # the export's checks need no local data dir
     assert np.array_equal(np.load(tmp_path / "env" / "images.npy"), arrays["images"])
-    missing = run("glyphforge", "export", "nothing", tmp_path / "none", "--data-dir", s3_data[0])
+    missing = run_here("glyphforge", "export", "nothing", tmp_path / "none", "--data-dir", s3_data[0])
     assert missing.returncode == 2 and "no built dataset 'nothing'" in missing.stderr
     assert not (tmp_path / "none").exists()
     no_credentials = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_EC2_METADATA_DISABLED": "true",
                       "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "AWS_CONFIG_FILE": str(tmp_path / "none")}
+    # a real process: fsspec's filesystems of this one hold the server's credentials
     refused = run("glyphforge", "export", "test-rows", tmp_path / "none", "--data-dir", s3_data[0], env=no_credentials)
     assert refused.returncode == 1 and not (tmp_path / "none").exists()
     assert f"could not list {s3_data[0]}/cache: access was refused (NoCredentialsError" in refused.stderr
@@ -417,12 +419,12 @@ def test_the_cli_exports_and_previews_a_dataset_on_s3(built, s3_data, tmp_path):
 
 def test_the_cli_over_http_takes_kind_and_key_and_refuses_a_kind_alone(built, http, tmp_path):
     local, arrays, _ = built
-    shown = run("glyphforge", "preview", f"test-rows/{local.key}", "--out", tmp_path / "p.png", "-n", "2",
-                "--data-dir", http.base_url)
+    shown = run_here("glyphforge", "preview", f"test-rows/{local.key}", "--out", tmp_path / "p.png", "-n", "2",
+                     "--data-dir", http.base_url)
     assert shown.returncode == 0, shown.stderr
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     before = http.requests()
-    refused = run("glyphforge", "export", "test-rows", tmp_path / "out", "--data-dir", http.base_url)
+    refused = run_here("glyphforge", "export", "test-rows", tmp_path / "out", "--data-dir", http.base_url)
     assert refused.returncode == 2 and http.requests() == before and not (tmp_path / "out").exists()
     assert f"{http.base_url} cannot be listed (over HTTP there is no listing)" in refused.stderr
     assert "give the entry as kind/key with its whole key" in refused.stderr

@@ -134,8 +134,9 @@ def test_state_after_is_the_state_of_stepping_the_stream_across_epochs(twins, dr
     options = dict(seed=4, drop_last=drop_last, rank=rank, world_size=world_size, even_ranks=even_ranks)
     whole = rows_of(a.stream(batch_size, epochs=5, **options))
 
-    def next_batch(state):
-        return rows_of(a.stream(batch_size, resume=state, **options))[0]
+    def next_batch(state):  # the first batch of a stream resumed from ``state`` (the rest is not read)
+        _, targets = next(iter(a.stream(batch_size, resume=state, **options)))
+        return targets["row"].tolist()
 
     stream = a.stream(batch_size, epochs=4, **options)
     per_epoch = stream.batches_per_rank

@@ -29,7 +29,7 @@ from glyphforge.context import DataContext
 from glyphforge.storage import Location, MalformedURLError, UnsupportedURLError
 from glyphforge.storage.remote_cache import RemoteCache
 
-from support.cli import BIN
+from support.cli import BIN, run_here
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
@@ -51,8 +51,11 @@ def place(tmp_path_factory) -> tuple[Path, BuiltDataset, dict[str, np.ndarray]]:
     return root, dataset, arrays
 
 
-def command(argv: list[str | Path], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run an installed console script (``argv[0]``) in ``cwd``."""
+def command(argv: list[str | Path], cwd: Path, env: dict[str, str] | None = None,
+            here: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run an installed console script (``argv[0]``) in ``cwd``: a real process, or its entry point in this one."""
+    if here:
+        return run_here(str(argv[0]), *argv[1:], env=env, cwd=cwd)
     return subprocess.run([str(BIN / str(argv[0])), *map(str, argv[1:])], capture_output=True, text=True,
                           timeout=300, cwd=cwd, env={**os.environ, **(env or {})})
 
@@ -82,7 +85,7 @@ def test_a_command_reads_a_file_url_data_dir_exactly_as_its_path(place, name, tm
     runs = {}
     for form, data_dir in [("path", root / "data"), ("url", (root / "data").as_uri()), ("relative", "file://data")]:
         argv = [str(word).replace("OUT", str(tmp_path / form)) for word in READERS[name]]
-        result = command(["glyphforge", *argv, "--data-dir", data_dir], cwd=root)
+        result = command(["glyphforge", *argv, "--data-dir", data_dir], cwd=root, here=True)
         assert result.returncode == 0 and "trying again" not in result.stderr, result.stderr
         runs[form] = re.sub(r"\d+\.\d s\b", "N s", result.stdout.replace(str(tmp_path / form), "OUT"))
     assert runs["url"] == runs["path"] and runs["relative"] == runs["path"]
@@ -161,7 +164,7 @@ def test_a_store_listing_takes_no_lock_staging_or_work_folder_for_an_entry(place
         found = find_remote_built(target, data_dir)
         assert found.key == dataset.key and np.array_equal(found[7][0], arrays["images"][7])
     if backend != "file":  # on the command line (a file:// data dir is its path there: see above)
-        listed = command(["glyphforge", "cache", "ls", "--data-dir", data_dir.url], cwd=tmp_path)
+        listed = command(["glyphforge", "cache", "ls", "--data-dir", data_dir.url], cwd=tmp_path, here=True)
         assert listed.returncode == 0 and "not listed" not in listed.stderr, listed.stderr
         assert listed.stdout.count("test-rows") == 1
 
@@ -227,10 +230,14 @@ DATA_DIR_COMMANDS = {
 @pytest.mark.parametrize("url", ["ftp://host/data", "s3:///nobucket"])
 @pytest.mark.parametrize("name", [*DATA_DIR_COMMANDS, "publish (target)"])
 def test_every_command_refuses_an_unsupported_or_malformed_url_with_exit_2(name, url, tmp_path):
-    """Rows 11 and 13 on the command line: fsspec's "Exception ignored ..." noise, or exit 1 after the network."""
+    """Rows 11 and 13 on the command line: fsspec's "Exception ignored ..." noise, or exit 1 after the network.
+
+    Each command runs as a real process with the unsupported scheme (its exit status, and no noise at its
+    exit), and in this process with the malformed URL (refused where it is parsed, as the first).
+    """
     argv = (["glyphforge", "publish", "scenes", url] if name == "publish (target)"
             else [*DATA_DIR_COMMANDS[name], "--data-dir", url])
-    result = command(argv, cwd=tmp_path)
+    result = command(argv, cwd=tmp_path, here=url.startswith("s3:"))
     clean_refusal(result, url, "does not support ftp:// URLs; it takes s3://BUCKET/prefix" if url.startswith("ftp")
                   else "names no bucket: write s3://BUCKET/prefix")
     assert list(tmp_path.iterdir()) == []  # nothing made, not even the data dir
@@ -238,13 +245,15 @@ def test_every_command_refuses_an_unsupported_or_malformed_url_with_exit_2(name,
 
 @pytest.mark.parametrize("name", ["export", "cache ls"])
 def test_an_unsupported_url_in_the_environment_exits_2_naming_the_variable(name, tmp_path):
-    result = command(DATA_DIR_COMMANDS[name], cwd=tmp_path, env={"GLYPHFORGE_DATA_DIR": "ftp://host/data"})
+    result = command(DATA_DIR_COMMANDS[name], cwd=tmp_path, env={"GLYPHFORGE_DATA_DIR": "ftp://host/data"},
+                     here=name == "export")  # one real process
     clean_refusal(result, "error: $GLYPHFORGE_DATA_DIR: ftp://host/data: glyphforge does not support ftp:// URLs")
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("url", [url for url in MALFORMED if not url.startswith("s3:///")])
 def test_publish_refuses_a_malformed_target_before_any_work(place, url, tmp_path):
-    result = command(["glyphforge", "publish", "test-rows", url, "--data-dir", place[0] / "data"], cwd=tmp_path)
+    result = command(["glyphforge", "publish", "test-rows", url, "--data-dir", place[0] / "data"], cwd=tmp_path,
+                     here=True)  # a real process refuses a publish target in test_every_command_refuses_...
     clean_refusal(result, f"argument url: {url}", MALFORMED[url])
     assert list(tmp_path.iterdir()) == []

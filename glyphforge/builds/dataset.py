@@ -63,7 +63,7 @@ from glyphforge.builds.export import export
 from glyphforge.builds.index import ShardIndex
 from glyphforge.builds.members import Put, Scratch, Shard, decode_shard, layout_dtype, place_shard
 from glyphforge.builds.own_built import announced
-from glyphforge.builds.reading import ARRAYS_FILE, ShardSource
+from glyphforge.builds.reading import ShardSource
 from glyphforge.builds.stream import ShardStream, open_stream
 from glyphforge.cache import Entry
 from glyphforge.errors import ArgumentError

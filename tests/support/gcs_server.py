@@ -1,7 +1,8 @@
 """A real GCS JSON API on 127.0.0.1: gcp-storage-emulator, for tests of ``gs://`` data dirs.
 
-Use the module-scoped ``gcs_server`` fixture (one server per test module; each test makes
-its own bucket with ``gcs_server.bucket()``)::
+Use the module-scoped ``gcs_server`` fixture (one server for the session, started by the first
+module that asks, set in the environment for each module's tests; each test makes its own bucket
+with ``gcs_server.bucket()``)::
 
     from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 
@@ -95,14 +96,25 @@ def _use_gcsfs_core() -> None:
     GCSFileSystem.clear_instance_cache()  # fsspec's cached instance would still point at an earlier server
 
 
-@pytest.fixture(scope="module")
-def gcs_server() -> Iterator[LocalGCSServer]:
-    """gcp-storage-emulator on 127.0.0.1 for one test module, with the environment pointing at it."""
+@pytest.fixture(scope="session")
+def gcs_server_process() -> Iterator[LocalGCSServer]:
+    """gcp-storage-emulator on 127.0.0.1 for the whole session (declared in ``tests/conftest.py``; modules use
+    `gcs_server`, which puts it in the environment)."""
     for module in ("gcp_storage_emulator", "gcsfs"):
         pytest.importorskip(module, reason="gcp-storage-emulator and gcsfs are in the test extra")
+    server = LocalGCSServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def gcs_server(gcs_server_process: LocalGCSServer) -> Iterator[LocalGCSServer]:
+    """gcp-storage-emulator on 127.0.0.1 (the session's) for one test module, with the environment pointing at it."""
     import fsspec.config
 
-    server = LocalGCSServer().start()
+    server = gcs_server_process
     saved = {name: os.environ.get(name) for name in server.environment()}
     saved_conf = fsspec.config.conf.get("gs")
     os.environ.update(server.environment())
@@ -111,7 +123,6 @@ def gcs_server() -> Iterator[LocalGCSServer]:
     try:
         yield server
     finally:
-        server.stop()
         from gcsfs.core import GCSFileSystem
 
         GCSFileSystem.clear_instance_cache()

@@ -1,7 +1,8 @@
 """A real S3 API on 127.0.0.1: moto's server mode, for tests of ``s3://`` data dirs.
 
-Use the module-scoped ``s3_server`` fixture (one server per test module; each test makes
-its own bucket with ``s3_server.bucket()``)::
+Use the module-scoped ``s3_server`` fixture (one server for the session, started by the first
+module that asks, set in the environment for each module's tests; each test makes its own bucket
+with ``s3_server.bucket()``)::
 
     from support.s3_server import s3_server  # noqa: F401 (fixture)
 
@@ -112,21 +113,33 @@ class LocalS3Server:
         return {"key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
 
 
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[LocalS3Server]:
-    """moto's S3 server on 127.0.0.1 for one test module, with the environment pointing at it."""
+@pytest.fixture(scope="session")
+def s3_server_process() -> Iterator[LocalS3Server]:
+    """moto's S3 server on 127.0.0.1 for the whole session (its first request costs a second or two: once).
+
+    Declared in ``tests/conftest.py``; modules use `s3_server`, which puts it in the environment.
+    """
     pytest.importorskip("moto.server", reason="moto[server] is in the test extra: pip install -e '.[test]'")
     pytest.importorskip("s3fs", reason="s3fs is in the test extra: pip install -e '.[test]'")
+    server = LocalS3Server().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def s3_server(s3_server_process: LocalS3Server) -> Iterator[LocalS3Server]:
+    """moto's S3 server on 127.0.0.1 (the session's) for one test module, with the environment pointing at it."""
     import s3fs
 
-    server = LocalS3Server().start()
+    server = s3_server_process
     saved = {name: os.environ.get(name) for name in server.environment()}
     os.environ.update(server.environment())
     s3fs.S3FileSystem.clear_instance_cache()  # fsspec's cached instance would still point at an earlier server
     try:
         yield server
     finally:
-        server.stop()
         s3fs.S3FileSystem.clear_instance_cache()
         for name, value in saved.items():
             if value is None:
