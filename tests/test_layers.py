@@ -71,25 +71,8 @@ LAYERS: Layers = (
     ("face", ("__init__",)),
 )
 
-#: Layer names of packages a branch in flight creates: not stale while they do not exist yet (struck off at the merge).
-COMING: frozenset[str] = frozenset()
-
 #: The most lines a module may have.
 MAX_LINES = 500
-
-#: Modules over `MAX_LINES` known and being split (path below the package): each must still be over, as below.
-KNOWN_LONG: frozenset[str] = frozenset({"builds/dataset.py", "builds/stream.py"})
-
-#: Import circles known and being removed (each the set of its modules): each must still occur, as below.
-KNOWN_CIRCLES: frozenset[frozenset[str]] = frozenset({
-    frozenset({"glyphforge.builds.copy_source", "glyphforge.builds.dataset", "glyphforge.builds.export",
-               "glyphforge.builds.materialize", "glyphforge.builds.remote", "glyphforge.builds.stream"}),
-    frozenset({"glyphforge.builds.builder", "glyphforge.builds.remote_build"}),
-})
-
-#: Upward imports known and scheduled for removal, ``(importing file, imported module)``: why.
-#: Each must still occur (`test_each_known_upward_import_still_occurs`), so a fixed one is struck off.
-KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)
@@ -173,14 +156,14 @@ def _within(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
-def unlayered(package_dir: Path, layers: Layers = LAYERS, coming: frozenset[str] = COMING) -> list[str]:
-    """Return the package's modules no layer holds, and the layer names that hold no module (but those ``coming``)."""
+def unlayered(package_dir: Path, layers: Layers = LAYERS) -> list[str]:
+    """Return the package's modules no layer holds, and the layer names that hold no module."""
     package = package_dir.name
     modules = [_module_name(path, package_dir) for path in package_modules(package_dir)]
     missing = [module for module in modules if layer_of(module, package, layers) is None]
     tops = {"__init__" if module == package else module.split(".")[1] for module in modules}
     stale = [f"{name} (in layer {layer}: no such module)" for layer, names in layers for name in names
-             if name not in tops and name not in coming]
+             if name not in tops]
     return missing + stale
 
 
@@ -275,37 +258,20 @@ def test_every_module_has_a_layer():
     "path", package_modules(PACKAGE_DIR), ids=lambda path: path.relative_to(PACKAGE_DIR).as_posix()
 )
 def test_module_imports_nothing_above_its_layer(path):
-    violations = [violation for violation in upward_imports(PACKAGE_DIR, [path])
-                  if (violation.path, violation.module) not in KNOWN_UPWARD]
+    violations = upward_imports(PACKAGE_DIR, [path])
     assert not violations, "upward imports (move the code down, or the import up):\n" + "\n".join(
         map(str, violations)
     )
 
 
-def test_each_known_upward_import_still_occurs():
-    found = {(violation.path, violation.module) for violation in upward_imports(PACKAGE_DIR)}
-    gone = sorted(set(KNOWN_UPWARD) - found)
-    assert not gone, f"these upward imports are gone: strike them off KNOWN_UPWARD: {gone}"
-
-
 def test_no_import_circles():
-    circles = [sorted(circle) for circle in import_circles(import_graph(PACKAGE_DIR)) if circle not in KNOWN_CIRCLES]
+    circles = [sorted(circle) for circle in import_circles(import_graph(PACKAGE_DIR))]
     assert not circles, "import circles (move what both need down, or pass it in):\n" + "\n".join(map(str, circles))
 
 
-def test_each_known_circle_still_occurs():
-    gone = [sorted(circle) for circle in KNOWN_CIRCLES - set(import_circles(import_graph(PACKAGE_DIR)))]
-    assert not gone, f"these import circles are gone: strike them off KNOWN_CIRCLES: {gone}"
-
-
 def test_no_module_is_over_the_line_limit():
-    long = {name: lines for name, lines in long_modules(PACKAGE_DIR).items() if name not in KNOWN_LONG}
+    long = long_modules(PACKAGE_DIR)
     assert not long, f"modules over {MAX_LINES} lines (split each into modules of one job): {long}"
-
-
-def test_each_known_long_module_is_still_long():
-    gone = sorted(KNOWN_LONG - set(long_modules(PACKAGE_DIR)))
-    assert not gone, f"these modules are no longer over {MAX_LINES} lines (or gone): strike them off KNOWN_LONG: {gone}"
 
 
 def architecture_module_rows(text: str) -> dict[str, str]:
@@ -399,7 +365,6 @@ def test_unlayered_names_new_modules_and_stale_layer_names(tmp_path):
     })
     assert layer_of("glyphforge.pipelines.new_kernel", "glyphforge", TOY_LAYERS) == 1
     assert unlayered(package_dir, TOY_LAYERS) == ["glyphforge.newcomer", "cli (in layer face: no such module)"]
-    assert unlayered(package_dir, TOY_LAYERS, coming=frozenset({"cli"})) == ["glyphforge.newcomer"]
 
 
 def test_circles_are_found_through_lazy_type_checking_and_relative_imports(tmp_path):
