@@ -8,7 +8,7 @@ difference is what compiling costs the command. Each run also gets a fresh data 
 both runs do the same conversion or build work. Then ``glyphforge warmup``'s own
 per-kernel seconds, cold. Goals (2 cores): every command at most 3 s of compile on top of
 its warm time, ``warmup`` at most 6 s in all, and a ``processes:2`` build compiling once
-(``tests/test_warmup.py`` proves the last with numba's cache counters). ``prepare-data``
+(``tests/cli/test_warmup.py`` proves the last with numba's cache counters). ``prepare-data``
 ends with a warmup of every kernel; the ``--no-warmup`` rows time its conversion alone.
 """
 from __future__ import annotations

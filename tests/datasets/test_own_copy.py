@@ -12,24 +12,21 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import glyphforge as gf
-from glyphforge import config
 from glyphforge.cache import CacheStore
 from glyphforge.cache.keys import cache_key
 from glyphforge.datasets import _class_prepare, _own_copy
 from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import DATASETS, load_fashion_mnist, load_mnist, prepare_mnist
 
-from support.cli import run, run_here
+from support.cli import run_here
+from support.own_copy import OWN, own_warnings, place, prepare_cli
 from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
 
-OWN = "your own copy (unverified)"
 UPSTREAM = dict(DATASETS)
 
 
@@ -47,31 +44,11 @@ def fresh_announcements(monkeypatch):
     monkeypatch.setattr(_own_copy, "_announced", set())
 
 
-def place(files: SyntheticMNIST, data_dir: Path, dataset: str) -> None:
-    """Put the four files in ``<data dir>/raw/<dataset>/`` as a user would (replacing what is there)."""
-    raw = config.raw_dir(dataset, data_dir)
-    raw.mkdir(parents=True, exist_ok=True)
-    for name in ALL_FILES:
-        (raw / name).unlink(missing_ok=True)
-        shutil.copyfile(files.path(name), raw / name)
-
-
 def holds_class_0_of(x: np.ndarray, files: SyntheticMNIST) -> bool:
     """Whether the images of a ``subset="test"`` load of label 0 only are ``files``' test images of it (any order)."""
     expected = files.class_images(0, "test").reshape(-1, 784)
     got = x.reshape(-1, 784)
     return got.shape == expected.shape and np.array_equal(np.sort(got, axis=0), np.sort(expected, axis=0))
-
-
-def own_warnings(caplog) -> list[str]:
-    return [record.getMessage() for record in caplog.records
-            if record.levelno == logging.WARNING and OWN in record.getMessage()]
-
-
-def prepare_cli(dataset: str, data_dir: Path):
-    done = run("prepare-data", dataset, "--no-verify", "--offline", "--data-dir", data_dir, "--no-warmup", "-q")
-    assert done.returncode == 0, done.stderr
-    return done
 
 
 def upstream_key(dataset: str, shape=(28, 28)) -> str:

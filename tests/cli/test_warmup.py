@@ -169,7 +169,7 @@ def test_the_workers_of_a_processes_session_load_what_the_driver_compiled(tmp_pa
             spec = CountingScenes(40, glyphs="font", characters="AB", background_colours=["navy"], shard_size=10)
             dataset = build(spec, session="processes:2", progress=False)
             print(json.dumps({"per_shard": dataset["worker_compiles"][::10].tolist(), "driver": kernel_compiles()}))
-    """).replace("TESTS", repr(str(Path(__file__).parent)))
+    """).replace("TESTS", repr(str(Path(__file__).parents[1])))
     script = tmp_path / "build_once_compiled.py"
     script.write_text(code)
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,

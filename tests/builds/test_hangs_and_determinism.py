@@ -28,8 +28,8 @@ from glyphforge.scenes.spec import ScatteredGlyphs
 from support.dask_cluster import dask_cluster
 from support.specs import NoiseSpec
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-TESTS_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+TESTS_DIR = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 

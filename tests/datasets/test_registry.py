@@ -214,7 +214,7 @@ def test_entry_labels_name_the_split_or_set_and_the_size(tmp_path):
 
 
 # -- the toy in a fresh process: its typed option, glyph option and entry label on the real command line ---
-TESTS_DIR = Path(__file__).resolve().parent
+TESTS_DIR = Path(__file__).resolve().parents[1]
 
 
 def toy_command(*argv) -> subprocess.CompletedProcess[str]:

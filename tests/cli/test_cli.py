@@ -264,7 +264,7 @@ def test_every_help_shows_an_example(argv):
 
 
 def test_the_script_wrapper_runs_prepare_data(tmp_path):
-    script = Path(__file__).resolve().parents[1] / "scripts" / "prepare_data.py"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "prepare_data.py"
     result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.startswith("usage: prepare-data")
 

@@ -14,7 +14,6 @@ import logging
 
 import numpy as np
 import pytest
-from test_own_copy import OWN, own_warnings, place, prepare_cli
 
 import glyphforge as gf
 from glyphforge.builds.remote import find_built
@@ -27,6 +26,7 @@ from glyphforge.datasets._class_files import DECLARATIONS
 from glyphforge.datasets.mnist_family import DATASETS
 
 from support.cli import run, run_here
+from support.own_copy import OWN, own_warnings, place, prepare_cli
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.synthetic_mnist import write_synthetic_mnist
 
