@@ -6,7 +6,7 @@
 Writes, in a temporary data dir, a synthetic built entry through the cache store
 (``index.npy``, a data file listed in the manifest; glyphforge 0.2 kept the index as JSON
 lists in the manifest, 269 ms for ``CacheStore.ls()`` at 100,000 shards), beside 20 small
-entries. Its ``arrays.pklz`` is a placeholder of a few bytes: listing never opens data
+entries. Its ``arrays.pklz`` is a sparse file of the size its index declares: listing never opens data
 files. It prints the manifest's size, ``CacheStore.ls()`` (median of ``--repeat`` calls in this process),
 the whole ``glyphforge cache ls`` command (median of ``--repeat`` runs, Python start
 included), and reading the index once a reader asks for it (``ShardIndex.of_entry``).
@@ -39,7 +39,8 @@ def _entry(store: CacheStore, n_shards: int) -> None:
     index = ShardIndex.from_lengths(np.full(n_shards, SHARD_BYTES), np.full(n_shards, ROWS_PER_SHARD))
     params = {"n_examples": n_shards * ROWS_PER_SHARD, "shard_size": ROWS_PER_SHARD}
     with store.create("bench-scenes", params) as writer:
-        (writer.path / "arrays.pklz").write_bytes(b"placeholder")
+        with (writer.path / "arrays.pklz").open("wb") as data:  # sparse, the size the index declares: never read
+            data.truncate(n_shards * SHARD_BYTES)
         writer.meta.update(n_examples=n_shards * ROWS_PER_SHARD, n_shards=n_shards,
                            layout={"images": {"dtype": "|u1", "shape": [48, 48, 3]}}, metadata={}, images="images")
         index.write(writer.path / INDEX_FILE)
