@@ -86,14 +86,7 @@ class Location:
 
     @property
     def fs(self) -> AbstractFileSystem:
-        """The fsspec filesystem of the URL (fsspec caches instances per options and process).
-
-        Raises
-        ------
-        UnsupportedURLError
-            fsspec has no filesystem for the scheme, or its package is not installed (the
-            message names the extra to install).
-        """
+        """The fsspec filesystem of the URL: its backend's (`glyphforge.storage.backend.Backend.fs`)."""
         return self.backend.fs
 
     @property
