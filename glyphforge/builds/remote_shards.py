@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from glyphforge._checks import PathLike, check_int
-from glyphforge._files import writing
 from glyphforge.builds.index import INDEX_FILE, DamagedIndexError, ShardIndex
 from glyphforge.builds.members import Member
 from glyphforge.builds.reading import entry_index, member_name, read_member
-from glyphforge.builds.shard_fetch import CachedEntry, Piece, ShardFetcher, ShardRuns, continues_run
-from glyphforge.cache import CorruptPklzError
+from glyphforge.builds.shard_fetch import Piece, ShardFetcher, ShardRuns, continues_run
+from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.manifest import MANIFEST, is_built, is_plain_name
+from glyphforge.storage.fetched_files import FetchedFiles, fetched_entry
 from glyphforge.storage.location import Location
 from glyphforge.storage.reads import RemoteFileMissingError
 from glyphforge.storage.remote_entry import BrokenRemoteEntryError, RemoteEntry, damaged_at_url
@@ -47,20 +47,22 @@ DEFAULT_PREFETCH_THREADS = 4
 class RemoteShards:
     """The shard source (`~glyphforge.builds.reading.ShardSource`) of the built entry at a URL (see the module doc).
 
-    ``entry.path`` is the entry's folder in the local shard cache; `open_remote` makes one.
+    ``entry.path`` is the entry's folder in the local shard cache, ``files`` its data files
+    (``entry.data_files``: fetched there); `open_remote` makes one.
     """
 
-    def __init__(self, entry: CachedEntry, prefetch_threads: int = DEFAULT_PREFETCH_THREADS,
+    def __init__(self, entry: Entry, files: FetchedFiles, prefetch_threads: int = DEFAULT_PREFETCH_THREADS,
                  fetcher: ShardFetcher | None = None) -> None:
         self.entry = entry
+        self.files = files
         self.prefetch_threads = check_int("prefetch_threads", prefetch_threads, 0)
-        self._fetcher = fetcher or ShardFetcher(entry, self.prefetch_threads)
+        self._fetcher = fetcher or ShardFetcher(entry, files, self.prefetch_threads)
         self._index: ShardIndex | None = None
 
     @property
     def url(self) -> str:
         """The entry's URL (what `glyphforge.open_built` takes)."""
-        return self.entry.remote.url
+        return self.files.remote.url
 
     @property
     def index(self) -> ShardIndex:
@@ -75,7 +77,7 @@ class RemoteShards:
             try:
                 self._index = entry_index(self.entry)
             except DamagedIndexError as error:
-                if not self.entry.drop_damaged_copy(INDEX_FILE):
+                if not self.files.drop_damaged_copy(self.entry, INDEX_FILE):
                     raise self._damaged_index(error) from None
                 try:
                     self._index = entry_index(self.entry)
@@ -131,7 +133,7 @@ class RemoteShards:
             index = self.index
             pieces = [Piece(number, member_name(self.entry, index, number), offset, length) for number, (offset, length)
                       in enumerate(zip(index.offset.tolist(), index.length.tolist(), strict=True))]
-            alone = self.entry.size_bytes > self.entry.cache.size // 2
+            alone = self.entry.size_bytes > self.files.cache.size // 2
             runs: list[list[Piece]] = []
             for piece in pieces:
                 if runs and not alone and continues_run(runs[-1], piece):
@@ -144,7 +146,7 @@ class RemoteShards:
 
     def sibling(self) -> RemoteShards:
         """A source of the same entry for another reader: its own index, the same fetcher (and prefetch threads)."""
-        return RemoteShards(self.entry, self.prefetch_threads, self._fetcher)
+        return RemoteShards(self.entry, self.files, self.prefetch_threads, self._fetcher)
 
     def close(self) -> None:
         """Stop the prefetch threads (a later prefetch starts new ones)."""
@@ -155,8 +157,8 @@ class RemoteShards:
 
         The local cache dir and size are pickled as given: given none, the process unpickling uses its own default.
         """
-        options = {**self.entry.cache.options, "prefetch_threads": self.prefetch_threads}
-        return _reopen_remote, (self.entry.remote.location, self.entry.key, options)
+        options = {**self.files.cache.options, "prefetch_threads": self.prefetch_threads}
+        return _reopen_remote, (self.files.remote.location, self.entry.key, options)
 
 
 def open_remote(location: Location, *, cache_dir: PathLike | None = None, cache_size: int | str | None = None,
@@ -168,12 +170,8 @@ def open_remote(location: Location, *, cache_dir: PathLike | None = None, cache_
     LookupError
         ``location`` is not an entry's URL, or holds no built dataset (the message says what is there).
     """
-    remote = _open_entry(location)
-    cache = ShardCache(cache_dir, cache_size)
-    entry = CachedEntry(cache.folder(remote.kind, remote.key), remote.manifest, remote, cache)
-    with writing(entry.path):
-        entry.path.mkdir(parents=True, exist_ok=True)
-    return RemoteShards(entry, prefetch_threads)
+    entry, files = fetched_entry(_open_entry(location), ShardCache(cache_dir, cache_size))
+    return RemoteShards(entry, files, prefetch_threads)
 
 
 def _open_entry(location: Location) -> RemoteEntry:

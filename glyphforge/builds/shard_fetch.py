@@ -1,10 +1,11 @@
 """Shards of a built entry at a URL, fetched into this machine's shard cache (the remote reader's storage).
 
-`CachedEntry` is an entry at a URL as this machine reads it: its manifest is the remote
-one, its folder is in the local shard cache (`glyphforge.storage.shard_cache`). A shard is one
-byte range of the data file holding it (a `Piece`); `ShardFetcher` fetches pieces ahead on a
-few threads, in runs of consecutive shards (`ShardRuns`) of at most `RUN_BYTES`, each run by
-one process of the machine at a time (DataLoader workers fetch it once between them).
+An entry at a URL is read as the one `glyphforge.cache.Entry`: its manifest is the remote one,
+its folder is in the local shard cache and its data files are fetched there
+(`glyphforge.storage.fetched_files.FetchedFiles`). A shard is one byte range of the data file
+holding it (a `Piece`); `ShardFetcher` fetches pieces ahead on a few threads, in runs of
+consecutive shards (`ShardRuns`) of at most `RUN_BYTES`, each run by one process of the
+machine at a time (DataLoader workers fetch it once between them).
 """
 from __future__ import annotations
 
@@ -13,57 +14,20 @@ import os
 import threading
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 import filelock
 
 from glyphforge import config
-from glyphforge._files import sha256_file
 from glyphforge.cache import Entry
 from glyphforge.cache.locks import hold
-from glyphforge.storage.remote_entry import RemoteEntry
-from glyphforge.storage.shard_cache import ShardCache
+from glyphforge.storage.fetched_files import FetchedFiles
 
-__all__ = ["RUN_BYTES", "CachedEntry", "Piece", "ShardFetcher", "ShardRuns", "continues_run"]
+__all__ = ["RUN_BYTES", "Piece", "ShardFetcher", "ShardRuns", "continues_run"]
 
 #: The most bytes of consecutive shards fetched ahead with one ranged read.
 RUN_BYTES = 8 << 20
-
-
-@dataclass(frozen=True)
-class CachedEntry(Entry):
-    """A built entry at a URL as this machine reads it.
-
-    Its ``manifest`` is the remote one; ``path`` is its folder in the local shard cache,
-    where `file` fetches a whole data file (the index) and shards are kept.
-
-    Attributes
-    ----------
-    remote
-        The entry at its URL.
-    cache
-        The local shard cache.
-    """
-
-    remote: RemoteEntry
-    cache: ShardCache
-
-    def file(self, name: str) -> Path:
-        """Return the local copy of data file ``name``, fetched whole (size and sha256 checked) on first use."""
-        size = self.remote.size(name)  # a KeyError naming the files when the manifest lists no such file
-        return self.cache.whole(self.path / name, size, lambda temporary: self.remote.download(name, temporary))
-
-    def drop_damaged_copy(self, name: str) -> bool:
-        """Remove the local copy of data file ``name`` if it is no longer what the manifest records (damaged since
-        it was fetched, its sha256 checked); return whether it did (the next `file` fetches it again)."""
-        path = self.path / name
-        recorded = self.manifest["files"].get(name)
-        if recorded is None or not path.is_file() or sha256_file(path) == recorded["sha256"]:
-            return False
-        path.unlink(missing_ok=True)
-        return True
 
 
 class Piece(NamedTuple):
@@ -105,8 +69,9 @@ class ShardFetcher:
     `close`, by garbage collection, and in a forked child (a DataLoader worker makes its own).
     """
 
-    def __init__(self, entry: CachedEntry, threads: int) -> None:
+    def __init__(self, entry: Entry, files: FetchedFiles, threads: int) -> None:
         self.entry = entry
+        self.files = files
         self.threads = threads
         self.runs: ShardRuns | None = None
         """The readers' `RemoteShards._shard_runs`, worked out once."""
@@ -125,7 +90,7 @@ class ShardFetcher:
             self._start()
 
     def _path(self, piece: Piece) -> Path:
-        return self.entry.cache.shard_path(self.entry.kind, self.entry.key, piece.name, piece.offset, piece.length)
+        return self.files.cache.shard_path(self.entry.kind, self.entry.key, piece.name, piece.offset, piece.length)
 
     def path(self, piece: Piece) -> Path:
         """The cached file of shard ``piece``: fetched now, unless cached or on its way (then waited for)."""
@@ -138,7 +103,7 @@ class ShardFetcher:
                 ahead.result()
             except Exception:  # noqa: BLE001 (fetched again below: its error is raised in this thread)
                 pass
-        return self.entry.cache.shard(path, piece.length, lambda: self.entry.remote.read_range(
+        return self.files.cache.shard(path, piece.length, lambda: self.files.remote.read_range(
             piece.name, piece.offset, piece.length, what=f"shard {piece.number}"))
 
     def forget(self, piece: Piece) -> None:
@@ -153,17 +118,17 @@ class ShardFetcher:
         """
         lock_path = self.entry.path / f".{run[0].name}.{run[0].offset}.run.lock"
         what = f"shards {run[0].number} to {run[-1].number}"
-        with hold(filelock.FileLock(lock_path), f"fetching {what} of {self.entry.remote.url}", config.lock_timeout()):
-            missing = [piece for piece in run if not self.entry.cache.cached(self._path(piece), piece.length)]
+        with hold(filelock.FileLock(lock_path), f"fetching {what} of {self.files.remote.url}", config.lock_timeout()):
+            missing = [piece for piece in run if not self.files.cache.cached(self._path(piece), piece.length)]
             if not missing:
                 return  # another process fetched them
             first, last = missing[0], missing[-1]
             begin = first.offset
-            data = memoryview(self.entry.remote.read_range(first.name, begin, last.offset + last.length - begin,
+            data = memoryview(self.files.remote.read_range(first.name, begin, last.offset + last.length - begin,
                                                            what=what))
             for piece in run[run.index(first):run.index(last) + 1]:
                 part = data[piece.offset - begin:piece.offset - begin + piece.length]
-                self.entry.cache.shard(self._path(piece), piece.length, part.tobytes)
+                self.files.cache.shard(self._path(piece), piece.length, part.tobytes)
 
     def prefetch(self, runs: Iterable[list[Piece]]) -> None:
         """Start fetching ``runs`` (lists of consecutive shards of one data file), but shards cached or under way."""
@@ -177,7 +142,7 @@ class ShardFetcher:
                 paths = [self._path(piece) for piece in run]
                 if run[0] in self._fetched or any(path in self._pending for path in paths):
                     continue  # whole (a shard evicted since is fetched alone when it is read), or on its way
-                if all(self.entry.cache.cached(path, piece.length) for path, piece in zip(paths, run, strict=True)):
+                if all(self.files.cache.cached(path, piece.length) for path, piece in zip(paths, run, strict=True)):
                     self._fetched.add(run[0])
                     continue
                 future = self._pool.submit(self._fetch_run, run)

@@ -1,4 +1,5 @@
-"""A complete cache entry (`Entry`), how one is read from its directory (`read_entry`), and the errors of its files.
+"""A complete cache entry (`Entry`), how its data files are reached (`DataFiles`), how one is read from its
+directory (`read_entry`), and the errors of its files.
 
 An entry directory whose manifest fails `glyphforge.cache.manifest.read_manifest` is
 broken: `read_entry` returns None. One this user may not read (another user of a shared
@@ -9,9 +10,9 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from glyphforge._files import describe_owner
 from glyphforge.cache.locks import ReadLock, readers_path
@@ -68,6 +69,52 @@ def unreadable_text(path: Path, opened_by: Path | None = None) -> str:
             "(--data-dir or $GLYPHFORGE_DATA_DIR)")
 
 
+class DataFiles(Protocol):
+    """How an entry's data files are reached on this machine: a path to each, checked against the manifest.
+
+    An entry on disk reads them in its folder (`IN_FOLDER`); an entry at a URL fetches them
+    into this machine's shard cache (`glyphforge.storage.fetched_files.FetchedFiles`), plugged in from above.
+    """
+
+    def file(self, entry: Entry, name: str) -> Path:
+        """Return a local path of ``entry``'s data file ``name`` (a KeyError naming the files when it lists none)."""
+
+
+class InFolder:
+    """The data files of an entry on disk: in its folder, checked where they are (see `Entry.file`)."""
+
+    def __repr__(self) -> str:
+        return "IN_FOLDER"
+
+    def file(self, entry: Entry, name: str) -> Path:
+        """Return ``entry.path / name`` once checked; the errors are `Entry.file`'s."""
+        if name not in entry.manifest["files"]:
+            raise KeyError(f"entry {entry.kind}/{entry.key[:12]} has no file {name!r}; files: {entry.files}")
+        path = entry.path / name
+        fix = ("run `glyphforge cache gc` to remove the broken entry, then make it again: "
+               f"`prepare-data {entry.kind}`, or for a built dataset the build that made it")
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise MissingEntryFileError(
+                errno.ENOENT, f"{path} is missing from the {entry.kind} entry {entry.key[:12]} (it was deleted or the "
+                f"disk lost it): {fix}", str(path)) from None
+        expected = entry.manifest["files"][name]["size"]
+        if size != expected:
+            raise DamagedEntryFileError(
+                f"{path} is damaged: {size:,} bytes where the {entry.kind} entry {entry.key[:12]}'s manifest records "
+                f"{expected:,} (truncated or replaced): {fix}", path, size, expected)
+        if not os.access(path, os.R_OK):
+            raise UnreadableEntryError(
+                errno.EACCES, f"{path}, a data file of the {entry.kind} entry {entry.key[:12]}, exists but you may not "
+                f"read it: {unreadable_text(path, opened_by=entry.path)}", str(path))
+        return path
+
+
+#: The data files of an entry on disk (the default of `Entry.data_files`).
+IN_FOLDER = InFolder()
+
+
 @dataclass(frozen=True)
 class Entry(ManifestFields):
     """A complete cache entry (``key``, ``kind``, ``params``, ``meta``, ``files``, ``size_bytes``: its manifest's).
@@ -75,16 +122,19 @@ class Entry(ManifestFields):
     Attributes
     ----------
     path
-        The entry directory.
+        The entry directory on this machine (for an entry at a URL, its folder in the local shard cache).
     manifest
         The parsed ``manifest.json``, checked by :func:`read_manifest`.
+    data_files
+        How its data files are reached (`DataFiles`): in ``path`` for an entry on disk (`IN_FOLDER`).
     """
 
     path: Path
     manifest: dict[str, Any]
+    data_files: DataFiles = field(default=IN_FOLDER, compare=False, repr=False)
 
     def file(self, name: str) -> Path:
-        """Return the path of the data file ``name``.
+        """Return a local path of the data file ``name`` (for an entry at a URL, its copy fetched whole).
 
         Raises
         ------
@@ -98,28 +148,9 @@ class Entry(ManifestFields):
             When this user may not read it (another member of a shared data dir made it owner-only).
 
         The messages say what to do: make the entry again, or have its owner open it to the group.
+        An entry at a URL raises its `DataFiles`' errors instead (see `glyphforge.storage.remote_entry`).
         """
-        if name not in self.manifest["files"]:
-            raise KeyError(f"entry {self.kind}/{self.key[:12]} has no file {name!r}; files: {self.files}")
-        path = self.path / name
-        fix = (f"run `glyphforge cache gc` to remove the broken entry, then make it again: `prepare-data {self.kind}`, "
-               "or for a built dataset the build that made it")
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            raise MissingEntryFileError(
-                errno.ENOENT, f"{path} is missing from the {self.kind} entry {self.key[:12]} (it was deleted or the "
-                f"disk lost it): {fix}", str(path)) from None
-        expected = self.manifest["files"][name]["size"]
-        if size != expected:
-            raise DamagedEntryFileError(
-                f"{path} is damaged: {size:,} bytes where the {self.kind} entry {self.key[:12]}'s manifest records "
-                f"{expected:,} (truncated or replaced): {fix}", path, size, expected)
-        if not os.access(path, os.R_OK):
-            raise UnreadableEntryError(
-                errno.EACCES, f"{path}, a data file of the {self.kind} entry {self.key[:12]}, exists but you may not "
-                f"read it: {unreadable_text(path, opened_by=self.path)}", str(path))
-        return path
+        return self.data_files.file(self, name)
 
     def read_lock(self) -> ReadLock:
         """Return the entry's readers lock (not yet taken): hold it while using the entry, so it is not evicted."""

@@ -22,7 +22,7 @@ from glyphforge.builds import build
 from glyphforge.builds.index import INDEX_FILE
 from glyphforge.builds.remote import find_built
 from glyphforge.builds.remote_shards import RemoteShards
-from glyphforge.cache import CorruptPklzError
+from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.manifest import make_manifest
 from glyphforge.storage import Location
 from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError
@@ -263,6 +263,17 @@ def test_a_damaged_shard_is_fetched_again_and_a_damaged_entry_is_named(built, se
                                                "twice.*nothing of it is kept"):
         ds[int(local.index.start[middle])]
     assert shards_kept(ds) == [cached.name]
+
+
+def test_an_entry_at_a_url_is_the_one_entry_its_data_files_fetched_into_the_shard_cache(built, s3_data):
+    local = built[0]
+    ds = gf.open_built(s3_data[1])
+    assert type(ds.entry) is type(local.entry) is Entry
+    assert ds.entry.manifest == local.entry.manifest and ds.entry.path != local.entry.path
+    assert ds.entry.file(INDEX_FILE) == ds.path / INDEX_FILE  # fetched whole into its folder of the shard cache
+    assert (ds.path / INDEX_FILE).read_bytes() == local.entry.file(INDEX_FILE).read_bytes()
+    with pytest.raises(KeyError, match="has no file 'nope'"):
+        ds.entry.file("nope")
 
 
 def test_a_damaged_local_copy_of_the_index_is_fetched_again(built, s3_data):
