@@ -4,9 +4,9 @@ A public function (a name in ``glyphforge.__all__``, what it is bound from, or a
 may take the loose configuration keywords (``data_dir=``, ``mirrors=``, ``offline=``, ...): it turns them
 into one `~glyphforge.context.DataContext` (`DataContext.resolve`, or `glyphforge.context.as_context` for
 a context-or-path argument) and passes only that context below. These tests read every module of the
-layers that can see the context (`glyphforge.context` and above, see tests/test_layers.py) and fail when
-a function that is not public takes one of those keywords, or when a call hands one on to anything
-but the resolving helpers. The few exceptions are documented protocol contracts, listed with their reason.
+layers above the context (see tests/test_layers.py) and fail when a function that is not public takes
+one of those keywords, or when a call hands one on to anything but a resolver or a public function. The
+few exceptions are documented protocol contracts, listed with their reason.
 """
 from __future__ import annotations
 
@@ -119,12 +119,12 @@ def _loose_takers() -> list[str]:
     return sorted(found)
 
 
-def _handed_on() -> list[str]:
+def _handed_on(package_dir: Path = PACKAGE_DIR) -> list[str]:
     """``file:line callee(keyword=...)`` for each call handing a loose keyword to anything but a resolver, a
     public function or a listed receiver."""
     found = []
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        relative = path.relative_to(PACKAGE_DIR)
+    for path in sorted(package_dir.rglob("*.py")):
+        relative = path.relative_to(package_dir)
         if relative.parts[0].removesuffix(".py") not in ABOVE_CONTEXT:
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -146,6 +146,18 @@ def test_no_function_below_the_public_ones_takes_loose_configuration() -> None:
 
 def test_only_the_resolvers_receive_loose_keywords() -> None:
     assert _handed_on() == [], "hand on the context, not its fields (or resolve them with DataContext.resolve)"
+
+
+def test_a_helper_handed_a_loose_keyword_is_found(tmp_path: Path) -> None:
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "toy.py").write_text(
+        "def load_toy(data_dir=None, offline=None, context=None):\n"
+        "    context = DataContext.resolve(context, data_dir=data_dir)\n"
+        "    _read(context, offline=offline)\n"
+        "    return load_mnist(data_dir=data_dir)\n"
+    )
+    (tmp_path / "pipelines.py").write_text("fetch_here(mirrors=())\n")  # below the context: not read
+    assert _handed_on(tmp_path) == ["datasets/toy.py:3 _read(offline=...)"]
 
 
 def test_the_contracts_listed_exist() -> None:
