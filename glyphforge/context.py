@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from glyphforge.cache.store import CacheStore
     from glyphforge.cache.store_protocol import Store
 
-__all__ = ["DataContext"]
+__all__ = ["DataContext", "as_context"]
 
 Mirrors = str | Iterable[PathLike] | None
 """Mirror bases: URLs or directories, as a sequence or one space-separated string."""
@@ -202,6 +202,18 @@ class DataContext:
     def raw_dir(self, dataset: str) -> Path:
         """Return ``<data dir>/raw/<dataset>``, where the upstream files of ``dataset`` live."""
         return config.raw_dir(dataset, self.data_dir)
+
+
+def as_context(place: DataContext | PathLike | None, **fields: Any) -> DataContext:
+    """Return the context ``place`` names: ``place`` itself, else the one of the data dir ``place`` (None: the
+    environment's), with ``fields`` (:meth:`DataContext.resolve`'s keywords) overriding.
+
+    For arguments that are a context or a data dir path (a spec's ``prepare(context)``, a dataset's
+    ``preview(entry, n, rng, context)``): turned into a context once, at the function that takes them.
+    """
+    if isinstance(place, DataContext):
+        return DataContext.resolve(place, **fields)
+    return DataContext.resolve(data_dir=place, **fields)
 
 
 def _place(chosen: PathLike | None, storage_options: Mapping[str, Any] | None,

@@ -57,7 +57,7 @@ def build_local(
         if OWN_SOURCES in params:
             writer.meta["verified"] = False
         work_dirs.append(store.work_dir(spec.kind, params))
-        _build_shards(spec, store.key(spec.kind, params), work_dirs[0], context.data_dir, writer, session,
+        _build_shards(spec, store.key(spec.kind, params), work_dirs[0], context, writer, session,
                       dict(session_options or {}), progress)
 
     entry = store.get_or_create(spec.kind, params, fill)
@@ -67,7 +67,7 @@ def build_local(
 
 
 def _build_shards(
-    spec: Spec, key: str, work_dir: Path, data_dir: Path, writer: Writer, session: Session | str | None,
+    spec: Spec, key: str, work_dir: Path, context: DataContext, writer: Writer, session: Session | str | None,
     session_options: dict[str, Any], progress: bool,
 ) -> None:
     """Make the missing shards, then concatenate all of them into ``writer``'s entry.
@@ -81,7 +81,7 @@ def _build_shards(
     records = completed_shards(work_dir, n_shards)
     reused = set(records)
     examples_reused = sum(record["n"] for record in records.values())
-    task = ShardTask(spec, str(work_dir), str(data_dir))
+    task = ShardTask(spec, str(work_dir), str(context.data_dir))  # the spec protocol's data_dir: str
     workers = 0
     while True:
         missing = [index for index in range(n_shards) if index not in records]

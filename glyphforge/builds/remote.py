@@ -142,8 +142,8 @@ def find_built(target: str, data_dir: PathLike | Location | None = None, *,
     return BuiltDataset(entry)
 
 
-def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltDataset:
-    """Return the built dataset ``target`` of the data dir at the URL ``data_dir`` (see `find_built`).
+def find_remote_built(target: str, location: Location, **options: Any) -> BuiltDataset:
+    """Return the built dataset ``target`` of the data dir at the URL ``location`` (see `find_built`).
 
     ``target`` is a kind (its only entry; ``"KIND:newest"``: its newest, by the manifests'
     ``created``), a cache key or a unique prefix of one, or ``kind/key`` (the whole key: found
@@ -161,13 +161,13 @@ def find_remote_built(target: str, data_dir: Location, **options: Any) -> BuiltD
     """
     if "/" in target:
         kind, key = target.split("/", 1)
-        return open_built(entry_location(data_dir, kind, key), **options)
-    if data_dir.read_only:
+        return open_built(entry_location(location, kind, key), **options)
+    if location.read_only:
         raise UnlistableDataDirError(
-            f"{data_dir} cannot be listed (over {data_dir.scheme.upper()} there is no listing), so {target!r} cannot "
+            f"{location} cannot be listed (over {location.scheme.upper()} there is no listing), so {target!r} cannot "
             "be looked up there: give the entry as kind/key with its whole key (e.g. scenes/<key>), or its URL to "
             "glyphforge.open_built")
-    cache = data_dir.child("cache")
+    cache = location.child("cache")
     kinds = entry_names(cache)
     kind = split_target(target)[0]
     if kind in kinds and (chosen := of_kind(target, _built_entries(cache.child(kind), kind), cache)) is not None:

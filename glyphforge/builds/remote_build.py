@@ -103,8 +103,8 @@ def work_location(entry: Location) -> Location:
     return Location(f"{entry.url}.work", entry.storage_options)
 
 
-def check_writable(data_dir: Location) -> Location:
-    """Return ``data_dir`` if glyphforge may build into it.
+def check_writable(location: Location) -> Location:
+    """Return ``location``, a data dir's URL, if glyphforge may build into it.
 
     Raises
     ------
@@ -113,12 +113,12 @@ def check_writable(data_dir: Location) -> Location:
     UnsupportedURLError
         fsspec cannot open its scheme here (the message names the extra to install).
     """
-    if data_dir.read_only:
+    if location.read_only:
         raise ReadOnlyDataDirError(
-            f"cannot build into {data_dir}: glyphforge only reads {data_dir.scheme}:// URLs. Build into an "
+            f"cannot build into {location}: glyphforge only reads {location.scheme}:// URLs. Build into an "
             "s3://, gs:// or file:// data dir (or a local path) and serve that over HTTP")
-    data_dir.fs  # noqa: B018 (opens the filesystem: an unknown scheme or a missing extra fails here, naming the URL)
-    return data_dir
+    location.fs  # noqa: B018 (opens the filesystem: an unknown scheme or a missing extra fails here, naming the URL)
+    return location
 
 
 def build_into(

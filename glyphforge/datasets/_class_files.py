@@ -91,6 +91,7 @@ def bind(function: Callable[..., Any], name: str, public: str, module: str = __n
         parameters.append(parameter)
     bound.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]  # read by help()
     bound.__name__ = bound.__qualname__ = public
+    bound.__wrapped__ = function  # type: ignore[attr-defined]  # the function it binds (help() shows the signature above)
     bound.__module__ = module
     option_note = "" if option is None else f" (``config`` is called ``{option}``)"
     bound.__doc__ = (f"{DECLARATIONS[name].title}: :func:`{function.__name__}` of "

@@ -358,12 +358,11 @@ def load_backgrounds(
 
 
 def preview_examples(
-    entry: Entry, n: int, rng: np.random.Generator, data_dir: PathLike | None = None, *,
-    context: DataContext | None = None,
+    entry: Entry, n: int, rng: np.random.Generator, context: DataContext | PathLike | None = None,
 ) -> tuple[list[np.ndarray], list[str]]:
     """Return the first ``n`` backgrounds of ``entry`` (in name order) and their names (registry ``preview``).
 
-    Reads the entry only; ``rng``, ``data_dir`` and ``context`` are part of the contract
+    Reads the entry only; ``rng`` and ``context`` are part of the contract
     and unused (a preview shows the backgrounds themselves, in a fixed order).
     """
     names = list(entry.meta["backgrounds"])[:n]

@@ -31,7 +31,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from glyphforge.cache import Entry
 from glyphforge.datasets import _class_files, _class_load, _class_prepare
 from glyphforge.datasets._class_args import SUBSETS, class_names
 from glyphforge.datasets._class_declaration import Config, Declaration, Parsed, declare
@@ -82,20 +81,7 @@ DATASET = declare(Declaration(
 ))
 
 
-_prepare = _class_files.bind(_class_prepare.prepare, KIND, "prepare_emnist", __name__)
-
-
-def prepare_emnist(**options: Any) -> list[Entry]:
-    """Fetch, validate and convert EMNIST splits (``split=``: one, several, or None for byclass), and resize.
-
-    The options are :func:`glyphforge.datasets._class_prepare.prepare`'s, with ``split``
-    for its ``config`` and ``archives={"gzip.zip": path}`` for a local copy of NIST's
-    archive.
-    """
-    entries: list[Entry] = _prepare(**options)
-    return entries
-
-
+prepare_emnist = _class_files.bind(_class_prepare.prepare, KIND, "prepare_emnist", __name__)
 load_emnist = _class_files.bind(_class_load.load, KIND, "load_emnist", __name__)
 emnist_classes = _class_files.bind(class_names, KIND, "emnist_classes", __name__)
 glyph_images = _class_files.bind(_class_load.glyph_images, KIND, "glyph_images", __name__)

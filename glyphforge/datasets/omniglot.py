@@ -53,7 +53,7 @@ import numpy as np
 from glyphforge._checks import PathLike, check_shape
 from glyphforge.batching import MapStyleDataset
 from glyphforge.cache import Entry
-from glyphforge.context import DataContext
+from glyphforge.context import DataContext, as_context
 from glyphforge.datasets._classes import BLANK, ClassNames
 from glyphforge.datasets._omniglot_archive import N_DRAWERS, NATIVE_SHAPE, PARALLEL_MIN_IMAGES, OmniglotFormatError
 from glyphforge.datasets._omniglot_catalog import Catalog, OmniglotClass, select_drawers
@@ -267,16 +267,15 @@ class Omniglot(MapStyleDataset):
 
 # -- the registry's parts (glyphforge.datasets.registry) and the glyphs scenes draw ------------
 def preview_examples(
-    entry: Entry, n: int, rng: np.random.Generator, data_dir: PathLike | None = None, *,
-    context: DataContext | None = None,
+    entry: Entry, n: int, rng: np.random.Generator, context: DataContext | PathLike | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Return ``n`` drawings of distinct classes of ``entry``'s set and shape, and their class names.
 
-    Reads the cache of ``data_dir`` (or ``context``) only. The classes and one drawer
-    (shared by all) are picked with ``rng``.
+    Reads the cache of ``context`` (a context, or a data dir path; None: the environment's) only.
+    The classes and one drawer (shared by all) are picked with ``rng``.
     """
     set_name = entry.params["set"]
-    context = DataContext.resolve(context, data_dir=data_dir, download=False)
+    context = as_context(context, download=False)
     names = omniglot_classes(sets=(set_name,), context=context)
     chosen = rng.choice(names, size=min(n, len(names)), replace=False).tolist()
     x, y, classes = load_omniglot(

@@ -169,7 +169,7 @@ def glyph_pool(
     options: FrozenOptions,
     example_range: tuple[float, float] | None,
     shape: tuple[int, int] | None,
-    data_dir: str,
+    context: DataContext,
 ) -> GlyphPool:
     """Return the glyph images of a scenes spec, grouped by class (loaded once per process).
 
@@ -179,8 +179,7 @@ def glyph_pool(
         if characters is None:
             raise ValueError("font glyphs need their characters")
         return GlyphPool(class_names=characters)
-    source = functools.partial(registry.resolve(_glyph_dataset(glyphs).glyphs),
-                               context=DataContext.resolve(data_dir=data_dir))
+    source = functools.partial(registry.resolve(_glyph_dataset(glyphs).glyphs), context=context)
     images, labels, names = source(characters, example_range=example_range, shape=shape, **dict(options))
     order = np.argsort(labels, kind="stable")
     counts = np.bincount(labels, minlength=len(names)).astype(np.int64)
@@ -198,11 +197,12 @@ def glyph_pool(
 
 
 @functools.lru_cache(maxsize=2)
-def textures(names: str | tuple[str, ...] | None, image_shape: tuple[int, int], data_dir: str) -> Textures:
-    """Return the background textures ``names`` (none: an empty set), read from the cache once per process."""
+def textures(names: str | tuple[str, ...] | None, image_shape: tuple[int, int], context: DataContext) -> Textures:
+    """Return the background textures ``names`` (none: an empty set), read from the cache of ``context`` once per
+    process."""
     images: list[np.ndarray] = []
     if names is not None:
-        load = dataset_part("backgrounds", "load", DataContext.resolve(data_dir=data_dir, download=False))
+        load = dataset_part("backgrounds", "load", DataContext.resolve(context, download=False))
         images, _, _ = load(names if isinstance(names, str) else list(names))
     if not images:
         empty = np.zeros(0, np.int64)

@@ -34,10 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge import config
 from glyphforge._checks import MAX_SIDE, PathLike, check_example_range, check_int, check_real, check_shape
 from glyphforge.builds.spec import SpecError
-from glyphforge.context import DataContext
+from glyphforge.context import DataContext, as_context
 from glyphforge.scenes import sources as scene_sources
 from glyphforge.scenes.sources import FONT, FrozenOptions, GlyphPool, Textures
 
@@ -195,7 +194,7 @@ class ScatteredGlyphs:
     def own_sources(self, context: DataContext | PathLike) -> dict[str, dict[str, str]]:
         """The own copies (unverified) the glyphs and textures would be read from (`scene_sources.own_sources`):
         `glyphforge.build` keys the entry by them besides `params` (none: upstream's, the key of `params`)."""
-        context = context if isinstance(context, DataContext) else DataContext.resolve(data_dir=context)
+        context = as_context(context)
         with self._spec_errors():  # an unknown name is the spec's fault, found here before prepare
             scene_sources.check_names(self.glyphs, self.characters, self._frozen_options(), self.backgrounds)
             return scene_sources.own_sources(self.glyphs, self._frozen_options(), self.backgrounds, context)
@@ -209,7 +208,7 @@ class ScatteredGlyphs:
         environment's fetch settings). Shard workers then only read the cache, and an
         unknown class or background name fails here (a `SpecError`), before any shard runs.
         """
-        context = context if isinstance(context, DataContext) else DataContext.resolve(data_dir=context)
+        context = as_context(context)
         data_dir = context.data_dir
         with self._spec_errors():
             scene_sources.check_names(self.glyphs, self.characters, self._frozen_options(), self.backgrounds)
@@ -299,12 +298,12 @@ class ScatteredGlyphs:
         """The glyph images of this spec, read from the cache of ``data_dir`` once per process."""
         return scene_sources.glyph_pool(
             self.glyphs, self.characters, self._frozen_options(), self.glyph_example_range, self._pool_shape(),
-            self._data_dir(data_dir),
+            self._context(data_dir),
         )
 
     def textures(self, data_dir: PathLike | None = None) -> Textures:
         """The background textures of this spec (an empty set when there are none), read once per process."""
-        return scene_sources.textures(self.backgrounds, self.image_shape, self._data_dir(data_dir))
+        return scene_sources.textures(self.backgrounds, self.image_shape, self._context(data_dir))
 
     def _pool_shape(self) -> tuple[int, int] | None:
         # Without jitter every glyph has glyph_shape: read the cached box-resized variant
@@ -317,8 +316,10 @@ class ScatteredGlyphs:
             for name, value in sorted(self.glyph_options.items())
         )
 
-    def _data_dir(self, data_dir: PathLike | None) -> str:
-        return str(config.data_dir(data_dir))
+    @staticmethod
+    def _context(place: DataContext | PathLike | None) -> DataContext:
+        """The context whose cache a public method's ``data_dir`` (a path, a context, or None) names, made once."""
+        return as_context(place)
 
     # -- per-shard steps ----------------------------------------------------------
     def _glyph_images(
