@@ -176,16 +176,17 @@ class DataContext:
     def store(self) -> CacheStore:
         """The cache store under ``<data dir>/cache``.
 
-        For a data dir at a URL, a `~glyphforge.storage.pull_through.PullThroughStore` over this
-        machine's copy (under :attr:`local_cache`): prepared entries it lacks are fetched from the URL.
+        For a data dir at a URL, the store of this machine's copy (under :attr:`local_cache`) with the
+        URL as its source (`~glyphforge.storage.pull_through.PullThrough`): prepared entries it lacks
+        are fetched from there.
         """
         from glyphforge.cache.store import CacheStore
 
         if self.remote is None:
             return CacheStore.for_data_dir(self.data_dir)
-        from glyphforge.storage.pull_through import PullThroughStore
+        from glyphforge.storage.pull_through import PullThrough
 
-        return PullThroughStore(config.cache_dir(self.data_dir), self.remote)
+        return CacheStore(config.cache_dir(self.data_dir), source=PullThrough(self.remote))
 
     @property
     def entry_store(self) -> Store:

@@ -265,7 +265,7 @@ class RemoteShardTask:
     Called with a shard index on a worker, returns the shard's record. Before making it,
     the ``inputs`` (``(kind, params)`` of the entries the spec's prepare read) are fetched
     from the URL data dir ``data_dir`` into the worker's local cache (``cache_dir``, else its
-    environment's; `glyphforge.storage.pull_through.PullThroughStore`), whose data dir
+    environment's; `glyphforge.storage.pull_through.PullThrough`), whose data dir
     ``make_shard`` and ``metadata`` are given.
     """
 
@@ -296,7 +296,7 @@ def fetch_entries(inputs: tuple[tuple[str, dict[str, Any]], ...], context: DataC
     """Fetch each ``(kind, params)`` entry from the URL data dir of ``context`` into its local store, unless there.
 
     Each file is checked against the size and sha256 its (checked) manifest records; the
-    entry appears in the local store whole, as any entry does (`PullThroughStore.get`).
+    entry appears in the local store whole, as any entry does (`glyphforge.storage.pull_through.PullThrough.fetch`).
 
     Raises
     ------

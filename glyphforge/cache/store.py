@@ -39,6 +39,10 @@ companion's bytes with the entry's, replacing an entry drops its derived compani
 :meth:`~CacheStore.verify` re-hashes them against their records and :meth:`~CacheStore.gc`
 removes a derived companion whose entry is gone.
 
+A store may have a source (`EntrySource`) of the entries it lacks: the local copy of a data dir
+at a URL has the data dir there (`glyphforge.storage.pull_through.PullThrough`), whose prepared
+entries :meth:`~CacheStore.get` fetches on a miss and commits here like any other.
+
 An entry (or a folder) this user may not read is not broken: another user of a shared
 data dir made it owner-only. :meth:`~CacheStore.get` raises `UnreadableEntryError`
 (never makes it again over theirs), :meth:`~CacheStore.unreadable` and
@@ -53,7 +57,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import filelock
 
@@ -75,6 +79,16 @@ from glyphforge.cache.writer import Writer
 from glyphforge.textfmt import parse_size
 
 
+class EntrySource(Protocol):
+    """Where a `CacheStore` fetches the entries it lacks (`glyphforge.storage.pull_through.PullThrough`)."""
+
+    def fetch(self, store: CacheStore, kind: str, params: Mapping[str, Any]) -> Entry | None:
+        """Put the entry ``(kind, params)`` into ``store`` (`CacheStore.make`) and return it; None if it has none."""
+
+    def where(self, root: Path) -> str:
+        """Where entries are looked for, for messages, the store's copy being at ``root``."""
+
+
 class CacheStore:
     """A content-addressed store of gzipped pickles.
 
@@ -86,11 +100,15 @@ class CacheStore:
         Seconds to wait for an entry another process is making before giving up with
         `LockTimeoutError` (default: ``$GLYPHFORGE_LOCK_TIMEOUT``, else an hour; ``inf``:
         for ever). While waiting, who holds the lock is logged every ten seconds.
+    source
+        Where entries missing here are fetched from (`EntrySource`; default: nowhere).
     """
 
-    def __init__(self, root: PathLike | None = None, *, lock_timeout: float | None = None) -> None:
+    def __init__(self, root: PathLike | None = None, *, lock_timeout: float | None = None,
+                 source: EntrySource | None = None) -> None:
         self.root = Path(root) if root is not None else config.cache_dir()
         self.lock_timeout = config.lock_timeout(lock_timeout)
+        self.source = source
         self._locks: dict[Path, filelock.FileLock] = {}
         self._locks_guard = threading.Lock()
 
@@ -101,12 +119,14 @@ class CacheStore:
         return cls(config.cache_dir(data_dir), lock_timeout=lock_timeout)
 
     def __repr__(self) -> str:
-        return f"CacheStore({str(self.root)!r})"
+        source = "" if self.source is None else f", source={self.source!r}"
+        return f"CacheStore({str(self.root)!r}{source})"
 
     @property
     def where(self) -> str:
-        """Where entries are looked for, for messages ("X is not prepared in ..."): the store's directory."""
-        return str(self.root)
+        """Where entries are looked for, for messages ("X is not prepared in ..."): the store's directory
+        (and its source's place)."""
+        return str(self.root) if self.source is None else self.source.where(self.root)
 
     # -- addressing -------------------------------------------------------
     def key(self, kind: str, params: Mapping[str, Any]) -> str:
@@ -141,9 +161,14 @@ class CacheStore:
     def get(self, kind: str, params: Mapping[str, Any]) -> Entry | None:
         """Return the complete entry for ``(kind, params)``, or None (also for a broken entry: see `read_manifest`).
 
-        Raises `UnreadableEntryError` when the entry is there but this user may not read it.
+        An entry missing here is fetched from the store's `source`, if it has one and the source has it.
+        Raises `UnreadableEntryError` when the entry is there but this user may not read it (and what
+        the source raises).
         """
-        return read_entry(self._entry_dir(kind, self.key(kind, params)))
+        entry = read_entry(self._entry_dir(kind, self.key(kind, params)))
+        if entry is None and self.source is not None:
+            entry = self.source.fetch(self, kind, params)
+        return entry
 
     # -- writing ----------------------------------------------------------
     @contextmanager
@@ -179,14 +204,19 @@ class CacheStore:
         made again.
         """
         entry = self.get(kind, params)
-        if entry is not None:
-            return entry
-        with self._locked(kind, self.key(kind, params)):
-            entry = self.get(kind, params)
+        return entry if entry is not None else self.make(kind, params, fill)
+
+    def make(self, kind: str, params: Mapping[str, Any], fill: Callable[[Writer], None]) -> Entry:
+        """Make the entry with ``fill(writer)`` under the key's lock, unless it is here by then (another process
+        made it meanwhile); return it. A broken entry is made again.
+        """
+        key = self.key(kind, params)
+        with self._locked(kind, key):
+            entry = read_entry(self._entry_dir(kind, key))
             if entry is None:
                 with self.create(kind, params) as writer:
                     fill(writer)
-                entry = self.get(kind, params)
+                entry = read_entry(self._entry_dir(kind, key))
         assert entry is not None, "a committed entry must be readable"
         return entry
 

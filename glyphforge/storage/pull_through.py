@@ -1,9 +1,10 @@
-"""`PullThroughStore`: the local cache store of a data dir at a URL, filled from the entries found there.
+"""`PullThrough`: the source of the local cache store of a data dir at a URL, the entries found there.
 
 A loader given a URL data dir (``load_emnist(data_dir="s3://bucket/data")``) reads prepared
-entries through ``context.store``, which for such a context is a `PullThroughStore` over
-the local data dir under the local cache (``<local cache>/data/cache``, see
-`glyphforge.context.DataContext`). Its :meth:`~PullThroughStore.get` looks here first, then
+entries through ``context.store``, which for such a context is the `CacheStore` of the local
+data dir under the local cache (``<local cache>/data/cache``, see
+`glyphforge.context.DataContext`) with a `PullThrough` of the URL as its source. Its
+:meth:`~glyphforge.cache.store.CacheStore.get` looks here first, then (:meth:`PullThrough.fetch`)
 at ``<url>/cache/<kind>/<key>`` (`glyphforge.storage.remote_entry.RemoteEntry`): an entry
 there is fetched whole, each data file checked against the size and sha256 its manifest
 records, staged and committed under the key's lock like every local entry, with the same
@@ -11,7 +12,7 @@ manifest (so its key and ``entry_sha256`` are the ones at the URL). The second l
 local: no request is made for an entry already here.
 
 Only prepared entries are fetched so: a built dataset at the URL is read where it lies, by
-byte range (`glyphforge.open_built`), and :meth:`~PullThroughStore.get` leaves it alone
+byte range (`glyphforge.open_built`), and :meth:`~PullThrough.fetch` leaves it alone
 (None). An entry that is not at the URL is made on this machine by the loaders that may
 (``download=True``), into the local store only: glyphforge never writes to a data dir URL
 by itself (publishing is explicit: `glyphforge publish`, ``prepare-data NAME --data-dir URL``);
@@ -28,16 +29,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from glyphforge._checks import PathLike
 from glyphforge.cache.entry import Entry
 from glyphforge.cache.manifest import is_built
 from glyphforge.cache.store import CacheStore
+from glyphforge.cache.writer import Writer
 from glyphforge.storage.location import Location
 from glyphforge.storage.remote_entry import RemoteEntry, entry_location
 
-__all__ = ["PullThroughStore"]
+__all__ = ["PullThrough"]
 
 log = logging.getLogger(__name__)
 
@@ -45,37 +47,32 @@ log = logging.getLogger(__name__)
 _TOLD: set[str] = set()
 
 
-class PullThroughStore(CacheStore):
-    """A local `CacheStore` in front of the data dir at ``remote``: prepared entries missing here are fetched.
+class PullThrough:
+    """The data dir at ``remote`` as the source of a local `CacheStore` (`glyphforge.cache.store.EntrySource`):
+    prepared entries the store lacks are fetched from there.
 
     Parameters
     ----------
-    root
-        The local store's directory (``<local cache>/data/cache``).
     remote
         The data dir's URL (and fsspec options); its entries are at ``<remote>/cache/<kind>/<key>``.
-    lock_timeout
-        As for `CacheStore`.
     """
 
-    def __init__(self, root: PathLike, remote: Location, *, lock_timeout: float | None = None) -> None:
-        super().__init__(root, lock_timeout=lock_timeout)
+    def __init__(self, remote: Location) -> None:
         self.remote = remote
-        self._absent: set[tuple[str, str]] = set()  # keys not at the URL (asked once per store)
+        self._absent: set[tuple[str, str]] = set()  # keys not at the URL (asked once per source)
 
     def __repr__(self) -> str:
-        return f"PullThroughStore({str(self.root)!r}, {self.remote.url!r})"
+        return f"PullThrough({self.remote.url!r})"
 
-    @property
-    def where(self) -> str:
-        """Where entries are looked for, for messages: the URL and this machine's copy of it."""
-        return f"{self.remote} (nor in this machine's copy of it, {self.root}; {self._how_to_publish('prepare-data')})"
+    def where(self, root: Path) -> str:
+        """Where entries are looked for, for messages: the URL and this machine's copy of it (at ``root``)."""
+        return f"{self.remote} (nor in this machine's copy of it, {root}; {self._how_to_publish('prepare-data')})"
 
-    def get(self, kind: str, params: Mapping[str, Any]) -> Entry | None:
-        """Return the local entry for ``(kind, params)``, fetching a prepared one from the URL when it is there.
+    def fetch(self, store: CacheStore, kind: str, params: Mapping[str, Any]) -> Entry | None:
+        """Fetch the prepared entry ``(kind, params)`` from the URL into ``store`` and return it there.
 
-        Returns None when neither has it (and for a built dataset at the URL, which is
-        read where it lies: `glyphforge.open_built`).
+        Returns None when the URL lacks it (and for a built dataset at the URL, which is read
+        where it lies: `glyphforge.open_built`).
 
         Raises
         ------
@@ -84,13 +81,8 @@ class PullThroughStore(CacheStore):
             nothing is left in the local store.
         RemoteReadError, RemoteAccessError
             The URL could not be read (network, permissions, credentials): see `glyphforge.storage.reads`.
-        UnreadableEntryError
-            As `CacheStore.get`, for the local entry.
         """
-        entry = super().get(kind, params)
-        if entry is not None:
-            return entry
-        key = self.key(kind, params)
+        key = store.key(kind, params)
         if (kind, key) in self._absent:
             return None
         location = entry_location(self.remote, kind, key)
@@ -100,10 +92,10 @@ class PullThroughStore(CacheStore):
             if remote is None and location.url not in _TOLD:
                 _TOLD.add(location.url)
                 log.info("%s %s is not at %s: where loading may prepare it, it is made on this machine, in %s. "
-                         "glyphforge never writes to a URL by itself: %s", kind, key[:12], self.remote, self.root,
+                         "glyphforge never writes to a URL by itself: %s", kind, key[:12], self.remote, store.root,
                          self._how_to_publish(f"prepare-data {kind}"))
             return None
-        return self._pull(remote, params)
+        return store.make(kind, params, lambda writer: _copy(remote, writer))
 
     def _how_to_publish(self, command: str) -> str:
         """How to put an entry made here at the URL (``command``: the prepare-data command that makes it)."""
@@ -111,18 +103,12 @@ class PullThroughStore(CacheStore):
             return f"{self.remote} is read-only (HTTP): publish it to the store that URL serves"
         return f"to share it there, publish it (`{command} --data-dir {self.remote}`, or `glyphforge publish`)"
 
-    def _pull(self, remote: RemoteEntry, params: Mapping[str, Any]) -> Entry:
-        """Fetch ``remote`` whole into this store (under its key's lock) and return the local entry."""
-        with self._locked(remote.kind, remote.key):
-            entry = super().get(remote.kind, params)  # another process may have fetched it meanwhile
-            if entry is None:
-                log.info("fetching %s %s from %s (%d files, %d bytes)", remote.kind, remote.key[:12], remote.url,
-                         len(remote.files), remote.size_bytes)
-                with self.create(remote.kind, params) as writer:
-                    for name in remote.files:
-                        remote.download(name, writer.path / name)
-                        writer.known_sha256[name] = remote.manifest["files"][name]["sha256"]
-                    writer.manifest = remote.manifest
-                entry = super().get(remote.kind, params)
-        assert entry is not None, "a committed entry must be readable"
-        return entry
+
+def _copy(remote: RemoteEntry, writer: Writer) -> None:
+    """Stage ``remote``'s data files (each checked) and its manifest into ``writer``."""
+    log.info("fetching %s %s from %s (%d files, %d bytes)", remote.kind, remote.key[:12], remote.url,
+             len(remote.files), remote.size_bytes)
+    for name in remote.files:
+        remote.download(name, writer.path / name)
+        writer.known_sha256[name] = remote.manifest["files"][name]["sha256"]
+    writer.manifest = remote.manifest

@@ -26,7 +26,7 @@ from glyphforge.datasets.emnist import EMNIST, EMNIST_ZIP, load_emnist, prepare_
 from glyphforge.datasets.mnist_family import DATASETS, MNIST, load_mnist, prepare_mnist
 from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot
 from glyphforge.storage import Location
-from glyphforge.storage.pull_through import PullThroughStore
+from glyphforge.storage.pull_through import PullThrough
 from glyphforge.storage.reads import RemoteAccessError
 from glyphforge.storage.remote_entry import BrokenRemoteEntryError, entry_location
 from glyphforge.textfmt import human_size
@@ -108,7 +108,7 @@ def test_emnist_loads_from_s3_exactly_as_from_its_local_data_dir(s3_server, emni
     for a, b in zip(got, expected, strict=True):
         assert np.array_equal(a, b) if isinstance(a, np.ndarray) else list(a) == list(b)
     copy = local_store(url).get("emnist", local.params)
-    assert copy is not None and isinstance(local_store(url), PullThroughStore)
+    assert copy is not None and isinstance(local_store(url).source, PullThrough)
     assert copy.manifest == local.manifest  # the same manifest: key, files table, created, entry_sha256
     assert files_under(copy.path) == files_under(local.path)
     # the second load is local: with the entry gone from the URL it still loads, and the copy is untouched
