@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import os
-import signal
-import time
 
 import pytest
 
 from glyphforge.session import TaskError, WorkerDiedError, open_session
 
 from support.dask_cluster import dask_cluster, wait_for_workers
+from support.dask_tasks import fail_on_two, kill_my_worker, square_with_pid
 from support.waits import wait_until
 
 pytestmark = [pytest.mark.dask, pytest.mark.timeout(120)]
@@ -30,14 +29,9 @@ def session(cluster):
         yield opened
 
 
-def _square_with_pid(x: int) -> tuple[int, int]:
-    time.sleep(0.01)
-    return x * x, os.getpid()
-
-
 def test_map_runs_every_task_on_the_workers(session):
     assert session.kind == "dask" and session.n_workers == 2
-    results = dict(session.map(_square_with_pid, range(30)))
+    results = dict(session.map(square_with_pid, range(30)))
     assert {index: value for index, (value, _) in results.items()} == {i: i * i for i in range(30)}
     worker_pids = set(session.client.run(os.getpid).values())
     assert {pid for _, pid in results.values()} <= worker_pids and os.getpid() not in worker_pids
@@ -53,35 +47,25 @@ def test_closures_and_local_classes_travel_to_the_workers(session):
     assert sorted(session.map(AddBase(), [1, 2, 3])) == [(0, 101), (1, 102), (2, 103)]
 
 
-def _fail_on_two(x: int) -> int:
-    if x == 2:
-        raise KeyError(f"no entry for {x}")
-    return x
-
-
 def test_a_raising_task_reports_its_index_and_the_worker_traceback(session):
     with pytest.raises(TaskError) as error:
-        list(session.map(_fail_on_two, [0, 1, 2, 3]))
+        list(session.map(fail_on_two, [0, 1, 2, 3]))
     assert error.value.index == 2
-    assert "in _fail_on_two" in error.value.traceback_text
+    assert "in fail_on_two" in error.value.traceback_text
     assert error.value.traceback_text.rstrip().endswith("KeyError: 'no entry for 2'")
 
 
 def test_an_abandoned_map_cancels_its_remaining_tasks(session):
-    results = session.map(_square_with_pid, range(200))
+    results = session.map(square_with_pid, range(200))
     next(results)
     results.close()
     wait_until(lambda: not session.client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)),
                "the scheduler to forget the abandoned tasks", timeout=60)
 
 
-def _kill_my_worker(x: int) -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
 def test_a_task_that_kills_every_worker_fails_with_worker_died(session):
     with pytest.raises(WorkerDiedError) as error:
-        list(session.map(_kill_my_worker, ["boom"]))
+        list(session.map(kill_my_worker, ["boom"]))
     assert error.value.index == 0
     assert str(error.value).startswith("task 0: its worker died every time the task ran (Attempted to run task")
 
