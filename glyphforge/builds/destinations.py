@@ -19,7 +19,6 @@ from typing import Any, Protocol
 from glyphforge.builds.dataset import BuiltDataset
 from glyphforge.builds.local_build import build_local
 from glyphforge.builds.remote import open_built
-from glyphforge.builds.remote_build import build_into
 from glyphforge.builds.spec import Spec
 from glyphforge.context import DataContext
 from glyphforge.session import Session
@@ -58,6 +57,10 @@ class URLDestination:
     def build(self, spec: Spec, session: Session | str | None, *, progress: bool,
               session_options: Mapping[str, Any] | None) -> BuiltDataset:
         """Build ``spec`` into the URL (`build_into`); return the reader of its entry where it lies (`open_built`)."""
+        # imported here: building into a URL brings fsspec's uploads (~0.2 s), which `import glyphforge.builds`
+        # (every reader) need not pay
+        from glyphforge.builds.remote_build import build_into
+
         return open_built(build_into(spec, self.context, session, progress=progress, session_options=session_options))
 
 
