@@ -97,7 +97,7 @@ class DataContext:
         cls,
         context: DataContext | None = None,
         *,
-        data_dir: PathLike | None = None,
+        data_dir: PathLike | Location | None = None,
         mirrors: Mirrors = None,
         offline: bool | None = None,
         verify: bool | None = None,
@@ -114,7 +114,8 @@ class DataContext:
             A context to start from (None: the environment and the defaults).
         data_dir, mirrors, offline, verify, progress, download, cache_dir
             Explicit values; None keeps ``context``'s (or the environment's, or the default).
-            ``data_dir`` may be a URL (see the module docstring), also in ``$GLYPHFORGE_DATA_DIR``.
+            ``data_dir`` may be a URL (see the module docstring; also in ``$GLYPHFORGE_DATA_DIR``) or a
+            `~glyphforge.storage.Location`.
         storage_options
             fsspec's options for a URL data dir (e.g. ``{"endpoint_url": ...}``); None keeps
             ``context``'s when the data dir stays its.
@@ -217,7 +218,7 @@ def as_context(place: DataContext | PathLike | None, **fields: Any) -> DataConte
     return DataContext.resolve(data_dir=place, **fields)
 
 
-def _place(chosen: PathLike | None, storage_options: Mapping[str, Any] | None,
+def _place(chosen: PathLike | Location | None, storage_options: Mapping[str, Any] | None,
            cache_dir: PathLike | None) -> dict[str, Any]:
     """The ``data_dir``, ``remote`` and ``cache_dir`` fields for the data dir ``chosen`` (a path, a URL or None)."""
     local_cache = None if cache_dir is None else config.local_cache_dir(cache_dir)

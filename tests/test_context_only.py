@@ -5,8 +5,9 @@ may take the loose configuration keywords (``data_dir=``, ``mirrors=``, ``offlin
 into one `~glyphforge.context.DataContext` (`DataContext.resolve`, or `glyphforge.context.as_context` for
 a context-or-path argument) and passes only that context below. These tests read every module of the
 layers above the context (see tests/test_layers.py) and fail when a function that is not public takes
-one of those keywords, or when a call hands one on to anything but a resolver or a public function. The
-few exceptions are documented protocol contracts, listed with their reason.
+one of those keywords, or when a call hands one on to anything but a resolver or a public function, or when
+a public function takes a data dir but no ``context=``. The few exceptions are documented protocol
+contracts, listed with their reason.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ RECEIVERS: dict[str, str] = {
     "method": "spec protocol: make_shard(..., data_dir=str), in call_with_data_dir",
     "make_shard": "spec protocol: ScatteredGlyphs.prepare makes one scene as a worker would",
     "open_remote": "open_built's reader cache dir (the one-Entry work owns builds/remote_shards.py)",
+    "find_remote_built": "find_built's lookup at a URL: open_built's options (its reader's cache dir) handed on",
 }
 
 #: ``module:qualname`` of non-public functions allowed loose keywords, each a documented protocol contract.
@@ -142,6 +144,24 @@ def test_no_function_below_the_public_ones_takes_loose_configuration() -> None:
     # build's fan-out hands its own progress bar (a build's ``progress`` also shows its shard bar, which the
     # context's ``progress`` does not say).
     assert _loose_takers() == [], "take context: DataContext instead (resolve the keywords in the public function)"
+
+
+def _without_context() -> list[str]:
+    """The public functions above the context that take a data dir (``data_dir=``) but not ``context=`` (a spec's
+    methods aside: the spec protocol's ``make_shard(..., data_dir=str)`` and ``metadata(data_dir=str)``)."""
+    public = _public()
+    found = []
+    for module in _modules():
+        for qualname, function in _functions(module):
+            parameters = inspect.signature(function).parameters
+            if id(function) in public and "data_dir" in parameters and "context" not in parameters \
+                    and not qualname.startswith("ScatteredGlyphs."):
+                found.append(f"{module.__name__}:{qualname}")
+    return sorted(found)
+
+
+def test_every_public_function_taking_a_data_dir_takes_a_context() -> None:
+    assert _without_context() == [], "take context: DataContext | None too, and resolve it with the loose keywords"
 
 
 def test_only_the_resolvers_receive_loose_keywords() -> None:

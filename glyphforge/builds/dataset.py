@@ -66,6 +66,7 @@ from glyphforge.builds.own_built import announced
 from glyphforge.builds.reading import ShardSource
 from glyphforge.builds.stream import ShardStream, open_stream
 from glyphforge.cache import Entry
+from glyphforge.context import DataContext
 from glyphforge.errors import ArgumentError
 
 __all__ = ["DEFAULT_CACHE_SHARDS", "RANDOM_ACCESS", "BuiltDataset", "DatasetTooLargeError",
@@ -390,9 +391,13 @@ class BuiltDataset:
         """
         return open_stream(self, batch_size, resume=resume, **options)
 
-    def export(self, directory: PathLike, format: str = "npy", *, overwrite: bool = False) -> Path:
-        """Write every array as ``<directory>/<name>.npy`` plus ``metadata.json`` (see `glyphforge.builds.export`)."""
-        return export(self, directory, format=format, overwrite=overwrite)
+    def export(self, directory: PathLike, format: str = "npy", *, overwrite: bool = False,
+               context: DataContext | None = None) -> Path:
+        """Write every array as ``<directory>/<name>.npy`` plus ``metadata.json`` (see `glyphforge.builds.export`).
+
+        ``context``: the data context whose data dir is refused as a target too (None: the environment's).
+        """
+        return export(self, directory, context=DataContext.resolve(context), format=format, overwrite=overwrite)
 
     def publish(self, url: str, *, storage_options: Mapping[str, Any] | None = None, progress: bool = True) -> str:
         """Upload the entry to the data dir URL ``url`` (``s3://bucket/data``...); return the entry's URL.

@@ -23,7 +23,7 @@ from glyphforge.builds.spec import Spec
 from glyphforge.context import DataContext
 from glyphforge.session import Session
 
-__all__ = ["Destination", "LocalDestination", "URLDestination", "destination"]
+__all__ = ["Destination", "LocalDestination", "URLDestination", "check_destination", "destination"]
 
 
 class Destination(Protocol):
@@ -67,3 +67,20 @@ class URLDestination:
 def destination(context: DataContext) -> Destination:
     """The destination of a build with ``context``: its URL data dir if it has one, else its local store."""
     return LocalDestination(context) if context.remote is None else URLDestination(context)
+
+
+def check_destination(context: DataContext) -> None:
+    """Refuse, before any work, a build with ``context`` whose entry cannot go where it says (a command's argument
+    check; `glyphforge.build` refuses the same when it starts building into a URL).
+
+    Raises
+    ------
+    ReadOnlyDataDirError
+        Its data dir is a URL glyphforge only reads (``https://``).
+    UnsupportedURLError
+        fsspec cannot open its data dir's scheme here (the message names the extra to install).
+    """
+    if context.remote is not None:
+        from glyphforge.builds.remote_build import check_writable  # as in `URLDestination.build`: fsspec's uploads
+
+        check_writable(context.remote)

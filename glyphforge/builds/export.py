@@ -52,6 +52,7 @@ from glyphforge._checks import PathLike
 from glyphforge._files import make_temp_dir, writing
 from glyphforge.builds.reading import ShardReader
 from glyphforge.cache.locks import hold, holder_path
+from glyphforge.context import DataContext
 from glyphforge.errors import ArgumentError
 from glyphforge.textfmt import count, human_size
 
@@ -76,7 +77,8 @@ class ExportTargetError(ArgumentError, FileExistsError):
     """The export's directory holds something an export may not replace, or is a file; nothing was touched."""
 
 
-def export(dataset: ShardReader, directory: PathLike, *, format: str = "npy", overwrite: bool = False) -> Path:
+def export(dataset: ShardReader, directory: PathLike, *, context: DataContext, format: str = "npy",
+           overwrite: bool = False) -> Path:
     """Write ``dataset``'s arrays as ``.npy`` files and ``metadata.json`` into ``directory``; return it.
 
     Parameters
@@ -87,6 +89,8 @@ def export(dataset: ShardReader, directory: PathLike, *, format: str = "npy", ov
         Where the files go (symlinks followed). It must not exist, or be an empty
         directory, or hold an earlier export: of the same dataset, it is returned as
         it is; of another, ``overwrite`` must be True.
+    context
+        The caller's data context: its data dir (on this disk) is refused as a target, as the dataset's is.
     format
         ``"npy"`` (the only format).
     overwrite
@@ -111,7 +115,7 @@ def export(dataset: ShardReader, directory: PathLike, *, format: str = "npy", ov
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     target = Path(directory).expanduser().resolve()
-    _refuse_protected(target, dataset)
+    _refuse_protected(target, dataset, context)
     fix = (f"The export needs about {human_size(dataset.nbytes)}: export to a disk with room that you can write "
            "to, and run again; nothing was left behind")
     with writing(target, fix):
@@ -127,8 +131,9 @@ def export(dataset: ShardReader, directory: PathLike, *, format: str = "npy", ov
 
 
 # -- what the target may be ------------------------------------------------------
-def _refuse_protected(target: Path, dataset: ShardReader) -> None:
-    """Refuse the dataset's entry (and inside it), its cache, the data dir and the current directory, and their parents.
+def _refuse_protected(target: Path, dataset: ShardReader, context: DataContext) -> None:
+    """Refuse the dataset's entry (and inside it), its cache, its data dir, the data dir of ``context`` and the
+    current directory, and their parents.
 
     Checked before anything else, so even an empty current directory is refused.
     """
@@ -137,10 +142,8 @@ def _refuse_protected(target: Path, dataset: ShardReader) -> None:
         raise ExportTargetError(f"refusing to export to {target}: it is inside the dataset's cache entry {entry}. "
                                 f"{_OWN_DIRECTORY}")
     places = {entry: "the dataset's cache entry", entry.parents[1]: "the cache",
-              entry.parents[2]: "the dataset's data dir", Path.cwd().resolve(): "the current directory"}
-    data_dir = config.data_dir_on_disk()
-    if data_dir is not None:  # $GLYPHFORGE_DATA_DIR may be a URL: nothing of it is on this disk
-        places[data_dir.resolve()] = "the data dir"
+              entry.parents[2]: "the dataset's data dir", Path.cwd().resolve(): "the current directory",
+              context.data_dir.resolve(): "the data dir"}  # a URL data dir's: its local one, under the local cache
     if target in places:
         relation = f"it is {places[target]}"
     else:

@@ -25,7 +25,7 @@ from glyphforge.builds.shards import (
     remove_partial_files,
     shard_path,
 )
-from glyphforge.builds.spec import OWN_SOURCES, Spec, cache_params, check_sources
+from glyphforge.builds.spec import OWN_SOURCES, Spec, cache_params, run_prepare
 from glyphforge.cache import Entry, Writer, concat_pklz
 from glyphforge.cache.pklz import MemberMismatchError
 from glyphforge.context import DataContext
@@ -51,9 +51,7 @@ def build_local(
     work_dirs: list[Path] = []
 
     def fill(writer: Writer) -> None:
-        if callable(getattr(spec, "prepare", None)):
-            spec.prepare(context)  # type: ignore[attr-defined]  # optional member, checked just above
-            check_sources(spec, context, params)
+        run_prepare(spec, context, params)
         if OWN_SOURCES in params:
             writer.meta["verified"] = False
         work_dirs.append(store.work_dir(spec.kind, params))

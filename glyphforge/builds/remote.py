@@ -13,18 +13,16 @@ Dask task) opens the entry again, with its own environment's credentials.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge.builds.dataset import BuiltDataset
 from glyphforge.builds.remote_shards import DEFAULT_PREFETCH_THREADS, open_remote
-from glyphforge.cache import CacheStore
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.lookup import of_kind, split_target
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_built, parse_manifest, read_manifest
+from glyphforge.context import DataContext
 from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, parse_place
 from glyphforge.storage.reads import RemoteFileMissingError, read_bytes
@@ -104,30 +102,32 @@ def _open_local(path: Path, **options: Any) -> BuiltDataset:
 
 
 def find_built(target: str, data_dir: PathLike | Location | None = None, *,
-               storage_options: dict[str, Any] | None = None, **options: Any) -> BuiltDataset:
+               storage_options: dict[str, Any] | None = None, cache_dir: PathLike | None = None,
+               context: DataContext | None = None, **options: Any) -> BuiltDataset:
     """Return the built dataset ``target``: a cache key (prefix), or a kind such as ``"scenes"`` (its only entry;
     ``"scenes:newest"``: its newest, see `glyphforge.cache.lookup`).
 
-    ``data_dir`` may be a URL (or a `~glyphforge.storage.Location`, with ``storage_options``): the
-    one found is read where it lies (`find_remote_built`; ``target`` may also
-    be ``kind/key``, found without listing, as over HTTP; ``options`` go to `glyphforge.open_built`).
+    The data dir is the context's (`~glyphforge.context.DataContext.resolve` of ``context``, ``data_dir``,
+    ``storage_options`` and ``cache_dir``; None: the environment's). One at a URL (or a
+    `~glyphforge.storage.Location`) is read where it lies (`find_remote_built`; ``target`` may also
+    be ``kind/key``, found without listing, as over HTTP; its shards kept in the context's local
+    cache dir; ``options`` go to `glyphforge.open_built`).
 
     Raises
     ------
     LookupError
         Nothing built matches (the message lists what is built), or an `AmbiguousKindError`: a kind with
         several entries (listed).
+    ValueError
+        ``cache_dir`` or ``options`` given for a data dir that is a path.
     """
-    if data_dir is None and config.data_dir_on_disk() is None:  # $GLYPHFORGE_DATA_DIR is a URL
-        data_dir = os.environ[config.ENV_DATA_DIR]
-    place = None if data_dir is None else parse_place(data_dir, storage_options)  # file://: its path
-    if isinstance(place, Location):
-        return find_remote_built(target, place, **options)
-    if given := sorted([*options, *(["storage_options"] if storage_options else [])]):
-        where = place or "the default data dir"
-        raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {where} is a path; drop "
-                         f"{'them' if len(given) > 1 else 'it'}, or give a URL")
-    store = CacheStore.for_data_dir(place)
+    context = DataContext.resolve(context, data_dir=data_dir, storage_options=storage_options, cache_dir=cache_dir)
+    if context.remote is not None:
+        return find_remote_built(target, context.remote, cache_dir=context.cache_dir, **options)
+    if given := sorted([*options, *(["cache_dir"] if cache_dir is not None else [])]):
+        raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {context.data_dir} is a path; "
+                         f"drop {'them' if len(given) > 1 else 'it'}, or give a URL")
+    store = context.store
     built = [entry for entry in store.ls() if is_built(entry)]
     if (chosen := of_kind(target, built, store.root)) is not None:
         return BuiltDataset(chosen)

@@ -56,7 +56,7 @@ from glyphforge._files import CHUNK_BYTES, make_temp_dir, remove_tree, writing
 from glyphforge.builds.fan_out import entry_meta, make_shards, report
 from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.shards import ShardRecord, count_shards, make_shard_arrays
-from glyphforge.builds.spec import OWN_SOURCES, Spec, cache_params, check_build_arguments
+from glyphforge.builds.spec import OWN_SOURCES, Spec, cache_params, check_build_arguments, has_prepare, run_prepare
 from glyphforge.cache import Entry
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.keys import cache_key
@@ -176,7 +176,7 @@ def build_into(
     work = work_location(entry)
     _write(entry, work.child(BUILD_NOTE), json.dumps({"kind": spec.kind, "key": key, "n_shards": n_shards}).encode())
     started = time.perf_counter()
-    inputs = _prepare(spec, context)
+    inputs = _prepare(spec, context, params)
     for made in inputs:  # for the workers: they fetch them into their own local cache
         publish_entry(made, data_dir, progress=False)
     records = finished_shards(entry, n_shards)
@@ -194,13 +194,14 @@ def build_into(
 
 
 # -- the driver's steps ----------------------------------------------------------------------------
-def _prepare(spec: Spec, context: DataContext) -> list[Entry]:
-    """Run the spec's ``prepare`` on the driver; return the entries of the local cache it read or made."""
-    if not callable(getattr(spec, "prepare", None)):
+def _prepare(spec: Spec, context: DataContext, params: dict[str, Any]) -> list[Entry]:
+    """Run the spec's ``prepare`` on the driver, its sources checked as a local build's are (`run_prepare`); return
+    the entries of the local cache it read or made."""
+    if not has_prepare(spec):
         return []
     root = context.store.root
     with _opened_entries(root) as opened:
-        spec.prepare(context)  # type: ignore[attr-defined]  # optional member, checked just above
+        run_prepare(spec, context, params)
     entries = [read_entry(root / kind / key) for kind, key in sorted(opened) if kind != spec.kind]
     return [entry for entry in entries if entry is not None]
 

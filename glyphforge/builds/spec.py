@@ -155,16 +155,25 @@ def check_build_arguments(spec: Any, session: Session | str | None, session_opti
         check_session(session or "local", session_options)
 
 
-def check_sources(spec: Spec, context: DataContext, params: Mapping[str, Any]) -> None:
-    """After the prepare: refuse a build whose own copies (`own_sources`) are not those its key ``params`` names.
+def run_prepare(spec: Spec, context: DataContext, params: Mapping[str, Any]) -> None:
+    """Run the spec's optional ``prepare(context)`` on the driver, then refuse a build whose own copies
+    (`own_sources`) are no longer those its key ``params`` names: every destination runs this, once.
 
     Raises
     ------
     SourcesChangedError
         Files in ``raw/`` changed (or the prepare chose others) since the key was decided.
     """
+    if not has_prepare(spec):
+        return
+    spec.prepare(context)  # type: ignore[attr-defined]  # optional member, checked just above
     if own_sources(spec, context) != params.get(OWN_SOURCES, {}):
         raise SourcesChangedError(
             f"the {spec.kind} build read other files than those it was keyed by: your own copies (unverified) of "
             f"upstream files in {context.data_dir / 'raw'} changed while it prepared them. Leave them as they are "
             "and build again")
+
+
+def has_prepare(spec: Spec) -> bool:
+    """Whether ``spec`` has the optional ``prepare`` (run before any shard by `run_prepare`)."""
+    return callable(getattr(spec, "prepare", None))

@@ -9,9 +9,12 @@ and what else the maker records (the record is a JSON object; the cache reads ``
 ``files`` only). A reader checks the sizes when it opens the folder (`read_record`),
 ``glyphforge cache verify`` every byte (`verify_record`).
 
-A companion whose record is missing, is not its entry's, or whose files are not what it
-records is damaged (`DamagedCompanionError`). A ``<key>.<label>`` that is no directory (a
-symbolic link, a file) is not glyphforge's (`foreign`): nothing is read from it or done to it.
+A companion whose record is not its entry's, or whose files are not what it records, is
+damaged (`DamagedCompanionError`). A ``<key>.<label>`` directory without a record is not
+glyphforge's (`recorded`): the cache neither counts, checks nor removes it (its maker, which
+knows its own label, may find its own copy without one: `DamagedCompanionError` too). One that
+is no directory (a symbolic link, a file) is not glyphforge's either (`foreign`): nothing is
+read from it or done to it.
 """
 from __future__ import annotations
 
@@ -41,6 +44,12 @@ class DamagedCompanionError(StorageError, IntegrityError):
 def label(folder: Path, key: str) -> str:
     """What the companion ``folder`` of entry ``key`` is, from its name ``<key>.<label>``: ``"decoded"``."""
     return folder.name.removeprefix(key).lstrip(".")
+
+
+def recorded(folder: Path) -> bool:
+    """Whether ``folder`` is a directory (not a link) holding a record (`RECORD`, written last by its maker): a
+    companion glyphforge made, whole or damaged since. A folder without one is not glyphforge's."""
+    return not folder.is_symlink() and (folder / RECORD).is_file()
 
 
 def foreign(folder: Path) -> str | None:

@@ -1,14 +1,18 @@
 """An entry's companions: the folders beside it, ``<root>/<kind>/<key>.<label>``, that belong to it.
 
 The store's own is the entry's ``.work`` scratch (resumable work, see
-:meth:`~glyphforge.cache.store.CacheStore.work_dir`). Every other is derived: made from the
-entry's files by a layer above the cache (a built dataset's decoded copy,
-`glyphforge.builds.decoded_copy`, is ``<key>.decoded``), carrying a record of its files
+:meth:`~glyphforge.cache.store.CacheStore.work_dir`), made without a record. Every other is
+derived: made from the entry's files by a layer above the cache (a built dataset's decoded
+copy, `glyphforge.builds.decoded_copy`, is ``<key>.decoded``), carrying a record of its files
 (:mod:`glyphforge.cache.companion_record`). The cache knows no more of them than that: they
 are no entries (an entry's name, its key, has no dot), ``rm`` and eviction remove every
 companion with its entry, eviction counts the bytes of the derived ones, replacing an entry
 drops its derived companions (``gc`` removes them once their entry is gone), and ``verify``
 checks each derived one against its record.
+
+glyphforge deletes only what it wrote: a ``<key>.<label>`` directory without a record (a
+user's ``<key>.notes``) is no companion, and stays, uncounted and unchecked. A link or a file
+in a companion's place is never read, counted or removed; ``verify`` names it.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from glyphforge.cache.companion_record import label, verify_record
+from glyphforge.cache.companion_record import foreign, label, recorded, verify_record
 from glyphforge.cache.layout import folder_bytes, kind_dirs, listing
 
 #: The suffix of an entry's persistent scratch folder, ``<root>/<kind>/<key>.work``: the store's own companion.
@@ -41,18 +45,27 @@ def entry_dirs(root: Path) -> Iterator[Path]:
 
 
 def companions(entry_dir: Path, derived: bool = False) -> list[Path]:
-    """The companions of the entry that is (or was) in ``entry_dir`` (``derived``: only those made from its files)."""
+    """The companions of the entry that is (or was) in ``entry_dir`` (``derived``: only those made from its files):
+    its ``.work`` scratch, the folders beside it holding a record, and what is in a companion's place but no
+    directory (a link, a file: never read or removed)."""
+    work = work_of(entry_dir)
     found = entry_dir.parent.glob(f"{entry_dir.name}.*")
-    return sorted(path for path in found if not (derived and path == work_of(entry_dir)))
+    return sorted(path for path in found if (path == work and not derived) or (path != work and _derived(path)))
+
+
+def _derived(path: Path) -> bool:
+    """Whether ``path`` is a derived companion: a folder holding its maker's record, or (`foreign`) in one's place."""
+    return recorded(path) or foreign(path) is not None
 
 
 def remove_companions(entry_dir: Path, derived: bool = False) -> None:
     """Delete the companions of the entry that was in ``entry_dir`` (``derived``: only those made from its files).
 
-    A link or file in a companion's place is not glyphforge's, and stays.
+    A folder without a record, and a link or file in a companion's place, are not glyphforge's, and stay.
     """
     for path in companions(entry_dir, derived):
-        shutil.rmtree(path, ignore_errors=True)
+        if foreign(path) is None:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def companion_sizes(entry_dir: Path) -> dict[str, int]:
@@ -79,4 +92,4 @@ def check_companions(entry_dir: Path, key: str) -> list[tuple[Path, str, str]]:
 def orphans(kind_dir: Path) -> list[Path]:
     """The derived companions in ``kind_dir`` whose entry is gone (removed, or deleted by hand)."""
     return [path for path in listing(kind_dir) if _is_companion(path) and not path.name.endswith(WORK)
-            and path.is_dir() and not path.is_symlink() and not (kind_dir / path.name.split(".", 1)[0]).exists()]
+            and recorded(path) and not (kind_dir / path.name.split(".", 1)[0]).exists()]

@@ -1,4 +1,5 @@
-"""``glyphforge build scenes``: a derived dataset built in parallel, locally or into a URL data dir."""
+"""``glyphforge build scenes``: a derived dataset built in parallel, locally or into a URL data dir (`glyphforge.build`,
+whose reader of the entry, where it lies, says what was built and where)."""
 from __future__ import annotations
 
 import argparse
@@ -10,24 +11,18 @@ from glyphforge.session import check_session
 
 def _build_scenes(args: argparse.Namespace) -> int:
     from glyphforge.builds.builder import build
-    from glyphforge.builds.remote_build import build_into, check_writable
+    from glyphforge.builds.destinations import check_destination
 
     context = data_context(args, remote=True)
     try:
         spec = scene_spec(args)
         check_session(args.session, dict(args.session_options))
-        if context.remote is not None:
-            check_writable(context.remote)
-    except (ValueError, TypeError) as error:  # the spec's and session's own checks: bad arguments, before any work
+        check_destination(context)
+    except (ValueError, TypeError) as error:  # the spec's, session's and destination's checks: bad arguments
         raise UsageError(str(error)) from None
-    if context.remote is not None:  # into object storage: say where, without opening a reader of it
-        entry = build_into(spec, context, args.session, progress=not args.quiet,
-                           session_options=dict(args.session_options))
-        print(f"built {spec.n_examples} scenes: entry {entry.name} at {entry}")
-        return 0
     dataset = build(spec, session=args.session, context=context, progress=not args.quiet,
                     session_options=dict(args.session_options))
-    print(f"built {len(dataset)} scenes: entry {dataset.key} at {dataset.path}")
+    print(f"built {len(dataset)} scenes: entry {dataset.key} at {dataset.url or dataset.path}")
     return 0
 
 

@@ -151,8 +151,6 @@ def find_built_target(target: str, context: DataContext) -> BuiltDataset:
     from glyphforge.builds.remote import find_built
 
     with target_lookup():
-        if context.remote is None:
-            return find_built(target, data_dir=context.data_dir)
-        return find_built(target, data_dir=context.remote, cache_dir=context.cache_dir)
+        return find_built(target, context=context)
 
 

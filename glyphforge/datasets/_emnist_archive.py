@@ -40,9 +40,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from tqdm import tqdm
 
 from glyphforge._checks import quote
 from glyphforge.datasets._class_declaration import Parsed, Subset
@@ -50,6 +50,9 @@ from glyphforge.datasets._emnist_catalog import CLASSES, EMNISTFormatError, firs
 from glyphforge.pipelines.archive import open_member, read_member
 from glyphforge.pipelines.idx import CountCap, read_images, read_labels
 from glyphforge.pipelines.resource import Resource
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 #: The upstream archive (size and md5 as pinned by torchvision).
 EMNIST_ZIP = Resource(
@@ -144,6 +147,7 @@ def read_split(zip_path: Path, split: str, progress: bool) -> Parsed:
         When a member is missing, truncated or corrupt, or the members disagree.
     """
     classes = _read_mapping(zip_path, split)
+    from tqdm import tqdm  # where a bar is made: importing it costs a cold start ~20 ms
     with tqdm(total=4, desc=f"EMNIST {split}: reading {zip_path.name}", unit="file", disable=not progress) as bar, \
             ThreadPoolExecutor(2) as pool:
         test, train = pool.map(lambda part: _read_subset(zip_path, split, part, len(classes), bar), ("test", "train"))

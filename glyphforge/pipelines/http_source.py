@@ -23,15 +23,18 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import requests
 import urllib3
-from tqdm import tqdm
 
 from glyphforge._checks import check_int, check_real
 from glyphforge._files import writing
 from glyphforge.textfmt import human_size
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 log = logging.getLogger(__name__)
 
@@ -382,6 +385,7 @@ def _stream(
 
 def progress_bar(label: str, total: int | None, initial: int, progress: bool) -> tqdm:
     """Return a tqdm byte progress bar for the file ``label`` (silent unless ``progress``)."""
+    from tqdm import tqdm  # where a bar is made: importing it costs a cold start ~20 ms
     return tqdm(
         total=total, initial=initial, unit="B", unit_scale=True, unit_divisor=1024, desc=label, disable=not progress,
     )

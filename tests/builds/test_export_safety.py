@@ -132,6 +132,16 @@ def test_the_data_dir_and_its_parents_are_refused(built, data_dir):
     assert BuiltDataset(built.entry).take([0, 5999])["row"].tolist() == [0, 5999]
 
 
+def test_the_data_dir_of_the_context_given_is_refused(built, tmp_path):
+    """``ds.export(..., context=)``: the context's data dir is protected as the environment's is."""
+    other = tmp_path / "other-data"
+    other.mkdir()
+    with pytest.raises(glyphforge.ExportTargetError, match=f"refusing to export to {other}: it is the data dir, and "
+                                                           "is empty"):
+        built.export(other, overwrite=True, context=glyphforge.DataContext.resolve(data_dir=other))
+    assert list(other.iterdir()) == []
+
+
 def test_a_directory_with_other_files_a_file_and_another_export_are_refused(built, data_dir, tmp_path):
     mine = tmp_path / "mine"
     before = user_files(mine)

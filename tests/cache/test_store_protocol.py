@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from glyphforge import DataContext
+from glyphforge.builds import build
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.cache.companion_record import write_record
 from glyphforge.cache.problems import CORRUPT
@@ -20,6 +21,7 @@ from glyphforge.textfmt import human_size
 
 from support.cli import run
 from support.s3_server import s3_server  # noqa: F401 (fixture)
+from support.specs import RowSpec
 
 BACKENDS = ["path", "s3"]
 
@@ -100,3 +102,25 @@ def test_the_cache_keeps_any_recorded_companion_without_knowing_it(tmp_path):
     orphan = thumbs(good)  # a companion whose entry is gone
     collected = run("glyphforge", "cache", "gc", "--data-dir", data_dir)
     assert collected.returncode == 0 and f"removed {orphan}\n" in collected.stdout and not orphan.exists()
+
+
+def test_a_folder_beside_an_entry_without_glyphforge_s_record_is_the_user_s(tmp_path):
+    """``<key>.notes``, a user's folder beside an entry: not counted, checked or removed (``cache rm``, ``gc``, a
+    replaced entry); the entry's decoded copy, which carries glyphforge's record, is removed with it."""
+    data_dir = tmp_path / "data"
+    dataset = build(RowSpec(n_examples=40, shard_size=10), data_dir=data_dir, progress=False)
+    copy = dataset.materialize()
+    dataset.close()
+    notes = dataset.path.with_name(f"{dataset.key}.notes")
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")
+    listed = run("glyphforge", "cache", "ls", "--data-dir", data_dir)
+    assert listed.returncode == 0 and " decoded " in listed.stdout and "notes" not in listed.stdout, listed.stdout
+    verified = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    assert verified.returncode == 0 and "notes" not in verified.stdout + verified.stderr, verified.stdout
+    removed = run("glyphforge", "cache", "rm", dataset.key, "--data-dir", data_dir)
+    assert removed.returncode == 0, removed.stderr
+    assert not dataset.path.exists() and not copy.exists() and (notes / "todo.txt").read_text() == "mine"
+    collected = run("glyphforge", "cache", "gc", "--data-dir", data_dir)
+    assert collected.returncode == 0 and "notes" not in collected.stdout, collected.stdout
+    assert (notes / "todo.txt").read_text() == "mine"

@@ -374,13 +374,17 @@ def test_a_pickled_dataset_is_a_handle_without_secrets(built, s3_data, s3_server
 
 
 # -- finding entries -------------------------------------------------------------------------
-def test_find_built_lists_a_data_dir_on_s3(built, s3_data, http, monkeypatch):
+def test_find_built_lists_a_data_dir_on_s3(built, s3_data, http, monkeypatch, tmp_path):
     local = built[0]
     data_dir, entry = s3_data
     assert find_built("test-rows", data_dir=data_dir).url == entry
     with monkeypatch.context() as patched:
         patched.setenv("GLYPHFORGE_DATA_DIR", data_dir)
         assert find_built("test-rows").url == entry  # the environment's data dir, a URL
+    shard_cache = tmp_path / "local-cache"  # a context's local cache dir keeps the shards read
+    found = find_built("test-rows", context=gf.DataContext.resolve(data_dir=data_dir, cache_dir=shard_cache))
+    assert found.url == entry and found[0][0].shape and (shard_cache / "shards").is_dir()
+    assert find_built("test-rows", context=gf.DataContext.resolve(data_dir=built[2])).key == local.key
     assert find_built(local.key[:8], data_dir=data_dir).url == entry
     assert find_built(f"test-rows/{local.key}", data_dir=http.base_url).url == http_entry(http, local)[0]
     with pytest.raises(LookupError, match=r"no built dataset 'nothing' in s3://.*/cache: .* it holds test-rows"):
