@@ -30,9 +30,9 @@ from glyphforge.cache.problems import INCOMPLETE, CacheProblem, Scan
 from glyphforge.errors import ArgumentError
 from glyphforge.storage.backend import ReadOnlyStoreError
 from glyphforge.storage.location import Location
-from glyphforge.storage.reads import is_missing_bucket, store_call
+from glyphforge.storage.reads import DOWNLOAD_BLOCK, is_missing_bucket, store_call
 from glyphforge.storage.shard_cache import ShardCache
-from glyphforge.storage.url_files import DOWNLOAD_BLOCK, UrlFiles, is_entry_folder
+from glyphforge.storage.url_files import UrlFiles, is_entry_folder
 
 __all__ = ["UNFINISHED", "RemoteCache", "UnlistableURLError"]
 

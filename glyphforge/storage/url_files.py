@@ -27,14 +27,18 @@ from glyphforge.cache.entry import Entry
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest
 from glyphforge.errors import IntegrityError
 from glyphforge.storage.location import Location
-from glyphforge.storage.reads import RemoteFileMissingError, ShortObjectError, list_names, object_size, read_bytes
+from glyphforge.storage.reads import (
+    DOWNLOAD_BLOCK,
+    RemoteFileMissingError,
+    ShortObjectError,
+    list_names,
+    object_size,
+    read_bytes,
+)
 from glyphforge.storage.shard_cache import ShardCache
 
 __all__ = ["BrokenRemoteEntryError", "UrlFiles", "damaged_at_url", "entry_location", "entry_names",
            "is_entry_folder"]
-
-#: How much of a file `UrlFiles.download` reads at a time.
-DOWNLOAD_BLOCK = 8 << 20
 
 
 class BrokenRemoteEntryError(IntegrityError, ValueError):
