@@ -127,8 +127,8 @@ class RemoteCache:
             try:
                 if isinstance(text, BaseException):
                     raise BrokenManifestError(f"unreadable ({text})")
-                manifest_fields = parse_manifest(text, listing.kind, listing.key)
-                entries.append(UrlFiles(listing.location, shards).entry(manifest_fields))
+                parsed = parse_manifest(text, listing.kind, listing.key)
+                entries.append(UrlFiles(listing.location, shards).entry(parsed))
             except BrokenManifestError as error:
                 broken.append(CacheProblem(manifest.url, str(error)))
         entries.sort(key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
