@@ -187,7 +187,7 @@ class DataContext:
             return CacheStore.for_data_dir(self.data_dir)
         from glyphforge.storage.pull_through import PullThrough
 
-        return CacheStore(config.cache_dir(self.data_dir), source=PullThrough(self.remote))
+        return CacheStore(config.cache_dir(self.data_dir), source=PullThrough(self.remote, self.cache_dir))
 
     @property
     def entry_store(self) -> Store:
@@ -199,7 +199,7 @@ class DataContext:
             return self.store
         from glyphforge.storage.remote_cache import RemoteCache
 
-        return RemoteCache(self.remote, self.data_dir)
+        return RemoteCache(self.remote, self.data_dir, self.cache_dir)
 
     def raw_dir(self, dataset: str) -> Path:
         """Return ``<data dir>/raw/<dataset>``, where the upstream files of ``dataset`` live."""

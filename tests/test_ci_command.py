@@ -27,8 +27,9 @@ def test_the_command_installs_the_linters_it_runs_and_the_test_extra_holds_none(
     extras = configparser.ConfigParser()
     extras.read(ROOT / "setup.cfg", encoding="utf-8")
     declared = {name: value.split() for name, value in extras["options.extras_require"].items()}
-    installed = re.fullmatch(r'pip install -e "\.\[([\w,]+)\]" && ruff check \. && mypy && pytest( -n auto --dist loadfile)?',
-                             readme_test_command())
+    installed = re.fullmatch(
+        r'pip install -e "\.\[([\w,]+)\]" && ruff check \. && mypy && pytest( -n auto --dist loadfile)?',
+        readme_test_command())
     assert installed, readme_test_command()
     named = installed.group(1).split(",")
     assert set(named) <= set(declared), f"the command names extras setup.cfg lacks: {set(named) - set(declared)}"

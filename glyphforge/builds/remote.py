@@ -19,14 +19,15 @@ from typing import Any
 from glyphforge._checks import PathLike
 from glyphforge.builds.dataset import BuiltDataset
 from glyphforge.builds.remote_shards import DEFAULT_PREFETCH_THREADS, open_remote
-from glyphforge.cache.entry import read_entry
+from glyphforge.cache.entry import Entry, read_entry
 from glyphforge.cache.lookup import of_kind, split_target
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_built, parse_manifest, read_manifest
 from glyphforge.context import DataContext
 from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, parse_place
 from glyphforge.storage.reads import RemoteFileMissingError, read_bytes
-from glyphforge.storage.remote_entry import RemoteEntry, entry_location, entry_names
+from glyphforge.storage.shard_cache import ShardCache
+from glyphforge.storage.url_files import UrlFiles, entry_location, entry_names
 
 __all__ = ["UnlistableDataDirError", "find_built", "find_remote_built", "open_built"]
 
@@ -170,8 +171,11 @@ def find_remote_built(target: str, location: Location, **options: Any) -> BuiltD
     cache = location.child("cache")
     kinds = entry_names(cache)
     kind = split_target(target)[0]
-    if kind in kinds and (chosen := of_kind(target, _built_entries(cache.child(kind), kind), cache)) is not None:
-        return open_built(chosen.location, **options)
+    built: list[Entry] = []
+    if kind in kinds:  # their files would be fetched into the shard cache open_built reads through
+        built = _built_entries(cache.child(kind), kind, ShardCache(options.get("cache_dir"), options.get("cache_size")))
+    if (chosen := of_kind(target, built, cache)) is not None:
+        return open_built(cache.child(chosen.kind, chosen.key), **options)
     matches = [(kind, key) for kind in kinds for key in entry_names(cache.child(kind), kind) if key.startswith(target)]
     if len(matches) == 1:
         return open_built(cache.child(*matches[0]), **options)
@@ -183,14 +187,15 @@ def find_remote_built(target: str, location: Location, **options: Any) -> BuiltD
                       f"{listed}")
 
 
-def _built_entries(kind_dir: Location, kind: str) -> list[RemoteEntry]:
-    """The complete built entries in ``kind_dir``, manifests read (folders not whole yet, or not entries: skipped)."""
+def _built_entries(kind_dir: Location, kind: str, shards: ShardCache) -> list[Entry]:
+    """The complete built entries in ``kind_dir`` (their files fetched into ``shards``), manifests read (folders not
+    whole yet, or not entries: skipped)."""
     entries = []
     for key in entry_names(kind_dir, kind):
         try:
             manifest = parse_manifest(read_bytes(kind_dir.child(key, MANIFEST), what="a manifest"), kind, key)
         except (RemoteFileMissingError, BrokenManifestError):
             continue
-        if is_built(entry := RemoteEntry(kind_dir.child(key), manifest)):
+        if is_built(entry := UrlFiles(kind_dir.child(key), shards).entry(manifest)):
             entries.append(entry)
     return entries

@@ -69,8 +69,9 @@ from glyphforge.storage.location import Location
 from glyphforge.storage.object_match import recorded_mismatch
 from glyphforge.storage.objects import listed_files, upload_file, write_bytes
 from glyphforge.storage.publish import publish_entry
-from glyphforge.storage.remote_entry import RemoteEntry, entry_location
+from glyphforge.storage.shard_cache import ShardCache
 from glyphforge.storage.store_errors import RemoteStorageError, StoreTask, translated
+from glyphforge.storage.url_files import UrlFiles, entry_location
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +170,9 @@ def build_into(
             "your files out of raw/ to build from upstream's")
     key = cache_key(spec.kind, params)
     entry = entry_location(data_dir, spec.kind, key)
+    # there already: done (a manifest failing the checks raises BrokenRemoteEntryError, and is left alone)
     with translated(entry, f"reading {MANIFEST}", BUILDING):
-        if RemoteEntry.open(entry) is not None:  # a manifest failing the checks: BrokenRemoteEntryError, left alone
+        if UrlFiles(entry, ShardCache(context.cache_dir)).open() is not None:
             return entry
     n_shards = count_shards(spec.n_examples, spec.shard_size)
     work = work_location(entry)

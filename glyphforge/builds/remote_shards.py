@@ -25,17 +25,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from glyphforge._checks import PathLike, check_int
+from glyphforge._files import writing
 from glyphforge.builds.index import INDEX_FILE, DamagedIndexError, ShardIndex
 from glyphforge.builds.members import Member
 from glyphforge.builds.reading import entry_index, member_name, read_member
 from glyphforge.builds.shard_fetch import Piece, ShardFetcher, ShardRuns, continues_run
 from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.manifest import MANIFEST, is_built, is_plain_name
-from glyphforge.storage.fetched_files import FetchedFiles, fetched_entry
 from glyphforge.storage.location import Location
 from glyphforge.storage.reads import RemoteFileMissingError
-from glyphforge.storage.remote_entry import BrokenRemoteEntryError, RemoteEntry, damaged_at_url
 from glyphforge.storage.shard_cache import ShardCache
+from glyphforge.storage.url_files import BrokenRemoteEntryError, UrlFiles, damaged_at_url
 
 __all__ = ["DEFAULT_PREFETCH_THREADS", "RemoteShards", "open_remote"]
 
@@ -48,10 +48,10 @@ class RemoteShards:
     """The shard source (`~glyphforge.builds.reading.ShardSource`) of the built entry at a URL (see the module doc).
 
     ``entry.path`` is the entry's folder in the local shard cache, ``files`` its data files
-    (``entry.data_files``: fetched there); `open_remote` makes one.
+    (``entry.data_files``: read by range, or fetched there); `open_remote` makes one.
     """
 
-    def __init__(self, entry: Entry, files: FetchedFiles, prefetch_threads: int = DEFAULT_PREFETCH_THREADS,
+    def __init__(self, entry: Entry, files: UrlFiles, prefetch_threads: int = DEFAULT_PREFETCH_THREADS,
                  fetcher: ShardFetcher | None = None) -> None:
         self.entry = entry
         self.files = files
@@ -62,7 +62,7 @@ class RemoteShards:
     @property
     def url(self) -> str:
         """The entry's URL (what `glyphforge.open_built` takes)."""
-        return self.files.remote.url
+        return self.files.url
 
     @property
     def index(self) -> ShardIndex:
@@ -158,37 +158,44 @@ class RemoteShards:
         The local cache dir and size are pickled as given: given none, the process unpickling uses its own default.
         """
         options = {**self.files.cache.options, "prefetch_threads": self.prefetch_threads}
-        return _reopen_remote, (self.files.remote.location, self.entry.key, options)
+        return _reopen_remote, (self.files.location, self.entry.key, options)
 
 
 def open_remote(location: Location, *, cache_dir: PathLike | None = None, cache_size: int | str | None = None,
                 prefetch_threads: int = DEFAULT_PREFETCH_THREADS) -> RemoteShards:
     """The shard source of the built entry at ``location``, its shards cached in ``cache_dir`` (see `open_built`).
 
+    The entry's folder in the shard cache is made now: the reader fetches into it (a cache dir that cannot
+    be written fails here, saying what to do).
+
     Raises
     ------
     LookupError
         ``location`` is not an entry's URL, or holds no built dataset (the message says what is there).
     """
-    entry, files = fetched_entry(_open_entry(location), ShardCache(cache_dir, cache_size))
+    files = UrlFiles(location, ShardCache(cache_dir, cache_size))
+    entry = _open_entry(files)
+    with writing(entry.path):
+        entry.path.mkdir(parents=True, exist_ok=True)
     return RemoteShards(entry, files, prefetch_threads)
 
 
-def _open_entry(location: Location) -> RemoteEntry:
-    """The built entry at ``location``; a LookupError saying what is there otherwise."""
+def _open_entry(files: UrlFiles) -> Entry:
+    """The built entry at ``files.location``; a LookupError saying what is there otherwise."""
+    location = files.location
     parts = location.url.rstrip("/").rsplit("/", 3)
     if len(parts) < 4 or parts[1] != "cache" or not (is_plain_name(parts[2]) and is_plain_name(parts[3])):
         raise LookupError(f"{location} is not the URL of an entry: an entry's URL is <data dir URL>/cache/<kind>/"
                           "<key>. To find the entry of a kind in a data dir at a URL, use "
                           "glyphforge.builds.find_built(kind, data_dir=URL)")
-    remote = RemoteEntry.open(location)
-    if remote is None:
+    entry = files.open()
+    if entry is None:
         raise LookupError(f"no built dataset at {location}: it has no {MANIFEST} (not published or built there yet, "
                           "still being written, or a wrong URL). Check the URL, or find the entries of its data dir "
                           "with glyphforge.builds.find_built(kind, data_dir=<data dir URL>)")
-    if not is_built(remote):
-        raise LookupError(f"the {remote.kind} entry at {location} is not a built dataset (it has no shard layout)")
-    return remote
+    if not is_built(entry):
+        raise LookupError(f"the {entry.kind} entry at {location} is not a built dataset (it has no shard layout)")
+    return entry
 
 
 def _reopen_remote(location: Location, key: str, options: dict[str, Any]) -> RemoteShards:

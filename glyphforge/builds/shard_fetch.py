@@ -2,7 +2,7 @@
 
 An entry at a URL is read as the one `glyphforge.cache.Entry`: its manifest is the remote one,
 its folder is in the local shard cache and its data files are fetched there
-(`glyphforge.storage.fetched_files.FetchedFiles`). A shard is one byte range of the data file
+(`glyphforge.storage.url_files.UrlFiles`). A shard is one byte range of the data file
 holding it (a `Piece`); `ShardFetcher` fetches pieces ahead on a few threads, in runs of
 consecutive shards (`ShardRuns`) of at most `RUN_BYTES`, each run by one process of the
 machine at a time (DataLoader workers fetch it once between them).
@@ -22,7 +22,7 @@ import filelock
 from glyphforge import config
 from glyphforge.cache import Entry
 from glyphforge.cache.locks import hold
-from glyphforge.storage.fetched_files import FetchedFiles
+from glyphforge.storage.url_files import UrlFiles
 
 __all__ = ["RUN_BYTES", "Piece", "ShardFetcher", "ShardRuns", "continues_run"]
 
@@ -69,7 +69,7 @@ class ShardFetcher:
     `close`, by garbage collection, and in a forked child (a DataLoader worker makes its own).
     """
 
-    def __init__(self, entry: Entry, files: FetchedFiles, threads: int) -> None:
+    def __init__(self, entry: Entry, files: UrlFiles, threads: int) -> None:
         self.entry = entry
         self.files = files
         self.threads = threads
@@ -103,8 +103,8 @@ class ShardFetcher:
                 ahead.result()
             except Exception:  # noqa: BLE001 (fetched again below: its error is raised in this thread)
                 pass
-        return self.files.cache.shard(path, piece.length, lambda: self.files.remote.read_range(
-            piece.name, piece.offset, piece.length, what=f"shard {piece.number}"))
+        return self.files.cache.shard(path, piece.length, lambda: self.files.read_range(
+            self.entry, piece.name, piece.offset, piece.length, what=f"shard {piece.number}"))
 
     def forget(self, piece: Piece) -> None:
         """Remove the cached file of shard ``piece`` (one that does not decode)."""
@@ -118,14 +118,14 @@ class ShardFetcher:
         """
         lock_path = self.entry.path / f".{run[0].name}.{run[0].offset}.run.lock"
         what = f"shards {run[0].number} to {run[-1].number}"
-        with hold(filelock.FileLock(lock_path), f"fetching {what} of {self.files.remote.url}", config.lock_timeout()):
+        with hold(filelock.FileLock(lock_path), f"fetching {what} of {self.files.url}", config.lock_timeout()):
             missing = [piece for piece in run if not self.files.cache.cached(self._path(piece), piece.length)]
             if not missing:
                 return  # another process fetched them
             first, last = missing[0], missing[-1]
             begin = first.offset
-            data = memoryview(self.files.remote.read_range(first.name, begin, last.offset + last.length - begin,
-                                                           what=what))
+            data = memoryview(self.files.read_range(self.entry, first.name, begin,
+                                                    last.offset + last.length - begin, what=what))
             for piece in run[run.index(first):run.index(last) + 1]:
                 part = data[piece.offset - begin:piece.offset - begin + piece.length]
                 self.files.cache.shard(self._path(piece), piece.length, part.tobytes)

@@ -1,5 +1,5 @@
-"""A complete cache entry (`Entry`), how its data files are reached (`DataFiles`), how one is read from its
-directory (`read_entry`), and the errors of its files.
+"""A complete cache entry (`Entry`), wherever it lies, how its data files are reached (`DataFiles`), how one is read
+from its directory (`read_entry`), and the errors of its files.
 
 An entry directory whose manifest fails `glyphforge.cache.manifest.read_manifest` is
 broken: `read_entry` returns None. One this user may not read (another user of a shared
@@ -70,11 +70,15 @@ def unreadable_text(path: Path, opened_by: Path | None = None) -> str:
 
 
 class DataFiles(Protocol):
-    """How an entry's data files are reached on this machine: a path to each, checked against the manifest.
+    """Where an entry lies and how its data files are reached on this machine: a path to each, checked against the
+    manifest.
 
     An entry on disk reads them in its folder (`IN_FOLDER`); an entry at a URL fetches them
-    into this machine's shard cache (`glyphforge.storage.fetched_files.FetchedFiles`), plugged in from above.
+    into this machine's shard cache (`glyphforge.storage.url_files.UrlFiles`), plugged in from above.
     """
+
+    def where(self, entry: Entry) -> str:
+        """Where ``entry`` lies, for messages: its folder, or its URL."""
 
     def file(self, entry: Entry, name: str) -> Path:
         """Return a local path of ``entry``'s data file ``name`` (a KeyError naming the files when it lists none)."""
@@ -85,6 +89,10 @@ class InFolder:
 
     def __repr__(self) -> str:
         return "IN_FOLDER"
+
+    def where(self, entry: Entry) -> str:
+        """The entry's folder."""
+        return str(entry.path)
 
     def file(self, entry: Entry, name: str) -> Path:
         """Return ``entry.path / name`` once checked; the errors are `Entry.file`'s."""
@@ -117,12 +125,14 @@ IN_FOLDER = InFolder()
 
 @dataclass(frozen=True)
 class Entry(ManifestFields):
-    """A complete cache entry (``key``, ``kind``, ``params``, ``meta``, ``files``, ``size_bytes``: its manifest's).
+    """A complete cache entry (``key``, ``kind``, ``params``, ``meta``, ``files``, ``size_bytes``: its manifest's),
+    on disk or at a URL (``where``).
 
     Attributes
     ----------
     path
-        The entry directory on this machine (for an entry at a URL, its folder in the local shard cache).
+        The entry directory on this machine (for an entry at a URL, its folder in the local shard cache, made when
+        a file is first fetched there).
     manifest
         The parsed ``manifest.json``, checked by :func:`read_manifest`.
     data_files
@@ -132,6 +142,11 @@ class Entry(ManifestFields):
     path: Path
     manifest: dict[str, Any]
     data_files: DataFiles = field(default=IN_FOLDER, compare=False, repr=False)
+
+    @property
+    def where(self) -> str:
+        """Where the entry lies, for messages: its folder, or its URL."""
+        return self.data_files.where(self)
 
     def file(self, name: str) -> Path:
         """Return a local path of the data file ``name`` (for an entry at a URL, its copy fetched whole).
@@ -148,7 +163,7 @@ class Entry(ManifestFields):
             When this user may not read it (another member of a shared data dir made it owner-only).
 
         The messages say what to do: make the entry again, or have its owner open it to the group.
-        An entry at a URL raises its `DataFiles`' errors instead (see `glyphforge.storage.remote_entry`).
+        An entry at a URL raises its `DataFiles`' errors instead (see `glyphforge.storage.url_files`).
         """
         return self.data_files.file(self, name)
 

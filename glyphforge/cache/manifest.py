@@ -66,7 +66,7 @@ def check_file_name(name: str) -> str:
 
 
 class ManifestFields:
-    """What a complete entry's ``manifest`` says, wherever the entry lies (on disk: `Entry`; at a URL)."""
+    """What a complete entry's ``manifest`` says, wherever the entry lies (`glyphforge.cache.Entry`)."""
 
     manifest: dict[str, Any]
 

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from glyphforge.cache.manifest import ManifestFields
+from glyphforge.cache.entry import Entry
 
 #: A problem's state: damaged (a manifest failing its checks, a file missing, of the wrong size or sha256).
 CORRUPT = "CORRUPT"
@@ -63,7 +63,7 @@ class Scan:
         their checks, entries at a URL without their manifest yet.
     """
 
-    entries: Sequence[ManifestFields]
+    entries: Sequence[Entry]
     problems: list[CacheProblem]
 
     @property

@@ -72,7 +72,7 @@ from glyphforge.cache.eviction import Eviction, evict_entries
 from glyphforge.cache.keys import cache_key, check_kind
 from glyphforge.cache.layout import STAGING_PREFIX, TRASH_PREFIX
 from glyphforge.cache.locks import LockTimeoutError, ReadLock, exclusive, hold, readers_path
-from glyphforge.cache.manifest import MANIFEST, ManifestFields, make_manifest
+from glyphforge.cache.manifest import MANIFEST, make_manifest
 from glyphforge.cache.problems import CacheProblem, Scan
 from glyphforge.cache.verify import check_store, read_store, scan_store
 from glyphforge.cache.writer import Writer
@@ -313,7 +313,7 @@ class CacheStore:
         """
         return read_store(self.root)[0]
 
-    def companions(self, entry: ManifestFields) -> dict[str, int]:
+    def companions(self, entry: Entry) -> dict[str, int]:
         """The bytes of the entry's derived companions by label (``{"decoded": n}``), those that have any."""
         return companion_sizes(self._entry_dir(entry.kind, entry.key))
 

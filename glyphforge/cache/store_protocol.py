@@ -3,7 +3,8 @@
 A data dir on disk has a `glyphforge.cache.store.CacheStore`, one at a URL a
 `glyphforge.storage.remote_cache.RemoteCache` (read where it lies, deleting nothing);
 `glyphforge.DataContext.entry_store` hands out the one of a data dir. Both list, verify and
-report in one shape: entries (`glyphforge.cache.manifest.ManifestFields`) and `CacheProblem` s.
+report in one shape: entries (`glyphforge.cache.entry.Entry`, ``entry.where`` their folder or URL) and
+`CacheProblem` s.
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from glyphforge.cache.entry import Entry
 from glyphforge.cache.eviction import Eviction
-from glyphforge.cache.manifest import ManifestFields
 from glyphforge.cache.problems import CacheProblem, Scan
 
 
@@ -34,7 +35,7 @@ class Store(Protocol):
     def scan(self) -> Scan:
         """List the store once: its complete entries, and what was left out and why."""
 
-    def ls(self) -> Sequence[ManifestFields]:
+    def ls(self) -> Sequence[Entry]:
         """Every complete entry, by kind then creation time (see `scan` for what is left out)."""
 
     def unreadable(self) -> list[CacheProblem]:
@@ -46,10 +47,10 @@ class Store(Protocol):
         What the listing found incomplete or unreadable is in it too, with that state.
         """
 
-    def companions(self, entry: ManifestFields) -> dict[str, int]:
+    def companions(self, entry: Entry) -> dict[str, int]:
         """The bytes of the entry's derived companions by label (``{"decoded": n}``), those that have any."""
 
-    def rm(self, key: str) -> ManifestFields:
+    def rm(self, key: str) -> Entry:
         """Remove the entry ``key`` (or unique key prefix, 6+ characters) and its companions."""
 
     def gc(self, max_size: int | str | None = None) -> list[Path]:

@@ -11,9 +11,9 @@ from pathlib import Path
 from glyphforge.builds.entry_files import lost_shards
 from glyphforge.builds.reading import ARRAYS_FILE
 from glyphforge.cache import CacheProblem, CleanupError, raw
-from glyphforge.cache.entry import read_entry
+from glyphforge.cache.entry import Entry, read_entry
 from glyphforge.cache.eviction import Eviction
-from glyphforge.cache.manifest import ManifestFields, is_built
+from glyphforge.cache.manifest import is_built
 from glyphforge.cache.problems import CORRUPT
 from glyphforge.cache.store_protocol import Store
 from glyphforge.cli.common import Formatter, add_command, data_context, store_refusals
@@ -50,14 +50,14 @@ def _named(context: DataContext) -> str:
     return str(context.remote or context.data_dir)
 
 
-def _entry_table(store: Store, entries: Sequence[ManifestFields]) -> str:
+def _entry_table(store: Store, entries: Sequence[Entry]) -> str:
     """The table of ``cache ls``: one row per entry, its companions' sizes beside its own (``+ 2.0 MB decoded``)."""
     return table(["key", "kind", "params", "files", "size", "created"],
                  [[e.key[:12], e.kind + own_copy_note(e.meta), describe_params(e.params), len(e.files),
                    _entry_size(e, store.companions(e)), e.manifest["created"]] for e in entries])
 
 
-def _entry_size(entry: ManifestFields, companions: dict[str, int]) -> str:
+def _entry_size(entry: Entry, companions: dict[str, int]) -> str:
     """An entry's size, and each of its companions' beside it (a local built dataset read at random has a decoded
     copy)."""
     return human_size(entry.size_bytes) + "".join(f" + {human_size(size)} {label}"

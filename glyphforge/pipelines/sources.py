@@ -23,7 +23,7 @@ from glyphforge.errors import StorageError
 from glyphforge.pipelines.http_source import CHUNK_SIZE, Attempt, SourceFailed, progress_bar
 from glyphforge.pipelines.resource import Resource
 from glyphforge.storage.location import Location, UnsupportedURLError
-from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK
+from glyphforge.storage.reads import DOWNLOAD_BLOCK
 
 __all__ = ["Source", "copy_local", "copy_remote", "sources"]
 

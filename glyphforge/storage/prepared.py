@@ -31,7 +31,7 @@ from glyphforge.storage.publish import (
     put_bytes,
     read_object,
 )
-from glyphforge.storage.remote_entry import entry_location
+from glyphforge.storage.url_files import entry_location
 
 if TYPE_CHECKING:
     from glyphforge.cache.entry import Entry

@@ -49,8 +49,8 @@ from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.object_match import object_mismatch
 from glyphforge.storage.objects import listed_files, upload_file, write_bytes
 from glyphforge.storage.read_failures import shown
-from glyphforge.storage.remote_entry import entry_location
 from glyphforge.storage.store_errors import StoreTask, translated, translated_call
+from glyphforge.storage.url_files import entry_location
 
 if TYPE_CHECKING:
     from tqdm import tqdm

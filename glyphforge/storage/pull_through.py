@@ -5,7 +5,7 @@ entries through ``context.store``, which for such a context is the `CacheStore` 
 data dir under the local cache (``<local cache>/data/cache``, see
 `glyphforge.context.DataContext`) with a `PullThrough` of the URL as its source. Its
 :meth:`~glyphforge.cache.store.CacheStore.get` looks here first, then (:meth:`PullThrough.fetch`)
-at ``<url>/cache/<kind>/<key>`` (`glyphforge.storage.remote_entry.RemoteEntry`): an entry
+at ``<url>/cache/<kind>/<key>`` (an `Entry` whose files are `glyphforge.storage.url_files.UrlFiles`): an entry
 there is fetched whole, each data file checked against the size and sha256 its manifest
 records, staged and committed under the key's lock like every local entry, with the same
 manifest (so its key and ``entry_sha256`` are the ones at the URL). The second load is
@@ -32,12 +32,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from glyphforge._checks import PathLike
 from glyphforge.cache.entry import Entry
 from glyphforge.cache.manifest import is_built
 from glyphforge.cache.store import CacheStore
 from glyphforge.cache.writer import Writer
 from glyphforge.storage.location import Location
-from glyphforge.storage.remote_entry import RemoteEntry, entry_location
+from glyphforge.storage.shard_cache import ShardCache
+from glyphforge.storage.url_files import UrlFiles, entry_location
 
 __all__ = ["PullThrough"]
 
@@ -55,10 +57,14 @@ class PullThrough:
     ----------
     remote
         The data dir's URL (and fsspec options); its entries are at ``<remote>/cache/<kind>/<key>``.
+    cache_dir
+        The local cache dir (None: the default): its shard cache is where the entries at the URL lie on this machine
+        (`glyphforge.storage.url_files.UrlFiles`); what is fetched goes into the store.
     """
 
-    def __init__(self, remote: Location) -> None:
+    def __init__(self, remote: Location, cache_dir: PathLike | None = None) -> None:
         self.remote = remote
+        self.cache_dir = cache_dir
         self._absent: set[tuple[str, str]] = set()  # keys not at the URL (asked once per source)
 
     def __repr__(self) -> str:
@@ -86,7 +92,8 @@ class PullThrough:
         if (kind, key) in self._absent:
             return None
         location = entry_location(self.remote, kind, key)
-        remote = RemoteEntry.open(location)
+        files = UrlFiles(location, ShardCache(self.cache_dir))
+        remote = files.open()
         if remote is None or is_built(remote):
             self._absent.add((kind, key))
             if remote is None and location.url not in _TOLD:
@@ -95,7 +102,7 @@ class PullThrough:
                          "glyphforge never writes to a URL by itself: %s", kind, key[:12], self.remote, store.root,
                          self._how_to_publish(f"prepare-data {kind}"))
             return None
-        return store.make(kind, params, lambda writer: _copy(remote, writer))
+        return store.make(kind, params, lambda writer: _copy(remote, files, writer))
 
     def _how_to_publish(self, command: str) -> str:
         """How to put an entry made here at the URL (``command``: the prepare-data command that makes it)."""
@@ -104,11 +111,11 @@ class PullThrough:
         return f"to share it there, publish it (`{command} --data-dir {self.remote}`, or `glyphforge publish`)"
 
 
-def _copy(remote: RemoteEntry, writer: Writer) -> None:
-    """Stage ``remote``'s data files (each checked) and its manifest into ``writer``."""
-    log.info("fetching %s %s from %s (%d files, %d bytes)", remote.kind, remote.key[:12], remote.url,
+def _copy(remote: Entry, files: UrlFiles, writer: Writer) -> None:
+    """Stage the data files of ``remote`` (``files``: at its URL, each checked) and its manifest into ``writer``."""
+    log.info("fetching %s %s from %s (%d files, %d bytes)", remote.kind, remote.key[:12], remote.where,
              len(remote.files), remote.size_bytes)
     for name in remote.files:
-        remote.download(name, writer.path / name)
+        files.download(remote, name, writer.path / name)
         writer.known_sha256[name] = remote.manifest["files"][name]["sha256"]
     writer.manifest = remote.manifest

@@ -40,10 +40,14 @@ from glyphforge.storage.retries import (
 if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
-__all__ = ["DEFAULT_POLICY", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError", "RemoteReadError",
-           "ShortObjectError", "is_missing_bucket", "list_names", "object_size", "read_bytes", "store_call"]
+__all__ = ["DEFAULT_POLICY", "DOWNLOAD_BLOCK", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError",
+           "RemoteReadError", "ShortObjectError", "is_missing_bucket", "list_names", "object_size", "read_bytes",
+           "store_call"]
 
 T = TypeVar("T")
+#: How much of a whole file is read at a time, streamed (an entry's data file fetched, an object re-hashed, a mirror's
+#: file copied).
+DOWNLOAD_BLOCK = 8 << 20
 
 
 def read_bytes(location: Location, start: int | None = None, end: int | None = None, *, what: str = "",

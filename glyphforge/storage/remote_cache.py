@@ -3,7 +3,9 @@
 It is the `glyphforge.cache.store_protocol.Store` of a data dir at a URL
 (`glyphforge.DataContext.entry_store`): ``glyphforge cache ls``, ``cache verify`` and ``info``
 read the store ``<url>/cache/<kind>/<key>/`` as they read ``<data dir>/cache``, with the same
-entries and `~glyphforge.cache.problems.CacheProblem` s: one listing of
+entries (`glyphforge.cache.Entry`, their data files `~glyphforge.storage.url_files.UrlFiles`:
+nothing is fetched, nor any local folder made, to list them) and
+`~glyphforge.cache.problems.CacheProblem` s: one listing of
 the objects under ``<url>/cache`` (s3://, gs://, file://; an http(s):// data dir cannot be
 listed: `UnlistableURLError`), then the manifests, checked as on disk
 (`glyphforge.cache.manifest.parse_manifest`). An entry whose data files are there without
@@ -20,14 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from glyphforge._checks import PathLike
+from glyphforge.cache.entry import Entry
 from glyphforge.cache.eviction import Eviction
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, parse_manifest
+from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
 from glyphforge.cache.problems import INCOMPLETE, CacheProblem, Scan
 from glyphforge.errors import ArgumentError
 from glyphforge.storage.backend import ReadOnlyStoreError
 from glyphforge.storage.location import Location
-from glyphforge.storage.reads import is_missing_bucket, store_call
-from glyphforge.storage.remote_entry import DOWNLOAD_BLOCK, RemoteEntry, is_entry_folder
+from glyphforge.storage.reads import DOWNLOAD_BLOCK, is_missing_bucket, store_call
+from glyphforge.storage.shard_cache import ShardCache
+from glyphforge.storage.url_files import UrlFiles, is_entry_folder
 
 __all__ = ["UNFINISHED", "RemoteCache", "UnlistableURLError"]
 
@@ -60,10 +65,14 @@ class RemoteCache:
         The data dir's URL and fsspec options.
     local_copy
         This machine's copy of it (`glyphforge.DataContext.data_dir`), named where deleting is refused.
+    cache_dir
+        The local cache dir whose shard cache the entries' files are fetched into (None: the default; see
+        `glyphforge.storage.shard_cache.ShardCache`).
     """
 
     data_dir: Location
     local_copy: Path | None = None
+    cache_dir: PathLike | None = None
 
     @property
     def root(self) -> Location:
@@ -99,13 +108,14 @@ class RemoteCache:
         """
         return Scan(*self._read(self._listings()))
 
-    def _read(self, listings: list[_Listing]) -> tuple[list[RemoteEntry], list[CacheProblem]]:
+    def _read(self, listings: list[_Listing]) -> tuple[list[Entry], list[CacheProblem]]:
         """The complete entries and the problems of `scan`, from the listing ``listings``."""
         manifests = [listing.location.child(MANIFEST) for listing in listings if MANIFEST in listing.sizes]
         paths = [manifest.path for manifest in manifests]
         texts = store_call(self.root, lambda: self.root.fs.cat(paths, on_error="return"),
                            f"read the manifests under {self.root}") if paths else {}
-        entries: list[RemoteEntry] = []
+        entries: list[Entry] = []
+        shards = ShardCache(self.cache_dir)  # where their files would be fetched (nothing is, to list them)
         broken: list[CacheProblem] = []
         incomplete: list[CacheProblem] = []
         for listing in listings:
@@ -117,13 +127,14 @@ class RemoteCache:
             try:
                 if isinstance(text, BaseException):
                     raise BrokenManifestError(f"unreadable ({text})")
-                entries.append(RemoteEntry(listing.location, parse_manifest(text, listing.kind, listing.key)))
+                parsed = parse_manifest(text, listing.kind, listing.key)
+                entries.append(UrlFiles(listing.location, shards).entry(parsed))
             except BrokenManifestError as error:
                 broken.append(CacheProblem(manifest.url, str(error)))
         entries.sort(key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
         return entries, incomplete + broken
 
-    def ls(self) -> list[RemoteEntry]:
+    def ls(self) -> list[Entry]:
         """Return every complete entry at the URL, by kind then creation time (broken ones skipped: `verify`)."""
         return self._read(self._listings())[0]
 
@@ -131,7 +142,7 @@ class RemoteCache:
         """None: what this user may not read at a URL is an error (`RemoteAccessError`) naming it, not a problem."""
         return []
 
-    def companions(self, entry: ManifestFields) -> dict[str, int]:
+    def companions(self, entry: Entry) -> dict[str, int]:
         """None: companions (a decoded copy...) are made on the machine reading an entry, never at its URL."""
         return {}
 
@@ -143,9 +154,10 @@ class RemoteCache:
         """
         listings = self._listings()
         entries, problems = self._read(listings)
-        sizes = {listing.location.url: listing.sizes for listing in listings}
+        sizes = {(listing.kind, listing.key): listing.sizes for listing in listings}
         for entry in entries:
-            problems.extend(_check_files(entry, sizes.get(entry.url, {})))
+            problems.extend(_check_files(self.root.child(entry.kind, entry.key), entry,
+                                         sizes.get((entry.kind, entry.key), {})))
         return problems
 
     def rm(self, key: str) -> NoReturn:
@@ -204,10 +216,11 @@ class RemoteCache:
         return [listings[place] for place in sorted(listings)]
 
 
-def _check_files(entry: RemoteEntry, sizes: dict[str, int]) -> Iterator[CacheProblem]:
-    """The problems of ``entry``'s data files: missing, of the wrong size, or with the wrong sha256."""
+def _check_files(location: Location, entry: Entry, sizes: dict[str, int]) -> Iterator[CacheProblem]:
+    """The problems of the data files of ``entry``, at ``location``: missing, of the wrong size, or with the wrong
+    sha256."""
     for name, info in sorted(entry.manifest["files"].items()):
-        url = entry.location.child(name)
+        url = location.child(name)
         if name not in sizes:
             yield CacheProblem(url.url, "missing (deleted, or never uploaded)")
         elif sizes[name] != info["size"]:

@@ -39,7 +39,8 @@ from glyphforge.scenes.spec import ScatteredGlyphs
 from glyphforge.session import open_session
 from glyphforge.storage.location import Location, UnsupportedURLError
 from glyphforge.storage.publish import PublishConflictError
-from glyphforge.storage.remote_entry import BrokenRemoteEntryError, RemoteEntry
+from glyphforge.storage.shard_cache import ShardCache
+from glyphforge.storage.url_files import BrokenRemoteEntryError, UrlFiles
 
 from support.cli import run, run_here
 from support.dask_cluster import dask_cluster, wait_for_workers
@@ -196,7 +197,7 @@ def test_an_unfinished_build_leaves_records_and_parts_but_no_manifest_so_no_entr
     fs, entry_url = s3_server.fs(), _entry_url(data_url, spec)
     assert _names(fs, entry_url) == PARTS[:5]  # no manifest: a reader finds no entry
     kind, key = entry_url.rsplit("/", 2)[-2:]
-    assert RemoteEntry.open(Location(entry_url)) is None
+    assert UrlFiles(Location(entry_url), ShardCache(tmp_path / "local")).open() is None
     assert _names(fs, f"{entry_url}.work") == ["build.json"] + [f"shard-{index:06d}.json" for index in range(5)]
     for index in range(5):
         record = json.loads(fs.cat_file(f"{entry_url}.work/shard-{index:06d}.json"))

@@ -27,7 +27,7 @@ from glyphforge.cache.declared import MAX_SHARDS
 from glyphforge.cache.keys import entry_sha256, metadata_sha256
 from glyphforge.cache.manifest import BrokenManifestError, make_manifest, read_manifest
 from glyphforge.storage import Location
-from glyphforge.storage.remote_entry import BrokenRemoteEntryError
+from glyphforge.storage.url_files import BrokenRemoteEntryError
 
 from support.cli import run_here
 from support.http_server import LocalHTTPServer

@@ -6,6 +6,7 @@ Real stores: a data dir on disk and one on S3 (moto), read by the real CLI and t
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from glyphforge.cache.problems import CORRUPT
 from glyphforge.storage import Location
 from glyphforge.textfmt import human_size
 
-from support.cli import run
+from support.cli import run, run_here
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
 
@@ -70,6 +71,19 @@ def test_the_store_of_a_data_dir_lists_and_names_what_it_leaves_out_alike(place)
     verified = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
     assert verified.returncode == 1 and verified.stdout.startswith(f"CORRUPT {manifest}: ")
     assert "1 problem(s) found " in verified.stderr
+
+
+def test_both_stores_list_the_one_entry_which_says_where_it_lies_and_reads_its_files(place):
+    data_dir, good, _ = place
+    shards = Path(os.environ["GLYPHFORGE_CACHE_DIR"]) / "shards"
+    [entry] = DataContext.resolve(data_dir=data_dir).entry_store.ls()
+    assert isinstance(entry, Entry) and entry.manifest == good.manifest
+    assert entry.where == (str(good.path) if Path(data_dir).is_dir() else f"{data_dir}/cache/k/{good.key}")
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", data_dir)
+    assert listed.returncode == 0 and good.key[:12] in listed.stdout, listed.stderr
+    assert not shards.exists()  # listing a store at a URL fetches nothing and makes no local folder
+    assert entry.file("A.pklz").read_bytes() == (good.path / "A.pklz").read_bytes()  # fetched if at a URL
+    assert np.array_equal(entry.load("A.pklz"), np.arange(10))
 
 
 def thumbs(entry: Entry) -> Path:

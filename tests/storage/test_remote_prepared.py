@@ -28,7 +28,7 @@ from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot
 from glyphforge.storage import Location
 from glyphforge.storage.pull_through import PullThrough
 from glyphforge.storage.reads import RemoteAccessError
-from glyphforge.storage.remote_entry import BrokenRemoteEntryError, entry_location
+from glyphforge.storage.url_files import BrokenRemoteEntryError, entry_location
 from glyphforge.textfmt import human_size
 
 from support.cli import run, run_here

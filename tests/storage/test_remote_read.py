@@ -26,8 +26,8 @@ from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.manifest import make_manifest
 from glyphforge.storage import Location
 from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError
-from glyphforge.storage.remote_entry import BrokenRemoteEntryError
 from glyphforge.storage.shard_cache import ShardCache
+from glyphforge.storage.url_files import BrokenRemoteEntryError
 
 from support.cli import run, run_here
 from support.http_server import LocalHTTPServer
