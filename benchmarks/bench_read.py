@@ -29,7 +29,7 @@ Then, each in a fresh process (so peak RSS is that step's own, read from VmHWM):
   twice: three epochs of ``ds.stream(256)`` from the shards (``random_access="decode"``) and
   from the decoded copy (the default), each in a fresh process: the first epoch against the
   later ones (goal >= 0.8), the copy's later epochs against the shards' (goal >= 1.5x), at
-  <= 200 MB; and ``np.load(export/images.npy, mmap_mode="r")`` reading random 256-row
+  <= 200 MB; and ``np.load(mmap_mode="r")`` of the export's arrays reading random 256-row
   batches (a shuffled epoch, as the random takes: the reference the copy's stream must reach,
   goal >= 1.0x) and reading the stream's own batches, one epoch in a fresh process each;
 * the peer readers the ``bench`` extra installs (each skipped if not importable), as
@@ -356,17 +356,19 @@ def stream_rows(data_dir: str) -> np.ndarray:
 
 
 def step_mmap(data_dir: str, export_dir: str, order: str) -> dict:
-    """One epoch of 256-row batches of ``np.load(images.npy, mmap_mode="r")`` of the export, each batch gathered.
+    """One epoch of 256-row batches of the export's arrays, each ``np.load(mmap_mode="r")``, every array gathered.
 
     ``order``: ``"random"`` (a shuffled epoch, the random takes' permutation) or ``"stream"`` (the stream's batches).
+    The stream's batches hold every array (images and targets): so does each batch here.
     """
     rows = np.random.default_rng(2).permutation(len(open_dataset(data_dir))) if order == "random" \
         else stream_rows(data_dir)
-    images = np.load(Path(export_dir) / "images.npy", mmap_mode="r")
+    arrays = [np.load(path, mmap_mode="r") for path in sorted(Path(export_dir).glob("*.npy"))]
     count, started = 0, time.perf_counter()
     for start in range(0, len(rows), 256):
-        count += len(images[rows[start:start + 256]])
-    return {"per_s": count / (time.perf_counter() - started), "mb": peak_mb()}
+        batch = [array[rows[start:start + 256]] for array in arrays]
+        count += len(batch[0])
+    return {"per_s": count / (time.perf_counter() - started), "mb": peak_mb(), "arrays": len(arrays)}
 
 
 def remove_decoded_copy(data_dir: str) -> None:
