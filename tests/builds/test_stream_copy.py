@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import glyphforge as gf
 from glyphforge.builds import materialize
 
-from support.copy_backends import built_rows, opener, source  # noqa: F401 (fixtures)
+from support.copy_backends import built_rows, fresh_build, opener, source  # noqa: F401 (fixtures)
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 
@@ -89,10 +90,6 @@ def test_the_stream_of_a_copy_yields_the_batches_of_the_shards(opener, load_limi
 
 @pytest.mark.parametrize("backend", ["path", "file"])
 def test_the_stream_of_a_copy_reads_no_shard(built_rows, tmp_path, backend, monkeypatch):  # noqa: F811
-    import glyphforge as gf
-
-    from support.copy_backends import fresh_build
-
     monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)
     local = fresh_build(built_rows, tmp_path)
     expected = batches(local.stream(64, seed=5, epochs=2))
@@ -164,8 +161,6 @@ def test_a_dataloader_with_workers_streams_the_copy(built_rows, tmp_path):  # no
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed (CI installs it)")
     from torch.utils.data import DataLoader
-
-    from support.copy_backends import fresh_build
 
     local = fresh_build(built_rows, tmp_path)
     expected = batches(local.stream(64, seed=2))
