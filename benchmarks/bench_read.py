@@ -24,6 +24,14 @@ Then, each in a fresh process (so peak RSS is that step's own, read from VmHWM):
   there: the goal is >= 50% of the stream's examples/s at <= 600 MB), and ``ds[i]`` one
   by one in random order (goal >= 20,000 rows/s). The decoded copy is removed first, so
   the earlier steps read shards as before;
+* streaming past the inflate bound (issue 32), once the decoded copy exists (made here if
+  the random takes made none), alternated
+  twice: three epochs of ``ds.stream(256)`` from the shards (``random_access="decode"``) and
+  from the decoded copy (the default), each in a fresh process: the first epoch against the
+  later ones (goal >= 0.8), the copy's later epochs against the shards' (goal >= 1.5x), at
+  <= 200 MB; and ``np.load(mmap_mode="r")`` of the export's arrays reading random 256-row
+  batches (a shuffled epoch, as the random takes: the reference the copy's stream must reach,
+  goal >= 1.0x) and reading the stream's own batches, one epoch in a fresh process each;
 * the peer readers the ``bench`` extra installs (each skipped if not importable), as
   ../shared/notes/peer-readers.md measured them, the same scenes and the first glyph's label
   written once into ``--workdir`` in each tool's own format, one shuffled epoch in batches of
@@ -66,7 +74,8 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 ENTRY_KEY = "GLYPHFORGE_BENCH_ENTRY"
 GOALS = {"cold_ms": 50.0, "warm_ms": 1.0, "take_s": 0.5, "take_mb": 300.0, "stream_ratio": 0.8, "stream_mb": 400.0,
          "export_mb_s": 200.0, "random_ratio": 0.5, "random_mb": 600.0, "random_getitem": 20_000.0,
-         "over_webdataset": 10.0, "over_litdata": 2.5}
+         "over_webdataset": 10.0, "over_litdata": 2.5, "first_epoch": 0.8, "copy_over_shards": 1.5,
+         "copy_over_mmap": 1.0, "past_mb": 200.0}
 
 
 def peak_mb() -> float:
@@ -316,6 +325,52 @@ def step_random_getitem(data_dir: str) -> dict:
             "checksum": checksum}
 
 
+def step_epochs(data_dir: str, mode: str) -> dict:
+    """Three shuffled epochs of ``ds.stream(256)`` in this (fresh) process: from the shards (``mode="decode"``) or
+    from the decoded copy (``"auto"``, the default); each epoch's examples/s, peak RSS."""
+    ds = open_dataset(data_dir).reopened(random_access=mode)
+    stream = ds.stream(256, shuffle=True, seed=0)
+    rates = []
+    for _ in range(3):
+        count, started = 0, time.perf_counter()
+        for images, _targets in stream:
+            count += len(images)
+        rates.append(count / (time.perf_counter() - started))
+    return {"first": rates[0], "later": statistics.mean(rates[1:]), "mb": peak_mb(),
+            "copy": str(ds.read_copy(lambda copy: copy.path))}  # None: the stream read the shards
+
+
+def step_materialize(data_dir: str) -> dict:
+    """Make the decoded copy unless the random takes made it (a dataset of fewer shards than the LRU holds)."""
+    return {"copy": str(open_dataset(data_dir).materialize())}
+
+
+def stream_rows(data_dir: str) -> np.ndarray:
+    """The dataset's rows in the order ``ds.stream(256, shuffle=True, seed=0)`` yields them in epoch 0.
+
+    The stream's own arithmetic (a private method: a benchmark may look inside).
+    """
+    stream = open_dataset(data_dir).stream(256, shuffle=True, seed=0)
+    plan = stream.plan(0)
+    return np.concatenate([stream._window_rows(plan, 0, number)[0] for number in range(len(plan.ends))])
+
+
+def step_mmap(data_dir: str, export_dir: str, order: str) -> dict:
+    """One epoch of 256-row batches of the export's arrays, each ``np.load(mmap_mode="r")``, every array gathered.
+
+    ``order``: ``"random"`` (a shuffled epoch, the random takes' permutation) or ``"stream"`` (the stream's batches).
+    The stream's batches hold every array (images and targets): so does each batch here.
+    """
+    rows = np.random.default_rng(2).permutation(len(open_dataset(data_dir))) if order == "random" \
+        else stream_rows(data_dir)
+    arrays = [np.load(path, mmap_mode="r") for path in sorted(Path(export_dir).glob("*.npy"))]
+    count, started = 0, time.perf_counter()
+    for start in range(0, len(rows), 256):
+        batch = [array[rows[start:start + 256]] for array in arrays]
+        count += len(batch[0])
+    return {"per_s": count / (time.perf_counter() - started), "mb": peak_mb(), "arrays": len(arrays)}
+
+
 def remove_decoded_copy(data_dir: str) -> None:
     """Remove the scenes' decoded copy left by an earlier run, so the first steps read shards as before."""
     from glyphforge.builds.decoded_copy import decoded_dir
@@ -326,7 +381,8 @@ def remove_decoded_copy(data_dir: str) -> None:
 STEPS = {"getitem": step_getitem, "take": step_take, "stream": step_stream, "arrays": step_arrays,
          "export": step_export, "random_decode": step_random_decode, "random_first": step_random_first,
          "random_take": step_random_take, "random_getitem": step_random_getitem, "webdataset": step_webdataset,
-         "litdata": step_litdata, "mds": step_mds}
+         "litdata": step_litdata, "mds": step_mds, "epochs": step_epochs, "mmap": step_mmap,
+         "materialize": step_materialize}
 
 
 def run_step(name: str, *args: str) -> dict:
@@ -412,6 +468,33 @@ def rate(result: dict) -> str:
     return f"{result['per_s']:,.0f} ex/s, {result['seconds']:.1f} s, peak {result['mb']:.0f} MB"
 
 
+def past_bound_rows(runs: list[dict]) -> list[tuple[str, str, str, bool | None]]:
+    """The rows of issue 32's goals, from runs of (shards, copy, mmap random, mmap stream order), twice."""
+    rows: list[tuple[str, str, str, bool | None]] = []
+    for number, (shards, copy, mmap_random, mmap_stream) in enumerate(zip(*[iter(runs)] * 4, strict=True), 1):
+        if copy["copy"] == "None":
+            raise SystemExit("the stream found no decoded copy: the random takes should have made it")
+        first, over, over_mmap = shards["first"] / shards["later"], copy["later"] / shards["later"], \
+            copy["later"] / mmap_random["per_s"]
+        rows += [
+            (f"run {number}: stream from shards", f"later {shards['later']:,.0f} ex/s, peak {shards['mb']:.0f} MB",
+             "<= 200 MB", shards["mb"] <= GOALS["past_mb"]),
+            ("  first / later epoch", f"{first:.2f} (first {shards['first']:,.0f} ex/s)", ">= 0.8",
+             first >= GOALS["first_epoch"]),
+            ("stream from the decoded copy", f"later {copy['later']:,.0f} ex/s, peak {copy['mb']:.0f} MB",
+             "<= 200 MB", copy["mb"] <= GOALS["past_mb"]),
+            ("  copy / shards (later)", f"{over:.2f}x", ">= 1.5x", over >= GOALS["copy_over_shards"]),
+            ("  copy first / later epoch", f"{copy['first'] / copy['later']:.2f}", "", None),
+            ("mmap of export, random batches", f"{mmap_random['per_s']:,.0f} ex/s, peak {mmap_random['mb']:.0f} MB",
+             "", None),
+            ("  copy stream / mmap", f"{over_mmap:.2f}x", ">= 1.0x", over_mmap >= GOALS["copy_over_mmap"]),
+            ("mmap, the stream's batches", f"{mmap_stream['per_s']:,.0f} ex/s, peak {mmap_stream['mb']:.0f} MB",
+             "", None),
+            ("  copy stream / that mmap", f"{copy['later'] / mmap_stream['per_s']:.2f}x", "", None),
+        ]
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--glyphs", choices=["emnist", "font"], default="emnist")
@@ -436,11 +519,15 @@ def main() -> None:
     stream = run_step("stream", data_dir)
     arrays = run_step("arrays", data_dir)
     export = run_step("export", data_dir, str(args.workdir / "export"))
-    fresh(args.workdir / "export")  # the export step's (0.7 GB), no longer needed
     random_decode = run_step("random_decode", data_dir)
     random_first = run_step("random_first", data_dir)
     random_take = run_step("random_take", data_dir)
     random_getitem = run_step("random_getitem", data_dir)
+    run_step("materialize", data_dir)
+    past = [run_step(name, data_dir, *options) for _ in range(2) for name, options in (
+        ("epochs", ["decode"]), ("epochs", ["auto"]), ("mmap", [str(args.workdir / "export"), "random"]),
+        ("mmap", [str(args.workdir / "export"), "stream"]))]
+    fresh(args.workdir / "export")  # the export step's (0.7 GB), no longer needed
     peers = []
     for module, name, label, write, goal in (
             ("webdataset", "webdataset", "WebDataset 1.0.2, shuffle 5000", write_webdataset, "over_webdataset"),
@@ -481,6 +568,7 @@ def main() -> None:
         ("ds[i] random, one by one", rate(random_getitem), ">= 20,000 rows/s",
          random_getitem["per_s"] >= GOALS["random_getitem"]),
         *peers,
+        *past_bound_rows(past),
     ]
     print(f"\n{'access (fresh process each)':30s} {'measured':48s} {'goal':28s} met")
     for name, measured, goal, met in rows:

@@ -49,9 +49,9 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -61,6 +61,7 @@ from glyphforge.builds.copy_source import CopySource, budget_setting
 from glyphforge.builds.entry_files import EntryFiles
 from glyphforge.builds.export import export
 from glyphforge.builds.index import ShardIndex
+from glyphforge.builds.materialize import DecodedCopy
 from glyphforge.builds.members import Put, Scratch, Shard, decode_shard, layout_dtype, place_shard
 from glyphforge.builds.own_built import announced
 from glyphforge.builds.reading import ShardSource
@@ -71,6 +72,8 @@ from glyphforge.errors import ArgumentError
 
 __all__ = ["DEFAULT_CACHE_SHARDS", "RANDOM_ACCESS", "BuiltDataset", "DatasetTooLargeError",
            "default_arrays_limit"]
+
+T = TypeVar("T")
 
 #: The part of the available memory ``ds.arrays`` may fill by default.
 ARRAYS_MEMORY_FRACTION = 0.5
@@ -357,6 +360,15 @@ class BuiltDataset:
         settings = {"cache_shards": self.cache_shards, "arrays_limit": self.arrays_limit,
                     "random_access": self.random_access, "decoded_budget": self.decoded_budget, **options}
         return BuiltDataset(self.source.sibling(), **settings)  # an entry at a URL: the same fetcher
+
+    def read_copy(self, read: Callable[[DecodedCopy], T]) -> T | None:
+        """``read(copy)`` of the entry's decoded copy when one is made (none is made here); None: read the shards.
+
+        None also with ``random_access="decode"``, and when ``read`` raises
+        `~glyphforge.builds.decoded_copy.DamagedCopyError`: the copy is dropped, with a WARNING,
+        and this reader reads no copy any more (the stream reads it: `glyphforge.builds.stream_copy`).
+        """
+        return self._copies.read(self, read, None)
 
     def prefetch(self, shards: Any) -> None:
         """Hint that ``shards`` will be read soon (the stream's next windows): an entry at a URL fetches them ahead.

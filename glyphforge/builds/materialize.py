@@ -80,8 +80,8 @@ from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.errors import StorageError
 from glyphforge.textfmt import human_size
 
-__all__ = ["DamagedCopyError", "DecodedCopy", "ForeignCopyError", "NotEnoughSpaceError", "check_room", "copy_nbytes",
-           "drop_copy", "make_copy", "open_copy"]
+__all__ = ["CopyArray", "DamagedCopyError", "DecodedCopy", "ForeignCopyError", "NotEnoughSpaceError", "check_room",
+           "copy_nbytes", "drop_copy", "make_copy", "open_copy"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -98,7 +98,7 @@ class NotEnoughSpaceError(StorageError):
 
 
 @dataclass(frozen=True)
-class _Array:
+class CopyArray:
     """One array of a copy: ``whole`` in memory (or a memory map), or read by ``os.preadv`` from ``fd``.
 
     ``path`` is its file, ``offset`` where its rows start there, ``shape`` its whole shape,
@@ -129,7 +129,7 @@ class _Array:
         if self.whole is not None:
             taken = self.whole[rows]
             if self.sums is not None:  # a memory map (no os.preadv here)
-                self._check(rows, row_sums(taken.reshape(-1).view(np.uint8).reshape(len(rows), size)))
+                self.check(rows, row_sums(taken.reshape(-1).view(np.uint8).reshape(len(rows), size)))
             return taken
         assert self.fd is not None, "an array is in memory, mapped or read"
         flat = np.empty(len(rows) * size, np.uint8)
@@ -141,10 +141,10 @@ class _Array:
             if os.preadv(self.fd, [part], self.offset + row * size) != size:
                 raise DamagedCopyError(self.path, f"ends before row {row}: it was cut short after the copy was opened")
             found.append(crc32(part))
-        self._check(rows[order], np.array(found, np.uint32))
+        self.check(rows[order], np.array(found, np.uint32))
         return flat.view(self.dtype).reshape(len(rows), *self.shape[1:])
 
-    def _check(self, rows: np.ndarray, found: np.ndarray) -> None:
+    def check(self, rows: np.ndarray, found: np.ndarray) -> None:
         """Raise `DamagedCopyError` unless ``found`` are the checksums recorded for ``rows``."""
         assert self.sums is not None, "rows are checked where the array was not checked whole"
         bad = np.flatnonzero(found != self.sums[rows])
@@ -193,20 +193,25 @@ class DecodedCopy:
         The directory's ``(st_dev, st_ino)``: `drop_copy` removes this copy, never one made since.
     """
 
-    def __init__(self, path: Path, arrays: dict[str, _Array], identity: tuple[int, int]) -> None:
+    def __init__(self, path: Path, arrays: dict[str, CopyArray], identity: tuple[int, int]) -> None:
         self.path = path
         self.identity = identity
         self._arrays = arrays
         weakref.finalize(self, _close, list(arrays.values()))
 
+    @property
+    def arrays(self) -> dict[str, CopyArray]:
+        """Each array of the copy, by name: its file, layout and row checksums (the stream maps them)."""
+        return dict(self._arrays)
+
     def take(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """Return copies of rows ``rows`` (non-negative ints, any order) of every array."""
-        return self._checked(lambda: {name: array.take(rows) for name, array in self._arrays.items()})
+        return self.checked(lambda: {name: array.take(rows) for name, array in self._arrays.items()})
 
     def row(self, number: int) -> dict[str, Any]:
         """Return a copy of row ``number`` (a non-negative int) of every array."""
         rows = np.array([number])
-        return self._checked(lambda: {name: array.take(rows)[0] for name, array in self._arrays.items()})
+        return self.checked(lambda: {name: array.take(rows)[0] for name, array in self._arrays.items()})
 
     def read_into(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Copy every array whole into ``out`` (by name: C-contiguous arrays of their dtypes and shapes); ``out``."""
@@ -215,9 +220,9 @@ class DecodedCopy:
                 array.read_into(out[name])
             return out
 
-        return self._checked(read_all)
+        return self.checked(read_all)
 
-    def _checked(self, read: Callable[[], T]) -> T:
+    def checked(self, read: Callable[[], T]) -> T:
         """``read()``, its `DamagedCopyError` naming this copy (``identity``)."""
         try:
             return read()
@@ -226,7 +231,7 @@ class DecodedCopy:
             raise
 
 
-def _close(arrays: list[_Array]) -> None:
+def _close(arrays: list[CopyArray]) -> None:
     for array in arrays:
         array.close()
 
@@ -264,7 +269,7 @@ def open_copy(entry: Entry, layout: dict[str, Any], n_examples: int) -> DecodedC
     found = identity(path)
     if found is None:
         return None
-    arrays: dict[str, _Array] = {}
+    arrays: dict[str, CopyArray] = {}
     try:
         record = read_checks(path, entry.key)
         for name, info in layout.items():
@@ -279,7 +284,7 @@ def open_copy(entry: Entry, layout: dict[str, Any], n_examples: int) -> DecodedC
     return DecodedCopy(path, arrays, found)
 
 
-def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) -> _Array:
+def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) -> CopyArray:
     """Open array ``name`` of the copy in ``folder`` for reading rows (see `open_copy`).
 
     Raises
@@ -302,7 +307,7 @@ def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) 
                     raise ValueError("cut short")
                 if crc32(whole.reshape(-1).view(np.uint8)) != crc:
                     raise ValueError("changed since the copy was made (its checksum differs)")
-                return _Array(path, dtype, shape, offset, width, crc, whole=whole)
+                return CopyArray(path, dtype, shape, offset, width, crc, whole=whole)
             with open(folder / sums_file(name), "rb") as checksums:
                 if npy_layout(checksums)[:2] != (shape[:1], np.dtype(np.uint32)):
                     raise ValueError(f"its row checksums ({sums_file(name)}) are not those of {shape[0]} rows")
@@ -310,10 +315,10 @@ def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) 
             if len(sums) != shape[0]:
                 raise ValueError(f"its row checksums ({sums_file(name)}) are cut short")
             if hasattr(os, "preadv"):
-                return _Array(path, dtype, shape, offset, width, crc, sums, fd=os.open(path, os.O_RDONLY))
+                return CopyArray(path, dtype, shape, offset, width, crc, sums, fd=os.open(path, os.O_RDONLY))
             mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
             whole = np.ndarray(shape, dtype, buffer=mapped, offset=offset)
-            return _Array(path, dtype, shape, offset, width, crc, sums, whole=whole, map=mapped)
+            return CopyArray(path, dtype, shape, offset, width, crc, sums, whole=whole, map=mapped)
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise DamagedCopyError(path, f"is damaged: {error}") from None
 

@@ -10,7 +10,8 @@ import it (as WebDataset's stages take an iterator and MosaicML's readers a shar
 * `ShardReader`: what the stream (`glyphforge.builds.stream`), the export
   (`glyphforge.builds.export`) and the decoded copy (`glyphforge.builds.materialize`,
   `glyphforge.builds.copy_source`) read of a dataset: its identity, layout and index, shard
-  ``N`` decoded or placed block by block, prefetch hints, and a reader of its own.
+  ``N`` decoded or placed block by block, prefetch hints, its decoded copy's rows when it has
+  one, and a reader of its own.
 """
 from __future__ import annotations
 
@@ -106,6 +107,13 @@ class ShardReader(Protocol):
         """Hand shard ``number``'s arrays to ``put`` a block of rows at a time (in ``scratch``'s buffers)."""
 
     def prefetch(self, shards: Any) -> None: ...
+
+    def read_copy(self, read: Callable[[Any], T]) -> T | None:
+        """``read(copy)`` of the entry's decoded copy when it has one (none is made); None: read the shards.
+
+        None also with ``random_access="decode"``, and when ``read`` finds the copy damaged
+        (`glyphforge.builds.decoded_copy.DamagedCopyError`): it is dropped, with a WARNING.
+        """
 
     def reopened(self, **options: Any) -> ShardReader:
         """A new reader of the same entry with other settings (``cache_shards=0``...)."""

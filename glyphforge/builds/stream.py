@@ -40,6 +40,13 @@ at most ``SPARE`` done windows, ``SPARE`` + 1 copies kept). Every rank
 (and every worker) decodes every window, since each global batch mixes a window's rows:
 workers parallelise per-batch work (transforms), not decoding.
 
+**From the decoded copy.** Once the entry has a decoded copy (made by random access or
+``ds.materialize()``, by any process), the stream reads there instead of inflating shards
+(`glyphforge.builds.stream_copy`): the same order, batches (byte for byte) and states, so a
+state taken on one resumes on the other; every row checked against its CRC32 as random access
+checks it, and a damaged copy dropped with a WARNING, the stream going on from the shards.
+A dataset opened with ``random_access="decode"`` streams from the shards.
+
 **Resuming.** ``stream.state_dict()`` is small and JSON-able: the format ``version``, the
 dataset's entry ``key``, ``seed``, ``shuffle``, ``window``, ``n_examples``, ``epoch`` and
 ``rows`` (the rows of the epoch's global order consumed: global batches consumed times
@@ -76,12 +83,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from glyphforge._checks import check_int
 from glyphforge.builds.reading import ShardReader
+from glyphforge.builds.stream_copy import CopyReads
 from glyphforge.builds.stream_state import STATE_VERSION, check_state, count_epochs
 from glyphforge.builds.stream_windows import Placer, Window, Windows, copy_rows
 
@@ -305,22 +314,27 @@ class ShardStream:
         info = _torch_worker_info()
         if info is not None:  # inside a DataLoader worker: split this stream among the loader's workers too
             worker, num_workers = worker * info.num_workers + info.id, num_workers * info.num_workers
-        reader = self.dataset.reopened(cache_shards=0)  # each shard is read once: keep none
+        # each shard is read once: keep none; the decoded copy is read when there is one, unless random_access="decode"
+        reader = self.dataset.reopened(cache_shards=0, random_access="decode" if self.dataset.random_access == "decode"
+                                       else "auto")
         image_name = reader.image_name
         size = self.global_batch_size
         until = self.epoch + self.epochs if self.until is None else self.until
         object.__setattr__(self, "began", (self.epoch, self.rows))
-        windows = Windows()
+        windows, reads = Windows(), CopyReads(reader)
         for epoch in range(self.epoch, until):
             plan, base = self.plan(epoch), self.base
             first = (self.rows - base) // size
             last = first + self._batches_from(self.rows)
             after = -(last % num_workers) * size  # the next epoch's batches go on being numbered from `last`
             windows.done_before(len(plan.ends))  # the windows of the epoch before
+            reads.done_before(len(plan.ends))
             for number in self._turns(first, last - first, worker, num_workers):
                 start = base + number * size
-                arrays = self._gather(reader, plan, epoch, windows, self.positions(start, plan.n_rows),
-                                      ahead=num_workers * size)
+                positions = self.positions(start, plan.n_rows)
+                arrays = self._from_copy(reads, plan, epoch, windows, positions)
+                if arrays is None:
+                    arrays = self._gather(reader, plan, epoch, windows, positions, ahead=num_workers * size)
                 if start + size >= plan.n_rows:
                     self._move(epoch + 1, 0, after, until)
                 else:  # one worker: number its batches from here (a loader made from it starts with its first)
@@ -330,6 +344,35 @@ class ShardStream:
             self._move(epoch + 1, 0, after, until)
         self._move(self.epoch, self.rows)  # the iteration is over: the next one numbers its batches afresh
         object.__setattr__(self, "began", None)
+
+    def _from_copy(
+        self, reads: CopyReads, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray
+    ) -> dict[str, np.ndarray] | None:
+        """Return the rows at ``positions`` of the epoch's order read from the decoded copy; None: read the shards.
+
+        The rows are copies, in arrays ``windows`` reuses (`glyphforge.builds.stream_copy`).
+        """
+        if not reads.active:
+            return None
+        numbers = np.searchsorted(plan.ends, positions, side="right")
+        low, high = int(numbers.min()), int(numbers.max())
+        reads.done_before(low)
+        rows = np.empty(len(positions), np.int64)
+        for number in range(low, high + 1):
+            mine = numbers == number
+            rows[mine] = reads.rows(number, partial(self._window_rows, plan, epoch, number))[
+                positions[mine] - plan.begin(number)]
+        return reads.batch(rows, windows.batch)
+
+    def _window_rows(self, plan: EpochPlan, epoch: int, number: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """The dataset's rows of window ``number``, in the epoch's order, and its shards' runs ``(first row, rows)``."""
+        index = self.dataset.index
+        shards = plan.shards[plan.windows[number]:plan.windows[number + 1]]
+        starts, counts = index.start[shards].astype(np.int64), index.rows[shards].astype(np.int64)
+        rows = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        if self.shuffle:  # place j holds the window's row permutation[j] (`_places` is its inverse)
+            rows = rows[self._permutation(epoch, number, len(rows))]
+        return rows, list(zip(starts.tolist(), counts.tolist(), strict=True))
 
     def _gather(
         self, reader: ShardReader, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray,
@@ -404,8 +447,12 @@ class ShardStream:
         The inverse of the window's permutation, less ``skip``: a row placed below 0 is consumed.
         """
         places = np.empty(size, np.int64)
-        places[np.random.default_rng([self.seed, epoch, number]).permutation(size)] = np.arange(-skip, size - skip)
+        places[self._permutation(epoch, number, size)] = np.arange(-skip, size - skip)
         return places
+
+    def _permutation(self, epoch: int, number: int, size: int) -> np.ndarray:
+        """The shuffle of window ``number``'s ``size`` rows: place ``j`` of the window holds its row ``[j]``."""
+        return np.random.default_rng([self.seed, epoch, number]).permutation(size)
 
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "
