@@ -19,34 +19,41 @@ from glyphforge.pipelines import numba_cache
 numba_cache.configure()  # before the kernels below set up their caches
 
 
-@njit(cache=True)
-def ink_boxes(glyphs: np.ndarray, heights: np.ndarray, widths: np.ndarray) -> np.ndarray:
-    """Return int64 ``(M, 4)``: each glyph's tight box around its non-zero pixels.
+@njit(cache=True, inline="always")
+def _smaller(a: int, b: int) -> int:
+    """``min(a, b)``, which numba would compile as a function of its own."""
+    return a if a < b else b
+
+
+@njit(cache=True, inline="always")
+def _larger(a: int, b: int) -> int:
+    """``max(a, b)``, which numba would compile as a function of its own."""
+    return a if a > b else b
+
+
+@njit(cache=True, **numba_cache.ENTRY)
+def ink_boxes(glyphs: np.ndarray, heights: np.ndarray, widths: np.ndarray, boxes: np.ndarray) -> None:
+    """Write into int64 ``boxes`` ``(M, 4)`` each glyph's tight box around its non-zero pixels.
 
     A glyph without ink gets its whole ``(0, 0, height, width)`` rectangle.
     """
-    m = glyphs.shape[0]
-    boxes = np.empty((m, 4), np.int64)
-    for k in range(m):
+    for k in range(glyphs.shape[0]):
         h, w = heights[k], widths[k]
         top, left, bottom, right = h, w, 0, 0
         for y in range(h):
             for x in range(w):
                 if glyphs[k, y, x] != 0:
-                    top = min(top, y)
-                    bottom = max(bottom, y + 1)
-                    left = min(left, x)
-                    right = max(right, x + 1)
+                    top, bottom = _smaller(top, y), _larger(bottom, y + 1)
+                    left, right = _smaller(left, x), _larger(right, x + 1)
         if bottom == 0:
             top, left, bottom, right = 0, 0, h, w
         boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3] = top, left, bottom, right
-    return boxes
 
 
 @njit(cache=True, inline="always")
 def _too_close(boxes: np.ndarray, a: int, b: int, max_overlap: float) -> bool:
-    height = min(boxes[a, 2], boxes[b, 2]) - max(boxes[a, 0], boxes[b, 0])
-    width = min(boxes[a, 3], boxes[b, 3]) - max(boxes[a, 1], boxes[b, 1])
+    height = _smaller(boxes[a, 2], boxes[b, 2]) - _larger(boxes[a, 0], boxes[b, 0])
+    width = _smaller(boxes[a, 3], boxes[b, 3]) - _larger(boxes[a, 1], boxes[b, 1])
     if height <= 0 or width <= 0:
         return False
     shared = height * width
@@ -56,16 +63,16 @@ def _too_close(boxes: np.ndarray, a: int, b: int, max_overlap: float) -> bool:
 
 
 @njit(cache=True, inline="always")
-def _below(rng: np.random.Generator, count: int) -> int:
+def _below(rng: np.random.Generator, count: int) -> np.int64:
     """A uniform integer in ``[0, count)`` from one ``rng.random()`` draw.
 
     (``rng.integers`` gives other numbers and costs numba over a second to compile on a
     fresh machine; the bias of this draw, under ``count / 2**53``, is far below sampling noise.)
     """
-    return int(rng.random() * count)
+    return np.int64(rng.random() * count)  # int() would be one more function to compile
 
 
-@njit(cache=True)
+@njit(cache=True, **numba_cache.ENTRY)
 def place_glyphs(
     rng: np.random.Generator,
     starts: np.ndarray,
@@ -76,7 +83,9 @@ def place_glyphs(
     max_overlap: float,
     attempts: int,
     restarts: int,
-) -> tuple[np.ndarray, np.ndarray, int]:
+    positions: np.ndarray,
+    boxes: np.ndarray,
+) -> int:
     """Choose glyph positions by rejection sampling.
 
     Each glyph's ink box is placed uniformly among the positions that keep it inside
@@ -99,20 +108,18 @@ def place_glyphs(
         Largest allowed shared area, as a fraction of either box's area.
     attempts, restarts
         The bounds of the search.
+    positions
+        int64 ``(M, 2)``, written: ``(top, left)`` of each glyph's array in the scene
+        (negative when the glyph's blank margin hangs over the edge).
+    boxes
+        int64 ``(M, 4)``, written: each glyph's ink box in scene coordinates.
 
     Returns
     -------
-    positions : numpy.ndarray
-        int64 ``(M, 2)``: ``(top, left)`` of each glyph's array in the scene
-        (negative when the glyph's blank margin hangs over the edge).
-    boxes : numpy.ndarray
-        int64 ``(M, 4)``: each glyph's ink box in scene coordinates.
-    failed : int
-        -1, or the first scene whose glyphs could not be placed (the rest are unset).
+    int
+        -1, or the first scene whose glyphs could not be placed (its glyphs and the
+        later scenes' are left as they were).
     """
-    m = ink.shape[0]
-    positions = np.zeros((m, 2), np.int64)
-    boxes = np.zeros((m, 4), np.int64)
     for s in range(starts.shape[0]):
         first, last = starts[s], starts[s] + counts[s]
         placed = False
@@ -140,8 +147,8 @@ def place_glyphs(
             if placed:
                 break
         if not placed:
-            return positions, boxes, s
-    return positions, boxes, -1
+            return s
+    return -1
 
 
 @njit(cache=True, inline="always")
@@ -151,7 +158,7 @@ def _copy(dst: np.ndarray, src: np.ndarray) -> None:
         dst[i] = src[i]
 
 
-@njit(cache=True)
+@njit(cache=True, **numba_cache.ENTRY)
 def composite(
     out: np.ndarray,
     glyphs: np.ndarray,
@@ -215,10 +222,10 @@ def composite(
                 _copy(rows[s, y], textures[start + y * stride : start + y * stride + row_bytes])
         for k in range(starts[s], starts[s] + counts[s]):
             top, left = positions[k, 0], positions[k, 1]
-            for gy in range(max(ink[k, 0], -top), min(ink[k, 2], height - top)):
+            for gy in range(_larger(ink[k, 0], -top), _smaller(ink[k, 2], height - top)):
                 dst = rows[s, top + gy]
                 glyph_row = glyphs[k, gy]
-                for gx in range(max(ink[k, 1], -left), min(ink[k, 3], width - left)):
+                for gx in range(_larger(ink[k, 1], -left), _smaller(ink[k, 3], width - left)):
                     alpha = np.int32(glyph_row[gx])  # 0 leaves the pixel as it is: no branch needed
                     x = (left + gx) * 3
                     for c in range(3):

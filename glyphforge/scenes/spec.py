@@ -248,9 +248,12 @@ class ScatteredGlyphs:
         total = int(counts.sum())
         labels = rng.integers(0, len(pool.class_names), total)
         glyphs, heights, widths = self._glyph_images(pool, labels, rng)
-        ink = composite.ink_boxes(glyphs, heights, widths)
-        positions, boxes, failed = composite.place_glyphs(
-            rng, starts, counts, ink, *self.image_shape, self.max_overlap, PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS
+        ink = np.empty((total, 4), np.int64)  # the kernels' arrays are made here: numba compiles no allocation
+        composite.ink_boxes(glyphs, heights, widths, ink)
+        positions, boxes = np.zeros((total, 2), np.int64), np.zeros((total, 4), np.int64)
+        failed = composite.place_glyphs(
+            rng, starts, counts, ink, *self.image_shape, self.max_overlap, PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS,
+            positions, boxes,
         )
         if failed >= 0:
             raise ValueError(
