@@ -50,21 +50,19 @@ def _settle_for(acc, out, offset, length, rule):  # numba types; returns the imp
         half, shift = 1 << (FIXED_POINT_BITS - 1), FIXED_POINT_BITS
 
         def fixed_point(acc, out, offset, length, rule):
-            line = out[offset:]
             for i in range(length):
                 value = (acc[i] + half) >> shift
-                line[i] = 0 if value < 0 else 255 if value > 255 else value
+                out[np.uint64(offset + i)] = 0 if value < 0 else 255 if value > 255 else value
 
         return fixed_point
 
     def floating(acc, out, offset, length, rule):
         bias, divisor, rounding, low, high = rule
-        line = out[offset:]
         for i in range(length):
             value = (acc[i] + bias) / divisor
             value = np.floor(value) if rounding else value
             value = low if value < low else value  # not min() and max(): numba compiles each as a function
-            line[i] = high if value > high else value
+            out[np.uint64(offset + i)] = high if value > high else value
 
     return floating
 
@@ -85,9 +83,9 @@ def _resample_lines(
             acc[i] = 0
         for t in range(weights.shape[1]):
             weight = weights[pixel, t]
-            line = src[(first + t * channels) * length :]  # a view: i below is known not negative
+            line = (first + t * channels) * length
             for i in range(length):
-                acc[i] += line[i] * weight
+                acc[i] += src[np.uint64(line + i)] * weight
         _settle(acc, dst, o * length, length, rule)
 
 
