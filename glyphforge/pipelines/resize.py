@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -65,6 +66,8 @@ _MAX_BLOCK = 64
 _SERIAL_PIXELS = 1 << 16
 #: Runs of blocks per thread, handed out one at a time so a slowed thread does less.
 _PARTS_PER_THREAD = 8
+#: Per thread, ``(plan, buffers)`` of the last resize it ran: hot loops of small batches reuse them.
+_LAST_BUFFERS = threading.local()
 
 
 class _Plan(NamedTuple):
@@ -164,12 +167,20 @@ def resize(
     arguments = plan.kernel_arguments(sizes)
     threads = _thread_count()
     if count * in_height * in_width * channels <= _SERIAL_PIXELS or threads == 1:
-        resample(src, dst, 0, count, *arguments, *plan.buffers(sizes))
+        resample(src, dst, 0, count, *arguments, *_buffers(plan, sizes))
     else:  # parts handed out one at a time to threads running the GIL-free kernel
         parts = min(-(-count // plan.block), _PARTS_PER_THREAD * threads)
         bounds = [(part * count // parts, (part + 1) * count // parts) for part in range(parts)]
-        list(_pool(threads).map(lambda bound: resample(src, dst, *bound, *arguments, *plan.buffers(sizes)), bounds))
+        list(_pool(threads).map(lambda bound: resample(src, dst, *bound, *arguments, *_buffers(plan, sizes)), bounds))
     return result
+
+
+def _buffers(plan: _Plan, sizes: tuple[int, int, int, int]) -> tuple[np.ndarray, ...]:
+    """This thread's working memory for `resample` with ``plan`` (which fixes ``sizes``): the last one, if its plan."""
+    last = getattr(_LAST_BUFFERS, "held", None)
+    if last is None or last[0] is not plan:
+        last = _LAST_BUFFERS.held = (plan, plan.buffers(sizes))
+    return last[1]
 
 
 def _thread_count() -> int:
