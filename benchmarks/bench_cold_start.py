@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -68,16 +69,22 @@ ROWS = (
 )
 
 
-def timed_run(command: list[str], cache: Path, data: Path) -> tuple[float, str]:
-    """Seconds of ``command`` in a fresh process with numba's cache in ``cache`` and a fresh data dir ``data``."""
+def timed_run(command: list[str], cache: Path, data: Path) -> tuple[float, float, str]:
+    """Wall and CPU seconds (its processes') of ``command`` in a fresh process, numba's cache in ``cache``.
+
+    ``data`` is a fresh data dir. CPU seconds move less than wall seconds on a busy machine.
+    """
     data.mkdir(parents=True)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "GLYPHFORGE_DATA_DIR": str(data)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
         raise SystemExit(f"{command} failed:\n{done.stderr}")
-    return seconds, done.stdout
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return seconds, cpu, done.stdout
 
 
 def _span(values: list[float], sign: str = "") -> str:
@@ -85,10 +92,13 @@ def _span(values: list[float], sign: str = "") -> str:
     return f"{sign}{low:.2f}" if len(values) == 1 else f"{sign}{low:.2f}-{sign}{high:.2f}"
 
 
-def verdict(row: Row, colds: list[float], warms: list[float]) -> str:
-    """The row's figure and goal, as ``cold - warm = +X s (goal +G s): met`` (a range over runs)."""
+def verdict(row: Row, colds: list[float], warms: list[float], cpus: list[float]) -> str:
+    """The row's figure and goal, as ``cold - warm = +X s (goal +G s): met`` (a range over runs).
+
+    ``cpus`` are the CPU seconds of cold - warm, shown beside.
+    """
     compiles = [cold - warm for cold, warm in zip(colds, warms, strict=True)]
-    figure = f"cold - warm = {_span(compiles, '+')} s"
+    figure = f"cold - warm = {_span(compiles, '+')} s (CPU {_span(cpus, '+')} s)"
     if row.goal == "none":
         return f"{figure} (conversion, the --no-warmup row, + warmup)"
     measured = compiles if row.goal == "compile" else colds
@@ -116,20 +126,22 @@ def main() -> None:
             from support.synthetic_emnist import write_synthetic_emnist
 
             archive = write_synthetic_emnist(root / "gzip.zip").path
-        print(f"{'command (fresh process each)':56s} {'cold s':>11s} {'warm s':>11s}  figure")
+        print(f"{'command (fresh process each)':56s} {'cold s':>11s} {'warm s':>11s}  figure (wall; CPU beside)")
         warmup_output = ""
         for number, row in enumerate(rows):
             command = [part.replace("{archive}", str(archive)) for part in row.command]
-            colds, warms = [], []
+            colds, warms, cpus = [], [], []
             for run in range(args.runs):
                 cache = root / f"numba-{number}-{run}"
-                cold, output = timed_run(command, cache, root / f"data-{number}-{run}-cold")
-                warm, _ = timed_run(command, cache, root / f"data-{number}-{run}-warm")
+                cold, cold_cpu, output = timed_run(command, cache, root / f"data-{number}-{run}-cold")
+                warm, warm_cpu, _ = timed_run(command, cache, root / f"data-{number}-{run}-warm")
                 colds.append(cold)
                 warms.append(warm)
+                cpus.append(cold_cpu - warm_cpu)
                 if row.name == "glyphforge warmup":
                     warmup_output = output
-            print(f"{row.name:56s} {_span(colds):>11s} {_span(warms):>11s}  {verdict(row, colds, warms)}", flush=True)
+            figure = verdict(row, colds, warms, cpus)
+            print(f"{row.name:56s} {_span(colds):>11s} {_span(warms):>11s}  {figure}", flush=True)
         if warmup_output:
             print("\nglyphforge warmup, cold (per kernel; goal: <= 6 s in all):")
             print(warmup_output)

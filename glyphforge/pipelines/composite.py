@@ -160,7 +160,7 @@ def _copy(dst: np.ndarray, src: np.ndarray) -> None:
 
 @njit(cache=True, **numba_cache.ENTRY)
 def composite(
-    out: np.ndarray,
+    rows: np.ndarray,
     glyphs: np.ndarray,
     starts: np.ndarray,
     counts: np.ndarray,
@@ -174,7 +174,7 @@ def composite(
     tex_offsets: np.ndarray,
     tex_widths: np.ndarray,
 ) -> None:
-    """Paint every scene of ``out`` in place: background, then its glyphs in order.
+    """Paint every scene of ``rows`` in place: background, then its glyphs in order.
 
     A glyph pixel of intensity ``a`` in colour ``c`` over ``b`` becomes
     ``(b * (255 - a) + c * a + 127) // 255`` per channel (alpha = intensity), so a
@@ -183,8 +183,9 @@ def composite(
 
     Parameters
     ----------
-    out
-        uint8 ``(N, H, W, 3)``, overwritten.
+    rows
+        uint8 ``(N, H, W * 3)``, overwritten: the scenes' RGB rows (the caller's reshape
+        of ``(N, H, W, 3)``, which numba would compile a function for).
     glyphs, starts, counts
         The glyphs and which scene owns them (module docstring).
     ink
@@ -204,9 +205,8 @@ def composite(
     textures, tex_offsets, tex_widths
         The textures (module docstring); each crop must lie inside its texture.
     """
-    n, height, width = out.shape[0], out.shape[1], out.shape[2]
-    row_bytes = width * 3
-    rows = out.reshape((n, height, row_bytes))  # a view; 1-D row views below let numba vectorise
+    n, height, row_bytes = rows.shape[0], rows.shape[1], rows.shape[2]
+    width = row_bytes // 3  # 1-D row views below let numba vectorise
     for s in range(n):
         t = background[s]
         if t < 0:

@@ -268,8 +268,8 @@ class ScatteredGlyphs:
         background, crop, flat_colours = self._background_choices(rng, n, textures)
         images = np.empty((n, *self.image_shape, 3), np.uint8)
         composite.composite(
-            images, glyphs, starts, counts, ink, positions, colours, background, crop, flat_colours,
-            textures.flat, textures.offsets, textures.widths,
+            images.reshape(n, self.image_shape[0], -1), glyphs, starts, counts, ink, positions, colours, background,
+            crop, flat_colours, textures.flat, textures.offsets, textures.widths,
         )
         scene = np.repeat(np.arange(n), counts)
         slot = np.arange(total) - starts[scene]

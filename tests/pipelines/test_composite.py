@@ -102,7 +102,8 @@ def test_placement_is_deterministic_given_the_generator():
 def _composite(n, size, glyphs, heights, widths, starts, counts, positions, colours, background, crop, flat, textures):
     out = np.full((n, *size, 3), 77, np.uint8)  # garbage that must all be overwritten
     ink = ink_boxes(glyphs, heights, widths)
-    composite(out, glyphs, starts, counts, ink, positions, colours, background, crop, flat, *textures)
+    composite(out.reshape(n, size[0], -1), glyphs, starts, counts, ink, positions, colours, background, crop, flat,
+              *textures)
     return out
 
 
