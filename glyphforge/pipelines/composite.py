@@ -8,6 +8,10 @@ Layouts shared by the kernels:
 * boxes: int64 ``(top, left, bottom, right)``, bottom/right exclusive;
 * textures: one flat uint8 buffer, texture ``t`` being the ``(tex_heights[t],
   tex_widths[t], 3)`` image that starts at ``tex_offsets[t]``.
+
+Callers make every array the kernels fill, and ``min``/``max``/``int`` are written out:
+each would be one more function for numba to compile on a machine's first scene
+(benchmarks/README.md, "Cold start").
 """
 from __future__ import annotations
 
