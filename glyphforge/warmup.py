@@ -189,5 +189,5 @@ def kernel_cache() -> Path:
     """
     from glyphforge.pipelines import composite  # importing a kernel module makes numba choose
 
-    cache = composite.composite._cache  # type: ignore[attr-defined]  # numba's FunctionCache (not in its stubs)
+    cache = composite.composite._cache  # numba's FunctionCache
     return Path(cache.cache_path)

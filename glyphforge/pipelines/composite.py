@@ -8,6 +8,10 @@ Layouts shared by the kernels:
 * boxes: int64 ``(top, left, bottom, right)``, bottom/right exclusive;
 * textures: one flat uint8 buffer, texture ``t`` being the ``(tex_heights[t],
   tex_widths[t], 3)`` image that starts at ``tex_offsets[t]``.
+
+Callers make every array the kernels fill, and ``min``/``max``/``int`` are written out:
+each would be one more function for numba to compile on a machine's first scene
+(benchmarks/README.md, "Cold start").
 """
 from __future__ import annotations
 
@@ -19,34 +23,41 @@ from glyphforge.pipelines import numba_cache
 numba_cache.configure()  # before the kernels below set up their caches
 
 
-@njit(cache=True)
-def ink_boxes(glyphs: np.ndarray, heights: np.ndarray, widths: np.ndarray) -> np.ndarray:
-    """Return int64 ``(M, 4)``: each glyph's tight box around its non-zero pixels.
+@njit(cache=True, inline="always")
+def _smaller(a: int, b: int) -> int:
+    """``min(a, b)``, which numba would compile as a function of its own."""
+    return a if a < b else b
+
+
+@njit(cache=True, inline="always")
+def _larger(a: int, b: int) -> int:
+    """``max(a, b)``, which numba would compile as a function of its own."""
+    return a if a > b else b
+
+
+@njit(cache=True, **numba_cache.ENTRY)
+def ink_boxes(glyphs: np.ndarray, heights: np.ndarray, widths: np.ndarray, boxes: np.ndarray) -> None:
+    """Write into int64 ``boxes`` ``(M, 4)`` each glyph's tight box around its non-zero pixels.
 
     A glyph without ink gets its whole ``(0, 0, height, width)`` rectangle.
     """
-    m = glyphs.shape[0]
-    boxes = np.empty((m, 4), np.int64)
-    for k in range(m):
+    for k in range(glyphs.shape[0]):
         h, w = heights[k], widths[k]
         top, left, bottom, right = h, w, 0, 0
         for y in range(h):
             for x in range(w):
                 if glyphs[k, y, x] != 0:
-                    top = min(top, y)
-                    bottom = max(bottom, y + 1)
-                    left = min(left, x)
-                    right = max(right, x + 1)
+                    top, bottom = _smaller(top, y), _larger(bottom, y + 1)
+                    left, right = _smaller(left, x), _larger(right, x + 1)
         if bottom == 0:
             top, left, bottom, right = 0, 0, h, w
         boxes[k, 0], boxes[k, 1], boxes[k, 2], boxes[k, 3] = top, left, bottom, right
-    return boxes
 
 
 @njit(cache=True, inline="always")
 def _too_close(boxes: np.ndarray, a: int, b: int, max_overlap: float) -> bool:
-    height = min(boxes[a, 2], boxes[b, 2]) - max(boxes[a, 0], boxes[b, 0])
-    width = min(boxes[a, 3], boxes[b, 3]) - max(boxes[a, 1], boxes[b, 1])
+    height = _smaller(boxes[a, 2], boxes[b, 2]) - _larger(boxes[a, 0], boxes[b, 0])
+    width = _smaller(boxes[a, 3], boxes[b, 3]) - _larger(boxes[a, 1], boxes[b, 1])
     if height <= 0 or width <= 0:
         return False
     shared = height * width
@@ -56,16 +67,16 @@ def _too_close(boxes: np.ndarray, a: int, b: int, max_overlap: float) -> bool:
 
 
 @njit(cache=True, inline="always")
-def _below(rng: np.random.Generator, count: int) -> int:
+def _below(rng: np.random.Generator, count: int) -> np.int64:
     """A uniform integer in ``[0, count)`` from one ``rng.random()`` draw.
 
     (``rng.integers`` gives other numbers and costs numba over a second to compile on a
     fresh machine; the bias of this draw, under ``count / 2**53``, is far below sampling noise.)
     """
-    return int(rng.random() * count)
+    return np.int64(rng.random() * count)  # int() would be one more function to compile
 
 
-@njit(cache=True)
+@njit(cache=True, **numba_cache.ENTRY)
 def place_glyphs(
     rng: np.random.Generator,
     starts: np.ndarray,
@@ -76,7 +87,9 @@ def place_glyphs(
     max_overlap: float,
     attempts: int,
     restarts: int,
-) -> tuple[np.ndarray, np.ndarray, int]:
+    positions: np.ndarray,
+    boxes: np.ndarray,
+) -> int:
     """Choose glyph positions by rejection sampling.
 
     Each glyph's ink box is placed uniformly among the positions that keep it inside
@@ -99,20 +112,18 @@ def place_glyphs(
         Largest allowed shared area, as a fraction of either box's area.
     attempts, restarts
         The bounds of the search.
+    positions
+        int64 ``(M, 2)``, written: ``(top, left)`` of each glyph's array in the scene
+        (negative when the glyph's blank margin hangs over the edge).
+    boxes
+        int64 ``(M, 4)``, written: each glyph's ink box in scene coordinates.
 
     Returns
     -------
-    positions : numpy.ndarray
-        int64 ``(M, 2)``: ``(top, left)`` of each glyph's array in the scene
-        (negative when the glyph's blank margin hangs over the edge).
-    boxes : numpy.ndarray
-        int64 ``(M, 4)``: each glyph's ink box in scene coordinates.
-    failed : int
-        -1, or the first scene whose glyphs could not be placed (the rest are unset).
+    int
+        -1, or the first scene whose glyphs could not be placed (its glyphs and the
+        later scenes' are left as they were).
     """
-    m = ink.shape[0]
-    positions = np.zeros((m, 2), np.int64)
-    boxes = np.zeros((m, 4), np.int64)
     for s in range(starts.shape[0]):
         first, last = starts[s], starts[s] + counts[s]
         placed = False
@@ -140,8 +151,8 @@ def place_glyphs(
             if placed:
                 break
         if not placed:
-            return positions, boxes, s
-    return positions, boxes, -1
+            return s
+    return -1
 
 
 @njit(cache=True, inline="always")
@@ -151,9 +162,9 @@ def _copy(dst: np.ndarray, src: np.ndarray) -> None:
         dst[i] = src[i]
 
 
-@njit(cache=True)
+@njit(cache=True, **numba_cache.ENTRY)
 def composite(
-    out: np.ndarray,
+    rows: np.ndarray,
     glyphs: np.ndarray,
     starts: np.ndarray,
     counts: np.ndarray,
@@ -167,7 +178,7 @@ def composite(
     tex_offsets: np.ndarray,
     tex_widths: np.ndarray,
 ) -> None:
-    """Paint every scene of ``out`` in place: background, then its glyphs in order.
+    """Paint every scene of ``rows`` in place: background, then its glyphs in order.
 
     A glyph pixel of intensity ``a`` in colour ``c`` over ``b`` becomes
     ``(b * (255 - a) + c * a + 127) // 255`` per channel (alpha = intensity), so a
@@ -176,8 +187,9 @@ def composite(
 
     Parameters
     ----------
-    out
-        uint8 ``(N, H, W, 3)``, overwritten.
+    rows
+        uint8 ``(N, H, W * 3)``, overwritten: the scenes' RGB rows (the caller's reshape
+        of ``(N, H, W, 3)``, which numba would compile a function for).
     glyphs, starts, counts
         The glyphs and which scene owns them (module docstring).
     ink
@@ -197,9 +209,8 @@ def composite(
     textures, tex_offsets, tex_widths
         The textures (module docstring); each crop must lie inside its texture.
     """
-    n, height, width = out.shape[0], out.shape[1], out.shape[2]
-    row_bytes = width * 3
-    rows = out.reshape((n, height, row_bytes))  # a view; 1-D row views below let numba vectorise
+    n, height, row_bytes = rows.shape[0], rows.shape[1], rows.shape[2]
+    width = row_bytes // 3  # 1-D row views below let numba vectorise
     for s in range(n):
         t = background[s]
         if t < 0:
@@ -215,10 +226,10 @@ def composite(
                 _copy(rows[s, y], textures[start + y * stride : start + y * stride + row_bytes])
         for k in range(starts[s], starts[s] + counts[s]):
             top, left = positions[k, 0], positions[k, 1]
-            for gy in range(max(ink[k, 0], -top), min(ink[k, 2], height - top)):
+            for gy in range(_larger(ink[k, 0], -top), _smaller(ink[k, 2], height - top)):
                 dst = rows[s, top + gy]
                 glyph_row = glyphs[k, gy]
-                for gx in range(max(ink[k, 1], -left), min(ink[k, 3], width - left)):
+                for gx in range(_larger(ink[k, 1], -left), _smaller(ink[k, 3], width - left)):
                     alpha = np.int32(glyph_row[gx])  # 0 leaves the pixel as it is: no branch needed
                     x = (left + gx) * 3
                     for c in range(3):

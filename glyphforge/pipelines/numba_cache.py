@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numba
 import platformdirs
@@ -31,6 +32,11 @@ import platformdirs
 from glyphforge import config
 
 PACKAGE_CACHE = Path(__file__).resolve().parent / "__pycache__"
+#: ``njit`` options of a kernel Python calls: numba makes no C-callable wrapper (nobody calls one),
+#: which is machine code less to compile on first use.
+ENTRY: dict[str, Any] = {"no_cfunc_wrapper": True}
+#: ``njit`` options of a function only kernels call: no Python-callable wrapper either.
+INNER: dict[str, Any] = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
 def configure() -> Path | None:

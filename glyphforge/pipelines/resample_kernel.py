@@ -19,6 +19,11 @@ Sums are settled after each pass. Integer (int32) sums are Pillow's 8-bit fixed
 point: ``clip((sum + 2**21) >> 22, 0, 255)``. Float sums follow a rule ``(bias,
 divisor, rounding, low, high)``: ``v = (sum + bias) / divisor``, floored when
 ``rounding``, clipped to ``[low, high]``.
+
+What a first call compiles is kept small (see benchmarks/README.md, "Cold start"): the
+caller hands in every buffer (numba compiles no allocation), arguments are flat (no
+tuples of arrays to unbox), ``min``/``max`` are written out (numba compiles each as a
+function of its own), and only the entry point gets wrappers callable from Python.
 """
 from __future__ import annotations
 
@@ -45,23 +50,24 @@ def _settle_for(acc, out, offset, length, rule):  # numba types; returns the imp
         half, shift = 1 << (FIXED_POINT_BITS - 1), FIXED_POINT_BITS
 
         def fixed_point(acc, out, offset, length, rule):
-            line = out[offset:]
             for i in range(length):
-                line[i] = min(max((acc[i] + half) >> shift, 0), 255)
+                value = (acc[i] + half) >> shift
+                out[np.uint64(offset + i)] = 0 if value < 0 else 255 if value > 255 else value
 
         return fixed_point
 
     def floating(acc, out, offset, length, rule):
         bias, divisor, rounding, low, high = rule
-        line = out[offset:]
         for i in range(length):
             value = (acc[i] + bias) / divisor
-            line[i] = min(max(np.floor(value) if rounding else value, low), high)
+            value = np.floor(value) if rounding else value
+            value = low if value < low else value  # not min() and max(): numba compiles each as a function
+            out[np.uint64(offset + i)] = high if value > high else value
 
     return floating
 
 
-@njit(nogil=True)
+@njit(nogil=True, **numba_cache.INNER)
 def _resample_lines(
     src: np.ndarray, dst: np.ndarray, lines: int, length: int, starts: np.ndarray, weights: np.ndarray, channels: int,
     rule: Rule, acc: np.ndarray,
@@ -77,72 +83,65 @@ def _resample_lines(
             acc[i] = 0
         for t in range(weights.shape[1]):
             weight = weights[pixel, t]
-            line = src[(first + t * channels) * length :]  # a view: i below is known not negative
+            line = (first + t * channels) * length
             for i in range(length):
-                acc[i] += line[i] * weight
+                acc[i] += src[np.uint64(line + i)] * weight
         _settle(acc, dst, o * length, length, rule)
 
 
 @njit(nogil=True, inline="always")
 def _copy(
-    src: np.ndarray, src_start: int, src_strides: tuple[int, int, int],
-    dst: np.ndarray, dst_start: int, dst_strides: tuple[int, int, int], shape: tuple[int, int, int],
+    src: np.ndarray, src_start: int, s0: int, s1: int,
+    dst: np.ndarray, dst_start: int, d0: int, d1: int, d2: int, n0: int, n1: int, n2: int,
 ) -> None:
-    """``dst[dst_start + b*d0 + i*d1 + j*d2] = src[src_start + b*s0 + i*s1 + j*s2]`` over ``shape``.
-
-    Inlined: as its own function, numba would compile it again for every literal argument.
-    """
-    for b in range(shape[0]):
-        for i in range(shape[1]):
-            source = src_start + b * src_strides[0] + i * src_strides[1]
-            target = dst_start + b * dst_strides[0] + i * dst_strides[1]
-            for j in range(shape[2]):
-                dst[np.uint64(target + j * dst_strides[2])] = src[np.uint64(source + j * src_strides[2])]
+    """``dst[dst_start + b*d0 + i*d1 + j*d2] = src[src_start + b*s0 + i*s1 + j]`` for ``b, i, j < n0, n1, n2``."""
+    for b in range(n0):
+        for i in range(n1):
+            source = src_start + b * s0 + i * s1
+            target = dst_start + b * d0 + i * d1
+            for j in range(n2):
+                dst[np.uint64(target + j * d2)] = src[np.uint64(source + j)]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **numba_cache.ENTRY)
 def resample(
-    src: np.ndarray, dst: np.ndarray, start: int, stop: int, sizes: tuple[int, int, int, int],
-    vertical_first: bool, first_pass: tuple, second_pass: tuple, between: np.ndarray, block: int,
+    src: np.ndarray, dst: np.ndarray, start: int, stop: int,
+    height: int, line_in: int, out_height: int, line_out: int, vertical_first: bool,
+    starts1: np.ndarray, weights1: np.ndarray, channels1: int, rule1: Rule,
+    starts2: np.ndarray, weights2: np.ndarray, channels2: int, rule2: Rule,
+    block: int, acc1: np.ndarray, acc2: np.ndarray, lines_a: np.ndarray, lines_b: np.ndarray,
 ) -> None:
     """Resize images ``start:stop`` of ``src`` into ``dst`` (both flat, C order).
 
     It releases the GIL (``nogil``): `glyphforge.resize` runs parts of a large batch on
     a few Python threads at once.
 
-    ``sizes`` is ``(H, W * C, Ho, Wo * C)``: image ``b`` is ``src[b*H*W*C : (b+1)*H*W*C]``
-    in rows of ``W * C`` values, likewise in ``dst``. ``first_pass`` and ``second_pass``
-    are ``(starts, weights, channels, rule)`` of the axis each resamples (the height's
-    first when ``vertical_first``); ``between`` is an empty array of the dtype that
-    holds the first pass's result (and every buffer of the kernel); ``block`` images
-    are processed together.
+    Image ``b`` is ``src[b*H*W*C : (b+1)*H*W*C]`` in ``height`` rows of ``line_in = W * C``
+    values, likewise in ``dst`` (``out_height`` rows of ``line_out``). ``starts1, weights1,
+    channels1, rule1`` are the windows of the axis the first pass resamples (the height's
+    when ``vertical_first``), the others the second's. ``block`` images are processed
+    together in the caller's buffers: ``acc1`` and ``acc2`` hold a line of sums of each pass,
+    ``lines_a`` and ``lines_b`` (of the dtype between the passes) the block's lines before
+    and after each pass (`glyphforge.pipelines.resize` sizes them).
     """
-    height, line_in, out_height, line_out = sizes
-    starts1, weights1, channels1, rule1 = first_pass
-    starts2, weights2, channels2, rule2 = second_pass
     image_in, image_out = height * line_in, out_height * line_out
-    # pass 1 turns lines1 lines into lines1_out, pass 2 per1 lines into lines2_out; image b
-    # holds per1 values of every line of pass 1 and lines1_out of every line of pass 2
+    # pass 1 makes lines1_out lines, pass 2 lines2_out from per1; image b holds per1 values
+    # of every line of pass 1 and lines1_out of every line of pass 2
     if vertical_first:
-        lines1, lines1_out, per1, lines2_out = height, out_height, line_in, line_out
+        lines1_out, per1, lines2_out = out_height, line_in, line_out
     else:
-        lines1, lines1_out, per1, lines2_out = line_in, line_out, height, out_height
-    acc1 = np.empty(block * per1, weights1.dtype)
-    acc2 = np.empty(block * lines1_out, weights2.dtype)
+        lines1_out, per1, lines2_out = line_out, height, out_height
     for first in range(start, stop, block):
-        n = min(block, stop - first)
+        n = stop - first if stop - first < block else block
         length1, length2 = n * per1, n * lines1_out
         # image b's (row y, column x) -> line y or x of pass 1, position b * per1 + x or y
-        gathered = np.empty(lines1 * length1, between.dtype)
-        to_lines = (per1, length1, 1) if vertical_first else (per1, 1, length1)
-        _copy(src, first * image_in, (image_in, line_in, 1), gathered, 0, to_lines, (n, height, line_in))
-        mid = np.empty(lines1_out * length1, between.dtype)
-        _resample_lines(gathered, mid, lines1_out, length1, starts1, weights1, channels1, rule1, acc1)
-        # mid's line p, position b * per1 + k -> line k of pass 2, position b * lines1_out + p
-        regrouped = np.empty(per1 * length2, between.dtype)
-        _copy(mid, 0, (per1, length1, 1), regrouped, 0, (lines1_out, 1, length2), (n, lines1_out, per1))
-        out = np.empty(lines2_out * length2, between.dtype)
-        _resample_lines(regrouped, out, lines2_out, length2, starts2, weights2, channels2, rule2, acc2)
-        # out's line q, position b * lines1_out + p -> image b's (row q, column p) or (row p, column q)
-        to_image = (image_out, 1, line_out) if vertical_first else (image_out, line_out, 1)
-        _copy(out, 0, (lines1_out, length2, 1), dst, first * image_out, to_image, (n, lines2_out, lines1_out))
+        row, column = (length1, 1) if vertical_first else (1, length1)
+        _copy(src, first * image_in, image_in, line_in, lines_a, 0, per1, row, column, n, height, line_in)
+        _resample_lines(lines_a, lines_b, lines1_out, length1, starts1, weights1, channels1, rule1, acc1)
+        # lines_b's line p, position b * per1 + k -> line k of pass 2, position b * lines1_out + p
+        _copy(lines_b, 0, per1, length1, lines_a, 0, lines1_out, 1, length2, n, lines1_out, per1)
+        _resample_lines(lines_a, lines_b, lines2_out, length2, starts2, weights2, channels2, rule2, acc2)
+        # lines_b's line q, position b * lines1_out + p -> image b's (row q, column p) or (row p, column q)
+        row, column = (1, line_out) if vertical_first else (line_out, 1)
+        _copy(lines_b, 0, lines1_out, length2, dst, first * image_out, image_out, row, column, n, lines2_out,
+              lines1_out)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -65,6 +66,8 @@ _MAX_BLOCK = 64
 _SERIAL_PIXELS = 1 << 16
 #: Runs of blocks per thread, handed out one at a time so a slowed thread does less.
 _PARTS_PER_THREAD = 8
+#: Per thread, ``(plan, buffers)`` of the last resize it ran: hot loops of small batches reuse them.
+_LAST_BUFFERS = threading.local()
 
 
 class _Plan(NamedTuple):
@@ -73,16 +76,33 @@ class _Plan(NamedTuple):
     x: AxisWeights
     y: AxisWeights
     rules: tuple[Rule, Rule]
-    between: np.ndarray
+    between: np.dtype
     block: int
 
     def kernel_arguments(self, sizes: tuple[int, int, int, int]) -> tuple:
-        """The arguments `resample` takes after ``src, dst, start, stop``, for images of ``sizes``."""
+        """The arguments `resample` takes after ``src, dst, start, stop``, before its buffers, for images of ``sizes``.
+
+        ``sizes`` is ``(H, W * C, Ho, Wo * C)``.
+        """
         x_pass = (*self.x, self.channels)
         y_pass = (*self.y, 1)
         first, second = (y_pass, x_pass) if self.vertical_first else (x_pass, y_pass)
         first_rule, second_rule = self.rules
-        return (sizes, self.vertical_first, (*first, first_rule), (*second, second_rule), self.between, self.block)
+        return (*sizes, self.vertical_first, *first, first_rule, *second, second_rule, self.block)
+
+    def buffers(self, sizes: tuple[int, int, int, int]) -> tuple[np.ndarray, ...]:
+        """Fresh working memory of one `resample` call (its last four arguments), for images of ``sizes``."""
+        height, line_in, out_height, line_out = sizes
+        lines1, lines1_out, per1, lines2_out = (
+            (height, out_height, line_in, line_out) if self.vertical_first else (line_in, line_out, height, out_height)
+        )
+        first, second = (self.y, self.x) if self.vertical_first else (self.x, self.y)
+        return (
+            np.empty(self.block * per1, first.weights.dtype),
+            np.empty(self.block * lines1_out, second.weights.dtype),
+            np.empty(self.block * per1 * max(lines1, lines1_out), self.between),
+            np.empty(self.block * lines1_out * max(per1, lines2_out), self.between),
+        )
 
 
 def resize(
@@ -143,15 +163,24 @@ def resize(
     src = np.ascontiguousarray(array).reshape(-1)
     src.flags.writeable = False  # one compiled kernel for writeable and read-only inputs
     dst = result.reshape(-1)
-    arguments = plan.kernel_arguments((in_height, in_width * channels, height, width * channels))
+    sizes = (in_height, in_width * channels, height, width * channels)
+    arguments = plan.kernel_arguments(sizes)
     threads = _thread_count()
     if count * in_height * in_width * channels <= _SERIAL_PIXELS or threads == 1:
-        resample(src, dst, 0, count, *arguments)
+        resample(src, dst, 0, count, *arguments, *_buffers(plan, sizes))
     else:  # parts handed out one at a time to threads running the GIL-free kernel
         parts = min(-(-count // plan.block), _PARTS_PER_THREAD * threads)
         bounds = [(part * count // parts, (part + 1) * count // parts) for part in range(parts)]
-        list(_pool(threads).map(lambda bound: resample(src, dst, *bound, *arguments), bounds))
+        list(_pool(threads).map(lambda bound: resample(src, dst, *bound, *arguments, *_buffers(plan, sizes)), bounds))
     return result
+
+
+def _buffers(plan: _Plan, sizes: tuple[int, int, int, int]) -> tuple[np.ndarray, ...]:
+    """This thread's working memory for `resample` with ``plan`` (which fixes ``sizes``): the last one, if its plan."""
+    last = getattr(_LAST_BUFFERS, "held", None)
+    if last is None or last[0] is not plan:
+        last = _LAST_BUFFERS.held = (plan, plan.buffers(sizes))
+    return last[1]
 
 
 def _thread_count() -> int:
@@ -218,11 +247,11 @@ def _plan(in_height: int, in_width: int, height: int, width: int, channels: int,
         x = pillow_weights(in_width, width, method, fixed_point=is_uint8)
         y = pillow_weights(in_height, height, method, fixed_point=is_uint8)
         rules = (_UNCHANGED, _UNCHANGED)  # int32 (fixed-point) sums settle as Pillow's 8-bit path
-        between = np.empty(0, np.uint8 if is_uint8 else np.float32)
+        between = np.dtype(np.uint8 if is_uint8 else np.float32)
     else:
         x = area_weights(in_width, width, exact=is_uint8)
         y = area_weights(in_height, height, exact=is_uint8)
-        between = np.empty(0, np.float32)
+        between = np.dtype(np.float32)
         if not is_uint8:
             rules = (_UNCHANGED, _UNCHANGED)
         elif max(in_height, in_width) > AREA_UINT8_MAX_SIDE:

@@ -248,9 +248,12 @@ class ScatteredGlyphs:
         total = int(counts.sum())
         labels = rng.integers(0, len(pool.class_names), total)
         glyphs, heights, widths = self._glyph_images(pool, labels, rng)
-        ink = composite.ink_boxes(glyphs, heights, widths)
-        positions, boxes, failed = composite.place_glyphs(
-            rng, starts, counts, ink, *self.image_shape, self.max_overlap, PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS
+        ink = np.empty((total, 4), np.int64)  # the kernels' arrays are made here: numba compiles no allocation
+        composite.ink_boxes(glyphs, heights, widths, ink)
+        positions, boxes = np.zeros((total, 2), np.int64), np.zeros((total, 4), np.int64)
+        failed = composite.place_glyphs(
+            rng, starts, counts, ink, *self.image_shape, self.max_overlap, PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS,
+            positions, boxes,
         )
         if failed >= 0:
             raise ValueError(
@@ -265,8 +268,8 @@ class ScatteredGlyphs:
         background, crop, flat_colours = self._background_choices(rng, n, textures)
         images = np.empty((n, *self.image_shape, 3), np.uint8)
         composite.composite(
-            images, glyphs, starts, counts, ink, positions, colours, background, crop, flat_colours,
-            textures.flat, textures.offsets, textures.widths,
+            images.reshape(n, self.image_shape[0], -1), glyphs, starts, counts, ink, positions, colours, background,
+            crop, flat_colours, textures.flat, textures.offsets, textures.widths,
         )
         scene = np.repeat(np.arange(n), counts)
         slot = np.arange(total) - starts[scene]

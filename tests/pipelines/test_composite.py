@@ -4,9 +4,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from glyphforge.pipelines.composite import composite, ink_boxes, place_glyphs
+from glyphforge.pipelines import composite as kernels
+from glyphforge.pipelines.composite import composite
 
 NO_TEXTURES = (np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def ink_boxes(glyphs, heights, widths):
+    """`kernels.ink_boxes` into a fresh array, returned."""
+    boxes = np.empty((len(glyphs), 4), np.int64)
+    kernels.ink_boxes(glyphs, heights, widths, boxes)
+    return boxes
+
+
+def place_glyphs(rng, starts, counts, ink, *options):
+    """`kernels.place_glyphs` into fresh arrays: ``(positions, boxes, failed)``."""
+    positions, boxes = np.zeros((len(ink), 2), np.int64), np.zeros((len(ink), 4), np.int64)
+    failed = kernels.place_glyphs(rng, starts, counts, ink, *options, positions, boxes)
+    return positions, boxes, failed
 
 
 def _glyph_batch(shapes_and_pixels):
@@ -87,7 +102,8 @@ def test_placement_is_deterministic_given_the_generator():
 def _composite(n, size, glyphs, heights, widths, starts, counts, positions, colours, background, crop, flat, textures):
     out = np.full((n, *size, 3), 77, np.uint8)  # garbage that must all be overwritten
     ink = ink_boxes(glyphs, heights, widths)
-    composite(out, glyphs, starts, counts, ink, positions, colours, background, crop, flat, *textures)
+    composite(out.reshape(n, size[0], -1), glyphs, starts, counts, ink, positions, colours, background, crop, flat,
+              *textures)
     return out
 
 
