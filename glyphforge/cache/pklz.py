@@ -2,14 +2,20 @@
 
 A ``.pklz`` file is a standard gzip stream of ``dill.dumps(obj, protocol=5)``,
 readable by plain ``gzip.open`` + ``dill.load``. The same object always gives the
-same bytes (builds are byte-identical on every session and every run): the gzip
-header carries no file name and a zero mtime, and the stream is compressed by zlib,
-whose output depends only on the bytes it is given. isal's deflate does not: the same
-pickle cut into calls at other places gives other streams, and in build workers that
-had just made a shard the same pickle, written the same way, came out differently
-about once in 160 times (one match distance, the data equal). A file may hold several
-gzip members, each one pickle (the parallel builder joins shard files that way);
-:func:`iter_pklz` yields them in order.
+same bytes (entries are byte-identical on every run, session and worker count): the
+whole pickle is deflated by one call of python-isal's ``isal_zlib.compress`` (raw
+deflate, :func:`gzip_member`), between a fixed 10-byte gzip header (no file name,
+mtime 0) and the CRC-32 and size. isal deflates 3-5 times faster than zlib at level 1
+and compresses these images as well, and one call over the same bytes gives the same
+stream (``benchmarks/bench_pklz_codecs.py``: thousands of writes between writes of
+other data, on threads and in other processes, all equal). What must not be done is
+streaming a pickle into isal as the pickler writes it: isal's stream depends on where
+its input is cut into calls, and streamed pickles in build workers came out differently
+about once in 160 times. Shard members (`glyphforge.cache.npy_members`), which stream
+their arrays, are deflated by zlib (:func:`atomic_gzip`), whose output depends only on
+the bytes it is given. A file may hold several gzip members, each one pickle or one
+shard (the parallel builder joins shard files that way); :func:`iter_pklz` yields
+the pickles in order.
 
 Reading inflates with python-isal (``isal.igzip``, several times faster than zlib and
 byte-compatible) when it is installed, else the standard library.
@@ -20,6 +26,7 @@ import gzip
 import hashlib
 import io
 import pickle
+import struct
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -45,11 +52,18 @@ except ImportError:  # pragma: no cover - exercised only where isal is missing
 
 PICKLE_PROTOCOL = 5
 DEFAULT_LEVEL = 1
-"""Default gzip level: fast writes (zlib level 9 wrote 5.5 MB/s here, level 1 157 MB/s
-for a file only 13% larger; on scene shards level 1 writes ~370 MB/s)."""
+"""Default deflate level of a ``.pklz`` (isal's, 0-3) and of a shard member (zlib's, 0-9): fast writes (zlib
+level 9 wrote 5.5 MB/s here, level 1 157 MB/s for a file only 13% larger; on EMNIST images isal level 1 deflates
+3-5 times faster than zlib level 1 into files as small)."""
+#: The highest deflate level of a ``.pklz`` (isal's levels are 0-3).
+MAX_PKLZ_LEVEL = 3
+#: The gzip header of every ``.pklz`` member: deflate, no flags (no file name), mtime 0, no extra flags, OS unknown.
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 
 #: Bytes `concat_pklz` reads and writes at a time (large blocks: few system calls).
 JOIN_BLOCK = 1 << 24
+#: Bytes `dump_pklz` writes at a time (several system calls, as a streamed write makes).
+WRITE_BLOCK = 1 << 22
 
 
 class CorruptPklzError(IntegrityError, ValueError):
@@ -62,9 +76,10 @@ GZIP_ERRORS: tuple[type[Exception], ...] = (EOFError, gzip.BadGzipFile, zlib.err
 
 @contextmanager
 def atomic_gzip(path: PathLike, level: int | None) -> Iterator[gzip.GzipFile]:
-    """A zlib gzip stream writing ``path`` atomically (it appears once complete), at gzip ``level`` 0-9 (None:
-    :data:`DEFAULT_LEVEL`). Its header carries no file name and mtime 0: the same bytes written always give the
-    same file (whatever the temporary file's name, the time or the process)."""
+    """A zlib gzip stream (for members written as they are streamed: see the module docstring) writing ``path``
+    atomically (it appears once complete), at gzip ``level`` 0-9 (None: :data:`DEFAULT_LEVEL`). Its header carries
+    no file name and mtime 0: the same bytes written always give the same file (whatever the temporary file's name,
+    the time or the process)."""
     level = DEFAULT_LEVEL if level is None else check_int("level (the gzip level)", level, 0, 9)
     with atomic_path(Path(path)) as temporary, open(temporary, "wb") as raw, \
             gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw, mtime=0) as stream:
@@ -128,6 +143,9 @@ class _BoundedReader:
 def dump_pklz(obj: Any, path: PathLike, level: int | None = None) -> Path:
     """Write ``obj`` as a gzipped dill pickle, atomically.
 
+    The pickle is made whole in memory, then deflated by one call (:func:`gzip_member`):
+    an object of N bytes needs about 2N more while it is written.
+
     Parameters
     ----------
     obj
@@ -135,17 +153,36 @@ def dump_pklz(obj: Any, path: PathLike, level: int | None = None) -> Path:
     path
         Destination file; replaced only once the new file is complete.
     level
-        gzip level 0-9 (None: :data:`DEFAULT_LEVEL`), of zlib (never isal: see the
-        module docstring).
+        isal's deflate level 0-3 (None: :data:`DEFAULT_LEVEL`).
 
     Returns
     -------
     Path
         The written path.
     """
-    with atomic_gzip(path, level) as stream:
-        dill.dump(obj, stream, protocol=PICKLE_PROTOCOL)
+    write_pklz(obj, path, level)
     return Path(path)
+
+
+def write_pklz(obj: Any, path: PathLike, level: int | None = None) -> str:
+    """:func:`dump_pklz`, returning the written file's sha256 (of the bytes written: the file is not read again)."""
+    level = DEFAULT_LEVEL if level is None else check_int("level (isal's deflate level)", level, 0, MAX_PKLZ_LEVEL)
+    member = memoryview(gzip_member(dill.dumps(obj, protocol=PICKLE_PROTOCOL), level))
+    digest = hashlib.sha256(member)
+    with atomic_path(Path(path)) as temporary, open(temporary, "wb") as out:
+        for start in range(0, len(member), WRITE_BLOCK):
+            out.write(member[start:start + WRITE_BLOCK])
+    return digest.hexdigest()
+
+
+def gzip_member(data: bytes, level: int) -> bytes:
+    """One gzip member of ``data``: :data:`GZIP_HEADER`, the raw deflate of all of ``data`` by one call of isal at
+    ``level`` (0-3), then the CRC-32 and size. The same bytes always give the same member (see the module docstring).
+    """
+    if _isal_gzip is None:  # pragma: no cover - exercised only where isal is missing
+        raise ImportError("writing a .pklz file needs python-isal (a dependency of glyphforge): pip install isal")
+    deflated = _zlib.compress(data, level, wbits=-zlib.MAX_WBITS)
+    return b"".join((GZIP_HEADER, deflated, struct.pack("<II", _zlib.crc32(data), len(data) & 0xFFFFFFFF)))
 
 
 def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = None) -> Iterator[Any]:

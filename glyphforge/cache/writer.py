@@ -11,7 +11,7 @@ from typing import Any
 from glyphforge._checks import PathLike
 from glyphforge._files import writing
 from glyphforge.cache.manifest import check_file_name
-from glyphforge.cache.pklz import dump_pklz
+from glyphforge.cache.pklz import write_pklz
 
 
 @dataclass
@@ -37,8 +37,11 @@ class Writer:
     files must be exactly its files table."""
 
     def write(self, name: str, obj: Any, level: int | None = None) -> Path:
-        """Write ``obj`` as the gzipped pickle ``name`` (see :func:`dump_pklz`)."""
-        return dump_pklz(obj, self.path / check_file_name(name), level=level)
+        """Write ``obj`` as the gzipped pickle ``name`` (see :func:`~glyphforge.cache.pklz.dump_pklz`), recording its
+        sha256."""
+        path = self.path / check_file_name(name)
+        self.known_sha256[name] = write_pklz(obj, path, level=level)
+        return path
 
     def add_file(self, name: str, source: PathLike) -> Path:
         """Move an already written file into the entry as ``name``."""

@@ -38,15 +38,15 @@ def test_file_is_plain_gzip_of_dill(tmp_path):
         assert np.array_equal(dill.load(stream), array)
 
 
-@pytest.mark.parametrize("level", [0, 1, 3, 6, 9])
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
 def test_every_level_reads_back(tmp_path, level):
     array = np.tile(np.arange(256, dtype=np.uint8), 100)
     assert np.array_equal(load_pklz(dump_pklz(array, tmp_path / "x.pklz", level=level)), array)
 
 
 def test_bad_level_is_refused(tmp_path):
-    with pytest.raises(ValueError, match=r"level \(the gzip level\) must be an integer >= 0 and <= 9, got 10"):
-        dump_pklz(1, tmp_path / "x.pklz", level=10)
+    with pytest.raises(ValueError, match=r"level \(isal's deflate level\) must be an integer >= 0 and <= 3, got 4"):
+        dump_pklz(1, tmp_path / "x.pklz", level=4)
     assert not list(tmp_path.iterdir())
 
 

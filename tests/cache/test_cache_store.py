@@ -15,7 +15,7 @@ import filelock
 import numpy as np
 import pytest
 
-from glyphforge.cache import CacheStore, MissingEntryFileError, dump_pklz
+from glyphforge.cache import FORMAT_VERSION, CacheStore, MissingEntryFileError, dump_pklz
 from glyphforge.cache.keys import metadata_sha256
 from glyphforge.cache.locks import LockTimeoutError, hold, holder_path, read_holder
 from glyphforge.errors import StorageError
@@ -43,7 +43,7 @@ def test_create_commits_a_complete_entry_with_manifest(tmp_path):
     assert entry.meta == {"classes": ["A", "B"]}
     assert entry.params == {"split": "digits", "shape": [14, 14]}
     manifest = json.loads((entry.path / "manifest.json").read_text())
-    assert manifest["kind"] == "k" and manifest["format_version"] == 2
+    assert manifest["kind"] == "k" and manifest["format_version"] == FORMAT_VERSION
     assert manifest["meta_sha256"] == metadata_sha256("k", entry.key, manifest["params"], manifest["meta"])
     assert manifest["glyphforge_version"] and manifest["created"].endswith("+00:00")
     size = (entry.path / "A.pklz").stat().st_size
@@ -236,7 +236,7 @@ def test_writer_killed_mid_write_leaves_no_entry_and_next_write_succeeds(tmp_pat
 
 
 def test_writer_killed_inside_a_file_write_leaves_no_entry(tmp_path):
-    """SIGKILL while a data file is half written (a level-9 write of 64 arrays of 1 MB of noise).
+    """SIGKILL while a data file is half written (a level-3 write of 64 arrays of 1 MB of noise).
 
     The child stops itself (SIGSTOP, every thread at once) as soon as the temporary file has
     1 MB, between two of its writes: the kill lands mid-file however loaded the machine is.
@@ -256,7 +256,7 @@ def test_writer_killed_inside_a_file_write_leaves_no_entry(tmp_path):
         noise = list(np.random.default_rng(0).integers(0, 256, (64, 1 << 20), dtype=np.uint8))
         threading.Thread(target=stop_mid_file, daemon=True).start()
         with store.create("k", {PARAMS!r}) as w:
-            w.write("A.pklz", noise, level=9)
+            w.write("A.pklz", noise, level=3)
         """,
         tmp_path / "store",
     )

@@ -19,7 +19,7 @@ from glyphforge import cli, find_built
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE
 from glyphforge.builds.index import INDEX_FILE
-from glyphforge.cache import CacheStore, cache_key, concat_pklz, dump_pklz
+from glyphforge.cache import FORMAT_VERSION, CacheStore, cache_key, concat_pklz, dump_pklz
 from glyphforge.cache.keys import metadata_sha256
 from glyphforge.cache.manifest import BrokenManifestError, make_manifest, parse_manifest
 from glyphforge.datasets import _class_prepare
@@ -84,7 +84,7 @@ def test_entries_of_0_2_are_not_found_and_cache_gc_removes_them(tmp_path, capsys
     out = capsys.readouterr().out
     for path in old:
         assert (f"{path / 'manifest.json'}: it is of cache format 1 (written by glyphforge '0.2.0'), which this "
-                "glyphforge (format 2) does not read: `glyphforge cache gc` removes it") in out
+                f"glyphforge (format {FORMAT_VERSION}) does not read: `glyphforge cache gc` removes it") in out
     assert cli.main(["cache", "gc", "--data-dir", str(data_dir)]) == 0
     assert not any(path.exists() for path in old)
     assert cli.main(["cache", "verify", "--data-dir", str(data_dir)]) == 0

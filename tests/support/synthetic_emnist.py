@@ -9,7 +9,9 @@ Pixels are stroke-like: every class has a template of three thick anti-aliased s
 each image a jittered, shifted, brightness-scaled and noisy copy of it (white strokes on
 black, mostly zero, compressing about like real handwriting). Images are written
 **transposed**, as NIST stores them; :class:`SplitData` keeps the upright arrays, so tests
-compare against them directly. The first test image of every split is
+compare against them directly. ``background="noisy"`` fills the background with
+sensor-like noise 0-7 instead of zeros (fresh random values per pixel: it compresses
+poorly, like scans whose black is not quite black). The first test image of every split is
 :data:`ASYMMETRIC_GLYPH` (a "Γ": a bar along the top and one down the left side), so
 orientation can be checked against a picture rather than against this generator.
 
@@ -70,6 +72,9 @@ ASYMMETRIC_GLYPH[3:25, 5:8] = 255
 
 _CHUNK = 32_768
 _VARIANTS = 48
+#: ``background`` choices: zeros, or uniform noise 0-7 on every background pixel.
+BACKGROUNDS = ("clean", "noisy")
+_NOISE_MAX = 7
 
 
 @dataclass
@@ -175,19 +180,34 @@ class _GlyphBank:
         self.glyphs = (255 * np.clip((3.2 - distance) / 1.7, 0, 1)).astype(np.uint8)
         self.noise = rng.integers(-50, 32, size=(4096, 28, 28), dtype=np.int16)
 
-    def draw(self, labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Return one upright image per class index in ``labels``."""
+    def draw(self, labels: np.ndarray, rng: np.random.Generator, background: str = "clean") -> np.ndarray:
+        """Return one upright image per class index in ``labels`` (background: see :data:`BACKGROUNDS`)."""
         glyphs = self.glyphs[labels, rng.integers(0, self.n_variants, len(labels))].astype(np.int32)
         gain = rng.integers(170, 257, size=(len(labels), 1, 1), dtype=np.int32)
         noisy = (glyphs * gain >> 8) + self.noise[rng.integers(0, len(self.noise), len(labels))]
-        return np.where(glyphs > 0, np.clip(noisy, 1, 255), 0).astype(np.uint8)
+        empty: np.ndarray | int = 0
+        if background == "noisy":
+            empty = rng.integers(0, _NOISE_MAX + 1, size=glyphs.shape, dtype=np.uint8)
+        return np.where(glyphs > 0, np.clip(noisy, 1, 255), empty).astype(np.uint8)
+
+
+def draw_images(
+    n: int, n_classes: int = len(CLASSES["byclass"]), *, background: str = "clean", seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``n`` upright images and their class indices (uneven class sizes), as the archive's images are drawn."""
+    if background not in BACKGROUNDS:
+        raise ValueError(f"background={background!r} is not one of {BACKGROUNDS}")
+    rng = np.random.default_rng(seed)
+    bank = _GlyphBank(n_classes, _VARIANTS, rng)
+    labels = rng.permutation(np.repeat(np.arange(n_classes), class_counts(n, n_classes)))
+    return np.concatenate(list(_image_chunks(labels, bank, rng, False, background))), labels
 
 
 def _image_chunks(
-    labels: np.ndarray, bank: _GlyphBank, rng: np.random.Generator, glyph_first: bool
+    labels: np.ndarray, bank: _GlyphBank, rng: np.random.Generator, glyph_first: bool, background: str
 ) -> Iterator[np.ndarray]:
     for start in range(0, len(labels), _CHUNK):
-        chunk = bank.draw(labels[start:start + _CHUNK], rng)
+        chunk = bank.draw(labels[start:start + _CHUNK], rng, background)
         if start == 0 and glyph_first:
             chunk[0] = ASYMMETRIC_GLYPH
         yield chunk
@@ -212,6 +232,7 @@ def write_synthetic_emnist(
     seed: int = 0,
     keep_arrays: bool = True,
     extra_mapping_columns: bool = False,
+    background: str = "clean",
 ) -> SyntheticEMNIST:
     """Write a synthetic EMNIST ``gzip.zip`` and return what it holds.
 
@@ -227,7 +248,11 @@ def write_synthetic_emnist(
         Keep the upright images in the result (off for full-size benchmark archives).
     extra_mapping_columns
         Add one more code column to every mapping line (the parser must ignore it).
+    background
+        ``"clean"`` (zeros) or ``"noisy"`` (uniform noise 0-7): see :data:`BACKGROUNDS`.
     """
+    if background not in BACKGROUNDS:
+        raise ValueError(f"background={background!r} is not one of {BACKGROUNDS}")
     path = Path(path)
     wanted = {**DEFAULT_COUNTS, **(counts or {})}
     rng = np.random.default_rng(seed)
@@ -235,7 +260,8 @@ def write_synthetic_emnist(
     with zipfile.ZipFile(path, "w", compresslevel=1) as archive:
         archive.writestr(zipfile.ZipInfo("gzip/", date_time=(2017, 4, 12, 0, 0, 0)), b"")
         for split in CLASSES:
-            result.splits[split] = _write_split(archive, split, wanted[split], rng, keep_arrays, extra_mapping_columns)
+            result.splits[split] = _write_split(archive, split, wanted[split], rng, keep_arrays, extra_mapping_columns,
+                                                background)
     data = path.read_bytes()
     result.md5, result.sha256, result.size = hashlib.md5(data).hexdigest(), hashlib.sha256(data).hexdigest(), len(data)
     return result
@@ -248,6 +274,7 @@ def _write_split(
     rng: np.random.Generator,
     keep_arrays: bool,
     extra_mapping_columns: bool,
+    background: str,
 ) -> SplitData:
     n_classes, first = len(CLASSES[split]), FIRST_LABEL.get(split, 0)
     bank = _GlyphBank(n_classes, min(_VARIANTS, 1 + sum(counts) // n_classes), rng)
@@ -259,7 +286,7 @@ def _write_split(
         kept: list[np.ndarray] = []
 
         def chunks(indices: np.ndarray, subset: str, kept: list[np.ndarray]) -> Iterator[np.ndarray]:
-            for chunk in _image_chunks(indices, bank, rng, glyph_first=subset == "test"):
+            for chunk in _image_chunks(indices, bank, rng, subset == "test", background):
                 if keep_arrays:
                     kept.append(chunk)
                 yield chunk
