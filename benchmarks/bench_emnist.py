@@ -21,6 +21,14 @@ class, ``np.concatenate`` and a permutation to load), run on a subset and extrap
 image count or bytes; its decompression, concatenation and shuffling are timed at full size.
 ``--quick`` uses an archive an eighth of the size and smaller subsets (ratios only).
 
+With ``--torchvision-python PY`` (a venv of its own with torch 2.14.1 + torchvision 0.29.1,
+benchmarks/README.md), what a user would pick instead is timed on the same archive, each in a
+fresh process (benchmarks/torchvision_emnist.py): torchvision's steps after its download
+(extract the zip, gunzip every member into ``raw/``) against the conversion (goal: glyphforge
+>= 2x), and ``EMNIST(root, "byclass", train=True)`` + ``train=False`` from the raw IDX files
+against loading all 62 classes (goal >= 1x) and the 10 digits (goal >= 2x; torchvision must
+load everything to filter).
+
 Each ratio is also given against the old tool's own full-size times from the issues
 ("ref old s", the fastest seen; scaled by image count with ``--quick``; none known for the
 14x14 variant of the noisy archive); a goal counts as met only when both ratios reach it.
@@ -32,6 +40,7 @@ import gzip
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -228,6 +237,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--backgrounds", nargs="+", choices=BACKGROUNDS, default=list(BACKGROUNDS),
                         help="the archives to run on: clean (zero) backgrounds, noisy (0-7) ones, or both (default)")
+    parser.add_argument("--torchvision-python", type=Path,
+                        help="the python of a venv with torchvision: time torchvision's own steps beside glyphforge's")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--archive", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
@@ -304,11 +315,37 @@ def report_archive(args: argparse.Namespace, counts: tuple[int, int], background
           f"scikit-image resize {1 / old['skimage_s_per_image']:,.0f} images/s, "
           f"concat+shuffle {old['shuffle_all_s']:.2f} s (all, full size)")
     print(f"cache entries: 28x28 {convert['bytes'] / 1e6:.0f} MB; data dir {data_dir} (delete when done)")
+    if args.torchvision_python:
+        report_torchvision(args.torchvision_python, archive, data_dir, convert, loads, args.repeats)
     reference = REFERENCE_OLD_S[background]["conversion"]
     scaled = None if reference is None else reference * n_images / sum(FULL)
     return (f"{background}: {convert['seconds']:.2f} s, {old_convert / convert['seconds']:.1f}x the old code "
             f"({old_convert:.1f} s)" + ("" if scaled is None else f", {scaled / convert['seconds']:.1f}x ref "
                                         f"({scaled:.1f} s)") + f" (goal >= {GOALS['conversion']:.0f}x)")
+
+
+def report_torchvision(python: Path, archive: Path, data_dir: Path, convert: dict, loads: dict,
+                       repeats: int) -> None:
+    """Time torchvision's own steps on ``archive`` (fresh processes) and print glyphforge's ratio to each."""
+    script, root = Path(__file__).with_name("torchvision_emnist.py"), data_dir / "torchvision"
+
+    def run(*step: str) -> dict:
+        done = subprocess.run([str(python), str(script), *step], capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"torchvision's {step[0]} failed:\n{done.stderr}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    prep = run("prep", str(archive), str(root))
+    load = statistics.median(run("load", str(root))["seconds"] for _ in range(repeats))
+    rows = [("prep", prep["seconds"], convert["seconds"], 2.0, "extract + gunzip into raw/ / conversion"),
+            ("load 62", load, loads["all"]["seconds"], 1.0, "EMNIST(byclass) train + test / all 62 classes"),
+            ("load 10", load, loads["digits"]["seconds"], 2.0, "the same full load / the 10 digits")]
+    print(f"torchvision (same archive, fresh processes; prep peak {prep['peak_mb']:.0f} MB):")
+    for name, theirs, ours, goal, what in rows:
+        verdict = "met" if theirs / ours >= goal else "MISSED"
+        print(f"  {name:<8} torchvision {theirs:6.2f} s, glyphforge {ours:6.2f} s: {theirs / ours:5.2f}x "
+              f"(goal >= {goal:.0f}x {verdict}; {what})")
+    shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
