@@ -75,6 +75,13 @@ def test_iter_members_refuses_what_no_member_holds_without_allocating_it(tmp_pat
         tracemalloc.stop()
 
 
+def raw_npy(array: np.ndarray) -> bytes:
+    """``array`` as a ``.npy`` file's bytes."""
+    stream = io.BytesIO()
+    np.lib.format.write_array(stream, array, allow_pickle=False)
+    return stream.getvalue()
+
+
 def raw_member(*arrays: np.ndarray, names=None, after: bytes = b"") -> bytes:
     """A member written by hand: the names array (``names``, default one per array), arrays, then ``after``."""
     stream = io.BytesIO()
@@ -98,6 +105,11 @@ def raw_member(*arrays: np.ndarray, names=None, after: bytes = b"") -> bytes:
     (raw_member(ARRAYS["images"], ARRAYS["name"], ARRAYS["row"], after=b"more"), r"bytes follow its last array"),
     (raw_member(ARRAYS["images"], ARRAYS["name"], ARRAYS["row"])[:-30],
      r"it does not inflate \(Compressed file ended before the end-of-stream marker was reached\)"),
+    # a header's length is bounded before it is read (numpy's own bound), and a member may end inside one
+    (gzip.compress(b"\x93NUMPY\x01\x00" + (60_000).to_bytes(2, "little") + b" " * 60_000, mtime=0),
+     r"the array of names has no readable \.npy header \(a \.npy header of 60,000 bytes \(at most 10,000 expected\)"),
+    (gzip.compress(raw_npy(np.array(["images", "name", "row"]))[:30], mtime=0),
+     r"the array of names has no readable \.npy header \(the member ends inside the \.npy header\)"),
 ])
 def test_a_member_holding_anything_else_is_refused_naming_the_shard_and_what_it_holds(tmp_path, data, found):
     path = tmp_path / "bad.pklz"
