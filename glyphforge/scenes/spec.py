@@ -301,12 +301,12 @@ class ScatteredGlyphs:
         """The glyph images of this spec, read from the cache of ``data_dir`` once per process."""
         return scene_sources.glyph_pool(
             self.glyphs, self.characters, self._frozen_options(), self.glyph_example_range, self._pool_shape(),
-            self._context(data_dir),
+            as_context(data_dir),
         )
 
     def textures(self, data_dir: PathLike | None = None) -> Textures:
         """The background textures of this spec (an empty set when there are none), read once per process."""
-        return scene_sources.textures(self.backgrounds, self.image_shape, self._context(data_dir))
+        return scene_sources.textures(self.backgrounds, self.image_shape, as_context(data_dir))
 
     def _pool_shape(self) -> tuple[int, int] | None:
         # Without jitter every glyph has glyph_shape: read the cached box-resized variant
@@ -318,11 +318,6 @@ class ScatteredGlyphs:
             (name, tuple(value) if isinstance(value, list) else value)
             for name, value in sorted(self.glyph_options.items())
         )
-
-    @staticmethod
-    def _context(place: DataContext | PathLike | None) -> DataContext:
-        """The context whose cache a public method's ``data_dir`` (a path, a context, or None) names, made once."""
-        return as_context(place)
 
     # -- per-shard steps ----------------------------------------------------------
     def _glyph_images(
