@@ -1,4 +1,7 @@
-"""The installed `prepare-data` and `glyphforge` commands, run as real subprocesses.
+"""The installed `prepare-data` and `glyphforge` commands.
+
+The first and second full runs, exit status 2 and a build with worker processes run as real
+subprocesses (`run`); what the other commands do and say is checked in this process (`run_here`).
 
 Data comes from a ``file://`` mirror of ``../shared/data`` (Omniglot small sets and
 the carried backgrounds) and a synthetic EMNIST ``gzip.zip`` written here.
@@ -20,7 +23,7 @@ from glyphforge.datasets.backgrounds import background_names
 from glyphforge.scenes.spec import ScatteredGlyphs
 from glyphforge.textfmt import human_size
 
-from support.cli import run
+from support.cli import run, run_here
 from support.synthetic_emnist import write_synthetic_emnist
 
 #: The backgrounds ../shared/data carries (all but space.jpg).
@@ -88,7 +91,7 @@ def test_a_second_run_is_a_no_op_with_one_line_per_dataset(prepared):
 
 
 def test_offline_with_nothing_present_fails_with_the_manual_placement_path(tmp_path):
-    result = run("prepare-data", "omniglot", "--omniglot-sets", "small1", "--offline", "--data-dir", tmp_path)
+    result = run_here("prepare-data", "omniglot", "--omniglot-sets", "small1", "--offline", "--data-dir", tmp_path)
     assert result.returncode == 1
     assert result.stdout == ""
     placed = tmp_path / "raw" / "omniglot" / "images_background_small1.zip"
@@ -96,13 +99,14 @@ def test_offline_with_nothing_present_fails_with_the_manual_placement_path(tmp_p
     assert result.stderr.startswith("error: ")
     assert "Traceback" not in result.stderr and "run again with -v" in result.stderr
     assert not placed.exists() and CacheStore.for_data_dir(tmp_path).ls() == []
-    verbose = run("prepare-data", "omniglot", "--omniglot-sets", "small1", "--offline", "--data-dir", tmp_path, "-v")
+    verbose = run_here("prepare-data", "omniglot", "--omniglot-sets", "small1", "--offline", "--data-dir", tmp_path,
+                       "-v")
     assert verbose.returncode == 1 and "Traceback (most recent call last)" in verbose.stderr
 
 
 def test_the_mirror_may_come_from_the_environment(shared_data, tmp_path):
-    result = run("prepare-data", "backgrounds", "--backgrounds", "water", "ice", "--data-dir", tmp_path, "-q",
-                 env={"GLYPHFORGE_MIRROR": shared_data.as_uri()})
+    result = run_here("prepare-data", "backgrounds", "--backgrounds", "water", "ice", "--data-dir", tmp_path, "-q",
+                      env={"GLYPHFORGE_MIRROR": shared_data.as_uri()})
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""  # -q: errors only
     entry, = CacheStore.for_data_dir(tmp_path).ls()
@@ -118,7 +122,7 @@ def test_bad_arguments_exit_2_with_usage(tmp_path):
 
 def test_cache_verify_finds_a_corrupted_file(prepared, tmp_path):
     data_dir, _, _ = prepared
-    good = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    good = run_here("glyphforge", "cache", "verify", "--data-dir", data_dir)
     assert good.returncode == 0 and good.stdout.splitlines() == [  # the 12 backgrounds and 2 Omniglot zips in raw/
         "14 upstream files hashed: 14 match the pinned hashes", f"all 8 entries in {data_dir / 'cache'} verified"]
     copy = tmp_path / "copy"
@@ -128,7 +132,7 @@ def test_cache_verify_finds_a_corrupted_file(prepared, tmp_path):
     data = bytearray(damaged.read_bytes())
     data[len(data) // 2] ^= 0xFF
     damaged.write_bytes(bytes(data))
-    bad = run("glyphforge", "cache", "verify", "--data-dir", copy)
+    bad = run_here("glyphforge", "cache", "verify", "--data-dir", copy)
     assert bad.returncode == 1
     corrupt = [line for line in bad.stdout.splitlines() if line.startswith("CORRUPT")]
     assert len(corrupt) == 1 and "water.pklz" in corrupt[0] and entry.key in corrupt[0]
@@ -139,7 +143,7 @@ def test_cache_ls_rm_and_gc(prepared, tmp_path):
     data_dir, _, _ = prepared
     copy = tmp_path / "copy"
     subprocess.run(["cp", "-r", str(data_dir), str(copy)], check=True)
-    listing = run("glyphforge", "cache", "ls", "--data-dir", copy)
+    listing = run_here("glyphforge", "cache", "ls", "--data-dir", copy)
     assert listing.returncode == 0
     entries, upstream = listing.stdout.split("\n\n")  # the entries, then the files in raw/
     header, rule, *rows = entries.splitlines()
@@ -147,21 +151,21 @@ def test_cache_ls_rm_and_gc(prepared, tmp_path):
     assert header.split() == ["key", "kind", "params", "files", "size", "created"] and len(rows) == 8
     assert all(("KB" in row or "MB" in row) for row in rows)
     emnist = next(e for e in CacheStore.for_data_dir(copy).ls() if e.kind == "emnist" and "resize" in e.params)
-    removed = run("glyphforge", "cache", "rm", emnist.key[:10], "--data-dir", copy)
+    removed = run_here("glyphforge", "cache", "rm", emnist.key[:10], "--data-dir", copy)
     assert removed.returncode == 0 and removed.stdout.startswith(f"removed emnist {emnist.key} (")
     assert len(CacheStore.for_data_dir(copy).ls()) == 7
-    missing = run("glyphforge", "cache", "rm", emnist.key[:10], "--data-dir", copy)
+    missing = run_here("glyphforge", "cache", "rm", emnist.key[:10], "--data-dir", copy)
     assert missing.returncode == 2
     assert missing.stderr.startswith(f"error: no entry in {copy / 'cache'} with a key starting '{emnist.key[:10]}'")
     (copy / "cache" / "emnist" / ".tmp-abandoned").mkdir()
-    gc = run("glyphforge", "cache", "gc", "--data-dir", copy)
+    gc = run_here("glyphforge", "cache", "gc", "--data-dir", copy)
     assert gc.returncode == 0 and gc.stdout.splitlines()[-1] == "1 item(s) removed"
     assert not (copy / "cache" / "emnist" / ".tmp-abandoned").exists()
 
 
 def test_info_lists_the_data_dir_and_what_is_prepared(prepared):
     data_dir, _, _ = prepared
-    info = run("glyphforge", "info", "--data-dir", data_dir)
+    info = run_here("glyphforge", "info", "--data-dir", data_dir)
     assert info.returncode == 0
     lines = info.stdout.splitlines()
     assert lines[0] == f"data dir:   {data_dir}"
@@ -176,14 +180,14 @@ def test_info_lists_the_data_dir_and_what_is_prepared(prepared):
 def test_info_shows_the_mirrors_and_offline_mode_of_its_arguments_over_the_environment(tmp_path):
     """info used to show $GLYPHFORGE_MIRROR and $GLYPHFORGE_OFFLINE only, and refused --mirror and --offline."""
     env = {"GLYPHFORGE_MIRROR": "file:///env/mirror", "GLYPHFORGE_OFFLINE": ""}
-    info = run("glyphforge", "info", "--data-dir", tmp_path, "--mirror", tmp_path / "given", "--offline",
-               "--no-verify", env=env)
+    info = run_here("glyphforge", "info", "--data-dir", tmp_path, "--mirror", tmp_path / "given", "--offline",
+                    "--no-verify", env=env)
     assert info.returncode == 0, info.stderr
     lines = info.stdout.splitlines()
     assert lines[0] == f"data dir:   {tmp_path}"
     assert lines[2:5] == [f"mirrors:    {tmp_path / 'given'} file:///env/mirror", "offline:    yes",
                           "verify:     no (--no-verify)"]
-    plain = run("glyphforge", "info", "--data-dir", tmp_path, env={"GLYPHFORGE_OFFLINE": "1"})
+    plain = run_here("glyphforge", "info", "--data-dir", tmp_path, env={"GLYPHFORGE_OFFLINE": "1"})
     assert plain.returncode == 0, plain.stderr
     assert plain.stdout.splitlines()[2:5] == [
         "mirrors:    (none; give --mirror or set $GLYPHFORGE_MIRROR)", "offline:    yes", "verify:     yes"]
@@ -193,7 +197,7 @@ def test_info_shows_the_mirrors_and_offline_mode_of_its_arguments_over_the_envir
 def test_preview_writes_a_png_of_a_prepared_dataset(prepared, tmp_path, target):
     data_dir, _, _ = prepared
     out = tmp_path / f"{target}.png"
-    result = run("glyphforge", "preview", target, "--out", out, "-n", "9", "--data-dir", data_dir)
+    result = run_here("glyphforge", "preview", target, "--out", out, "-n", "9", "--data-dir", data_dir)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"wrote {out}"
     with Image.open(out) as picture:
@@ -204,7 +208,7 @@ def test_preview_writes_a_png_of_a_prepared_dataset(prepared, tmp_path, target):
 
 
 def test_preview_of_what_is_not_prepared_says_what_to_run(tmp_path):
-    result = run("glyphforge", "preview", "omniglot", "--out", tmp_path / "x.png", "--data-dir", tmp_path)
+    result = run_here("glyphforge", "preview", "omniglot", "--out", tmp_path / "x.png", "--data-dir", tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith(
         f"error: omniglot is not prepared in {tmp_path / 'cache'}: run `prepare-data omniglot`"
@@ -221,12 +225,12 @@ def test_build_scenes_with_font_glyphs_then_preview_them(tmp_path):
     assert entry.kind == "scenes" and entry.meta["n_examples"] == 60 and entry.meta["n_shards"] == 3
     assert entry.params["spec"]["colours"] == [[255, 0, 0], [0, 255, 0]]
     assert built.stdout.strip() == f"built 60 scenes: entry {entry.key} at {entry.path}"
-    again = run("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "60", "--shard-size", "25",
-                "--image-shape", "32x32", "--colours", "red,#00ff00", "--data-dir", tmp_path, "-q")
+    again = run_here("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "60", "--shard-size", "25",
+                     "--image-shape", "32x32", "--colours", "red,#00ff00", "--data-dir", tmp_path, "-q")
     assert again.returncode == 0 and again.stdout == built.stdout  # a cache hit: the same entry
     for target in ("scenes", entry.key[:8]):
         out = tmp_path / f"{target}.png"
-        shown = run("glyphforge", "preview", target, "--out", out, "-n", "4", "--data-dir", tmp_path)
+        shown = run_here("glyphforge", "preview", target, "--out", out, "-n", "4", "--data-dir", tmp_path)
         assert shown.returncode == 0, shown.stderr
         with Image.open(out) as picture:
             # 2 x 2 cells of 32x32 scenes zoomed 4x to 128, with 4-pixel gaps
@@ -234,19 +238,19 @@ def test_build_scenes_with_font_glyphs_then_preview_them(tmp_path):
 
 
 def test_build_scenes_session_errors_are_one_paragraph(tmp_path):
-    bad_option = run("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "5", "--session",
-                     "processes", "--session-option", "workers=2", "--data-dir", tmp_path)
+    bad_option = run_here("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "5", "--session",
+                          "processes", "--session-option", "workers=2", "--data-dir", tmp_path)
     assert bad_option.returncode == 2 and "workers" in bad_option.stderr and "Traceback" not in bad_option.stderr
-    malformed = run("glyphforge", "build", "scenes", "--session-option", "cores", "--data-dir", tmp_path)
+    malformed = run_here("glyphforge", "build", "scenes", "--session-option", "cores", "--data-dir", tmp_path)
     assert malformed.returncode == 2 and "give NAME=VALUE, e.g. cores=4" in malformed.stderr
-    unknown = run("glyphforge", "build", "scenes", "--glyphs", "font", "--session", "mpi", "--data-dir", tmp_path)
+    unknown = run_here("glyphforge", "build", "scenes", "--glyphs", "font", "--session", "mpi", "--data-dir", tmp_path)
     assert unknown.returncode == 2 and unknown.stderr.startswith("error: unknown session 'mpi'; use one of: local")
     assert CacheStore.for_data_dir(tmp_path).ls() == []
 
 
 def test_build_scenes_reports_impossible_constraints_without_a_traceback(tmp_path):
-    result = run("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "5", "--glyph-shape", "20x20",
-                 "--image-shape", "16x16", "--data-dir", tmp_path)
+    result = run_here("glyphforge", "build", "scenes", "--glyphs", "font", "--n-examples", "5",
+                      "--glyph-shape", "20x20", "--image-shape", "16x16", "--data-dir", tmp_path)
     assert result.returncode == 2  # bad arguments, found before any work
     assert result.stderr.startswith("error: glyphs of up to 20x20") and "Traceback" not in result.stderr
 
@@ -257,7 +261,7 @@ def test_build_scenes_reports_impossible_constraints_without_a_traceback(tmp_pat
     ["glyphforge", "preview"], ["glyphforge", "build"], ["glyphforge", "build", "scenes"],
 ])
 def test_every_help_shows_an_example(argv):
-    result = run(argv[0], *argv[1:], "--help")
+    result = run_here(argv[0], *argv[1:], "--help")
     assert result.returncode == 0
     example = result.stdout.split("example:\n", 1)[1].strip()
     assert example.startswith(argv[0]), example

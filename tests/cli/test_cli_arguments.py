@@ -1,13 +1,13 @@
 """Issue #22, rows 7, 13, 16, 17 (data dir, a worker's full disk), 19 and 20: arguments are checked before any work.
 
-Every test runs the installed commands as real subprocesses. A bad argument exits 2 with
+The commands run in this process (`run_here`) where what they say is the point; as real subprocesses
+(`run`) where the process is: a worker's full disk, and prepare-data's exit status. A bad argument exits 2 with
 one paragraph saying what was wrong and what to give, before anything is done: the data
 dir named on the command line is not even created, nothing is downloaded, no worker
 starts, and a cache hit does not hide it.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from glyphforge.cache import CacheStore
 from glyphforge.cli import args as cli_args
 from glyphforge.scenes.spec import ScatteredGlyphs
 
-from support.cli import BIN, run
+from support.cli import run, run_here
 from support.mounts import small_disk  # noqa: F401 (fixture)
 from support.synthetic_emnist import gzip_bytes, idx_header, member_names, replace_members, write_synthetic_emnist
 
@@ -62,7 +62,7 @@ def built_scenes(tmp_path_factory) -> Path:
 def test_characters_the_font_lacks_are_named_and_refused(tmp_path):
     """They used to build, every one drawn as the same missing-glyph box under its own label."""
     data_dir = tmp_path / "data"
-    result = run("glyphforge", *FONT_SCENES, "--characters", "aé漢字🙂", "--data-dir", data_dir)
+    result = run_here("glyphforge", *FONT_SCENES, "--characters", "aé漢字🙂", "--data-dir", data_dir)
     refused(result, "Pillow's bundled font has no glyph for 4 characters 'é字漢🙂' (U+00E9, U+5B57, U+6F22, U+1F642)",
             "missing-glyph box", "EMNIST/Omniglot glyphs")
     assert not data_dir.exists()
@@ -72,8 +72,8 @@ def test_characters_the_font_lacks_are_named_and_refused(tmp_path):
 def test_one_fashion_mnist_class_name_is_that_class_not_its_letters(tmp_path):
     """``--characters Bag`` used to mean the classes B, a and g (exit 2); now it prepares Fashion-MNIST for Bag."""
     data_dir = tmp_path / "data"
-    result = run("glyphforge", "build", "scenes", "--glyphs", "fashion-mnist", "--characters", "Bag",
-                 "--n-examples", "5", "--data-dir", data_dir, env=OFFLINE)
+    result = run_here("glyphforge", "build", "scenes", "--glyphs", "fashion-mnist", "--characters", "Bag",
+                      "--n-examples", "5", "--data-dir", data_dir, env=OFFLINE)
     assert result.returncode == 1 and "unknown" not in result.stderr  # accepted: it went on to fetch the data
     assert "place the file at" in result.stderr and "fashion-mnist" in result.stderr
     parse = cli._glyphforge_parser().parse_args
@@ -86,8 +86,8 @@ def test_one_fashion_mnist_class_name_is_that_class_not_its_letters(tmp_path):
 
 def test_an_unknown_class_name_lists_the_known_ones_and_hints_at_commas(tmp_path):
     data_dir = tmp_path / "data"
-    result = run("glyphforge", "build", "scenes", "--glyphs", "fashion-mnist", "--characters", "Bags",
-                 "--n-examples", "5", "--data-dir", data_dir, env=OFFLINE)
+    result = run_here("glyphforge", "build", "scenes", "--glyphs", "fashion-mnist", "--characters", "Bags",
+                      "--n-examples", "5", "--data-dir", data_dir, env=OFFLINE)
     refused(result, "unknown fashion-mnist classes ['B', 'a', 'g', 's']", "the known ones are T-shirt/top, Trouser",
             "several separated by commas (e.g. 'T-shirt/top,Trouser')")
     assert not (data_dir / "raw").exists()  # nothing fetched
@@ -116,15 +116,15 @@ def test_an_unknown_class_name_lists_the_known_ones_and_hints_at_commas(tmp_path
 ])
 def test_bad_session_options_and_shapes_exit_2_before_any_work(tmp_path, argv, words):
     data_dir = tmp_path / "data"
-    refused(run("glyphforge", *FONT_SCENES, *argv, "--data-dir", data_dir), *words)
+    refused(run_here("glyphforge", *FONT_SCENES, *argv, "--data-dir", data_dir), *words)
     assert not data_dir.exists()  # no cache, no work dir, no worker
 
 
 def test_session_options_are_checked_on_a_cache_hit_too(built_scenes):
     """A cache hit used to return before the options were looked at."""
     before = [entry.key for entry in CacheStore.for_data_dir(built_scenes).ls()]
-    result = run("glyphforge", *FONT_SCENES, "--session", "processes", "--session-option", "foo=bar",
-                 "--data-dir", built_scenes)
+    result = run_here("glyphforge", *FONT_SCENES, "--session", "processes", "--session-option", "foo=bar",
+                      "--data-dir", built_scenes)
     refused(result, "unexpected keyword argument 'foo'")
     spec = ScatteredGlyphs(5, glyphs="font", shard_size=5)
     with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
@@ -158,8 +158,7 @@ def test_prepare_data_refuses_bad_counts_and_shapes_before_fetching(tmp_path, ar
 def test_an_unusable_data_dir_exits_2_before_anything(tmp_path, given, words, command):
     (tmp_path / "a-file").write_text("not a directory")
     before = sorted(tmp_path.rglob("*"))
-    result = subprocess.run([str(BIN / command[0]), *command[1:], "--data-dir", given], capture_output=True, text=True,
-                            timeout=120, cwd=tmp_path)
+    result = run_here(*command, "--data-dir", given, cwd=tmp_path)
     refused(result, *words)
     assert sorted(tmp_path.rglob("*")) == before  # nothing written, not even in the current directory
 
@@ -179,13 +178,10 @@ def test_an_unusable_data_dir_in_the_environment_exits_2_before_anything(tmp_pat
     """$GLYPHFORGE_DATA_DIR used to skip --data-dir's checks: a file, /proc or ' ' failed late or made a folder."""
     (tmp_path / "a-file").write_text("not a directory")
     before = sorted(tmp_path.rglob("*"))
-    result = subprocess.run([str(BIN / command[0]), *command[1:]], capture_output=True, text=True, timeout=120,
-                            cwd=tmp_path, env={**os.environ, "GLYPHFORGE_DATA_DIR": given})
+    result = run_here(*command, cwd=tmp_path, env={"GLYPHFORGE_DATA_DIR": given})
     refused(result, "error: $GLYPHFORGE_DATA_DIR: ", *words)
     assert sorted(tmp_path.rglob("*")) == before  # nothing written, not even in the current directory
-    given_too = subprocess.run([str(BIN / command[0]), *command[1:], "--data-dir", tmp_path / "data"],
-                               capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                               env={**os.environ, "GLYPHFORGE_DATA_DIR": given})
+    given_too = run_here(*command, "--data-dir", tmp_path / "data", cwd=tmp_path, env={"GLYPHFORGE_DATA_DIR": given})
     assert "GLYPHFORGE_DATA_DIR" not in given_too.stderr  # --data-dir wins: the environment's is not used
 
 
@@ -209,7 +205,7 @@ def test_a_worker_on_a_full_disk_reports_one_paragraph_without_its_traceback(sma
 # row 19: --emnist-archive --------------------------------------------------------------------------------
 def test_an_emnist_archive_that_is_a_directory_is_called_one(tmp_path):
     data_dir = tmp_path / "data"
-    result = run("prepare-data", "emnist", "--emnist-archive", tmp_path, "--data-dir", data_dir)
+    result = run_here("prepare-data", "emnist", "--emnist-archive", tmp_path, "--data-dir", data_dir)
     refused(result, f"argument --emnist-archive: {tmp_path} is a directory, not a file: give the path of a copy of "
                     "NIST's gzip.zip itself")
     assert "does not exist" not in result.stderr and not data_dir.exists()
@@ -218,7 +214,8 @@ def test_an_emnist_archive_that_is_a_directory_is_called_one(tmp_path):
 def test_a_missing_emnist_archive_is_refused_also_on_a_cache_hit(prepared_emnist, tmp_path):
     """On a cache hit the archive was never looked at: a typo in its path went unnoticed."""
     missing = tmp_path / "gzip.zip"
-    result = run("prepare-data", "emnist", "--emnist-archive", missing, "--no-verify", "--data-dir", prepared_emnist)
+    result = run_here("prepare-data", "emnist", "--emnist-archive", missing, "--no-verify",
+                      "--data-dir", prepared_emnist)
     refused(result, f"argument --emnist-archive: {missing} does not exist: give the path of a copy of NIST's gzip.zip")
 
 
@@ -237,8 +234,8 @@ def test_an_emnist_copy_without_train_images_is_refused_naming_the_member(emnist
         names["train-labels"]: gzip_bytes(idx_header(2049, 0)),
     })
     data_dir = tmp_path / "data"
-    result = run("prepare-data", "emnist", "--emnist-archive", empty, "--no-verify", "--no-warmup",
-                 "--data-dir", data_dir)
+    result = run_here("prepare-data", "emnist", "--emnist-archive", empty, "--no-verify", "--no-warmup",
+                      "--data-dir", data_dir)
     assert result.returncode == 1
     assert (f"error: {empty}: {names['train-images']} holds no images (its header declares 0), but every EMNIST "
             "split has train images (NIST's byclass has 697,932)") in result.stderr
