@@ -22,12 +22,17 @@ import pytest
 BIN = Path(sys.executable).parent
 
 
+def script(command: str) -> Path:
+    """The installed console script ``command`` (fails the test if it is not installed)."""
+    path = BIN / command
+    if not path.exists():
+        pytest.fail(f"{path} is not installed: run pip install -e \".[test,lint,cluster]\" first")
+    return path
+
+
 def run(command: str, *argv: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run an installed console script; return its completed process (text output)."""
-    script = BIN / command
-    if not script.exists():
-        pytest.fail(f"{script} is not installed: run pip install -e \".[test,lint,cluster]\" first")
-    return subprocess.run([str(script), *map(str, argv)], capture_output=True, text=True, timeout=300,
+    return subprocess.run([str(script(command)), *map(str, argv)], capture_output=True, text=True, timeout=300,
                           env={**os.environ, **(env or {})})
 
 
