@@ -95,8 +95,8 @@ def lab(tmp_path_factory):
         raw = lab.data / "raw" / "mnist"
         placed = lab.run(USER_A, "sh", "-c", 'mkdir -p "$1" && cp "$2"/*.gz "$1"', "sh", raw, upstream)
         assert placed.returncode == 0, placed.stderr
-        prepared = lab.cli(USER_A, "mnist", "--offline", "--no-verify", "--shape", "7x7", "-q",
-                           command="prepare-data")
+        prepared = lab.cli(USER_A, "mnist", "--offline", "--no-verify", "--no-warmup", "--shape", "7x7", "-q",
+                           command="prepare-data")  # the resize kernel, then the build's scene kernels, compile
         assert prepared.returncode == 0, prepared.stderr
         built = lab.cli(USER_A, "build", "scenes", "--glyphs", "font", "--n-examples", "50", "-q")
         assert built.returncode == 0, built.stderr

@@ -49,6 +49,7 @@ SlurmctldLogFile={root}/slurmctld.log
 SlurmdLogFile={root}/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
+MinJobAge=900
 NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=8000
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 """
@@ -100,6 +101,12 @@ class SlurmCluster:
     def job_ids(self) -> list[str]:
         """Return the ids of running jobs."""
         return self.run("squeue", "-h", "-t", "RUNNING", "-o", "%i").split()
+
+    def submitted_ids(self) -> set[str]:
+        """Return the ids of every job slurmctld knows: queued, running, or ended in the last ``MinJobAge`` seconds."""
+        listing = self.run("scontrol", "-o", "show", "job")
+        return {field.removeprefix("JobId=") for line in listing.splitlines() for field in line.split()[:1]
+                if field.startswith("JobId=")}
 
     def log_tail(self, lines: int = 30) -> str:
         """Return the end of the daemons' logs (for error messages)."""
