@@ -5,11 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from support.gcs_server import (
-    gcs_server_process,  # noqa: F401 (fixture: one emulator for the session)
-    unreachable_gcs_listing,  # noqa: F401 (fixture: a 35 s client retry, in the background)
-)
+from support.gcs_server import gcs_server_process  # noqa: F401 (fixture: one emulator for the session)
 from support.s3_server import s3_server_process  # noqa: F401 (fixture: one moto server for the session)
+from support.unreachable_stores import unreachable_listings  # noqa: F401 (fixture: clients' retries, in the background)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"

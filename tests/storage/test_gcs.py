@@ -183,9 +183,9 @@ def test_refusals_and_bad_answers_of_a_gcs_endpoint_are_the_named_errors_at_once
         assert http.requests(path) == 4  # none was tried again
 
 
-def test_an_unreachable_gcs_endpoint_is_one_clear_error_after_gcsfs_own_retries(unreachable_gcs_listing):
+def test_an_unreachable_gcs_endpoint_is_one_clear_error_after_gcsfs_own_retries(unreachable_listings):
     pytest.importorskip("gcsfs", reason="gcsfs is in the test extra")
-    done, took = unreachable_gcs_listing.result(timeout=300)  # started with the session
+    done, took = unreachable_listings["gs"].result(timeout=300)  # started with the session
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("error: could not list gs://gf-nowhere/data/cache: the connection failed "
                                   "(ClientConnectorError), after gcsfs's own retries. The store or the network is "

@@ -28,19 +28,16 @@ parser, which drops a last ``\r`` of the object's bytes (one object in 256 of ra
 """
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import logging
 import os
 import re
-import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from support.background_run import BackgroundRun
 from support.ports import free_port
 
 #: Bucket numbers, for the whole test session (buckets are named once however many servers run).
@@ -172,29 +169,3 @@ def gcs_server(gcs_server_process: LocalGCSServer) -> Iterator[LocalGCSServer]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-#: The test that takes `unreachable_gcs_listing`'s result (the fixture starts nothing when it is not selected).
-UNREACHABLE_TEST = "test_an_unreachable_gcs_endpoint_is_one_clear_error_after_gcsfs_own_retries"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def unreachable_gcs_listing(request: pytest.FixtureRequest) -> Iterator[BackgroundRun | None]:
-    """`glyphforge cache ls` of a ``gs://`` data dir whose endpoint refuses connections, started with the session.
-
-    gcsfs's own retries sleep about 35 s before the command fails: other tests run meanwhile, and
-    `UNREACHABLE_TEST` takes the result. None (nothing started) when that test is not among the session's
-    or gcsfs is not installed. Declared in ``tests/conftest.py``.
-    """
-    selected = any(item.name == UNREACHABLE_TEST for item in request.session.items)
-    if not selected or importlib.util.find_spec("gcsfs") is None:
-        yield None
-        return
-    closed = socket.socket()
-    closed.bind(("127.0.0.1", 0))  # a port nobody listens on (bound, never listening)
-    with closed:
-        listing = BackgroundRun("glyphforge", "cache", "ls", "--data-dir", "gs://gf-nowhere/data",
-                                env={"STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{closed.getsockname()[1]}",
-                                     "FSSPEC_GS_TOKEN": "anon", "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false"})
-        yield listing
-        listing.stop()
