@@ -46,9 +46,9 @@ import os
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import filelock
-import requests
 
 from glyphforge import config
 from glyphforge._version import __version__
@@ -67,6 +67,9 @@ from glyphforge.pipelines.http_source import (
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource, not_upstream
 from glyphforge.pipelines.sources import Source, copy_local, copy_remote, sources
 from glyphforge.textfmt import human_size
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = ["fetch"]
 
@@ -161,6 +164,8 @@ def _fetch_locked(
     progress: bool,
 ) -> Path:
     """Try each source in turn, holding the per-file lock."""
+    import requests  # here, not at the top: importing it costs ~0.1 s, and most runs download nothing
+
     if _in_place(target, resource):
         return target  # another process fetched it while we waited
     attempts: list[Attempt] = []

@@ -26,14 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import requests
-import urllib3
-
 from glyphforge._checks import check_int, check_real
 from glyphforge._files import writing
 from glyphforge.textfmt import human_size
 
 if TYPE_CHECKING:
+    import requests
     from tqdm import tqdm
 
 log = logging.getLogger(__name__)
@@ -273,6 +271,9 @@ class _Watch:
 def _request(
     url: str, part: Path, size: int | None, session: requests.Session, watch: _Watch, progress: bool
 ) -> Fetched:
+    import requests  # here, not at the top: importing it costs ~0.1 s, and most runs download nothing
+    import urllib3
+
     offset = _size(part)
     headers = {"Accept-Encoding": "identity"}
     if offset:

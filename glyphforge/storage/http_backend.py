@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import requests
-
 from glyphforge.storage.fsspec_backend import FsspecBackend
 from glyphforge.storage.read_failures import Permanent, Short, Transient, status_failure
 from glyphforge.storage.retries import ReadPolicy
 from glyphforge.urls import MalformedURLError
 
 if TYPE_CHECKING:
+    import requests
     from fsspec.callbacks import Callback
 
 __all__ = ["HttpBackend"]
@@ -54,6 +53,8 @@ class HttpBackend(FsspecBackend):
 
     def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
         """One GET (bytes ``[start, end)`` with a Range header), its answer checked."""
+        import requests  # here, not at the top: importing it costs ~0.1 s, and most reads are not HTTP
+
         headers = {"Accept-Encoding": "identity"}
         if start is not None and end is not None:
             headers["Range"] = f"bytes={start}-{end - 1}"
@@ -70,6 +71,8 @@ class HttpBackend(FsspecBackend):
 
     def size_once(self, policy: ReadPolicy) -> int | None:
         """One HEAD: its Content-Length (None when the server does not say)."""
+        import requests
+
         try:
             with _session().head(self.url, headers={"Accept-Encoding": "identity"}, allow_redirects=True,
                                  timeout=(policy.timeout, policy.timeout)) as response:
@@ -93,6 +96,8 @@ _sessions = threading.local()
 
 def _session() -> requests.Session:
     """This thread's session (kept-alive connections; a session is not shared between threads or processes)."""
+    import requests
+
     session = getattr(_sessions, "session", None)
     if session is None:
         session = _sessions.session = requests.Session()
