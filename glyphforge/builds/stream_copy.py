@@ -64,7 +64,7 @@ class _Source:
         if self.map is not None and array.fd is not None and os.fstat(array.fd).st_size < len(self.map):
             raise DamagedCopyError(array.path, "was cut short after the copy was opened")
         flat = out.reshape(len(rows), -1).view(np.uint8)
-        np.take(self.rows, rows, axis=0, out=flat, mode="clip")  # rows are in range: "clip" is not buffered
+        self.rows.take(rows, axis=0, out=flat, mode="clip")  # rows are in range: "clip" is not buffered
         if array.sums is not None:
             array.check_rows(rows, flat)
 
@@ -107,6 +107,8 @@ class CopyReads:
     windows: dict[int, tuple[np.ndarray, list[tuple[int, int]]]] = field(default_factory=dict)
     _copy: DecodedCopy | None = None
     _sources: dict[str, _Source] = field(default_factory=dict)
+    _like: dict[str, np.ndarray] = field(default_factory=dict)
+    """An empty array shaped as a row of each array (what `MakeBatch` is given)."""
 
     def rows(self, number: int, make: Callable[[], tuple[np.ndarray, list[tuple[int, int]]]]) -> np.ndarray:
         """The dataset's rows of window ``number``, in its order (``make()``: them and its row runs, once)."""
@@ -137,8 +139,9 @@ class CopyReads:
     def _take(self, copy: DecodedCopy, rows: np.ndarray, make: MakeBatch) -> dict[str, np.ndarray]:
         if copy is not self._copy:
             self._copy, self._sources = copy, {name: _source(array) for name, array in copy.arrays.items()}
-        out = make({name: np.empty((0, *source.array.shape[1:]), source.array.dtype)
-                    for name, source in self._sources.items()}, len(rows))
+            self._like = {name: np.empty((0, *source.array.shape[1:]), source.array.dtype)
+                          for name, source in self._sources.items()}
+        out = make(self._like, len(rows))
         for name, source in self._sources.items():
             source.gather(rows, out[name])
         return out
