@@ -354,20 +354,16 @@ class ShardStream:
         """
         if not reads.active:
             return None
-        low, high = np.searchsorted(plan.ends, positions[[0, -1]], side="right").tolist()
-        reads.done_before(low)
-        # a run of one window's rows (else a run whose tail wraps, `positions`: its last is below the run's)
-        if low == high and positions[-1] - positions[0] == len(positions) - 1:
-            begin = int(positions[0]) - plan.begin(low)
-            window = reads.rows(low, partial(self._window_rows, plan, epoch, low))
-            return reads.batch(window[begin:begin + len(positions)], windows.batch)
         numbers = np.searchsorted(plan.ends, positions, side="right")
         low, high = int(numbers.min()), int(numbers.max())
+        reads.done_before(low)
+        if low == high and positions[-1] - positions[0] == len(positions) - 1:  # a run (a wrapped tail ends lower)
+            window = reads.rows(low, partial(self._window_rows, plan, epoch, low))
+            return reads.batch(window[positions[0] - plan.begin(low):][:len(positions)], windows.batch)
         rows = np.empty(len(positions), np.int64)
         for number in range(low, high + 1):
-            mine = numbers == number
-            rows[mine] = reads.rows(number, partial(self._window_rows, plan, epoch, number))[
-                positions[mine] - plan.begin(number)]
+            order, mine = reads.rows(number, partial(self._window_rows, plan, epoch, number)), numbers == number
+            rows[mine] = order[positions[mine] - plan.begin(number)]
         return reads.batch(rows, windows.batch)
 
     def _window_rows(self, plan: EpochPlan, epoch: int, number: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
