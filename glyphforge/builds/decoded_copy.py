@@ -7,7 +7,8 @@ removes it with its entry, knowing only that record. Before publishing it, its m
 every file back once (`record_copy`) and writes beside them:
 
 * ``<array>.crc32.npy``: the CRC32 of each row of the array (uint32, one per row). A reader
-  reading rows one at a time checks each before returning it.
+  reading rows checks them before returning them (a batch with one CRC32 against its rows'
+  combined, `glyphforge.builds.crc_combine`).
 * ``checks.json``, last: the companion's record (`glyphforge.cache.companion_record`: the
   entry's key, per file of the copy its size and sha256) and, per array, where its rows
   start, a row's size and the CRC32 of all its rows (a reader loading or reading an array

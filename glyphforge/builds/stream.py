@@ -357,11 +357,13 @@ class ShardStream:
         numbers = np.searchsorted(plan.ends, positions, side="right")
         low, high = int(numbers.min()), int(numbers.max())
         reads.done_before(low)
+        if low == high and positions[-1] - positions[0] == len(positions) - 1:  # a run (a wrapped tail ends lower)
+            window = reads.rows(low, partial(self._window_rows, plan, epoch, low))
+            return reads.batch(window[positions[0] - plan.begin(low):][:len(positions)], windows.batch)
         rows = np.empty(len(positions), np.int64)
         for number in range(low, high + 1):
-            mine = numbers == number
-            rows[mine] = reads.rows(number, partial(self._window_rows, plan, epoch, number))[
-                positions[mine] - plan.begin(number)]
+            order, mine = reads.rows(number, partial(self._window_rows, plan, epoch, number)), numbers == number
+            rows[mine] = order[positions[mine] - plan.begin(number)]
         return reads.batch(rows, windows.batch)
 
     def _window_rows(self, plan: EpochPlan, epoch: int, number: int) -> tuple[np.ndarray, list[tuple[int, int]]]:

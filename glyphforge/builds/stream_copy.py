@@ -10,7 +10,8 @@ the other.
 Reading (`CopyReads`): each large array of the copy (the images) is memory-mapped once per
 iteration, from the file the copy was opened on; a batch's rows are gathered from the map
 into a batch array the stream reuses (`~glyphforge.builds.stream_windows.Windows.batch`),
-then each row is checked against its CRC32, so what is served is what the copy's maker
+then checked against its rows' CRC32s (`~glyphforge.builds.materialize.CopyArray.check_rows`:
+one CRC32 of the batch against theirs combined), so what is served is what the copy's maker
 recorded, whatever the file holds by then. The small arrays (labels) were read and checked
 whole when the copy was opened. A batch's rows lie in one or two of the stream's windows (a
 few shards: a few runs of rows of the file); once a window is done, the pages of its runs
@@ -33,7 +34,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from glyphforge.builds.decoded_copy import row_sums
 from glyphforge.builds.materialize import CopyArray, DamagedCopyError, DecodedCopy
 from glyphforge.builds.reading import ShardReader
 
@@ -64,9 +64,9 @@ class _Source:
         if self.map is not None and array.fd is not None and os.fstat(array.fd).st_size < len(self.map):
             raise DamagedCopyError(array.path, "was cut short after the copy was opened")
         flat = out.reshape(len(rows), -1).view(np.uint8)
-        np.take(self.rows, rows, axis=0, out=flat, mode="clip")  # rows are in range: "clip" is not buffered
+        self.rows.take(rows, axis=0, out=flat, mode="clip")  # rows are in range: "clip" is not buffered
         if array.sums is not None:
-            array.check(rows, row_sums(flat))
+            array.check_rows(rows, flat)
 
     def release(self, runs: Iterable[tuple[int, int]]) -> None:
         """Unmap the pages of the row runs ``(first row, rows)`` (the page cache keeps them)."""
@@ -107,6 +107,8 @@ class CopyReads:
     windows: dict[int, tuple[np.ndarray, list[tuple[int, int]]]] = field(default_factory=dict)
     _copy: DecodedCopy | None = None
     _sources: dict[str, _Source] = field(default_factory=dict)
+    _like: dict[str, np.ndarray] = field(default_factory=dict)
+    """An empty array shaped as a row of each array (what `MakeBatch` is given)."""
 
     def rows(self, number: int, make: Callable[[], tuple[np.ndarray, list[tuple[int, int]]]]) -> np.ndarray:
         """The dataset's rows of window ``number``, in its order (``make()``: them and its row runs, once)."""
@@ -137,8 +139,9 @@ class CopyReads:
     def _take(self, copy: DecodedCopy, rows: np.ndarray, make: MakeBatch) -> dict[str, np.ndarray]:
         if copy is not self._copy:
             self._copy, self._sources = copy, {name: _source(array) for name, array in copy.arrays.items()}
-        out = make({name: np.empty((0, *source.array.shape[1:]), source.array.dtype)
-                    for name, source in self._sources.items()}, len(rows))
+            self._like = {name: np.empty((0, *source.array.shape[1:]), source.array.dtype)
+                          for name, source in self._sources.items()}
+        out = make(self._like, len(rows))
         for name, source in self._sources.items():
             source.gather(rows, out[name])
         return out
