@@ -272,6 +272,16 @@ def test_a_wrong_hash_archive_or_mirror_file_fails_and_caches_nothing(synthetic_
     assert_cache_empty(store)
 
 
+def test_a_given_archive_is_reported_as_not_upstream_before_what_reading_it_found(synthetic_emnist, tmp_path, store):
+    """The archive is hashed while it is read: when it is neither upstream's nor readable, the hash is what is said."""
+    member = member_names("byclass")["train-images"]
+    short = gzip_bytes(gunzip(read_member(synthetic_emnist.path, member))[:-1000])
+    broken = replace_members(synthetic_emnist.path, tmp_path / "broken.zip", {member: short})
+    with pytest.raises(HashMismatchError, match=rf"^{broken} is not https://biometrics.nist.gov/.*pass verify=False"):
+        prepare_emnist(archives={"gzip.zip": broken}, progress=False)
+    assert_cache_empty(store)
+
+
 def test_a_corrupt_or_missing_archive_caches_nothing(synthetic_emnist, tmp_path, store):
     member = member_names("byclass")["train-images"]
     short = gzip_bytes(gunzip(read_member(synthetic_emnist.path, member))[:-1000])
