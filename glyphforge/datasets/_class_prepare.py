@@ -174,13 +174,20 @@ def write_native(
     )
 
     def write_class(index: int) -> int:
-        parts = [subset.images[order[starts[index]:starts[index + 1]]]
-                 for subset, order, starts in ((parsed.test, test_order, test_starts),
-                                               (parsed.train, train_order, train_starts))]
-        images = np.concatenate(parts)
-        writer.write(dataset.class_file(index, classes[index]), images.transpose(0, 2, 1) if parsed.transposed
-                     else images)
-        return len(images)
+        picks = [order[starts[index]:starts[index + 1]] for order, starts in ((test_order, test_starts),
+                                                                            (train_order, train_starts))]
+
+        def fill(out: np.ndarray) -> None:  # the upright images, test then train, straight into the class file
+            done = 0
+            for subset, pick in zip((parsed.test, parsed.train), picks, strict=True):
+                images = subset.images[pick]
+                out[done:done + len(pick)] = images.transpose(0, 2, 1) if parsed.transposed else images
+                done += len(pick)
+
+        n_class = sum(len(pick) for pick in picks)
+        writer.write_array(dataset.class_file(index, classes[index]), (n_class, *dataset.native_shape), np.uint8,
+                           fill)
+        return n_class
 
     n_images = len(parsed.test.labels) + len(parsed.train.labels)
     label = f"{config_phrase(dataset, config)}: writing {dataset.native_shape[0]}x{dataset.native_shape[1]}"
@@ -224,7 +231,7 @@ def write_resized(
         numba.set_num_threads(1)  # for this worker thread only
         with kernel_lock:
             small = resized(images, shape, method, batch=True)
-        writer.write(name, small)
+        writer.write_array(name, small.shape, small.dtype, partial(np.copyto, src=small))
         return len(small)
 
     _run_per_class(resize_class, len(records), base.meta["n_images"], f"{label}: writing {shape[0]}x{shape[1]}",
