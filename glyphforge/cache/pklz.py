@@ -198,7 +198,7 @@ def write_array_pklz(path: PathLike, shape: tuple[int, ...], dtype: np.dtype[Any
 
 
 def array_pickle(shape: tuple[int, ...], dtype: np.dtype[Any] | type, fill: Callable[[np.ndarray], None]
-                 ) -> bytes | bytearray:
+                 ) -> bytes | memoryview:
     """``pickle.dumps(array, protocol=5)`` of the C-contiguous array of ``shape`` and ``dtype`` that ``fill`` fills.
 
     The pickler is run once over an unfilled stand-in, writing to a list: an array of at
@@ -216,10 +216,10 @@ def array_pickle(shape: tuple[int, ...], dtype: np.dtype[Any] | type, fill: Call
         return pickle.dumps(stand_in, protocol=PICKLE_PROTOCOL)
     [block] = blocks
     head, tail = b"".join(pieces[:block]), b"".join(pieces[block + 1:])
-    whole = bytearray(len(head) + stand_in.nbytes + len(tail))
-    whole[:len(head)], whole[len(whole) - len(tail):] = head, tail
-    fill(np.frombuffer(whole, stand_in.dtype, stand_in.size, len(head)).reshape(shape))
-    return whole
+    whole = np.empty(len(head) + stand_in.nbytes + len(tail), np.uint8)  # not zeroed first: every byte is written
+    whole[:len(head)], whole[len(whole) - len(tail):] = np.frombuffer(head, np.uint8), np.frombuffer(tail, np.uint8)
+    fill(whole[len(head):len(head) + stand_in.nbytes].view(stand_in.dtype).reshape(shape))
+    return whole.data
 
 
 class _Pieces:
@@ -233,7 +233,7 @@ class _Pieces:
         return memoryview(data).nbytes
 
 
-def gzip_member(data: bytes | bytearray, level: int) -> bytes:
+def gzip_member(data: bytes | memoryview, level: int) -> bytes:
     """One gzip member of ``data``: :data:`GZIP_HEADER`, the raw deflate of all of ``data`` by one call of isal at
     ``level`` (0-3), then the CRC-32 and size. The same bytes always give the same member (see the module docstring).
     """
