@@ -96,15 +96,16 @@ def open_gzip_reader(path: Path) -> gzip.GzipFile:
 
 
 def open_gzip_member(raw: Any) -> gzip.GzipFile | io.BufferedReader:
-    """A stream of the inflated bytes of the gzip member ``raw``.
+    """A stream of the inflated bytes of the gzip member(s) ``raw``: bytes, or a binary file (left open).
 
     isal's C reader (``isal_zlib._GzipReader``, as ``isal.igzip`` uses it; given bytes, it
     reads them in place) behind a ``BufferedReader`` inflates a large ``readinto`` straight
-    into the caller's buffer; ``gzip.GzipFile`` (no isal) inflates into a copy first.
+    into the caller's buffer (``isal.igzip``'s file object inflates into a copy first, as
+    ``gzip.GzipFile``, used without isal, does).
     """
     reader = getattr(_zlib, "_GzipReader", None)
     if reader is None:  # pragma: no cover - exercised only where isal is missing
-        return gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb")
+        return gzip.GzipFile(fileobj=raw if hasattr(raw, "read") else io.BytesIO(raw), mode="rb")
     return io.BufferedReader(reader(raw))
 
 
@@ -260,7 +261,7 @@ def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = Non
     """
     path = Path(path)
     budget = budget or Budget.for_compressed(path.stat().st_size)
-    with open_gzip_reader(path) as stream:
+    with open(path, "rb") as raw, open_gzip_member(raw) as stream:  # an array's data inflate straight into it
         reader = _BoundedReader(stream, budget, str(path))
         unpickler = dill.Unpickler(reader) if trusted else RestrictedUnpickler(reader, str(path), budget)
         while True:
