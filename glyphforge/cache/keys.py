@@ -12,13 +12,15 @@ from typing import Any
 
 import numpy as np
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 """Bumped when the on-disk layout of entries, or the bytes written for the same data, change; part of every key, so
 an entry of another format is not found (`glyphforge.cache.manifest.parse_manifest` refuses it: ``glyphforge cache
 gc`` removes it).
 2: glyphforge 0.3 (a manifest carries ``entry_sha256``; a build's index is its ``index.npy`` and its shards hold
 ``.npy`` arrays).
-3: a ``.pklz`` is deflated by isal in one call, not by zlib (`glyphforge.cache.pklz`)."""
+3: a ``.pklz`` is deflated by isal in one call, not by zlib (`glyphforge.cache.pklz`).
+4: a per-class dataset's class file is numpy's own protocol-5 pickle of its array, not dill's
+(`glyphforge.cache.pklz.write_array_pklz`)."""
 
 _KIND_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 

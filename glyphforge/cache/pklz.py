@@ -1,7 +1,10 @@
 """Gzipped dill pickles (``.pklz``): writing, safe reading, multi-member files.
 
 A ``.pklz`` file is a standard gzip stream of ``dill.dumps(obj, protocol=5)``,
-readable by plain ``gzip.open`` + ``dill.load``. The same object always gives the
+readable by plain ``gzip.open`` + ``dill.load``; one numpy array written by
+:func:`write_array_pklz` is ``pickle.dumps(array, protocol=5)`` instead (numpy's own
+reducer: the data in one ``BYTEARRAY8`` block, which a reader inflates straight into the
+bytearray the array is made over, with no further copy). The same object always gives the
 same bytes (entries are byte-identical on every run, session and worker count): the
 whole pickle is deflated by one call of python-isal's ``isal_zlib.compress`` (raw
 deflate, :func:`gzip_member`), between a fixed 10-byte gzip header (no file name,
@@ -28,7 +31,7 @@ import io
 import pickle
 import struct
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +39,7 @@ from types import ModuleType
 from typing import Any
 
 import dill
+import numpy as np
 
 from glyphforge._checks import PathLike, check_int
 from glyphforge._files import atomic_path
@@ -92,15 +96,16 @@ def open_gzip_reader(path: Path) -> gzip.GzipFile:
 
 
 def open_gzip_member(raw: Any) -> gzip.GzipFile | io.BufferedReader:
-    """A stream of the inflated bytes of the gzip member ``raw``.
+    """A stream of the inflated bytes of the gzip member(s) ``raw``: bytes, or a binary file (left open).
 
     isal's C reader (``isal_zlib._GzipReader``, as ``isal.igzip`` uses it; given bytes, it
     reads them in place) behind a ``BufferedReader`` inflates a large ``readinto`` straight
-    into the caller's buffer; ``gzip.GzipFile`` (no isal) inflates into a copy first.
+    into the caller's buffer (``isal.igzip``'s file object inflates into a copy first, as
+    ``gzip.GzipFile``, used without isal, does).
     """
     reader = getattr(_zlib, "_GzipReader", None)
     if reader is None:  # pragma: no cover - exercised only where isal is missing
-        return gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb")
+        return gzip.GzipFile(fileobj=raw if hasattr(raw, "read") else io.BytesIO(raw), mode="rb")
     return io.BufferedReader(reader(raw))
 
 
@@ -167,7 +172,12 @@ def dump_pklz(obj: Any, path: PathLike, level: int | None = None) -> Path:
 def write_pklz(obj: Any, path: PathLike, level: int | None = None) -> str:
     """:func:`dump_pklz`, returning the written file's sha256 (of the bytes written: the file is not read again)."""
     level = DEFAULT_LEVEL if level is None else check_int("level (isal's deflate level)", level, 0, MAX_PKLZ_LEVEL)
-    member = memoryview(gzip_member(dill.dumps(obj, protocol=PICKLE_PROTOCOL), level))
+    return _write_member(gzip_member(dill.dumps(obj, protocol=PICKLE_PROTOCOL), level), path)
+
+
+def _write_member(data: bytes, path: PathLike) -> str:
+    """Write the gzip member ``data`` as ``path``, atomically; return its sha256."""
+    member = memoryview(data)
     digest = hashlib.sha256(member)
     with atomic_path(Path(path)) as temporary, open(temporary, "wb") as out:
         for start in range(0, len(member), WRITE_BLOCK):
@@ -175,7 +185,56 @@ def write_pklz(obj: Any, path: PathLike, level: int | None = None) -> str:
     return digest.hexdigest()
 
 
-def gzip_member(data: bytes, level: int) -> bytes:
+def write_array_pklz(path: PathLike, shape: tuple[int, ...], dtype: np.dtype[Any] | type,
+                     fill: Callable[[np.ndarray], None], level: int | None = None) -> str:
+    """Write the C-contiguous array of ``shape`` and ``dtype`` that ``fill`` fills as a ``.pklz``, atomically; return
+    its sha256.
+
+    The file holds ``pickle.dumps(array, protocol=5)``: the pickle is laid out first and
+    ``fill`` writes the array's values in place inside it (:func:`array_pickle`), so the
+    data is copied once. ``level``: as :func:`dump_pklz`'s.
+    """
+    level = DEFAULT_LEVEL if level is None else check_int("level (isal's deflate level)", level, 0, MAX_PKLZ_LEVEL)
+    return _write_member(gzip_member(array_pickle(shape, dtype, fill), level), path)
+
+
+def array_pickle(shape: tuple[int, ...], dtype: np.dtype[Any] | type, fill: Callable[[np.ndarray], None]
+                 ) -> bytes | memoryview:
+    """``pickle.dumps(array, protocol=5)`` of the C-contiguous array of ``shape`` and ``dtype`` that ``fill`` fills.
+
+    The pickler is run once over an unfilled stand-in, writing to a list: an array of at
+    least 64 KiB reaches it as one separate block (CPython's pickler writes such buffers
+    outside its frames), so what comes before and after it is the pickle's head and tail
+    for any values; ``fill`` then fills the array viewed inside the laid-out pickle. A
+    smaller array is filled, then pickled.
+    """
+    stand_in = np.empty(shape, dtype)
+    pieces: list[Any] = []
+    pickle.Pickler(_Pieces(pieces), protocol=PICKLE_PROTOCOL).dump(stand_in)
+    blocks = [index for index, piece in enumerate(pieces) if isinstance(piece, pickle.PickleBuffer)]
+    if not blocks:
+        fill(stand_in)
+        return pickle.dumps(stand_in, protocol=PICKLE_PROTOCOL)
+    [block] = blocks
+    head, tail = b"".join(pieces[:block]), b"".join(pieces[block + 1:])
+    whole = np.empty(len(head) + stand_in.nbytes + len(tail), np.uint8)  # not zeroed first: every byte is written
+    whole[:len(head)], whole[len(whole) - len(tail):] = np.frombuffer(head, np.uint8), np.frombuffer(tail, np.uint8)
+    fill(whole[len(head):len(head) + stand_in.nbytes].view(stand_in.dtype).reshape(shape))
+    return whole.data
+
+
+class _Pieces:
+    """A file for a pickler that keeps what it is given: bytes copied, a buffer block as it is (not read)."""
+
+    def __init__(self, pieces: list[Any]) -> None:
+        self._pieces = pieces
+
+    def write(self, data: Any) -> int:
+        self._pieces.append(data if isinstance(data, pickle.PickleBuffer) else bytes(data))
+        return memoryview(data).nbytes
+
+
+def gzip_member(data: bytes | memoryview, level: int) -> bytes:
     """One gzip member of ``data``: :data:`GZIP_HEADER`, the raw deflate of all of ``data`` by one call of isal at
     ``level`` (0-3), then the CRC-32 and size. The same bytes always give the same member (see the module docstring).
     """
@@ -202,7 +261,7 @@ def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = Non
     """
     path = Path(path)
     budget = budget or Budget.for_compressed(path.stat().st_size)
-    with open_gzip_reader(path) as stream:
+    with open(path, "rb") as raw, open_gzip_member(raw) as stream:  # an array's data inflate straight into it
         reader = _BoundedReader(stream, budget, str(path))
         unpickler = dill.Unpickler(reader) if trusted else RestrictedUnpickler(reader, str(path), budget)
         while True:

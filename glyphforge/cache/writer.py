@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from glyphforge._checks import PathLike
 from glyphforge._files import writing
 from glyphforge.cache.manifest import check_file_name
-from glyphforge.cache.pklz import write_pklz
+from glyphforge.cache.pklz import write_array_pklz, write_pklz
 
 
 @dataclass
@@ -41,6 +44,14 @@ class Writer:
         sha256."""
         path = self.path / check_file_name(name)
         self.known_sha256[name] = write_pklz(obj, path, level=level)
+        return path
+
+    def write_array(self, name: str, shape: tuple[int, ...], dtype: np.dtype[Any] | type,
+                    fill: Callable[[np.ndarray], None], level: int | None = None) -> Path:
+        """Write the array of ``shape`` and ``dtype`` that ``fill`` fills (in place, inside its pickle) as the file
+        ``name`` (see :func:`~glyphforge.cache.pklz.write_array_pklz`), recording its sha256."""
+        path = self.path / check_file_name(name)
+        self.known_sha256[name] = write_array_pklz(path, shape, dtype, fill, level=level)
         return path
 
     def add_file(self, name: str, source: PathLike) -> Path:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from glyphforge.datasets._class_args import check_configs, config_phrase
 from glyphforge.datasets._class_declaration import Declaration, Parsed
 from glyphforge.datasets._class_selection import class_records
 from glyphforge.datasets._prepare import check_shapes, given_archives, resized, upstream_file
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 
 def params(dataset: Declaration, config: str, shape: tuple[int, int], source: Mapping[str, str] | None = None
@@ -94,22 +97,42 @@ def prepare_entries(
     dataset: Declaration, configs: Iterable[str], shapes: Iterable[tuple[int, int]],
     given: Mapping[str, PathLike], context: DataContext,
 ) -> list[Entry]:
-    """:func:`prepare` with checked arguments and a resolved context."""
-    store, copy = context.store, _own_copy.chosen(dataset.name, dataset.resources, context, given)
-    source = copy.source(dataset.resources)
+    """:func:`prepare` with checked arguments and a resolved context.
+
+    A local file is hashed on a thread of its own while the reader reads it (:func:`_while`),
+    and nothing read from it is kept before its hash is known: a given file that is not
+    upstream's (``verify``) raises HashMismatchError; files used unchecked are keyed by
+    their hash, so the first config is read while they are hashed, before its entry can be
+    looked up (when it is found, the reading is dropped).
+    """
+    store, configs = context.store, list(configs)
+    choice = _own_copy.choose(dataset.name, dataset.resources, context, given)
     files: dict[str, tuple[Path, bool]] = {}  # fetched once needed
+    ahead: dict[str, Parsed] = {}
+    if configs and choice.hashes and choice.paths.keys() == dataset.resources.keys():
+        files = {name: (path, False) for name, path in choice.paths.items()}
+        copy, ahead[configs[0]] = _while(choice.describe, partial(dataset.reader, dataset, configs[0], files,
+                                                                    context.progress))
+    else:
+        copy = choice.describe()
+    source = copy.source(dataset.resources)
     entries = []
     for config in configs:
         base = store.get(dataset.name, params(dataset, config, dataset.native_shape, source))
         if base is None:
-            files = files or {name: upstream_file(resource, context, copy.paths().get(name, given.get(name)))
+            local = {name: copy.paths().get(name, given.get(name)) for name in dataset.resources}
+            checks: list[Callable[[], None]] = []  # hashes of given files, run while they are read when all are
+            files = files or {name: upstream_file(resource, context, local[name],
+                                                  checks if None not in local.values() else None)
                               for name, resource in dataset.resources.items()}
             files = copy.checked(files)
-            parsed = dataset.reader(dataset, config, files, context.progress)  # errors leave no trace
+            parsed = ahead.pop(config) if config in ahead else _while(
+                partial(_run_all, checks), partial(dataset.reader, dataset, config, files, context.progress))[1]
             verified = all(checked for _, checked in files.values())
             write = partial(write_native, dataset=dataset, config=config, parsed=parsed, verified=verified,
                             progress=context.progress)
             base = store.get_or_create(dataset.name, params(dataset, config, dataset.native_shape, source), write)
+        ahead.clear()  # the first config's reading, unused when its entry was there
         entries.append(base)
         for shape in shapes:
             if shape != dataset.native_shape:
@@ -118,6 +141,27 @@ def prepare_entries(
                 entries.append(store.get_or_create(dataset.name, params(dataset, config, shape, source), write))
     _own_copy.remember(dataset.name, context, copy)
     return entries
+
+
+def _while(background: Callable[[], T], foreground: Callable[[], U]) -> tuple[T, U]:
+    """Run ``background`` on a thread of its own while ``foreground`` runs here; return both results.
+
+    When both fail, ``background``'s error is raised (a file that is not what it should be is
+    reported before what reading it found); errors leave no trace (nothing is written here).
+    """
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(background)
+        try:
+            front = foreground()
+        except BaseException:
+            running.result()
+            raise
+        return running.result(), front
+
+
+def _run_all(checks: list[Callable[[], None]]) -> None:
+    for check in checks:
+        check()
 
 
 def write_native(
@@ -130,13 +174,20 @@ def write_native(
     )
 
     def write_class(index: int) -> int:
-        parts = [subset.images[order[starts[index]:starts[index + 1]]]
-                 for subset, order, starts in ((parsed.test, test_order, test_starts),
-                                               (parsed.train, train_order, train_starts))]
-        images = np.concatenate(parts)
-        writer.write(dataset.class_file(index, classes[index]), images.transpose(0, 2, 1) if parsed.transposed
-                     else images)
-        return len(images)
+        picks = [order[starts[index]:starts[index + 1]] for order, starts in ((test_order, test_starts),
+                                                                            (train_order, train_starts))]
+
+        def fill(out: np.ndarray) -> None:  # the upright images, test then train, straight into the class file
+            done = 0
+            for subset, pick in zip((parsed.test, parsed.train), picks, strict=True):
+                images = subset.images[pick]
+                out[done:done + len(pick)] = images.transpose(0, 2, 1) if parsed.transposed else images
+                done += len(pick)
+
+        n_class = sum(len(pick) for pick in picks)
+        writer.write_array(dataset.class_file(index, classes[index]), (n_class, *dataset.native_shape), np.uint8,
+                           fill)
+        return n_class
 
     n_images = len(parsed.test.labels) + len(parsed.train.labels)
     label = f"{config_phrase(dataset, config)}: writing {dataset.native_shape[0]}x{dataset.native_shape[1]}"
@@ -180,7 +231,7 @@ def write_resized(
         numba.set_num_threads(1)  # for this worker thread only
         with kernel_lock:
             small = resized(images, shape, method, batch=True)
-        writer.write(name, small)
+        writer.write_array(name, small.shape, small.dtype, partial(np.copyto, src=small))
         return len(small)
 
     _run_per_class(resize_class, len(records), base.meta["n_images"], f"{label}: writing {shape[0]}x{shape[1]}",

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -104,21 +105,67 @@ def describe(path: Path, resource: Resource, known: SourceFile | None = None, *,
 
     A file whose download record (see :mod:`glyphforge.cache.raw`) says it is upstream's is not hashed.
     With ``trust`` False (a prepare, which may write an entry under upstream's key) no record makes a
-    file upstream's: only its hash does.
+    file upstream's: only its hash does. A file whose size is not upstream's pinned size is not
+    upstream's: only its sha256 is computed.
     """
     status = path.stat()
-    if (known is not None and (trust or not known.matches)
-            and (known.path, known.size, known.mtime_ns) == (path, status.st_size, status.st_mtime_ns)):
+    if _still(known, path, status, trust):
+        assert known is not None
         return known
     record = raw.read_record(path) if trust else None
     if record is not None and record["matches"] and record["hash"] == resource.hash:
         return SourceFile(path, status.st_size, status.st_mtime_ns, None, True)
+    if resource.size is not None and status.st_size != resource.size:
+        [own] = file_hashes(path, ["sha256"])
+        return SourceFile(path, status.st_size, status.st_mtime_ns, own, False)
     pinned, own = file_hashes(path, [parse_hash(resource.hash)[0], "sha256"])
     return SourceFile(path, status.st_size, status.st_mtime_ns, own, pinned == normalise_hash(resource.hash))
 
 
+def _still(known: SourceFile | None, path: Path, status: os.stat_result, trust: bool) -> bool:
+    """Whether ``known`` still describes ``path`` (of ``status``): see :func:`describe`."""
+    return (known is not None and (trust or not known.matches)
+            and (known.path, known.size, known.mtime_ns) == (path, status.st_size, status.st_mtime_ns))
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """The local files a prepare uses unchecked (:func:`choose`), before they are hashed (:meth:`describe`).
+
+    ``files``: by resource name, the file and the record's description of it (None: not recorded);
+    ``gone``: recorded files that are no longer there (their recorded description stands); ``order``: the
+    names of both in the resources' order.
+    """
+
+    files: Mapping[str, tuple[Path, Resource, SourceFile | None]]
+    gone: Mapping[str, SourceFile]
+    order: tuple[str, ...]
+
+    @property
+    def paths(self) -> dict[str, Path]:
+        """The files that are there, by resource name."""
+        return {name: path for name, (path, _, _) in self.files.items()}
+
+    @property
+    def hashes(self) -> bool:
+        """Whether :meth:`describe` reads a file (one not described by the record as it is now)."""
+        return any(not _still(known, path, path.stat(), False) for path, _, known in self.files.values())
+
+    def describe(self) -> OwnCopy:
+        """The copy: each file described (hashed unless the record still describes it, see :func:`describe`)."""
+        return OwnCopy({name: self.gone[name] if name in self.gone else describe(*self.files[name], trust=False)
+                        for name in self.order})
+
+
 def chosen(dataset: str, resources: Mapping[str, Resource], context: DataContext,
            given: Mapping[str, PathLike]) -> OwnCopy:
+    """The local files a prepare with ``context`` uses unchecked, described: :func:`choose`, then
+    :meth:`Choice.describe`."""
+    return choose(dataset, resources, context, given).describe()
+
+
+def choose(dataset: str, resources: Mapping[str, Resource], context: DataContext,
+           given: Mapping[str, PathLike]) -> Choice:
     """The local files a prepare with ``context`` uses unchecked (none with ``verify``: only upstream's are used).
 
     Each is the one ``given``, else the one placed in the raw dir, else the one the record names (the
@@ -132,19 +179,19 @@ def chosen(dataset: str, resources: Mapping[str, Resource], context: DataContext
         A file ``given`` is not there, nor the one the record names.
     """
     if context.verify:
-        return OwnCopy({})
+        return Choice({}, {}, ())
     raw_dir = context.raw_dir(dataset)
     recorded = _read(raw_dir, resources)
-    files = {}
+    files, gone = {}, {}
     for name, resource in resources.items():
         known, placed = recorded.get(name), raw_dir / resource.filename
         path = (Path(given[name]).expanduser().absolute() if name in given else placed if placed.is_file()
                 else known.path if known else None)
         if path is not None and known is not None and known.path == path and not path.exists():
-            files[name] = known
+            gone[name] = known
         elif path is not None:
-            files[name] = describe(existing_file(path, f"a copy of {resource.url}"), resource, known, trust=False)
-    return OwnCopy(files)
+            files[name] = (existing_file(path, f"a copy of {resource.url}"), resource, known)
+    return Choice(files, gone, tuple(name for name in resources if name in files or name in gone))
 
 
 def remember(dataset: str, context: DataContext, copy: OwnCopy, covered: Iterable[str] | None = None) -> None:

@@ -4,7 +4,8 @@ Argument checks that are not about datasets live in :mod:`glyphforge._checks`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,8 @@ def unknown(what: str, names: Sequence[str], known: Iterable[str], hint: str = "
     return ValueError(f"unknown {what} {', '.join(map(repr, names))}: the known ones are {listed}{hint}")
 
 
-def upstream_file(resource: Resource, context: DataContext, given: PathLike | None = None) -> tuple[Path, bool]:
+def upstream_file(resource: Resource, context: DataContext, given: PathLike | None = None,
+                  checks: list[Callable[[], None]] | None = None) -> tuple[Path, bool]:
     """Return a local copy of ``resource`` (fetched when needed) and whether its hash was checked.
 
     Parameters
@@ -52,6 +54,10 @@ def upstream_file(resource: Resource, context: DataContext, given: PathLike | No
         is used as it is (a download is always verified); ``progress`` shows a download bar.
     given
         A local copy to use in place (not copied) instead of the raw dir.
+    checks
+        Where given, the check of ``given``'s hash (which raises HashMismatchError) is appended
+        to it instead of run: the caller runs it, e.g. while it reads the file, before anything
+        made from the file is kept.
 
     Returns
     -------
@@ -76,11 +82,20 @@ def upstream_file(resource: Resource, context: DataContext, given: PathLike | No
                      offline=context.offline), True
     path = existing_file(given, f"a copy of {resource.url}")
     if context.verify:
-        matches, actual = check_hash(path, resource.hash)
-        if not matches:
-            raise not_upstream(path, resource, actual, "It is incomplete or a different file: get a complete copy, "
-                               "or pass verify=False (on the command line: --no-verify) to convert a custom file.")
+        check = partial(_check_given, path, resource)
+        if checks is None:
+            check()
+        else:
+            checks.append(check)
     return path, context.verify
+
+
+def _check_given(path: Path, resource: Resource) -> None:
+    """Raise HashMismatchError when the local copy ``path`` is not ``resource``."""
+    matches, actual = check_hash(path, resource.hash)
+    if not matches:
+        raise not_upstream(path, resource, actual, "It is incomplete or a different file: get a complete copy, "
+                           "or pass verify=False (on the command line: --no-verify) to convert a custom file.")
 
 
 def resized(images: np.ndarray, shape: tuple[int, int], method: str, *, batch: bool) -> np.ndarray:

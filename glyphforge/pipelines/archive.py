@@ -23,20 +23,44 @@ what that member should hold (an EMNIST mapping file: 64 KiB; an Omniglot PNG:
 
 :func:`read_member` and :func:`iter_members` read into one buffer of the declared
 size, chunk by chunk, so a member is never held twice.
+
+Speed
+-----
+Deflated members are inflated by python-isal's ``decompressobj`` (the same bytes as
+zlib's, about twice as fast) inside ``zipfile``'s reader, so its bounds and CRC check
+stay. :func:`open_member` inflates a large member (:data:`AHEAD_BYTES` or more) on a
+thread of its own, a few chunks ahead of the reader: a gzip member inside a zip
+(EMNIST's) is then inflated twice at once, on two cores.
 """
 from __future__ import annotations
 
+import io
+import queue
+import threading
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import IO
+from types import ModuleType
+from typing import IO, Any
 
 from glyphforge._checks import PathLike, quote
 from glyphforge.errors import IntegrityError
 
+_isal_zlib: ModuleType | None
+try:  # inflates about twice as fast as zlib, the same bytes
+    from isal import isal_zlib as _isal_zlib
+except ImportError:  # pragma: no cover - exercised only where isal is missing
+    _isal_zlib = None
+
 _CHUNK = 1 << 20
-_CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError)
+_CORRUPT: tuple[type[BaseException], ...] = (zipfile.BadZipFile, zlib.error, EOFError) + (
+    () if _isal_zlib is None else (_isal_zlib.error,))
+_UNOPENED: tuple[type[BaseException], ...] = (*_CORRUPT, OSError)
+#: Members of at least this many uncompressed bytes are inflated ahead of their reader, on a thread of their own.
+AHEAD_BYTES = 8 << 20
+#: How many chunks of :data:`_CHUNK` bytes the thread inflating ahead may hold ready.
+_AHEAD_CHUNKS = 8
 _ADVICE = "Delete the archive and download it again (or place a good copy by hand)."
 #: The compression methods read: those whose inflation zipfile bounds per read.
 _METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
@@ -79,8 +103,12 @@ def open_member(zip_path: PathLike, name: str, *, max_bytes: int) -> Iterator[IO
         info = _member_info(archive, zip_path, name)
         _check_member(zip_path, info, max_bytes)
         try:
-            with archive.open(info) as stream:
-                yield stream
+            with _opened(archive, info) as stream:
+                if info.file_size < AHEAD_BYTES:
+                    yield stream
+                else:
+                    with _ReadAhead(stream) as ahead, io.BufferedReader(ahead, _CHUNK) as buffered:
+                        yield buffered
         except _CORRUPT as error:
             raise _corrupt_member(zip_path, name, error) from error
 
@@ -144,7 +172,7 @@ def _open_zip(zip_path: PathLike) -> Iterator[zipfile.ZipFile]:
         archive = zipfile.ZipFile(zip_path)
     except FileNotFoundError:
         raise
-    except (*_CORRUPT, OSError) as error:
+    except _UNOPENED as error:
         raise ArchiveError(
             f"{zip_path} is not a complete zip archive ({error}): it is truncated or corrupt. "
             + _ADVICE
@@ -170,7 +198,7 @@ def _read_info(archive: zipfile.ZipFile, zip_path: PathLike, info: zipfile.ZipIn
     data = bytearray(info.file_size)
     received = 0
     try:
-        with archive.open(info) as stream, memoryview(data) as view:
+        with _opened(archive, info) as stream, memoryview(data) as view:
             while received < len(data):
                 count = stream.readinto(view[received:received + _CHUNK])  # type: ignore[attr-defined]  # IO lacks it
                 if not count:
@@ -184,6 +212,70 @@ def _read_info(archive: zipfile.ZipFile, zip_path: PathLike, info: zipfile.ZipIn
             f"{len(data):,}: the archive is truncated, damaged or forged. " + _ADVICE
         )
     return data
+
+
+@contextmanager
+def _opened(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[IO[bytes]]:
+    """``archive.open(info)``, a deflated member inflated by isal (where the reader has the decompressor it uses)."""
+    with archive.open(info) as stream:
+        if _isal_zlib is not None and info.compress_type == zipfile.ZIP_DEFLATED and hasattr(stream, "_decompressor"):
+            setattr(stream, "_decompressor", _isal_zlib.decompressobj(-zlib.MAX_WBITS))  # noqa: B010 - nothing read yet
+        yield stream
+
+
+class _ReadAhead(io.RawIOBase):
+    """The bytes of ``stream``, read on a thread of its own up to :data:`_AHEAD_CHUNKS` chunks ahead.
+
+    An error reading ``stream`` is raised by the read that reaches it. Closing stops the
+    thread (and waits for it) before ``stream`` may be closed.
+    """
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        super().__init__()
+        self._ready: queue.Queue[bytes | BaseException] = queue.Queue(_AHEAD_CHUNKS)
+        self._stop = threading.Event()
+        self._current, self._ended = memoryview(b""), False
+        self._thread = threading.Thread(target=self._inflate, args=(stream,), name="zip-read-ahead", daemon=True)
+        self._thread.start()
+
+    def _inflate(self, stream: IO[bytes]) -> None:
+        try:
+            while not self._stop.is_set():
+                data = stream.read(_CHUNK)
+                self._hand_over(data)
+                if not data:
+                    return
+        except BaseException as error:  # noqa: BLE001 - raised again by the reader's thread
+            self._hand_over(error)
+
+    def _hand_over(self, item: bytes | BaseException) -> None:
+        while not self._stop.is_set():
+            try:
+                self._ready.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._current and not self._ended:
+            item = self._ready.get()
+            if isinstance(item, BaseException):
+                self._ended = True
+                raise item
+            self._ended = not item
+            self._current = memoryview(item)
+        count = min(len(buffer), len(self._current))
+        memoryview(buffer).cast("B")[:count] = self._current[:count]
+        self._current = self._current[count:]
+        return count
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        super().close()
 
 
 def _check_member(zip_path: PathLike, info: zipfile.ZipInfo, max_bytes: int) -> None:
@@ -205,7 +297,9 @@ def _check_member(zip_path: PathLike, info: zipfile.ZipInfo, max_bytes: int) -> 
 
 
 def _corrupt_member(zip_path: PathLike, name: str, error: BaseException) -> ArchiveError:
+    inflating = _isal_zlib is not None and isinstance(error, _isal_zlib.error)
+    kind = "error" if inflating else type(error).__name__  # an inflate error is named as zlib names it
     return ArchiveError(
-        f"{zip_path}: member {quote(name)} is corrupt ({type(error).__name__}: {quote(str(error))}); "
+        f"{zip_path}: member {quote(name)} is corrupt ({kind}: {quote(str(error))}); "
         "the archive is damaged, truncated or forged (its headers do not match its data). " + _ADVICE
     )

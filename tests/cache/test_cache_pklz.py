@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from glyphforge.cache import CorruptPklzError, UnsafePickleError, concat_pklz, dump_pklz, iter_pklz, load_pklz
-from glyphforge.cache.pklz import MemberMismatchError
+from glyphforge.cache.pklz import DEFAULT_LEVEL, MemberMismatchError, gzip_member, write_array_pklz
 
 
 def test_round_trip_of_arrays_and_dicts_is_exact(tmp_path):
@@ -135,3 +135,18 @@ def test_truncated_or_damaged_files_raise_an_error_naming_the_file(tmp_path):
                                                     r"`glyphforge cache verify`"):
             load_pklz(tmp_path / f"{name}.pklz")
     assert issubclass(CorruptPklzError, ValueError)
+
+
+@pytest.mark.parametrize("shape", [(0, 28, 28), (1, 28, 28), (83, 28, 28), (84, 28, 28), (85, 28, 28),
+                                   (3000, 14, 14), (70_000,)])
+def test_an_array_written_in_place_is_numpys_own_pickle_read_by_every_reader(tmp_path, shape):
+    """Small arrays (under 64 KiB) and large ones (filled inside the laid-out pickle) alike."""
+    array = np.random.default_rng(2).integers(0, 256, shape, dtype=np.uint8)
+    path = tmp_path / "a.pklz"
+    digest = write_array_pklz(path, shape, np.uint8, lambda out: np.copyto(out, array))
+    assert path.read_bytes() == gzip_member(pickle.dumps(array, protocol=5), DEFAULT_LEVEL)
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    loaded = load_pklz(path)  # the restricted reader
+    assert loaded.shape == shape and loaded.flags.writeable and np.array_equal(loaded, array)
+    with gzip.open(path, "rb") as stream:
+        assert np.array_equal(dill.load(stream), array)

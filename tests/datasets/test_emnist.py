@@ -1,6 +1,7 @@
 """glyphforge.datasets.emnist: prepare, load, the map-style dataset, and the registry's preview and glyph parts."""
 import dataclasses
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import pytest
 import glyphforge
 from glyphforge import config
 from glyphforge.cache import CacheStore, DamagedEntryFileError
+from glyphforge.cache.pklz import DEFAULT_LEVEL, gzip_member
 from glyphforge.datasets import emnist, registry
 from glyphforge.datasets._class_declaration import DECLARATIONS
 from glyphforge.datasets._classes import ClassNames
@@ -272,6 +274,16 @@ def test_a_wrong_hash_archive_or_mirror_file_fails_and_caches_nothing(synthetic_
     assert_cache_empty(store)
 
 
+def test_a_given_archive_is_reported_as_not_upstream_before_what_reading_it_found(synthetic_emnist, tmp_path, store):
+    """The archive is hashed while it is read: when it is neither upstream's nor readable, the hash is what is said."""
+    member = member_names("byclass")["train-images"]
+    short = gzip_bytes(gunzip(read_member(synthetic_emnist.path, member))[:-1000])
+    broken = replace_members(synthetic_emnist.path, tmp_path / "broken.zip", {member: short})
+    with pytest.raises(HashMismatchError, match=rf"^{broken} is not https://biometrics.nist.gov/.*pass verify=False"):
+        prepare_emnist(archives={"gzip.zip": broken}, progress=False)
+    assert_cache_empty(store)
+
+
 def test_a_corrupt_or_missing_archive_caches_nothing(synthetic_emnist, tmp_path, store):
     member = member_names("byclass")["train-images"]
     short = gzip_bytes(gunzip(read_member(synthetic_emnist.path, member))[:-1000])
@@ -490,3 +502,21 @@ def test_glyph_images_read_the_cache_only_and_name_the_command(synthetic_emnist,
     assert store.ls() == listed  # the 14x14 entry was not made from the 28x28 one
     _, labels, names = glyph_images(None, example_range=None, shape=(28, 28), data_dir=None, split="digits")
     assert names == list("0123456789") and len(labels) == 90
+
+
+def test_class_files_are_numpys_pickles_of_the_upright_images_the_same_on_every_worker_count(
+        synthetic_emnist, tmp_path, monkeypatch):
+    """Each class file is the one-call isal gzip member of ``pickle.dumps(upright images, protocol=5)``, test then
+    train images in archive order (written in place inside the pickle), whatever the threads writing them."""
+    data = synthetic_emnist.splits["digits"]
+    written = {}
+    for cpus in (1, 3):
+        monkeypatch.setattr(os, "cpu_count", lambda cpus=cpus: cpus)
+        [entry] = prepare(synthetic_emnist, split="digits", data_dir=tmp_path / f"cpus-{cpus}")
+        written[cpus] = {record["file"]: entry.file(record["file"]).read_bytes() for record in entry.meta["classes"]}
+    assert written[1] == written[3]
+    for index, char in enumerate(data.classes):
+        label = data.first_label + index
+        upright = np.concatenate([data.test_images[data.test_labels == label],
+                                  data.train_images[data.train_labels == label]])
+        assert written[1][class_file_name(char)] == gzip_member(pickle.dumps(upright, protocol=5), DEFAULT_LEVEL)

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import struct
+import threading
 import zipfile
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from glyphforge.pipelines.archive import ArchiveError, iter_members, list_members, open_member, read_member
+from glyphforge.pipelines.archive import AHEAD_BYTES, ArchiveError, iter_members, list_members, open_member, read_member
 
 from support.synthetic_emnist import forge_header
 
@@ -175,3 +177,50 @@ def test_forged_large_size_header_is_reported_as_truncated(tmp_path):
         f"{path}: member 'short.txt' ends after 1,000 bytes, but its header declares 100,000: the archive is "
         "truncated, damaged or forged. Delete the archive and download it again (or place a good copy by hand)."
     )
+
+
+# large members: inflated ahead of the reader, on a thread of their own -----------------------
+def large_member(size: int = AHEAD_BYTES + 12_345) -> bytes:
+    rng = np.random.default_rng(0)
+    return (rng.integers(0, 8, size, dtype=np.uint8) * 31).tobytes()  # deflates, but not to nothing
+
+
+def large_zip(path: Path, data: bytes) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:  # quick to write
+        archive.writestr("big.bin", data)
+    return path
+
+
+def test_a_large_member_streams_its_exact_bytes_in_any_read_size(tmp_path):
+    data = large_member()
+    path = large_zip(tmp_path / "big.zip", data)
+    with open_member(path, "big.bin", max_bytes=len(data)) as stream:
+        parts = [stream.read(7), stream.read(3 << 20), bytes(stream.read1(1000))]  # type: ignore[attr-defined]
+        parts.append(stream.read())
+        assert stream.read(10) == b""
+    assert b"".join(parts) == data
+    assert read_member(path, "big.bin", max_bytes=len(data)) == data
+
+
+def test_a_damaged_large_member_names_the_member_and_stops_its_thread(tmp_path):
+    data = large_member()
+    path = large_zip(tmp_path / "big.zip", data)
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("big.bin")
+    name_length, extra_length = struct.unpack("<HH", raw[info.header_offset + 26: info.header_offset + 30])
+    raw[info.header_offset + 30 + name_length + extra_length + info.compress_size // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ArchiveError, match=rf"^{path}: member 'big.bin' is corrupt \((BadZipFile|error): "):
+        with open_member(path, "big.bin", max_bytes=len(data)) as stream:
+            while stream.read(1 << 20):
+                pass
+    assert not [thread for thread in threading.enumerate() if thread.name == "zip-read-ahead"]
+
+
+def test_leaving_a_large_member_early_stops_its_thread(tmp_path):
+    data = large_member(3 * AHEAD_BYTES)  # more than the thread may hold ready: it waits for the reader
+    path = large_zip(tmp_path / "big.zip", data)
+    with open_member(path, "big.bin", max_bytes=len(data)) as stream:
+        assert stream.read(100) == data[:100]
+    assert not [thread for thread in threading.enumerate() if thread.name == "zip-read-ahead"]
