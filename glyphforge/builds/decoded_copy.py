@@ -24,23 +24,17 @@ CRC32 is isal's where it is installed (several GB/s), else zlib's: the same valu
 from __future__ import annotations
 
 import hashlib
-import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from isal.isal_zlib import crc32
 
 from glyphforge.cache.companion_record import RECORD, DamagedCompanionError, read_record, write_record
 from glyphforge.cache.companion_record import foreign as foreign  # what a reader asks of the copy's folder first
 from glyphforge.cache.layout import STAGING_PREFIX, folder_bytes
 from glyphforge.errors import IntegrityError, StorageError
-
-crc32: Callable[..., int]
-try:
-    from isal.isal_zlib import crc32
-except ImportError:  # pragma: no cover - exercised only where isal is missing
-    crc32 = zlib.crc32
 
 #: The suffix of an entry's decoded copy, ``<root>/<kind>/<key>.decoded`` (see `decoded_dir`).
 DECODED_SUFFIX = ".decoded"

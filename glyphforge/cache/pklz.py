@@ -35,24 +35,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import dill
 import numpy as np
+from isal import igzip, isal_zlib
 
 from glyphforge._checks import PathLike, check_int
 from glyphforge._files import atomic_path
 from glyphforge.cache.safe_pickle import Budget, RestrictedUnpickler, UnsafePickleError
 from glyphforge.errors import IntegrityError
-
-_isal_gzip: ModuleType | None
-_zlib: ModuleType
-try:  # isal reads standard gzip, much faster than zlib
-    from isal import igzip as _isal_gzip
-    from isal import isal_zlib as _zlib
-except ImportError:  # pragma: no cover - exercised only where isal is missing
-    _isal_gzip, _zlib = None, zlib
 
 PICKLE_PROTOCOL = 5
 DEFAULT_LEVEL = 1
@@ -75,7 +67,8 @@ class CorruptPklzError(IntegrityError, ValueError):
 
 
 #: What inflating a damaged or truncated (``EOFError``) gzip stream raises.
-GZIP_ERRORS: tuple[type[Exception], ...] = (EOFError, gzip.BadGzipFile, zlib.error, _zlib.error)
+GZIP_ERRORS: tuple[type[Exception], ...] = (EOFError, gzip.BadGzipFile, zlib.error,
+                                            cast("type[Exception]", isal_zlib.error))  # isal's stub: an instance
 
 
 @contextmanager
@@ -91,7 +84,7 @@ def atomic_gzip(path: PathLike, level: int | None) -> Iterator[gzip.GzipFile]:
 
 
 def open_gzip_reader(path: Path) -> gzip.GzipFile:
-    stream: gzip.GzipFile = (_isal_gzip or gzip).open(path, "rb")
+    stream: gzip.GzipFile = igzip.open(path, "rb")
     return stream
 
 
@@ -103,8 +96,8 @@ def open_gzip_member(raw: Any) -> gzip.GzipFile | io.BufferedReader:
     into the caller's buffer (``isal.igzip``'s file object inflates into a copy first, as
     ``gzip.GzipFile``, used without isal, does).
     """
-    reader = getattr(_zlib, "_GzipReader", None)
-    if reader is None:  # pragma: no cover - exercised only where isal is missing
+    reader = getattr(isal_zlib, "_GzipReader", None)
+    if reader is None:  # isal before 1.5 has no C reader
         return gzip.GzipFile(fileobj=raw if hasattr(raw, "read") else io.BytesIO(raw), mode="rb")
     return io.BufferedReader(reader(raw))
 
@@ -238,10 +231,8 @@ def gzip_member(data: bytes | memoryview, level: int) -> bytes:
     """One gzip member of ``data``: :data:`GZIP_HEADER`, the raw deflate of all of ``data`` by one call of isal at
     ``level`` (0-3), then the CRC-32 and size. The same bytes always give the same member (see the module docstring).
     """
-    if _isal_gzip is None:  # pragma: no cover - exercised only where isal is missing
-        raise ImportError("writing a .pklz file needs python-isal (a dependency of glyphforge): pip install isal")
-    deflated = _zlib.compress(data, level, wbits=-zlib.MAX_WBITS)
-    return b"".join((GZIP_HEADER, deflated, struct.pack("<II", _zlib.crc32(data), len(data) & 0xFFFFFFFF)))
+    deflated = isal_zlib.compress(data, level, wbits=-zlib.MAX_WBITS)
+    return b"".join((GZIP_HEADER, deflated, struct.pack("<II", isal_zlib.crc32(data), len(data) & 0xFFFFFFFF)))
 
 
 def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = None) -> Iterator[Any]:

@@ -41,21 +41,16 @@ import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from types import ModuleType
-from typing import IO, Any
+from typing import IO, Any, cast
+
+from isal import isal_zlib
 
 from glyphforge._checks import PathLike, quote
 from glyphforge.errors import IntegrityError
 
-_isal_zlib: ModuleType | None
-try:  # inflates about twice as fast as zlib, the same bytes
-    from isal import isal_zlib as _isal_zlib
-except ImportError:  # pragma: no cover - exercised only where isal is missing
-    _isal_zlib = None
-
 _CHUNK = 1 << 20
-_CORRUPT: tuple[type[BaseException], ...] = (zipfile.BadZipFile, zlib.error, EOFError) + (
-    () if _isal_zlib is None else (_isal_zlib.error,))
+_ISAL_ERROR = cast("type[Exception]", isal_zlib.error)  # isal's stub calls it an instance
+_CORRUPT: tuple[type[BaseException], ...] = (zipfile.BadZipFile, zlib.error, EOFError, _ISAL_ERROR)
 _UNOPENED: tuple[type[BaseException], ...] = (*_CORRUPT, OSError)
 #: Members of at least this many uncompressed bytes are inflated ahead of their reader, on a thread of their own.
 AHEAD_BYTES = 8 << 20
@@ -218,8 +213,8 @@ def _read_info(archive: zipfile.ZipFile, zip_path: PathLike, info: zipfile.ZipIn
 def _opened(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[IO[bytes]]:
     """``archive.open(info)``, a deflated member inflated by isal (where the reader has the decompressor it uses)."""
     with archive.open(info) as stream:
-        if _isal_zlib is not None and info.compress_type == zipfile.ZIP_DEFLATED and hasattr(stream, "_decompressor"):
-            setattr(stream, "_decompressor", _isal_zlib.decompressobj(-zlib.MAX_WBITS))  # noqa: B010 - nothing read yet
+        if info.compress_type == zipfile.ZIP_DEFLATED and hasattr(stream, "_decompressor"):
+            setattr(stream, "_decompressor", isal_zlib.decompressobj(-zlib.MAX_WBITS))  # noqa: B010 - nothing read yet
         yield stream
 
 
@@ -297,7 +292,7 @@ def _check_member(zip_path: PathLike, info: zipfile.ZipInfo, max_bytes: int) -> 
 
 
 def _corrupt_member(zip_path: PathLike, name: str, error: BaseException) -> ArchiveError:
-    inflating = _isal_zlib is not None and isinstance(error, _isal_zlib.error)
+    inflating = isinstance(error, _ISAL_ERROR)
     kind = "error" if inflating else type(error).__name__  # an inflate error is named as zlib names it
     return ArchiveError(
         f"{zip_path}: member {quote(name)} is corrupt ({kind}: {quote(str(error))}); "

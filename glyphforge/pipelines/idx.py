@@ -29,18 +29,12 @@ import gzip
 import math
 import struct
 import zlib
-from types import ModuleType
-from typing import IO, NamedTuple
+from typing import IO, NamedTuple, cast
 
 import numpy as np
+from isal import igzip, isal_zlib
 
 from glyphforge.errors import IntegrityError
-
-_gzip_module: ModuleType
-try:
-    from isal import igzip as _gzip_module
-except ImportError:  # pragma: no cover - exercised only where isal is missing
-    _gzip_module = gzip
 
 IMAGES_MAGIC = 2051
 LABELS_MAGIC = 2049
@@ -48,9 +42,8 @@ LABELS_MAGIC = 2049
 MAX_DATA_BYTES = 8 << 30
 
 _CHUNK = 1 << 24
-_GZIP_ERRORS: tuple[type[BaseException], ...] = (gzip.BadGzipFile, zlib.error)
-if _gzip_module is not gzip:
-    _GZIP_ERRORS += (_gzip_module.BadGzipFile, _gzip_module.isal_zlib.error)
+_ISAL_ERROR = cast("type[Exception]", isal_zlib.error)  # isal's stub calls it an instance
+_GZIP_ERRORS: tuple[type[BaseException], ...] = (gzip.BadGzipFile, zlib.error, igzip.BadGzipFile, _ISAL_ERROR)
 
 
 class IDXError(IntegrityError, ValueError):
@@ -114,7 +107,7 @@ def _read(
     stream: IO[bytes], name: str, gzipped: bool, magic: int, ndim: int, dims: tuple[int, int] | None,
     cap: CountCap | None,
 ) -> np.ndarray:
-    source = _gzip_module.GzipFile(fileobj=stream, mode="rb") if gzipped else stream
+    source: IO[bytes] = igzip.GzipFile(fileobj=stream, mode="rb") if gzipped else stream  # type: ignore[assignment]
     try:
         shape = _read_header(source, name, magic, ndim)
         _check_shape(name, shape, dims, cap)

@@ -1,4 +1,3 @@
-import gzip
 import io
 
 import numpy as np
@@ -21,15 +20,7 @@ def _image_file(images: np.ndarray, *, count: int | None = None, extra: bytes = 
     return idx_header(2051, n if count is None else count, rows, cols) + images.tobytes() + extra
 
 
-@pytest.fixture(params=["isal", "stdlib"])
-def decompressor(request, monkeypatch):
-    """Run each test with python-isal's igzip and with the standard library's gzip."""
-    if request.param == "stdlib":
-        monkeypatch.setattr(idx, "_gzip_module", gzip)
-    return request.param
-
-
-def test_images_are_read_as_stored(decompressor):
+def test_images_are_read_as_stored():
     images = _images()
     parsed = read_images(io.BytesIO(gzip_bytes(_image_file(images))), NAME)
     assert parsed.dtype == np.uint8 and parsed.shape == (5, 28, 28)
@@ -37,7 +28,7 @@ def test_images_are_read_as_stored(decompressor):
     parsed[0, 0, 0] = 1  # writable: read into our own array, not a read-only view
 
 
-def test_labels_and_uncompressed_files(decompressor):
+def test_labels_and_uncompressed_files():
     labels = np.array([3, 0, 9, 255, 1], np.uint8)
     data = idx_header(2049, 5) + labels.tobytes()
     assert np.array_equal(read_labels(io.BytesIO(gzip_bytes(data)), NAME), labels)
@@ -46,13 +37,13 @@ def test_labels_and_uncompressed_files(decompressor):
     assert np.array_equal(read_images(io.BytesIO(_image_file(images)), NAME, gzipped=False, dims=None), images)
 
 
-def test_multi_chunk_files_are_read_completely(monkeypatch, decompressor):
+def test_multi_chunk_files_are_read_completely(monkeypatch):
     monkeypatch.setattr(idx, "_CHUNK", 1000)  # many readinto calls, one partial at the end
     images = _images(13)
     assert np.array_equal(read_images(io.BytesIO(gzip_bytes(_image_file(images))), NAME), images)
 
 
-def test_wrong_magic_names_the_file_and_both_numbers(decompressor):
+def test_wrong_magic_names_the_file_and_both_numbers():
     label_file = gzip_bytes(idx_header(2049, 3) + bytes(3))
     wrong_magic = rf"^{NAME} has magic number 2049 \(that of a label file\), expected 2051 for an image file"
     with pytest.raises(IDXError, match=wrong_magic):
@@ -63,7 +54,7 @@ def test_wrong_magic_names_the_file_and_both_numbers(decompressor):
         read_labels(io.BytesIO(gzip_bytes(idx_header(1234, 3) + bytes(3))), NAME)
 
 
-def test_truncated_data_names_declared_and_actual_bytes(decompressor):
+def test_truncated_data_names_declared_and_actual_bytes():
     images = _images(10)
     short = _image_file(images)[: 16 + 7 * 784]
     with pytest.raises(IDXError) as caught:
@@ -76,7 +67,7 @@ def test_truncated_data_names_declared_and_actual_bytes(decompressor):
         read_labels(io.BytesIO(gzip_bytes(idx_header(2049, 9) + bytes(4))), NAME)
 
 
-def test_truncated_header(decompressor):
+def test_truncated_header():
     short_header = rf"^{NAME} is truncated: an IDX image header needs 16 bytes but the file holds only 7$"
     with pytest.raises(IDXError, match=short_header):
         read_images(io.BytesIO(gzip_bytes(idx_header(2051, 1)[:7])), NAME)
@@ -84,7 +75,7 @@ def test_truncated_header(decompressor):
         read_labels(io.BytesIO(gzip_bytes(b"")), NAME)
 
 
-def test_truncated_gzip_stream(decompressor):
+def test_truncated_gzip_stream():
     compressed = gzip_bytes(_image_file(_images(40)))
     message = rf"^{NAME} is truncated: its gzip stream ends early \(.+\)\. The file is incomplete: get a complete copy$"
     with pytest.raises(IDXError, match=message):
@@ -93,7 +84,7 @@ def test_truncated_gzip_stream(decompressor):
         read_images(io.BytesIO(compressed[:-4]), NAME)
 
 
-def test_corrupt_gzip_stream(decompressor):
+def test_corrupt_gzip_stream():
     compressed = bytearray(gzip_bytes(_image_file(_images(40))))
     compressed[len(compressed) // 2] ^= 0xFF
     compressed[len(compressed) // 2 + 1] ^= 0x55
@@ -103,7 +94,7 @@ def test_corrupt_gzip_stream(decompressor):
         read_images(io.BytesIO(b"<html>not gzip</html>"), NAME)
 
 
-def test_bytes_after_the_declared_data(decompressor):
+def test_bytes_after_the_declared_data():
     data = _image_file(_images(3), count=2)
     extra = rf"^{NAME} has 784 bytes after the 1,568 bytes of data its header declares \(2 images of 28x28\)"
     with pytest.raises(IDXError, match=extra):
@@ -139,7 +130,7 @@ def test_wrong_image_size_is_refused_from_the_header():
     )
 
 
-def test_overflowing_dimensions_are_computed_exactly(decompressor):
+def test_overflowing_dimensions_are_computed_exactly():
     """2**22 x 2**21 x 2**21 is 2**64 bytes: a product in int64 wraps to 0 and numpy fails unnamed."""
     header = gzip_bytes(idx_header(2051, 2**22, 2**21, 2**21))
     with pytest.raises(IDXError) as caught:
@@ -154,7 +145,7 @@ def test_overflowing_dimensions_are_computed_exactly(decompressor):
         read_images(io.BytesIO(header), NAME)
 
 
-def test_count_cap_refuses_before_reading_the_data(decompressor):
+def test_count_cap_refuses_before_reading_the_data():
     cap = CountCap(10, "the test allows 10. Use a smaller file")
     assert read_images(io.BytesIO(gzip_bytes(_image_file(_images(10)))), NAME, cap=cap).shape == (10, 28, 28)
     with pytest.raises(IDXError) as caught:  # a header alone: refused before any data is expected
