@@ -236,6 +236,16 @@ def test_a_pickle_declaring_more_bytes_than_it_holds_is_a_damaged_file(tmp_path)
         load_pklz(path)
 
 
+def test_a_pickle_declaring_a_bytearray_beyond_memory_is_refused_by_name(tmp_path):
+    """Protocol 5's BYTEARRAY8 is allocated before its bytes are read: a tiny file declaring an exabyte used to
+    raise a bare MemoryError (class files use the opcode since cache format 4)."""
+    path = tmp_path / "exabyte.pklz"
+    path.write_bytes(gzip.compress(b"\x80\x05\x96" + (1 << 60).to_bytes(8, "little") + b".", mtime=0))
+    with pytest.raises(OversizedPickleError, match=f"^refused to load {path}: a pickle in it asks for more memory "
+                                                   "than this machine can give. At most "):
+        load_pklz(path)
+
+
 def test_plain_data_within_the_budget_still_loads(tmp_path):
     data = {"a": np.arange(12).reshape(3, 4)[:, ::2], "f": np.asfortranarray(np.ones((3, 2))), "s": {1, 2},
             "z": frozenset("ab"), "b": bytearray(b"xy"), "n": np.float32(2.5), "r": range(5),
