@@ -251,7 +251,7 @@ class ScatteredGlyphs:
         ink = np.empty((total, 4), np.int64)  # the kernels' arrays are made here: numba compiles no allocation
         composite.ink_boxes(glyphs, heights, widths, ink)
         positions, boxes = np.zeros((total, 2), np.int64), np.zeros((total, 4), np.int64)
-        failed = composite.place_glyphs(
+        failed = composite.place(
             rng, starts, counts, ink, *self.image_shape, self.max_overlap, PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS,
             positions, boxes,
         )

@@ -18,9 +18,9 @@ def ink_boxes(glyphs, heights, widths):
 
 
 def place_glyphs(rng, starts, counts, ink, *options):
-    """`kernels.place_glyphs` into fresh arrays: ``(positions, boxes, failed)``."""
+    """`kernels.place` into fresh arrays: ``(positions, boxes, failed)``."""
     positions, boxes = np.zeros((len(ink), 2), np.int64), np.zeros((len(ink), 4), np.int64)
-    failed = kernels.place_glyphs(rng, starts, counts, ink, *options, positions, boxes)
+    failed = kernels.place(rng, starts, counts, ink, *options, positions, boxes)
     return positions, boxes, failed
 
 
