@@ -15,11 +15,12 @@ vectorises. The pass order only changes the sizes and strides of the copies, not
 code that runs. Buffers hold the ``between`` dtype: values are converted on the way in
 and out (uint8 area sums stay exact in float32; see `glyphforge.pipelines.resize`).
 
-Sums are settled after each pass by a rule ``(bias, divisor, rounding, low, high)``:
-``v = (sum + bias) / divisor``, floored when ``rounding``, clipped to ``[low, high]``.
-Pillow's 8-bit fixed point, ``clip((sum + 2**21) >> 22, 0, 255)`` of int32 sums, is the
-rule ``(2**21, 2**22, 1, 0, 255)``: float64 holds every step of it exactly, so integer
-and float sums share one settle (one compiled function less than a settle per type).
+Sums are settled after each pass by a rule ``(bias, factor, divide, rounding, low,
+high)``: ``v = (sum + bias) / factor`` when ``divide``, else ``(sum + bias) * factor``,
+floored when ``rounding``, clipped to ``[low, high]``. Pillow's 8-bit fixed point,
+``clip((sum + 2**21) >> 22, 0, 255)`` of int32 sums, is the rule ``(2**21, 2**-22, 0, 1,
+0, 255)``: float64 holds every step of it exactly, so integer and float sums share one
+settle (one compiled function less than a settle per type).
 
 What a first call compiles is kept small (see benchmarks/README.md, "Cold start"): the
 caller hands in every buffer (numba compiles no allocation), arguments are flat (no
@@ -36,7 +37,7 @@ from glyphforge.pipelines import numba_cache
 
 numba_cache.configure()  # before the kernels below set up their caches
 
-Rule = tuple[float, float, float, float, float]
+Rule = tuple[float, float, float, float, float, float]
 
 
 @njit(nogil=True, **numba_cache.INNER)
@@ -49,7 +50,7 @@ def _resample_lines(
     ``o = p * channels + c``; lines are ``length`` values long; ``acc`` holds at least ``length`` sums;
     ``rule`` settles them (module docstring).
     """
-    bias, divisor, rounding, low, high = rule
+    bias, factor, divide, rounding, low, high = rule
     for o in range(lines):
         pixel = o // channels
         first = starts[pixel] * channels + o - pixel * channels
@@ -62,7 +63,7 @@ def _resample_lines(
                 acc[i] += src[np.uint64(line + i)] * weight
         out = o * length
         for i in range(length):
-            value = (acc[i] + bias) / divisor
+            value = (acc[i] + bias) / factor if divide else (acc[i] + bias) * factor
             value = np.floor(value) if rounding else value
             value = low if value < low else value  # not min() and max(): numba compiles each as a function
             dst[np.uint64(out + i)] = high if value > high else value
