@@ -43,7 +43,7 @@ from glyphforge.scenes.sources import FONT, FrozenOptions, GlyphPool, Textures
 #: Bumped whenever the same spec would give different bytes; part of `ScatteredGlyphs.params`.
 #: 2: glyph options replace emnist_split/omniglot_sets in the params; Omniglot's
 #: glyph_example_range selects drawers by the rule every dataset shares (`example_bounds`).
-#: 3: glyph positions are drawn from ``rng.random()`` (`composite.place_glyphs`), not ``rng.integers``.
+#: 3: glyph positions are drawn from ``rng.random()`` (`composite.place`), not ``rng.integers``.
 ALGORITHM_VERSION = 3
 #: Tries per glyph position, and fresh starts of a whole scene, before giving up.
 PLACEMENT_ATTEMPTS = 100
