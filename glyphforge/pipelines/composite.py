@@ -66,19 +66,38 @@ def _too_close(boxes: np.ndarray, a: int, b: int, max_overlap: float) -> bool:
     return shared > max_overlap * area_a or shared > max_overlap * area_b
 
 
-@njit(cache=True, inline="always")
-def _below(rng: np.random.Generator, count: int) -> np.int64:
-    """A uniform integer in ``[0, count)`` from one ``rng.random()`` draw.
+#: `place_glyphs`'s answer when ``draws`` ran out before every scene was settled.
+OUT_OF_DRAWS = -2
 
-    (``rng.integers`` gives other numbers and costs numba over a second to compile on a
-    fresh machine; the bias of this draw, under ``count / 2**53``, is far below sampling noise.)
+
+def place(
+    rng: np.random.Generator, starts: np.ndarray, counts: np.ndarray, ink: np.ndarray, image_height: int,
+    image_width: int, max_overlap: float, attempts: int, restarts: int, positions: np.ndarray, boxes: np.ndarray,
+) -> int:
+    """`place_glyphs` drawing from ``rng``, which is left as if each number had been drawn from it one at a time.
+
+    The numbers are drawn ahead here (``rng.random(n)`` gives the same doubles as ``n``
+    calls of ``rng.random()``), more when they run out; then ``rng`` is set back and
+    advanced by those used. (numba can draw from a Generator itself, but that costs
+    three compiled functions more on a machine's first scene.) Returns what
+    `place_glyphs` returns.
     """
-    return np.int64(rng.random() * count)  # int() would be one more function to compile
+    state = rng.bit_generator.state
+    budget = 2 * ink.shape[0] + 64  # plenty when glyphs mostly fit at their first try
+    used = np.zeros(1, np.int64)
+    while True:
+        failed = place_glyphs(rng.random(budget), starts, counts, ink, image_height, image_width, max_overlap,
+                              attempts, restarts, positions, boxes, used)
+        rng.bit_generator.state = state
+        if failed != OUT_OF_DRAWS:
+            rng.random(int(used[0]))
+            return int(failed)
+        budget *= 4
 
 
 @njit(cache=True, **numba_cache.ENTRY)
 def place_glyphs(
-    rng: np.random.Generator,
+    draws: np.ndarray,
     starts: np.ndarray,
     counts: np.ndarray,
     ink: np.ndarray,
@@ -89,6 +108,7 @@ def place_glyphs(
     restarts: int,
     positions: np.ndarray,
     boxes: np.ndarray,
+    used: np.ndarray,
 ) -> int:
     """Choose glyph positions by rejection sampling.
 
@@ -100,8 +120,9 @@ def place_glyphs(
 
     Parameters
     ----------
-    rng
-        The shard's Generator (numba draws from its bit generator).
+    draws
+        float64 uniform numbers in ``[0, 1)``, used in order: a position is
+        ``int(draw * number of positions)`` (see `place`).
     starts, counts
         int64 ``(N,)``: the glyphs of each scene.
     ink
@@ -117,13 +138,16 @@ def place_glyphs(
         (negative when the glyph's blank margin hangs over the edge).
     boxes
         int64 ``(M, 4)``, written: each glyph's ink box in scene coordinates.
+    used
+        int64 ``(1,)``, written: how many ``draws`` were used.
 
     Returns
     -------
     int
         -1, or the first scene whose glyphs could not be placed (its glyphs and the
-        later scenes' are left as they were).
+        later scenes' are left as they were), or `OUT_OF_DRAWS`.
     """
+    drawn = 0
     for s in range(starts.shape[0]):
         first, last = starts[s], starts[s] + counts[s]
         placed = False
@@ -133,8 +157,13 @@ def place_glyphs(
                 box_h, box_w = ink[k, 2] - ink[k, 0], ink[k, 3] - ink[k, 1]
                 fits = False
                 for _ in range(attempts):
-                    top = _below(rng, image_height - box_h + 1)
-                    left = _below(rng, image_width - box_w + 1)
+                    if drawn + 2 > draws.shape[0]:
+                        used[0] = drawn
+                        return OUT_OF_DRAWS
+                    # np.int64, not int(), which would be one more function to compile
+                    top = np.int64(draws[drawn] * (image_height - box_h + 1))
+                    left = np.int64(draws[drawn + 1] * (image_width - box_w + 1))
+                    drawn += 2
                     boxes[k, 0], boxes[k, 1] = top, left
                     boxes[k, 2], boxes[k, 3] = top + box_h, left + box_w
                     fits = True
@@ -151,7 +180,9 @@ def place_glyphs(
             if placed:
                 break
         if not placed:
+            used[0] = drawn
             return s
+    used[0] = drawn
     return -1
 
 

@@ -15,56 +15,29 @@ vectorises. The pass order only changes the sizes and strides of the copies, not
 code that runs. Buffers hold the ``between`` dtype: values are converted on the way in
 and out (uint8 area sums stay exact in float32; see `glyphforge.pipelines.resize`).
 
-Sums are settled after each pass. Integer (int32) sums are Pillow's 8-bit fixed
-point: ``clip((sum + 2**21) >> 22, 0, 255)``. Float sums follow a rule ``(bias,
-divisor, rounding, low, high)``: ``v = (sum + bias) / divisor``, floored when
-``rounding``, clipped to ``[low, high]``.
+Sums are settled after each pass by a rule ``(bias, factor, divide, rounding, low,
+high)``: ``v = (sum + bias) / factor`` when ``divide``, else ``(sum + bias) * factor``,
+floored when ``rounding``, clipped to ``[low, high]``. Pillow's 8-bit fixed point,
+``clip((sum + 2**21) >> 22, 0, 255)`` of int32 sums, is the rule ``(2**21, 2**-22, 0, 1,
+0, 255)``: float64 holds every step of it exactly, so integer and float sums share one
+settle (one compiled function less than a settle per type).
 
 What a first call compiles is kept small (see benchmarks/README.md, "Cold start"): the
 caller hands in every buffer (numba compiles no allocation), arguments are flat (no
 tuples of arrays to unbox), ``min``/``max`` are written out (numba compiles each as a
-function of its own), and only the entry point gets wrappers callable from Python.
+function of its own), one settle serves every sum type, and only the entry point gets
+wrappers callable from Python.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.extending import overload
+from numba import njit
 
 from glyphforge.pipelines import numba_cache
-from glyphforge.pipelines.resample_weights import FIXED_POINT_BITS
 
 numba_cache.configure()  # before the kernels below set up their caches
 
-Rule = tuple[float, float, float, float, float]
-
-
-def _settle(acc: np.ndarray, out: np.ndarray, offset: int, length: int, rule: Rule) -> None:
-    """Write settled ``acc[i]``, ``i < length``, into ``out[offset + i]`` (compiled through the overload below)."""
-    raise NotImplementedError("only callable from numba-compiled code")
-
-
-@overload(_settle)
-def _settle_for(acc, out, offset, length, rule):  # numba types; returns the implementation for them
-    if isinstance(acc.dtype, types.Integer):
-        half, shift = 1 << (FIXED_POINT_BITS - 1), FIXED_POINT_BITS
-
-        def fixed_point(acc, out, offset, length, rule):
-            for i in range(length):
-                value = (acc[i] + half) >> shift
-                out[np.uint64(offset + i)] = 0 if value < 0 else 255 if value > 255 else value
-
-        return fixed_point
-
-    def floating(acc, out, offset, length, rule):
-        bias, divisor, rounding, low, high = rule
-        for i in range(length):
-            value = (acc[i] + bias) / divisor
-            value = np.floor(value) if rounding else value
-            value = low if value < low else value  # not min() and max(): numba compiles each as a function
-            out[np.uint64(offset + i)] = high if value > high else value
-
-    return floating
+Rule = tuple[float, float, float, float, float, float]
 
 
 @njit(nogil=True, **numba_cache.INNER)
@@ -74,8 +47,10 @@ def _resample_lines(
 ) -> None:
     """Line ``o < lines`` of ``dst`` = settle(sum_t weights[p, t] * line (starts[p] + t) * channels + c of ``src``).
 
-    ``o = p * channels + c``; lines are ``length`` values long; ``acc`` holds at least ``length`` sums.
+    ``o = p * channels + c``; lines are ``length`` values long; ``acc`` holds at least ``length`` sums;
+    ``rule`` settles them (module docstring).
     """
+    bias, factor, divide, rounding, low, high = rule
     for o in range(lines):
         pixel = o // channels
         first = starts[pixel] * channels + o - pixel * channels
@@ -86,7 +61,12 @@ def _resample_lines(
             line = (first + t * channels) * length
             for i in range(length):
                 acc[i] += src[np.uint64(line + i)] * weight
-        _settle(acc, dst, o * length, length, rule)
+        out = o * length
+        for i in range(length):
+            value = (acc[i] + bias) / factor if divide else (acc[i] + bias) * factor
+            value = np.floor(value) if rounding else value
+            value = low if value < low else value  # not min() and max(): numba compiles each as a function
+            dst[np.uint64(out + i)] = high if value > high else value
 
 
 @njit(nogil=True, inline="always")

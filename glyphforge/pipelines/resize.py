@@ -45,6 +45,7 @@ import numpy as np
 from glyphforge._checks import check_shape
 from glyphforge.pipelines.resample_kernel import Rule, resample
 from glyphforge.pipelines.resample_weights import (
+    FIXED_POINT_BITS,
     METHODS,
     PILLOW_METHODS,
     AxisWeights,
@@ -54,7 +55,9 @@ from glyphforge.pipelines.resample_weights import (
 )
 
 _DTYPES = (np.dtype(np.uint8), np.dtype(np.float32))
-_UNCHANGED: Rule = (0.0, 1.0, 0.0, -math.inf, math.inf)
+_UNCHANGED: Rule = (0.0, 1.0, 0.0, 0.0, -math.inf, math.inf)
+#: Pillow's 8-bit path: int32 sums of 22-bit fixed-point weights, ``clip((sum + 2**21) >> 22, 0, 255)``.
+_FIXED_POINT: Rule = (float(1 << (FIXED_POINT_BITS - 1)), 1.0 / (1 << FIXED_POINT_BITS), 0.0, 1.0, 0.0, 255.0)
 #: Exact area sums of uint8 rows are held in float32 between the passes: 255 * side < 2**24.
 AREA_UINT8_MAX_SIDE = (1 << 24) // 255
 #: Largest buffer of one block of images: below glibc's 128 KiB mmap threshold, so the
@@ -246,7 +249,7 @@ def _plan(in_height: int, in_width: int, height: int, width: int, channels: int,
     if method in PILLOW_METHODS:
         x = pillow_weights(in_width, width, method, fixed_point=is_uint8)
         y = pillow_weights(in_height, height, method, fixed_point=is_uint8)
-        rules = (_UNCHANGED, _UNCHANGED)  # int32 (fixed-point) sums settle as Pillow's 8-bit path
+        rules = (_FIXED_POINT, _FIXED_POINT) if is_uint8 else (_UNCHANGED, _UNCHANGED)
         between = np.dtype(np.uint8 if is_uint8 else np.float32)
     else:
         x = area_weights(in_width, width, exact=is_uint8)
@@ -261,7 +264,7 @@ def _plan(in_height: int, in_width: int, height: int, width: int, channels: int,
             )
         else:  # integer overlaps sum to in_size per axis: the mean is sum / area, rounded half up
             area = float(in_height * in_width)
-            rules = (_UNCHANGED, (area / 2, area, 1.0, 0.0, 255.0))
+            rules = (_UNCHANGED, (area / 2, area, 1.0, 1.0, 0.0, 255.0))
     largest = max(in_height * in_width, height * width, in_height * width, height * in_width) * channels
     block = max(1, min(_MAX_BLOCK, _BLOCK_BYTES // (largest * x.weights.itemsize)))
     return _Plan(channels, vertical_first, x, y, rules, between, block)

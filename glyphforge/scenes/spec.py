@@ -43,7 +43,7 @@ from glyphforge.scenes.sources import FONT, FrozenOptions, GlyphPool, Textures
 #: Bumped whenever the same spec would give different bytes; part of `ScatteredGlyphs.params`.
 #: 2: glyph options replace emnist_split/omniglot_sets in the params; Omniglot's
 #: glyph_example_range selects drawers by the rule every dataset shares (`example_bounds`).
-#: 3: glyph positions are drawn from ``rng.random()`` (`composite.place_glyphs`), not ``rng.integers``.
+#: 3: glyph positions are drawn from ``rng.random()`` (`composite.place`), not ``rng.integers``.
 ALGORITHM_VERSION = 3
 #: Tries per glyph position, and fresh starts of a whole scene, before giving up.
 PLACEMENT_ATTEMPTS = 100
@@ -251,7 +251,7 @@ class ScatteredGlyphs:
         ink = np.empty((total, 4), np.int64)  # the kernels' arrays are made here: numba compiles no allocation
         composite.ink_boxes(glyphs, heights, widths, ink)
         positions, boxes = np.zeros((total, 2), np.int64), np.zeros((total, 4), np.int64)
-        failed = composite.place_glyphs(
+        failed = composite.place(
             rng, starts, counts, ink, *self.image_shape, self.max_overlap, PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS,
             positions, boxes,
         )

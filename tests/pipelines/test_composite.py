@@ -18,9 +18,9 @@ def ink_boxes(glyphs, heights, widths):
 
 
 def place_glyphs(rng, starts, counts, ink, *options):
-    """`kernels.place_glyphs` into fresh arrays: ``(positions, boxes, failed)``."""
+    """`kernels.place` into fresh arrays: ``(positions, boxes, failed)``."""
     positions, boxes = np.zeros((len(ink), 2), np.int64), np.zeros((len(ink), 4), np.int64)
-    failed = kernels.place_glyphs(rng, starts, counts, ink, *options, positions, boxes)
+    failed = kernels.place(rng, starts, counts, ink, *options, positions, boxes)
     return positions, boxes, failed
 
 
@@ -168,3 +168,44 @@ def test_ink_boxes_equal_a_pixel_loop_on_random_padded_glyphs():
         assert ink_boxes(glyphs, heights, widths).tolist() == expected
     blank = sum(1 for glyph, h, w in zip(glyphs, *padded, strict=True) if not glyph[:h, :w].any())
     assert 10 < blank < 290  # both kinds occur, and padding pixels are set
+
+
+def _place_one_draw_at_a_time(rng, starts, counts, ink, height, width, max_overlap, attempts, restarts):
+    """`kernels.place` in plain Python, each number drawn from ``rng`` when needed."""
+    positions, boxes = np.zeros((len(ink), 2), np.int64), np.zeros((len(ink), 4), np.int64)
+    for s in range(len(starts)):
+        first, last = starts[s], starts[s] + counts[s]
+        for _ in range(restarts + 1):
+            placed = True
+            for k in range(first, last):
+                box_h, box_w = ink[k, 2] - ink[k, 0], ink[k, 3] - ink[k, 1]
+                for _ in range(attempts):
+                    top, left = int(rng.random() * (height - box_h + 1)), int(rng.random() * (width - box_w + 1))
+                    boxes[k] = top, left, top + box_h, left + box_w
+                    if all(_overlap_fraction(boxes[j], boxes[k]) <= max_overlap for j in range(first, k)):
+                        positions[k] = top - ink[k, 0], left - ink[k, 1]
+                        break
+                else:
+                    placed = False
+                    break
+            if placed:
+                break
+        else:
+            return positions, boxes, s
+    return positions, boxes, -1
+
+
+@pytest.mark.parametrize(("size", "expected_failure"), [(16, False), (11, True)])
+def test_placement_draws_what_one_draw_at_a_time_would_and_leaves_the_generator_there(size, expected_failure):
+    counts = np.full(40, 4, np.int64)  # crowded: many rejections, more numbers than drawn ahead at first
+    starts = np.arange(0, 160, 4, dtype=np.int64)
+    ink = np.tile(np.array([[0, 0, 5, 5]], np.int64), (160, 1))
+    options = (size, size, 0.0, 30, 5)
+    ours, theirs = np.random.default_rng(5), np.random.default_rng(5)
+    positions, boxes, failed = place_glyphs(ours, starts, counts, ink, *options)
+    expected = _place_one_draw_at_a_time(theirs, starts, counts, ink, *options)
+    assert (failed >= 0) == expected_failure
+    assert failed == expected[2]
+    np.testing.assert_array_equal(positions, expected[0])
+    np.testing.assert_array_equal(boxes, expected[1])
+    assert ours.random() == theirs.random()  # the generator is left where the draws ended
