@@ -33,6 +33,8 @@ def unreachable_listings(request: pytest.FixtureRequest) -> Iterator[dict[str, B
     """``{scheme: the listing of <scheme>://gf-nowhere/data}``, for each scheme whose taker the session runs.
 
     Declared in ``tests/conftest.py``. Each store is a port of 127.0.0.1 bound and never listened on.
+    Under pytest-xdist every worker collects every test, so each worker starts them (a second or two of
+    CPU each); the worker that runs a taker takes its result, the others' are killed at the end.
     """
     names = {item.name for item in request.session.items}
     closed = socket.socket()
