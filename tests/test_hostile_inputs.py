@@ -5,7 +5,6 @@ import errno
 import logging
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,9 +19,8 @@ from glyphforge.cache.declared import MAX_SHARDS
 from glyphforge.errors import StorageError
 from glyphforge.scenes.spec import ScatteredGlyphs
 
+from support.cli import BIN
 from support.specs import NoiseSpec
-
-BIN = Path(sys.executable).parent
 
 
 def glyphforge_command(*argv: str | Path) -> tuple[subprocess.CompletedProcess[str], float]:

@@ -28,12 +28,12 @@ from glyphforge.builds.remote import find_built
 from glyphforge.cache import dump_pklz
 from glyphforge.scenes.spec import ScatteredGlyphs
 
+from support.cli import BIN
 from support.dask_cluster import dask_cluster
 from support.specs import NoiseSpec
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TESTS_DIR = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 
 
 def _environment() -> dict[str, str]:

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from support.as_user import GROUP, USER_A, USER_B, run_as, skip_reason
+from support.cli import BIN
 
 pytestmark = pytest.mark.slow
-BIN = Path(sys.executable).parent
 
 #: What B's Python prints of ``find_built``: whether the error is a PermissionError, then its message.
 FIND = ("import sys; from glyphforge.builds.remote import find_built\n"

@@ -27,10 +27,10 @@ from glyphforge import load_mnist
 from glyphforge.cache import CacheStore
 
 from support.as_user import GROUP, USER_A, USER_B, run_as, skip_reason
+from support.cli import BIN
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
 
 pytestmark = pytest.mark.slow
-BIN = Path(sys.executable).parent
 
 #: What B's Python prints of a load: the arrays' sha256, so that the test compares them with its own load.
 LOAD = ("import hashlib, sys; from glyphforge import load_mnist; "

@@ -14,18 +14,16 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from glyphforge.pipelines.download import fetch
 from glyphforge.pipelines.resource import DownloadError, Resource
 
+from support.cli import BIN
 from support.hashes import bytes_hash
 
 HOSTS = ("nonexistent.invalid", "also.nonexistent.invalid")
-BIN = Path(sys.executable).parent
 
 
 @pytest.fixture
