@@ -355,7 +355,8 @@ def stream_rows(data_dir: str) -> np.ndarray:
     """
     stream = open_dataset(data_dir).stream(256, shuffle=True, seed=0)
     plan = stream.plan(0)
-    return np.concatenate([stream._window_rows(plan, 0, number)[0] for number in range(len(plan.ends))])
+    by_place = np.concatenate([stream._window_rows(plan, 0, number)[0] for number in range(len(plan.ends))])
+    return by_place[plan.cut.places(np.arange(plan.n_rows))]  # the parts end to end, in the epoch's order
 
 
 def step_mmap(data_dir: str, export_dir: str, order: str) -> dict:

@@ -1,44 +1,50 @@
-"""`ShardStream`: shuffled batches of a built dataset for training, resumable, the same order on any number of ranks.
+"""`ShardStream`: shuffled batches of a built dataset for training, resumable, divided among ranks and workers.
 
 ``ds.stream(batch_size, shuffle=True, seed=0, epochs=1, drop_last=False, rank=0,
-world_size=1, worker=0, num_workers=1, even_ranks="repeat", window=4, resume=None)`` plans each
-epoch from the shard index alone (no data is read to plan). ``batch_size`` is a rank's
-batch; the **global batch** is ``G = batch_size * world_size`` rows.
+world_size=1, worker=0, num_workers=1, even_ranks="repeat", window=1, partitions=None, turns=None,
+resume=None)`` plans each epoch from the shard index alone (no data is read to plan).
+``batch_size`` is a rank's batch; the **global batch** is ``G = batch_size * world_size`` rows.
 
-1. **The epoch's global order** depends on ``(seed, epoch)`` only, never on the ranks or
-   workers. The shards are permuted by ``default_rng([seed, epoch])`` (kept in order
-   without ``shuffle``) and grouped, in that order, into windows of ``window`` shards
-   (default 4; the last window may hold fewer); window ``k``'s rows are permuted by
-   ``default_rng([seed, epoch, k])``. The epoch's ``N`` rows are the windows end to end.
-2. **Global batches.** That order is cut into global batches of ``G`` rows from the
-   epoch's start (or from where a resumed stream starts, below); the last one holds the
-   ``g = N mod G`` rows left (dropped with ``drop_last``).
+1. **The epoch's global order** depends on ``(seed, shuffle, window, partitions, turns)``,
+   the epoch and ``G``, never on the number of ranks or workers
+   (`glyphforge.builds.stream_plan`): the permuted shards are cut into ``partitions *
+   turns`` parts; global batch ``j`` takes about ``G / partitions`` rows from each of the
+   ``partitions`` lanes of turn ``j mod turns``, each part's rows shuffled a window of
+   ``window`` shards at a time. ``partitions`` and ``turns`` are 8 and 2 by default, 1
+   and 1 without ``shuffle`` (the dataset's own order).
+2. **Global batches** are that order cut into ``G`` rows from the epoch's start (or from
+   where a resumed stream starts, below); the last one holds the ``g = N mod G`` rows left
+   (dropped with ``drop_last``).
 3. **Ranks.** Rank ``r`` takes the positions ``[r * batch_size, (r + 1) * batch_size)`` of
    each full global batch, so the union of the ranks' ``i``-th batches is the same set of
    examples for every ``world_size`` dividing ``G``: a run on 8 ranks of 32 is replayed on
    one rank of 256. Of the short last global batch, rank ``r`` takes positions
    ``[r g / R, (r + 1) g / R)`` (``R = world_size``); with ``even_ranks="repeat"``
-   (default) a rank one row short repeats the row after its part (the next rank's first;
-   the last rank's is the batch's first), so every rank gets ``ceil(g / R)`` rows (at most
-   ``R - 1`` repeats an epoch); with ``"drop"`` a long rank drops its last row (``g // R``
-   each; none left: the batch is dropped). Every rank yields the same number of batches,
-   so data-parallel training never waits on a rank that ran out.
+   (default) a rank one row short repeats its own first row (a rank with none, the
+   batch's first), so every rank gets ``ceil(g / R)`` rows (at most ``R - 1`` repeats an
+   epoch); with ``"drop"`` a long rank drops its last row (``g // R`` each; none left: the
+   batch is dropped). Every rank yields the same number of batches, so data-parallel
+   training never waits on a rank that ran out.
 4. **Workers.** Worker ``w`` of ``W`` yields the rank's batches ``w, w + W, w + 2W, ...``
    (counted from where the iteration starts): a ``DataLoader``, which takes one batch from
    each worker in turn, yields exactly the rank's batches in order, for any ``W``.
 
-Reading: the stream decodes a window at a time, one shard after the other, inflating each
-shard a block of rows at a time into a buffer it reuses and putting the block's rows where
-the window's shuffle puts them (one window, two for a batch across them, and a block of one
-shard in memory, whatever the dataset's size: `BuiltDataset.read_blocks`). A batch lying in
-one window is a view of it, but for the last one an iterator takes from a window: a copy,
-since a loop holds the batch it has while it asks for the next, and the next window is
-decoded into the arrays of a done one, the window just read included, when no batch still
-held is a view of them (memory used before: no fresh pages to fault in), else into new ones.
-Copies and done windows' arrays alike are reused that way (`glyphforge.builds.stream_windows`:
-at most ``SPARE`` done windows, ``SPARE`` + 1 copies kept). Every rank
-(and every worker) decodes every window, since each global batch mixes a window's rows:
-workers parallelise per-batch work (transforms), not decoding.
+**Decoding is divided.** A rank whose number divides ``partitions`` reads only its lanes, and
+a worker whose number (per rank) divides ``turns`` only its turns: each process decodes about
+its share of the shards (the shards cut by a part's edge once more). Other world sizes and
+worker counts read the same order, and the processes sharing a part each decode it. A
+reader holds one decoded window per part it reads (``partitions * turns`` windows of
+``window`` shards in a single process), so ``partitions=1, turns=1, window=4`` is the
+single-process stream of four-shard windows.
+
+Reading: the stream decodes a part's window when a batch first needs it, one shard after
+the other, inflating each shard a block of rows at a time into a buffer it reuses and
+putting the rows where the window's shuffle puts them (`BuiltDataset.read_blocks`). A batch
+lying in one window is a view of it, unless this iterator's next batch reads past it: then a
+copy, so that the next window may be decoded into the arrays of the done one (memory used
+before: no fresh pages to fault in) when no batch still held is a view of them, else into
+new ones. Copies and done windows' arrays alike are reused that way
+(`glyphforge.builds.stream_windows`).
 
 **From the decoded copy.** Once the entry has a decoded copy (made by random access or
 ``ds.materialize()``, by any process), the stream reads there instead of inflating shards
@@ -48,23 +54,26 @@ checks it, and a damaged copy dropped with a WARNING, the stream going on from t
 A dataset opened with ``random_access="decode"`` streams from the shards.
 
 **Resuming.** ``stream.state_dict()`` is small and JSON-able: the format ``version``, the
-dataset's entry ``key``, ``seed``, ``shuffle``, ``window``, ``n_examples``, ``epoch`` and
-``rows`` (the rows of the epoch's global order consumed: global batches consumed times
-``G``), ``base`` (the position of the iteration's batch number 0, which sets the workers'
-turns: negative when the iteration began in an earlier epoch), ``until`` (the epoch an
-iteration under way stops before, else None), ``batch_size`` and ``world_size``.
+dataset's entry ``key``, the order's ``seed``, ``shuffle``, ``window``, ``partitions`` and
+``turns``, ``n_examples``, ``epoch``, ``cut`` (the global batch the epoch's order is cut
+for) and ``rows`` (the rows of the epoch's global order consumed: global batches consumed
+times ``G``), ``base`` (the position of the iteration's batch number 0, which sets the
+workers' turns: negative when the iteration began in an earlier epoch), ``until`` (the
+epoch an iteration under way stops before, else None), ``batch_size`` and ``world_size``.
 ``stream.load_state_dict(state)`` (or ``ds.stream(..., resume=state)``) continues at
-``rows``: the windows before it are skipped by arithmetic, never decoded, and of the window
-it lands in only the rows to come are kept (a shard holding none of them is not read). On the same
-``G`` the batches are exactly those the uninterrupted run would have yielded next, on
-any number of ranks and workers; on another ``G`` the rest of the epoch is cut into the
-new global batches, each example once (plus the repeats of rule 3). The seed, shuffle,
-window and dataset must be the state's: a state saved on another dataset (another entry
-key, whatever its size) is refused (`~glyphforge.builds.stream_state.ForeignStateError`).
-A loop iterating the stream itself reads ``stream.state_dict()``; a loop over a
-``DataLoader`` (whose workers iterate copies) counts its steps and reads
-``stream.state_after(steps)`` (epochs counted by arithmetic, at once for any count); torchdata's
-``StatefulDataLoader`` calls ``state_dict``/``load_state_dict`` in each worker itself.
+``rows``: nothing before it is decoded, and of a window it lands in only the rows to come
+are kept. On the same ``G`` the batches are exactly those the uninterrupted run would have
+yielded next, on any number of ranks and workers (elastic resume: decoding stays divided
+for world sizes dividing ``partitions``); on another ``G`` the rest of the epoch (in the
+order cut for the state's ``G``) is cut into the new global batches, each example once
+(plus the repeats of rule 3), and later epochs are cut for the new ``G``. The seed,
+shuffle, window, partitions, turns and dataset must be the state's: a state saved on
+another dataset (another entry key, whatever its size) is refused
+(`~glyphforge.builds.stream_state.ForeignStateError`). A loop iterating the stream itself
+reads ``stream.state_dict()``; a loop over a ``DataLoader`` (whose workers iterate copies)
+counts its steps and reads ``stream.state_after(steps)`` (epochs counted by arithmetic, at
+once for any count); torchdata's ``StatefulDataLoader`` calls
+``state_dict``/``load_state_dict`` in each worker itself.
 
 **Epochs advance by themselves**: the stream keeps its position, so iterating it again
 continues where the last iteration stopped, the next epoch after a whole one (persistent
@@ -74,14 +83,14 @@ of epoch ``e`` (it stays put when already in epoch ``e``: a resumed epoch goes o
 Within a ``torch.utils.data.DataLoader`` worker the stream reads
 ``torch.utils.data.get_worker_info()`` itself (only when torch is already imported:
 glyphforge never imports it), so ``DataLoader(ds.stream(256), batch_size=None,
-num_workers=4)`` splits the work among the loader's workers, and ``len(stream)`` (the
+num_workers=2)`` splits the work among the loader's workers, and ``len(stream)`` (the
 batches of one iteration: the rest of the current epoch, then whole epochs, up to
 ``epochs``) is what the loader yields.
 """
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -89,39 +98,15 @@ from typing import Any
 import numpy as np
 
 from glyphforge._checks import check_int
+from glyphforge.builds import stream_plan
 from glyphforge.builds.reading import ShardReader
 from glyphforge.builds.stream_copy import CopyReads
+from glyphforge.builds.stream_plan import EpochPlan, Order, plan_epoch
 from glyphforge.builds.stream_state import STATE_VERSION, check_state, count_epochs
-from glyphforge.builds.stream_windows import Placer, Window, Windows, copy_rows
+from glyphforge.builds.stream_windows import Window, Windows, decode_window
 
 EVEN_RANKS = ("repeat", "drop")
-DEFAULT_WINDOW = 4
 Batch = tuple[np.ndarray, dict[str, np.ndarray] | None]
-
-
-@dataclass(frozen=True)
-class EpochPlan:
-    """The global order of one epoch: shards in reading order, grouped into windows (reads no data)."""
-
-    shards: np.ndarray
-    """The epoch's shards, in reading order."""
-    windows: np.ndarray
-    """Window ``k`` is ``shards[windows[k]:windows[k + 1]]``."""
-    ends: np.ndarray
-    """Window ``k`` holds the positions ``[ends[k - 1], ends[k])`` of the epoch's order (``ends[-1] = 0``)."""
-
-    @property
-    def n_rows(self) -> int:
-        return int(self.ends[-1]) if len(self.ends) else 0
-
-    def begin(self, number: int) -> int:
-        """The first position of window ``number``."""
-        return int(self.ends[number - 1]) if number else 0
-
-    @property
-    def largest(self) -> int:
-        """The rows of the largest window."""
-        return int(np.diff(self.ends, prepend=0).max()) if len(self.ends) else 0
 
 
 @dataclass(frozen=True)
@@ -143,7 +128,9 @@ class ShardStream:
     worker: int = 0
     num_workers: int = 1
     even_ranks: str = "repeat"
-    window: int = DEFAULT_WINDOW
+    window: int = stream_plan.DEFAULT_WINDOW
+    partitions: int = None  # type: ignore[assignment]  # None: DEFAULT_PARTITIONS with shuffle, else 1
+    turns: int = None  # type: ignore[assignment]  # None: DEFAULT_TURNS with shuffle, else 1
     epoch: int = field(default=0, init=False)
     """The epoch the next iteration reads; with ``rows``, ``base`` and ``until``, the position (`state_dict`)."""
     rows: int = field(default=0, init=False, repr=False)
@@ -152,6 +139,8 @@ class ShardStream:
     """The epoch the iteration under way stops before (None: none is)."""
     began: tuple[int, int] | None = field(default=None, init=False, repr=False)
     """The position (epoch, rows) where the iteration under way began, in this process."""
+    resumed_cut: tuple[int, int] | None = field(default=None, init=False, repr=False)
+    """``(epoch, G)``: a resumed epoch's order is cut for the global batch ``G`` of the state, not this stream's."""
 
     def __post_init__(self) -> None:
         check_int("batch_size", self.batch_size, 1)
@@ -162,6 +151,9 @@ class ShardStream:
         check_int("num_workers", self.num_workers, 1)
         check_int("worker", self.worker, 0, self.num_workers - 1)
         check_int("window", self.window, 1)
+        for name, default in (("partitions", stream_plan.DEFAULT_PARTITIONS), ("turns", stream_plan.DEFAULT_TURNS)):
+            given = getattr(self, name)
+            object.__setattr__(self, name, check_int(name, given if given is not None else default ** self.shuffle, 1))
         if self.even_ranks not in EVEN_RANKS:
             raise ValueError(f"even_ranks must be one of {', '.join(EVEN_RANKS)}, got {self.even_ranks!r}")
         if self.even_ranks == "drop" and len(self.dataset) < self.world_size:
@@ -217,12 +209,19 @@ class ShardStream:
         return self._state(epoch, rows, rows, until)  # numbered afresh from there: a new loader starts at it
 
     def _order(self) -> dict[str, Any]:
-        """What the epochs' global order depends on (a state must match it)."""
-        return {"seed": self.seed, "shuffle": self.shuffle, "window": self.window, "n_examples": len(self.dataset)}
+        """What the epochs' global order depends on besides the global batch (a state must match it)."""
+        return {"seed": self.seed, "shuffle": self.shuffle, "window": self.window, "partitions": self.partitions,
+                "turns": self.turns, "n_examples": len(self.dataset)}
+
+    def _cut(self, epoch: int) -> int:
+        """The global batch ``epoch``'s order is cut for: this stream's, or a resumed epoch's state's."""
+        resumed = self.resumed_cut
+        return resumed[1] if resumed is not None and resumed[0] == epoch else self.global_batch_size
 
     def _state(self, epoch: int, rows: int, base: int, until: int | None) -> dict[str, Any]:
-        return {"version": STATE_VERSION, "key": self.dataset.key, **self._order(), "epoch": epoch, "rows": rows,
-                "base": base, "until": until, "batch_size": self.batch_size, "world_size": self.world_size}
+        return {"version": STATE_VERSION, "key": self.dataset.key, **self._order(), "epoch": epoch,
+                "cut": self._cut(epoch), "rows": rows, "base": base, "until": until, "batch_size": self.batch_size,
+                "world_size": self.world_size}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue at the position ``state`` holds (from `state_dict` or `state_after`, on any number of ranks).
@@ -237,8 +236,10 @@ class ShardStream:
         """
         check_state(state, self.dataset.key, self.dataset.entry.kind, self._order())
         epoch, rows = check_int("epoch", state["epoch"], 0), check_int("rows", state["rows"], 0, len(self.dataset))
+        cut = check_int("cut", state.get("cut"), 1)
         if rows == len(self.dataset):
             epoch, rows = epoch + 1, 0
+        object.__setattr__(self, "resumed_cut", (epoch, cut) if rows and cut != self.global_batch_size else None)
         same_cut = (state.get("batch_size"), state.get("world_size")) == (self.batch_size, self.world_size)
         in_worker = _torch_worker_info() is not None  # StatefulDataLoader: each worker gets its own state back
         until = state.get("until")  # the iteration under way goes on to its last epoch
@@ -288,13 +289,9 @@ class ShardStream:
 
     # -- planning -------------------------------------------------------------------
     def plan(self, epoch: int) -> EpochPlan:
-        """Return the global order of ``epoch``: its shards and windows (reads no data)."""
-        index = self.dataset.index
-        shards = np.random.default_rng([self.seed, epoch]).permutation(len(index)) if self.shuffle \
-            else np.arange(len(index))
-        windows = np.append(np.arange(0, len(shards), self.window), len(shards)).astype(np.int64)
-        ends = np.cumsum(index.rows[shards])[windows[1:] - 1]
-        return EpochPlan(shards.astype(np.int64), windows, ends)
+        """Return the global order of ``epoch``: its parts and windows (reads no data)."""
+        order = Order(self.seed, self.shuffle, self.window, self.partitions, self.turns)
+        return plan_epoch(self.dataset.index, order, epoch, self._cut(epoch))
 
     def positions(self, start: int, n_rows: int) -> np.ndarray:
         """This rank's positions of the global batch beginning at position ``start`` of an ``n_rows``-row epoch."""
@@ -305,7 +302,7 @@ class ShardStream:
         low, high = self.rank * size // self.world_size, (self.rank + 1) * size // self.world_size
         share = self._last_share(size)
         mine = np.arange(low, low + share, dtype=np.int64)
-        mine[high - low:] = mine[high - low:] % size  # "repeat": the rows after the part ("drop": never reached)
+        mine[high - low:] = low if high > low else 0  # "repeat": its own first row, else the batch's ("drop": never)
         return start + mine
 
     # -- reading ---------------------------------------------------------------------
@@ -327,14 +324,16 @@ class ShardStream:
             first = (self.rows - base) // size
             last = first + self._batches_from(self.rows)
             after = -(last % num_workers) * size  # the next epoch's batches go on being numbered from `last`
-            windows.done_before(len(plan.ends))  # the windows of the epoch before
-            reads.done_before(len(plan.ends))
+            windows.release(list(windows.decoded))  # the windows of the epoch before
+            reads.release(list(reads.windows))
             for number in self._turns(first, last - first, worker, num_workers):
                 start = base + number * size
-                positions = self.positions(start, plan.n_rows)
-                arrays = self._from_copy(reads, plan, epoch, windows, positions)
+                places, numbers = plan.locate(self.positions(start, plan.n_rows))
+                arrays = self._from_copy(reads, plan, epoch, windows, places, numbers)
                 if arrays is None:
-                    arrays = self._gather(reader, plan, epoch, windows, positions, ahead=num_workers * size)
+                    ahead = start + num_workers * size  # this iterator's next batch, if in this epoch
+                    later = partial(self._next_windows, plan, ahead)
+                    arrays = self._gather(reader, plan, epoch, windows, places, numbers, later)
                 if start + size >= plan.n_rows:
                     self._move(epoch + 1, 0, after, until)
                 else:  # one worker: number its batches from here (a loader made from it starts with its first)
@@ -346,102 +345,92 @@ class ShardStream:
         object.__setattr__(self, "began", None)
 
     def _from_copy(
-        self, reads: CopyReads, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray
+        self, reads: CopyReads, plan: EpochPlan, epoch: int, windows: Windows, places: np.ndarray, numbers: np.ndarray
     ) -> dict[str, np.ndarray] | None:
-        """Return the rows at ``positions`` of the epoch's order read from the decoded copy; None: read the shards.
+        """Return the rows at ``places`` (in windows ``numbers``) read from the decoded copy; None: read the shards.
 
         The rows are copies, in arrays ``windows`` reuses (`glyphforge.builds.stream_copy`).
         """
         if not reads.active:
             return None
-        numbers = np.searchsorted(plan.ends, positions, side="right")
+        reads.release(plan.finished(list(reads.windows), numbers))
         low, high = int(numbers.min()), int(numbers.max())
-        reads.done_before(low)
-        if low == high and positions[-1] - positions[0] == len(positions) - 1:  # a run (a wrapped tail ends lower)
+        if low == high and places[-1] - places[0] == len(places) - 1:  # a run (a repeated row ends lower)
             window = reads.rows(low, partial(self._window_rows, plan, epoch, low))
-            return reads.batch(window[positions[0] - plan.begin(low):][:len(positions)], windows.batch)
-        rows = np.empty(len(positions), np.int64)
-        for number in range(low, high + 1):
+            return reads.batch(window[places[0] - plan.begin(low):][:len(places)], windows.batch)
+        rows = np.empty(len(places), np.int64)
+        for number in np.unique(numbers).tolist():
             order, mine = reads.rows(number, partial(self._window_rows, plan, epoch, number)), numbers == number
-            rows[mine] = order[positions[mine] - plan.begin(number)]
+            rows[mine] = order[places[mine] - plan.begin(number)]
         return reads.batch(rows, windows.batch)
 
     def _window_rows(self, plan: EpochPlan, epoch: int, number: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
-        """The dataset's rows of window ``number``, in the epoch's order, and its shards' runs ``(first row, rows)``."""
-        index = self.dataset.index
-        shards = plan.shards[plan.windows[number]:plan.windows[number + 1]]
-        starts, counts = index.start[shards].astype(np.int64), index.rows[shards].astype(np.int64)
+        """The dataset's rows of window ``number``, in the epoch's order, and its pieces' runs ``(first row, rows)``."""
+        pieces = plan.pieces(number)
+        starts = self.dataset.index.start[plan.shard[pieces]].astype(np.int64) + plan.first[pieces]
+        counts = plan.rows[pieces]
         rows = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
         if self.shuffle:  # place j holds the window's row permutation[j] (`_places` is its inverse)
             rows = rows[self._permutation(epoch, number, len(rows))]
         return rows, list(zip(starts.tolist(), counts.tolist(), strict=True))
 
-    def _gather(
-        self, reader: ShardReader, plan: EpochPlan, epoch: int, windows: Windows, positions: np.ndarray,
-        ahead: int = 0,
-    ) -> dict[str, np.ndarray]:
-        """Return the rows at ``positions`` of the epoch's order, decoding windows into ``windows`` as needed.
+    def _next_windows(self, plan: EpochPlan, start: int) -> np.ndarray:
+        """The windows of the batch at position ``start`` (none: past the epoch's end)."""
+        return plan.locate(self.positions(start, plan.n_rows))[1] if start < plan.n_rows else np.empty(0, np.int64)
 
-        Rows in one window are views of it, unless this iterator's next batch (``ahead``
-        positions on) reaches past that window: then copies, so that the next window may be
-        decoded into this one's arrays. Rows across windows are a copy, each window's part
-        taken before the next window is decoded (into the arrays of the one before, when no
-        batch views them).
+    def _gather(
+        self, reader: ShardReader, plan: EpochPlan, epoch: int, windows: Windows, places: np.ndarray,
+        numbers: np.ndarray, later: Callable[[], np.ndarray],
+    ) -> dict[str, np.ndarray]:
+        """Return the rows at ``places`` (in windows ``numbers``), decoding windows into ``windows`` as needed.
+
+        Rows in one window are views of it, unless this iterator's next batch (in the windows
+        ``later()`` returns; none: the epoch ends) reads a later window of its part: then copies, so
+        that the next window may be decoded into this one's arrays. Rows across windows are
+        a copy, a run of rows of one window at a time, each window's rows taken before the
+        next window of its part is decoded (into the arrays of the one before, when no batch
+        views them).
         """
-        numbers = np.searchsorted(plan.ends, positions, side="right")
-        low, high = int(numbers.min()), int(numbers.max())
-        windows.done_before(low)
+        windows.release(plan.finished(list(windows.decoded), numbers))
         decoded = windows.decoded
+        low, high = int(numbers.min()), int(numbers.max())
         if low == high:
             if low not in decoded:
-                decoded[low] = self._decode(reader, plan, epoch, low, int(positions.min()), windows)
+                decoded[low] = self._decode(reader, plan, epoch, low, int(places.min()), windows)
             window = decoded[low]
-            local = positions - window.begin
+            local = places - window.begin
             first, last = int(local[0]), int(local[-1])
             rows: slice | np.ndarray = slice(first, last + 1) if last - first == len(local) - 1 else local
             views = {name: array[rows] for name, array in window.arrays.items()}  # a run of rows: views
-            if int(positions.max()) + ahead < int(plan.ends[low]):
-                return views
-            out = windows.batch(views, len(positions))
+            following = later()
+            if len(following) and not ((following > low) & (plan.part[following] == plan.part[low])).any():
+                return views  # the next batch decodes no later window of this part
+            out = windows.batch(views, len(places))
             for name, view in views.items():
                 out[name][:] = view
             return out
-        out = {}
-        for number in range(low, high + 1):
+        cuts = np.flatnonzero((np.diff(numbers) != 0) | (np.diff(places) != 1)) + 1  # runs of rows of one window
+        starts, stops = [0, *cuts.tolist()], [*cuts.tolist(), len(places)]
+        last_run = {int(numbers[start]): run for run, start in enumerate(starts)}
+        batch: dict[str, np.ndarray] = {}
+        for run, (start, stop) in enumerate(zip(starts, stops, strict=True)):
+            number = int(numbers[start])
             if number not in decoded:
-                decoded[number] = self._decode(reader, plan, epoch, number, int(positions.min()), windows)
-            out = out or windows.batch(decoded[number].arrays, len(positions))
-            copy_rows(out, decoded[number], positions, numbers == number)
-            if number < high:  # its part is taken: its arrays may take the next window
-                windows.done_before(number + 1)
-        return out
+                before = number - 1  # the window before in its part, taken already: its arrays may take this one
+                if before in decoded and plan.part[before] == plan.part[number] and last_run.get(before, -1) < run:
+                    windows.release([before])
+                decoded[number] = self._decode(reader, plan, epoch, number, int(places[numbers == number].min()),
+                                               windows)
+            batch = batch or windows.batch(decoded[number].arrays, len(places))
+            _copy_run(decoded[number], int(places[start]), batch, start, stop)  # binds no window here: see release
+        return batch
 
     def _decode(
         self, reader: ShardReader, plan: EpochPlan, epoch: int, number: int, first: int, windows: Windows
     ) -> Window:
-        """Decode the rows of window ``number`` from position ``first`` of the epoch on (all of them from its start).
-
-        Shard by shard, each shard's rows put where the window's shuffle puts them, into
-        arrays of a done window when ``windows`` has some no batch views, else into new
-        arrays sized for the epoch's largest window (later windows are decoded into them). The
-        rows before ``first`` (consumed: the landing window of a resumed stream) are left out
-        (only the rows to come are written: the pages of the others are never touched), and a
-        shard holding none of the rows to come is not read.
-        """
-        begin = plan.begin(number)
-        size, skip = int(plan.ends[number]) - begin, max(first - begin, 0)
-        places = self._places(epoch, number, size, skip) if self.shuffle else None
-        owners = windows.spare.take(size - skip)
-        at = 0
-        reader.prefetch(plan.shards[plan.windows[number]:plan.windows[min(number + 2, len(plan.windows) - 1)]])
-        for shard in plan.shards[plan.windows[number]:plan.windows[number + 1]].tolist():
-            count = int(reader.index.rows[shard])
-            targets = None if places is None else places[at:at + count]
-            if (at + count > skip) if targets is None else bool((targets >= 0).any()):  # else: all consumed
-                put = Placer(owners, at - skip if targets is None else targets, bool(skip), plan.largest)
-                reader.read_blocks(shard, put, windows.scratch)  # a block of rows at a time: no decoded shard
-            at += count
-        return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)
+        """Decode the rows of window ``number`` from place ``first`` on (`decode_window`)."""
+        return decode_window(reader, plan, number, first, windows,
+                             partial(self._places, epoch, number) if self.shuffle else None)
 
     def _places(self, epoch: int, number: int, size: int, skip: int) -> np.ndarray:
         """Where each row of window ``number`` (``size`` rows, in shard order) goes among its rows from ``skip`` on.
@@ -459,6 +448,13 @@ class ShardStream:
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "
                 f"worker {self.worker}/{self.num_workers}, epoch {self.epoch}, {len(self)} batches>")
+
+
+def _copy_run(window: Window, place: int, out: dict[str, np.ndarray], start: int, stop: int) -> None:
+    """Copy the rows of ``window`` from ``place`` on into ``out[name][start:stop]``."""
+    first = place - window.begin
+    for name, array in window.arrays.items():
+        out[name][start:stop] = array[first:first + stop - start]
 
 
 def _torch_worker_info() -> Any:

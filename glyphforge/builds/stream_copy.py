@@ -99,7 +99,7 @@ class CopyReads:
     """One iteration's reads of the decoded copy (see the module docstring); ``active`` until it has none.
 
     ``windows`` holds the rows (in the window's order) and the row runs of each window the
-    batches under way read, by number (`rows`, `done_before`).
+    batches under way read, by number (`rows`, `release`).
     """
 
     reader: ShardReader
@@ -116,9 +116,9 @@ class CopyReads:
             self.windows[number] = make()
         return self.windows[number][0]
 
-    def done_before(self, number: int) -> None:
-        """Let the windows before ``number`` go: their runs' pages are unmapped."""
-        for done in [done for done in self.windows if done < number]:
+    def release(self, numbers: list[int]) -> None:
+        """Let the windows ``numbers`` go (the batches went past them): their runs' pages are unmapped."""
+        for done in numbers:
             runs = self.windows.pop(done)[1]
             for source in self._sources.values():
                 source.release(runs)

@@ -14,7 +14,7 @@ from typing import Any
 from glyphforge.errors import ArgumentError
 
 #: The version of `ShardStream.state_dict`'s format.
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 class ForeignStateError(ArgumentError, ValueError):
@@ -31,7 +31,7 @@ def check_state(state: Any, key: str, kind: str, order: Mapping[str, Any]) -> No
     key, kind
         The entry key and kind of the stream's dataset.
     order
-        What the stream's global order depends on (seed, shuffle, window, dataset size).
+        What the stream's global order depends on (seed, shuffle, window, partitions, turns, dataset size).
 
     Raises
     ------
@@ -61,7 +61,7 @@ def check_state(state: Any, key: str, kind: str, order: Mapping[str, Any]) -> No
     if differ:
         raise ValueError(f"this stream state was saved with {', '.join(differ)}: resuming would read another "
                          "order, so examples would be repeated or skipped. Open the stream with the state's "
-                         "seed, shuffle and window, over the same built dataset")
+                         "seed, shuffle, window, partitions and turns, over the same built dataset")
 
 
 def count_epochs(batches: int, left: int, per_epoch: int) -> tuple[int, int]:

@@ -7,14 +7,20 @@ are copies are reused the same way (`Windows.batch`).
 """
 from __future__ import annotations
 
+import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from glyphforge.builds.members import Scratch
+from glyphforge.builds.reading import ShardReader
+from glyphforge.builds.stream_plan import EpochPlan
 
-__all__ = ["SPARE", "Placer", "Spare", "Window", "Windows", "copy_rows"]
+__all__ = ["SPARE", "Placer", "Spare", "Window", "Windows", "decode_window"]
+
+log = logging.getLogger(__name__)
 
 #: Sets of a done window's arrays kept to decode later windows into (`Windows`).
 SPARE = 2
@@ -69,9 +75,9 @@ class Windows:
     scratch: Scratch = field(default_factory=Scratch)
     """The buffers shards are inflated into, a block of rows at a time, before their rows are placed."""
 
-    def done_before(self, number: int) -> None:
-        """Let the windows before ``number`` go (the batches go forward): their arrays become spare."""
-        for done in [done for done in self.decoded if done < number]:
+    def release(self, numbers: list[int]) -> None:
+        """Let the windows ``numbers`` go (the batches went past them): their arrays become spare."""
+        for done in numbers:
             self.spare.give(self.decoded.pop(done).owners)
 
     def batch(self, like: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
@@ -124,7 +130,38 @@ class Placer:
             out[places] = block
 
 
-def copy_rows(out: dict[str, np.ndarray], window: Window, positions: np.ndarray, mask: np.ndarray) -> None:
-    """Copy the rows of ``window`` at ``positions[mask]`` to ``out[name][mask]``."""
-    for name, array in window.arrays.items():
-        out[name][mask] = array[positions[mask] - window.begin]
+def decode_window(
+    reader: ShardReader, plan: EpochPlan, number: int, first: int, windows: Windows,
+    shuffle: Callable[[int, int], np.ndarray] | None,
+) -> Window:
+    """Decode the rows of window ``number`` of ``plan`` from place ``first`` on (all of them from its start).
+
+    Piece by piece, each piece's rows put where the window's shuffle puts them
+    (``shuffle(size, skip)``: each row's place among the rows from ``skip`` on; None: in
+    order), into arrays of a done window when ``windows`` has some no batch views, else into
+    new arrays sized for the epoch's largest window (later windows are decoded into them).
+    The rows before ``first`` (consumed: the landing window of a resumed stream, or rows
+    other workers yield) are left out (only the rows to come are written: the pages of the
+    others are never touched), and a piece holding none of the rows to come is not read.
+    Each shard read is logged at DEBUG (which shards a rank or worker reads).
+    """
+    begin = plan.begin(number)
+    size, skip = int(plan.ends[number]) - begin, max(first - begin, 0)
+    places = None if shuffle is None else shuffle(size, skip)
+    owners = windows.spare.take(size - skip)
+    pieces = plan.pieces(number)
+    reader.prefetch(plan.shard[pieces.start:plan.windows[min(number + 2, len(plan.windows) - 1)]])
+    at = 0
+    for shard, start, count in zip(plan.shard[pieces].tolist(), plan.first[pieces].tolist(),
+                                   plan.rows[pieces].tolist(), strict=True):
+        targets = np.arange(at - skip, at - skip + count) if places is None else places[at:at + count]
+        if targets[-1] >= 0 if places is None else bool((targets >= 0).any()):  # else: all consumed
+            whole = int(reader.index.rows[shard])
+            put: np.ndarray | int = targets if places is not None else at - skip
+            if count < whole:  # the part has some of the shard's rows: the others are left out
+                put = np.full(whole, -1, np.int64)
+                put[start:start + count] = targets
+            log.debug("shard %d read (%d of its rows) for window %d", shard, count, number)
+            reader.read_blocks(shard, Placer(owners, put, bool(skip) or count < whole, plan.largest), windows.scratch)
+        at += count
+    return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)

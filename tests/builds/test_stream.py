@@ -150,12 +150,15 @@ def test_the_global_order_does_not_depend_on_the_world_size(rows_1030, world_siz
             assert set(joined.tolist()) == set(batch.tolist()) and len(joined) == -(-22 // world_size) * world_size
 
 
-def test_the_last_global_batch_repeats_the_next_ranks_first_rows(rows_1030):
-    """22 rows left over 4 ranks: parts of 5, 6, 5, 6 rows, each short rank repeats the row after its part."""
+def test_the_last_global_batch_repeats_each_short_ranks_own_first_row(rows_1030):
+    """22 rows left over 4 ranks: parts of 5, 6, 5, 6 rows, each short rank repeats its own first row.
+
+    Its own: a rank reads no lane but its own to make its rows even (decoding stays divided).
+    """
     last = rows_of(rows_1030.stream(48, seed=9))[-1]
     shares = [rows_of(rows_1030.stream(12, seed=9, rank=rank, world_size=4))[-1] for rank in range(4)]
     assert [share.tolist() for share in shares] == [
-        last[0:6].tolist(), last[5:11].tolist(), last[11:17].tolist(), last[16:22].tolist()]
+        [*last[0:5], last[0]], last[5:11].tolist(), [*last[11:16], last[11]], last[16:22].tolist()]
 
 
 def test_a_stream_pickles_small_and_iterates_in_another_process(rows_97, tmp_path):
@@ -184,7 +187,7 @@ def test_bad_stream_arguments_are_named(rows_97, options, message):
 
 
 def test_a_later_window_is_decoded_into_the_arrays_of_a_done_one_no_batch_views(rows_1030):
-    stream = rows_1030.stream(50, seed=3, window=1)
+    stream = rows_1030.stream(50, seed=3, window=1, partitions=1, turns=1)  # one lane: its windows in turn
     assert stream.plan(0).ends[:3].tolist() == [100, 200, 300]  # one shard a window: 2 batches each
     first = None
     for number, (images, targets) in enumerate(stream):
@@ -198,7 +201,8 @@ def test_a_later_window_is_decoded_into_the_arrays_of_a_done_one_no_batch_views(
 
 
 def test_every_window_is_decoded_into_the_same_arrays_when_the_loop_drops_its_batches(rows_1030):
-    stream = rows_1030.stream(50, seed=3)  # windows of 4 shards: 400 rows; the rows of window 0 end at 400
+    # one lane of windows of 4 shards: 400 rows; the rows of window 0 end at 400
+    stream = rows_1030.stream(50, seed=3, window=4, partitions=1, turns=1)
     ends = stream.plan(0).ends.tolist()
     owners, copies = set(), set()
     for number, (images, _) in enumerate(stream):
@@ -283,7 +287,7 @@ def test_a_window_is_decoded_without_a_decoded_shard_beside_it(wide_400):
     # each shard is inflated a block of rows at a time into one reused buffer, its rows placed from there: beside
     # the window only that block and the member's compressed bytes exist, never a decoded shard (fresh memory each)
     shard_bytes = wide_400.nbytes // 4
-    (images, targets), peak = first_batch_peak(wide_400.stream(100, seed=0))
+    (images, targets), peak = first_batch_peak(wide_400.stream(100, seed=0, window=4, partitions=1, turns=1))
     assert images.shape == (100, 64, 64, 3) and len(set(targets["row"].tolist())) == 100
     assert wide_400.nbytes <= peak < wide_400.nbytes + min(shard_bytes, 2 * BLOCK_BYTES), (peak, wide_400.nbytes)
 
@@ -346,8 +350,9 @@ def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_we
     head = [next(batches)[1]["row"] for _ in range(70)]  # 65 batches an epoch: 5 into the second
     state = json.loads(json.dumps(stream.state_dict()))
     assert stream.state_after(70) == state  # a loop counting its steps over the stream itself says the same
-    assert state == {"version": 1, "key": rows_1030.key, "seed": 6, "shuffle": True, "window": 4, "n_examples": 1030,
-                     "epoch": 1, "rows": 80, "base": 80, "until": 2, "batch_size": 16, "world_size": 1}
+    assert state == {"version": 2, "key": rows_1030.key, "seed": 6, "shuffle": True, "window": 1, "partitions": 8,
+                     "turns": 2, "n_examples": 1030, "epoch": 1, "cut": 16, "rows": 80, "base": 80, "until": 2,
+                     "batch_size": 16, "world_size": 1}
     resumed = rows_1030.stream(16, seed=6, resume=state)
     assert len(resumed) == 60
     rest = rows_of(resumed)  # the rest of the iteration under way: up to the end of epoch 1
@@ -371,16 +376,21 @@ def with_shards_zeroed(dataset, shards, tmp_path):
 
 def test_resuming_skips_the_consumed_windows_without_reading_them(rows_1030, tmp_path):
     """A copy of the entry whose consumed shards are overwritten with zeros still resumes."""
-    stream = rows_1030.stream(50, seed=4, window=2)
+    options = dict(seed=4, window=2, partitions=2, turns=1)
+    stream = rows_1030.stream(50, **options)
     plan = stream.plan(0)
-    consumed_windows = int(np.searchsorted(plan.ends, 600, side="right"))  # 12 batches of 50: windows 0 to 2 are done
-    assert consumed_windows == 3 and plan.ends[2] < 600 < plan.ends[3]
-    damaged = with_shards_zeroed(rows_1030, plan.shards[:plan.windows[consumed_windows]].tolist(), tmp_path)
+    consumed = np.zeros(plan.n_rows, bool)  # 12 batches of 50: the first 300 places of each part
+    consumed[plan.cut.places(np.arange(600))] = True
+    done = [number for number in range(len(plan.ends)) if consumed[plan.begin(number):plan.ends[number]].all()]
+    pieces = np.concatenate([np.arange(len(plan.shard))[plan.pieces(number)] for number in done])
+    shards = set(plan.shard[pieces].tolist()) - set(np.delete(plan.shard, pieces).tolist())  # wholly in done windows
+    assert len(done) == 2 and len(shards) == 3
+    damaged = with_shards_zeroed(rows_1030, sorted(shards), tmp_path)
     with pytest.raises(CorruptPklzError):
-        rows_of(damaged.stream(50, seed=4, window=2))
+        rows_of(damaged.stream(50, **options))
     state = stream.state_after(12)
     assert state["rows"] == 600
-    rest = rows_of(damaged.stream(50, seed=4, window=2, resume=state))
+    rest = rows_of(damaged.stream(50, **options, resume=state))
     assert all(np.array_equal(a, b) for a, b in zip(rest, rows_of(stream)[12:], strict=True)) and len(rest) == 9
 
 
@@ -467,11 +477,13 @@ def test_iterating_again_starts_the_next_epoch_unless_set_epoch_says_otherwise(r
 
 
 @pytest.mark.parametrize(("state", "message"), [
-    ({"version": 9}, "not a stream state of format version 1"),
-    (dict(version=1, seed=5, shuffle=True, window=4, n_examples=97, epoch=0, rows=0, base=0, batch_size=4,
-          world_size=1), r"saved with seed 5 \(this stream: 3\): resuming would read another order"),
-    (dict(version=1, seed=3, shuffle=True, window=2, n_examples=96, epoch=0, rows=0, base=0, batch_size=4,
-          world_size=1), r"window 2 \(this stream: 4\), n_examples 96 \(this stream: 97\)"),
+    ({"version": 9}, "not a stream state of format version 2"),
+    (dict(version=2, seed=5, shuffle=True, window=1, partitions=8, turns=2, n_examples=97, epoch=0, cut=4, rows=0,
+          base=0, batch_size=4, world_size=1), r"saved with seed 5 \(this stream: 3\): resuming would read another"),
+    (dict(version=2, seed=3, shuffle=True, window=2, partitions=8, turns=2, n_examples=96, epoch=0, cut=4, rows=0,
+          base=0, batch_size=4, world_size=1), r"window 2 \(this stream: 1\), n_examples 96 \(this stream: 97\)"),
+    (dict(version=2, seed=3, shuffle=True, window=1, partitions=16, turns=1, n_examples=97, epoch=0, cut=4, rows=0,
+          base=0, batch_size=4, world_size=1), r"partitions 16 \(this stream: 8\), turns 1 \(this stream: 2\)"),
 ])
 def test_a_state_of_another_order_is_refused(rows_97, state, message):
     with pytest.raises(ValueError, match=message):

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from glyphforge.builds import build
@@ -64,6 +65,24 @@ def read_logs(files: list[Path]) -> list[tuple[int, int, list[int]]]:
             for path in files for epoch, number, *ids in (line.split() for line in path.read_text().splitlines())]
 
 
+def shards_read(out: Path, epoch: int) -> dict[tuple[int, int], set[int]]:
+    """The shards each (rank, DataLoader worker) decoded in ``epoch`` (its log of glyphforge's DEBUG lines)."""
+    reads: dict[tuple[int, int], set[int]] = collections.defaultdict(set)
+    for path in out.glob(f"reads-{epoch}-rank*-worker*.log"):
+        rank, worker = (int(part.removeprefix("rank").removeprefix("worker")) for part in path.stem.split("-")[2:4])
+        reads[rank, worker] |= {int(line.split()[1]) for line in path.read_text().splitlines() if " read " in line}
+    return reads
+
+
+def own_shards(dataset, world_size: int, rank: int, turn: int) -> set[int]:
+    """The shards of epoch 0's parts of ``rank``'s lanes in ``turn`` (`glyphforge.builds.stream_plan`)."""
+    stream = dataset.stream(GLOBAL_BATCH // world_size, seed=11, rank=rank, world_size=world_size)
+    plan, lanes = stream.plan(0), stream.partitions // world_size
+    parts = [lane * stream.turns + turn for lane in range(rank * lanes, (rank + 1) * lanes)]
+    pieces = np.repeat(plan.part, np.diff(plan.windows))
+    return set(plan.shard[np.isin(pieces, parts)].tolist())
+
+
 def test_a_torchrun_job_killed_mid_epoch_resumes_on_three_ranks_and_sees_every_example_once(tmp_path):
     import torch
 
@@ -80,6 +99,14 @@ def test_a_torchrun_job_killed_mid_epoch_resumes_on_three_ranks_and_sees_every_e
     assert (saved["epoch"], saved["rows"], saved["world_size"]) == (0, 8 * GLOBAL_BATCH, 2)  # steps 9 and 10 are lost
     first_logs = sorted(out.glob("ids-*.txt"))
     assert len(first_logs) == 2
+    # decoding divided: 2 ranks (dividing the 8 partitions) of 2 workers (dividing the 2 turns): each process
+    # decoded only the shards of its own 4 parts, about a quarter of the 20
+    first_reads = shards_read(out, 0)
+    assert set(first_reads) == {(rank, worker) for rank in range(2) for worker in range(2)}
+    for (rank, worker), shards in first_reads.items():
+        assert shards and shards <= own_shards(dataset, 2, rank, worker), (rank, worker, shards)
+    for path in out.glob("reads-*.log"):
+        path.unlink()
 
     second = torchrun(3, data_dir, dataset.key, out)
     try:
@@ -98,3 +125,8 @@ def test_a_torchrun_job_killed_mid_epoch_resumes_on_three_ranks_and_sees_every_e
         assert sorted(seen.values())[-2:] == [1, 2] and sum(seen.values()) == N_EXAMPLES + 1
         batches = collections.Counter(number for e, number, _ in kept + resumed if e == epoch)
         assert batches == {number: 2 if (epoch, number) < (0, 8) else 3 for number in range(34)}  # once a rank
+    # 3 ranks do not divide the 8 partitions: a rank's rows span 3 lanes; each worker still reads one turn, so
+    # each process decodes well under all 20 shards of an epoch, and every shard is read by some process
+    reads = shards_read(out, 1)
+    assert len(reads) == 6 and all(len(shards) <= 12 for shards in reads.values()), reads
+    assert set().union(*reads.values()) == set(range(20))

@@ -9,13 +9,17 @@ a ``DataLoader`` of ``--workers`` workers. Every ``--every`` steps rank 0 writes
 ``OUT/checkpoint.pt`` (the model, the optimizer and the stream's state, atomically); a
 run finding one resumes from it, on any number of processes. Each rank appends one line
 per batch to ``OUT/ids-<run>-rank<r>.txt``: ``epoch batch id id ...`` (``batch`` is the
-global batch's number within its epoch). With ``--hold-after STEP`` every rank stops after
+global batch's number within its epoch). Each DataLoader worker logs the shards it decodes
+to ``OUT/reads-<epoch>-rank<r>-worker<w>-<pid>.log`` (glyphforge's DEBUG lines: one a shard
+read). With ``--hold-after STEP`` every rank stops after
 that step (``OUT/holding-rank<r>`` says so) and waits to be killed. A run that ends writes
 ``OUT/done``: its number of processes and steps.
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import logging
 import os
 import time
 import uuid
@@ -35,6 +39,14 @@ def save_checkpoint(out: Path, model: torch.nn.Module, optimizer: torch.optim.Op
     draft = out / f".{CHECKPOINT}.{uuid.uuid4().hex}"
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "stream": state}, draft)
     os.replace(draft, out / CHECKPOINT)
+
+
+def log_reads(out: Path, rank: int, epoch: int, worker: int) -> None:
+    """A DataLoader worker's ``worker_init_fn``: log each shard the stream decodes here to a file of its own."""
+    handler = logging.FileHandler(out / f"reads-{epoch}-rank{rank}-worker{worker}-{os.getpid()}.log")
+    reads = logging.getLogger("glyphforge.builds.stream_windows")
+    reads.setLevel(logging.DEBUG)
+    reads.addHandler(handler)
 
 
 def main() -> None:
@@ -66,7 +78,8 @@ def main() -> None:
     step = 0
     for epoch in range(stream.epoch, args.epochs):
         stream.set_epoch(epoch)  # the workers iterate copies: tell this one (a resumed epoch stays where it was)
-        loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=args.workers)
+        loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=args.workers,
+                                             worker_init_fn=functools.partial(log_reads, args.out, rank, epoch))
         for steps, (images, targets) in enumerate(loader, 1):
             position = stream.state_after(steps - 1)
             number = position["rows"] // stream.global_batch_size
