@@ -5,7 +5,9 @@ memory into shared memory then, copying it, unless it is there already (then onl
 goes). So, in a worker, `SharedBatches` makes each batch's arrays as tensors in shared memory
 (as torch's own ``default_collate`` does for the batches it assembles in a worker), the stream
 gathers its rows into them (its one copy), and yields the tensors: torch's ``default_convert``
-leaves them as they are and pickling copies nothing. Every batch is fresh memory (the loop may
+leaves them as they are and pickling copies nothing. A batch's tensors are views of one block
+of shared memory: one block made and one file descriptor passed to the loop a batch (torch
+passes one per storage, over a connection of its own), not one per array. Every batch is fresh memory (the loop may
 hold it as long as it likes; the worker cannot know when it lets it go), never a view of a
 window or a reused array. Outside a worker nothing of this runs.
 
@@ -18,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TORCH_LEAVES", "SharedBatches", "torch_worker_info"]
+__all__ = ["ALIGN", "TORCH_LEAVES", "SharedBatches", "torch_worker_info"]
 
 #: The dtype kinds of arrays torch's ``default_convert`` leaves as numpy (strings, objects): made as such.
 TORCH_LEAVES = "SUO"
+#: Bytes each array of a batch's block starts at a multiple of.
+ALIGN = 64
 
 
 def torch_worker_info() -> Any:
@@ -37,19 +41,27 @@ class SharedBatches:
         self._made: dict[str, tuple[np.ndarray, Any]] = {}
 
     def batch(self, like: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
-        """Arrays of ``rows`` rows shaped as ``like``'s, each the memory of a new tensor in shared memory.
+        """Arrays of ``rows`` rows shaped as ``like``'s: the memory of new tensors, one block of shared memory for all.
 
-        The `~glyphforge.builds.stream_windows.Windows.batch` of a stream in a worker.
+        The `~glyphforge.builds.stream_windows.Windows.batch` of a stream in a worker. The
+        tensors share one storage, so the batch is one block to make and one handle to send
+        (a pickler sends an object once).
         """
         torch = sys.modules["torch"]
+        shapes = {name: (rows, *array.shape[1:]) for name, array in like.items()}
+        numeric = [name for name, array in like.items() if array.dtype.kind not in TORCH_LEAVES]
+        offsets, end = {}, 0
+        for name in numeric:
+            offsets[name] = -(-end // ALIGN) * ALIGN
+            end = offsets[name] + int(np.prod(shapes[name])) * like[name].itemsize
+        storage = torch.UntypedStorage._new_shared(end) if numeric else None
         self._made = {}
         for name, array in like.items():
-            shape = (rows, *array.shape[1:])
-            if array.dtype.kind in TORCH_LEAVES:
-                self._made[name] = (np.empty(shape, array.dtype),) * 2
+            if name not in offsets:
+                self._made[name] = (np.empty(shapes[name], array.dtype),) * 2
                 continue
-            storage = torch.UntypedStorage._new_shared(int(np.prod(shape)) * array.itemsize)
-            tensor = torch.empty(0, dtype=torch.from_numpy(array[:0]).dtype).set_(storage, 0, shape)
+            tensor = torch.empty(0, dtype=torch.from_numpy(array[:0]).dtype)
+            tensor.set_(storage, offsets[name] // array.itemsize, shapes[name])
             self._made[name] = (tensor.numpy(), tensor)
         return {name: made[0] for name, made in self._made.items()}
 

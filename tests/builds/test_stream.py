@@ -346,13 +346,18 @@ def in_worker(batch) -> tuple[Any, Any, list[tuple[bool, bool]]]:
     """A DataLoader's ``collate_fn``: runs in the worker on each batch, before the batch is pickled to the loop.
 
     Returns the batch as torch's ``default_convert`` makes it and, for each tensor of it, whether
-    it is in shared memory (then pickling copies nothing) and its storage only its own bytes.
+    it is in shared memory (then pickling copies nothing) and its storage is the batch's: one
+    storage for all of the batch's tensors (one handle to send), of the batch's bytes (no view
+    of a larger array).
     """
     import torch.utils.data
 
     images, targets = torch.utils.data.default_convert(batch)
     tensors = [array for array in (images, *targets.values()) if isinstance(array, torch.Tensor)]
-    return images, targets, [(tensor.is_shared(), tensor.untyped_storage().nbytes() == tensor.nbytes)
+    storage = images.untyped_storage()
+    batch_bytes = sum(tensor.nbytes for tensor in tensors)
+    return images, targets, [(tensor.is_shared(), tensor.untyped_storage().data_ptr() == storage.data_ptr()
+                              and batch_bytes <= storage.nbytes() < batch_bytes + 64 * len(tensors))
                              for tensor in tensors]
 
 
