@@ -85,7 +85,8 @@ Within a ``torch.utils.data.DataLoader`` worker the stream reads
 glyphforge never imports it), so ``DataLoader(ds.stream(256), batch_size=None,
 num_workers=2)`` splits the work among the loader's workers, and ``len(stream)`` (the
 batches of one iteration: the rest of the current epoch, then whole epochs, up to
-``epochs``) is what the loader yields.
+``epochs``) is what the loader yields. There each batch is gathered straight into tensors in
+shared memory, which reach the loop with no copy beside (`glyphforge.builds.stream_torch`).
 """
 from __future__ import annotations
 
@@ -103,6 +104,7 @@ from glyphforge.builds.reading import ShardReader
 from glyphforge.builds.stream_copy import CopyReads
 from glyphforge.builds.stream_plan import EpochPlan, Order, plan_epoch
 from glyphforge.builds.stream_state import STATE_VERSION, check_state, count_epochs
+from glyphforge.builds.stream_torch import SharedBatches, torch_worker_info
 from glyphforge.builds.stream_windows import Window, Windows, decode_window
 
 EVEN_RANKS = ("repeat", "drop")
@@ -241,7 +243,7 @@ class ShardStream:
             epoch, rows = epoch + 1, 0
         object.__setattr__(self, "resumed_cut", (epoch, cut) if rows and cut != self.global_batch_size else None)
         same_cut = (state.get("batch_size"), state.get("world_size")) == (self.batch_size, self.world_size)
-        in_worker = _torch_worker_info() is not None  # StatefulDataLoader: each worker gets its own state back
+        in_worker = torch_worker_info() is not None  # StatefulDataLoader: each worker gets its own state back
         until = state.get("until")  # the iteration under way goes on to its last epoch
         if until is not None:
             check_int("until", until, epoch)
@@ -308,7 +310,7 @@ class ShardStream:
     # -- reading ---------------------------------------------------------------------
     def __iter__(self) -> Iterator[Batch]:
         worker, num_workers = self.worker, self.num_workers
-        info = _torch_worker_info()
+        info = torch_worker_info()
         if info is not None:  # inside a DataLoader worker: split this stream among the loader's workers too
             worker, num_workers = worker * info.num_workers + info.id, num_workers * info.num_workers
         # each shard is read once: keep none; the decoded copy is read when there is one, unless random_access="decode"
@@ -318,7 +320,8 @@ class ShardStream:
         size = self.global_batch_size
         until = self.epoch + self.epochs if self.until is None else self.until
         object.__setattr__(self, "began", (self.epoch, self.rows))
-        windows, reads = Windows(), CopyReads(reader)
+        shared = None if info is None else SharedBatches()  # a worker's batches: tensors in shared memory
+        windows, reads = Windows(make=None if shared is None else shared.batch), CopyReads(reader)
         for epoch in range(self.epoch, until):
             plan, base = self.plan(epoch), self.base
             first = (self.rows - base) // size
@@ -332,12 +335,14 @@ class ShardStream:
                 arrays = self._from_copy(reads, plan, epoch, windows, places, numbers)
                 if arrays is None:
                     ahead = start + num_workers * size  # this iterator's next batch, if in this epoch
-                    later = partial(self._next_windows, plan, ahead)
+                    later = partial(self._next_windows, plan, ahead) if shared is None else partial(
+                        np.empty, 0, np.int64)  # in a worker no batch is a view: as if no batch came next
                     arrays = self._gather(reader, plan, epoch, windows, places, numbers, later)
                 if start + size >= plan.n_rows:
                     self._move(epoch + 1, 0, after, until)
                 else:  # one worker: number its batches from here (a loader made from it starts with its first)
                     self._move(epoch, start + size, base if num_workers > 1 else None, until)
+                arrays = arrays if shared is None else shared.tensors(arrays)
                 images = arrays.pop(image_name)
                 yield images, arrays or None
             self._move(epoch + 1, 0, after, until)
@@ -455,12 +460,6 @@ def _copy_run(window: Window, place: int, out: dict[str, np.ndarray], start: int
     first = place - window.begin
     for name, array in window.arrays.items():
         out[name][start:stop] = array[first:first + stop - start]
-
-
-def _torch_worker_info() -> Any:
-    """``torch.utils.data.get_worker_info()`` when torch is already imported, else None (never imports it)."""
-    torch = sys.modules.get("torch")
-    return None if torch is None else torch.utils.data.get_worker_info()
 
 
 def open_stream(

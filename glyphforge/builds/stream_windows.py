@@ -74,6 +74,8 @@ class Windows:
     copies: Spare = field(default_factory=lambda: Spare(SPARE + 1))
     scratch: Scratch = field(default_factory=Scratch)
     """The buffers shards are inflated into, a block of rows at a time, before their rows are placed."""
+    make: Callable[[dict[str, np.ndarray], int], dict[str, np.ndarray]] | None = None
+    """Makes every batch that is a copy instead, never reused (a DataLoader worker's: in shared memory)."""
 
     def release(self, numbers: list[int]) -> None:
         """Let the windows ``numbers`` go (the batches went past them): their arrays become spare."""
@@ -82,6 +84,8 @@ class Windows:
 
     def batch(self, like: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
         """Arrays of ``rows`` rows shaped as ``like``'s for a batch that is a copy (kept ones nothing views, or new)."""
+        if self.make is not None:
+            return self.make(like, rows)
         owners = self.copies.take(rows)
         for name, array in like.items():
             if name not in owners:

@@ -342,6 +342,49 @@ def test_a_torch_dataloader_with_workers_yields_every_row_once(rows_1030, start)
     assert all(np.array_equal(a, b) for a, b in zip(without_workers, rows, strict=True))  # the same, in order
 
 
+def in_worker(batch) -> tuple[Any, Any, list[tuple[bool, bool]]]:
+    """A DataLoader's ``collate_fn``: runs in the worker on each batch, before the batch is pickled to the loop.
+
+    Returns the batch as torch's ``default_convert`` makes it and, for each tensor of it, whether
+    it is in shared memory (then pickling copies nothing) and its storage is the batch's: one
+    storage for all of the batch's tensors (one handle to send), of the batch's bytes (no view
+    of a larger array).
+    """
+    import torch.utils.data
+
+    images, targets = torch.utils.data.default_convert(batch)
+    tensors = [array for array in (images, *targets.values()) if isinstance(array, torch.Tensor)]
+    storage = images.untyped_storage()
+    batch_bytes = sum(tensor.nbytes for tensor in tensors)
+    return images, targets, [(tensor.is_shared(), tensor.untyped_storage().data_ptr() == storage.data_ptr()
+                              and batch_bytes <= storage.nbytes() < batch_bytes + 64 * len(tensors))
+                             for tensor in tensors]
+
+
+@needs_torch
+@pytest.mark.parametrize("source", ["shards", "decoded copy"])
+def test_dataloader_workers_yield_batches_in_shared_memory_of_their_own_size(rows_1030, tmp_path, source):
+    import torch.utils.data
+
+    dataset = rows_1030.reopened(random_access="decode")
+    if source == "decoded copy":
+        dataset = build(RowSpec(), data_dir=tmp_path, progress=False)
+        dataset.materialize()
+        shards = dataset.path / "arrays.pklz"
+        shards.write_bytes(bytes(shards.stat().st_size))  # only the copy can serve the workers
+    expected = [(images.copy(), {name: array.copy() for name, array in targets.items()})
+                for images, targets in dataset.stream(48, seed=3)]  # batches in a window and across two
+    loader = torch.utils.data.DataLoader(dataset.stream(48, seed=3), batch_size=None, num_workers=2,
+                                         multiprocessing_context="fork", collate_fn=in_worker)
+    found = list(loader)
+    assert [checks for _, _, checks in found] == [[(True, True)] * 2] * len(expected)  # images and rows
+    for (images, targets, _), (want_images, want_targets) in zip(found, expected, strict=True):
+        assert images.numpy().dtype == want_images.dtype and np.array_equal(images.numpy(), want_images)
+        assert np.array_equal(targets["row"].numpy(), want_targets["row"])
+        assert np.array_equal(targets["name"], want_targets["name"])  # strings: numpy, as default_convert leaves
+    assert sorted(np.concatenate([targets["row"] for _, targets in expected]).tolist()) == list(range(1030))
+
+
 # -- resuming -------------------------------------------------------------------------------------
 def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_were_next(rows_1030):
     whole = rows_of(rows_1030.stream(16, seed=6, epochs=2))
