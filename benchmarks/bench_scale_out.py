@@ -2,6 +2,7 @@
 
     python benchmarks/bench_scale_out.py --workdir /tmp/bench-scale-out        # 100,000 font scenes
     python benchmarks/bench_scale_out.py --examples 20000 --rounds 1           # a quick look
+    python benchmarks/bench_scale_out.py --partitions 16                       # 16 lanes: W=16 divides
 
 Builds (once, kept in ``--workdir``: ``bench_read.py``'s `prepare`) black 48x48x3 scenes of
 font glyphs in shards of 1,000 rows, then, on that dataset, each in a fresh process (peak RSS
@@ -66,7 +67,7 @@ def children_peak_mb() -> list[float]:
     return peaks
 
 
-def step_epochs(data_dir: str, source: str, workers: str) -> dict:
+def step_epochs(data_dir: str, source: str, order: str, workers: str) -> dict:
     """``EPOCHS`` shuffled epochs of batches of 256, in this process (``workers="0"``) or through a DataLoader."""
     num_workers, torch_mb = int(workers), 0.0
     if num_workers:
@@ -74,7 +75,7 @@ def step_epochs(data_dir: str, source: str, workers: str) -> dict:
 
         torch_mb = peak_mb()  # what importing torch takes, before glyphforge does anything
     ds = open_dataset(data_dir).reopened(random_access="decode" if source == "shards" else "auto")
-    stream = ds.stream(256, shuffle=True, seed=0)
+    stream = ds.stream(256, shuffle=True, seed=0, **json.loads(order))
     batches: Any = stream if not num_workers else torch.utils.data.DataLoader(
         stream, batch_size=None, num_workers=num_workers, persistent_workers=False)
     rates, cpu_rates, worker_mb = [], [], []
@@ -93,12 +94,13 @@ def step_epochs(data_dir: str, source: str, workers: str) -> dict:
             "torch_mb": torch_mb}
 
 
-def step_rank(data_dir: str, source: str, world_size: str) -> dict:
+def step_rank(data_dir: str, source: str, order: str, world_size: str) -> dict:
     """One epoch of rank 0 of ``world_size`` (batches of ``256 // world_size``) in this process."""
     size = int(world_size)
     ds = open_dataset(data_dir).reopened(random_access="decode" if source == "shards" else "auto")
     count, started, cpu = 0, time.perf_counter(), time.process_time()
-    for images, _targets in ds.stream(256 // size, shuffle=True, seed=0, rank=0, world_size=size):
+    for images, _targets in ds.stream(256 // size, shuffle=True, seed=0, rank=0, world_size=size,
+                                      **json.loads(order)):
         count += len(images)
     return {"seconds": time.perf_counter() - started, "cpu": time.process_time() - cpu, "rows": count,
             "mb": peak_mb()}
@@ -149,6 +151,8 @@ def main() -> None:
     parser.add_argument("--source", choices=["shards", "copy"], default="shards",
                         help="what the stream reads: the shards, or the decoded copy (made if missing)")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "glyphforge-bench-scale-out")
+    parser.add_argument("--partitions", type=int, help="the streams' partitions (default: the stream's own)")
+    parser.add_argument("--turns", type=int, help="the streams' turns (default: the stream's own)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
     if args.child:
@@ -163,10 +167,13 @@ def main() -> None:
         remove_decoded_copy(data_dir)
     print(f"entry {os.environ[ENTRY_KEY]}, reading the {args.source}; loader epochs timed from the first batch "
           "asked for: worker start-up inside")
+    order = json.dumps({name: value for name, value in (("partitions", args.partitions), ("turns", args.turns))
+                        if value is not None})
+    print(f"stream options {order}")
     for number in range(1, args.rounds + 1):
-        runs = {name: run_step("epochs", data_dir, args.source, workers)
+        runs = {name: run_step("epochs", data_dir, args.source, order, workers)
                 for name, workers in (("main", "0"), ("loader 1", "1"), ("loader 2", "2"))}
-        ranks = {size: run_step("rank", data_dir, args.source, str(size)) for size in WORLD_SIZES}
+        ranks = {size: run_step("rank", data_dir, args.source, order, str(size)) for size in WORLD_SIZES}
         report_round(number, runs, ranks)
 
 
