@@ -134,14 +134,14 @@ def report_round(number: int, runs: dict[str, dict], ranks: dict[int, dict]) -> 
         mb += "" if max(run["mb"], run["worker_mb"]) <= GOALS["mb"] else " > 200"
         print(f"{name:26s} {run['rates'][0]:13,.0f} {run['rates'][1]:13,.0f} {ratios:>13s} {cpu:>17s} "
               f"{cpu_ratio:11.2f} {mb:>15s}{met}")
-    print("rank 0 of world size W: one epoch (time, CPU s, x W=1, peak MB)")
+    print("rank 0 of world size W: one epoch (time, CPU s, x W=1, the whole job's ex/s with a core a rank, peak MB)")
     one = ranks[1]
     for size, run in ranks.items():
         goal = GOALS.get(f"rank {size}")
-        ratio = run["seconds"] / one["seconds"]
+        ratio, job = run["seconds"] / one["seconds"], size * run["rows"] / run["seconds"]
         met = "" if goal is None else f"  goal <= {goal}x: {'yes' if ratio <= goal else 'NO'}"
         print(f"  W={size:<3d} {run['rows']:8,d} rows  {run['seconds']:6.2f} s  CPU {run['cpu']:6.2f} s  "
-              f"{ratio:5.2f}x (CPU {run['cpu'] / one['cpu']:.2f}x)  {run['mb']:.0f} MB{met}")
+              f"{ratio:5.2f}x (CPU {run['cpu'] / one['cpu']:.2f}x)  job {job:9,.0f} ex/s  {run['mb']:.0f} MB{met}")
 
 
 def main() -> None:
