@@ -2,7 +2,7 @@
 
 No byte of a damaged copy reaches a caller: every read path (``ds[i]``, ``take``, ``ds.arrays``,
 a DataLoader) returns the exact rows, the copy is dropped with a WARNING naming its file, and
-``glyphforge cache verify`` (the real CLI) reports it. A ``<key>.decoded`` that is not
+``glyphforge cache verify`` (its entry point, in this process) reports it. A ``<key>.decoded`` that is not
 glyphforge's (a symbolic link) is never read or touched. Real builds, real files damaged on
 disk, the entry read from a path and from file://, HTTP, S3 (moto) and GCS (emulator) URLs.
 """
@@ -22,7 +22,7 @@ from glyphforge.builds.materialize import ForeignCopyError
 from glyphforge.cache.companion_record import verify_record
 from glyphforge.errors import StorageError
 
-from support.cli import run, run_here
+from support.cli import run_here
 from support.copy_backends import built_rows, fresh_build, opener, source  # noqa: F401 (fixtures)
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.s3_server import s3_server  # noqa: F401 (fixture)
@@ -190,10 +190,10 @@ def test_a_copy_without_checksums_is_made_again(built_rows, tmp_path, caplog):
 def test_cache_verify_reports_a_damaged_copy_and_what_to_do(built_rows, tmp_path):
     data = tmp_path / "data"
     copy = fresh_build(built_rows, tmp_path).reopened().materialize()
-    whole = run("glyphforge", "cache", "verify", "--data-dir", data)
+    whole = run_here("glyphforge", "cache", "verify", "--data-dir", data)
     assert whole.returncode == 0 and "all 1 entry" in whole.stdout, whole.stderr
     attack(copy)
-    damaged = run("glyphforge", "cache", "verify", "--data-dir", data)
+    damaged = run_here("glyphforge", "cache", "verify", "--data-dir", data)
     assert damaged.returncode == 1 and "Traceback" not in damaged.stderr
     for name in ("images.npy", "row.npy"):
         assert f"CORRUPT {copy / name}: sha256 differs from the decoded copy's record" in damaged.stdout

@@ -1,5 +1,7 @@
 """`glyphforge export` never loses a user's files (issue #22): what --overwrite replaces, symlinks, mount
-points, full and read-only disks, and exports running at once. Each test runs the installed command.
+points, full and read-only disks, and exports running at once. Each test runs the command: in this process
+(`support.cli.run_here`), or as the installed command where the process is the point (exports running at once)
+and for its exit statuses.
 
 The mounts are real tmpfs mounts (root only: skipped with the reason elsewhere).
 """
@@ -22,6 +24,7 @@ from PIL import Image
 import glyphforge
 from glyphforge.builds import BuiltDataset, build
 
+from support.cli import run_here
 from support.mounts import tmpfs
 from support.specs import RowSpec
 
@@ -46,12 +49,18 @@ def data_dir(built) -> Path:
     return built.path.parents[2]
 
 
-def export(data_dir: Path, *argv: str | Path, cwd: Path | None = None,
-           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``glyphforge export test-rows ARGV`` (with ``--data-dir``, unless ``env`` gives the data dir)."""
-    data = [] if env else ["--data-dir", str(data_dir)]
-    return subprocess.run([str(GLYPHFORGE), "export", "test-rows", *map(str, argv), *data], capture_output=True,
-                          text=True, timeout=300, cwd=cwd, env={**os.environ, **(env or {})})
+def export(data_dir: Path, *argv: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
+           here: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``glyphforge export test-rows ARGV`` (with ``--data-dir``, unless ``env`` gives the data dir).
+
+    In this process, or (not ``here``) as the installed command.
+    """
+    data: list[str | Path] = [] if env else ["--data-dir", data_dir]
+    words = ["export", "test-rows", *argv, *data]
+    if here:
+        return run_here("glyphforge", *words, cwd=cwd, env=env)
+    return subprocess.run([str(GLYPHFORGE), *map(str, words)], capture_output=True, text=True, timeout=300, cwd=cwd,
+                          env={**os.environ, **(env or {})})
 
 
 def start_export(data_dir: Path, target: Path) -> subprocess.Popen[str]:
@@ -91,7 +100,7 @@ def assert_whole_export(built: BuiltDataset, directory: Path) -> None:
 def test_overwrite_in_the_current_directory_refuses_and_keeps_every_file(data_dir, tmp_path):
     work = tmp_path / "work"
     before = user_files(work)
-    result = export(data_dir, ".", "--overwrite", cwd=work)
+    result = export(data_dir, ".", "--overwrite", cwd=work, here=False)  # the installed command's exit 2
     assert result.returncode == 2, result.stderr
     assert f"refusing to export to {work}: it is the current directory, and holds 2 entries (notes.txt, sub)" \
         in result.stderr
@@ -214,7 +223,7 @@ def test_a_mount_point_in_a_directory_nobody_may_write_holds_its_own_lock(built,
 def test_a_full_disk_names_the_path_and_the_free_space_and_leaves_nothing(data_dir, tmp_path):
     with tmpfs(tmp_path / "small", "size=64k") as small:
         for target, left in ((small, []), (small / "out", [".out.export.lock"])):  # the lock, no export
-            result = export(data_dir, target)
+            result = export(data_dir, target, here=target == small)  # and the installed command's exit 1
             assert result.returncode == 1, result.stderr
             assert f"error: cannot write {target}: the disk is full (" in result.stderr
             assert "MB free there) (No space left on device). The export needs about 240.0 KB" in result.stderr
@@ -276,12 +285,10 @@ def test_staging_of_other_directories_is_left_and_own_leftovers_go(built, data_d
 # -- row 17: preview --out into a missing directory --------------------------------------
 def test_preview_creates_the_missing_folder_of_its_png(data_dir, tmp_path):
     out = tmp_path / "missing" / "dir" / "x.png"
-    result = subprocess.run([str(GLYPHFORGE), "preview", "test-rows", "--out", str(out), "-n", "4", "--data-dir",
-                             str(data_dir)], capture_output=True, text=True, timeout=300)
+    result = run_here("glyphforge", "preview", "test-rows", "--out", out, "-n", "4", "--data-dir", data_dir)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"wrote {out}\n" and os.listdir(out.parent) == ["x.png"]
     with Image.open(out) as image:
         assert image.format == "PNG" and image.width > 0
-    result = subprocess.run([str(GLYPHFORGE), "preview", "test-rows", "--out", str(out.parent), "--data-dir",
-                             str(data_dir)], capture_output=True, text=True, timeout=300)
+    result = run_here("glyphforge", "preview", "test-rows", "--out", out.parent, "--data-dir", data_dir)
     assert result.returncode == 1 and f"cannot write the preview to {out.parent}: it is a directory" in result.stderr

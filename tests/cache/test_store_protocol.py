@@ -1,8 +1,8 @@
 """One store, one shape (#31): the store of a data dir lists and verifies alike on disk and at a URL, and the
 cache keeps an entry's companions (folders a layer above makes from it) knowing only their record.
 
-Real stores: a data dir on disk and one on S3 (moto), read by the real CLI and through
-`glyphforge.DataContext.entry_store`.
+Real stores: a data dir on disk and one on S3 (moto), read by the CLI (its entry point in this process,
+`support.cli.run_here`; ``cache rm`` once as the installed command) and through `glyphforge.DataContext.entry_store`.
 """
 from __future__ import annotations
 
@@ -63,12 +63,12 @@ def test_the_store_of_a_data_dir_lists_and_names_what_it_leaves_out_alike(place)
     scan = DataContext.resolve(data_dir=data_dir).entry_store.scan()
     assert [entry.key for entry in scan.entries] == [good.key]
     assert [(str(problem.path), problem.state) for problem in scan.problems] == [(manifest, CORRUPT)]
-    listed = run("glyphforge", "cache", "ls", "--data-dir", data_dir)
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", data_dir)
     assert listed.returncode == 0, listed.stderr
     assert [row.split()[:2] for row in listed.stdout.splitlines()[2:]] == [[good.key[:12], "k"]]
     assert listed.stderr.startswith(f"not listed: {manifest}: ")
     assert listed.stderr.endswith(f" (glyphforge cache verify --data-dir {data_dir})\n")
-    verified = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    verified = run_here("glyphforge", "cache", "verify", "--data-dir", data_dir)
     assert verified.returncode == 1 and verified.stdout.startswith(f"CORRUPT {manifest}: ")
     assert "1 problem(s) found " in verified.stderr
 
@@ -99,22 +99,22 @@ def test_the_cache_keeps_any_recorded_companion_without_knowing_it(tmp_path):
     data_dir = tmp_path / "data"
     good, _ = make_entries(data_dir)
     folder = thumbs(good)
-    listed = run("glyphforge", "cache", "ls", "--data-dir", data_dir)
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", data_dir)
     size = human_size(sum(path.stat().st_size for path in folder.iterdir()))  # its record's bytes too
     assert listed.returncode == 0 and f" + {size} thumbs " in listed.stdout.splitlines()[2], listed.stdout
-    run("glyphforge", "cache", "gc", "--data-dir", data_dir)  # the broken entry goes; the companion stays
-    whole = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    run_here("glyphforge", "cache", "gc", "--data-dir", data_dir)  # the broken entry goes; the companion stays
+    whole = run_here("glyphforge", "cache", "verify", "--data-dir", data_dir)
     assert whole.returncode == 0 and whole.stdout == f"all 1 entry in {data_dir / 'cache'} verified\n", whole.stdout
     with open(folder / "a.bin", "r+b") as stream:
         stream.write(b"\xff")
-    damaged = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    damaged = run_here("glyphforge", "cache", "verify", "--data-dir", data_dir)
     assert damaged.returncode == 1
     assert damaged.stdout.startswith(f"CORRUPT {folder / 'a.bin'}: sha256 differs from the thumbs copy's record")
     assert "(a damaged thumbs copy: see its line)" in damaged.stderr
-    removed = run("glyphforge", "cache", "rm", good.key, "--data-dir", data_dir)
+    removed = run("glyphforge", "cache", "rm", good.key, "--data-dir", data_dir)  # the installed command
     assert removed.returncode == 0 and not good.path.exists() and not folder.exists()
     orphan = thumbs(good)  # a companion whose entry is gone
-    collected = run("glyphforge", "cache", "gc", "--data-dir", data_dir)
+    collected = run_here("glyphforge", "cache", "gc", "--data-dir", data_dir)
     assert collected.returncode == 0 and f"removed {orphan}\n" in collected.stdout and not orphan.exists()
 
 
@@ -128,13 +128,13 @@ def test_a_folder_beside_an_entry_without_glyphforge_s_record_is_the_user_s(tmp_
     notes = dataset.path.with_name(f"{dataset.key}.notes")
     notes.mkdir()
     (notes / "todo.txt").write_text("mine")
-    listed = run("glyphforge", "cache", "ls", "--data-dir", data_dir)
+    listed = run_here("glyphforge", "cache", "ls", "--data-dir", data_dir)
     assert listed.returncode == 0 and " decoded " in listed.stdout and "notes" not in listed.stdout, listed.stdout
-    verified = run("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    verified = run_here("glyphforge", "cache", "verify", "--data-dir", data_dir)
     assert verified.returncode == 0 and "notes" not in verified.stdout + verified.stderr, verified.stdout
-    removed = run("glyphforge", "cache", "rm", dataset.key, "--data-dir", data_dir)
+    removed = run_here("glyphforge", "cache", "rm", dataset.key, "--data-dir", data_dir)
     assert removed.returncode == 0, removed.stderr
     assert not dataset.path.exists() and not copy.exists() and (notes / "todo.txt").read_text() == "mine"
-    collected = run("glyphforge", "cache", "gc", "--data-dir", data_dir)
+    collected = run_here("glyphforge", "cache", "gc", "--data-dir", data_dir)
     assert collected.returncode == 0 and "notes" not in collected.stdout, collected.stdout
     assert (notes / "todo.txt").read_text() == "mine"

@@ -51,29 +51,11 @@ WARMUP = COUNTERS + "from glyphforge.warmup import warmup\nwarmup()\nprint(json.
 NOTHING = {"hits": 0, "misses": 0}
 
 
-def test_warmup_compiles_every_kernel_once_and_a_second_run_only_loads_them(tmp_path):
+def test_warmups_started_together_take_turns_compile_once_and_a_later_run_only_loads(tmp_path):
+    """One cold compile serves every check: two warmups at once, then the command in a third process."""
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
-    first = run_python(WARMUP, env)
-    # this process compiled resize once per kind of call (uint8 Pillow, uint8 area, float32) ...
-    scenes = NOTHING if (os.cpu_count() or 1) > 1 else {"hits": 0, "misses": 1}
-    assert first == {"resample": {"hits": 0, "misses": 3}, "composite": scenes, "place_glyphs": scenes,
-                     "ink_boxes": scenes}
-    # ... while a second process compiled the scene kernels (on more than one CPU), into the same cache
-    assert index_files(tmp_path / "numba") == ALL_KERNELS
-    assert len(list((tmp_path / "numba").rglob("glyphforge-warm-*"))) == 1  # the marker: done on this machine
-    second = run_python(WARMUP, env)  # warm: everything loads in this process, nothing compiles
-    assert second == {"resample": {"hits": 3, "misses": 0}, "composite": {"hits": 1, "misses": 0},
-                      "place_glyphs": {"hits": 1, "misses": 0}, "ink_boxes": {"hits": 1, "misses": 0}}
-    command = subprocess.run([str(Path(sys.executable).parent / "glyphforge"), "warmup"], capture_output=True,
-                             text=True, env={**os.environ, **env}, timeout=600)
-    assert command.returncode == 0 and "resize uint8 area" in command.stdout
-    assert f"compiled kernels are kept in {tmp_path / 'numba'}" in command.stdout
-
-
-def test_warmups_started_together_take_turns_and_compile_once(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     together = [subprocess.Popen([sys.executable, "-c", WARMUP], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True, env=env, cwd=tmp_path) for _ in range(2)]
+                                 text=True, env={**os.environ, **env}, cwd=tmp_path) for _ in range(2)]
     reports = []
     for process in together:
         output, errors = process.communicate(timeout=600)
@@ -82,41 +64,54 @@ def test_warmups_started_together_take_turns_and_compile_once(tmp_path):
     compiled = [report for report in reports if report["resample"]["misses"]]
     loaded = [report for report in reports if not report["resample"]["misses"]]
     assert len(compiled) == len(loaded) == 1, reports  # the second waited for the first, then loaded everything
-    assert loaded[0] == {"resample": {"hits": 3, "misses": 0}, "composite": {"hits": 1, "misses": 0},
-                         "place_glyphs": {"hits": 1, "misses": 0}, "ink_boxes": {"hits": 1, "misses": 0}}
+    # the first compiled resize once per kind of call (uint8 Pillow, uint8 area, float32) ...
+    scenes = NOTHING if (os.cpu_count() or 1) > 1 else {"hits": 0, "misses": 1}
+    assert compiled[0] == {"resample": {"hits": 0, "misses": 3}, "composite": scenes, "place_glyphs": scenes,
+                           "ink_boxes": scenes}
+    # ... while a second process of its own compiled the scene kernels (on more than one CPU), into the same cache
+    assert index_files(tmp_path / "numba") == ALL_KERNELS
+    assert len(list((tmp_path / "numba").rglob("glyphforge-warm-*"))) == 1  # the marker: done on this machine
+    all_loaded = {"resample": {"hits": 3, "misses": 0}, "composite": {"hits": 1, "misses": 0},
+                  "place_glyphs": {"hits": 1, "misses": 0}, "ink_boxes": {"hits": 1, "misses": 0}}
+    assert loaded[0] == all_loaded
+    # later, `glyphforge warmup` (its entry point, in a fresh process) says where the kernels are and only loads them
+    command = COUNTERS + "from glyphforge.cli import main\nassert main(['warmup']) == 0\nprint(json.dumps(counters()))"
+    later = subprocess.run([sys.executable, "-c", command], capture_output=True, text=True, env={**os.environ, **env},
+                           cwd=tmp_path, timeout=600)
+    assert later.returncode == 0, later.stderr
+    assert "resize uint8 area" in later.stdout
+    assert f"compiled kernels are kept in {tmp_path / 'numba'}" in later.stdout
+    assert json.loads(later.stdout.strip().splitlines()[-1]) == all_loaded
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) == 1, reason="one CPU: warmup starts no second process")
-def test_warmup_compiles_here_what_its_second_process_could_not(tmp_path):
+def test_prepare_data_compiles_every_kernel_at_its_end_unless_told_not_to_here_if_its_second_process_fails(
+        shared_data, tmp_path):
     (tmp_path / "hooks").mkdir()  # every Python started with this on its path runs it first
     (tmp_path / "hooks" / "sitecustomize.py").write_text(
-        "import os\nif os.environ.get('FAIL_HERE'):\n    raise SystemExit('injected start-up failure')\n")
-    code = "import os\nos.environ['FAIL_HERE'] = '1'  # for the processes this one starts\n" + WARMUP
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba"), "PYTHONPATH": str(tmp_path / "hooks")}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                            env={**os.environ, **env}, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    failed = "warmup: the second process failed (exit 1: SystemExit: injected start-up failure)"
-    assert f"{failed}; compiling its kernels here" in result.stderr
-    counters = json.loads(result.stdout.strip().splitlines()[-1])
-    assert all(kernel["misses"] >= 1 for kernel in counters.values()), counters  # all compiled here
-    assert index_files(tmp_path / "numba") == ALL_KERNELS
+        "import os\n"
+        "if os.environ.get('FAIL_HERE') == 'children':  # this process starts; the processes it starts fail\n"
+        "    os.environ['FAIL_HERE'] = '1'\n"
+        "elif os.environ.get('FAIL_HERE'):\n"
+        "    raise SystemExit('injected start-up failure')\n")
 
-
-def test_prepare_data_compiles_every_kernel_at_its_end_unless_told_not_to(shared_data, tmp_path):
-    def prepare(*options: str) -> tuple[str, set[str]]:
+    def prepare(*options: str, env: dict[str, str] | None = None) -> tuple[str, set[str]]:
         result = subprocess.run(
             [str(Path(sys.executable).parent / "prepare-data"), "backgrounds", "--backgrounds", "water",
              "--mirror", shared_data.as_uri(), "--offline", "--data-dir", str(tmp_path / "data"), *options],
-            capture_output=True, text=True, timeout=600, env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")})
+            capture_output=True, text=True, timeout=600,
+            env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), **(env or {})})
         assert result.returncode == 0, result.stderr
         return result.stderr, index_files(tmp_path / "numba")
 
     log, kernels = prepare("--no-warmup")  # backgrounds at native size use no kernel
     assert kernels == set() and "numba kernels ready" not in log
-    log, kernels = prepare()  # a cache hit for the data; the kernels are compiled all the same
-    assert kernels == ALL_KERNELS
+    hooks = os.pathsep.join(filter(None, [str(tmp_path / "hooks"), os.environ.get("PYTHONPATH")]))
+    log, kernels = prepare(env={"FAIL_HERE": "children", "PYTHONPATH": hooks})  # a cache hit for the data; the
+    assert kernels == ALL_KERNELS  # kernels are compiled all the same ...
     assert "numba kernels ready in" in log
+    if (os.cpu_count() or 1) > 1:  # ... all in prepare-data's own process: the only other one died at its start
+        failed = "warmup: the second process failed (exit 1: SystemExit: injected start-up failure)"
+        assert f"{failed}; compiling its kernels here" in log
 
 
 def test_a_read_only_install_keeps_its_compiled_kernels_in_the_user_cache_dir(tmp_path):

@@ -27,6 +27,7 @@ from glyphforge.builds.dataset import BuiltDataset
 from glyphforge.builds.remote import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.cache.keys import entry_sha256
+from glyphforge.datasets import registry
 from glyphforge.errors import StorageError
 from glyphforge.storage.prepared import request_key
 from glyphforge.storage.publish import PublishConflictError, publish_entry
@@ -36,7 +37,7 @@ from support.cli import BIN, run, run_here
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import NoiseSpec
 from support.store_errors import NO_BUCKET, REFUSED, store_failure
-from support.toy_dataset import prepare_toy
+from support.toy_dataset import prepare_toy, register_toy
 from support.waits import wait_until
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
@@ -185,7 +186,7 @@ def test_a_publish_killed_mid_upload_resumes_with_the_missing_file_only_and_held
     assert entry in eviction.in_use and entry.path.is_dir()  # the uploader's read lock kept it
     assert puts(place) == {"part-000001.pklz": 1}  # the large part was not whole yet: no object, no manifest
 
-    again = publish_command("test-blob", f"{bucket}/data", "--data-dir", blob_data)
+    again = publish_command("test-blob", f"{bucket}/data", "--data-dir", blob_data, here=True)
 
     assert again.returncode == 0, again.stderr
     assert again.stdout == f"{place}\n"
@@ -287,8 +288,15 @@ def test_a_target_that_matches_nothing_exits_2_listing_what_the_cache_holds(loca
 
 
 # -- prepare-data into a URL data dir -----------------------------------------------------------
-def toy_command(*argv: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:
-    """``prepare-data`` with the toy dataset registered, in a fresh process with its own local cache."""
+def toy_command(*argv: str, cache_dir: Path, here: bool = False) -> subprocess.CompletedProcess[str]:
+    """``prepare-data`` with the toy dataset registered and its own local cache: in a fresh process, as a run on
+    another machine would be, or (``here``) in this one, where one run is all there is."""
+    if here:
+        register_toy()
+        try:
+            return run_here(*argv, env={"GLYPHFORGE_CACHE_DIR": str(cache_dir)})
+        finally:
+            registry.unregister("toy")
     return subprocess.run([sys.executable, "-m", "support.toy_dataset", *argv], capture_output=True, text=True,
                           timeout=300, cwd=TESTS_DIR, env={**os.environ, "GLYPHFORGE_CACHE_DIR": str(cache_dir)})
 
@@ -335,7 +343,7 @@ def test_prepare_data_leaves_a_record_it_did_not_write_untouched(s3_server, tmp_
     s3_server.fs().pipe_file(record[5:], b"someone else's notes")
 
     result = toy_command("prepare-data", "toy", "--toy-level", "4", "--data-dir", data, "--no-warmup",
-                         cache_dir=tmp_path / "cache")
+                         cache_dir=tmp_path / "cache", here=True)
 
     assert result.returncode == 1
     assert f"error: {record} is not glyphforge's record of this prepare-data request: glyphforge did not write it" \
@@ -346,7 +354,7 @@ def test_prepare_data_leaves_a_record_it_did_not_write_untouched(s3_server, tmp_
 
 def test_prepare_data_refuses_an_http_data_dir_before_any_work(tmp_path):
     result = toy_command("prepare-data", "toy", "--data-dir", "https://example.org/data", "--no-warmup",
-                         cache_dir=tmp_path / "cache")
+                         cache_dir=tmp_path / "cache", here=True)
     assert result.returncode == 2
     assert "prepare-data publishes what it prepares to the URL data dir" in result.stderr
     assert "glyphforge only reads" in result.stderr
