@@ -24,11 +24,13 @@ The protocol:
    it never waits for a block and never writes into a held one.
 
 A pool lives as long as one iteration of the stream; at its end the worker sets the *retired*
-byte of each block and closes its own descriptors. The loop drops its maps of retired blocks
-no batch holds, and of blocks of workers that are gone, each time it maps a new block (a map
-a tensor still uses lives on in it). A worker that takes a batch apart before it is sent (a
-``collate_fn`` of its own) gets tensors in fresh torch shared memory, and the block is free
-again at once. Linux only (``os.memfd_create``); elsewhere every batch is fresh shared memory.
+byte of each block (its descriptor and map in the worker go with the block's last batch to
+send: a worker's queue pickles its batches later, in a thread of its own). The loop drops its
+maps of retired blocks no batch holds, and of blocks of workers that are gone, each time it
+maps a new block (a map a tensor still uses lives on in it). A worker that takes a batch apart
+before it is sent (a ``collate_fn`` of its own) gets tensors in fresh torch shared memory, and
+the block is free again at once. Linux only (``os.memfd_create``); elsewhere every batch is
+fresh shared memory.
 
 Only where torch is imported already (a ``DataLoader`` worker, and the loop that unpickles its
 batches): glyphforge never imports it.
@@ -67,15 +69,7 @@ class Block:
         self.fd = os.memfd_create(f"glyphforge-batch-{key[2]}", os.MFD_CLOEXEC)
         os.ftruncate(self.fd, size)
         self.map = mmap.mmap(self.fd, size)
-
-    def close(self) -> None:
-        """Mark the block retired and close the worker's descriptor and map (a view still using it keeps the map)."""
-        self.map[RETIRED] = 1
-        os.close(self.fd)
-        try:
-            self.map.close()
-        except BufferError:  # a batch taken apart in the worker still views it: its arrays keep it
-            pass
+        weakref.finalize(self, os.close, self.fd)  # once no batch to send is in it (the queue pickles later)
 
 
 class Blocks:
@@ -132,9 +126,9 @@ class Blocks:
 
 
 def _retire(blocks: list[Block]) -> None:
-    """Close a done pool's blocks (the loop's maps of them go once it lets their batches go)."""
+    """Mark a done pool's blocks retired: the loop's maps of them go once it lets their batches go."""
     for block in blocks:
-        block.close()
+        block.map[RETIRED] = 1
 
 
 class WorkerBatch:
