@@ -99,11 +99,29 @@ def test_a_killed_worker_fails_the_loader_and_its_blocks_go_with_the_next_loader
     pids = worker_pids(iterator)
     kept = next(iterator)  # a batch of the killed worker, held on
     os.kill(pids[0], signal.SIGKILL)
-    with pytest.raises(RuntimeError, match=f"pid {pids[0]}|pid\\(s\\) {pids[0]}|exited unexpectedly"):
-        for _ in iterator:
-            pass
+    try:
+        with pytest.raises(RuntimeError, match=f"pid {pids[0]}|pid\\(s\\) {pids[0]}|exited unexpectedly"):
+            for _ in iterator:
+                pass
+    finally:  # the error's traceback keeps the iterator: shut it down now, or torch reports the kill again later
+        iterator._shutdown_workers()
     del iterator
     assert blocks_of(pids[:1])
     assert sum(1 for _ in loader(rows_1030, 16)) == 65  # a new loader works, and drops the gone worker's maps
     assert not blocks_of(pids[:1])
     assert same(kept, want[0])  # the batch held is whole (its tensors keep their map)
+
+
+def test_past_the_pool_a_worker_sends_fresh_shared_memory_and_never_waits(rows_1030, monkeypatch):
+    from glyphforge.builds import stream_shm
+
+    monkeypatch.setattr(stream_shm, "POOL", 3)  # the fork workers inherit it
+    want = main_process(rows_1030, 48)
+    iterator = iter(loader(rows_1030, 48))
+    pids, found, blocks = worker_pids(iterator), [], set()
+    for batch in iterator:
+        found.append(batch)  # every batch held
+        blocks |= blocks_of(pids)
+    assert all(same(batch, expected) for batch, expected in zip(found, want, strict=True)) and len(found) == 22
+    assert 2 <= len(blocks) <= 3 * len(pids)
+    assert sum(images.is_shared() for images, _ in found) >= 22 - 3 * len(pids)  # the rest: torch's shared memory
