@@ -85,8 +85,9 @@ Within a ``torch.utils.data.DataLoader`` worker the stream reads
 glyphforge never imports it), so ``DataLoader(ds.stream(256), batch_size=None,
 num_workers=2)`` splits the work among the loader's workers, and ``len(stream)`` (the
 batches of one iteration: the rest of the current epoch, then whole epochs, up to
-``epochs``) is what the loader yields. There each batch is gathered straight into tensors in
-shared memory, which reach the loop with no copy beside (`glyphforge.builds.stream_torch`).
+``epochs``) is what the loader yields. There each batch is gathered straight into shared
+memory the worker reuses once the loop lets the batch go, which reaches the loop as tensors
+with no copy beside (`glyphforge.builds.stream_shm`).
 """
 from __future__ import annotations
 
@@ -103,8 +104,9 @@ from glyphforge.builds import stream_plan
 from glyphforge.builds.reading import ShardReader
 from glyphforge.builds.stream_copy import CopyReads
 from glyphforge.builds.stream_plan import EpochPlan, Order, plan_epoch
+from glyphforge.builds.stream_shm import Blocks
 from glyphforge.builds.stream_state import STATE_VERSION, check_state, count_epochs
-from glyphforge.builds.stream_torch import SharedBatches, torch_worker_info
+from glyphforge.builds.stream_torch import torch_worker_info
 from glyphforge.builds.stream_windows import Window, Windows, decode_window
 
 EVEN_RANKS = ("repeat", "drop")
@@ -320,7 +322,7 @@ class ShardStream:
         size = self.global_batch_size
         until = self.epoch + self.epochs if self.until is None else self.until
         object.__setattr__(self, "began", (self.epoch, self.rows))
-        shared = None if info is None else SharedBatches()  # a worker's batches: tensors in shared memory
+        shared = None if info is None else Blocks()  # a worker's batches: in shared memory it reuses
         windows, reads = Windows(make=None if shared is None else shared.batch), CopyReads(reader)
         for epoch in range(self.epoch, until):
             plan, base = self.plan(epoch), self.base
@@ -342,9 +344,7 @@ class ShardStream:
                     self._move(epoch + 1, 0, after, until)
                 else:  # one worker: number its batches from here (a loader made from it starts with its first)
                     self._move(epoch, start + size, base if num_workers > 1 else None, until)
-                arrays = arrays if shared is None else shared.tensors(arrays)
-                images = arrays.pop(image_name)
-                yield images, arrays or None
+                yield (arrays.pop(image_name), arrays or None) if shared is None else shared.out(arrays, image_name)
             self._move(epoch + 1, 0, after, until)
         self._move(self.epoch, self.rows)  # the iteration is over: the next one numbers its batches afresh
         object.__setattr__(self, "began", None)

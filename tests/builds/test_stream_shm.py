@@ -1,0 +1,127 @@
+"""A DataLoader worker's batches in blocks of memory it reuses once the loop lets them go (stream_shm)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from glyphforge.builds import build
+
+from support.specs import RowSpec
+
+torch = pytest.importorskip("torch") if importlib.util.find_spec("torch") else None
+pytestmark = pytest.mark.skipif(torch is None, reason="torch is not installed (.ci/run installs it)")
+
+
+@pytest.fixture(scope="module")
+def rows_1030(tmp_path_factory):
+    """1,030 rows in 11 shards of 100 (the last of 30)."""
+    return build(RowSpec(), data_dir=tmp_path_factory.mktemp("shm"), progress=False)
+
+
+def main_process(dataset, batch_size: int) -> list[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """The batches of ``dataset.stream(batch_size, seed=3)`` in this process, copied."""
+    return [(images.copy(), {name: array.copy() for name, array in targets.items()})
+            for images, targets in dataset.stream(batch_size, seed=3)]
+
+
+def loader(dataset, batch_size: int, **options):
+    import torch.utils.data
+
+    options = {"num_workers": 2, "multiprocessing_context": "fork", **options}
+    return torch.utils.data.DataLoader(dataset.stream(batch_size, seed=3), batch_size=None, **options)
+
+
+def same(batch, want) -> bool:
+    """Whether a batch from a loader holds ``want``'s values (tensors of its dtypes, strings as numpy)."""
+    images, targets = batch
+    want_images, want_targets = want
+    return (images.numpy().dtype == want_images.dtype and np.array_equal(images.numpy(), want_images)
+            and list(targets) == list(want_targets)
+            and isinstance(targets["row"], torch.Tensor) and np.array_equal(targets["row"].numpy(), want_targets["row"])
+            and isinstance(targets["name"], np.ndarray) and np.array_equal(targets["name"], want_targets["name"]))
+
+
+def blocks_of(pids) -> set:
+    """The keys of the loop's maps of the blocks of workers ``pids``."""
+    from glyphforge.builds.stream_shm import MAPS
+
+    return {key for key in MAPS if key[0] in pids}
+
+
+def worker_pids(iterator) -> list[int]:
+    return [worker.pid for worker in iterator._workers]
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_every_row_once_with_the_main_process_values_through_reused_blocks(rows_1030, start):
+    want = main_process(rows_1030, 48)
+    iterator = iter(loader(rows_1030, 48, num_workers=2 if start == "fork" else 1, multiprocessing_context=start))
+    pids, found, blocks = worker_pids(iterator), [], set()
+    for batch in iterator:
+        found.append(batch)
+        blocks |= blocks_of(pids)
+        found[-1] = None if same(batch, want[len(found) - 1]) else batch  # let the batch go
+    assert found == [None] * len(want) == [None] * 22
+    assert 1 <= len(blocks) <= 4 * len(pids)  # the batches came in blocks, reused
+
+
+def test_a_held_batch_or_a_slice_of_it_is_never_overwritten_and_dropped_ones_free_their_blocks(rows_1030):
+    want = main_process(rows_1030, 16)
+    iterator = iter(loader(rows_1030, 16))
+    pids, held, blocks = worker_pids(iterator), [], set()
+    for number, (images, targets) in enumerate(iterator):
+        if number % 3 == 0:
+            held.append((number, images[1:], targets["row"]))  # a slice, or one tensor, keeps the whole block
+        blocks |= blocks_of(pids)
+    assert len(want) == 65 and len(held) == 22
+    for number, images, rows in held:
+        assert np.array_equal(images.numpy(), want[number][0][1:]) and np.array_equal(rows.numpy(),
+                                                                                     want[number][1]["row"])
+    assert len(held) <= len(blocks) <= len(held) + 4 * len(pids)  # the 43 batches let go took a few blocks
+
+
+@pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true but no accelerator")
+def test_pinned_batches_have_the_same_values(rows_1030):
+    want = main_process(rows_1030, 48)
+    iterator = iter(loader(rows_1030, 48, pin_memory=True))
+    pids, found = worker_pids(iterator), list(iterator)
+    assert len(found) == len(want) and all(same(batch, expected) for batch, expected in zip(found, want, strict=True))
+    assert blocks_of(pids)
+
+
+def test_a_killed_worker_fails_the_loader_and_its_blocks_go_with_the_next_loader(rows_1030):
+    want = main_process(rows_1030, 16)
+    iterator = iter(loader(rows_1030, 16, timeout=60))
+    pids = worker_pids(iterator)
+    kept = next(iterator)  # a batch of the killed worker, held on
+    os.kill(pids[0], signal.SIGKILL)
+    try:
+        with pytest.raises(RuntimeError, match=f"pid {pids[0]}|pid\\(s\\) {pids[0]}|exited unexpectedly"):
+            for _ in iterator:
+                pass
+    finally:  # the error's traceback keeps the iterator: shut it down now, or torch reports the kill again later
+        iterator._shutdown_workers()
+    del iterator
+    assert blocks_of(pids[:1])
+    assert sum(1 for _ in loader(rows_1030, 16)) == 65  # a new loader works, and drops the gone worker's maps
+    assert not blocks_of(pids[:1])
+    assert same(kept, want[0])  # the batch held is whole (its tensors keep their map)
+
+
+def test_past_the_pool_a_worker_sends_fresh_shared_memory_and_never_waits(rows_1030, monkeypatch):
+    from glyphforge.builds import stream_shm
+
+    monkeypatch.setattr(stream_shm, "POOL", 3)  # the fork workers inherit it
+    want = main_process(rows_1030, 48)
+    iterator = iter(loader(rows_1030, 48))
+    pids, found, blocks = worker_pids(iterator), [], set()
+    for batch in iterator:
+        found.append(batch)  # every batch held
+        blocks |= blocks_of(pids)
+    assert all(same(batch, expected) for batch, expected in zip(found, want, strict=True)) and len(found) == 22
+    assert 2 <= len(blocks) <= 3 * len(pids)
+    assert sum(images.is_shared() for images, _ in found) >= 22 - 3 * len(pids)  # the rest: torch's shared memory
