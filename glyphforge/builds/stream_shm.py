@@ -179,7 +179,11 @@ def received(
     torch = sys.modules["torch"]
     if fd is not None:
         _forget_done()
-        descriptor = fd.detach()
+        try:
+            descriptor = fd.detach()
+        except (OSError, EOFError) as error:  # its resource sharer went with it: as torch says of a worker gone
+            raise RuntimeError(f"DataLoader worker (pid {key[0]}) exited before its batch's memory reached this "
+                               f"process ({type(error).__name__}: {error}); see the worker's own error above") from None
         try:
             MAPS[key] = mmap.mmap(descriptor, size)
         finally:

@@ -166,11 +166,13 @@ def test_a_stream_prefetches_runs_of_shards_once_and_its_threads_end(built, http
     url, arrays_path = http_entry(http, local)
     size = (local.path / ARRAYS).stat().st_size
     before = http.requests(arrays_path), http.bytes_served(arrays_path)
+    # one lane, one turn: each shard in one window (parts cut shards, whose two reads may be far apart in an epoch)
+    options = dict(window=2, partitions=1, turns=1)
     ds = gf.open_built(url, prefetch_threads=3)  # the entry fits in the cache: one run of every shard
-    assert sum(len(batch[0]) for batch in ds.stream(50, window=2)) == 1030
+    assert sum(len(batch[0]) for batch in ds.stream(50, **options)) == 1030
     assert (http.requests(arrays_path), http.bytes_served(arrays_path)) == (before[0] + 1, before[1] + size)
     again = gf.open_built(url, prefetch_threads=3, cache_dir=ds.path.parents[3] / "small", cache_size=size)
-    assert sum(len(batch[0]) for batch in again.stream(50, window=2)) == 1030  # over half the cache: shard by shard
+    assert sum(len(batch[0]) for batch in again.stream(50, **options)) == 1030  # over half the cache: shard by shard
     assert (http.requests(arrays_path), http.bytes_served(arrays_path)) == (
         before[0] + 1 + len(local.index), before[1] + 2 * size)
     assert any(thread.name.startswith("glyphforge-prefetch") for thread in threading.enumerate())
@@ -487,7 +489,8 @@ def test_dataloader_workers_fetch_each_run_once_between_them(built, http, tmp_pa
     stream = gf.open_built(url, cache_dir=tmp_path).stream(50, window=2)
     loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=2)
     assert sum(len(images) for images, _ in loader) == 1030
-    assert http.bytes_served(arrays_path) - before == size  # every worker reads every window: fetched once
+    assert http.bytes_served(arrays_path) - before == size  # runs the workers share (a shard cut by a part's
+    # edge, runs of adjacent shards) fetched once between them
 
 
 def test_runs_of_shards_stay_in_one_data_file_adjacent_and_within_8_mb():
