@@ -76,6 +76,13 @@ class Cut:
         return np.diff(lanes * self.size // self.lanes), np.diff(lanes * (self.n_rows % self.size) // self.lanes)
 
     @cached_property
+    def _edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Where each lane's rows end and begin in a full global batch, and in the short last one."""
+        full, short = self._rates
+        full_ends, short_ends = np.cumsum(full), np.cumsum(short)
+        return full_ends, full_ends - full, short_ends, short_ends - short
+
+    @cached_property
     def starts(self) -> np.ndarray:
         """Part ``q`` holds the places ``[starts[q], starts[q + 1])`` of the parts end to end."""
         full, short = self._rates
@@ -87,14 +94,17 @@ class Cut:
 
     def places(self, positions: np.ndarray) -> np.ndarray:
         """The places, among the parts end to end, of ``positions`` of the epoch's order."""
-        full, short = self._rates
+        full = self._rates[0]
+        full_ends, full_begins, short_ends, short_begins = self._edges
         batch, offset = np.divmod(positions, self.size)
         tail = batch >= self.n_rows // self.size
-        full_ends, short_ends = np.cumsum(full), np.cumsum(short)
-        lane = np.where(tail, np.searchsorted(short_ends, offset, side="right"),
-                        np.searchsorted(full_ends, offset, side="right"))
-        first = np.where(tail, (short_ends - short)[lane],
-                         (full_ends - full)[lane])
+        if tail.any():
+            lane = np.where(tail, np.searchsorted(short_ends, offset, side="right"),
+                            np.searchsorted(full_ends, offset, side="right"))
+            first = np.where(tail, short_begins[lane], full_begins[lane])
+        else:  # every batch but the last
+            lane = np.searchsorted(full_ends, offset, side="right")
+            first = full_begins[lane]
         turn = batch % self.turns
         # the full global batches of this turn before this one (before the tail: all of that turn's)
         given = full[lane] * (batch // self.turns)
@@ -162,7 +172,8 @@ def plan_epoch(index: ShardIndex, order: Order, epoch: int, global_batch: int) -
               else np.arange(len(counts))).astype(np.int64)
     bounds = np.concatenate([[0], np.cumsum(counts[shards])]).astype(np.int64)
     cut = Cut(int(bounds[-1]), global_batch, order.partitions, order.turns)
-    edges = np.union1d(bounds, cut.starts)
+    edges = np.sort(np.concatenate([bounds, cut.starts]))
+    edges = edges[np.flatnonzero(np.diff(edges, prepend=-1))]  # each once (np.unique would import numpy.ma)
     low, high = edges[:-1], edges[1:]
     at = np.searchsorted(bounds, low, side="right") - 1
     part = np.searchsorted(cut.starts, low, side="right") - 1
