@@ -13,6 +13,20 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels() -> None:
+    """Compile every numba kernel into the package's cache once, before any test (``glyphforge warmup``).
+
+    A fresh checkout (CI) has none: without this, each xdist worker and each command a test
+    runs in a process of its own compiled what it used first, the same kernels several times.
+    The xdist workers take turns (warmup's lock): one compiles, the other loads. The tests
+    of compiling itself use caches of their own (``$NUMBA_CACHE_DIR``).
+    """
+    from glyphforge.warmup import warmup
+
+    warmup()
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory, monkeypatch):
     """Point every test at a fresh data dir and local cache dir, and clear mirror/offline settings.
