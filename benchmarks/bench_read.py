@@ -390,12 +390,18 @@ STEPS = {"getitem": step_getitem, "take": step_take, "stream": step_stream, "arr
          "materialize": step_materialize}
 
 
-def run_step(name: str, *args: str) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--child", name, *args], capture_output=True, text=True)
+def run_child(script: str, name: str, *args: str) -> dict:
+    """Run step ``name`` of benchmark ``script`` in a fresh process (this checkout's glyphforge); its JSON result."""
+    done = subprocess.run([sys.executable, script, "--child", name, *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     if done.returncode:
         raise SystemExit(f"the {name} step failed:\n{done.stderr}")
     result: dict = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def run_step(name: str, *args: str) -> dict:
+    return run_child(__file__, name, *args)
 
 
 # -- preparing the dataset -------------------------------------------------------------------
@@ -502,6 +508,17 @@ def past_bound_rows(runs: list[dict]) -> list[tuple[str, str, str, bool | None]]
     return rows
 
 
+def parse_or_run_child(parser: argparse.ArgumentParser, steps: dict) -> argparse.Namespace | None:
+    """The arguments, ``--workdir`` made; None in a child step (``--child NAME ARGS``): run, its result printed."""
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args, rest = parser.parse_known_args()
+    if args.child:
+        print(json.dumps(steps[args.child](*rest)))
+        return None
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    return args
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--glyphs", choices=["emnist", "font"], default="emnist")
@@ -513,12 +530,9 @@ def main() -> None:
     parser.add_argument("--emnist-workdir", type=Path, default=Path(tempfile.gettempdir()) / "glyphforge-bench-emnist",
                         help="where bench_emnist.py keeps its synthetic full-size archive")
     parser.add_argument("--simulate", type=int, default=10_000_000, help="examples of the bookkeeping simulation")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args, rest = parser.parse_known_args()
-    if args.child:
-        print(json.dumps(STEPS[args.child](*rest)))
+    args = parse_or_run_child(parser, STEPS)
+    if args is None:
         return
-    args.workdir.mkdir(parents=True, exist_ok=True)
     data_dir = str(prepare(args))
     remove_decoded_copy(data_dir)
     getitem = run_step("getitem", data_dir)

@@ -32,7 +32,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,7 +39,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_read import ENTRY_KEY, open_dataset, peak_mb, prepare, remove_decoded_copy  # noqa: E402
+from bench_read import (  # noqa: E402
+    ENTRY_KEY,
+    open_dataset,
+    parse_or_run_child,
+    peak_mb,
+    prepare,
+    remove_decoded_copy,
+    run_child,
+)
 
 GOALS = {"loader 1": 0.8, "loader 2": 1.0, "rank 8": 0.2, "rank 16": 0.12, "mb": 200.0}
 WORLD_SIZES = (1, 2, 4, 8, 16)
@@ -110,12 +117,7 @@ STEPS = {"epochs": step_epochs, "rank": step_rank}
 
 
 def run_step(name: str, *args: str) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--child", name, *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-    if done.returncode:
-        raise SystemExit(f"the {name} step failed:\n{done.stderr}")
-    result: dict = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_child(__file__, name, *args)
 
 
 def report_round(number: int, runs: dict[str, dict], ranks: dict[int, dict]) -> None:
@@ -153,12 +155,9 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "glyphforge-bench-scale-out")
     parser.add_argument("--partitions", type=int, help="the streams' partitions (default: the stream's own)")
     parser.add_argument("--turns", type=int, help="the streams' turns (default: the stream's own)")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args, rest = parser.parse_known_args()
-    if args.child:
-        print(json.dumps(STEPS[args.child](*rest)))
+    args = parse_or_run_child(parser, STEPS)
+    if args is None:
         return
-    args.workdir.mkdir(parents=True, exist_ok=True)
     data_dir = str(prepare(argparse.Namespace(glyphs="font", examples=args.examples, backgrounds="none",
                                               workdir=args.workdir, emnist_workdir=None)))
     if args.source == "copy":

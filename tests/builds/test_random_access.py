@@ -345,7 +345,9 @@ def test_a_shuffled_dataloader_with_workers_sees_every_example_once_per_epoch(tm
 
     dataset = build(RowSpec(n_examples=3000), data_dir=tmp_path / "data", progress=False)
     arrays = expected(dataset)
-    loader = DataLoader(dataset, shuffle=True, num_workers=2, batch_size=64, multiprocessing_context=start)
+    # spawned workers persist (started once, each start imports torch and glyphforge afresh), forked ones restart
+    loader = DataLoader(dataset, shuffle=True, num_workers=2, batch_size=64, multiprocessing_context=start,
+                        persistent_workers=start == "spawn")
     for _epoch in range(2):
         seen = []
         for images, targets in loader:

@@ -332,7 +332,8 @@ def test_a_torch_dataloader_with_workers_yields_every_row_once(rows_1030, start)
     stream = rows_1030.stream(16, seed=5)
     assert isinstance(stream, torch.utils.data.IterableDataset)
     assert type(rows_1030.stream(16)) is type(stream) and len(pickle.loads(pickle.dumps(stream))) == 65  # one class
-    loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=3, multiprocessing_context=start)
+    workers = 3 if start == "fork" else 2  # 3: more workers than turns, they share; a spawned one costs 3 s
+    loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=workers, multiprocessing_context=start)
     rows = [np.asarray(targets["row"]) for _, targets in loader]
     assert len(rows) == len(stream) == len(loader) == 65
     assert sorted(np.concatenate(rows).tolist()) == list(range(1030))

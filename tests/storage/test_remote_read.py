@@ -466,8 +466,8 @@ def test_dataloader_workers_read_from_s3_with_their_own_credentials(built, s3_da
             torch.utils.data.DataLoader(stream, batch_size=None, num_workers=2)]
     expected = [targets["row"] for _, targets in built[0].stream(64, seed=4)]
     assert len(rows) == len(expected) and all(np.array_equal(a, b) for a, b in zip(rows, expected, strict=True))
-    spawned = torch.utils.data.DataLoader(ds, batch_size=100, num_workers=2, multiprocessing_context="spawn")
-    images = np.concatenate([np.asarray(batch[0]) for batch in spawned])  # unpickled in fresh processes
+    spawned = torch.utils.data.DataLoader(ds, batch_size=100, num_workers=1, multiprocessing_context="spawn")
+    images = np.concatenate([np.asarray(batch[0]) for batch in spawned])  # unpickled in a fresh process
     assert np.array_equal(images, arrays[ds.image_name])
 
 
