@@ -1,9 +1,10 @@
-"""The memory a `~glyphforge.builds.stream.ShardStream` decodes windows into, and reuses.
+"""Decoding a `~glyphforge.builds.stream.ShardStream`'s windows, and the memory it decodes them into and reuses.
 
-A window is decoded shard by shard, each shard a block of rows at a time (`Placer` puts the
-block's rows where the window's shuffle puts them), into the arrays of a done window when no
-batch a consumer still holds is a view of them (`Spare`), else into new ones. Batches that
-are copies are reused the same way (`Windows.batch`).
+A window (`decode_window`) is decoded piece by piece (a piece: the rows of one shard its part
+holds), each shard a block of rows at a time (`Placer` puts the block's rows where the
+window's shuffle puts them), into the arrays of a done window when no batch a consumer still
+holds is a view of them (`Spare`), else into new ones. Batches that are copies are reused the
+same way (`Windows.batch`), but in a DataLoader worker (`Windows.make`).
 """
 from __future__ import annotations
 
