@@ -37,14 +37,10 @@ reader holds one decoded window per part it reads (``partitions * turns`` window
 ``window`` shards in a single process), so ``partitions=1, turns=1, window=4`` is the
 single-process stream of four-shard windows.
 
-Reading: the stream decodes a part's window when a batch first needs it, one shard after
-the other, inflating each shard a block of rows at a time into a buffer it reuses and
-putting the rows where the window's shuffle puts them (`BuiltDataset.read_blocks`). A batch
-lying in one window is a view of it, unless this iterator's next batch reads past it: then a
-copy, so that the next window may be decoded into the arrays of the done one (memory used
-before: no fresh pages to fault in) when no batch still held is a view of them, else into
-new ones. Copies and done windows' arrays alike are reused that way
-(`glyphforge.builds.stream_windows`).
+Reading: the stream decodes a part's window when a batch first needs it, a block of rows at
+a time (`glyphforge.builds.stream_windows`, which reuses the arrays of done windows and
+copies). A batch lying in one window is a view of it, unless this iterator's next batch
+reads past it: then a copy, so that the next window may be decoded into the done one's arrays.
 
 **From the decoded copy.** Once the entry has a decoded copy (made by random access or
 ``ds.materialize()``, by any process), the stream reads there instead of inflating shards
@@ -94,7 +90,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -157,7 +153,8 @@ class ShardStream:
         check_int("window", self.window, 1)
         for name, default in (("partitions", stream_plan.DEFAULT_PARTITIONS), ("turns", stream_plan.DEFAULT_TURNS)):
             given = getattr(self, name)
-            object.__setattr__(self, name, check_int(name, given if given is not None else default ** self.shuffle, 1))
+            chosen = given if given is not None else default if self.shuffle else 1
+            object.__setattr__(self, name, check_int(name, chosen, 1))
         if self.even_ranks not in EVEN_RANKS:
             raise ValueError(f"even_ranks must be one of {', '.join(EVEN_RANKS)}, got {self.even_ranks!r}")
         if self.even_ranks == "drop" and len(self.dataset) < self.world_size:
@@ -331,14 +328,15 @@ class ShardStream:
             after = -(last % num_workers) * size  # the next epoch's batches go on being numbered from `last`
             windows.release(list(windows.decoded))  # the windows of the epoch before
             reads.release(list(reads.windows))
+            # a batch's places, once: the one before asks for them too (`_gather`'s ``later``)
+            locate = lru_cache(maxsize=2)(partial(self._locate, plan))
             for number in self._turns(first, last - first, worker, num_workers):
                 start = base + number * size
-                places, numbers = plan.locate(self.positions(start, plan.n_rows))
+                places, numbers = locate(start)
                 arrays = self._from_copy(reads, plan, epoch, windows, places, numbers)
                 if arrays is None:
-                    ahead = start + num_workers * size  # this iterator's next batch, if in this epoch
-                    later = partial(self._next_windows, plan, ahead) if shared is None else partial(
-                        np.empty, 0, np.int64)  # in a worker no batch is a view: as if no batch came next
+                    # this iterator's next batch (in a worker no batch is a view: as if none came next)
+                    later = partial(_windows, locate, start + num_workers * size if shared is None else plan.n_rows)
                     arrays = self._gather(reader, plan, epoch, windows, places, numbers, later)
                 if start + size >= plan.n_rows:
                     self._move(epoch + 1, 0, after, until)
@@ -379,9 +377,11 @@ class ShardStream:
             rows = rows[self._permutation(epoch, number, len(rows))]
         return rows, list(zip(starts.tolist(), counts.tolist(), strict=True))
 
-    def _next_windows(self, plan: EpochPlan, start: int) -> np.ndarray:
-        """The windows of the batch at position ``start`` (none: past the epoch's end)."""
-        return plan.locate(self.positions(start, plan.n_rows))[1] if start < plan.n_rows else np.empty(0, np.int64)
+    def _locate(self, plan: EpochPlan, start: int) -> tuple[np.ndarray, np.ndarray]:
+        """The places and windows of this rank's rows of the batch at position ``start`` (none past the epoch)."""
+        if start >= plan.n_rows:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return plan.locate(self.positions(start, plan.n_rows))
 
     def _gather(
         self, reader: ShardReader, plan: EpochPlan, epoch: int, windows: Windows, places: np.ndarray,
@@ -453,6 +453,11 @@ class ShardStream:
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "
                 f"worker {self.worker}/{self.num_workers}, epoch {self.epoch}, {len(self)} batches>")
+
+
+def _windows(locate: Callable[[int], tuple[np.ndarray, np.ndarray]], start: int) -> np.ndarray:
+    """The windows ``locate`` finds for the batch at position ``start``."""
+    return locate(start)[1]
 
 
 def _copy_run(window: Window, place: int, out: dict[str, np.ndarray], start: int, stop: int) -> None:
