@@ -104,7 +104,10 @@ def test_a_killed_worker_fails_the_loader_and_its_blocks_go_with_the_next_loader
             for _ in iterator:
                 pass
     finally:  # the error's traceback keeps the iterator: shut it down now, or torch reports the kill again later
-        iterator._shutdown_workers()
+        try:
+            iterator._shutdown_workers()
+        except RuntimeError as again:  # torch's SIGCHLD handler reports it again if the other worker exits meanwhile
+            assert str(pids[0]) in str(again)
     del iterator
     assert blocks_of(pids[:1])
     assert sum(1 for _ in loader(rows_1030, 16)) == 65  # a new loader works, and drops the gone worker's maps
