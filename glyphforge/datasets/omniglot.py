@@ -40,7 +40,9 @@ drawers into two disjoint halves.
 
 Parts of this module: the Omniglot cache (`prepare_omniglot`) is
 :mod:`~glyphforge.datasets._omniglot_prepare`, episodes are
-:mod:`~glyphforge.datasets._omniglot_episodes`; both are exported here.
+:mod:`~glyphforge.datasets._omniglot_episodes`, the few-shot benchmarks' splits and task
+batches :mod:`~glyphforge.datasets._omniglot_splits` and :mod:`~glyphforge.datasets._omniglot_tasks`;
+all are exported here.
 """
 from __future__ import annotations
 
@@ -73,12 +75,15 @@ from glyphforge.datasets._omniglot_prepare import (
     prepare_omniglot,
     record_of,
 )
+from glyphforge.datasets._omniglot_splits import omniglot_split
+from glyphforge.datasets._omniglot_tasks import OmniglotTasks, TaskBatch
 from glyphforge.datasets._prepare import resized
 
 __all__ = [
     "BLANK", "DEFAULT_METHOD", "DEFAULT_SETS", "GLYPH_METHOD", "KIND", "N_DRAWERS", "NATIVE_SHAPE",
-    "PARALLEL_MIN_IMAGES", "RESOURCES", "SETS", "Episode", "Omniglot", "OmniglotFormatError", "glyph_images",
-    "load_omniglot", "omniglot_classes", "omniglot_episodes", "prepare_omniglot", "preview_examples",
+    "PARALLEL_MIN_IMAGES", "RESOURCES", "SETS", "Episode", "Omniglot", "OmniglotFormatError", "OmniglotTasks",
+    "TaskBatch", "glyph_images", "load_omniglot", "omniglot_classes", "omniglot_episodes", "omniglot_split",
+    "prepare_omniglot", "preview_examples",
 ]
 
 #: The resize method of the glyphs scenes draw (:func:`glyph_images`): scenes resize glyphs with box.

@@ -108,7 +108,8 @@ def test_reading_the_registry_imports_neither_argparse_nor_any_dataset_module():
 
 EXPORTED = {
     "emnist": ["prepare_emnist", "load_emnist", "emnist_classes", "EMNIST"],
-    "omniglot": ["prepare_omniglot", "load_omniglot", "omniglot_classes", "omniglot_episodes", "Omniglot"],
+    "omniglot": ["prepare_omniglot", "load_omniglot", "omniglot_classes", "omniglot_episodes", "Omniglot",
+                 "omniglot_split", "OmniglotTasks", "TaskBatch"],
     "backgrounds": ["prepare_backgrounds", "load_backgrounds", "background_names", "hard_background_names"],
     "mnist": ["prepare_mnist", "load_mnist", "mnist_classes", "MNIST"],
     "fashion-mnist": ["prepare_fashion_mnist", "load_fashion_mnist", "fashion_mnist_classes", "FashionMNIST"],
