@@ -43,6 +43,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from glyphforge.datasets._class_args import config_keyword, config_signature
 from glyphforge.datasets._class_declaration import DECLARATIONS, Declaration
 from glyphforge.datasets._class_load import load, preview
 from glyphforge.datasets._class_prepare import prepare
@@ -77,19 +78,10 @@ def bind(function: Callable[..., Any], name: str, public: str, module: str = __n
     option = DECLARATIONS[name].config_option
 
     def bound(*args: Any, **kwargs: Any) -> Any:
-        if option is not None and option in kwargs:
-            kwargs["config"] = kwargs.pop(option)
-        return function(DECLARATIONS[name], *args, **kwargs)
+        return function(DECLARATIONS[name], *args, **config_keyword(kwargs, option))
 
-    signature = inspect.signature(function)
-    parameters = []
-    for parameter in list(signature.parameters.values())[1:]:
-        if parameter.name == "config":
-            if option is None:
-                continue
-            parameter = parameter.replace(name=option)
-        parameters.append(parameter)
-    bound.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]  # read by help()
+    signature = config_signature(inspect.signature(function), option, drop=1)
+    bound.__signature__ = signature  # type: ignore[attr-defined]  # read by help()
     bound.__name__ = bound.__qualname__ = public
     bound.__wrapped__ = function  # type: ignore[attr-defined]  # the function it binds (help() shows the signature above)
     bound.__module__ = module

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from glyphforge.datasets import _class_files, _class_load, _class_prepare
 from glyphforge.datasets._class_args import SUBSETS, class_names
 from glyphforge.datasets._class_declaration import Config, Declaration, Parsed, declare
-from glyphforge.datasets._class_load import ClassFilesDataset
+from glyphforge.datasets._class_load import ClassFilesDataset, config_option_init
 from glyphforge.datasets._classes import BLANK
 from glyphforge.datasets._emnist_archive import EMNIST_ZIP, N_IMAGES, NATIVE_SHAPE, read_split
 from glyphforge.datasets._emnist_catalog import (
@@ -89,16 +88,15 @@ preview_examples = _class_load.preview
 
 
 class EMNIST(ClassFilesDataset):
-    """One EMNIST split as a map-style dataset, e.g. ``EMNIST("digits", "test")``.
+    """One EMNIST split as a map-style dataset, e.g. ``EMNIST("test", split="digits")``.
 
-    ``EMNIST(split="byclass", subset="train", shape=None, *, classes=None, ...)``: the
-    other keywords are :class:`~glyphforge.datasets._class_load.ClassFilesDataset`'s.
+    ``EMNIST(subset="train", *, split=None, shape=None, transform=None, target_transform=None,
+    context=None, ...)`` (``split`` None: ``byclass``): the other keywords are
+    :class:`~glyphforge.datasets._class_load.ClassFilesDataset`'s.
     """
 
     name = KIND
-
-    def __init__(self, split: str = DEFAULT_SPLIT, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, config=split, **kwargs)
+    __init__ = config_option_init(DATASET.config_option)
 
     @property
     def split(self) -> str:

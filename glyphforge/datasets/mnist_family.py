@@ -45,7 +45,7 @@ from typing import Any
 from glyphforge.datasets import _class_files, _class_load, _class_prepare
 from glyphforge.datasets._class_args import SUBSETS, class_names
 from glyphforge.datasets._class_declaration import DECLARATIONS, DEFAULT_CONFIG, Config, Declaration, declare
-from glyphforge.datasets._class_load import ClassFilesDataset
+from glyphforge.datasets._class_load import ClassFilesDataset, config_option_init
 from glyphforge.datasets._classes import BLANK
 from glyphforge.datasets._mnist_files import NATIVE_SHAPE, MNISTFormatError, read_files
 from glyphforge.pipelines.resource import Resource
@@ -148,8 +148,11 @@ mnist_glyph_images, fashion_mnist_glyph_images, kmnist_glyph_images = (
 class MNISTFamilyDataset(ClassFilesDataset):
     """One dataset of the family as a map-style dataset (see `glyphforge.datasets._class_load.ClassFilesDataset`).
 
-    Use a subclass (:class:`MNIST`, :class:`FashionMNIST`, :class:`KMNIST`), which names its dataset.
+    Use a subclass (:class:`MNIST`, :class:`FashionMNIST`, :class:`KMNIST`), which names its dataset:
+    ``MNIST(subset="train", *, shape=None, transform=None, target_transform=None, context=None, ...)``.
     """
+
+    __init__ = config_option_init(None)  # one config: no config keyword
 
 
 class MNIST(MNISTFamilyDataset):

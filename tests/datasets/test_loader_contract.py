@@ -5,9 +5,10 @@ dataset's ``load`` part (``glyphforge.load_<name>`` and ``glyphforge.load(name)`
 ``classes`` first, where None means every class; takes the data context (``context=``)
 and the loose fetch keywords beside it; and returns ``(x, y, classes)``: the images (an
 array, or a list of arrays where sizes differ), ``y`` int64 indices into ``classes``, and
-``classes`` a `ClassNames` of the sorted class names. Each dataset is prepared once, offline,
-from synthetic files in the upstream layout (the MNIST family, EMNIST) or the real files in
-``../shared/data`` (Omniglot small1, backgrounds).
+``classes`` a `ClassNames` of the class names in the dataset's own order: a per-class
+dataset's label order (upstream's), else (Omniglot, backgrounds) sorted naturally. Each
+dataset is prepared once, offline, from synthetic files in the upstream layout (the MNIST
+family, EMNIST) or the real files in ``../shared/data`` (Omniglot small1, backgrounds).
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ import pytest
 import glyphforge as gf
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
+from glyphforge.datasets._class_args import class_names
 from glyphforge.datasets._classes import ClassNames
+from glyphforge.datasets._omniglot_catalog import natural_key
 
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
 
@@ -60,15 +63,23 @@ def test_a_loader_takes_classes_first_and_the_fetch_keywords(name):
     assert not missing, f"{name}'s loader lacks {missing}"
 
 
+def own_order(name: str, classes: list[str]) -> list[str]:
+    """``classes`` in dataset ``name``'s own order: a per-class dataset's label order, else natural sorting."""
+    declaration = registry.declaration(name)
+    if declaration is None:
+        return sorted(classes, key=natural_key)
+    return [c for c in class_names(declaration, OPTIONS.get(name, {}).get("split")) if c in classes]
+
+
 @pytest.mark.parametrize("name", registry.registered())
-def test_a_load_returns_images_indices_and_the_sorted_classes_none_meaning_all(name, context):
+def test_a_load_returns_images_indices_and_the_classes_in_their_own_order_none_meaning_all(name, context):
     seeded = {"seed": 0} if "seed" in inspect.signature(registry.resolve(registry.get(name).load)).parameters else {}
     if name == "backgrounds":
         with pytest.raises(FileNotFoundError, match=r"backgrounds \[.*'space'.*\] are not prepared"):
             gf.load(name, context=context)  # None: every background, also those not prepared
     asked = PREPARED_BACKGROUNDS if name == "backgrounds" else None
     x, y, classes = gf.load(name, asked, context=context, **OPTIONS.get(name, {}), **seeded)
-    assert isinstance(classes, ClassNames) and list(classes) == sorted(classes) and len(classes) >= 2
+    assert isinstance(classes, ClassNames) and list(classes) == own_order(name, classes) and len(classes) >= 2
     assert isinstance(y, np.ndarray) and y.dtype == np.int64 and y.shape == (len(x),)
     assert sorted(set(y.tolist())) == list(range(len(classes))), "every class asked (None: all) is loaded, only those"
     images = list(x) if isinstance(x, list) else [x]
