@@ -98,3 +98,42 @@ def test_the_loose_keywords_are_the_context(name, context):
                           **OPTIONS.get(name, {}), **seeded)
     assert by_context[2] == by_keywords[2] and np.array_equal(by_context[1], by_keywords[1])
     assert all(np.array_equal(a, b) for a, b in zip(by_context[0], by_keywords[0], strict=True))
+
+
+#: Each registered dataset's map-style class, and the keyword naming its configuration (after ``subset``), if any.
+MAP_STYLE = {"mnist": (gf.MNIST, None), "fashion-mnist": (gf.FashionMNIST, None), "kmnist": (gf.KMNIST, None),
+             "emnist": (gf.EMNIST, "split"), "omniglot": (gf.Omniglot, "sets")}
+#: The convention (torchvision's): ``Kind(subset, *, [own keyword,] shape=None, transform=None,
+#: target_transform=None, context=None, ...)``.
+CONVENTION = ["subset", "shape", "transform", "target_transform", "context"]
+
+
+def test_the_map_style_classes_share_one_constructor_convention():
+    exported = {name for name in registry.registered() for export in registry.get(name).exports
+                if isinstance(getattr(gf, export.rpartition(":")[2]), type)}
+    assert exported == set(MAP_STYLE), "a new map-style class: hold it to the convention here"
+    rests = {}
+    for name, (kind, own) in MAP_STYLE.items():
+        parameters = list(inspect.signature(kind).parameters.values())
+        first = parameters[0]
+        assert (first.name, first.kind) == ("subset", inspect.Parameter.POSITIONAL_OR_KEYWORD), name
+        assert all(parameter.kind is inspect.Parameter.KEYWORD_ONLY for parameter in parameters[1:]), (
+            f"{name}: every parameter but subset is keyword-only")
+        names = [parameter.name for parameter in parameters]
+        assert names[:len(CONVENTION) + bool(own)] == [CONVENTION[0], *([own] if own else []), *CONVENTION[1:]], name
+        assert all(inspect.signature(kind).parameters[keyword].default is None for keyword in CONVENTION[1:]), name
+        rests[name] = [keyword for keyword in names if keyword not in (*CONVENTION, own)]
+    assert rests["mnist"] == rests["fashion-mnist"] == rests["kmnist"] == rests["emnist"]  # the per-class datasets
+
+
+@pytest.mark.parametrize("name", list(MAP_STYLE))
+def test_target_transform_applies_to_each_label(name, context):
+    kind, _ = MAP_STYLE[name]
+    plain = kind(context=context, **OPTIONS.get(name, {}))
+    named = kind(context=context, target_transform=lambda label: f"class {plain.classes[label]}",
+                 **OPTIONS.get(name, {}))
+    assert len(named) == len(plain) >= 2
+    for i in (0, len(plain) - 1):
+        image, label = named[i]
+        assert label == f"class {plain.classes[plain.labels[i]]}" and np.array_equal(image, plain[i][0])
+    assert plain[0][1] == plain.labels[0]  # without one, the label itself

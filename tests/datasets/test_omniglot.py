@@ -124,6 +124,26 @@ def test_all_classes_of_a_set(prepared):
     assert omniglot_classes("small1", data_dir=prepared) == classes
 
 
+def test_classes_are_sorted_naturally(prepared):
+    latin = [name for name in omniglot_classes("small1", data_dir=prepared) if name.startswith("Latin,")]
+    assert latin == [f"Latin,{number}" for number in range(1, 27)]  # "Latin,2" before "Latin,10"
+    ds = Omniglot(sets="small1", classes=["Latin,10", "Latin,2", "Latin,1"], indices=[0], data_dir=prepared)
+    assert ds.classes == ["Latin,1", "Latin,2", "Latin,10"] and ds.labels.tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(ds.images[1], class_array(prepared, "small1", "Latin", 2)[0])
+    assert natural_key("small1/Latin,9") < natural_key("small1/Latin,10") < natural_key("small2/Latin,1")
+
+
+def test_subset_names_lakes_sets(tmp_path, prepared):
+    for subset, sets in (("train", ["background"]), ("test", ["evaluation"]), ("all", ["background", "evaluation"])):
+        with pytest.raises(FileNotFoundError, match=rf"^Omniglot sets {re.escape(str(sets))} are not prepared"):
+            Omniglot(subset, data_dir=tmp_path, download=False)
+    with pytest.raises(ValueError, match=r"^give subset='train' \(the sets background\) or sets='small1', not both"):
+        Omniglot("train", sets="small1", data_dir=prepared)
+    with pytest.raises(ValueError, match=r"^subset \['Latin,1'\] is invalid: use one of all, train, test, or "
+                                         r"sets=\.\.\. for other sets \(classes are given as classes=\.\.\.\)"):
+        Omniglot(["Latin,1"], sets="small1", data_dir=prepared)
+
+
 def test_shared_alphabets_are_qualified_never_merged(prepared):
     names = omniglot_classes(SMALL, data_dir=prepared)
     assert len(names) == 136 + 156
