@@ -23,12 +23,15 @@ One entry per ``(config, shape)``, of kind the dataset's name, with the params
 ``"split"``), ``"shape"`` and ``"source"`` (the pinned hash of the only resource, or
 ``{file name: hash}`` of several; an own copy used with ``verify=False`` has the
 ``sha256:`` of each of its files that is not upstream's, see
-:mod:`glyphforge.datasets._own_copy`) and, for any shape but the native one,
-``"resize": <default resize>``. The native entry is converted from the upstream files;
-any other shape is the resize (Pillow's, exactly) of every image of the native entry.
+:mod:`glyphforge.datasets._own_copy`), ``"layout": 2`` (:data:`~glyphforge.datasets._class_prepare.LAYOUT`)
+and, for any shape but the native one, ``"resize": <default resize>``. The native entry is
+converted from the upstream files; any other shape is the resize (Pillow's, exactly) of every
+image of the native entry.
 An entry holds one ``.pklz`` per class (named by the declaration's ``class_file``): the
 uint8 array ``(n_images_of_class, H, W)``, upright, white on black, that class's *test*
-images first, then its *train* images, each in file order. ``entry.meta`` holds
+images first, then its *train* images, each in file order; ``upstream_labels.pklz`` holds the
+class index of every upstream test example, then of every train example, in file order (what
+puts the map-style datasets in upstream order). ``entry.meta`` holds
 ``dataset``, the config option's value (``split`` for EMNIST), ``shape``, ``n_images``,
 ``n_train``, ``n_test``, ``verified`` (False when made from files used unchecked,
 ``verify=False``) and ``classes``: one record per class in label order, ``{"name",

@@ -13,13 +13,15 @@ prepare anything. The classes of each split and the class file names are describ
 Cache entries
 -------------
 One entry of kind ``"emnist"`` per ``(split, shape)``, in the format of
-:mod:`glyphforge.datasets._class_files`: the params ``{"split", "shape", "source"}``
+:mod:`glyphforge.datasets._class_files`: the params ``{"split", "shape", "source", "layout"}``
 (``source``: the pinned hash of :data:`EMNIST_ZIP`) and, for any shape but 28x28,
 ``"resize": "box"``. ``shape=(28, 28)`` is converted from the archive, any other shape
 is the box resize (Pillow's ``BOX``, exactly) of every image of the 28x28 entry. An
 entry holds one ``.pklz`` per class: the uint8 array ``(n_images_of_class, H, W)``,
 upright, white strokes on black, with that class's *test* images first and then its
-*train* images, each in archive order. ``entry.meta`` holds ``dataset``, ``split``,
+*train* images, each in archive order; ``upstream_labels.pklz`` holds the class index of every
+test example, then of every train example, in archive order (the params hold
+``"layout": 2``). ``entry.meta`` holds ``dataset``, ``split``,
 ``shape``, ``n_images``, ``n_train``, ``n_test``, ``verified`` and ``classes``: one
 record per class in label order, ``{"name", "label", "file", "n_test", "n_train"}``
 (``label``: NIST's, from 1 for ``letters``). Class files are named ``digit_0.pklz``,
