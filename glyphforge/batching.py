@@ -246,7 +246,8 @@ class MapStyleDataset:
         An array of the same length, or ``None`` for unlabelled data.
 
     and optionally ``transform``, a callable applied to the image by ``ds[i]`` (e.g. a
-    torchvision transform; not by :meth:`batches`), and inherits ``len(ds)``,
+    torchvision transform; not by :meth:`batches`), and ``target_transform``, one applied to
+    the label by ``ds[i]`` (as torchvision's), and inherits ``len(ds)``,
     ``ds[i] -> (image, label)`` (``ds[index_array]`` gives stacked batches),
     ``for image, label in ds`` and ``ds.batches(...)``. It may override
     ``__len__``/``__getitem__``; :meth:`batches` only uses ``images`` and ``labels``.
@@ -256,13 +257,15 @@ class MapStyleDataset:
     images: Any
     labels: Any
     transform: Callable[[Any], Any] | None = None
+    target_transform: Callable[[Any], Any] | None = None
 
     def __len__(self) -> int:
         return len(self.images)
 
     def __getitem__(self, index: Any) -> tuple[Any, Any]:
         image = self.images[index] if self.transform is None else self.transform(self.images[index])
-        return image, None if self.labels is None else self.labels[index]
+        label = None if self.labels is None else self.labels[index]
+        return image, label if self.target_transform is None or label is None else self.target_transform(label)
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         return (self[i] for i in range(len(self)))

@@ -42,8 +42,9 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _without_sources(params: dict[str, Any]) -> dict[str, Any]:
-    """A dataset entry's parameters without the upstream hash or commit (the same for every entry)."""
-    return {name: value for name, value in params.items() if name not in ("source", "commit")}
+    """A dataset entry's parameters without the upstream hash or commit and the entry layout (the same for every
+    entry)."""
+    return {name: value for name, value in params.items() if name not in ("source", "commit", "layout")}
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:

@@ -1,6 +1,7 @@
 """The argument checks of per-class datasets (:mod:`glyphforge.datasets._class_files`): configs, subsets, classes."""
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -43,14 +44,16 @@ def check_subset(subset: Any) -> str:
 
 
 def check_classes(dataset: Declaration, config: str, classes: Iterable[str | int] | str | None) -> list[str]:
-    """Return the sorted distinct class names of ``classes`` (None: every class of ``config``), or raise.
+    """Return the distinct class names of ``classes`` (None: every class of ``config``) in label order, or raise.
+
+    Label order is the dataset's own (upstream's): Fashion-MNIST's ``T-shirt/top`` first.
 
     A string is one class name, but where every class name is one character (EMNIST,
     MNIST) it is split into characters: ``"0123"``. Integers are taken as their digits.
     """
     known = dataset.configs[config].classes
     if classes is None:
-        return sorted(known)
+        return list(known)
     single = all(len(name) == 1 for name in known)
     if isinstance(classes, str):
         names = list(classes) if single else [classes]
@@ -63,9 +66,30 @@ def check_classes(dataset: Declaration, config: str, classes: Iterable[str | int
         raise ValueError(f"unknown {config_phrase(dataset, config)} classes {unknown}: {whose} {listed}")
     if not names:
         raise ValueError("classes is empty: give at least one class, or None for all")
-    return sorted(set(names))
+    wanted = set(names)
+    return [name for name in known if name in wanted]
 
 
 def class_names(dataset: Declaration, config: str | None = None) -> list[str]:
     """Return the class names of ``config`` (None: the default) in label order (no download needed)."""
     return list(dataset.configs[check_config(dataset, config)].classes)
+
+
+def config_signature(signature: inspect.Signature, option: str | None, drop: int = 0) -> inspect.Signature:
+    """``signature`` without its first ``drop`` parameters, its ``config`` parameter called ``option`` (EMNIST:
+    ``split``), or dropped when ``option`` is None (a dataset of one config): the signature ``help()`` shows."""
+    parameters = []
+    for parameter in list(signature.parameters.values())[drop:]:
+        if parameter.name == "config":
+            if option is None:
+                continue
+            parameter = parameter.replace(name=option)
+        parameters.append(parameter)
+    return signature.replace(parameters=parameters)
+
+
+def config_keyword(options: dict[str, Any], option: str | None) -> dict[str, Any]:
+    """Return ``options`` with the keyword ``option`` (EMNIST: ``split``) renamed ``config``."""
+    if option is not None and option in options:
+        options["config"] = options.pop(option)
+    return options

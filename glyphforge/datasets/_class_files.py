@@ -23,12 +23,15 @@ One entry per ``(config, shape)``, of kind the dataset's name, with the params
 ``"split"``), ``"shape"`` and ``"source"`` (the pinned hash of the only resource, or
 ``{file name: hash}`` of several; an own copy used with ``verify=False`` has the
 ``sha256:`` of each of its files that is not upstream's, see
-:mod:`glyphforge.datasets._own_copy`) and, for any shape but the native one,
-``"resize": <default resize>``. The native entry is converted from the upstream files;
-any other shape is the resize (Pillow's, exactly) of every image of the native entry.
+:mod:`glyphforge.datasets._own_copy`), ``"layout": 2`` (:data:`~glyphforge.datasets._class_prepare.LAYOUT`)
+and, for any shape but the native one, ``"resize": <default resize>``. The native entry is
+converted from the upstream files; any other shape is the resize (Pillow's, exactly) of every
+image of the native entry.
 An entry holds one ``.pklz`` per class (named by the declaration's ``class_file``): the
 uint8 array ``(n_images_of_class, H, W)``, upright, white on black, that class's *test*
-images first, then its *train* images, each in file order. ``entry.meta`` holds
+images first, then its *train* images, each in file order; ``upstream_labels.pklz`` holds the
+class index of every upstream test example, then of every train example, in file order (what
+puts the map-style datasets in upstream order). ``entry.meta`` holds
 ``dataset``, the config option's value (``split`` for EMNIST), ``shape``, ``n_images``,
 ``n_train``, ``n_test``, ``verified`` (False when made from files used unchecked,
 ``verify=False``) and ``classes``: one record per class in label order, ``{"name",
@@ -43,6 +46,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from glyphforge.datasets._class_args import config_keyword, config_signature
 from glyphforge.datasets._class_declaration import DECLARATIONS, Declaration
 from glyphforge.datasets._class_load import load, preview
 from glyphforge.datasets._class_prepare import prepare
@@ -77,19 +81,10 @@ def bind(function: Callable[..., Any], name: str, public: str, module: str = __n
     option = DECLARATIONS[name].config_option
 
     def bound(*args: Any, **kwargs: Any) -> Any:
-        if option is not None and option in kwargs:
-            kwargs["config"] = kwargs.pop(option)
-        return function(DECLARATIONS[name], *args, **kwargs)
+        return function(DECLARATIONS[name], *args, **config_keyword(kwargs, option))
 
-    signature = inspect.signature(function)
-    parameters = []
-    for parameter in list(signature.parameters.values())[1:]:
-        if parameter.name == "config":
-            if option is None:
-                continue
-            parameter = parameter.replace(name=option)
-        parameters.append(parameter)
-    bound.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]  # read by help()
+    signature = config_signature(inspect.signature(function), option, drop=1)
+    bound.__signature__ = signature  # type: ignore[attr-defined]  # read by help()
     bound.__name__ = bound.__qualname__ = public
     bound.__wrapped__ = function  # type: ignore[attr-defined]  # the function it binds (help() shows the signature above)
     bound.__module__ = module

@@ -6,6 +6,7 @@ Which images a load takes, and reading just those, is :mod:`glyphforge.datasets.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
@@ -16,7 +17,14 @@ from glyphforge.batching import MapStyleDataset
 from glyphforge.cache import Entry
 from glyphforge.context import DataContext, Mirrors
 from glyphforge.datasets import _own_copy
-from glyphforge.datasets._class_args import check_classes, check_config, check_subset, config_phrase
+from glyphforge.datasets._class_args import (
+    check_classes,
+    check_config,
+    check_subset,
+    config_keyword,
+    config_phrase,
+    config_signature,
+)
 from glyphforge.datasets._class_declaration import DECLARATIONS, Declaration
 from glyphforge.datasets._class_prepare import params, prepare_entries
 from glyphforge.datasets._class_selection import Selection, class_records, select
@@ -96,7 +104,7 @@ def load(
         The declaration.
     classes
         Class names (a string of one-character names such as ``"0123"`` works; digits
-        may be ints), or None for every class. They are de-duplicated and sorted.
+        may be ints), or None for every class. They are de-duplicated and put in label order.
     config
         The config (EMNIST: ``split``); None: the default.
     subset
@@ -128,9 +136,10 @@ def load(
     x : numpy.ndarray
         uint8 ``(n, H, W)``, upright, white on black.
     y : numpy.ndarray
-        int64 ``(n,)``: indices into ``classes``.
+        int64 ``(n,)``: indices into ``classes`` (with every class, the upstream labels; EMNIST
+        ``letters``: NIST's label minus 1).
     classes : ClassNames
-        The sorted class names (then ``' '`` with ``include_blank``).
+        The class names in label order, the dataset's own (then ``' '`` with ``include_blank``).
 
     Raises
     ------
@@ -152,17 +161,24 @@ def load(
 class ClassFilesDataset(MapStyleDataset):
     """A per-class dataset as a map-style dataset: ``len(ds)``, ``ds[i] -> (image, label)``.
 
-    Subclasses name their declaration (``name``). Images are in a fixed order (classes
-    sorted, each class's images in its file order), so a PyTorch ``DataLoader`` (which
-    shuffles) or :meth:`batches` takes it as is. ``images`` is uint8 ``(n, H, W)``;
-    ``labels`` int64 indices into ``classes`` (a :class:`ClassNames`).
+    Subclasses name their declaration (``name``) and take its ``config`` keyword under the
+    declaration's name for it (:func:`config_option_init`): ``EMNIST(subset="train", *,
+    split=None, shape=None, transform=None, target_transform=None, context=None, ...)``,
+    ``MNIST(subset="train", *, shape=None, ...)``. Index ``i``
+    is upstream's example ``i`` of the subset (``"all"``: the train examples, then the test
+    examples), as torchvision numbers them; a selection (``classes``, ``example_range``,
+    ``balance``) keeps that order, blank images last. ``images`` is uint8 ``(n, H, W)``;
+    ``labels`` int64 indices into ``classes`` (a :class:`ClassNames` in label order, so with
+    every class a label is upstream's).
 
     Parameters
     ----------
-    subset, shape, config, classes, balance, include_blank, example_range, context, data_dir, download, mirrors, offline
+    subset, config, shape, context, classes, balance, include_blank, example_range, data_dir, download, mirrors, offline
         As in :func:`load` (``subset`` defaults to ``"train"`` there too).
     transform
         Applied to each image by ``ds[i]`` (e.g. a torchvision transform).
+    target_transform
+        Applied to each label by ``ds[i]``.
     """
 
     #: The declaration's name (a key of :data:`DECLARATIONS`), set by each subclass.
@@ -171,15 +187,16 @@ class ClassFilesDataset(MapStyleDataset):
     def __init__(
         self,
         subset: str = "train",
-        shape: tuple[int, int] | None = None,
         *,
         config: str | None = None,
+        shape: tuple[int, int] | None = None,
+        transform: Callable[[np.ndarray], Any] | None = None,
+        target_transform: Callable[[Any], Any] | None = None,
+        context: DataContext | None = None,
         classes: Iterable[str | int] | str | None = None,
         balance: bool = False,
         include_blank: bool = False,
         example_range: tuple[float, float] | None = None,
-        transform: Callable[[np.ndarray], Any] | None = None,
-        context: DataContext | None = None,
         data_dir: PathLike | None = None,
         download: bool | None = None,
         mirrors: Mirrors = None,
@@ -196,13 +213,25 @@ class ClassFilesDataset(MapStyleDataset):
         self.config, self.subset, self.shape = request.config, subset, request.shape
         self.images, self.labels = selection.in_order()
         self.classes = selection.classes
-        self.transform = transform
+        self.transform, self.target_transform = transform, target_transform
 
     def __repr__(self) -> str:
         dataset = DECLARATIONS[self.name]
         config = "" if dataset.config_option is None else f"{dataset.config_option}={self.config!r}, "
         return (f"{type(self).__name__}({config}subset={self.subset!r}, shape={self.shape}, {len(self)} images, "
                 f"{len(self.classes)} classes)")
+
+
+def config_option_init(option: str | None) -> Callable[..., None]:
+    """Return a subclass's ``__init__``: :class:`ClassFilesDataset`'s with its ``config`` keyword called ``option``
+    (EMNIST: ``"split"``), or without it (None: a dataset of one config); ``help()`` shows that signature."""
+
+    def __init__(self: ClassFilesDataset, subset: str = "train", **options: Any) -> None:
+        ClassFilesDataset.__init__(self, subset, **config_keyword(options, option))
+
+    __init__.__signature__ = config_signature(  # type: ignore[attr-defined]  # read by help() and inspect
+        inspect.signature(ClassFilesDataset.__init__), option)
+    return __init__
 
 
 def preview(

@@ -18,11 +18,15 @@ from glyphforge.context import DataContext, Mirrors
 from glyphforge.datasets import _own_copy
 from glyphforge.datasets._class_args import check_configs, config_phrase
 from glyphforge.datasets._class_declaration import Declaration, Parsed
-from glyphforge.datasets._class_selection import class_records
+from glyphforge.datasets._class_selection import LABELS_FILE, class_records
 from glyphforge.datasets._prepare import check_shapes, given_archives, resized, upstream_file
 
 T = TypeVar("T")
 U = TypeVar("U")
+
+#: The layout of per-class entries, a cache param (so an entry of another layout is not found): 2 since an entry
+#: holds its upstream label sequence, :data:`~glyphforge.datasets._class_selection.LABELS_FILE` (issue 34).
+LAYOUT = 2
 
 
 def params(dataset: Declaration, config: str, shape: tuple[int, int], source: Mapping[str, str] | None = None
@@ -31,7 +35,7 @@ def params(dataset: Declaration, config: str, shape: tuple[int, int], source: Ma
     pinned ones; see :mod:`glyphforge.datasets._class_files` and :mod:`glyphforge.datasets._own_copy`)."""
     hashes = dict(sorted((source or {name: resource.hash for name, resource in dataset.resources.items()}).items()))
     found: dict[str, Any] = {} if dataset.config_option is None else {dataset.config_option: config}
-    found.update(shape=list(shape), source=next(iter(hashes.values())) if len(hashes) == 1 else hashes)
+    found.update(shape=list(shape), source=next(iter(hashes.values())) if len(hashes) == 1 else hashes, layout=LAYOUT)
     if shape != dataset.native_shape:
         found["resize"] = dataset.default_resize
     return found
@@ -167,7 +171,7 @@ def _run_all(checks: list[Callable[[], None]]) -> None:
 def write_native(
     writer: Writer, dataset: Declaration, config: str, parsed: Parsed, verified: bool, progress: bool
 ) -> None:
-    """Write one upright class file per class (test images first, then train) and the entry's meta."""
+    """Write one upright class file per class (test images first, then train), the upstream labels and the meta."""
     classes, first = dataset.configs[config].classes, dataset.configs[config].first_label
     (test_order, test_starts), (train_order, train_starts) = (
         parsed.test.by_class(len(classes)), parsed.train.by_class(len(classes))
@@ -192,6 +196,8 @@ def write_native(
     n_images = len(parsed.test.labels) + len(parsed.train.labels)
     label = f"{config_phrase(dataset, config)}: writing {dataset.native_shape[0]}x{dataset.native_shape[1]}"
     _run_per_class(write_class, len(classes), n_images, label, progress)
+    labels = np.concatenate([parsed.test.labels, parsed.train.labels]).astype(np.min_scalar_type(len(classes) - 1))
+    _write_copy(writer, LABELS_FILE, labels)
     writer.meta.update(
         dataset=dataset.name,
         **({} if dataset.config_option is None else {dataset.config_option: config}),
@@ -231,12 +237,18 @@ def write_resized(
         numba.set_num_threads(1)  # for this worker thread only
         with kernel_lock:
             small = resized(images, shape, method, batch=True)
-        writer.write_array(name, small.shape, small.dtype, partial(np.copyto, src=small))
+        _write_copy(writer, name, small)
         return len(small)
 
     _run_per_class(resize_class, len(records), base.meta["n_images"], f"{label}: writing {shape[0]}x{shape[1]}",
                    progress)
+    _write_copy(writer, LABELS_FILE, base.load(LABELS_FILE))
     writer.meta.update({**base.meta, "shape": list(shape), "resized_from": base.key, "resize": method})
+
+
+def _write_copy(writer: Writer, name: str, array: np.ndarray) -> None:
+    """Write a copy of ``array`` as the file ``name`` of the entry."""
+    writer.write_array(name, array.shape, array.dtype, partial(np.copyto, src=array))
 
 
 def _run_per_class(task: Callable[[int], int], n_classes: int, n_images: int, label: str, progress: bool) -> None:

@@ -1,7 +1,8 @@
 """Which images of a per-class entry a load takes, and reading just those.
 
 A per-class entry (see `glyphforge.datasets._class_files`) holds one uint8 file per class,
-that class's test images first, then its train images.
+that class's test images first, then its train images, and :data:`LABELS_FILE`: the class
+index of every upstream test example, then of every train example, in upstream order.
 
 Selection
 ---------
@@ -11,6 +12,14 @@ that ``example_range=(a, b)`` selects (:func:`glyphforge._checks.example_bounds`
 ``balance`` cuts every block to the smallest block's size, keeping its first images;
 the blank class is that many all-zero images. Only the selected classes' files are read,
 on a few threads.
+
+Order
+-----
+The map-style datasets take the selected images in upstream order (:meth:`Selection.in_order`):
+index ``i`` of subset ``"train"`` or ``"test"`` is upstream's example ``i`` of that subset (when
+every image is selected), subset ``"all"`` is the train examples then the test examples, and
+blank images come last. Loads shuffle the images listed block by block
+(:meth:`Selection.shuffled`).
 """
 from __future__ import annotations
 
@@ -24,6 +33,9 @@ from glyphforge._checks import MAX_READ_THREADS, check_int, example_bounds, work
 from glyphforge.cache import Entry
 from glyphforge.datasets._classes import BLANK, ClassNames
 
+#: The file of a per-class entry holding the class index of every upstream example: the test examples', then the
+#: train examples', each in upstream order (see the module docstring).
+LABELS_FILE = "upstream_labels.pklz"
 
 def class_records(entry: Entry) -> list[dict[str, Any]]:
     """Return the class records of ``entry`` in label order, ``{"name", "label", "file", "n_test", "n_train"}``."""
@@ -69,12 +81,36 @@ class Selection:
         return int(self.sizes.sum())
 
     def in_order(self) -> tuple[np.ndarray, np.ndarray]:
-        """Return every selected image, block by block in file order, and its block index (int64)."""
+        """Return every selected image in upstream order (see the module docstring) and its block index (int64)."""
         sizes = self.sizes
+        positions = np.concatenate(self._upstream_positions())
+        rank = np.empty(len(positions), np.int64)
+        rank[np.argsort(positions, kind="stable")] = np.arange(len(positions))
         bounds = np.concatenate([[0], np.cumsum(sizes)])
         x = self._empty(self.total)
-        self._fill(x, [np.arange(bounds[i], bounds[i + 1]) for i in range(len(self.blocks))])
-        return x, np.repeat(np.arange(len(self.blocks), dtype=np.int64), sizes)
+        self._fill(x, [rank[bounds[i]:bounds[i + 1]] for i in range(len(self.blocks))])
+        y = np.empty(self.total, np.int64)
+        y[rank] = np.repeat(np.arange(len(self.blocks), dtype=np.int64), sizes)
+        return x, y
+
+    def _upstream_positions(self) -> list[np.ndarray]:
+        """Each block's images' places in upstream order: train example ``j`` at ``j``, test example ``j`` at
+        ``n_train + j``, blank images after all of them."""
+        n_test, n_train = self.entry.meta["n_test"], self.entry.meta["n_train"]
+        records = class_records(self.entry)
+        labels = self.entry.load(LABELS_FILE)  # test examples' classes, then train examples'
+        order = np.argsort(labels, kind="stable")  # per class: its test examples, then its train ones (its file)
+        starts = np.concatenate([[0], np.cumsum(np.bincount(labels, minlength=len(records)))])
+        place = np.where(order < n_test, order + n_train, order - n_test)
+        index = {record["file"]: label for label, record in enumerate(records)}
+        found = []
+        for block in self.blocks:
+            if block.file is None:
+                found.append(n_test + n_train + np.arange(block.size))
+            else:
+                start = starts[index[block.file]]
+                found.append(place[start + block.start:start + block.stop])
+        return found
 
     def shuffled(self, n_examples: int | None, seed: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Return the images in the order ``numpy.random.default_rng(seed).permutation``, cut to ``n_examples``.
@@ -136,7 +172,7 @@ def select(
     balance: bool,
     include_blank: bool,
 ) -> Selection:
-    """Decide which images of the classes ``names`` (sorted, all in ``entry``) a load takes.
+    """Decide which images of the classes ``names`` (all in ``entry``; the labels' order) a load takes.
 
     No class file is read. The rule is the module docstring's; the blank block, when
     ``include_blank``, comes last. Selecting no image at all raises ValueError.

@@ -10,7 +10,7 @@ BLANK = " "
 
 
 class ClassNames(list[str]):
-    """The sorted class names that the labels index (a list; see the module docstring)."""
+    """The class names that the labels index (a list; see the module docstring)."""
 
     def mapping(self) -> dict[str, int]:
         """Return ``{name: label}``."""

@@ -5,8 +5,8 @@ Splits and classes
 A class is one character. In label order: ``byclass`` 0-9, A-Z, a-z (62 classes);
 ``bymerge`` and ``balanced`` 0-9, A-Z and ``abdefghnqrt`` (47: the lower-case letters
 whose capitals look different); ``letters`` A-Z (26; NIST labels them 1-26, every
-other split from 0); ``digits`` and ``mnist`` 0-9. Loaders label the classes they
-return by their sorted characters, not by NIST's labels.
+other split from 0); ``digits`` and ``mnist`` 0-9. Loaders return the classes in this
+order (NIST's), so with every class ``y`` is NIST's label (``letters``: minus 1).
 
 Class file names
 ----------------

@@ -2,7 +2,9 @@
 
 The naming rule: a class is ``"<alphabet>,<n>"`` (n from 1). When several selected sets
 hold an alphabet of the same name, that alphabet's classes are ``"<set>/<alphabet>,<n>"``
-in every one of them, so same-named classes of different sets are never merged.
+in every one of them, so same-named classes of different sets are never merged. Omniglot has no
+class order of its own: classes are in natural order (:func:`natural_key`, ``"Latin,2"`` before
+``"Latin,10"``).
 """
 from __future__ import annotations
 
@@ -20,8 +22,14 @@ from glyphforge.datasets._omniglot_archive import N_DRAWERS
 from glyphforge.datasets._prepare import unknown
 
 _CLASS = re.compile(r"^(?:(?P<set>[^/,]+)/)?(?P<alphabet>[^/,]+),(?P<number>\d+)$")
+_DIGITS = re.compile(r"(\d+)")
 #: Threads that read alphabet files during a load (gzip inflation and copies release the GIL).
 _LOAD_THREADS = worker_count(None, cap=MAX_READ_THREADS)
+
+
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """The natural sort key of ``name``: its runs of digits compare as numbers (``"Latin,2"`` < ``"Latin,10"``)."""
+    return tuple((1, int(part)) if part.isdecimal() else (0, part) for part in _DIGITS.split(name) if part)
 
 
 def check_indices(indices: Iterable[int] | None) -> np.ndarray:
@@ -142,7 +150,7 @@ class Catalog:
         return self._make(set_name, record, number - 1)
 
     def select(self, classes: str | Iterable[str] | None) -> list[OmniglotClass]:
-        """Resolve ``classes`` (None: all), drop repeats and sort by class name."""
+        """Resolve ``classes`` (None: all), drop repeats and sort by class name, naturally (:func:`natural_key`)."""
         if classes is None:
             chosen = self.all_classes()
         else:
@@ -150,7 +158,7 @@ class Catalog:
             if not specs:
                 raise ValueError("classes is empty: give at least one class such as 'Latin,3', or None for all")
             chosen = [self.resolve(spec) for spec in specs]
-        return sorted({item.name: item for item in chosen}.values(), key=lambda item: item.name)
+        return sorted({item.name: item for item in chosen}.values(), key=lambda item: natural_key(item.name))
 
     def fill(
         self,

@@ -13,13 +13,15 @@ prepare anything. The classes of each split and the class file names are describ
 Cache entries
 -------------
 One entry of kind ``"emnist"`` per ``(split, shape)``, in the format of
-:mod:`glyphforge.datasets._class_files`: the params ``{"split", "shape", "source"}``
+:mod:`glyphforge.datasets._class_files`: the params ``{"split", "shape", "source", "layout"}``
 (``source``: the pinned hash of :data:`EMNIST_ZIP`) and, for any shape but 28x28,
 ``"resize": "box"``. ``shape=(28, 28)`` is converted from the archive, any other shape
 is the box resize (Pillow's ``BOX``, exactly) of every image of the 28x28 entry. An
 entry holds one ``.pklz`` per class: the uint8 array ``(n_images_of_class, H, W)``,
 upright, white strokes on black, with that class's *test* images first and then its
-*train* images, each in archive order. ``entry.meta`` holds ``dataset``, ``split``,
+*train* images, each in archive order; ``upstream_labels.pklz`` holds the class index of every
+test example, then of every train example, in archive order (the params hold
+``"layout": 2``). ``entry.meta`` holds ``dataset``, ``split``,
 ``shape``, ``n_images``, ``n_train``, ``n_test``, ``verified`` and ``classes``: one
 record per class in label order, ``{"name", "label", "file", "n_test", "n_train"}``
 (``label``: NIST's, from 1 for ``letters``). Class files are named ``digit_0.pklz``,
@@ -29,12 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from glyphforge.datasets import _class_files, _class_load, _class_prepare
 from glyphforge.datasets._class_args import SUBSETS, class_names
 from glyphforge.datasets._class_declaration import Config, Declaration, Parsed, declare
-from glyphforge.datasets._class_load import ClassFilesDataset
+from glyphforge.datasets._class_load import ClassFilesDataset, config_option_init
 from glyphforge.datasets._classes import BLANK
 from glyphforge.datasets._emnist_archive import EMNIST_ZIP, N_IMAGES, NATIVE_SHAPE, read_split
 from glyphforge.datasets._emnist_catalog import (
@@ -89,16 +90,15 @@ preview_examples = _class_load.preview
 
 
 class EMNIST(ClassFilesDataset):
-    """One EMNIST split as a map-style dataset, e.g. ``EMNIST("digits", "test")``.
+    """One EMNIST split as a map-style dataset, e.g. ``EMNIST("test", split="digits")``.
 
-    ``EMNIST(split="byclass", subset="train", shape=None, *, classes=None, ...)``: the
-    other keywords are :class:`~glyphforge.datasets._class_load.ClassFilesDataset`'s.
+    ``EMNIST(subset="train", *, split=None, shape=None, transform=None, target_transform=None,
+    context=None, ...)`` (``split`` None: ``byclass``): the other keywords are
+    :class:`~glyphforge.datasets._class_load.ClassFilesDataset`'s.
     """
 
     name = KIND
-
-    def __init__(self, split: str = DEFAULT_SPLIT, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, config=split, **kwargs)
+    __init__ = config_option_init(DATASET.config_option)
 
     @property
     def split(self) -> str:

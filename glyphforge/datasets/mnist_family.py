@@ -19,21 +19,22 @@ Classes: MNIST the digits ``0``-``9``; Fashion-MNIST ``T-shirt/top``, ``Trouser`
 ``Pullover``, ``Dress``, ``Coat``, ``Sandal``, ``Shirt``, ``Sneaker``, ``Bag``,
 ``Ankle boot``; KMNIST ``o``, ``ki``, ``su``, ``tsu``, ``na``, ``ha``, ``ma``, ``ya``,
 ``re``, ``wo`` (in label order, as ``*_classes()`` lists them). Loaders return the
-classes they load sorted, like every glyphforge loader, so ``y`` indexes the sorted
-names, not the upstream labels (for MNIST the two agree).
+classes they load in that order, upstream's, so with every class ``y`` is the upstream
+label; the map-style classes give upstream's examples in upstream's order.
 
 Cache entries
 -------------
 One entry per ``(dataset, shape)``, of kind the dataset's name, in the format of
-:mod:`glyphforge.datasets._class_files`: the params ``{"shape", "source"}``
+:mod:`glyphforge.datasets._class_files`: the params ``{"shape", "source", "layout"}``
 (``source``: ``{file name: pinned hash}`` of the four files; for an own copy, each file
 that is not upstream's by its ``sha256:``) and, for any shape but
 28x28, ``"resize": "box"``: the box resize (Pillow's ``BOX``, exactly) of every image of
 the 28x28 entry. An entry holds one uint8 ``(n, H, W)`` file per class, ``class_00.pklz``
 ... ``class_09.pklz`` by label, the class's test images first, then its train images,
-each in file order. ``entry.meta`` holds ``dataset``, ``shape``, ``n_images``,
-``n_train``, ``n_test``, ``verified`` (False when made from files used unchecked,
-``verify=False``) and ``classes``: one record per class in label order, ``{"name",
+each in file order, and ``upstream_labels.pklz``, the label of every test example, then
+of every train example, in file order (the params hold ``"layout": 2``). ``entry.meta``
+holds ``dataset``, ``shape``, ``n_images``, ``n_train``, ``n_test``, ``verified`` (False
+when made from files used unchecked, ``verify=False``) and ``classes``: one record per class in label order, ``{"name",
 "label", "file", "n_test", "n_train"}``. Resized entries add ``resized_from`` and
 ``resize``.
 """
@@ -45,7 +46,7 @@ from typing import Any
 from glyphforge.datasets import _class_files, _class_load, _class_prepare
 from glyphforge.datasets._class_args import SUBSETS, class_names
 from glyphforge.datasets._class_declaration import DECLARATIONS, DEFAULT_CONFIG, Config, Declaration, declare
-from glyphforge.datasets._class_load import ClassFilesDataset
+from glyphforge.datasets._class_load import ClassFilesDataset, config_option_init
 from glyphforge.datasets._classes import BLANK
 from glyphforge.datasets._mnist_files import NATIVE_SHAPE, MNISTFormatError, read_files
 from glyphforge.pipelines.resource import Resource
@@ -148,8 +149,11 @@ mnist_glyph_images, fashion_mnist_glyph_images, kmnist_glyph_images = (
 class MNISTFamilyDataset(ClassFilesDataset):
     """One dataset of the family as a map-style dataset (see `glyphforge.datasets._class_load.ClassFilesDataset`).
 
-    Use a subclass (:class:`MNIST`, :class:`FashionMNIST`, :class:`KMNIST`), which names its dataset.
+    Use a subclass (:class:`MNIST`, :class:`FashionMNIST`, :class:`KMNIST`), which names its dataset:
+    ``MNIST(subset="train", *, shape=None, transform=None, target_transform=None, context=None, ...)``.
     """
+
+    __init__ = config_option_init(None)  # one config: no config keyword
 
 
 class MNIST(MNISTFamilyDataset):

@@ -27,9 +27,10 @@ Sets that share an alphabet (``small1`` and ``small2`` both hold ``Greek`` and
 sets share an alphabet, each of its classes is qualified by its set,
 ``"small1/Latin,3"`` and ``"small2/Latin,3"``, and the bare ``"Latin,3"`` is refused as
 ambiguous. Alphabets found in one selected set keep the bare form (the qualified form
-is accepted too and means the same class). The loaders return the sorted names
-(then ``" "`` with ``include_blank``) as a :class:`~glyphforge.datasets._classes.ClassNames`
-list that the labels index.
+is accepted too and means the same class). Omniglot has no class order of its own: the
+loaders return the names sorted naturally (``"Latin,2"`` before ``"Latin,10"``; then ``" "``
+with ``include_blank``) as a :class:`~glyphforge.datasets._classes.ClassNames` list that the
+labels index.
 
 Drawers
 -------
@@ -99,7 +100,7 @@ def omniglot_classes(
     offline: bool | None = None,
     context: DataContext | None = None,
 ) -> list[str]:
-    """Return the sorted class names of ``sets``, e.g. ``["Alphabet_of_the_Magi,1", ...]``.
+    """Return the class names of ``sets`` sorted naturally, e.g. ``["Alphabet_of_the_Magi,1", "...,2", ...]``.
 
     The names come from the converted sets (prepared first when ``download``). When
     several selected sets hold the same alphabet, its classes are qualified by set
@@ -109,7 +110,7 @@ def omniglot_classes(
     catalog = open_catalog(sets, None, DEFAULT_METHOD, DataContext.resolve(
         context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline
     ))
-    return sorted(item.name for item in catalog.all_classes())
+    return [item.name for item in catalog.select(None)]
 
 
 def _labelled(
@@ -198,7 +199,7 @@ def load_omniglot(
     y : numpy.ndarray
         int64 ``(n,)`` labels, or float32 ``(n, n_labels)`` one-hot rows.
     classes : ClassNames
-        The class names that the labels index: the sorted names, then ``' '``.
+        The class names that the labels index: sorted naturally, then ``' '``.
 
     Raises
     ------
@@ -218,40 +219,63 @@ def load_omniglot(
     return x, y, names
 
 
+#: The Omniglot sets of each ``subset`` of :class:`Omniglot`: Lake's background sets train, his evaluation sets test.
+SUBSET_SETS: dict[str, tuple[str, ...]] = {"all": DEFAULT_SETS, "train": ("background",), "test": ("evaluation",)}
+
+
 class Omniglot(MapStyleDataset):
     """Omniglot classes as a map-style dataset: ``len(ds)``, ``ds[i] -> (image, label)``, ``ds.batches(...)``.
 
-    Images are in a fixed order (classes in sorted name order, each class's drawers in
-    the order selected), so a PyTorch ``DataLoader`` (which shuffles) or :meth:`batches`
-    takes it as is. ``images`` is uint8 ``(n, H, W)``, ``labels`` int64 indices into
-    ``classes`` (a :class:`~glyphforge.datasets._classes.ClassNames`, as :func:`load_omniglot`
-    returns it).
+    ``Omniglot(subset="all", *, sets=None, shape=None, transform=None, target_transform=None,
+    context=None, ...)``, the signature of the other map-style datasets (``MNIST``). Images
+    are in a fixed order (classes sorted naturally, each class's drawers in the order
+    selected), so a PyTorch ``DataLoader`` (which shuffles) or :meth:`batches` takes it as
+    is. ``images`` is uint8 ``(n, H, W)``, ``labels`` int64 indices into ``classes`` (a
+    :class:`~glyphforge.datasets._classes.ClassNames`, as :func:`load_omniglot` returns it).
 
     Parameters
     ----------
-    classes, sets, shape, indices, example_range, include_blank, method, data_dir, download, mirrors, offline, context
+    subset
+        ``"train"``: the ``background`` set (30 alphabets), ``"test"``: the ``evaluation``
+        set (20 alphabets), ``"all"`` (the default): both, as torchvision's ``background``
+        flag chooses them. Other sets: ``sets``.
+    sets
+        The sets to draw from (e.g. ``("small1",)``), instead of ``subset``'s; with
+        ``subset="all"`` only. None: ``subset``'s.
+    classes, shape, indices, example_range, include_blank, method, data_dir, download, mirrors, offline, context
         As in :func:`load_omniglot`.
     transform
         Applied to each image by ``ds[i]`` (e.g. a torchvision transform).
+    target_transform
+        Applied to each label by ``ds[i]``.
     """
 
     def __init__(
         self,
-        classes: str | Iterable[str] | None = None,
+        subset: str = "all",
         *,
-        sets: str | Iterable[str] = DEFAULT_SETS,
+        sets: str | Iterable[str] | None = None,
         shape: tuple[int, int] | None = None,
+        transform: Callable[[np.ndarray], Any] | None = None,
+        target_transform: Callable[[Any], Any] | None = None,
+        context: DataContext | None = None,
+        classes: str | Iterable[str] | None = None,
         indices: Iterable[int] | None = None,
         example_range: tuple[float, float] | None = None,
         include_blank: bool = False,
         method: str = DEFAULT_METHOD,
-        transform: Callable[[np.ndarray], Any] | None = None,
         data_dir: PathLike | None = None,
         download: bool | None = None,
         mirrors: Sequence[str] | str | None = None,
         offline: bool | None = None,
-        context: DataContext | None = None,
     ) -> None:
+        if not isinstance(subset, str) or subset not in SUBSET_SETS:
+            raise ValueError(f"subset {subset!r} is invalid: use one of {', '.join(SUBSET_SETS)}, or sets=... for "
+                             "other sets (classes are given as classes=...)")
+        if sets is not None and subset != "all":
+            raise ValueError(f"give subset={subset!r} (the sets {', '.join(SUBSET_SETS[subset])}) or sets={sets!r}, "
+                             "not both")
+        sets = SUBSET_SETS[subset] if sets is None else sets
         drawers = select_drawers(indices, example_range)
         context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
         catalog = open_catalog(sets, shape, method, context)
@@ -262,7 +286,8 @@ class Omniglot(MapStyleDataset):
         self.classes = ClassNames([item.name for item in chosen] + [BLANK] * include_blank)
         self.images = images
         self.labels = np.repeat(np.arange(len(self.classes), dtype=np.int64), len(drawers))
-        self.sets, self.shape, self.transform = check_sets(sets), catalog.shape, transform
+        self.subset, self.sets, self.shape = subset, check_sets(sets), catalog.shape
+        self.transform, self.target_transform = transform, target_transform
 
     def __repr__(self) -> str:
         return (

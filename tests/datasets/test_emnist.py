@@ -328,14 +328,27 @@ def test_load_sorts_classes_and_labels_index_them(prepared):
     assert every == list(EXPECTED_CLASSES["byclass"]) and len(x_all) == 380
 
 
-def test_the_default_subset_is_train(prepared):
+def upstream(synthetic_emnist, subset, chars, split="byclass"):
+    """The upright images of ``subset`` whose class is one of ``chars``, in upstream order (``"all"``: train, then
+    test), and their labels as indices into ``chars`` (in label order)."""
+    data = synthetic_emnist.splits[split]
+    subsets = [(data.train_images, data.train_labels), (data.test_images, data.test_labels)]
+    images, labels = (np.concatenate(arrays) for arrays in zip(*{"train": subsets[:1], "test": subsets[1:]}.get(
+        subset, subsets), strict=True))
+    wanted = [EXPECTED_CLASSES[split].index(c) + data.first_label for c in chars]
+    kept = np.isin(labels, wanted)
+    return images[kept], np.searchsorted(wanted, labels[kept])
+
+
+def test_the_default_subset_is_train(prepared, synthetic_emnist):
     x, y, classes = load_emnist("BCD", seed=3, data_dir=prepared)
     expected_x, expected_y = expected_load([class_images(prepared, c, "train") for c in "BCD"], 3)
     assert np.array_equal(x, expected_x) and np.array_equal(y, expected_y)
     assert len(load_emnist(None, seed=0, data_dir=prepared)[0]) == 250  # every train image
     ds = EMNIST(classes="BCD", data_dir=prepared)
     assert ds.subset == "train"
-    assert np.array_equal(ds.images, np.concatenate([class_images(prepared, c, "train") for c in "BCD"]))
+    images, labels = upstream(synthetic_emnist, "train", "BCD")
+    assert np.array_equal(ds.images, images) and np.array_equal(ds.labels, labels)
 
 
 def test_subsets_example_range_balance_blank_and_n_examples(prepared):
@@ -431,20 +444,20 @@ def test_load_reads_only_the_requested_class_files_and_reports_damage(synthetic_
     assert np.array_equal(x, sixes[np.random.default_rng(0).permutation(len(sixes))])
 
 
-def test_emnist_class_object(prepared):
-    ds = EMNIST("byclass", "test", classes="ba", transform=lambda image: image.T, data_dir=prepared)
+def test_emnist_class_object(prepared, synthetic_emnist):
+    ds = EMNIST("test", split="byclass", classes="ba", transform=lambda image: image.T, data_dir=prepared)
     assert type(ds.classes) is ClassNames and ds.classes == ["a", "b"]
-    expected = np.concatenate([class_images(prepared, c, "test") for c in "ab"])
-    assert len(ds) == len(expected) and np.array_equal(ds.images, expected)
-    n_a, n_b = (len(class_images(prepared, c, "test")) for c in "ab")
-    assert ds.labels.tolist() == [0] * n_a + [1] * n_b
+    expected, labels = upstream(synthetic_emnist, "test", "ab")
+    assert len(ds) == len(expected) and np.array_equal(ds.images, expected)  # upstream order
+    assert ds.labels.tolist() == labels.tolist()
     image, label = ds[len(ds) - 1]
-    assert np.array_equal(image, expected[-1].T) and label == 1
+    assert np.array_equal(image, expected[-1].T) and label == labels[-1]
     batches = list(ds.batches(batch_size=4))
     assert sum(len(xb) for xb, _ in batches) == len(ds) and np.array_equal(batches[0][0], expected[:4])
     assert repr(ds) == f"EMNIST(split='byclass', subset='test', shape=(28, 28), {len(ds)} images, 2 classes)"
     small = EMNIST(shape=(14, 14), classes="Q", subset="all", include_blank=True, balance=True, data_dir=prepared)
-    q = class_images(prepared, "Q", shape=(14, 14))
+    test_q, train_q = (class_images(prepared, "Q", subset, shape=(14, 14)) for subset in ("test", "train"))
+    q = np.concatenate([train_q, test_q])  # subset "all": the train examples, then the test ones
     assert np.array_equal(small.images, np.concatenate([q, np.zeros_like(q)])) and small.classes == ["Q", " "]
 
 

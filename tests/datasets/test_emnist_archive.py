@@ -212,8 +212,11 @@ def test_conversion_equals_numpy_reference(synthetic_emnist, byclass):
     entry = byclass[0]
     reference, counts = reference_classes(synthetic_emnist), class_counts(synthetic_emnist)
     own = f"sha256:{hashlib.sha256(synthetic_emnist.path.read_bytes()).hexdigest()}"  # an own copy's key
-    assert entry.kind == "emnist" and entry.params == {"split": "byclass", "shape": [28, 28], "source": own}
-    assert entry.files == sorted(class_file_name(char) for char in CLASSES["byclass"])
+    assert entry.kind == "emnist" and entry.params == {"split": "byclass", "shape": [28, 28], "source": own,
+                                                       "layout": 2}
+    assert entry.files == sorted([*(class_file_name(char) for char in CLASSES["byclass"]), "upstream_labels.pklz"])
+    data = synthetic_emnist.splits["byclass"]
+    assert np.array_equal(entry.load("upstream_labels.pklz"), np.concatenate([data.test_labels, data.train_labels]))
     assert [record["name"] for record in entry.meta["classes"]] == list(CLASSES["byclass"])
     assert (entry.meta["n_images"], entry.meta["n_test"], entry.meta["n_train"]) == (380, 130, 250)
     assert entry.meta["verified"] is False

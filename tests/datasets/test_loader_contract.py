@@ -5,9 +5,10 @@ dataset's ``load`` part (``glyphforge.load_<name>`` and ``glyphforge.load(name)`
 ``classes`` first, where None means every class; takes the data context (``context=``)
 and the loose fetch keywords beside it; and returns ``(x, y, classes)``: the images (an
 array, or a list of arrays where sizes differ), ``y`` int64 indices into ``classes``, and
-``classes`` a `ClassNames` of the sorted class names. Each dataset is prepared once, offline,
-from synthetic files in the upstream layout (the MNIST family, EMNIST) or the real files in
-``../shared/data`` (Omniglot small1, backgrounds).
+``classes`` a `ClassNames` of the class names in the dataset's own order: a per-class
+dataset's label order (upstream's), else (Omniglot, backgrounds) sorted naturally. Each
+dataset is prepared once, offline, from synthetic files in the upstream layout (the MNIST
+family, EMNIST) or the real files in ``../shared/data`` (Omniglot small1, backgrounds).
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ import pytest
 import glyphforge as gf
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
+from glyphforge.datasets._class_args import class_names
 from glyphforge.datasets._classes import ClassNames
+from glyphforge.datasets._omniglot_catalog import natural_key
 
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
 
@@ -60,15 +63,23 @@ def test_a_loader_takes_classes_first_and_the_fetch_keywords(name):
     assert not missing, f"{name}'s loader lacks {missing}"
 
 
+def own_order(name: str, classes: list[str]) -> list[str]:
+    """``classes`` in dataset ``name``'s own order: a per-class dataset's label order, else natural sorting."""
+    declaration = registry.declaration(name)
+    if declaration is None:
+        return sorted(classes, key=natural_key)
+    return [c for c in class_names(declaration, OPTIONS.get(name, {}).get("split")) if c in classes]
+
+
 @pytest.mark.parametrize("name", registry.registered())
-def test_a_load_returns_images_indices_and_the_sorted_classes_none_meaning_all(name, context):
+def test_a_load_returns_images_indices_and_the_classes_in_their_own_order_none_meaning_all(name, context):
     seeded = {"seed": 0} if "seed" in inspect.signature(registry.resolve(registry.get(name).load)).parameters else {}
     if name == "backgrounds":
         with pytest.raises(FileNotFoundError, match=r"backgrounds \[.*'space'.*\] are not prepared"):
             gf.load(name, context=context)  # None: every background, also those not prepared
     asked = PREPARED_BACKGROUNDS if name == "backgrounds" else None
     x, y, classes = gf.load(name, asked, context=context, **OPTIONS.get(name, {}), **seeded)
-    assert isinstance(classes, ClassNames) and list(classes) == sorted(classes) and len(classes) >= 2
+    assert isinstance(classes, ClassNames) and list(classes) == own_order(name, classes) and len(classes) >= 2
     assert isinstance(y, np.ndarray) and y.dtype == np.int64 and y.shape == (len(x),)
     assert sorted(set(y.tolist())) == list(range(len(classes))), "every class asked (None: all) is loaded, only those"
     images = list(x) if isinstance(x, list) else [x]
@@ -87,3 +98,42 @@ def test_the_loose_keywords_are_the_context(name, context):
                           **OPTIONS.get(name, {}), **seeded)
     assert by_context[2] == by_keywords[2] and np.array_equal(by_context[1], by_keywords[1])
     assert all(np.array_equal(a, b) for a, b in zip(by_context[0], by_keywords[0], strict=True))
+
+
+#: Each registered dataset's map-style class, and the keyword naming its configuration (after ``subset``), if any.
+MAP_STYLE = {"mnist": (gf.MNIST, None), "fashion-mnist": (gf.FashionMNIST, None), "kmnist": (gf.KMNIST, None),
+             "emnist": (gf.EMNIST, "split"), "omniglot": (gf.Omniglot, "sets")}
+#: The convention (torchvision's): ``Kind(subset, *, [own keyword,] shape=None, transform=None,
+#: target_transform=None, context=None, ...)``.
+CONVENTION = ["subset", "shape", "transform", "target_transform", "context"]
+
+
+def test_the_map_style_classes_share_one_constructor_convention():
+    exported = {name for name in registry.registered() for export in registry.get(name).exports
+                if isinstance(getattr(gf, export.rpartition(":")[2]), type)}
+    assert exported == set(MAP_STYLE), "a new map-style class: hold it to the convention here"
+    rests = {}
+    for name, (kind, own) in MAP_STYLE.items():
+        parameters = list(inspect.signature(kind).parameters.values())
+        first = parameters[0]
+        assert (first.name, first.kind) == ("subset", inspect.Parameter.POSITIONAL_OR_KEYWORD), name
+        assert all(parameter.kind is inspect.Parameter.KEYWORD_ONLY for parameter in parameters[1:]), (
+            f"{name}: every parameter but subset is keyword-only")
+        names = [parameter.name for parameter in parameters]
+        assert names[:len(CONVENTION) + bool(own)] == [CONVENTION[0], *([own] if own else []), *CONVENTION[1:]], name
+        assert all(inspect.signature(kind).parameters[keyword].default is None for keyword in CONVENTION[1:]), name
+        rests[name] = [keyword for keyword in names if keyword not in (*CONVENTION, own)]
+    assert rests["mnist"] == rests["fashion-mnist"] == rests["kmnist"] == rests["emnist"]  # the per-class datasets
+
+
+@pytest.mark.parametrize("name", list(MAP_STYLE))
+def test_target_transform_applies_to_each_label(name, context):
+    kind, _ = MAP_STYLE[name]
+    plain = kind(context=context, **OPTIONS.get(name, {}))
+    named = kind(context=context, target_transform=lambda label: f"class {plain.classes[label]}",
+                 **OPTIONS.get(name, {}))
+    assert len(named) == len(plain) >= 2
+    for i in (0, len(plain) - 1):
+        image, label = named[i]
+        assert label == f"class {plain.classes[plain.labels[i]]}" and np.array_equal(image, plain[i][0])
+    assert plain[0][1] == plain.labels[0]  # without one, the label itself

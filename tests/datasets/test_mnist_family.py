@@ -129,7 +129,7 @@ def assert_cache_empty(data_dir=None):
 
 
 def expected_load(synthetic: SyntheticMNIST, name: str, classes, subset, seed, n_examples=None):
-    """The documented result, from the synthetic arrays: sorted classes' blocks, then ``default_rng(seed)``."""
+    """The documented result, from the synthetic arrays: the classes' blocks, then ``default_rng(seed)``."""
     blocks = [synthetic.class_images(CLASSES[name].index(c), subset) for c in classes]
     x = np.concatenate(blocks)
     y = np.repeat(np.arange(len(blocks)), [len(block) for block in blocks])
@@ -186,7 +186,11 @@ def test_an_http_mirror_serves_each_file_once_and_every_dataset_is_converted(pre
         assert [record["name"] for record in meta["classes"]] == CLASSES[name]
         files = [f"class_{label:02d}.pklz" for label in range(10)]
         assert [record["file"] for record in meta["classes"]] == files
-        assert sorted(path.name for path in native.path.iterdir()) == sorted([*files, "manifest.json"])  # no folders
+        assert sorted(path.name for path in native.path.iterdir()) == sorted(
+            [*files, "upstream_labels.pklz", "manifest.json"])  # no folders
+        upstream_labels = np.concatenate([synthetic[name].test_labels, synthetic[name].train_labels])
+        assert np.array_equal(native.load("upstream_labels.pklz"), upstream_labels)
+        assert np.array_equal(small.load("upstream_labels.pklz"), upstream_labels)
         for label, record in enumerate(meta["classes"]):
             images = native.load(record["file"])
             assert np.array_equal(images, synthetic[name].class_images(label))  # test first, then train; upright
@@ -338,9 +342,9 @@ def test_counts_exact_when_verified_and_capped_when_not(synthetic, monkeypatch, 
 
 # -- load ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
-def test_load_gives_the_exact_images_of_the_sorted_classes(prepared, synthetic, pin_synthetic, name):
+def test_load_gives_the_exact_images_of_the_classes_in_label_order(prepared, synthetic, pin_synthetic, name):
     data_dir = prepared[0]
-    everything = sorted(CLASSES[name])
+    everything = CLASSES[name]
     x, y, classes = load_dataset(name, None, subset="all", seed=3, data_dir=data_dir)
     assert type(classes) is ClassNames and classes == everything
     expected = expected_load(synthetic[name], name, everything, "all", 3)
@@ -350,7 +354,7 @@ def test_load_gives_the_exact_images_of_the_sorted_classes(prepared, synthetic, 
     assert len(x) == 600 and np.array_equal(x, expected_load(synthetic[name], name, everything, "train", 5)[0])
     some = CLASSES[name][7:2:-2]
     x, y, classes = load_dataset(name, some, subset="test", shape=(14, 14), seed=1, data_dir=data_dir)
-    assert classes == sorted(some)
+    assert classes == [c for c in CLASSES[name] if c in some]  # label order, not the order given
     expected = expected_load(synthetic[name], name, classes, "test", 1)
     assert np.array_equal(x, box(expected[0], (14, 14))) and np.array_equal(y, expected[1])
 
@@ -388,7 +392,7 @@ def test_example_range_balance_blank_and_n_examples(prepared, synthetic, pin_syn
     assert {image.tobytes() for image in high} == {image.tobytes() for block in cut for image in block}
     x, y, classes = load_kmnist(names, subset="all", balance=True, include_blank=True, seed=1, data_dir=data_dir)
     smallest = min(map(len, blocks))
-    assert classes == [*names, " "] and np.bincount(y).tolist() == [smallest] * 4 and not x[y == 3].any()
+    assert classes == ["o", "ki", "ha", " "] and np.bincount(y).tolist() == [smallest] * 4 and not x[y == 3].any()
     x, _, _ = load_kmnist(names, subset="all", n_examples=7, seed=1, data_dir=data_dir)
     assert len(x) == 7
     total = sum(map(len, blocks))
@@ -407,17 +411,20 @@ def test_map_style_datasets(prepared, synthetic, pin_synthetic):
     data_dir = prepared[0]
     train = MNIST("train", data_dir=data_dir)
     assert len(train) == 600 and train.classes == CLASSES["mnist"]
-    assert np.array_equal(train.images, np.concatenate([synthetic["mnist"].class_images(d, "train")
-                                                        for d in range(10)]))
+    assert np.array_equal(train.images, synthetic["mnist"].train_images)  # upstream order
+    assert np.array_equal(train.labels, synthetic["mnist"].train_labels)
     assert repr(train) == "MNIST(subset='train', shape=(28, 28), 600 images, 10 classes)"
     ds = FashionMNIST("test", classes=["Trouser", "Bag"], transform=lambda image: image.T, data_dir=data_dir)
     files = synthetic["fashion-mnist"]
-    expected = np.concatenate([files.class_images(8, "test"), files.class_images(1, "test")])
-    assert ds.classes == ["Bag", "Trouser"] and np.array_equal(ds.images, expected)
+    kept = np.isin(files.test_labels, [1, 8])
+    expected, labels = files.test_images[kept], (files.test_labels[kept] == 8).astype(np.int64)
+    assert ds.classes == ["Trouser", "Bag"] and np.array_equal(ds.images, expected)  # label order, upstream order
+    assert np.array_equal(ds.labels, labels)
     image, label = ds[len(ds) - 1]
-    assert np.array_equal(image, expected[-1].T) and label == 1
+    assert np.array_equal(image, expected[-1].T) and label == labels[-1]
     small = KMNIST(shape=(14, 14), subset="all", classes=["o"], include_blank=True, data_dir=data_dir)
-    o = box(synthetic["kmnist"].class_images(0), (14, 14))
+    images, labels = synthetic["kmnist"].upstream("all")
+    o = box(images[labels == 0], (14, 14))  # the train examples, then the test ones
     assert np.array_equal(small.images, np.concatenate([o, np.zeros_like(o)])) and small.classes == ["o", " "]
     assert repr(small) == f"KMNIST(subset='all', shape=(14, 14), {2 * len(o)} images, 2 classes)"
     assert sum(len(xb) for xb, _ in small.batches(batch_size=16)) == len(small)
@@ -519,7 +526,7 @@ def test_scenes_of_every_fashion_mnist_class_resized(prepared, synthetic, pin_sy
     data_dir = prepared[0]
     spec = ScatteredGlyphs(30, glyphs="fashion-mnist", glyph_shape=(14, 14), max_overlap=0.0)
     spec.prepare(data_dir)
-    assert spec.class_names(data_dir) == tuple(sorted(CLASSES["fashion-mnist"]))
+    assert spec.class_names(data_dir) == tuple(CLASSES["fashion-mnist"])
     shard = spec.make_shard(0, np.random.default_rng(0), 30, data_dir=data_dir)
     resized = {_ink(image) for image in box(np.concatenate(
         [synthetic["fashion-mnist"].class_images(label) for label in range(10)]), (14, 14)) if image.any()}

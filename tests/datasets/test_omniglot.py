@@ -10,6 +10,7 @@ import pytest
 
 from glyphforge.cache import CacheStore
 from glyphforge.datasets._classes import ClassNames
+from glyphforge.datasets._omniglot_catalog import natural_key
 from glyphforge.datasets.omniglot import (
     N_DRAWERS,
     RESOURCES,
@@ -49,9 +50,9 @@ def class_array(data_dir: Path, set_name: str, alphabet: str, number: int) -> np
 # -- loading ---------------------------------------------------------------------------------
 def test_load_is_class_ordered_then_shuffled_by_the_seed(prepared):
     x, y, classes = load_omniglot(["Latin,3", "Korean,1", "Latin,10"], sets="small1", seed=7, data_dir=prepared)
-    assert isinstance(classes, ClassNames) and classes == ["Korean,1", "Latin,10", "Latin,3"]  # sorted names
-    stack = np.concatenate([class_array(prepared, "small1", "Korean", 1), class_array(prepared, "small1", "Latin", 10),
-                            class_array(prepared, "small1", "Latin", 3)])
+    assert isinstance(classes, ClassNames) and classes == ["Korean,1", "Latin,3", "Latin,10"]  # sorted naturally
+    stack = np.concatenate([class_array(prepared, "small1", "Korean", 1), class_array(prepared, "small1", "Latin", 3),
+                            class_array(prepared, "small1", "Latin", 10)])
     order = np.random.default_rng(7).permutation(60)
     np.testing.assert_array_equal(x, stack[order])
     np.testing.assert_array_equal(y, np.repeat(np.arange(3), 20)[order])
@@ -108,7 +109,7 @@ def test_example_range_takes_the_drawers_int_a20_to_int_b20(prepared, example_ra
 
 def test_adjacent_example_ranges_partition_the_drawers(prepared):
     cuts = [0, 0.13, 0.5, 0.71, 0.9, 1]
-    parts = [Omniglot(["Tagalog,4"], sets="small2", example_range=(a, b), data_dir=prepared).images
+    parts = [Omniglot(classes=["Tagalog,4"], sets="small2", example_range=(a, b), data_dir=prepared).images
              for a, b in itertools.pairwise(cuts)]
     assert [len(part) for part in parts] == [2, 8, 4, 4, 2]
     np.testing.assert_array_equal(np.concatenate(parts), class_array(prepared, "small2", "Tagalog", 4))
@@ -118,9 +119,29 @@ def test_adjacent_example_ranges_partition_the_drawers(prepared):
 def test_all_classes_of_a_set(prepared):
     x, y, classes = load_omniglot(sets="small1", seed=0, data_dir=prepared)
     assert x.shape == (136 * 20, 105, 105)
-    assert classes == sorted(classes) and len(classes) == 136
+    assert classes == sorted(classes, key=natural_key) and len(classes) == 136
     np.testing.assert_array_equal(np.bincount(y), np.full(136, 20))
     assert omniglot_classes("small1", data_dir=prepared) == classes
+
+
+def test_classes_are_sorted_naturally(prepared):
+    latin = [name for name in omniglot_classes("small1", data_dir=prepared) if name.startswith("Latin,")]
+    assert latin == [f"Latin,{number}" for number in range(1, 27)]  # "Latin,2" before "Latin,10"
+    ds = Omniglot(sets="small1", classes=["Latin,10", "Latin,2", "Latin,1"], indices=[0], data_dir=prepared)
+    assert ds.classes == ["Latin,1", "Latin,2", "Latin,10"] and ds.labels.tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(ds.images[1], class_array(prepared, "small1", "Latin", 2)[0])
+    assert natural_key("small1/Latin,9") < natural_key("small1/Latin,10") < natural_key("small2/Latin,1")
+
+
+def test_subset_names_lakes_sets(tmp_path, prepared):
+    for subset, sets in (("train", ["background"]), ("test", ["evaluation"]), ("all", ["background", "evaluation"])):
+        with pytest.raises(FileNotFoundError, match=rf"^Omniglot sets {re.escape(str(sets))} are not prepared"):
+            Omniglot(subset, data_dir=tmp_path, download=False)
+    with pytest.raises(ValueError, match=r"^give subset='train' \(the sets background\) or sets='small1', not both"):
+        Omniglot("train", sets="small1", data_dir=prepared)
+    with pytest.raises(ValueError, match=r"^subset \['Latin,1'\] is invalid: use one of all, train, test, or "
+                                         r"sets=\.\.\. for other sets \(classes are given as classes=\.\.\.\)"):
+        Omniglot(["Latin,1"], sets="small1", data_dir=prepared)
 
 
 def test_shared_alphabets_are_qualified_never_merged(prepared):
@@ -179,7 +200,7 @@ def test_bad_load_arguments(prepared, classes, options, message):
     with pytest.raises(ValueError, match=message):
         load_omniglot(classes, **{"sets": "small1", "data_dir": prepared, "download": False, **options})
     with pytest.raises(ValueError, match=message):
-        Omniglot(classes, **{"sets": "small1", "data_dir": prepared, "download": False, **options})
+        Omniglot(classes=classes, **{"sets": "small1", "data_dir": prepared, "download": False, **options})
 
 
 def test_load_prepares_when_allowed_and_refuses_otherwise(shared_data, tmp_path):
@@ -196,7 +217,7 @@ def test_load_prepares_when_allowed_and_refuses_otherwise(shared_data, tmp_path)
 @pytest.mark.parametrize("loader", [
     lambda data_dir: omniglot_classes("small1", data_dir=data_dir, offline=True),
     lambda data_dir: load_omniglot(["Latin,1"], sets="small1", data_dir=data_dir, offline=True),
-    lambda data_dir: Omniglot(["Latin,1"], sets="small1", data_dir=data_dir, offline=True),
+    lambda data_dir: Omniglot(classes=["Latin,1"], sets="small1", data_dir=data_dir, offline=True),
 ])
 def test_offline_reaches_every_loader(tmp_path, loader):
     placed = tmp_path / "raw" / "omniglot" / "images_background_small1.zip"
@@ -205,7 +226,7 @@ def test_offline_reaches_every_loader(tmp_path, loader):
 
 
 def test_dataset_object_in_class_order(prepared):
-    ds = Omniglot(["Latin,2", "Greek,1"], sets="small2", indices=[3, 4], include_blank=True,
+    ds = Omniglot(classes=["Latin,2", "Greek,1"], sets="small2", indices=[3, 4], include_blank=True,
                   transform=lambda image: image[:2], data_dir=prepared, download=False)
     assert isinstance(ds.classes, ClassNames) and ds.classes == ["Greek,1", "Latin,2", " "]
     assert len(ds) == 6 and ds.images.shape == (6, 105, 105)
@@ -218,7 +239,7 @@ def test_dataset_object_in_class_order(prepared):
     seen = np.concatenate([labels for _, labels in ds.batches(batch_size=4, shuffle=True, seed=0)])
     np.testing.assert_array_equal(np.sort(seen), ds.labels)
     assert repr(ds) == "Omniglot(sets=('small2',), shape=(105, 105), 6 images, 3 classes)"
-    ranged = Omniglot(["Latin,2"], sets="small2", example_range=(0.75, 1), data_dir=prepared, download=False)
+    ranged = Omniglot(classes=["Latin,2"], sets="small2", example_range=(0.75, 1), data_dir=prepared, download=False)
     np.testing.assert_array_equal(ranged.images, class_array(prepared, "small2", "Latin", 2)[15:])
 
 

@@ -105,7 +105,7 @@ def test_an_own_omniglot_zip_gets_its_own_entry_and_the_one_in_raw_is_served(sha
     assert own_a.params["source"].startswith("sha256:") and own_a.meta["verified_archive"] is False
     with caplog.at_level(logging.WARNING, logger="glyphforge"):
         assert stroke_at(first_drawing(data_dir, download=False), (0, 0))
-        ds = Omniglot([CLASS], sets="small1", indices=[0], data_dir=data_dir, download=False)
+        ds = Omniglot(classes=[CLASS], sets="small1", indices=[0], data_dir=data_dir, download=False)
         assert stroke_at(ds.images[0], (0, 0))
         glyphs, _, _ = glyph_images([CLASS], example_range=(0, 0.05), shape=None, data_dir=data_dir, sets="small1")
         assert stroke_at(glyphs[0], (0, 0))  # what scenes draw

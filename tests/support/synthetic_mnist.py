@@ -54,6 +54,12 @@ class SyntheticMNIST:
         train = self.train_images[self.train_labels == label]
         return {"all": np.concatenate([test, train]), "test": test, "train": train}[subset]
 
+    def upstream(self, subset: str) -> tuple[np.ndarray, np.ndarray]:
+        """The images and labels of ``subset`` in upstream order (``"all"``: the train examples, then the test ones)."""
+        pairs = {"train": [(self.train_images, self.train_labels)], "test": [(self.test_images, self.test_labels)]}
+        chosen = pairs.get(subset, pairs["train"] + pairs["test"])
+        return np.concatenate([images for images, _ in chosen]), np.concatenate([labels for _, labels in chosen])
+
 
 def idx_file(images: np.ndarray | None = None, labels: np.ndarray | None = None, *, count: int | None = None) -> bytes:
     """Return a gzipped IDX image file (``images``, ``(n, rows, cols)``) or label file (``labels``).
