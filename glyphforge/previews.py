@@ -71,7 +71,7 @@ def preview_built(dataset: BuiltDataset, *, out: PathLike, n: int = 16, seed: in
     picked = np.sort(rng.choice(len(dataset), size=min(n, len(dataset)), replace=False))
     rows = dataset.take(picked)
     rows["images"] = rows.pop(dataset.image_name)  # the dataset's images, whatever the spec named them
-    return preview(rows, n, out)
+    return preview(rows, n, out, class_names=dataset.classes)
 
 
 def find_target(store: CacheStore, target: str) -> Entry:

@@ -39,8 +39,8 @@ def preview(
     ----------
     data
         A built scenes dataset (`glyphforge.build` of `glyphforge.ScatteredGlyphs`) or
-        a mapping with its arrays (``images``, ``boxes``, and ``label_names`` or
-        ``labels``): each glyph's box is drawn with its class name. Or plain images:
+        a mapping with its arrays (``images``, ``boxes`` and ``labels``): each glyph's box
+        is drawn with its class name (``class_names[label]``). Or plain images:
         a uint8 array ``(N, H, W)`` / ``(N, H, W, 3)``, or a list of such images of
         any sizes (e.g. `glyphforge.load_backgrounds`).
     n
@@ -51,7 +51,8 @@ def preview(
         For plain images: one label per image, written under it (e.g. the ``y`` of
         `glyphforge.load_emnist`); ints index ``class_names`` when given.
     class_names
-        Names for integer labels (scene datasets without ``label_names`` too).
+        Names for integer labels (default: a built dataset's ``classes``; without names a label is
+        written as its number).
     columns
         Grid columns (default: about a square grid).
     scale
@@ -66,6 +67,8 @@ def preview(
         is the largest image's zoomed size and ``caption`` 14 with labels, else 0.
     """
     n = check_int("n (how many examples to show)", n, 1)
+    if class_names is None:
+        class_names = getattr(data, "classes", None)
     images, boxes, glyph_names = _examples(data, n, class_names)
     captions = None if labels is None else [_name(label, class_names) for label in list(labels)[: len(images)]]
     if captions is not None and len(captions) != len(images):
@@ -118,10 +121,8 @@ def _examples(data: Any, n: int, class_names: Sequence[str] | None) -> tuple[lis
         boxes = arrays.get("boxes")
         if boxes is None:
             return _checked(images), None, None
-        names: np.ndarray | list[list[str]]
-        if "label_names" in arrays:
-            names = np.asarray(arrays["label_names"][:n])
-        elif "labels" in arrays:
+        names: list[list[str]]
+        if "labels" in arrays:
             names = [[_name(label, class_names) if label >= 0 else "" for label in row] for row in arrays["labels"][:n]]
         else:
             names = [[""] * boxes.shape[1]] * len(images)

@@ -10,13 +10,13 @@ from glyphforge.scenes.spec import ScatteredGlyphs
 from glyphforge.visualize import BACKDROP, BOX_COLOURS, CAPTION_HEIGHT, GAP, preview
 
 
-def _scene_arrays(boxes, names):
-    """One black 48x48 scene with the given (top, left, bottom, right) boxes."""
+def _scene_arrays(boxes, labels):
+    """One black 48x48 scene with the given (top, left, bottom, right) boxes and integer labels."""
     padded = np.full((1, 3, 4), -1, np.float32)
     padded[0, : len(boxes)] = boxes
-    label_names = np.full((1, 3), "", "<U1")
-    label_names[0, : len(names)] = names
-    return {"images": np.zeros((1, 48, 48, 3), np.uint8), "boxes": padded, "label_names": label_names}
+    padded_labels = np.full((1, 3), -1, np.int64)
+    padded_labels[0, : len(labels)] = labels
+    return {"images": np.zeros((1, 48, 48, 3), np.uint8), "boxes": padded, "labels": padded_labels}
 
 
 def test_scene_preview_has_the_documented_size(tmp_path):
@@ -42,10 +42,18 @@ def test_a_built_dataset_previews_its_first_examples(tmp_path):
     assert untouched.mean() > 0.5
     np.testing.assert_array_equal(cell[untouched], zoomed[untouched])
     assert (cell != zoomed).any()  # and something was drawn
+    # the glyphs' labels are named by the dataset's class list (its labels are integer codes)
+    named = np.asarray(Image.open(glyphforge.preview(dataset, n=6, path=tmp_path / "named.png", columns=3)))
+    unnamed = glyphforge.preview(dataset, n=6, path=tmp_path / "unnamed.png", columns=3,
+                                 class_names=[""] * len(dataset.classes))
+    assert (named != np.asarray(Image.open(unnamed))).any()
+    given = glyphforge.preview(dataset, n=6, path=tmp_path / "given.png", columns=3, class_names=dataset.classes)
+    np.testing.assert_array_equal(named, np.asarray(Image.open(given)))
 
 
 def test_boxes_are_outlined_at_their_zoomed_position(tmp_path):
-    path = preview(_scene_arrays([(10, 20, 30, 25), (1, 2, 5, 9)], "QZ"), n=4, path=tmp_path / "one.png")
+    path = preview(_scene_arrays([(10, 20, 30, 25), (1, 2, 5, 9)], [0, 1]), n=4, path=tmp_path / "one.png",
+                   class_names="QZ")
     picture = np.asarray(Image.open(path))
     assert picture.shape == (2 * 48 + 2 * GAP, 2 * 48 + 2 * GAP, 3)
     origin = GAP
@@ -61,10 +69,8 @@ def test_boxes_are_outlined_at_their_zoomed_position(tmp_path):
     assert not picture[origin + 20 - CAPTION_HEIGHT : origin + 20, origin + 60 : origin + 96].any()  # nothing else
 
 
-def test_labels_of_a_built_style_mapping_without_label_names_use_class_names(tmp_path):
-    arrays = _scene_arrays([(10, 20, 30, 25)], "")
-    del arrays["label_names"]
-    arrays["labels"] = np.array([[1, -1, -1]])
+def test_labels_of_a_built_style_mapping_use_class_names(tmp_path):
+    arrays = _scene_arrays([(10, 20, 30, 25)], [1])
     with_names = np.asarray(Image.open(preview(arrays, path=tmp_path / "a.png", class_names=["a", "b"])))
     without = np.asarray(Image.open(preview(arrays, path=tmp_path / "b.png", class_names=["a", ""])))
     assert (with_names != without).any()  # the name "b" was drawn

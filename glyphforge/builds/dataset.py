@@ -68,6 +68,7 @@ from glyphforge.builds.reading import ShardSource
 from glyphforge.builds.stream import ShardStream, open_stream
 from glyphforge.cache import Entry
 from glyphforge.context import DataContext
+from glyphforge.datasets._classes import ClassNames
 from glyphforge.errors import ArgumentError
 
 __all__ = ["DEFAULT_CACHE_SHARDS", "RANDOM_ACCESS", "BuiltDataset", "DatasetTooLargeError",
@@ -94,13 +95,15 @@ class BuiltDataset:
 
     ``ds.key`` and ``ds.path`` locate the entry (``ds.url``: its URL, for one read where it lies;
     ``ds.source``: what its shards are read from); ``ds.metadata`` is what the spec's
-    optional ``metadata()`` returned (for scenes: ``class_names``); ``ds.layout`` each
-    array's dtype and per-example shape; ``ds.entry.meta`` the whole manifest record.
+    optional ``metadata()`` returned (for scenes: ``class_names``, also ``ds.classes``);
+    ``ds.layout`` each array's dtype and per-example shape; ``ds.entry.meta`` the whole
+    manifest record.
 
     It is map-style, like the EMNIST and Omniglot datasets: ``ds[i]`` is ``(image,
-    targets)`` with ``targets`` a dict of the other arrays' rows ``i`` (a slice or an
-    index array gives stacked rows); ``ds["images"]`` is one whole array. ``images``
-    is the array named by :attr:`image_name`.
+    targets)`` with ``targets`` a dict of the other arrays' rows ``i`` (empty when there are
+    none; a slice or an index array gives stacked rows), so torch's default collate batches
+    it in any ``DataLoader``; ``ds["images"]`` is one whole array. ``images`` is the array
+    named by :attr:`image_name`.
 
     Parameters
     ----------
@@ -166,6 +169,13 @@ class BuiltDataset:
     def metadata(self) -> dict[str, Any]:
         """What the spec described of its output (``spec.metadata()``); empty if it has no such method."""
         return dict(self.entry.meta.get("metadata", {}))
+
+    @property
+    def classes(self) -> ClassNames | None:
+        """The names that integer labels index (``metadata()``'s ``class_names``, as a map-style dataset's
+        ``classes``); None when the spec gave none."""
+        names = self.metadata.get("class_names")
+        return None if names is None else ClassNames(names)
 
     @property
     def layout(self) -> dict[str, Any]:
@@ -294,14 +304,14 @@ class BuiltDataset:
         else:
             rows = self.take(index)
         image = rows.pop(self.image_name)
-        return image, rows or None
+        return image, rows
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         for number in range(len(self.index)):
             arrays = dict(self.shard(number))
             images = arrays.pop(self.image_name)
             for row in range(len(images)):
-                yield images[row], {name: array[row] for name, array in arrays.items()} or None
+                yield images[row], {name: array[row] for name, array in arrays.items()}
 
     # -- everything at once -------------------------------------------------------
     def dtype(self, name: str) -> np.dtype[Any]:

@@ -17,11 +17,12 @@ Arrays of a shard of ``n`` scenes (``G = max_glyphs``):
 ``boxes``       float32 ``(n, G, 4)``: ``(top, left, bottom, right)`` in pixels, bottom
                 and right exclusive, the tight box of the glyph's non-zero pixels; -1 pads
 ``labels``      int64 ``(n, G)``: index into `ScatteredGlyphs.class_names`; -1 pads
-``label_names`` str ``(n, G)``: the class name of each glyph; ``""`` pads
 
-A built dataset keeps the sorted class list that ``labels`` index, classes no scene
-drew included, as ``ds.metadata["class_names"]``; ``ds[i]`` is ``(image, targets)``
-with the other arrays' rows in ``targets`` (see `glyphforge.builds.dataset.BuiltDataset`).
+Class names are never stored per glyph (strings would stop torch's default collate): a
+built dataset keeps the sorted class list that ``labels`` index, classes no scene drew
+included, as ``ds.classes`` (``ds.metadata["class_names"]``); ``ds[i]`` is ``(image, targets)``
+with the other arrays' rows in ``targets`` (see `glyphforge.builds.dataset.BuiltDataset`), so
+``DataLoader(ds, batch_size=64, shuffle=True)`` batches scenes as they are.
 """
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ from glyphforge.scenes.sources import FONT, FrozenOptions, GlyphPool, Textures
 #: 2: glyph options replace emnist_split/omniglot_sets in the params; Omniglot's
 #: glyph_example_range selects drawers by the rule every dataset shares (`example_bounds`).
 #: 3: glyph positions are drawn from ``rng.random()`` (`composite.place`), not ``rng.integers``.
-ALGORITHM_VERSION = 3
+#: 4: no ``label_names`` array (the names are ``ds.classes``, which ``labels`` index).
+ALGORITHM_VERSION = 4
 #: Tries per glyph position, and fresh starts of a whole scene, before giving up.
 PLACEMENT_ATTEMPTS = 100
 PLACEMENT_RESTARTS = 10
@@ -277,19 +279,10 @@ class ScatteredGlyphs:
         padded_boxes[scene, slot] = boxes
         padded_labels = np.full((n, self.max_glyphs), -1, np.int64)
         padded_labels[scene, slot] = labels
-        names = np.array(pool.class_names)
-        label_names = np.full((n, self.max_glyphs), "", names.dtype)
-        label_names[scene, slot] = names[labels]
-        return {
-            "images": images,
-            "n_glyphs": counts.astype(np.int64),
-            "boxes": padded_boxes,
-            "labels": padded_labels,
-            "label_names": label_names,
-        }
+        return {"images": images, "n_glyphs": counts.astype(np.int64), "boxes": padded_boxes, "labels": padded_labels}
 
     def metadata(self, *, data_dir: PathLike | None = None) -> dict[str, Any]:
-        """What a built dataset keeps beside its arrays: ``class_names``, which ``labels`` index."""
+        """What a built dataset keeps beside its arrays: ``class_names``, which ``labels`` index (``ds.classes``)."""
         return {"class_names": list(self.class_names(data_dir))}
 
     # -- data -------------------------------------------------------------------

@@ -134,7 +134,8 @@ def test_prepare_data_preview_and_scenes_of_a_declared_toy_dataset(toy_files, tm
     assert scenes.metadata == {"class_names": ["A", "C"]}
     inks = {name: {_ink(image) for image in files.class_images(CLASSES.index(name))} for name in "AC"}
     drawn = set()
-    for image, boxes, names in zip(scenes["images"], scenes["boxes"], scenes["label_names"], strict=True):
+    glyph_names = np.array([*scenes.classes, ""])[scenes["labels"]]  # -1 pads: ""
+    for image, boxes, names in zip(scenes["images"], scenes["boxes"], glyph_names, strict=True):
         for (top, left, bottom, right), name in zip(boxes.astype(int), names, strict=True):
             if name:
                 assert image[top:bottom, left:right, 0].tobytes() in inks[name]  # 28x28 glyphs keep their pixels

@@ -80,9 +80,8 @@ def test_counts_labels_names_and_padding():
     assert shard["labels"].shape == (400, 4) and shard["labels"].dtype == np.int64
     real = np.arange(4)[None, :] < counts[:, None]
     assert (shard["labels"][~real] == -1).all() and (shard["boxes"][~real] == -1).all()
-    assert (shard["label_names"][~real] == "").all()
     assert set(shard["labels"][real].tolist()) == {0, 1, 2}
-    np.testing.assert_array_equal(shard["label_names"][real], np.array(spec.class_names())[shard["labels"][real]])
+    assert set(shard) == {"images", "n_glyphs", "boxes", "labels"}  # names: the class list labels index, not strings
     boxes = shard["boxes"][real]
     assert (boxes[:, :2] >= 0).all() and (boxes[:, 2:] <= 48).all() and (boxes[:, 2:] > boxes[:, :2]).all()
 
@@ -103,7 +102,7 @@ def test_the_same_spec_gives_the_same_bytes_through_local_and_processes_sessions
     with glyphforge.open_session("processes", n_workers=2) as session:
         spread = glyphforge.build(spec, session=session, data_dir=tmp_path / "b", progress=False)
     assert len(local) == len(spread) == 250 and local.key == spread.key
-    assert set(local.arrays) == {"images", "n_glyphs", "boxes", "labels", "label_names"}
+    assert set(local.arrays) == {"images", "n_glyphs", "boxes", "labels"}
     for name, array in local.arrays.items():
         assert array.tobytes() == spread[name].tobytes(), name
     # shard i is make_shard(i, SeedSequence(seed).spawn(n)[i], n_i): check the last, short one
@@ -111,11 +110,11 @@ def test_the_same_spec_gives_the_same_bytes_through_local_and_processes_sessions
     assert spec.make_shard(4, rng, 10)["images"].tobytes() == local["images"][240:].tobytes()
     # the class list labels index is kept with the data, and examples come out map-style
     assert local.metadata == spread.metadata == {"class_names": list(spec.class_names())}
-    names = np.array(local.metadata["class_names"])
+    assert local.classes == spread.classes == list(spec.class_names())
     image, targets = local[7]
     assert np.array_equal(image, local["images"][7])
     count = targets["n_glyphs"]
-    assert names[targets["labels"][:count]].tolist() == targets["label_names"][:count].tolist()
+    assert (targets["labels"][:count] >= 0).all() and (targets["labels"][count:] == -1).all()
 
 
 def test_glyph_and_background_colours():
@@ -255,7 +254,8 @@ def test_emnist_glyphs_and_disjoint_glyph_example_ranges(tmp_path):
         assert spec.class_names() == ("0", "A", "z")
         shard = _shard(spec, context=DataContext.resolve(verify=False))  # the glyphs are an own copy
         crops = set()
-        for image, boxes, names in zip(shard["images"], shard["boxes"], shard["label_names"], strict=True):
+        glyph_names = np.array([*spec.class_names(), ""])[shard["labels"]]  # -1 pads: ""
+        for image, boxes, names in zip(shard["images"], shard["boxes"], glyph_names, strict=True):
             for (top, left, bottom, right), name in zip(boxes.astype(int), names, strict=True):
                 if name:
                     crop = image[top:bottom, left:right, 0].tobytes()
@@ -294,8 +294,9 @@ def test_omniglot_glyphs_use_only_the_drawers_of_glyph_example_range(shared_data
             for image, label in zip(images, labels, strict=True):
                 inks[names[label]].add((drawer, _ink(image)))
         shard = _shard(spec)
-        for image, (top, left, bottom, right), name in zip(shard["images"], shard["boxes"][:, 0].astype(int),
-                                                           shard["label_names"][:, 0], strict=True):
+        names = np.array(spec.class_names())[shard["labels"][:, 0]]
+        for image, (top, left, bottom, right), name in zip(shard["images"], shard["boxes"][:, 0].astype(int), names,
+                                                           strict=True):
             crop = image[top:bottom, left:right, 0].tobytes()
             matching = {drawer for drawer, ink in inks[name] if ink == crop}
             assert matching and matching <= set(drawers)
