@@ -30,6 +30,8 @@ from glyphforge.cache.npy_members import dump_arrays
 #: ``make_shard`` returned the arrays: `images_array` reads it), plus ``"metadata"``
 #: (what ``spec.metadata()`` returned) for specs that have that optional method.
 ShardRecord = dict[str, Any]
+#: Dtype kinds a built array may not have: dates, time spans and records (torch's default collate batches none).
+UNBATCHED_KINDS = "MmV"
 
 
 def count_shards(n_examples: int, shard_size: int) -> int:
@@ -69,7 +71,8 @@ def array_layout(arrays: Any, index: int, n: int) -> dict[str, dict[str, Any]]:
     TypeError, ValueError
         Naming the shard and what was wrong, unless ``arrays`` is a non-empty dict of
         string names to numpy arrays that each hold ``n`` examples along the first axis, in
-        a layout readers accept (`glyphforge.cache.declared.layout_problem`).
+        a layout readers accept (`glyphforge.cache.declared.layout_problem`) that torch's
+        default collate batches (strings one per example at most; no dates or records).
     """
     where = f"make_shard({index}, rng, {n})"
     if not isinstance(arrays, Mapping) or not arrays:
@@ -86,6 +89,11 @@ def array_layout(arrays: Any, index: int, n: int) -> dict[str, dict[str, Any]]:
         if array.dtype.hasobject:
             raise TypeError(f"{where} returned {name!r} with dtype {array.dtype}; object arrays "
                             "cannot be cached safely, use numeric, bool or fixed-width string dtypes")
+        if array.dtype.kind in UNBATCHED_KINDS or (array.dtype.kind in "SU" and array.ndim > 1):
+            raise TypeError(f"{where} returned {name!r} with dtype {array.dtype} and shape {array.shape}, which "
+                            "torch's default collate cannot batch (every DataLoader must): give strings one per "
+                            "example at most, class names as integer codes with the names in metadata()'s "
+                            "'class_names', dates as integers")
         layout[name] = {"dtype": np.lib.format.dtype_to_descr(array.dtype), "shape": list(array.shape[1:])}
     problem = layout_problem(layout)  # what a reader would refuse (`glyphforge.cache.declared`)
     if problem is not None:

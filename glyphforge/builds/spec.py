@@ -35,6 +35,10 @@ download: what is missing fails the shard with a message saying what to prepare)
 The dataset's *images* (the first item of ``ds[i]`` and of every batch) are the array
 ``metadata()`` names with ``"images": name``, else the array called ``"images"``, else
 the first array ``make_shard`` returns (`glyphforge.builds.shards.images_array`).
+Every array must batch with torch's default collate (any ``DataLoader`` takes a built
+dataset): strings only as one per example, never dates or records; class names are integer
+codes in an array with the table of names as ``metadata()``'s ``"class_names"``
+(``ds.classes``), as the scenes do.
 
 Shard ``i`` holds examples ``[i * shard_size, min((i + 1) * shard_size, n_examples))``
 and draws from ``numpy.random.SeedSequence(seed).spawn(n_shards)[i]``, so the output

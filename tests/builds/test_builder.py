@@ -271,6 +271,15 @@ def test_a_raising_shard_fails_the_build_with_its_index_and_traceback(tmp_path, 
         ({"x": np.zeros(3)}, ValueError, "make_shard(0, rng, 2) returned 'x' of shape (3,); the first axis"),
         ({"x": np.array([None, 1])}, TypeError,
          "make_shard(0, rng, 2) returned 'x' with dtype object; object arrays cannot be cached"),
+        # torch's default collate batches neither (every DataLoader takes a built dataset): names go in as codes
+        ({"x": np.zeros(2), "names": np.full((2, 3), "a")}, TypeError,
+         "make_shard(0, rng, 2) returned 'names' with dtype <U1 and shape (2, 3), which torch's default collate "
+         "cannot batch (every DataLoader must): give strings one per example at most, class names as integer codes "
+         "with the names in metadata()'s 'class_names'"),
+        ({"x": np.zeros(2), "day": np.zeros(2, "M8[D]")}, TypeError,
+         "make_shard(0, rng, 2) returned 'day' with dtype datetime64[D] and shape (2,), which torch's default"),
+        ({"x": np.zeros(2, [("a", "i4"), ("b", "f4")])}, TypeError,
+         "make_shard(0, rng, 2) returned 'x' with dtype [('a', '<i4'), ('b', '<f4')] and shape (2,), which"),
     ],
 )
 def test_bad_make_shard_output_is_named(tmp_path, arrays, error, message):
