@@ -26,6 +26,7 @@ from glyphforge.datasets._class_args import class_names
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.datasets._omniglot_catalog import natural_key
 
+from support.collate import NEEDS_TORCH, loaded_examples
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
 
 #: The options each dataset is prepared and loaded with here (its smallest configuration).
@@ -137,3 +138,14 @@ def test_target_transform_applies_to_each_label(name, context):
         image, label = named[i]
         assert label == f"class {plain.classes[plain.labels[i]]}" and np.array_equal(image, plain[i][0])
     assert plain[0][1] == plain.labels[0]  # without one, the label itself
+
+
+@NEEDS_TORCH
+@pytest.mark.parametrize("name", list(MAP_STYLE))
+def test_the_map_style_class_batches_in_a_stock_dataloader(name, context):
+    kind, _ = MAP_STYLE[name]
+    dataset = kind(context=context, **OPTIONS.get(name, {}))
+    images, labels = loaded_examples(dataset, batch_size=16)  # every batch checked against dataset[i]
+    assert images.numpy().dtype == np.uint8 and images.shape == (16, *dataset[0][0].shape)
+    assert labels.numpy().dtype == np.int64 and labels.shape == (16,)
+    assert ((labels >= 0) & (labels < len(dataset.classes))).all()  # codes into the table of names
