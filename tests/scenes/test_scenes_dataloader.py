@@ -5,6 +5,8 @@ no string array stops the default collate.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 import glyphforge
@@ -28,3 +30,16 @@ def test_built_scenes_batch_in_a_stock_dataloader(tmp_path):
     for codes, count in zip(labels, targets["n_glyphs"].tolist(), strict=True):
         assert (codes[count:] == -1).all()
         assert {scenes.classes[code] for code in codes[:count]} <= {"7", "A", "B"}  # each glyph's name, by its code
+
+
+def test_an_export_and_a_stream_of_scenes_carry_the_codes_and_the_table(tmp_path):
+    scenes = glyphforge.build(ScatteredGlyphs(40, glyphs="font", characters="XY", shard_size=16), data_dir=tmp_path,
+                              progress=False)
+    exported = scenes.export(tmp_path / "export")
+    assert json.loads((exported / "metadata.json").read_text())["metadata"]["class_names"] == scenes.classes
+    assert sorted(path.name for path in exported.glob("*.npy")) == ["boxes.npy", "images.npy", "labels.npy",
+                                                                     "n_glyphs.npy"]
+    np.testing.assert_array_equal(np.load(exported / "labels.npy"), scenes["labels"])
+    images, targets = next(iter(scenes.stream(8, seed=0)))
+    assert images.shape == (8, 48, 48, 3) and targets["labels"].dtype == np.int64
+    assert set(targets["labels"].ravel().tolist()) <= {-1, 0, 1}
