@@ -78,8 +78,9 @@ def missing_files(errors: Sequence[DownloadError], advice: str, *, first_in_full
     error's whole message follows (why it failed, and what to do without the network), and its
     line does not repeat the sources.
     """
-    total = sum(error.resource.size or 0 for error in errors if error.resource is not None)
-    lines = [f"{len(errors)} upstream files ({human_size(total)} or more) are missing: they are not in place and no "
+    sizes = [error.resource.size if error.resource is not None else None for error in errors]
+    total = human_size(sum(size or 0 for size in sizes)) + (" or more" if None in sizes else "")
+    lines = [f"{len(errors)} upstream files ({total}) are missing: they are not in place and no "
              "source this run used gave them. Each, with where to place it by hand and where it comes from:"]
     lines += [f"  - {_described(error, below=first_in_full and index == 0)}" for index, error in enumerate(errors)]
     if advice:
