@@ -243,20 +243,23 @@ def test_contradicting_file_arguments_are_refused_before_any_work(argv, message,
     assert not list(data_dir.rglob("*"))  # nothing written (the data dir may be made: --data-dir's check)
 
 
-def test_two_ranks_downloading_into_one_folder_at_once_fetch_each_file_once(shared_data, http_server, tmp_path):
-    """pytorch/tutorials#3065: every rank of a job runs the same download at once (real processes, one folder)."""
+@pytest.mark.parametrize("command", ["download-only", "prepare"])
+def test_two_ranks_at_once_in_one_folder_fetch_each_file_once(command, shared_data, http_server, tmp_path):
+    """pytorch/tutorials#3065: every rank of a job runs the same download at once (real processes, one folder):
+    ``--download-only --to`` one mirror folder, or preparing into one data dir."""
     http_server.directory = shared_data
     first, second = (f"omniglot/images_background_small{n}.zip" for n in (1, 2))
     gate = http_server.hold(first)
-    mirror = tmp_path / "mirror"
-    command = [str(BIN / "prepare-data"), "omniglot", "--omniglot-sets", "small1", "small2", "--download-only",
-               "--to", str(mirror), "--mirror", http_server.base_url, "--data-dir", str(tmp_path / "data")]
+    mirror, data_dir = tmp_path / "mirror", tmp_path / "data"
+    argv = [str(BIN / "prepare-data"), "omniglot", "--omniglot-sets", "small1", "small2", "--mirror",
+            http_server.base_url, "--data-dir", str(data_dir), "--no-warmup"]
+    argv += ["--download-only", "--to", str(mirror)] if command == "download-only" else ["-q"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}  # this checkout's glyphforge
     logs = [tmp_path / f"rank-{rank}.log" for rank in range(2)]
     ranks = []
     for log in logs:
         with open(log, "w") as stderr:
-            ranks.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env))
+            ranks.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env))
     try:
         wait_until(lambda: http_server.requests(first) == 1 and any(
             f"waiting for another process fetching {first}" in log.read_text() for log in logs),
@@ -269,7 +272,11 @@ def test_two_ranks_downloading_into_one_folder_at_once_fetch_each_file_once(shar
             if rank.poll() is None:
                 rank.kill()
     assert [rank.returncode for rank in ranks] == [0, 0], [log.read_text() for log in logs]
-    assert all(output.startswith(f"2 files (2.9 MB) verified in {mirror}") for output in outputs)
     assert (http_server.requests(first), http_server.requests(second)) == (1, 1)
+    folder = mirror if command == "download-only" else data_dir / "raw"
     for path in (first, second):
-        assert (mirror / path).read_bytes() == (shared_data / path).read_bytes()
+        assert (folder / path).read_bytes() == (shared_data / path).read_bytes()
+    if command == "download-only":
+        assert all(output.startswith(f"2 files (2.9 MB) verified in {mirror}") for output in outputs)
+    else:  # each set's entry made once, by one of them
+        assert sorted(entry.params["set"] for entry in CacheStore.for_data_dir(data_dir).ls()) == ["small1", "small2"]
