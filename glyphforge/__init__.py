@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "fetch": "glyphforge.pipelines.download",
     "DownloadError": "glyphforge.pipelines.resource",
     "HashMismatchError": "glyphforge.pipelines.resource",
+    "MissingFilesError": "glyphforge.pipelines.fetch_all",
     # kernels
     "resize": "glyphforge.pipelines.resize",
     # datasets (each dataset's own names come from its registry record: see below)

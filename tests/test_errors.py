@@ -76,6 +76,7 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "ImageDecodeError": (ValueError,),
     "DownloadError": (RuntimeError,),
     "HashMismatchError": (RuntimeError,),
+    "MissingFilesError": (RuntimeError,),
     "IDXError": (ValueError,),
     "SessionError": (RuntimeError,),
     "TaskFailure": (RuntimeError,),

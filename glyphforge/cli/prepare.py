@@ -1,7 +1,12 @@
-"""The ``prepare-data`` command: datasets prepared into the cache (and published to a URL data dir)."""
+"""The ``prepare-data`` command: datasets prepared into the cache (and published to a URL data dir).
+
+With ``--list`` or ``--download-only`` it prepares nothing: see `glyphforge.cli.prepare_files`.
+A run that lacks upstream files names them all at once (`still_missing`).
+"""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import logging
 import time
@@ -9,12 +14,16 @@ from collections.abc import Callable
 from typing import Any
 
 from glyphforge.cache import Entry
+from glyphforge.cli import prepare_files
 from glyphforge.cli.args import UsageError, add_option, parse_shape
 from glyphforge.cli.common import add_common, add_fetch_arguments, data_context, name_width, new_parser
 from glyphforge.cli.dataset_options import Option, prepare_options
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.datasets.preparing import Prepared, prepare
+from glyphforge.datasets.upstream import in_the_way, still_missing
+from glyphforge.pipelines.fetch_all import missing_files
+from glyphforge.pipelines.resource import DownloadError
 from glyphforge.storage.location import Location
 from glyphforge.textfmt import count, human_size, table
 
@@ -27,7 +36,9 @@ def prepare_parser() -> argparse.ArgumentParser:
         "Download, verify and convert datasets into the cache, and make resized variants. "
         "Running it again does nothing (cache hit).\n\ndatasets:\n"
         + "\n".join(f"  {name:{name_width()}s} {registry.get(name).summary}" for name in names),
-        "prepare-data emnist omniglot --shape 14x14 --mirror file:///shared/mirror",
+        "prepare-data emnist omniglot --shape 14x14 --mirror file:///shared/mirror\n"
+        "  prepare-data all --download-only --to ./mirror     # with network; then, without:\n"
+        "  prepare-data all --mirror ./mirror --offline",
     )
     # default "all", a string: argparse (3.11) checks a list default against the choices as one value, and fails
     parser.add_argument("datasets", nargs="*", choices=[*names, "all"], default="all", metavar="DATASET",
@@ -35,6 +46,7 @@ def prepare_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shape", action="append", dest="shapes", type=parse_shape, default=[], metavar="HxW",
                         help="also make a resized variant (repeatable), e.g. 14x14")
     add_fetch_arguments(parser)
+    prepare_files.add_file_arguments(parser)
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="do not compile the numba kernels at the end (by default it does, like glyphforge "
                              "warmup: a few seconds once per machine, well under one when already done)")
@@ -57,13 +69,15 @@ def prepare_jobs(
 ) -> list[tuple[str, Callable[[], Prepared]]]:
     """One job per dataset to prepare: `glyphforge.prepare` of it with ``context`` (None: the arguments')
     and the options given on the command line."""
-    wanted = registry.registered() if "all" in args.datasets else list(dict.fromkeys(args.datasets))
     context = context or data_context(args)
-    jobs: list[tuple[str, Callable[[], Prepared]]] = []
-    for name in wanted:
-        jobs.append((name, functools.partial(prepare, name, shapes=tuple(args.shapes), context=context,
-                                             **_given_options(args, name))))
-    return jobs
+    return [(name, functools.partial(prepare, name, shapes=tuple(args.shapes), context=context, **options))
+            for name, options in wanted_options(args).items()]
+
+
+def wanted_options(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The datasets named (``all``: every registered one), each with its options given on the command line."""
+    wanted = registry.registered() if "all" in args.datasets else list(dict.fromkeys(args.datasets))
+    return {name: _given_options(args, name) for name in wanted}
 
 
 def _given_options(args: argparse.Namespace, name: str) -> dict[str, Any]:
@@ -84,11 +98,29 @@ def _entry_label(entry: Entry) -> str:
 def prepare_data(args: argparse.Namespace) -> int:
     """``prepare-data``: each dataset prepared into the data dir (`glyphforge.prepare`), then a table of what is new."""
     context = data_context(args, remote=True)
+    prepare_files.check_file_arguments(args, context)
+    wanted = wanted_options(args)
+    if args.list or args.download_only:
+        files = prepare_files.wanted_files(wanted, context)
+        if args.list:
+            prepare_files.list_files(files, list(wanted), args.json)
+        else:
+            prepare_files.download_files(files, args.to, context, prepare_files.command_line(wanted), args.quiet)
+        return 0
     if context.remote is not None:
         _check_publish_target(context.remote)
-    rows = []
+    rows: list[list[object]] = []
+    missing: list[DownloadError] = []
+    # after a missing file, the other datasets without the network: what else is missing is named at once
+    offline_jobs = dict(prepare_jobs(args, dataclasses.replace(context, offline=True)))
     for name, job in prepare_jobs(args, context):
-        done = job()
+        try:
+            done = offline_jobs[name]() if missing else job()
+        except DownloadError as error:
+            if in_the_way(error) and not missing:
+                raise  # the user's own file in place: its message says what to do with it
+            missing += still_missing(name, wanted[name], context, error)
+            continue
         if not args.quiet:
             _say_published(done, context.remote)
         if done.found:
@@ -102,6 +134,10 @@ def prepare_data(args: argparse.Namespace) -> int:
                          f"{done.seconds:.1f}"])
     if rows and not args.quiet:
         print(table(["dataset", "entry", "images", "size", "seconds"], rows))
+    if len(missing) == 1:
+        raise missing[0]  # its own message says it all
+    if missing:
+        raise missing_files(missing, prepare_files.offline_advice(wanted), first_in_full=not context.offline)
     if args.warmup:  # the first build need not compile (fast when warm)
         from glyphforge.warmup import warmup
 

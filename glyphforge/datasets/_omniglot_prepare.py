@@ -31,10 +31,10 @@ def _resource(filename: str, hash_: str, size: int | None = None) -> Resource:
     return Resource("omniglot", filename, _BASE_URL + filename, hash_, size)
 
 
-#: The upstream zip of each set (md5 of the full sets as torchvision pins them).
+#: The upstream zip of each set (md5 of the full sets as torchvision pins them, their sizes as tensorflow-datasets).
 RESOURCES: dict[str, Resource] = {
-    "background": _resource("images_background.zip", "md5:68d2efa1b9178cc56df9314c21c6e718"),
-    "evaluation": _resource("images_evaluation.zip", "md5:6b91aef0f799c5bb55b94e3f2daec811"),
+    "background": _resource("images_background.zip", "md5:68d2efa1b9178cc56df9314c21c6e718", 9_464_212),
+    "evaluation": _resource("images_evaluation.zip", "md5:6b91aef0f799c5bb55b94e3f2daec811", 6_462_886),
     "small1": _resource(
         "images_background_small1.zip",
         "sha256:f38eb80f801274ac2b4dff5b24289016bfaba4a7d5bb50deebf27104ad6cb8a4",
@@ -58,6 +58,11 @@ def check_sets(sets: str | Iterable[str]) -> tuple[str, ...]:
     if bad:
         raise unknown("Omniglot sets", bad, SETS, hint=" (the default is ('background', 'evaluation'))")
     return names
+
+
+def needed(*, sets: str | Iterable[str] = DEFAULT_SETS, **_others: Any) -> list[Resource]:
+    """The zips `prepare_omniglot` fetches for ``sets`` (the record's ``needs``; other options are ignored)."""
+    return [RESOURCES[name] for name in check_sets(sets)]
 
 
 def params(set_name: str, shape: tuple[int, int], method: str, source: str | None = None) -> dict[str, Any]:

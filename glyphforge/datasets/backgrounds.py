@@ -60,7 +60,7 @@ _FILES = (  # (file name, size in bytes or None, hash)
     ("red_x.png", 1060, "sha256:8f3430a0417d042f9aef6437056c7a3cdd6a78d2b5a25a7c242f423e02dce99d"),
     ("red_x.svg", 2671, "sha256:49cbea0aaab9871d444056123e367909cc70b1cb336806e4e794618456cc2d96"),
     ("water.jpg", 25120, "sha256:0a137aafc8129c33cba29d05e1ba006b86d3942b70841092e7bf66276151cd73"),
-    ("space.jpg", None, "git-blob-sha1:c8ed07e95d4e345c1b77350b510ca19f895bd5e7"),
+    ("space.jpg", None, "git-blob-sha1:c8ed07e97d4e345c1b77350b510ca19f895bd5e7"),
 )
 #: Every file of the pinned commit, by file name.
 RESOURCES: dict[str, Resource] = {
@@ -102,6 +102,11 @@ def check_names(names: str | Iterable[str]) -> list[str]:
         hint = " (or 'all', 'hard'); red_x.svg is not loaded, red_x is its PNG rendering"
         raise unknown("backgrounds", bad, background_names(), hint=hint)
     return resolved
+
+
+def needed(*, names: str | Iterable[str] = "all", **_others: Any) -> list[Resource]:
+    """The files `prepare_backgrounds` fetches for ``names`` (the record's ``needs``; other options are ignored)."""
+    return list(_resources(check_names(names)).values())
 
 
 def _params(shape: tuple[int, int] | None, method: str, own: Mapping[str, str]) -> dict[str, Any]:

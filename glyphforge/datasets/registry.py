@@ -35,6 +35,11 @@ and on mirrors, and the ``prepare-data`` argument. Its parts follow these contra
     Optional: the dataset's upstream files (`glyphforge.pipelines.resource.Resource`), named
     as a Resource, a mapping or a sequence of them, or a function of no arguments returning
     them; read by `resources`, for ``glyphforge cache ls/verify/gc`` on ``raw/``.
+``needs(**options) -> resources``
+    Optional: the upstream files ``prepare`` fetches with these ``options`` (Omniglot's
+    ``sets``, the backgrounds' ``names``; others are ignored), named as ``resources`` are;
+    read by `needed`, for ``prepare-data --list`` and ``--download-only``. None: all of
+    ``resources``.
 
 A record's ``exports`` are its public names, re-exported by ``glyphforge`` (lazily): a bare
 name lives in the module of the record's ``load`` part, ``"module:name"`` anywhere.
@@ -86,6 +91,8 @@ class DatasetRecord:
     """The resize method of the dataset's resized variants and loaders (README: "Resizing")."""
     resources: Ref | None = None
     """The upstream files (see the module docstring); None: none declared."""
+    needs: Ref | None = None
+    """``(**options) -> resources``: the files ``prepare`` fetches with ``options`` (see the module); None: all."""
     declared_in: str | None = None
     """The module declaring the dataset as a per-class `Declaration` of this name (see `declared`); None: not one."""
 
@@ -191,14 +198,34 @@ def get(name: str) -> DatasetRecord:
 
 def resources(name: str) -> list[Resource]:
     """Return the upstream files dataset ``name`` declares (none for a name not registered, or none declared)."""
-    from glyphforge.pipelines.resource import Resource
-
     record = _REGISTRY.get(name)
     if record is None or record.resources is None:
         return []
     declared: Any = resolve(record.resources)
-    if callable(declared):
-        declared = declared()
+    return _listed(declared() if callable(declared) else declared)
+
+
+def needed(name: str, **options: Any) -> list[Resource]:
+    """Return the upstream files ``prepare`` of dataset ``name`` fetches with ``options`` (its record's ``needs``,
+    else all of `resources`).
+
+    Raises
+    ------
+    KeyError
+        ``name`` is not registered.
+    ValueError
+        An option's value is not one the dataset takes (an unknown Omniglot set...).
+    """
+    record = get(name)
+    if record.needs is None:
+        return resources(name)
+    return _listed(resolve(record.needs)(**options))
+
+
+def _listed(declared: Any) -> list[Resource]:
+    """The resources of ``declared``: one `Resource`, a mapping of them or a sequence of them."""
+    from glyphforge.pipelines.resource import Resource
+
     if isinstance(declared, Resource):
         return [declared]
     return list(declared.values() if isinstance(declared, Mapping) else declared)
@@ -298,6 +325,7 @@ BUILT_IN = (
                  "omniglot_split", "OmniglotTasks", "TaskBatch"),
         default_resize="area",
         resources="glyphforge.datasets._omniglot_prepare:RESOURCES",
+        needs="glyphforge.datasets._omniglot_prepare:needed",
     ),
     DatasetRecord(
         name="backgrounds",
@@ -308,6 +336,7 @@ BUILT_IN = (
         exports=("prepare_backgrounds", "load_backgrounds", "background_names", "hard_background_names"),
         default_resize="bilinear",
         resources="glyphforge.datasets.backgrounds:RESOURCES",
+        needs="glyphforge.datasets.backgrounds:needed",
     ),
     declared("mnist", "MNIST handwritten digits 0-9 (LeCun's IDX files)", "glyphforge.datasets.mnist_family", "MNIST"),
     declared("fashion-mnist", "Fashion-MNIST: Zalando's clothes and shoes in MNIST's form (10 classes)",

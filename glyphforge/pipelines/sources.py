@@ -25,7 +25,7 @@ from glyphforge.pipelines.resource import Resource
 from glyphforge.storage.location import Location, UnsupportedURLError
 from glyphforge.storage.reads import DOWNLOAD_BLOCK
 
-__all__ = ["Source", "copy_local", "copy_remote", "sources"]
+__all__ = ["Source", "copy_local", "copy_remote", "local_mirror", "sources"]
 
 
 @dataclass(frozen=True)
@@ -58,18 +58,29 @@ def _mirror_sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]
     bases = list(dict.fromkeys([*given, *config.mirrors_from_env()]))
     sources = []
     for base in bases:
-        scheme = urlsplit(base).scheme.lower() if "://" in base else ""
-        if scheme in ("http", "https"):
-            location = f"{base.rstrip('/')}/{quote(resource.dataset)}/{quote(resource.filename)}"
-            sources.append(Source(location))
-        elif scheme in ("", "file"):
-            root = _local_path(base)
+        root = local_mirror(base)
+        if root is not None:
             path = root / resource.dataset / resource.filename
             sources.append(Source(str(path), path))
+        elif urlsplit(base).scheme.lower() in ("http", "https"):
+            location = f"{base.rstrip('/')}/{quote(resource.dataset)}/{quote(resource.filename)}"
+            sources.append(Source(location))
         else:
             remote = _remote_mirror(base).child(resource.dataset, resource.filename)
             sources.append(Source(remote.url, remote=remote))
     return sources
+
+
+def local_mirror(base: str) -> Path | None:
+    """The directory of the mirror base ``base`` when it is local (a path or ``file://``), else None.
+
+    Raises
+    ------
+    ValueError
+        A ``file://`` URL naming another host.
+    """
+    scheme = urlsplit(base).scheme.lower() if "://" in base else ""
+    return _local_path(base) if scheme in ("", "file") else None
 
 
 def _remote_mirror(base: str) -> Location:

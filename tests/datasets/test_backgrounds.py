@@ -60,7 +60,7 @@ def test_registry_pins_the_real_files(shared_data):
         assert resource.url == f"https://raw.githubusercontent.com/e2crawfo/backgrounds/{COMMIT}/{path.name}"
         assert resource.hash.startswith("sha256:") and resource.size == path.stat().st_size
         assert check_hash(path, resource.hash)[0]
-    assert RESOURCES["space.jpg"].hash == "git-blob-sha1:c8ed07e95d4e345c1b77350b510ca19f895bd5e7"
+    assert RESOURCES["space.jpg"].hash == "git-blob-sha1:c8ed07e97d4e345c1b77350b510ca19f895bd5e7"
 
 
 def test_prepare_over_http_equals_pillow_and_skips_svg(shared_data, http_server, tmp_path):
