@@ -111,11 +111,13 @@ def test_no_hang_when_every_worker_is_gone_and_the_rerun_resumes(tmp_path):
             with pytest.raises(NoWorkersError) as error:
                 build(spec, session=session, data_dir=tmp_path / "data", progress=False)
         killer.join()
-    # 7 or 8 tasks: shard 2's record may be lost with the worker (its file is on disk); 2 s or more without one
-    # (the scheduler notices on its own clock: a loaded machine says 3)
-    assert re.match(rf"[78] tasks are waiting but the Dask cluster at {lonely.address} has had no worker "
-                    r"for ([2-9]|[1-9][0-9]) s \(no_workers_timeout=2\): all workers died or none could start",
-                    str(error.value))
+    # 7 to 10 tasks: the records of shards 0-2 may be lost with the worker before they reach the scheduler (their
+    # files are on disk: checked below; a loaded machine lost two); 2 s or more without one (the scheduler notices
+    # on its own clock: a loaded machine says 3)
+    waiting = re.match(rf"(\d+) tasks are waiting but the Dask cluster at {lonely.address} has had no worker "
+                       r"for ([2-9]|[1-9][0-9]) s \(no_workers_timeout=2\): all workers died or none could start",
+                       str(error.value))
+    assert waiting and 7 <= int(waiting.group(1)) <= 10, str(error.value)
 
     work_dir = CacheStore.for_data_dir(tmp_path / "data").work_dir(spec.kind, cache_params(spec))
     assert sorted(completed_shards(work_dir, 10)) == [0, 1, 2]
