@@ -14,8 +14,9 @@ per-example shape            feature
 Strings (numpy ``<U``) are ``Value("string")``, bytes (``S``) ``Value("binary")``. Only integer
 arrays take a names table; ``-1`` (padding) is a valid value of a ``ClassLabel``.
 
-The numbers are never copied: each column's values are the numpy buffer itself (the list
-offsets of ``Array``/``List`` columns are new). For files, `image_feature` may instead
+The numbers are never copied: each column's values are the numpy buffer itself, in record
+batches of about `CHUNK_BYTES` (the list offsets of ``Array``/``List`` columns are new: one
+buffer per list size, shared by every batch). For files, `image_feature` may instead
 store a uint8 ``(H, W)`` or ``(H, W, 3)`` image array as ``Image()`` whose bytes are a
 binary PGM or PPM (a short header before the raw pixels): Parquet stores nested lists one
 value at a time as 32-bit integers, about 20 times slower to write than the bytes, and
@@ -39,8 +40,9 @@ from glyphforge.errors import ArgumentError
 __all__ = ["INSTALL", "MissingExtraError", "batches", "dataset", "features", "image_feature", "require"]
 
 INSTALL = 'pip install "glyphforge[hf]"'
-#: The most bytes (or values) one Arrow chunk of a column holds: list offsets and binary offsets are 32-bit.
-CHUNK_LIMIT = (1 << 31) - 1
+#: About the most bytes of rows one record batch holds: its list offsets serve every batch of as many rows
+#: (one buffer, not one per row), and 32-bit offsets hold far more.
+CHUNK_BYTES = 16 << 20
 #: Array features by per-example dimensions (datasets has Array2D to Array5D).
 _ARRAY_FEATURES = {2: "Array2D", 3: "Array3D", 4: "Array4D", 5: "Array5D"}
 #: Netpbm magic numbers of the image files `image_feature` writes, by channels: PGM (grey) and PPM (RGB).
@@ -95,16 +97,16 @@ def image_feature(dtype: np.dtype[Any], shape: tuple[int, ...]) -> Any | None:
 def batches(arrays: Mapping[str, np.ndarray], features: Any) -> Iterator[Any]:
     """Yield ``pyarrow.RecordBatch``es of ``arrays`` (equal lengths) under ``features``, in row order.
 
-    As few as the 32-bit offsets allow (usually one); the numbers are the numpy buffers (see the module docstring).
+    Of about `CHUNK_BYTES` each; the numbers are the numpy buffers (see the module docstring).
     """
     pa, _ = require("Converting to Hugging Face datasets")
     schema = features.arrow_schema
     n = len(next(iter(arrays.values()))) if arrays else 0
-    row = max([1, *(_row_size(array) for array in arrays.values())])
-    step = max(1, CHUNK_LIMIT // row)
+    step = max(1, CHUNK_BYTES // max([1, *(_row_size(array) for array in arrays.values())]))
+    offsets = _Offsets(pa)
     for start in range(0, n, step) if n else [0]:
         part = {name: np.ascontiguousarray(array[start:start + step]) for name, array in arrays.items()}
-        columns = [_column(pa, part[field.name], features[field.name]) for field in schema]
+        columns = [_column(pa, part[field.name], features[field.name], offsets) for field in schema]
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
@@ -120,18 +122,18 @@ def dataset(arrays: Mapping[str, np.ndarray], names: Mapping[str, Sequence[str]]
 
 
 # -- columns ------------------------------------------------------------------------------
-def _column(pa: ModuleType, array: np.ndarray, feature: Any) -> Any:
+def _column(pa: ModuleType, array: np.ndarray, feature: Any, offsets: _Offsets) -> Any:
     """The Arrow column of ``array`` (rows first) under ``feature``."""
     kind = type(feature).__name__
     if kind == "Image":
-        return _netpbm_column(pa, array)
+        return _netpbm_column(pa, array, offsets)
     n, shape = len(array), array.shape[1:]
     if kind in _ARRAY_FEATURES.values():
-        storage = _lists(pa, _values(pa, array), n, shape)
+        storage = _lists(pa, _values(pa, array), n, shape, offsets)
         return pa.ExtensionArray.from_storage(feature(), storage)
     if type(_leaf(feature)).__name__ == "ClassLabel":
         array = array.astype(np.int64, copy=False)  # ClassLabel's storage
-    return _lists(pa, _values(pa, array), n, shape)
+    return _lists(pa, _values(pa, array), n, shape, offsets)
 
 
 def _values(pa: ModuleType, array: np.ndarray) -> Any:
@@ -144,17 +146,31 @@ def _values(pa: ModuleType, array: np.ndarray) -> Any:
     return pa.array(flat)
 
 
-def _lists(pa: ModuleType, values: Any, n: int, shape: tuple[int, ...]) -> Any:
+class _Offsets:
+    """The offsets of lists of ``size`` values, ``0, size, 2 * size...``: one buffer for every batch, each a prefix."""
+
+    def __init__(self, pa: ModuleType) -> None:
+        self.pa = pa
+        self.made: dict[int, np.ndarray] = {}
+
+    def __call__(self, size: int, count: int) -> Any:
+        """The offsets of ``count`` lists of ``size`` values (``count + 1`` int32s)."""
+        made = self.made.get(size)
+        if made is None or len(made) <= count:
+            made = self.made[size] = np.arange(0, (count + 1) * size, size, dtype=np.int32)
+        return self.pa.py_buffer(made[:count + 1])
+
+
+def _lists(pa: ModuleType, values: Any, n: int, shape: tuple[int, ...], offsets: _Offsets) -> Any:
     """``values`` grouped into nested lists of ``shape`` per row (offsets made, values untouched)."""
     count = n * int(np.prod(shape, dtype=np.int64))
     for size in reversed(shape):
         count //= size
-        offsets = pa.py_buffer(np.arange(0, (count + 1) * size, size, dtype=np.int32))
-        values = pa.Array.from_buffers(pa.list_(values.type), count, [None, offsets], children=[values])
+        values = pa.Array.from_buffers(pa.list_(values.type), count, [None, offsets(size, count)], children=[values])
     return values
 
 
-def _netpbm_column(pa: ModuleType, images: np.ndarray) -> Any:
+def _netpbm_column(pa: ModuleType, images: np.ndarray, offsets: _Offsets) -> Any:
     """uint8 ``(n, H, W[, 3])`` images as ``Image()``'s storage: ``{bytes: a PGM/PPM file, path: null}`` per row."""
     n, height, width = images.shape[:3]
     header = b"%s\n%d %d\n255\n" % (_NETPBM[_channels(images.shape[1:]) or 1], width, height)
@@ -162,8 +178,7 @@ def _netpbm_column(pa: ModuleType, images: np.ndarray) -> Any:
     files = np.empty((n, size), np.uint8)
     files[:, :len(header)] = np.frombuffer(header, np.uint8)
     files[:, len(header):] = images.reshape(n, -1)
-    offsets = pa.py_buffer(np.arange(0, (n + 1) * size, size, dtype=np.int32))
-    data = pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(files)])
+    data = pa.Array.from_buffers(pa.binary(), n, [None, offsets(size, n), pa.py_buffer(files)])
     return pa.StructArray.from_arrays([data, pa.nulls(n, pa.string())], names=["bytes", "path"])
 
 
@@ -206,5 +221,5 @@ def _channels(shape: tuple[int, ...]) -> int | None:
 
 
 def _row_size(array: np.ndarray) -> int:
-    """The most one row of ``array`` adds to a chunk's 32-bit offsets: its bytes (strings: 4 per character)."""
+    """The bytes of one row of ``array`` (strings: 4 per character), and a little for its offsets."""
     return int(np.prod(array.shape[1:], dtype=np.int64)) * max(array.dtype.itemsize, 1) + 64

@@ -58,7 +58,7 @@ def test_any_arrays_convert_row_for_row_with_their_features():
 
 def test_numbers_are_not_copied_and_large_arrays_are_cut_into_chunks(monkeypatch):
     arrays = odd_arrays()
-    monkeypatch.setattr(hf, "CHUNK_LIMIT", 200)  # a few rows a chunk, as 2 GiB of offsets would
+    monkeypatch.setattr(hf, "CHUNK_BYTES", 2000)  # a few rows a chunk
     converted = hf.dataset(arrays, {}, "chunks")
     grid = converted.data.column("grid")
     assert grid.num_chunks > 1

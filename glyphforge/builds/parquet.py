@@ -3,16 +3,19 @@
 Both go through `glyphforge.hf` (the ``hf`` extra): one column per array, labels as
 ``ClassLabel`` with the names table the build's metadata carries (`names_tables`).
 
-The files, ``data-00000-of-0000N.parquet``, are written shard after shard: one decoded shard
-and one row group (`ROW_GROUP_BYTES` of decoded rows) are in memory at a time, whatever the
-dataset's size; a file holds `FILE_BYTES` of decoded rows at most. Their schema carries the
-``datasets`` features, so ``datasets.load_dataset("parquet", data_files=...)`` gives the same
-columns (the images as ``Image()``: see `glyphforge.hf`). The staging, the lock and the
-publishing are `glyphforge.builds.export`'s.
+The files, ``data-00000-of-0000N.parquet``, are written shard after shard: a few decoded
+shards (the one written and `AHEAD` more) and one row group (`ROW_GROUP_BYTES` of decoded
+rows) are in memory at a time, whatever the dataset's size; a file holds `FILE_BYTES` of
+decoded rows at most. Their schema carries the ``datasets`` features, so
+``datasets.load_dataset("parquet", data_files=...)`` gives the same columns (the images as
+``Image()``: see `glyphforge.hf`). The staging, the lock and the publishing are
+`glyphforge.builds.export`'s.
 """
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,9 @@ __all__ = ["FILE_BYTES", "ROW_GROUP_BYTES", "file_names", "names_tables", "to_hf
 ROW_GROUP_BYTES = 32 << 20
 #: Decoded bytes of the rows of one file, at most (a whole number of row groups).
 FILE_BYTES = 1 << 30
+#: Shards decoded and converted ahead of the one written, on as many threads (inflating, copying and writing
+#: release the GIL: two cores' worth).
+AHEAD = 2
 #: Arrays named by a names table in a build's metadata: ``metadata[table]`` names the values of ``array``.
 NAMED_BY = {"labels": "class_names"}
 
@@ -102,9 +108,15 @@ def _features(reader: ShardReader) -> Any:
 
 
 def _record_batches(reader: ShardReader, features: Any) -> Iterator[Any]:
-    """Each shard's rows as record batches, one shard decoded at a time."""
-    for number in range(len(reader.index)):
-        yield from hf.batches(reader.shard(number), features)
+    """Each shard's rows as record batches, in order: `AHEAD` shards decoded and converted on threads meanwhile."""
+    with ThreadPoolExecutor(AHEAD, thread_name_prefix="glyphforge-parquet") as pool:
+        ahead: deque[Future[list[Any]]] = deque()
+        for number in range(len(reader.index)):
+            ahead.append(pool.submit(lambda n: list(hf.batches(reader.shard(n), features)), number))
+            if len(ahead) > AHEAD:
+                yield from ahead.popleft().result()
+        while ahead:
+            yield from ahead.popleft().result()
 
 
 def _row_nbytes(reader: ShardReader) -> int:
