@@ -284,9 +284,9 @@ class MapStyleDataset:
         from glyphforge.hf import dataset, require
 
         require("ds.to_hf()")
-        arrays = {"images": np.asarray(self.images)}
-        if self.labels is not None:
-            arrays["labels"] = np.asarray(self.labels)
+        every = np.arange(len(self))
+        arrays = {name: np.asarray(column if isinstance(column, np.ndarray) else column[every])  # lazy: read
+                  for name, column in (("images", self.images), ("labels", self.labels)) if column is not None}
         classes = getattr(self, "classes", None)
         names = {} if classes is None else {"labels": [str(name) for name in classes]}
         digest = hashlib.blake2b(digest_size=16)

@@ -114,3 +114,19 @@ def test_a_map_style_class_to_hf_is_every_example_with_its_class_names(fashion):
     images = converted.data.column("images").chunk(0).storage.values.values
     assert images.buffers()[1].address == np.asarray(fashion.images).ctypes.data  # the pixels are not copied
     assert converted._fingerprint == fashion.to_hf()._fingerprint  # the same bytes: the same fingerprint
+
+
+def test_an_image_list_read_lazily_converts_its_images(tmp_path):
+    from PIL import Image
+
+    from glyphforge import ImageList
+
+    pixels = np.random.default_rng(3).integers(0, 256, (3, 6, 5), dtype=np.uint8)
+    for i, image in enumerate(pixels):
+        Image.fromarray(image).save(tmp_path / f"{i}.png")
+    images = ImageList([tmp_path / f"{i}.png" for i in range(3)], labels=[2, 0, 1])
+    converted = images.to_hf()
+    assert converted.features["images"] == datasets.Array2D((6, 5), "uint8")
+    assert converted.features["labels"] == datasets.Value("int64")  # no names table
+    assert [np.array_equal(np.asarray(row["images"]), pixels[i]) and row["labels"] == [2, 0, 1][i]
+            for i, row in enumerate(converted)] == [True] * 3
