@@ -26,7 +26,7 @@ from support.specs import RowSpec
 
 @pytest.fixture(scope="module")
 def scenes(tmp_path_factory):
-    """Scenes of font glyphs (no download): images (24, 24, 3), boxes, labels named by class_names, label_names."""
+    """Scenes of font glyphs (no download): images (24, 24, 3), n_glyphs, boxes, labels named by class_names."""
     spec = ScatteredGlyphs(90, image_shape=(24, 24), glyphs="font", characters="AB7", shard_size=20, seed=3,
                            background_colours=["navy"], max_glyphs=3, glyph_shape=(8, 8))
     return build(spec, data_dir=tmp_path_factory.mktemp("scenes"), progress=False)
@@ -69,7 +69,6 @@ def test_scenes_exported_as_parquet_load_back_row_for_row(scenes, tmp_path):
     assert features["labels"] == datasets.List(datasets.ClassLabel(names=names))
     assert features["boxes"] == datasets.Array2D((3, 4), "float32")
     assert features["n_glyphs"] == datasets.Value("int64")
-    assert features["label_names"] == datasets.List(datasets.Value("string"))
     assert_every_row(loaded, scenes)
 
 
