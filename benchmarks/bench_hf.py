@@ -12,7 +12,7 @@ by later runs.
 
 * export: ``ds.export(dir, format="parquet")`` of every scene (wall and CPU seconds), and the
   ``.npy`` export of the same dataset for scale. Goal: >= 50,000 scenes/s on 2 cores.
-* to_hf: a fresh reader's ``ds.to_hf()`` (decoding the shards included) against
+* to_hf: a fresh reader's ``ds.to_hf()`` (decoding the shards included: ``random_access="decode"``) against
   ``Dataset.from_generator`` yielding ``ds[i]`` rows with the same features, on the first
   ``--hf-scenes`` scenes (a build of that size), and on ``--hf-images`` 28x28 MNIST-sized images of
   a map-style dataset (what ``gf.MNIST(...)`` is). Goal: >= 10x.
@@ -130,6 +130,7 @@ def main() -> None:
         image, targets = small[i]
         return {"images": image, **targets}
 
+    small = small.reopened(random_access="decode")  # both sides decode the shards (no decoded copy of an earlier run)
     compare(f"{len(small):,} scenes", small.reopened(), scene_row, cache)
     images = Images(args.hf_images)
     compare(f"{len(images):,} 28x28 images (map-style)", images,
