@@ -10,6 +10,7 @@ numpy (``import glyphforge`` loads it through the builder).
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
@@ -273,3 +274,23 @@ class MapStyleDataset:
     def batches(self, *, batch_size: int, **options: Any) -> Iterator[tuple[Any, Any]]:
         """``batches(self.images, self.labels, ...)``: same keywords as :func:`batches`."""
         return batches(self.images, self.labels, batch_size=batch_size, **options)
+
+    def to_hf(self) -> Any:
+        """``images`` and ``labels`` as a Hugging Face ``datasets.Dataset`` in memory (no copy; the ``hf`` extra).
+
+        Columns ``images`` (``Array2D``/``Array3D``...) and ``labels`` (a ``ClassLabel`` named by
+        ``classes`` when the dataset has them), as `glyphforge.hf` converts them; ``transform`` is not applied.
+        """
+        from glyphforge.hf import dataset, require
+
+        require("ds.to_hf()")
+        every = np.arange(len(self))
+        arrays = {name: np.asarray(column if isinstance(column, np.ndarray) else column[every])  # lazy: read
+                  for name, column in (("images", self.images), ("labels", self.labels)) if column is not None}
+        classes = getattr(self, "classes", None)
+        names = {} if classes is None else {"labels": [str(name) for name in classes]}
+        digest = hashlib.blake2b(digest_size=16)
+        for array in arrays.values():
+            digest.update(np.ascontiguousarray(array).data)
+        digest.update(repr(names).encode())
+        return dataset(arrays, names, f"glyphforge-{digest.hexdigest()}")

@@ -96,6 +96,7 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "RemoteStorageError": (OSError,),
     "UnsupportedURLError": (ValueError,),
     "MalformedURLError": (ValueError,),
+    "MissingExtraError": (ImportError,),
 }
 
 #: The families, each a `GlyphforgeError` and public as ``glyphforge.NAME``.

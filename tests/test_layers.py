@@ -5,7 +5,7 @@ One layer per package, bottom to top (a module may import its own layer and thos
 order is what the code needs, measured on its import graph):
 
 ===========  ===================================================================================
-foundation   ``_access``, ``_checks``, ``_files``, ``_version``, ``errors``, ``hashes``,
+foundation   ``_access``, ``_checks``, ``_files``, ``_version``, ``errors``, ``hashes``, ``hf``,
              ``textfmt``, ``urls``: no glyphforge import but each other
 config       where glyphforge keeps its files, the ``GLYPHFORGE_*`` variables
 cache        the content-addressed store of entries, locks, upstream files' records
@@ -52,7 +52,7 @@ Layers = tuple[tuple[str, tuple[str, ...]], ...]
 
 #: glyphforge's layers (``__init__`` is the package face itself).
 LAYERS: Layers = (
-    ("foundation", ("_access", "_checks", "_files", "_version", "errors", "hashes", "textfmt", "urls")),
+    ("foundation", ("_access", "_checks", "_files", "_version", "errors", "hashes", "hf", "textfmt", "urls")),
     ("config", ("config",)),
     ("cache", ("cache",)),
     ("storage", ("storage",)),

@@ -23,10 +23,10 @@ def test_every_exported_name_resolves_to_its_module_object():
 
 
 @pytest.mark.parametrize("module", ["glyphforge", "glyphforge.scenes.spec"])
-def test_import_does_not_load_numba_dask_or_pillow(module):
+def test_import_does_not_load_numba_dask_pillow_or_the_hf_extra(module):
     code = (
         f"import sys, {module}; "
-        "print(sorted(m for m in ('numba', 'dask', 'distributed', 'PIL') if m in sys.modules))"
+        "print(sorted(m for m in ('numba', 'dask', 'distributed', 'PIL', 'pyarrow', 'datasets') if m in sys.modules))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"

@@ -29,8 +29,8 @@ Reading:
   first read; a damaged one is dropped and the shards read.
 * ``ds.stream(...)``: resumable batches for training, a window of decoded shards in memory
   (`glyphforge.builds.stream`).
-* ``ds.export(dir)``: ``.npy`` files for ``numpy.load(mmap_mode="r")``
-  (`glyphforge.builds.export`).
+* ``ds.export(dir)``: ``.npy`` files for ``numpy.load(mmap_mode="r")``, or Parquet files
+  (`glyphforge.builds.export`); ``ds.to_hf()``: a Hugging Face ``datasets.Dataset``.
 * ``ds.arrays``: everything at once, refused beyond ``arrays_limit`` bytes.
 
 The dataset is identity, index and rows; what it reads shards from is its shard source
@@ -64,12 +64,14 @@ from glyphforge.builds.index import ShardIndex
 from glyphforge.builds.materialize import DecodedCopy
 from glyphforge.builds.members import Put, Scratch, Shard, decode_shard, layout_dtype, place_shard
 from glyphforge.builds.own_built import announced
+from glyphforge.builds.parquet import to_hf
 from glyphforge.builds.reading import ShardSource
 from glyphforge.builds.stream import ShardStream, open_stream
 from glyphforge.cache import Entry
 from glyphforge.context import DataContext
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.errors import ArgumentError
+from glyphforge.hf import require
 
 __all__ = ["DEFAULT_CACHE_SHARDS", "RANDOM_ACCESS", "BuiltDataset", "DatasetTooLargeError",
            "default_arrays_limit"]
@@ -413,9 +415,19 @@ class BuiltDataset:
         """
         return open_stream(self, batch_size, resume=resume, **options)
 
+    def to_hf(self) -> Any:
+        """Every row as a Hugging Face ``datasets.Dataset`` in memory over ``ds.arrays`` (no copy; the ``hf`` extra).
+
+        One column per array, labels as ``ClassLabel`` (`glyphforge.builds.parquet`). Beyond ``arrays_limit``,
+        ``ds.export(dir, "parquet")`` and ``datasets.load_dataset("parquet", ...)`` read any size.
+        """
+        require("ds.to_hf()")  # before anything is decoded
+        return to_hf(self, self.arrays)
+
     def export(self, directory: PathLike, format: str = "npy", *, overwrite: bool = False,
                context: DataContext | None = None) -> Path:
-        """Write every array as ``<directory>/<name>.npy`` plus ``metadata.json`` (see `glyphforge.builds.export`).
+        """Write every array as ``<directory>/<name>.npy`` plus ``metadata.json``, or Parquet files with
+        ``format="parquet"`` (see `glyphforge.builds.export`).
 
         ``context``: the data context whose data dir is refused as a target too (None: the environment's).
         """

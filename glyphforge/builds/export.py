@@ -1,10 +1,14 @@
-"""Export a built dataset as ``.npy`` files, shard by shard, for memory-mapped reading.
+"""Export a built dataset as ``.npy`` files for memory-mapped reading, or as Parquet files, shard by shard.
 
 ``export(ds, directory)`` writes ``<directory>/<array name>.npy`` for every array
 (``images.npy``, ``labels.npy``, ...) and ``<directory>/metadata.json``::
 
     {"key": ..., "kind": ..., "n_examples": ..., "arrays": {name: {"dtype", "shape"}},
-     "metadata": <the spec's metadata()>, "params": <the build's parameters>}
+     "metadata": <the spec's metadata()>, "params": <the build's parameters>, "format": "npy"}
+
+``export(ds, directory, format="parquet")`` writes ``data-00000-of-0000N.parquet`` files
+instead (`glyphforge.builds.parquet`, the ``hf`` extra), named in ``metadata.json``'s
+``"files"``, for ``datasets.load_dataset("parquet", data_files=...)`` and other Parquet readers.
 
 ``numpy.load(directory / "images.npy", mmap_mode="r")`` then gives memory-speed
 random access without decoding anything. Each ``.npy`` file gets its header, then the
@@ -16,10 +20,10 @@ Safety, in this order:
 * ``directory`` is resolved once, up front (``~``, ``..`` and symlinks: an export into
   a symlinked directory lands in the link's target and the link stays a link).
 * It may be missing, an empty directory, or an earlier export (``metadata.json`` with
-  an export's fields and exactly the ``.npy`` files it names, nothing else; replaced
-  only with ``overwrite``). Anything else (a file, a directory with other files, the
-  current directory, the data dir, a directory holding the data dir or the dataset's
-  entry) raises `ExportTargetError` before anything is touched.
+  an export's fields and exactly the ``.npy`` or ``.parquet`` files it names, nothing else;
+  replaced only with ``overwrite``; one of the same dataset in the same format is kept).
+  Anything else (a file, a directory with other files, the current directory, the data
+  dir, a directory holding the data dir or the dataset's entry) raises `ExportTargetError` before anything is touched.
 * Exports of one directory take turns: a file lock beside it
   (``<parent>/.<name>.export.lock``, see `glyphforge.cache.locks`), or inside it
   (``.glyphforge-export.lock``, not counted as a file of the directory) when it is a
@@ -50,13 +54,15 @@ import numpy as np
 from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge._files import make_temp_dir, writing
+from glyphforge.builds.parquet import write_parquet_files
 from glyphforge.builds.reading import ShardReader
 from glyphforge.cache.locks import hold, holder_path
 from glyphforge.context import DataContext
 from glyphforge.errors import ArgumentError
+from glyphforge.hf import require
 from glyphforge.textfmt import count, human_size
 
-FORMATS = ("npy",)
+FORMATS = ("npy", "parquet")
 METADATA_FILE = "metadata.json"
 #: The fields of an export's ``metadata.json``.
 METADATA_FIELDS = ("key", "kind", "n_examples", "arrays", "metadata", "params")
@@ -92,7 +98,7 @@ def export(dataset: ShardReader, directory: PathLike, *, context: DataContext, f
     context
         The caller's data context: its data dir (on this disk) is refused as a target, as the dataset's is.
     format
-        ``"npy"`` (the only format).
+        ``"npy"``, or ``"parquet"`` (needs the ``hf`` extra: `glyphforge.builds.parquet`).
     overwrite
         Replace an earlier export (of any dataset). Nothing else is ever replaced.
 
@@ -104,9 +110,11 @@ def export(dataset: ShardReader, directory: PathLike, *, context: DataContext, f
     Raises
     ------
     ExportTargetError
-        ``directory`` is a file, holds other files, holds another export and
-        ``overwrite`` is False, or is (or holds) the current directory, the data dir
-        or the dataset's entry. Nothing was touched.
+        ``directory`` is a file, holds other files, holds another export (or this one in
+        another format) and ``overwrite`` is False, or is (or holds) the current directory,
+        the data dir or the dataset's entry. Nothing was touched.
+    MissingExtraError
+        ``"parquet"`` without pyarrow and datasets (``pip install "glyphforge[hf]"``). Nothing was touched.
     StorageError
         The disk is full or read-only, or permission is denied; nothing is left behind.
     LockTimeoutError
@@ -114,19 +122,21 @@ def export(dataset: ShardReader, directory: PathLike, *, context: DataContext, f
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
+    if format == "parquet":
+        require("Exporting to Parquet")
     target = Path(directory).expanduser().resolve()
     _refuse_protected(target, dataset, context)
     fix = (f"The export needs about {human_size(dataset.nbytes)}: export to a disk with room that you can write "
            "to, and run again; nothing was left behind")
     with writing(target, fix):
-        if _existing_export(target, dataset.key, overwrite):  # refuse or return before touching anything
+        if _existing_export(target, (dataset.key, format), overwrite):  # refuse or return before touching anything
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
         with _turn(target):
-            if _existing_export(target, dataset.key, overwrite):  # another export finished while we waited
+            if _existing_export(target, (dataset.key, format), overwrite):  # another export finished while we waited
                 return target
             _remove_leftovers(target)
-            _stage_and_publish(dataset, target)
+            _stage_and_publish(dataset, target, format)
     return target
 
 
@@ -167,8 +177,9 @@ def _listing(entries: list[Path]) -> str:
     return f"holds {count(len(names), 'entry', 'entries')} ({', '.join(names[:_LISTED])}{more})"
 
 
-def _existing_export(target: Path, key: str, overwrite: bool) -> bool:
-    """Return True when ``target`` holds a whole export of ``key`` to keep; raise when it may not be written.
+def _existing_export(target: Path, wanted: tuple[str, str], overwrite: bool) -> bool:
+    """Return True when ``target`` holds a whole export ``wanted`` (key, format) to keep; raise when it may not be
+    written.
 
     False means: missing, empty (but for staging of ours), or an earlier export that
     ``overwrite`` replaces.
@@ -182,15 +193,17 @@ def _existing_export(target: Path, key: str, overwrite: bool) -> bool:
     others = _contents(target)
     if not others:
         return False
-    exported = _exported_key(target)
-    if exported == key and not overwrite:
+    exported = _exported(target)
+    if exported == wanted and not overwrite:
         return True
     if exported is not None:
         if overwrite:
             return False
-        raise ExportTargetError(f"refusing to export to {target}: it holds an export of another dataset "
-                                f"({exported[:12]}), not of {key[:12]}. Give a new or empty directory, or "
-                                "overwrite=True (--overwrite) to replace that export")
+        (key, format), (other, other_format) = wanted, exported
+        what = (f"this dataset's export as {other_format}, not {format}" if other == key else
+                f"an export of another dataset ({other[:12]}), not of {key[:12]}")
+        raise ExportTargetError(f"refusing to export to {target}: it holds {what}. Give a new or empty directory, "
+                                "or overwrite=True (--overwrite) to replace that export")
     raise ExportTargetError(
         f"refusing to export to {target}: it {_listing(others)} that no export wrote, and an export replaces only "
         "an earlier glyphforge export or an empty directory, even with --overwrite. Give a new or empty directory, "
@@ -205,8 +218,8 @@ def _refuse_file_ancestor(target: Path) -> None:
                                 "directory path")
 
 
-def _exported_key(directory: Path) -> str | None:
-    """The key of the export ``directory`` holds: exactly ``metadata.json`` and the ``.npy`` files it names."""
+def _exported(directory: Path) -> tuple[str, str] | None:
+    """The key and format of the export ``directory`` holds: exactly ``metadata.json`` and the files it names."""
     try:
         document: Any = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -214,11 +227,14 @@ def _exported_key(directory: Path) -> str | None:
     if not (isinstance(document, dict) and all(field in document for field in METADATA_FIELDS)
             and isinstance(document["key"], str) and isinstance(document["arrays"], dict)):
         return None
-    written = {METADATA_FILE, *(f"{name}.npy" for name in document["arrays"])}
+    format = document.get("format", "npy")
+    files = document.get("files") if format == "parquet" else [f"{name}.npy" for name in document["arrays"]]
+    if not (isinstance(files, list) and all(isinstance(name, str) and name.endswith(f".{format}") for name in files)):
+        return None
     present = _contents(directory)
-    whole = {entry.name for entry in present} == written and all(
+    whole = {entry.name for entry in present} == {METADATA_FILE, *files} and all(
         entry.is_file() and not entry.is_symlink() for entry in present)
-    return document["key"] if whole else None
+    return (document["key"], format) if whole else None
 
 
 # -- staging and the lock ---------------------------------------------------------------
@@ -266,7 +282,7 @@ def _remove_leftovers(target: Path) -> None:
                 shutil.rmtree(path)
 
 
-def _stage_and_publish(dataset: ShardReader, target: Path) -> None:
+def _stage_and_publish(dataset: ShardReader, target: Path, format: str) -> None:
     """Write the export in a staging directory, then publish it at ``target``; on failure remove the staging.
 
     A storage error passes on, to be said after the cleanup (so with the free space then).
@@ -276,7 +292,10 @@ def _stage_and_publish(dataset: ShardReader, target: Path) -> None:
     else:
         staging = make_temp_dir(f"{_BESIDE_PREFIX}{target.name}-", target.parent)
     try:
-        write_npy_files(dataset, staging)
+        if format == "parquet":
+            _write_document(dataset, staging, {"format": format, "files": write_parquet_files(dataset, staging)})
+        else:
+            write_npy_files(dataset, staging)
         if staging.parent == target:
             _move_up(staging, target)
         else:
@@ -318,13 +337,20 @@ def write_npy_files(dataset: ShardReader, staging: Path) -> None:
         for number in range(len(reader.index)):
             for name, array in reader.shard(number).items():
                 outputs[name].write(np.ascontiguousarray(array, dtypes[name]).data)
+    _write_document(reader, staging, {"format": "npy"})
+
+
+def _write_document(dataset: ShardReader, staging: Path, fields: dict[str, Any]) -> None:
+    """Write the export's ``metadata.json`` into ``staging``: what ``dataset`` is, and ``fields``."""
+    n = len(dataset)
     document = {
-        "key": reader.key,
-        "kind": reader.entry.kind,
+        "key": dataset.key,
+        "kind": dataset.entry.kind,
         "n_examples": n,
-        "arrays": {name: {"dtype": str(reader.dtype(name)), "shape": [n, *info["shape"]]}
-                   for name, info in reader.layout.items()},
-        "metadata": reader.metadata,
-        "params": reader.entry.params,
+        "arrays": {name: {"dtype": str(dataset.dtype(name)), "shape": [n, *info["shape"]]}
+                   for name, info in dataset.layout.items()},
+        "metadata": dataset.metadata,
+        "params": dataset.entry.params,
+        **fields,
     }
     (staging / METADATA_FILE).write_text(json.dumps(document, indent=1), encoding="utf-8")
