@@ -38,6 +38,7 @@ RESOLVERS = frozenset({"resolve", "as_context", "replace"})
 #: resolve what they are given, are allowed too).
 RECEIVERS: dict[str, str] = {
     "publish_entry": "storage layer, below the context: the publish target's storage options",
+    "fetch_all": "pipelines layer, below the context: fetch's own mirrors and offline, for several files at once",
     "call_with_data_dir": "spec protocol: make_shard(..., data_dir=str)",
     "method": "spec protocol: make_shard(..., data_dir=str), in call_with_data_dir",
     "make_shard": "spec protocol: ScatteredGlyphs.prepare makes one scene as a worker would",

@@ -95,15 +95,19 @@ def test_select_blocks_follow_the_subset_and_example_range(digits):
     assert blocks("all", balance=True, include_blank=True)[-1].size == 8
 
 
-def test_selection_reads_the_blocks_in_order_and_shuffled(digits):
+def test_selection_reads_the_blocks_in_order_and_shuffled(digits, synthetic_emnist):
     ones, threes = digits.load("digit_1.pklz"), digits.load("digit_3.pklz")
     selection = select(digits, ["1", "3"], "train", None, balance=False, include_blank=True)
-    expected_x = np.concatenate([ones[3:8], threes[4:14], np.zeros((5, 28, 28), np.uint8)])
+    expected_x = np.concatenate([ones[3:8], threes[4:14], np.zeros((5, 28, 28), np.uint8)])  # block by block
     expected_y = np.repeat([0, 1, 2], [5, 10, 5])
     assert selection.total == 20 and selection.sizes.tolist() == [5, 10, 5]
-    x, y = selection.in_order()
+    x, y = selection.in_order()  # upstream's order: each image at its place among the train examples, blanks last
+    train = synthetic_emnist.splits["digits"].train_labels
+    places = np.concatenate([np.flatnonzero(train == 1), np.flatnonzero(train == 3), len(train) + np.arange(5)])
+    upstream = np.argsort(places, kind="stable")
     assert x.dtype == np.uint8 and y.dtype == np.int64
-    assert np.array_equal(x, expected_x) and np.array_equal(y, expected_y)
+    assert np.array_equal(x, expected_x[upstream]) and np.array_equal(y, expected_y[upstream])
+    assert not np.array_equal(upstream, np.arange(20))  # the classes interleave upstream: the check can tell
     order = np.random.default_rng(4).permutation(20)
     x, y = selection.shuffled(None, 4)
     assert np.array_equal(x, expected_x[order]) and np.array_equal(y, expected_y[order])
@@ -126,4 +130,5 @@ def test_class_files_are_checked_against_the_manifest(synthetic_emnist):
     with pytest.raises(MissingEntryFileError, match=rf"^{path} is missing from the emnist entry {entry.key[:12]}"):
         load_emnist("57", split="digits", download=False)
     x, _ = select(entry, ["6"], "all", None, balance=False, include_blank=False).in_order()  # digit_7 is never opened
-    assert np.array_equal(x, entry.load("digit_6.pklz"))
+    sixes, n_test = entry.load("digit_6.pklz"), int((synthetic_emnist.splits["digits"].test_labels == 6).sum())
+    assert np.array_equal(x, np.concatenate([sixes[n_test:], sixes[:n_test]]))  # the file: test, then train
