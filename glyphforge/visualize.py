@@ -1,7 +1,9 @@
 """`preview`: a PNG grid of examples, with boxes and labels drawn, to look at data before training."""
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,12 @@ CAPTION_HEIGHT = 14
 #: Box outline colours, by glyph slot.
 BOX_COLOURS = ((255, 64, 64), (64, 224, 64), (64, 160, 255), (255, 200, 0), (224, 64, 224), (0, 224, 224))
 BACKDROP = (32, 32, 32)
+#: Font sizes a label may be drawn at, largest first: the largest at which it fits its tile.
+FONT_SIZES = (11, 10, 9, 8)
+#: Where a label too wide for its tile may be wrapped: after these characters (Omniglot's "Alphabet_(script),12").
+BREAK_AFTER = re.compile(r"(?<=[,_\s/)-])")
+
+Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
 
 def preview(
@@ -40,7 +48,8 @@ def preview(
     data
         A built scenes dataset (`glyphforge.build` of `glyphforge.ScatteredGlyphs`) or
         a mapping with its arrays (``images``, ``boxes`` and ``labels``): each glyph's box
-        is drawn with its class name (``class_names[label]``). Or plain images:
+        is drawn with its class name (``class_names[label]``; inside its tile: drawn smaller
+        or wrapped when too wide, see `FONT_SIZES`). Or plain images:
         a uint8 array ``(N, H, W)`` / ``(N, H, W, 3)``, or a list of such images of
         any sizes (e.g. `glyphforge.load_backgrounds`).
     n
@@ -87,15 +96,14 @@ def preview(
         "RGB", (columns * cell_w + (columns + 1) * GAP, rows * (cell_h + caption_h) + (rows + 1) * GAP), BACKDROP
     )
     draw = ImageDraw.Draw(sheet)
-    font = ImageFont.load_default(11)
     for i, image in enumerate(images):
         left = GAP + (i % columns) * (cell_w + GAP)
         top = GAP + (i // columns) * (cell_h + caption_h + GAP)
         sheet.paste(_zoomed(image, scale), (left, top))
         if boxes is not None:
-            _draw_boxes(draw, font, boxes[i], glyph_names[i], scale, (left, top))
+            _draw_boxes(draw, boxes[i], glyph_names[i], scale, (left, top, cell_w, cell_h))
         if captions is not None:
-            draw.text((left, top + cell_h + 1), captions[i], fill=(255, 255, 255), font=font)
+            _draw_label(draw, captions[i], (255, 255, 255), (left, top + cell_h, cell_w, caption_h), (0, 0, 0, 0))
     return _save(sheet, Path(path))
 
 
@@ -172,22 +180,90 @@ def _zoomed(image: np.ndarray, scale: float) -> Image.Image:
 
 
 def _draw_boxes(
-    draw: ImageDraw.ImageDraw,
-    font: ImageFont.FreeTypeFont | ImageFont.ImageFont,
-    boxes: np.ndarray,
-    names: Sequence[str],
-    scale: float,
-    origin: tuple[int, int],
+    draw: ImageDraw.ImageDraw, boxes: np.ndarray, names: Sequence[str], scale: float,
+    tile: tuple[int, int, int, int],
 ) -> None:
-    """Outline each real box (padding rows are -1) and write its class name at its corner."""
+    """Outline each real box (padding rows are -1) of the ``(left, top, width, height)`` tile; write its class name."""
     for slot, (box, name) in enumerate(zip(boxes, names, strict=True)):
         if box[0] < 0:
             continue
         top, left, bottom, right = (float(value) * scale for value in box)
         colour = BOX_COLOURS[slot % len(BOX_COLOURS)]
-        draw.rectangle(
-            (origin[0] + left, origin[1] + top, origin[0] + right - 1, origin[1] + bottom - 1), outline=colour
-        )
-        if name:  # above the box, or below it when the box touches the top
-            text_top = top - CAPTION_HEIGHT if top >= CAPTION_HEIGHT else bottom
-            draw.text((origin[0] + left, origin[1] + text_top), str(name), fill=colour, font=font)
+        draw.rectangle((tile[0] + left, tile[1] + top, tile[0] + right - 1, tile[1] + bottom - 1), outline=colour)
+        if name:
+            _draw_label(draw, str(name), colour, tile, (top, left, bottom, right))
+
+
+def _draw_label(
+    draw: ImageDraw.ImageDraw, text: str, colour: tuple[int, int, int], tile: tuple[int, int, int, int],
+    box: tuple[float, float, float, float],
+) -> None:
+    """Write ``text`` by ``box`` (top, left, bottom, right in the tile), inside the ``(left, top, width, height)`` tile.
+
+    Above the box when there is room, else below it, else as low as the tile allows; moved left
+    where it would cross the tile's right edge. A label too large for its tile is drawn smaller
+    and wrapped (`_fitted`); one that fits in no way (a tile under 10 pixels high) is not drawn.
+    """
+    fitted = _fitted(draw, text, tile[2], tile[3])
+    if fitted is None:
+        return
+    lines, font, (x0, y0, x1, y1) = fitted
+    width, height = x1 - x0, y1 - y0
+    top, left, bottom, _ = box
+    y = top - height if top >= height else bottom if bottom + height <= tile[3] else tile[3] - height
+    x = min(left, tile[2] - width)
+    draw.text((tile[0] + round(x) - x0, tile[1] + round(y) - y0), lines, fill=colour, font=font)
+
+
+def _fitted(draw: ImageDraw.ImageDraw, text: str, width: int, height: int
+            ) -> tuple[str, Font, tuple[int, int, int, int]] | None:
+    """How to draw ``text`` within ``width`` x ``height`` pixels: ``(its lines, font, text box at (0, 0))``.
+
+    On one line at the largest of `FONT_SIZES` it fits, else wrapped (`BREAK_AFTER`) at the largest;
+    at the smallest, the lines that fit, the last cut with "...". None when not even that fits.
+    Shrinking keeps a name whole and readable up to the point where it would not be, and wrapping
+    keeps it beside its glyph, where a legend would send the eye elsewhere.
+    """
+    for wrap in (False, True):
+        for size in FONT_SIZES:
+            font = _font(size)
+            lines = "\n".join(_wrapped(draw, text, font, width)) if wrap else text
+            bbox = _bbox(draw, lines, font)
+            if bbox[2] - bbox[0] <= width and bbox[3] - bbox[1] <= height:
+                return lines, font, bbox
+    kept: list[str] = []
+    for line in _wrapped(draw, text, font, width):  # the smallest font: as many lines as fit, then "..."
+        bbox = _bbox(draw, "\n".join([*kept, line + "..."]), font)
+        if bbox[3] - bbox[1] > height:
+            break
+        kept.append(line)
+    while kept:
+        lines = "\n".join(kept[:-1] + [kept[-1] + "..."])
+        bbox = _bbox(draw, lines, font)
+        if bbox[2] - bbox[0] <= width:
+            return lines, font, bbox
+        kept[-1] = kept[-1][:-1]
+        if not kept[-1]:
+            kept.pop()
+    return None
+
+
+def _wrapped(draw: ImageDraw.ImageDraw, text: str, font: Font, width: int) -> list[str]:
+    """``text`` in lines no wider than ``width``: broken after `BREAK_AFTER`, or within a part too wide alone."""
+    lines = [""]
+    for part in BREAK_AFTER.split(text):
+        for char in part if draw.textlength(part, font=font) > width else [part]:
+            if lines[-1] and draw.textlength(lines[-1] + char, font=font) > width:
+                lines.append("")
+            lines[-1] += char
+    return lines
+
+
+def _bbox(draw: ImageDraw.ImageDraw, lines: str, font: Font) -> tuple[int, int, int, int]:
+    x0, y0, x1, y1 = draw.multiline_textbbox((0, 0), lines, font=font)
+    return int(x0), int(y0), int(x1), int(y1)
+
+
+@functools.cache
+def _font(size: int) -> Font:
+    return ImageFont.load_default(size)

@@ -36,3 +36,17 @@ def test_the_command_installs_the_linters_it_runs_and_the_test_extra_holds_none(
     requirements = [requirement for name in named for requirement in declared[name]]
     assert {"ruff", "mypy", "pytest"} <= {re.split(r"[=<>!~]", requirement)[0] for requirement in requirements}
     assert not [requirement for requirement in declared["test"] if requirement.startswith(("ruff", "mypy"))]
+
+
+def test_ci_tests_every_python_the_classifiers_list():
+    metadata = configparser.ConfigParser()
+    metadata.read(ROOT / "setup.cfg", encoding="utf-8")
+    listed = re.findall(r"Programming Language :: Python :: (3\.\d+)$", metadata["metadata"]["classifiers"], re.M)
+    assert metadata["options"]["python_requires"] == f">={listed[0]}"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    others = re.search(r"^for version in ([\d. ]+); do$", ci, re.M)
+    assert others, ".ci/run has no loop over the other Pythons"
+    assert ["3.11", *others.group(1).split()] == listed == ["3.11", "3.12", "3.13"]  # 3.11: the README's command
+    assert '/bin/python" -m pytest -n auto --dist loadfile -m "not slow" "${OTHER_PYTHONS_TESTS[@]}"' in ci
+    subset = re.search(r"^OTHER_PYTHONS_TESTS=\(([^)]+)\)$", ci, re.M)
+    assert subset and all((ROOT / folder).is_dir() for folder in subset.group(1).split())

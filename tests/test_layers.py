@@ -21,7 +21,7 @@ builds       the builder, its shards, the reader and the specs
 scenes       scenes of glyphs over backgrounds (an application on datasets and builds)
 previews     what ``glyphforge preview`` draws
 warmup       every numba kernel compiled once
-cli          the command line (one module per command group)
+cli          the command line (one module per command group), and ``__main__`` (``python -m glyphforge``)
 face         the package face ``glyphforge`` (whose ``__init__`` re-exports everything, so
              importing a name from it can import every layer)
 ===========  ===================================================================================
@@ -67,7 +67,7 @@ LAYERS: Layers = (
     ("scenes", ("scenes",)),
     ("previews", ("previews",)),
     ("warmup", ("warmup",)),
-    ("cli", ("cli",)),
+    ("cli", ("cli", "__main__")),
     ("face", ("__init__",)),
 )
 

@@ -1,9 +1,11 @@
 """preview: PNG grids of scenes (boxes and labels drawn) and of plain images."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 
 import glyphforge
 from glyphforge.scenes.spec import ScatteredGlyphs
@@ -115,3 +117,54 @@ def test_bad_input(tmp_path, data, options, message):
 def test_unsupported_type(tmp_path):
     with pytest.raises(TypeError, match="preview takes a built dataset"):
         preview("scenes", path=tmp_path / "x.png")
+
+
+#: Real Omniglot class names, the longest ones among them, too wide for a 96-pixel tile.
+LONG_NAMES = ["Inuktitut_(Canadian_Aboriginal_Syllabics),12", "Japanese_(hiragana),41", "Mkhedruli_(Georgian),3"]
+
+
+@pytest.fixture
+def drawn_text(monkeypatch):
+    """Every text box preview draws, measured with Pillow's textbbox: ``[(box, text)]``."""
+    drawn = []
+    real = ImageDraw.ImageDraw.text
+
+    def measured(self, xy, text, *args, **kwargs):
+        font = inspect.signature(real).bind(self, xy, text, *args, **kwargs).arguments.get("font")
+        drawn.append((self.textbbox(xy, text, font=font), text))
+        return real(self, xy, text, *args, **kwargs)
+
+    monkeypatch.setattr(ImageDraw.ImageDraw, "text", measured)
+    return drawn
+
+
+def _inside(box, tiles):
+    return any(left <= box[0] and top <= box[1] and box[2] <= right and box[3] <= bottom
+               for left, top, right, bottom in tiles)
+
+
+@pytest.mark.parametrize("boxes", [
+    [(1, 1, 11, 9), (2, 38, 12, 47), (37, 30, 47, 47)],  # top left, top right, bottom right
+    [(20, 40, 30, 47), (0, 0, 47, 47), (38, 2, 47, 12)],  # right edge, the whole scene, bottom left
+])
+def test_long_scene_labels_stay_inside_their_tiles(tmp_path, drawn_text, boxes):
+    arrays = _scene_arrays(boxes, [0, 1, 2])
+    arrays = {name: np.concatenate([array] * 4) for name, array in arrays.items()}  # a 2x2 grid of 96-pixel tiles
+    picture = np.asarray(Image.open(preview(arrays, path=tmp_path / "long.png", class_names=LONG_NAMES)))
+    tiles = [(GAP + column * 100, GAP + row * 100, GAP + column * 100 + 96, GAP + row * 100 + 96)
+             for row in range(2) for column in range(2)]
+    assert sorted(text.replace("\n", "") for _, text in drawn_text) == sorted(LONG_NAMES * 4)  # whole names
+    crossing = [(box, text) for box, text in drawn_text if not _inside(box, tiles)]
+    assert not crossing, f"labels crossing their tile's edge: {crossing}"
+    gaps = np.ones(picture.shape[:2], bool)
+    for left, top, right, bottom in tiles:
+        gaps[top:bottom, left:right] = False
+    assert (picture[gaps] == BACKDROP).all()
+
+
+def test_long_captions_stay_inside_their_caption_rows(tmp_path, drawn_text):
+    images = np.zeros((3, 105, 105), np.uint8)  # Omniglot's drawings, at scale 1
+    picture = np.asarray(Image.open(preview(images, path=tmp_path / "captions.png", labels=LONG_NAMES, columns=3)))
+    rows = [(GAP + i * 109, GAP + 105, GAP + i * 109 + 105, GAP + 105 + CAPTION_HEIGHT) for i in range(3)]
+    assert drawn_text and not [(box, text) for box, text in drawn_text if not _inside(box, rows)]
+    assert (picture[:, GAP + 105 : GAP + 109] == BACKDROP).all()  # nothing in the gap between the first two

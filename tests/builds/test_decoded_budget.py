@@ -22,6 +22,7 @@ from glyphforge.builds.decoded_copy import decoded_dir
 from glyphforge.builds.materialize import copy_nbytes
 from glyphforge.textfmt import human_size
 
+from support.optional import NO_TORCH
 from support.specs import RowSpec
 
 ROWS = 1030
@@ -65,7 +66,7 @@ class Beside(logging.Handler):
 
 def test_a_shuffled_dataloader_announces_the_copy_before_writing_it(rows):
     if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed (CI installs it)")
+        pytest.skip(NO_TORCH)
     from torch.utils.data import DataLoader
 
     handler = Beside(rows)

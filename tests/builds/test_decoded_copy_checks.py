@@ -25,6 +25,7 @@ from glyphforge.errors import StorageError
 from support.cli import run_here
 from support.copy_backends import built_rows, fresh_build, opener, source  # noqa: F401 (fixtures)
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
+from support.optional import NO_TORCH
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
 
@@ -86,7 +87,7 @@ def read_arrays(reader: BuiltDataset, arrays: dict[str, np.ndarray]) -> None:
 
 def read_dataloader(reader: BuiltDataset, arrays: dict[str, np.ndarray], workers: int = 0) -> None:
     if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed (CI installs it)")
+        pytest.skip(NO_TORCH)
     from torch.utils.data import DataLoader
 
     seen = []

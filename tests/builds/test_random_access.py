@@ -29,6 +29,7 @@ from glyphforge.textfmt import human_size
 
 from support.cli import run_here
 from support.mounts import tmpfs
+from support.optional import NO_TORCH
 from support.specs import RowSpec, WideRowSpec
 from support.waits import wait_until
 
@@ -338,7 +339,7 @@ def test_a_disk_filled_while_the_copy_is_written_leaves_nothing_and_reads_go_on(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed (CI installs it)")
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH)
 @pytest.mark.parametrize("start", ["fork", "spawn"])  # spawn: the workers unpickle handles
 def test_a_shuffled_dataloader_with_workers_sees_every_example_once_per_epoch(tmp_path, start):
     from torch.utils.data import DataLoader

@@ -22,6 +22,7 @@ from glyphforge.builds.members import BLOCK_BYTES
 from glyphforge.builds.remote import find_built
 from glyphforge.cache.pklz import CorruptPklzError
 
+from support.optional import NO_TORCH, NO_TORCHDATA
 from support.specs import RowSpec, WideRowSpec
 
 
@@ -319,9 +320,7 @@ def test_a_resumed_stream_touches_only_the_memory_of_the_rows_to_come_of_the_win
     assert float(grown_mb) < 2.5 * shard_mb, (grown_mb, shard_mb)  # the whole window alone is 4 shards' worth
 
 
-needs_torch = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None,
-    reason="torch is not installed (not a dependency; .ci/run installs it). `pip install torch` to run this test")
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH)
 
 
 @needs_torch
@@ -566,8 +565,7 @@ def test_a_loop_counting_its_steps_over_a_dataloader_resumes_on_other_workers(ro
     assert all(np.array_equal(a, b) for a, b in zip(head + rest, whole, strict=True))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torchdata") is None,
-                    reason="torchdata is not installed (.ci/run installs it next to torch)")
+@pytest.mark.skipif(importlib.util.find_spec("torchdata") is None, reason=NO_TORCHDATA)
 def test_torchdata_stateful_dataloader_resumes_each_worker_where_it_was(rows_1030):
     from torchdata.stateful_dataloader import StatefulDataLoader
 

@@ -22,6 +22,7 @@ from glyphforge.builds import materialize
 
 from support.copy_backends import built_rows, fresh_build, opener, source  # noqa: F401 (fixtures)
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
+from support.optional import NO_TORCH
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 
 #: Streams of the 1,030 rows of `RowSpec` (11 shards): short last batches, ranks, workers, windows, epochs.
@@ -159,7 +160,7 @@ def test_a_copy_damaged_while_it_is_streamed_is_dropped_before_a_damaged_row_is_
 
 def test_a_dataloader_with_workers_streams_the_copy(built_rows, tmp_path):  # noqa: F811
     if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed (CI installs it)")
+        pytest.skip(NO_TORCH)
     from torch.utils.data import DataLoader
 
     local = fresh_build(built_rows, tmp_path)

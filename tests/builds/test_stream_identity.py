@@ -18,6 +18,7 @@ from glyphforge.builds import build
 from glyphforge.builds.remote import find_built
 from glyphforge.builds.stream_state import ForeignStateError
 
+from support.optional import NO_TORCHDATA
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
 
@@ -102,8 +103,7 @@ def test_the_same_entry_opened_again_or_read_at_a_url_takes_the_state(twins, dat
         same.stream(16, seed=3, resume=b.stream(16, seed=3).state_after(1))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torchdata") is None,
-                    reason="torchdata is not installed (.ci/run installs it next to torch)")
+@pytest.mark.skipif(importlib.util.find_spec("torchdata") is None, reason=NO_TORCHDATA)
 @pytest.mark.filterwarnings("ignore:This DataLoader will create")
 @pytest.mark.parametrize("workers", [0, 2])
 def test_a_stateful_dataloader_refuses_the_state_of_another_dataset(twins, workers):

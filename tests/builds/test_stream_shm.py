@@ -10,10 +10,11 @@ import pytest
 
 from glyphforge.builds import build
 
+from support.optional import NO_TORCH
 from support.specs import RowSpec
 
 torch = pytest.importorskip("torch") if importlib.util.find_spec("torch") else None
-pytestmark = pytest.mark.skipif(torch is None, reason="torch is not installed (.ci/run installs it)")
+pytestmark = pytest.mark.skipif(torch is None, reason=NO_TORCH)
 
 
 @pytest.fixture(scope="module")

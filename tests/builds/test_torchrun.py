@@ -15,14 +15,14 @@ import pytest
 
 from glyphforge.builds import build
 
+from support.optional import NO_TORCH
 from support.ports import free_port
 from support.specs import RowSpec
 from support.waits import wait_until
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                       reason="torch is not installed (not a dependency; .ci/run installs it)"),
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH),
 ]
 
 CLIENT = Path(__file__).parents[1] / "support" / "train_client.py"

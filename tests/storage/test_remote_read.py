@@ -31,6 +31,7 @@ from glyphforge.storage.url_files import BrokenRemoteEntryError
 
 from support.cli import run, run_here
 from support.http_server import LocalHTTPServer
+from support.optional import NO_TORCH
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
 
@@ -457,7 +458,7 @@ def test_an_entry_on_disk_opens_too(built):
 # -- DataLoader workers --------------------------------------------------------------------------
 @pytest.mark.slow
 def test_dataloader_workers_read_from_s3_with_their_own_credentials(built, s3_data):
-    torch = pytest.importorskip("torch", reason="torch is not a dependency: `pip install torch` to run this test")
+    torch = pytest.importorskip("torch", reason=NO_TORCH)
     arrays = built[1]
     ds = gf.open_built(s3_data[1], storage_options={"key": "test", "secret": "not-for-workers"})
     next(iter(ds.stream(64, window=2)))  # the parent has prefetch threads and open connections before forking
@@ -481,7 +482,7 @@ def test_random_access_over_s3_makes_its_decoded_copy_in_the_local_cache(built, 
 
 
 def test_dataloader_workers_fetch_each_run_once_between_them(built, http, tmp_path):
-    torch = pytest.importorskip("torch", reason="torch is not a dependency: `pip install torch` to run this test")
+    torch = pytest.importorskip("torch", reason=NO_TORCH)
     local = built[0]
     url, arrays_path = http_entry(http, local)
     size = (local.path / ARRAYS).stat().st_size

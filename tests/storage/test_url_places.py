@@ -31,6 +31,7 @@ from glyphforge.storage.remote_cache import RemoteCache
 
 from support.cli import BIN, run_here
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
+from support.optional import NO_TORCH
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
 
@@ -124,7 +125,7 @@ def test_a_relative_file_url_entry_opens_from_any_directory_once_parsed(place, t
 @pytest.mark.slow
 def test_dataloader_workers_spawned_in_another_directory_read_a_relative_file_url_entry(place, tmp_path,
                                                                                        monkeypatch):
-    torch = pytest.importorskip("torch", reason="torch is not a dependency: `pip install torch` to run this test")
+    torch = pytest.importorskip("torch", reason=NO_TORCH)
     root, dataset, arrays = place
     monkeypatch.chdir(root)
     opened = gf.open_built(f"file://data/cache/test-rows/{dataset.key}")
