@@ -82,6 +82,7 @@ def compare(what: str, dataset, rows, cache: Path) -> float:
     """``to_hf()`` against ``Dataset.from_generator`` over ``rows(i)``; return the ratio."""
     import datasets
 
+    datasets.disable_progress_bars()  # its bars would fill the report
     converted, wall, cpu = timed(dataset.to_hf)
     features = converted.features
 
