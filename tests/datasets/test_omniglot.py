@@ -24,15 +24,8 @@ from glyphforge.datasets.omniglot import (
 from glyphforge.pipelines.resize import resize
 from glyphforge.pipelines.resource import DownloadError
 
-SMALL = ("small1", "small2")
+SMALL = ("small1", "small2")  # the sets `prepared` (tests/datasets/conftest.py) holds
 
-
-@pytest.fixture(scope="module")
-def prepared(shared_data, tmp_path_factory) -> Path:
-    """A data dir with small1 and small2 converted from the file:// mirror."""
-    data_dir = tmp_path_factory.mktemp("omniglot")
-    prepare_omniglot(sets=SMALL, data_dir=data_dir, mirrors=[shared_data.as_uri()], progress=False)
-    return data_dir
 
 
 def entry_of(data_dir: Path, set_name: str, shape: tuple[int, int] = (105, 105), method: str = "area"):

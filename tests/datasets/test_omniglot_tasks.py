@@ -9,17 +9,10 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.cache import CacheStore
-from glyphforge.datasets.omniglot import RESOURCES, prepare_omniglot
+from glyphforge.datasets.omniglot import RESOURCES
 
-SMALL = ("small1", "small2")
+SMALL = ("small1", "small2")  # the sets `prepared` (tests/datasets/conftest.py) holds
 
-
-@pytest.fixture(scope="module")
-def prepared(shared_data, tmp_path_factory) -> Path:
-    """A data dir with small1 and small2 converted from the file:// mirror."""
-    data_dir = tmp_path_factory.mktemp("omniglot")
-    prepare_omniglot(sets=SMALL, data_dir=data_dir, mirrors=[shared_data.as_uri()], progress=False)
-    return data_dir
 
 
 def drawings(data_dir: Path, set_name: str, name: str) -> np.ndarray:
