@@ -3,6 +3,7 @@
     python benchmarks/bench_scale_out.py --workdir /tmp/bench-scale-out        # 100,000 font scenes
     python benchmarks/bench_scale_out.py --examples 20000 --rounds 1           # a quick look
     python benchmarks/bench_scale_out.py --partitions 16                       # 16 lanes: W=16 divides
+    python benchmarks/bench_scale_out.py --prefetch-factor 8                   # as docs/reading.md advises
 
 Builds (once, kept in ``--workdir``: ``bench_read.py``'s `prepare`) black 48x48x3 scenes of
 font glyphs in shards of 1,000 rows, then, on that dataset, each in a fresh process (peak RSS
@@ -74,8 +75,9 @@ def children_peak_mb() -> list[float]:
     return peaks
 
 
-def step_epochs(data_dir: str, source: str, order: str, workers: str) -> dict:
-    """``EPOCHS`` shuffled epochs of batches of 256, in this process (``workers="0"``) or through a DataLoader."""
+def step_epochs(data_dir: str, source: str, order: str, workers: str, loader_options: str = "{}") -> dict:
+    """``EPOCHS`` shuffled epochs of batches of 256, in this process (``workers="0"``) or through a DataLoader
+    (``loader_options``: JSON of its other options, e.g. ``prefetch_factor``)."""
     num_workers, torch_mb = int(workers), 0.0
     if num_workers:
         import torch.utils.data  # before the stream is made: it is then a torch IterableDataset
@@ -84,7 +86,7 @@ def step_epochs(data_dir: str, source: str, order: str, workers: str) -> dict:
     ds = open_dataset(data_dir).reopened(random_access="decode" if source == "shards" else "auto")
     stream = ds.stream(256, shuffle=True, seed=0, **json.loads(order))
     batches: Any = stream if not num_workers else torch.utils.data.DataLoader(
-        stream, batch_size=None, num_workers=num_workers, persistent_workers=False)
+        stream, batch_size=None, num_workers=num_workers, persistent_workers=False, **json.loads(loader_options))
     rates, cpu_rates, worker_mb = [], [], []
     for _ in range(EPOCHS):
         count, started, cpu = 0, time.perf_counter(), cpu_seconds()
@@ -155,6 +157,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "glyphforge-bench-scale-out")
     parser.add_argument("--partitions", type=int, help="the streams' partitions (default: the stream's own)")
     parser.add_argument("--turns", type=int, help="the streams' turns (default: the stream's own)")
+    parser.add_argument("--prefetch-factor", type=int,
+                        help="the loaders' prefetch_factor (default: torch's, 2; docs/reading.md advises 8)")
     args = parse_or_run_child(parser, STEPS)
     if args is None:
         return
@@ -168,9 +172,10 @@ def main() -> None:
           "asked for: worker start-up inside")
     order = json.dumps({name: value for name, value in (("partitions", args.partitions), ("turns", args.turns))
                         if value is not None})
-    print(f"stream options {order}")
+    loader = json.dumps({} if args.prefetch_factor is None else {"prefetch_factor": args.prefetch_factor})
+    print(f"stream options {order}, loader options {loader}")
     for number in range(1, args.rounds + 1):
-        runs = {name: run_step("epochs", data_dir, args.source, order, workers)
+        runs = {name: run_step("epochs", data_dir, args.source, order, workers, loader)
                 for name, workers in (("main", "0"), ("loader 1", "1"), ("loader 2", "2"))}
         ranks = {size: run_step("rank", data_dir, args.source, order, str(size)) for size in WORLD_SIZES}
         report_round(number, runs, ranks)
