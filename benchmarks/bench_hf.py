@@ -67,10 +67,9 @@ def _cpu() -> float:
 
 
 def export(ds: gf.BuiltDataset, out: Path) -> None:
-    """Parquet then .npy export of every scene, timed."""
+    """Parquet then .npy export of every scene into ``out`` (a folder this run made), timed."""
     for format in ("parquet", "npy"):
         target = out / format
-        shutil.rmtree(target, ignore_errors=True)
         _, wall, cpu = timed(lambda: ds.reopened().export(target, format=format))  # noqa: B023
         size = sum(path.stat().st_size for path in target.iterdir())
         print(f"export {format:8s} {len(ds):,} scenes in {wall:6.2f} s (CPU {cpu:6.2f} s): {len(ds) / wall:10,.0f} "
@@ -122,21 +121,22 @@ def main() -> None:
           f"{'hard textures' if args.textures else 'flat colours'}")
     ds = scenes(args.scenes, args.workdir / "data", args.textures)
     print(f"{ds!r}, {ds.nbytes / 1e9:.2f} GB decoded")
-    export(ds, args.workdir / "out")
-    cache = args.workdir / "hf-cache"
-    shutil.rmtree(cache, ignore_errors=True)
-    small = scenes(args.hf_scenes, args.workdir / "data", args.textures)
+    scratch = Path(tempfile.mkdtemp(prefix="bench-hf-", dir=args.workdir))  # made here: the only thing removed
+    try:
+        export(ds, scratch)
+        small = scenes(args.hf_scenes, args.workdir / "data", args.textures)
 
-    def scene_row(i: int) -> dict:
-        image, targets = small[i]
-        return {"images": image, **targets}
+        def scene_row(i: int) -> dict:
+            image, targets = small[i]
+            return {"images": image, **targets}
 
-    small = small.reopened(random_access="decode")  # both sides decode the shards (no decoded copy of an earlier run)
-    compare(f"{len(small):,} scenes", small.reopened(), scene_row, cache)
-    images = Images(args.hf_images)
-    compare(f"{len(images):,} 28x28 images (map-style)", images,
-            lambda i: dict(zip(("images", "labels"), images[i], strict=True)), cache)
-    shutil.rmtree(cache, ignore_errors=True)
+        small = small.reopened(random_access="decode")  # both sides decode the shards (no decoded copy of a run)
+        compare(f"{len(small):,} scenes", small.reopened(), scene_row, scratch / "hf-cache")
+        images = Images(args.hf_images)
+        compare(f"{len(images):,} 28x28 images (map-style)", images,
+                lambda i: dict(zip(("images", "labels"), images[i], strict=True)), scratch / "hf-cache")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
