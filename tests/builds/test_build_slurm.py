@@ -108,6 +108,7 @@ def _scancel_the_holder(slurm, touch_dir: Path, shard: int, cancelled: list[str]
     cancelled.append(job_id)
 
 
+@pytest.mark.slow  # 13-18 s: the longest test not marked slow until then
 def test_a_slurm_build_survives_scancel_of_a_worker_job_and_replaces_it(slurm, tmp_path):
     touch_dir = tmp_path / "made"
     touch_dir.mkdir()

@@ -243,7 +243,8 @@ def test_contradicting_file_arguments_are_refused_before_any_work(argv, message,
     assert not list(data_dir.rglob("*"))  # nothing written (the data dir may be made: --data-dir's check)
 
 
-@pytest.mark.parametrize("command", ["download-only", "prepare"])
+@pytest.mark.parametrize("command", [
+    "download-only", pytest.param("prepare", marks=pytest.mark.slow)])  # 8-10 s: two processes prepare two sets
 def test_two_ranks_at_once_in_one_folder_fetch_each_file_once(command, shared_data, http_server, tmp_path):
     """pytorch/tutorials#3065: every rank of a job runs the same download at once (real processes, one folder):
     ``--download-only --to`` one mirror folder, or preparing into one data dir."""

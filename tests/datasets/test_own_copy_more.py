@@ -91,6 +91,7 @@ def marked(data_dir: Path, kind: str) -> tuple[list[str], list[str]]:
             [line for line in info.stdout.splitlines() if line.strip().startswith(kind)])
 
 
+@pytest.mark.slow  # 8-10 s: prepares the small1 set three times
 def test_an_own_omniglot_zip_gets_its_own_entry_and_the_one_in_raw_is_served(shared_data, tmp_path, caplog):
     data_dir, upstream = tmp_path / "data", shared_data / "omniglot" / ZIP
     place(upstream, data_dir, "omniglot", ZIP)
