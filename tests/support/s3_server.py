@@ -48,6 +48,8 @@ class LocalS3Server:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request otherwise
         self.port = free_port()
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self._session: Any = None
+        self._session_pid: int | None = None
 
     @property
     def endpoint(self) -> str:
@@ -80,10 +82,18 @@ class LocalS3Server:
             reset_auth(b"inf")
 
     def fs(self, **options: Any) -> Any:
-        """A new s3fs filesystem on this server (not fsspec's cached instance)."""
+        """A new s3fs filesystem on this server (not fsspec's cached instance: listings are not cached across calls).
+
+        The filesystems of one process share one botocore session: a new session reads botocore's S3
+        model again (JSON files of several MB, about 0.1 s), which took 30 s of a run of the suite.
+        """
+        import aiobotocore.session
         import s3fs
 
-        return s3fs.S3FileSystem(skip_instance_cache=True, endpoint_url=self.endpoint, **options)
+        if self._session_pid != os.getpid():  # a forked child makes its own
+            self._session, self._session_pid = aiobotocore.session.AioSession(), os.getpid()
+        return s3fs.S3FileSystem(skip_instance_cache=True, endpoint_url=self.endpoint, session=self._session,
+                                 **options)
 
     def bucket(self, name: str | None = None) -> str:
         """Make a bucket (a new one per call unless ``name`` is given); return its ``s3://`` URL."""
