@@ -207,7 +207,7 @@ def resources(name: str) -> list[Resource]:
 
 def needed(name: str, **options: Any) -> list[Resource]:
     """Return the upstream files ``prepare`` of dataset ``name`` fetches with ``options`` (its record's ``needs``,
-    else all of `resources`).
+    else all of `resources`), less those given as local copies (``archives=``, as `--emnist-archive`).
 
     Raises
     ------
@@ -217,9 +217,21 @@ def needed(name: str, **options: Any) -> list[Resource]:
         An option's value is not one the dataset takes (an unknown Omniglot set...).
     """
     record = get(name)
-    if record.needs is None:
-        return resources(name)
-    return _listed(resolve(record.needs)(**options))
+    found = resources(name) if record.needs is None else _listed(resolve(record.needs)(**options))
+    given = set(options.get("archives") or ())
+    if not given:
+        return found
+    return [resource for resource in found if not given & _names(name, resource)]
+
+
+def _names(name: str, resource: Resource) -> set[str]:
+    """The names ``archives=`` may give ``resource`` of dataset ``name`` by: its file name, and its key where the
+    dataset declares its files as a mapping (Omniglot's set names)."""
+    record = get(name)
+    declared: Any = () if record.resources is None else resolve(record.resources)
+    declared = declared() if callable(declared) else declared
+    keys = {key for key, each in declared.items() if each == resource} if isinstance(declared, Mapping) else set()
+    return {resource.filename, *keys}
 
 
 def _listed(declared: Any) -> list[Resource]:

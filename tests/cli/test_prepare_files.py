@@ -86,6 +86,20 @@ def test_list_prints_every_file_the_datasets_and_options_need_as_text_and_json(a
         assert "red_x.svg" not in as_text.stdout  # never fetched: only the source of red_x.png
 
 
+def test_files_given_as_local_copies_are_neither_listed_nor_fetched(tmp_path):
+    """``--emnist-archive ZIP`` is what preparing EMNIST reads: --list leaves gzip.zip out, as preparing does."""
+    own = tmp_path / "gzip.zip"
+    own.write_bytes(b"the user's copy")
+    as_json = listed("emnist", "mnist", "--emnist-archive", own, "--json", "--data-dir", tmp_path / "data")
+    assert as_json.returncode == 0, as_json.stderr
+    files = json.loads(as_json.stdout)["files"]
+    assert [file["file"] for file in files] == [resource.filename for resource in registry.needed("mnist")]
+    assert registry.needed("emnist") and not registry.needed("emnist", archives={"gzip.zip": own})
+    small = registry.needed("omniglot", sets=["small1", "small2"])
+    for name in ("small1", "images_background_small1.zip"):  # a set's name or its file's, as archives= takes
+        assert registry.needed("omniglot", sets=["small1", "small2"], archives={name: own}) == small[1:]
+
+
 @pytest.mark.parametrize("form", ["path", "file-url"])
 def test_download_only_fills_a_mirror_folder_that_an_offline_run_prepares_from(form, shared_data, http_server,
                                                                                tmp_path):
