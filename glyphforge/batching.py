@@ -235,6 +235,10 @@ def _as_indexable(data: Any) -> Indexable:
     return np.asarray(data) if isinstance(data, (list, tuple)) else data
 
 
+#: The label ``ds[i]`` gives an item of a `MapStyleDataset` without labels.
+UNLABELLED = -1
+
+
 class MapStyleDataset:
     """Mixin giving a dataset ``len``, ``[i]``, iteration and :meth:`batches`.
 
@@ -244,7 +248,9 @@ class MapStyleDataset:
         A numpy array (or memmap) with one item per row, or any sequence with
         ``len()`` that accepts an int or an int index array.
     ``labels``
-        An array of the same length, or ``None`` for unlabelled data.
+        An array of the same length, or ``None`` for unlabelled data: ``ds[i]`` then gives
+        the label -1 (``UNLABELLED``, as torchvision's unlabelled STL10 split), which a PyTorch
+        ``DataLoader``'s default collate batches (it cannot batch ``None``).
 
     and optionally ``transform``, a callable applied to the image by ``ds[i]`` (e.g. a
     torchvision transform; not by :meth:`batches`), and ``target_transform``, one applied to
@@ -264,9 +270,12 @@ class MapStyleDataset:
         return len(self.images)
 
     def __getitem__(self, index: Any) -> tuple[Any, Any]:
-        image = self.images[index] if self.transform is None else self.transform(self.images[index])
-        label = None if self.labels is None else self.labels[index]
-        return image, label if self.target_transform is None or label is None else self.target_transform(label)
+        images = self.images[index]
+        image = images if self.transform is None else self.transform(images)
+        if self.labels is None:  # no target_transform: there is no label to transform
+            return image, UNLABELLED if isinstance(index, (int, np.integer)) else np.full(len(images), UNLABELLED)
+        label = self.labels[index]
+        return image, label if self.target_transform is None else self.target_transform(label)
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         return (self[i] for i in range(len(self)))

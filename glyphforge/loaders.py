@@ -42,7 +42,8 @@ class ImageList(MapStyleDataset):
         Line *n* of a labels file is the label of image *n*: whitespace-separated
         numbers, the same count on every line (same blank-line rules as above).
         One number per line gives a 1-D array, *k* numbers an ``(N, k)`` array;
-        int64 when every number is an integer literal, else float32.
+        int64 when every number is an integer literal, else float32. Without labels,
+        ``ds[i]`` gives the label -1, which a PyTorch ``DataLoader`` batches.
     shape
         ``(height, width)`` every image is resized to, when it is read, with
         :func:`glyphforge.pipelines.resize.resize`; ``None`` keeps native sizes

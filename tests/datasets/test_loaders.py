@@ -14,6 +14,8 @@ from glyphforge.loaders import ImageList, MapStyleDataset, batch_indices, batche
 from glyphforge.pipelines.decode import ImageDecodeError, decode_image
 from glyphforge.pipelines.resize import resize
 
+from support.collate import NEEDS_TORCH, loaded_examples
+
 
 def _r(start: int, stop: int) -> list[int]:
     return list(range(start, stop))
@@ -204,7 +206,9 @@ def test_mixin_protocol():
     assert [int(label) for _, label in ds] == [3, 1, 4, 1, 5]
     assert [int(image[0, 0]) for image, _ in ds] == [0, 4, 8, 12, 16]
     unlabelled = _Digits(labelled=False)
-    assert unlabelled[1][1] is None
+    unlabelled.target_transform = lambda label: label + 100  # not called: there is no label
+    assert unlabelled[1][1] == -1 and type(unlabelled[1][1]) is int and unlabelled[np.int64(1)][1] == -1
+    assert unlabelled[np.array([4, 0])][1].tolist() == [-1, -1] and unlabelled[1:4][1].tolist() == [-1, -1, -1]
 
 
 def test_mixin_batches_equal_function_batches():
@@ -269,7 +273,16 @@ def test_python_lists_with_root_and_without(tmp_path, grey_pngs, monkeypatch):
     by_cwd = ImageList(["c.png", Path("a.png")])
     want = np.stack([grey_pngs[2], grey_pngs[0]])
     assert np.array_equal(by_root.load(), want) and np.array_equal(by_cwd.load(), want)
-    assert by_root.labels is None and by_root[0][1] is None
+    assert by_root.labels is None and by_root[0][1] == -1
+
+
+@NEEDS_TORCH
+@pytest.mark.parametrize("labelled", [True, False])
+def test_an_image_list_with_or_without_labels_batches_in_a_stock_dataloader(labelled, tmp_path, grey_pngs):
+    folder = tmp_path / "img"
+    ds = ImageList(folder / "list.txt", folder / "labels.txt" if labelled else None)
+    images, labels = loaded_examples(ds, batch_size=2)  # every batch checked against ds[i]
+    assert tuple(images.shape) == (2, 6, 5) and set(labels.tolist()) <= ({3, -1, 4, 1} if labelled else {-1})
 
 
 def test_lazy_reads_on_demand_and_load_caches(tmp_path, grey_pngs):
