@@ -220,10 +220,12 @@ def test_a_mount_point_in_a_directory_nobody_may_write_holds_its_own_lock(built,
 
 
 # -- row 17: storage errors say where, how much room, and leave nothing --------------------
-def test_a_full_disk_names_the_path_and_the_free_space_and_leaves_nothing(data_dir, tmp_path):
+@pytest.mark.parametrize("format", ["npy", "parquet"])
+def test_a_full_disk_names_the_path_and_the_free_space_and_leaves_nothing(format, data_dir, tmp_path):
     with tmpfs(tmp_path / "small", "size=64k") as small:
         for target, left in ((small, []), (small / "out", [".out.export.lock"])):  # the lock, no export
-            result = export(data_dir, target, here=target == small)  # and the installed command's exit 1
+            # and the installed command's exit 1
+            result = export(data_dir, target, "--format", format, here=target == small)
             assert result.returncode == 1, result.stderr
             assert f"error: cannot write {target}: the disk is full (" in result.stderr
             assert "MB free there) (No space left on device). The export needs about 240.0 KB" in result.stderr
