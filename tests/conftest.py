@@ -1,6 +1,7 @@
 """Fixtures shared by the whole suite."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,10 @@ import pytest
 from support.gcs_server import gcs_server_process  # noqa: F401 (fixture: one emulator for the session)
 from support.s3_server import s3_server_process  # noqa: F401 (fixture: one moto server for the session)
 from support.unreachable_stores import unreachable_listings  # noqa: F401 (fixture: clients' retries, in the background)
+
+# Dask's statistical profiler samples the threads of every worker every 10 ms, which no test reads (13 s of a run
+# of the suite); set before dask is imported, and inherited by the workers and commands the tests start.
+os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
