@@ -11,6 +11,8 @@ import glyphforge as gf
 from glyphforge.cache import CacheStore
 from glyphforge.datasets.omniglot import RESOURCES
 
+from support.optional import NO_TORCH
+
 SMALL = ("small1", "small2")  # the sets `prepared` (tests/datasets/conftest.py) holds
 
 
@@ -143,7 +145,7 @@ def test_bad_task_arguments(prepared, arguments, options, message):
 def test_a_prototypical_network_learns_above_chance(prepared, request):
     """5-way 1-shot on held-out classes (small1's Vinyals val alphabet): 300 training episodes lift a linear
     embedding from about 0.42 to about 0.69 accuracy (chance is 0.2) at this seed."""
-    torch = pytest.importorskip("torch", reason="torch is not a dependency: `pip install torch` to run this test")
+    torch = pytest.importorskip("torch", reason=NO_TORCH)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a tiny net: threads would only contend on a loaded machine
     request.addfinalizer(lambda: torch.set_num_threads(threads))

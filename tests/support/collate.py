@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-NEEDS_TORCH = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None,
-    reason="torch is not installed (CI installs it for Python 3.11; its CPU build is not on disk for the others)",
-)
+from support.optional import NO_TORCH
+
+NEEDS_TORCH = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH)
 
 
 def loaded_examples(dataset: Any, batch_size: int) -> list[Any]:
