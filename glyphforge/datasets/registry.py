@@ -49,7 +49,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -125,12 +125,12 @@ def declaration(name: str) -> Declaration | None:
     return DECLARATIONS[name]
 
 
-def _declared_resources(module: str, name: str) -> Iterable[Resource]:
-    """The upstream files of the per-class dataset ``name`` declared in ``module`` (imported on use)."""
+def _declared_resources(module: str, name: str) -> Mapping[str, Resource]:
+    """The upstream files of the per-class dataset ``name`` declared in ``module`` (imported on use), by name."""
     importlib.import_module(module)
     from glyphforge.datasets._class_declaration import DECLARATIONS
 
-    return DECLARATIONS[name].resources.values()
+    return DECLARATIONS[name].resources
 
 
 _REGISTRY: dict[str, DatasetRecord] = {}
@@ -199,10 +199,7 @@ def get(name: str) -> DatasetRecord:
 def resources(name: str) -> list[Resource]:
     """Return the upstream files dataset ``name`` declares (none for a name not registered, or none declared)."""
     record = _REGISTRY.get(name)
-    if record is None or record.resources is None:
-        return []
-    declared: Any = resolve(record.resources)
-    return _listed(declared() if callable(declared) else declared)
+    return [] if record is None else _listed(_declared(record))
 
 
 def needed(name: str, **options: Any) -> list[Resource]:
@@ -214,24 +211,27 @@ def needed(name: str, **options: Any) -> list[Resource]:
     KeyError
         ``name`` is not registered.
     ValueError
-        An option's value is not one the dataset takes (an unknown Omniglot set...).
+        An option's value is not one the dataset takes (an unknown Omniglot set, an ``archives`` name that is
+        none of its files...).
     """
     record = get(name)
     found = resources(name) if record.needs is None else _listed(resolve(record.needs)(**options))
-    given = set(options.get("archives") or ())
-    if not given:
+    if not options.get("archives"):
         return found
-    return [resource for resource in found if not given & _names(name, resource)]
+    from glyphforge.datasets._prepare import given_archives  # here: `import glyphforge` reads this module
+
+    declared = _declared(record)
+    by_name = dict(declared) if isinstance(declared, Mapping) else {each.filename: each for each in _listed(declared)}
+    local = {by_name[key].filename for key in given_archives(options["archives"], by_name, name)}
+    return [resource for resource in found if resource.filename not in local]
 
 
-def _names(name: str, resource: Resource) -> set[str]:
-    """The names ``archives=`` may give ``resource`` of dataset ``name`` by: its file name, and its key where the
-    dataset declares its files as a mapping (Omniglot's set names)."""
-    record = get(name)
-    declared: Any = () if record.resources is None else resolve(record.resources)
-    declared = declared() if callable(declared) else declared
-    keys = {key for key, each in declared.items() if each == resource} if isinstance(declared, Mapping) else set()
-    return {resource.filename, *keys}
+def _declared(record: DatasetRecord) -> Any:
+    """The upstream files ``record`` declares, as declared: one `Resource`, a mapping or a sequence (none: ``()``)."""
+    if record.resources is None:
+        return ()
+    declared: Any = resolve(record.resources)
+    return declared() if callable(declared) else declared
 
 
 def _listed(declared: Any) -> list[Resource]:
