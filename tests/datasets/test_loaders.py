@@ -279,10 +279,10 @@ def test_python_lists_with_root_and_without(tmp_path, grey_pngs, monkeypatch):
 @NEEDS_TORCH
 @pytest.mark.parametrize("labelled", [True, False])
 def test_an_image_list_with_or_without_labels_batches_in_a_stock_dataloader(labelled, tmp_path, grey_pngs):
-    folder = tmp_path / "img"
-    ds = ImageList(folder / "list.txt", folder / "labels.txt" if labelled else None)
-    images, labels = loaded_examples(ds, batch_size=2)  # every batch checked against ds[i]
-    assert tuple(images.shape) == (2, 6, 5) and set(labels.tolist()) <= ({3, -1, 4, 1} if labelled else {-1})
+    names = [f"{name}.png" for name in "abcd"] * 10  # 40 items: a shuffle is never the identity (4 were, 1 in 24)
+    ds = ImageList(names, [3, -1, 4, 1] * 10 if labelled else None, root=tmp_path / "img")
+    images, labels = loaded_examples(ds, batch_size=4)  # every batch checked against ds[i]
+    assert tuple(images.shape) == (4, 6, 5) and set(labels.tolist()) <= ({3, -1, 4, 1} if labelled else {-1})
 
 
 def test_lazy_reads_on_demand_and_load_caches(tmp_path, grey_pngs):
