@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "ForeignCopyError": "glyphforge.builds.decoded_copy",
     "DatasetTooLargeError": "glyphforge.builds.dataset",
     "ExportTargetError": "glyphforge.builds.export",
+    "ExportFormatError": "glyphforge.builds.export_frames",
     "MissingExtraError": "glyphforge.hf",
     "ShardStream": "glyphforge.builds.stream",
     "ForeignStateError": "glyphforge.builds.stream_state",

@@ -46,6 +46,7 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "DatasetTooLargeError": (MemoryError,),
     "LostShardsError": (ValueError,),
     "ExportTargetError": (FileExistsError,),
+    "ExportFormatError": (ValueError,),
     "DamagedIndexError": (ValueError,),
     "NotEnoughSpaceError": (OSError,),
     "UnlistableDataDirError": (LookupError,),

@@ -1,4 +1,5 @@
-"""Export a built dataset as ``.npy`` files for memory-mapped reading, or as Parquet files, shard by shard.
+"""Export a built dataset as ``.npy`` files for memory-mapped reading, as Parquet files, or as the files
+detectors and trackers read (COCO, YOLO, MOTChallenge), shard by shard.
 
 ``export(ds, directory)`` writes ``<directory>/<array name>.npy`` for every array
 (``images.npy``, ``labels.npy``, ...) and ``<directory>/metadata.json``::
@@ -10,6 +11,12 @@
 instead (`glyphforge.builds.parquet`, the ``hf`` extra), named in ``metadata.json``'s
 ``"files"``, for ``datasets.load_dataset("parquet", data_files=...)`` and other Parquet readers.
 
+``format="coco"``, ``"yolo"`` or ``"mot"`` (MOT: videos only) write a scene dataset's images
+as PNG files and its boxes as those formats' annotation files, beside ``metadata.json`` with
+the number of files, ``"n_files"``: see `glyphforge.builds.export_coco`,
+`glyphforge.builds.export_yolo` and `glyphforge.builds.export_mot`. A dataset the format cannot
+take (no boxes; still scenes as MOT) raises `ExportFormatError` before anything is touched.
+
 ``numpy.load(directory / "images.npy", mmap_mode="r")`` then gives memory-speed
 random access without decoding anything. Each ``.npy`` file gets its header, then the
 rows of one decoded shard after another, written sequentially (no memory map: the
@@ -20,7 +27,8 @@ Safety, in this order:
 * ``directory`` is resolved once, up front (``~``, ``..`` and symlinks: an export into
   a symlinked directory lands in the link's target and the link stays a link).
 * It may be missing, an empty directory, or an earlier export (``metadata.json`` with
-  an export's fields and exactly the ``.npy`` or ``.parquet`` files it names, nothing else;
+  an export's fields and exactly the ``.npy`` or ``.parquet`` files it names, or the
+  ``n_files`` files of a detection format's names (in its folders, no symlink), nothing else;
   replaced only with ``overwrite``; one of the same dataset in the same format is kept).
   Anything else (a file, a directory with other files, the current directory, the data
   dir, a directory holding the data dir or the dataset's entry) raises `ExportTargetError` before anything is touched.
@@ -54,6 +62,10 @@ import numpy as np
 from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge._files import make_temp_dir, writing
+from glyphforge.builds.export_coco import COCO
+from glyphforge.builds.export_frames import DetectionFormat
+from glyphforge.builds.export_mot import MOT
+from glyphforge.builds.export_yolo import YOLO
 from glyphforge.builds.parquet import write_parquet_files
 from glyphforge.builds.reading import ShardReader
 from glyphforge.cache.locks import hold, holder_path
@@ -62,7 +74,9 @@ from glyphforge.errors import ArgumentError
 from glyphforge.hf import require
 from glyphforge.textfmt import count, human_size
 
-FORMATS = ("npy", "parquet")
+#: The formats that write a scene dataset's images and boxes for detectors and trackers.
+DETECTION_FORMATS: dict[str, DetectionFormat] = {detection.name: detection for detection in (COCO, YOLO, MOT)}
+FORMATS = ("npy", "parquet", *DETECTION_FORMATS)
 METADATA_FILE = "metadata.json"
 #: The fields of an export's ``metadata.json``.
 METADATA_FIELDS = ("key", "kind", "n_examples", "arrays", "metadata", "params")
@@ -98,7 +112,8 @@ def export(dataset: ShardReader, directory: PathLike, *, context: DataContext, f
     context
         The caller's data context: its data dir (on this disk) is refused as a target, as the dataset's is.
     format
-        ``"npy"``, or ``"parquet"`` (needs the ``hf`` extra: `glyphforge.builds.parquet`).
+        ``"npy"``, ``"parquet"`` (needs the ``hf`` extra: `glyphforge.builds.parquet`), or for scene
+        datasets ``"coco"``, ``"yolo"`` or ``"mot"`` (videos; see the module docstring).
     overwrite
         Replace an earlier export (of any dataset). Nothing else is ever replaced.
 
@@ -113,8 +128,12 @@ def export(dataset: ShardReader, directory: PathLike, *, context: DataContext, f
         ``directory`` is a file, holds other files, holds another export (or this one in
         another format) and ``overwrite`` is False, or is (or holds) the current directory,
         the data dir or the dataset's entry. Nothing was touched.
+    ExportFormatError
+        ``dataset`` has no boxes for ``"coco"`` or ``"yolo"``, or is no video dataset for ``"mot"``. Nothing was
+        touched.
     MissingExtraError
-        ``"parquet"`` without pyarrow and datasets (``pip install "glyphforge[hf]"``). Nothing was touched.
+        ``"parquet"`` without pyarrow and datasets (``pip install "glyphforge[hf]"``), or ``"coco"`` of a dataset
+        with masks without pycocotools (``pip install "glyphforge[coco]"``). Nothing was touched.
     StorageError
         The disk is full or read-only, or permission is denied; nothing is left behind.
     LockTimeoutError
@@ -124,6 +143,8 @@ def export(dataset: ShardReader, directory: PathLike, *, context: DataContext, f
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if format == "parquet":
         require("Exporting to Parquet")
+    if format in DETECTION_FORMATS:
+        DETECTION_FORMATS[format].check(dataset)
     target = Path(directory).expanduser().resolve()
     _refuse_protected(target, dataset, context)
     fix = (f"The export needs about {human_size(dataset.nbytes)}: export to a disk with room that you can write "
@@ -219,7 +240,8 @@ def _refuse_file_ancestor(target: Path) -> None:
 
 
 def _exported(directory: Path) -> tuple[str, str] | None:
-    """The key and format of the export ``directory`` holds: exactly ``metadata.json`` and the files it names."""
+    """The key and format of the export ``directory`` holds: exactly ``metadata.json`` and the files it names (or, of
+    a detection format, its ``n_files`` files by the format's names)."""
     try:
         document: Any = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -228,6 +250,10 @@ def _exported(directory: Path) -> tuple[str, str] | None:
             and isinstance(document["key"], str) and isinstance(document["arrays"], dict)):
         return None
     format = document.get("format", "npy")
+    if format in DETECTION_FORMATS:
+        n_files = document.get("n_files")
+        whole = isinstance(n_files, int) and _holds_only(directory, DETECTION_FORMATS[format].files, n_files)
+        return (document["key"], format) if whole else None
     files = document.get("files") if format == "parquet" else [f"{name}.npy" for name in document["arrays"]]
     if not (isinstance(files, list) and all(isinstance(name, str) and name.endswith(f".{format}") for name in files)):
         return None
@@ -235,6 +261,24 @@ def _exported(directory: Path) -> tuple[str, str] | None:
     whole = {entry.name for entry in present} == {METADATA_FILE, *files} and all(
         entry.is_file() and not entry.is_symlink() for entry in present)
     return (document["key"], format) if whole else None
+
+
+def _holds_only(directory: Path, names: re.Pattern[str], n_files: int) -> bool:
+    """Whether ``directory`` holds ``metadata.json`` and exactly ``n_files`` more files, each at a path (relative,
+    ``/``-separated) ``names`` matches, in folders: no symlink, nothing else (an empty folder is not counted)."""
+    found = 0
+    pending = [(entry, entry.name) for entry in _contents(directory) if entry.name != METADATA_FILE]
+    while pending:
+        entry, relative = pending.pop()
+        if entry.is_symlink():
+            return False
+        if entry.is_dir():
+            pending.extend((child, f"{relative}/{child.name}") for child in entry.iterdir())
+        elif entry.is_file() and names.fullmatch(relative) and found < n_files:
+            found += 1
+        else:
+            return False
+    return found == n_files and (directory / METADATA_FILE).is_file()
 
 
 # -- staging and the lock ---------------------------------------------------------------
@@ -292,10 +336,10 @@ def _stage_and_publish(dataset: ShardReader, target: Path, format: str) -> None:
     else:
         staging = make_temp_dir(f"{_BESIDE_PREFIX}{target.name}-", target.parent)
     try:
-        if format == "parquet":
-            _write_document(dataset, staging, {"format": format, "files": write_parquet_files(dataset, staging)})
-        else:
+        if format == "npy":
             write_npy_files(dataset, staging)
+        else:
+            _write_document(dataset, staging, {"format": format, **_write_files(dataset, staging, format)})
         if staging.parent == target:
             _move_up(staging, target)
         else:
@@ -305,18 +349,38 @@ def _stage_and_publish(dataset: ShardReader, target: Path, format: str) -> None:
         raise
 
 
+def _write_files(dataset: ShardReader, staging: Path, format: str) -> dict[str, Any]:
+    """Write ``dataset`` as Parquet or a detection ``format`` into ``staging``; return what ``metadata.json`` says of
+    the files."""
+    if format == "parquet":
+        return {"files": write_parquet_files(dataset, staging)}
+    detection = DETECTION_FORMATS[format]
+    return {"n_files": detection.write(dataset, detection.check(dataset), staging)}
+
+
 def _move_up(staging: Path, target: Path) -> None:
-    """Replace ``target``'s files (an earlier export, or none) with ``staging``'s; ``metadata.json`` goes last."""
+    """Replace ``target``'s files and folders (an earlier export, or none) with ``staging``'s; ``metadata.json`` goes
+    last."""
     old = _contents(target)
     (target / METADATA_FILE).unlink(missing_ok=True)  # from here on the directory is no whole export
     new = {entry.name for entry in staging.iterdir()}
     for name in sorted(new - {METADATA_FILE}):
+        if (target / name).is_dir() or (staging / name).is_dir():  # a folder is not replaced by a rename
+            _remove(target / name)
         os.replace(staging / name, target / name)
     for entry in old:
         if entry.name not in new:
-            entry.unlink()
+            _remove(entry)
     os.replace(staging / METADATA_FILE, target / METADATA_FILE)
     staging.rmdir()
+
+
+def _remove(path: Path) -> None:
+    """Remove the file or folder (of an earlier export) at ``path``, if there is one."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def write_npy_files(dataset: ShardReader, staging: Path) -> None:

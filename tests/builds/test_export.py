@@ -43,7 +43,7 @@ def test_exporting_again_is_a_no_op_and_other_contents_are_protected(built, tmp_
         with pytest.raises(FileExistsError, match=r"other: it holds 1 entry \(notes.txt\) that no export wrote"):
             built.export(tmp_path / "other", overwrite=overwrite)
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
-    with pytest.raises(ValueError, match="format must be one of npy, parquet, got 'zarr'"):
+    with pytest.raises(ValueError, match="format must be one of npy, parquet, coco, yolo, mot, got 'zarr'"):
         built.export(tmp_path / "z", format="zarr")
 
 
