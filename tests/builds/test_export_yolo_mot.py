@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import weakref
 
 import numpy as np
 import pytest
@@ -157,3 +158,21 @@ def test_a_full_disk_names_the_path_and_leaves_nothing(format, scene_datasets, t
             assert result.returncode == 1, result.stderr
             assert f"error: cannot write {target}: the disk is full (" in result.stderr
             assert [p.name for p in small.iterdir()] == left
+
+
+@pytest.mark.parametrize("format", DETECTION)
+def test_each_shard_is_decoded_once_and_one_at_a_time(format, scene_datasets, tmp_path, monkeypatch):
+    videos = scene_datasets["videos-masks"]
+    decoded: list[weakref.ref] = []
+    alive: list[int] = []
+    original = BuiltDataset._decode
+
+    def tracked(self, number):
+        alive.append(sum(ref() is not None for ref in decoded))
+        shard = original(self, number)
+        decoded.append(weakref.ref(shard["images"]))
+        return shard
+
+    monkeypatch.setattr(BuiltDataset, "_decode", tracked)
+    videos.export(tmp_path / "out", format=format)
+    assert len(alive) == len(videos.index) == 3 and max(alive) <= 1  # the shard written until the next is decoded

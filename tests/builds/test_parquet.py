@@ -17,6 +17,7 @@ from glyphforge.builds import BuiltDataset, build, parquet
 from glyphforge.hf import MissingExtraError
 from glyphforge.scenes.spec import ScatteredGlyphs
 
+from support.box_scenes import scene_datasets  # noqa: F401 (fixture)
 from support.cli import run_here
 from support.copy_backends import built_rows, fresh_build, opener, source  # noqa: F401 (fixtures)
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
@@ -82,6 +83,21 @@ def test_scenes_to_hf_is_every_row_with_class_names_over_the_same_memory(scenes)
     images = converted.data.column("images").chunk(0).storage.values.values.values
     assert images.buffers()[1].address == ds.arrays["images"].ctypes.data  # the pixels are not copied
     assert converted._fingerprint == ds.reopened().to_hf()._fingerprint  # the entry's, not a hash of the bytes
+
+
+def test_videos_to_hf_and_as_parquet_are_every_row_with_their_frames(scene_datasets, tmp_path):
+    videos = scene_datasets["videos-masks"]  # images (5, 24, 36, 3) a row; boxes (5, 3, 4); labels, ids, visible (5, 3)
+    converted = videos.reopened().to_hf()
+    features = converted.features
+    assert features["images"] == datasets.Array4D((5, 24, 36, 3), "uint8")
+    assert features["boxes"] == datasets.Array3D((5, 3, 4), "float32")
+    assert features["labels"] == datasets.List(datasets.List(datasets.ClassLabel(names=list(videos.classes))))
+    assert features["ids"] == datasets.Array2D((5, 3), "int64") and features["masks"] == datasets.Array3D(
+        (5, 24, 36), "uint8")
+    assert_every_row(converted, videos)
+    loaded = load_export(videos.export(tmp_path / "out", format="parquet"), tmp_path / "hf-cache")
+    assert loaded.features == features  # the frames stay arrays (an image feature is one picture)
+    assert_every_row(loaded, videos)
 
 
 def test_parquet_export_and_to_hf_from_every_backend(opener, tmp_path):
