@@ -1,4 +1,5 @@
-"""What ``glyphforge preview TARGET`` draws: a prepared dataset, a cache entry, or a built dataset.
+"""What ``glyphforge preview TARGET`` draws: a prepared dataset, a cache entry, or a built dataset (a built video
+dataset: a row of frames per video, or an animation, see `glyphforge.visualize.preview`).
 
 Previews only read the cache (they never download): a dataset that is not prepared
 gets an error saying which ``prepare-data`` command makes it. A registered dataset
@@ -8,6 +9,7 @@ draws its examples with its registry record's ``preview`` part
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +26,7 @@ from glyphforge.visualize import preview
 
 def preview_target(
     target: str, *, out: PathLike, n: int = 16, data_dir: PathLike | None = None, seed: int = 0,
-    context: DataContext | None = None,
+    context: DataContext | None = None, animate: bool = False,
 ) -> Path:
     """Write a PNG grid of ``n`` examples of ``target``; return its path.
 
@@ -46,32 +48,53 @@ def preview_target(
         Which examples are picked (the same seed picks the same ones).
     context
         The `~glyphforge.context.DataContext` whose cache is read (None: the environment's).
+    animate
+        For a built video dataset: an animation of its frames (a GIF when ``out`` ends in ``.gif``,
+        else an animated PNG) instead of a row of frames per video.
 
     Raises
     ------
     LookupError
         Nothing in the cache matches ``target``; the message says how to make it. An
         `AmbiguousKindError` when a built kind has several entries (listed).
+    ValueError
+        ``animate`` for a target that holds no videos.
     """
     context = DataContext.resolve(context, data_dir=data_dir, download=False)
-    return preview_entry(find_target(context.store, target), context, out=out, n=n, seed=seed)
+    return preview_entry(find_target(context.store, target), context, out=out, n=n, seed=seed, animate=animate)
 
 
-def preview_entry(entry: Entry, context: DataContext, *, out: PathLike, n: int = 16, seed: int = 0) -> Path:
+def preview_entry(entry: Entry, context: DataContext, *, out: PathLike, n: int = 16, seed: int = 0,
+                  animate: bool = False) -> Path:
     """Write a PNG grid of ``n`` examples of the cache ``entry`` of ``context`` (see `preview_target`); return it."""
+    if animate:
+        check_animation(entry)
     if entry.kind in registry.registered():
         images, labels = dataset_part(entry.kind, "preview", context)(entry, n, np.random.default_rng(seed))
         return preview(images, n, out, labels=labels)
-    return preview_built(BuiltDataset(entry), out=out, n=n, seed=seed)
+    return preview_built(BuiltDataset(entry), out=out, n=n, seed=seed, animate=animate)
 
 
-def preview_built(dataset: BuiltDataset, *, out: PathLike, n: int = 16, seed: int = 0) -> Path:
-    """Write a PNG grid of ``n`` examples of the built ``dataset`` (picked by ``seed``); return its path."""
+def check_animation(entry: Entry) -> None:
+    """Raise a ValueError unless ``entry`` is a built dataset of videos (images ``(T, H, W, 3)`` an example)."""
+    layout: Any = entry.meta.get("layout")
+    images = entry.meta.get("images")
+    built = entry.kind not in registry.registered() and isinstance(layout, dict) and images in layout
+    shape = list(layout[images]["shape"]) if built else []
+    if not (len(shape) == 4 and shape[-1] == 3):
+        raise ValueError(f"cannot animate {entry.kind} {entry.key[:12]}: it holds still images, and an animation "
+                         "plays the frames of videos. Leave out animate (--animate) for a grid of its examples")
+
+
+def preview_built(dataset: BuiltDataset, *, out: PathLike, n: int = 16, seed: int = 0, animate: bool = False
+                  ) -> Path:
+    """Write a PNG grid of ``n`` examples of the built ``dataset`` (picked by ``seed``; see `preview_target` for
+    ``animate``); return its path."""
     rng = np.random.default_rng(seed)
     picked = np.sort(rng.choice(len(dataset), size=min(n, len(dataset)), replace=False))
     rows = dataset.take(picked)
     rows["images"] = rows.pop(dataset.image_name)  # the dataset's images, whatever the spec named them
-    return preview(rows, n, out, class_names=dataset.classes)
+    return preview(rows, n, out, class_names=dataset.classes, animate=animate)
 
 
 def find_target(store: CacheStore, target: str) -> Entry:

@@ -18,6 +18,8 @@ from glyphforge._files import atomic_path, writing
 GAP = 4
 #: Images are enlarged by an integer factor (nearest) up to this side, or shrunk (box) down to it.
 TARGET_SIDE = 128
+#: Milliseconds each frame of an animated preview shows.
+FRAME_MS = 200
 #: Height of the caption row under each image when examples have one label each.
 CAPTION_HEIGHT = 14
 #: Box outline colours, by glyph slot.
@@ -40,8 +42,9 @@ def preview(
     class_names: Sequence[str] | None = None,
     columns: int | None = None,
     scale: float | None = None,
+    animate: bool = False,
 ) -> Path:
-    """Write a PNG grid of the first ``n`` examples of ``data``, with boxes and labels.
+    """Write a PNG grid of the first ``n`` examples of ``data``, with boxes and labels; a video's frames in a row.
 
     Parameters
     ----------
@@ -49,78 +52,127 @@ def preview(
         A built scenes dataset (`glyphforge.build` of `glyphforge.ScatteredGlyphs`) or
         a mapping with its arrays (``images``, ``boxes`` and ``labels``): each glyph's box
         is drawn with its class name (``class_names[label]``; inside its tile: drawn smaller
-        or wrapped when too wide, see `FONT_SIZES`). Or plain images:
-        a uint8 array ``(N, H, W)`` / ``(N, H, W, 3)``, or a list of such images of
-        any sizes (e.g. `glyphforge.load_backgrounds`).
+        or wrapped when too wide, see `FONT_SIZES`). Videos (``images`` ``(N, T, H, W, 3)``,
+        ``boxes`` ``(N, T, G, 4)``, ``labels`` ``(N, T, G)``) show each frame's boxes. Or plain images:
+        a uint8 array ``(N, H, W)`` / ``(N, H, W, 3)`` (or videos ``(N, T, H, W, 3)``), or a list of
+        such images of any sizes (e.g. `glyphforge.load_backgrounds`).
     n
         How many examples (the first ``n``; fewer if there are fewer).
     path
-        The PNG file to write (its folder is created when missing; written atomically).
+        The file to write (its folder is created when missing; written atomically): a PNG, or
+        with ``animate`` an animated PNG, or an animated GIF when it ends in ``.gif``.
     labels
         For plain images: one label per image, written under it (e.g. the ``y`` of
-        `glyphforge.load_emnist`); ints index ``class_names`` when given.
+        `glyphforge.load_emnist`; under each frame of a video); ints index ``class_names`` when given.
     class_names
         Names for integer labels (default: a built dataset's ``classes``; without names a label is
         written as its number).
     columns
-        Grid columns (default: about a square grid).
+        Grid columns (default: about a square grid). A still preview of videos has one row
+        per video and one column per frame.
     scale
         Zoom factor for every image (default: the integer factor bringing the
         largest image side up to 128 pixels, or the fraction shrinking it to 128).
+    animate
+        For videos: an animation of ``T`` frames, `FRAME_MS` each, looping, whose frame ``t`` is the
+        grid of every video's frame ``t`` with ``frame t/T`` written under it.
 
     Returns
     -------
     pathlib.Path
         ``path``. The PNG is ``columns * cell_w + (columns + 1) * 4`` pixels wide and
         ``rows * (cell_h + caption) + (rows + 1) * 4`` high, where ``cell_h x cell_w``
-        is the largest image's zoomed size and ``caption`` 14 with labels, else 0.
+        is the largest image's zoomed size and ``caption`` 14 with labels, else 0 (an
+        animation's frames have a 14-pixel row more, for the frame number).
     """
     n = check_int("n (how many examples to show)", n, 1)
     if class_names is None:
         class_names = getattr(data, "classes", None)
-    images, boxes, glyph_names = _examples(data, n, class_names)
-    captions = None if labels is None else [_name(label, class_names) for label in list(labels)[: len(images)]]
-    if captions is not None and len(captions) != len(images):
-        raise ValueError(f"labels has {len(captions)} entries for {len(images)} images; give one label per image")
+    examples = _examples(data, n, class_names)
+    captions = None if labels is None else [_name(label, class_names) for label in list(labels)[: len(examples)]]
+    if captions is not None and len(captions) != len(examples):
+        raise ValueError(f"labels has {len(captions)} entries for {len(examples)} images; give one label per image")
+    steps = len(examples[0])
+    if animate and not _is_video(data):
+        raise ValueError("animate=True plays the frames of videos, and these are still images: leave animate out "
+                         "for a grid of them")
+    images = [frame[0] for example in examples for frame in example]
     largest = max(max(image.shape[:2]) for image in images)
     if scale is None:
         scale = TARGET_SIDE // largest if largest <= TARGET_SIDE else TARGET_SIDE / largest
     if not scale > 0:
         raise ValueError(f"scale must be a positive number, got {scale!r}")
-    cell_h = math.ceil(max(image.shape[0] for image in images) * scale)
-    cell_w = math.ceil(max(image.shape[1] for image in images) * scale)
+    cell = (math.ceil(max(image.shape[0] for image in images) * scale),
+            math.ceil(max(image.shape[1] for image in images) * scale))
+    columns = None if columns is None else check_int("columns", columns, 1)
+    if not animate:
+        if steps > 1:
+            columns = steps
+        cells = [frame for example in examples for frame in example]
+        named = None if captions is None else [caption for caption in captions for _ in range(steps)]
+        return _save([_sheet(cells, named, columns, scale, cell)], Path(path))
+    sheets = [_sheet([example[t] for example in examples], captions, columns, scale, cell, f"frame {t + 1}/{steps}")
+              for t in range(steps)]
+    return _save(sheets, Path(path))
+
+
+#: One image of a preview: the picture, its boxes (or None) and the names written by them.
+Frame = tuple[np.ndarray, np.ndarray | None, Sequence[str]]
+
+
+def _is_video(data: Any) -> bool:
+    """Whether ``data``'s images are videos, ``(N, T, H, W, 3)``."""
+    arrays = data.arrays if hasattr(data, "arrays") else data
+    images = arrays.get("images") if isinstance(arrays, Mapping) else arrays
+    return getattr(images, "ndim", 0) == 5
+
+
+def _sheet(cells: list[Frame], captions: list[str] | None, columns: int | None, scale: float,
+           cell: tuple[int, int], footer: str | None = None) -> Image.Image:
+    """The grid of ``cells``, each ``cell`` (height, width) big, captioned; ``footer`` written under it."""
+    cell_h, cell_w = cell
     caption_h = CAPTION_HEIGHT if captions is not None else 0
-    columns = math.ceil(math.sqrt(len(images))) if columns is None else check_int("columns", columns, 1)
-    rows = math.ceil(len(images) / columns)
-    sheet = Image.new(
-        "RGB", (columns * cell_w + (columns + 1) * GAP, rows * (cell_h + caption_h) + (rows + 1) * GAP), BACKDROP
-    )
+    footer_h = CAPTION_HEIGHT if footer is not None else 0
+    columns = math.ceil(math.sqrt(len(cells))) if columns is None else columns
+    rows = math.ceil(len(cells) / columns)
+    width = columns * cell_w + (columns + 1) * GAP
+    sheet = Image.new("RGB", (width, rows * (cell_h + caption_h) + (rows + 1) * GAP + footer_h), BACKDROP)
     draw = ImageDraw.Draw(sheet)
-    for i, image in enumerate(images):
+    for i, (image, boxes, names) in enumerate(cells):
         left = GAP + (i % columns) * (cell_w + GAP)
         top = GAP + (i // columns) * (cell_h + caption_h + GAP)
         sheet.paste(_zoomed(image, scale), (left, top))
         if boxes is not None:
-            _draw_boxes(draw, boxes[i], glyph_names[i], scale, (left, top, cell_w, cell_h))
+            _draw_boxes(draw, boxes, names, scale, (left, top, cell_w, cell_h))
         if captions is not None:
             _draw_label(draw, captions[i], (255, 255, 255), (left, top + cell_h, cell_w, caption_h), (0, 0, 0, 0))
-    return _save(sheet, Path(path))
+    if footer is not None:
+        _draw_label(draw, footer, (255, 255, 255), (GAP, sheet.height - footer_h - GAP // 2, width - 2 * GAP,
+                                                    footer_h), (0, 0, 0, 0))
+    return sheet
 
 
-def _save(sheet: Image.Image, path: Path) -> Path:
-    """Write ``sheet`` as a PNG at ``path``, creating its directory; atomically, with storage errors named."""
+def _save(sheets: list[Image.Image], path: Path) -> Path:
+    """Write ``sheets`` at ``path``, creating its directory; atomically, with storage errors named.
+
+    One sheet: a PNG. More: an animation, a GIF when ``path`` ends in ``.gif``, else an animated PNG.
+    """
     if path.is_dir():
         raise IsADirectoryError(f"cannot write the preview to {path}: it is a directory. Give a file name, such as "
                                 f"{path / 'preview.png'}")
     with writing(path, "Give a PNG path on a disk with room that you can write to"):
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as temporary:
-            sheet.save(temporary, format="PNG")
+            if len(sheets) == 1:
+                sheets[0].save(temporary, format="PNG")
+            else:
+                sheets[0].save(temporary, format="GIF" if path.suffix.lower() == ".gif" else "PNG", save_all=True,
+                               append_images=sheets[1:], duration=FRAME_MS, loop=0)
     return path
 
 
-def _examples(data: Any, n: int, class_names: Sequence[str] | None) -> tuple[list[np.ndarray], Any, Any]:
-    """Return the first ``n`` images and, for scenes, their boxes and glyph names."""
+def _examples(data: Any, n: int, class_names: Sequence[str] | None) -> list[list[Frame]]:
+    """The first ``n`` examples, each its frames (one for a still image) with their boxes and glyph names."""
     arrays = data.arrays if hasattr(data, "arrays") else data
     if isinstance(arrays, Mapping):
         if "images" not in arrays:
@@ -128,26 +180,42 @@ def _examples(data: Any, n: int, class_names: Sequence[str] | None) -> tuple[lis
         images = np.asarray(arrays["images"][:n])
         boxes = arrays.get("boxes")
         if boxes is None:
-            return _checked(images), None, None
-        names: list[list[str]]
-        if "labels" in arrays:
-            names = [[_name(label, class_names) if label >= 0 else "" for label in row] for row in arrays["labels"][:n]]
-        else:
-            names = [[""] * boxes.shape[1]] * len(images)
-        return _checked(images), np.asarray(boxes[:n]), names
+            return _frames(images, None, None)
+        boxes = np.asarray(boxes[:n])
+        labels = np.asarray(arrays["labels"][:n]) if "labels" in arrays else np.full(boxes.shape[:-1], -1)
+        names = np.vectorize(lambda label: _name(label, class_names) if label >= 0 else "", otypes=[object])(labels)
+        return _frames(images, boxes, names)
     if isinstance(data, np.ndarray):
-        if data.ndim not in (3, 4):
+        if data.ndim not in (3, 4, 5):
             raise ValueError(
-                f"preview takes a batch of images (N, H, W) or (N, H, W, 3), got an array of shape {data.shape}; "
-                "for one image pass image[None]"
+                f"preview takes a batch of images (N, H, W) or (N, H, W, 3), or of videos (N, T, H, W, 3), got an "
+                f"array of shape {data.shape}; for one image pass image[None]"
             )
-        return _checked(data[:n]), None, None
+        return _frames(data[:n], None, None)
     if isinstance(data, Sequence) and not isinstance(data, str) and len(data) > 0:
-        return _checked([np.asarray(image) for image in data[:n]]), None, None
+        return [[frame] for frame in _frames_of([np.asarray(image) for image in data[:n]], None, None)]
     raise TypeError(
         f"preview takes a built dataset, a dict of arrays, an image array or a list of images; got "
         f"{type(data).__name__}"
     )
+
+
+def _frames(images: np.ndarray, boxes: np.ndarray | None, names: np.ndarray | None) -> list[list[Frame]]:
+    """Each example of ``images`` (still ``(N, H, W[, 3])`` or videos ``(N, T, H, W, 3)``) as its frames."""
+    if images.ndim != 5:
+        return [[frame] for frame in _frames_of(list(images), boxes, names)]
+    if not len(images):
+        raise ValueError("there are no images to preview")
+    return [_frames_of(list(video), None if boxes is None else boxes[i], None if names is None else names[i])
+            for i, video in enumerate(images)]
+
+
+def _frames_of(images: list[np.ndarray], boxes: np.ndarray | None, names: np.ndarray | None) -> list[Frame]:
+    """``images`` checked, each with its boxes and names (rows of ``boxes`` and ``names``)."""
+    checked = _checked(images)
+    if boxes is None or names is None:
+        return [(image, None, ()) for image in checked]
+    return [(image, boxes[k], list(names[k])) for k, image in enumerate(checked)]
 
 
 def _checked(images: Any) -> list[np.ndarray]:
