@@ -33,6 +33,8 @@ EXAMPLE_DIGITS = 9
 FRAME_DIGITS = 6
 #: Threads encoding PNG files (zlib releases the GIL).
 PNG_THREADS = min(4, os.cpu_count() or 1)
+#: zlib's level for the PNG files: 1 encoded 64x64 font scenes in 0.40 ms each, 8% larger than level 6's 0.66 ms.
+PNG_COMPRESS_LEVEL = 1
 
 
 class ExportFormatError(ArgumentError, ValueError):
@@ -184,8 +186,9 @@ def shard_frames(dataset: ShardReader, layout: SceneLayout) -> Iterator[ShardFra
 def write_pngs(paths: Sequence[Path], images: np.ndarray) -> None:
     """Write ``images[k]`` as a PNG file at ``paths[k]``, on `PNG_THREADS` threads."""
     from PIL import Image  # not at import: `import glyphforge` stays light
+
     def write(k: int) -> None:
-        Image.fromarray(images[k]).save(paths[k], format="PNG")
+        Image.fromarray(images[k]).save(paths[k], format="PNG", compress_level=PNG_COMPRESS_LEVEL)
 
     with ThreadPoolExecutor(PNG_THREADS, thread_name_prefix="glyphforge-png") as pool:
         for _ in pool.map(write, range(len(paths))):  # raises the first failure (a full disk)

@@ -24,6 +24,7 @@ import numpy as np
 
 from glyphforge.builds.export_frames import (
     EXAMPLE_DIGITS,
+    FRAME_DIGITS,
     DetectionFormat,
     ExportFormatError,
     SceneLayout,
@@ -37,7 +38,6 @@ __all__ = ["FRAME_RATE", "MOT"]
 
 #: ``seqinfo.ini``'s frame rate: MOT17's most common (the arrays carry none; trackers scale their memory by it).
 FRAME_RATE = 30
-FRAME_DIGITS = 6
 
 
 def check(dataset: ShardReader) -> SceneLayout:
