@@ -278,7 +278,8 @@ def _holds_only(directory: Path, names: re.Pattern[str], n_files: int) -> bool:
             found += 1
         else:
             return False
-    return found == n_files and (directory / METADATA_FILE).is_file()
+    document = directory / METADATA_FILE
+    return found == n_files and document.is_file() and not document.is_symlink()
 
 
 # -- staging and the lock ---------------------------------------------------------------
