@@ -14,7 +14,8 @@ for frame 7 of video 42, one image per frame) and ``annotations.json``:
   ``track_id`` (the object's ``ids`` value, the same in every frame of its video). With a
   ``masks`` array each has ``segmentation``, the object's pixels (``masks == slot + 1``) as
   compressed RLE (``pycocotools.mask.encode``; the ``coco`` extra), and ``area`` its pixel
-  count; without masks ``segmentation`` is left out (a box is no outline) and ``area`` is the box's.
+  count (0 for an object wholly covered by later ones: its box stays); without masks
+  ``segmentation`` is left out (a box is no outline) and ``area`` is the box's.
 
 So ``pycocotools.coco.COCO("annotations.json")``,
 ``torchvision.datasets.CocoDetection("images", "annotations.json")`` and Detectron2's

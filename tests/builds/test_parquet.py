@@ -168,7 +168,8 @@ def test_the_export_command_writes_parquet_and_refuses_bad_arguments_before_any_
     assert done.stdout.startswith(f"exported test-rows {rows.key[:12]} (257 examples, ")
     assert_every_row(load_export(tmp_path / "out", tmp_path / "hf-cache"), rows)
     bad = run_here("glyphforge", "export", "test-rows", tmp_path / "bad", "--format", "arrow", "--data-dir", data_dir)
-    assert bad.returncode == 2 and "invalid choice: 'arrow' (choose from 'npy', 'parquet', 'coco', 'yolo', 'mot')" in bad.stderr
+    assert bad.returncode == 2
+    assert "invalid choice: 'arrow' (choose from 'npy', 'parquet', 'coco', 'yolo', 'mot')" in bad.stderr
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # as without the hf extra
     missing = run_here("glyphforge", "export", "test-rows", tmp_path / "bad", "--format", "parquet",
                        "--data-dir", data_dir)
