@@ -9,8 +9,9 @@ compositor clips what lies outside the frame and decides on-screen-ness.
 Semantics
 ---------
 Direction
-    Each object draws one angle ``a`` uniform in ``[0, 2 pi)`` and moves by
-    ``patch_speed * (sin a, cos a)`` pixels (rows, columns) per frame.
+    Each object moves by ``patch_speed`` pixels per frame in a uniform random direction: a point
+    drawn uniformly in the unit disk (rejection from the square), normalised. Only exactly rounded
+    arithmetic (no ``sin``, whose last bit differs between CPUs), so every machine draws the same bits.
 Track
     The top-left follows the exact float track ``first + v t`` (``t = 0 .. n_frames - 1``); frame
     ``t`` holds it rounded to the nearest integer (half to even). So speeds are exact on average
@@ -31,9 +32,11 @@ Appearance (dps's three states: waiting, shown, gone)
     object never comes back. ``appearance_prob=1``: shown from frame 0; ``disappearance_prob=0``:
     shown to the end once shown. Objects move whether shown or not.
 Draws
-    From the caller's ``rng``, in this order: ``rng.random(total)`` (the angles), then, unless
-    ``appearance_prob == 1`` and ``disappearance_prob == 0``, ``rng.random((total, n_frames))``
-    (row ``i``, column ``t``: object ``i``'s chance to change its state at frame ``t``).
+    From the caller's ``rng``, in this order: the directions, in rounds of ``rng.random((pending, 2))``
+    (one ``(row, column)`` pair in ``[0, 1)`` per object still without a direction, in object order,
+    mapped to ``[-1, 1)``; kept inside the unit disk but off its centre) until every object has one;
+    then, unless ``appearance_prob == 1`` and ``disappearance_prob == 0``, ``rng.random((total,
+    n_frames))`` (row ``i``, column ``t``: object ``i``'s chance to change its state at frame ``t``).
 """
 from __future__ import annotations
 
@@ -157,25 +160,43 @@ def trajectories(
     """
     frame = np.asarray(motion.check_frame(image_shape), dtype=np.int64)
     sizes, first = _checked_objects(motion, sizes, first, frame)
-    angles = rng.random(len(sizes)) * (2 * np.pi)
-    velocity = motion.patch_speed * np.stack([np.sin(angles), np.cos(angles)], axis=1)
-    times = np.arange(motion.n_frames, dtype=np.float64)[None, :, None]
-    track = first[:, None, :] + velocity[:, None, :] * times
+    velocity = motion.patch_speed * _directions(rng, len(sizes))
+    free = (frame - sizes).astype(np.float64)
     if motion.bounce_patches:
-        track = _folded(track, (frame - sizes)[:, None, :])
-    positions = np.rint(track).astype(np.int64)
-    return positions, _shown(rng, motion, len(sizes))
+        velocity[free == 0] = 0.0  # a box filling the frame on an axis cannot move along it
+    track = velocity[:, None, :] * np.arange(motion.n_frames, dtype=np.float64)[None, :, None]
+    track += first[:, None, :]
+    if motion.bounce_patches:
+        _fold(track, free[:, None, :])
+    return np.rint(track, out=track).astype(np.int64), _shown(rng, motion, len(sizes))
 
 
-def _folded(track: np.ndarray, free: np.ndarray) -> np.ndarray:
-    """Return ``track`` reflected into ``[0, free]`` at both ends (a triangle wave of period ``2 free``).
+def _directions(rng: np.random.Generator, total: int) -> np.ndarray:
+    """Draw ``total`` unit vectors ``(row, column)`` uniform in direction: float64 ``(total, 2)``."""
+    directions = np.empty((total, 2))
+    pending = np.arange(total)
+    while len(pending):
+        points = rng.random((len(pending), 2)) * 2.0 - 1.0
+        squared = np.square(points[:, 0]) + np.square(points[:, 1])
+        kept = (squared <= 1.0) & (squared > 1e-12)  # inside the disk, far enough from its centre to normalise
+        directions[pending[kept]] = points[kept] / np.sqrt(squared[kept])[:, None]
+        pending = pending[~kept]
+    return directions
 
-    Where ``free`` is 0 the object fills the frame on that axis: it stays at 0.
+
+def _fold(track: np.ndarray, free: np.ndarray) -> None:
+    """Reflect ``track`` in place into ``[0, free]`` at both ends: a triangle wave of period ``2 free``.
+
+    Where ``free`` is 0 the track must be constant 0 (then it stays 0).
     """
-    period = 2.0 * np.maximum(free, 1)
-    phase = np.mod(track, period)
-    folded = np.where(phase > free, period - phase, phase)
-    return np.where(free > 0, folded, 0.0)
+    period = 2.0 * np.maximum(free, 0.5)
+    turns = track / period
+    np.floor(turns, out=turns)
+    turns *= period
+    track -= turns  # the phase in [0, period), to rounding
+    track -= free
+    np.abs(track, out=track)
+    np.subtract(free, track, out=track)  # free - |phase - free|: the phase, or 2 free - phase past the far wall
 
 
 def _shown(rng: np.random.Generator, motion: Motion, total: int) -> np.ndarray:
