@@ -1,6 +1,7 @@
 """`glyphforge.scenes.motion`: speeds, bounces, leaving the frame, appearing and disappearing, and the draws."""
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -222,6 +223,20 @@ def test_the_same_seed_gives_the_same_arrays_and_the_documented_draws(probabilit
     if probabilities != (1.0, 0.0):
         expected.random((30, 20))
     assert rng.random() == expected.random()  # nothing else was drawn
+
+
+@pytest.mark.parametrize(("motion", "digest"), [
+    (Motion(20, 3.7, True, 0.6, 0.05), "d24b47cb801a98228f80d53876cb4242a22303cc2087570abc6659c0a4d02d84"),
+    (Motion(20, 3.7, False), "e9ddb44bf9bbab8c0f4477470e6176331ed25cb5f9a0703e49fdc46fd71bbb76"),
+])
+def test_the_trajectories_of_a_seed_are_pinned(motion: Motion, digest: str) -> None:
+    """The same bytes on every machine and release. A change here must bump MOTION_ALGORITHM (and this pin)."""
+    rng = np.random.default_rng(2026)
+    sizes = rng.integers(1, 40, (500, 2))
+    first = (rng.random((500, 2)) * (64 - sizes + 1)).astype(np.int64)
+    positions, shown = trajectories(np.random.default_rng(43), motion, sizes, first, (64, 64))
+    assert motion.params()["motion_algorithm"] == 1
+    assert hashlib.sha256(positions.astype("<i8").tobytes() + shown.tobytes()).hexdigest() == digest
 
 
 def test_no_objects_give_empty_arrays() -> None:
