@@ -1,6 +1,7 @@
 """`glyphforge.scenes.motion`: speeds, bounces, leaving the frame, appearing and disappearing, and the draws."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 
@@ -72,6 +73,8 @@ def test_fields_are_plain_python_values_and_make_the_params() -> None:
     }
     assert [type(value) for value in motion.params().values()] == [int, int, float, bool, float, float]
     assert Motion(20, 2) == Motion(20, 2.0) and hash(Motion(20, 2)) == hash(Motion(20, 2.0))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        motion.patch_speed = 3.0  # type: ignore[misc]
 
 
 def test_a_speed_faster_than_the_frame_is_long_is_refused() -> None:
@@ -202,9 +205,12 @@ def test_certain_probabilities(appear: float, disappear: float, expected: str) -
 
 
 # -- draws and inputs ----------------------------------------------------------------
-@pytest.mark.parametrize("probabilities", [(1.0, 0.0), (0.5, 0.1)])
-def test_the_same_seed_gives_the_same_arrays_and_the_documented_draws(probabilities: tuple[float, float]) -> None:
-    motion = Motion(20, 2.5, True, *probabilities)
+@pytest.mark.parametrize("bounce", [True, False])
+@pytest.mark.parametrize("probabilities", [(1.0, 0.0), (0.5, 0.1), (1.0, 0.1)])
+def test_the_same_seed_gives_the_same_arrays_and_the_documented_draws(
+    bounce: bool, probabilities: tuple[float, float]
+) -> None:
+    motion = Motion(20, 2.5, bounce, *probabilities)
     sizes, first = scattered(6, 30, (64, 64), 28)
     rng = np.random.default_rng(7)
     positions, shown = trajectories(rng, motion, sizes, first, (64, 64))
