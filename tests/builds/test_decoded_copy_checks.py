@@ -9,6 +9,7 @@ disk, the entry read from a path and from file://, HTTP, S3 (moto) and GCS (emul
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
 from pathlib import Path
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import BuiltDataset, materialize
-from glyphforge.builds.decoded_copy import decoded_bytes, decoded_dir
+from glyphforge.builds.decoded_copy import decoded_bytes, decoded_dir, row_sums, sums_file
 from glyphforge.builds.materialize import ForeignCopyError
 from glyphforge.cache.companion_record import verify_record
 from glyphforge.errors import StorageError
@@ -100,7 +101,16 @@ def read_dataloader(reader: BuiltDataset, arrays: dict[str, np.ndarray], workers
     assert sorted(seen) == list(range(ROWS))
 
 
-READS = {"getitem": read_getitem, "take": read_take, "arrays": read_arrays, "dataloader": read_dataloader}
+def read_stream(reader: BuiltDataset, arrays: dict[str, np.ndarray]) -> None:
+    seen = []
+    for images, targets in reader.stream(64, seed=3):
+        assert np.array_equal(images, arrays["images"][targets["row"]])
+        seen.extend(targets["row"].tolist())
+    assert sorted(seen) == list(range(ROWS))
+
+
+READS = {"getitem": read_getitem, "take": read_take, "arrays": read_arrays, "dataloader": read_dataloader,
+         "stream": read_stream}
 
 
 @pytest.mark.parametrize("read", list(READS))
@@ -116,6 +126,32 @@ def test_a_damaged_copy_is_never_served_and_is_dropped(opener, read, load_limit,
     again = opener()
     assert again.materialize() == copy  # a new copy, whole
     READS[read](again, arrays)
+
+
+def swap_pair(copy: Path) -> None:
+    """#42 row 1: ``images.npy`` and ``images.crc32.npy`` replaced together by another entry's of the same shape (other
+    images, with their own row checksums): each file's size is the recorded one, each row matches its checksum."""
+    theirs = (np.load(copy / "images.npy").astype(np.int64) + 7) % 251
+    np.save(copy / "images.npy", theirs.astype(np.uint8))
+    np.save(copy / sums_file("images"), row_sums(theirs.astype(np.uint8).reshape(ROWS, -1)))
+
+
+@pytest.mark.parametrize("read", list(READS))
+def test_an_array_swapped_with_its_checksums_is_refused_naming_them(opener, read, monkeypatch, caplog):
+    monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)  # the images read row by row, against their checksum file
+    caplog.set_level(logging.WARNING)
+    arrays = expected()
+    copy = opener().materialize()
+    swap_pair(copy)
+    assert (copy / "images.npy").stat().st_size == verify_size(copy, "images.npy")  # what opening checks holds
+    READS[read](opener(), arrays)  # no row of the other entry's served under this one's labels
+    said = [record.getMessage() for record in caplog.records if "decoded copy is damaged" in record.getMessage()]
+    assert said and f"{copy / sums_file('images')} is not the row checksum file the copy's record holds" in said[0]
+    assert "removed it" in said[0] and not copy.exists()
+
+
+def verify_size(copy: Path, name: str) -> int:
+    return int(json.loads((copy / "checks.json").read_text())["files"][name]["size"])
 
 
 @pytest.mark.parametrize("read", ["getitem", "take", "arrays"])
