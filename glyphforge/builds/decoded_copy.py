@@ -20,7 +20,8 @@ every file back once (`record_copy`) and writes beside them:
 
 A copy failing a check is damaged (`DamagedCopyError`): it is glyphforge's own, so readers
 drop it and read the shards. A ``<key>.decoded`` that is not a directory (a symbolic link, a
-file) is not glyphforge's (`foreign`): nothing is read from it or done to it.
+file; `foreign`), or a directory without ``checks.json``, is not glyphforge's: nothing is read
+from it or done to it.
 
 CRC32 is isal's where it is installed (several GB/s), else zlib's: the same values.
 """
@@ -58,7 +59,8 @@ class DamagedCopyError(StorageError, IntegrityError):
 
 
 class ForeignCopyError(StorageError):
-    """``<key>.decoded`` is not glyphforge's decoded copy (a symbolic link, a file): nothing was read or changed."""
+    """``<key>.decoded`` is not glyphforge's decoded copy (a link, a file, a folder without its record): nothing was
+    read or changed."""
 
 
 def decoded_dir(entry_dir: Path) -> Path:

@@ -25,7 +25,8 @@ Making it (`make_copy`):
 * Only with room: the copy must leave `RESERVE_FRACTION` of its disk free, else
   `NotEnoughSpaceError` before anything is written. (How much an automatic copy may take:
   `glyphforge.builds.copy_source`.)
-* Only glyphforge's: a ``<key>.decoded`` that is a symbolic link or a file raises
+* Only glyphforge's: a ``<key>.decoded`` that is a symbolic link, a file, or a folder without
+  a record (``checks.json``, which every copy glyphforge publishes holds) raises
   `ForeignCopyError`; nothing is read from it, written or removed there.
 
 Reading (`DecodedCopy`): the rows asked for are copied out, never viewed, and checked before
@@ -80,6 +81,7 @@ from glyphforge.builds.decoded_copy import (
 )
 from glyphforge.builds.export import write_npy_files
 from glyphforge.builds.reading import ShardReader
+from glyphforge.cache.companion_record import RECORD, recorded
 from glyphforge.cache.entry import Entry
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.errors import StorageError
@@ -92,6 +94,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 _REMOVED = "removed it (glyphforge's own copy; the entry itself is intact)"
 
+#: What a ``<key>.decoded`` directory without a record is: not glyphforge's (see `glyphforge.cache.companions`).
+_UNRECORDED = f"a folder without {RECORD} (the record glyphforge writes last into each copy it makes)"
 #: The part of its disk a decoded copy must leave free.
 RESERVE_FRACTION = 0.05
 #: The largest array of a copy that a reader loads whole (and checks once); larger ones are read row by row.
@@ -273,18 +277,18 @@ def open_copy(entry: Entry, layout: dict[str, Any], n_examples: int) -> DecodedC
     Raises
     ------
     ForeignCopyError
-        ``<key>.decoded`` is not glyphforge's (a symbolic link, a file): nothing was read from it.
+        ``<key>.decoded`` is not glyphforge's (a link, a file, a folder without its record): nothing was read from it.
     DamagedCopyError
         The copy is not what its maker recorded (see `glyphforge.builds.decoded_copy`).
     """
     path = decoded_dir(entry.path)
-    what = foreign(path)
+    what = foreign(path) or (_UNRECORDED if path.is_dir() and not recorded(path) else None)
     if what is not None:
         raise ForeignCopyError(
             f"{path} is {what}, not glyphforge's decoded copy of {entry.kind} {entry.key[:12]}: glyphforge neither "
-            "reads from it nor writes or removes anything there. Remove it (`rm` of a link leaves its target as it "
-            "is), then call ds.materialize() to make the copy; or read rows with random_access='decode', which "
-            "needs no copy")
+            "reads from it nor writes or removes anything there. Move it away or remove it (`rm` of a link leaves "
+            "its target as it is), then call ds.materialize() to make the copy; or read rows with "
+            "random_access='decode', which needs no copy")
     found = identity(path)
     if found is None:
         return None
@@ -391,7 +395,8 @@ def make_copy(dataset: ShardReader, announce: Callable[[int, Path], None] | None
     NotEnoughSpaceError
         The copy would leave less than `RESERVE_FRACTION` of its disk free; nothing was written.
     ForeignCopyError
-        ``<key>.decoded`` is not glyphforge's (a symbolic link, a file): nothing was read or written there.
+        ``<key>.decoded`` is not glyphforge's (a link, a file, a folder without its record): nothing was read or
+        written there.
     StorageError
         Writing failed (a full disk, a read-only cache, a permission): the staging is removed.
     LockTimeoutError
@@ -460,11 +465,8 @@ def _lock_path(target: Path) -> Path:
 
 
 def _remove_leftovers(entry_dir: Path) -> None:
-    """Remove a copy that is not whole and the staging of makers that died (call holding the lock)."""
-    target = decoded_dir(entry_dir)
-    if target.exists():
-        remove_tree(target)
-    for staging in target.parent.glob(f"{decoded_staging_prefix(entry_dir)}*"):
+    """Remove the staging of makers that died (call holding the lock)."""
+    for staging in decoded_dir(entry_dir).parent.glob(f"{decoded_staging_prefix(entry_dir)}*"):
         remove_tree(staging)
 
 

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -212,16 +213,47 @@ def test_a_copy_file_truncated_while_it_is_read_is_dropped(built_rows, tmp_path,
     assert len(said) == 1 and f"{copy}/images.npy ends before row" in said[0] and not copy.exists()
 
 
-def test_a_copy_without_checksums_is_made_again(built_rows, tmp_path, caplog):
+#: #42 row 11: every path that could remove a ``<key>.decoded`` without its record (not glyphforge's), as users take it.
+def _read_with(read: str) -> Callable[[BuiltDataset], None]:
+    return lambda dataset: READS[read](dataset.reopened(), expected())
+
+
+def _materialize(dataset: BuiltDataset) -> None:
+    with pytest.raises(ForeignCopyError, match=r"is a folder without checks.json .*not glyphforge's decoded copy"):
+        dataset.reopened().materialize()
+
+
+def _random_access_materialize(dataset: BuiltDataset) -> None:
+    with pytest.raises(ForeignCopyError, match="a folder without checks.json"):
+        dataset.reopened(random_access="materialize")[3]
+
+
+def _command(*words: str) -> Callable[[BuiltDataset], None]:
+    def run(dataset: BuiltDataset) -> None:
+        key = [dataset.key[:12]] if words == ("rm",) else []
+        done = run_here("glyphforge", "cache", *words, *key, "--data-dir", dataset.path.parents[2])
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return run
+
+
+UNRECORDED_PATHS = {**{read: _read_with(read) for read in READS}, "materialize()": _materialize,
+                    "random_access=materialize": _random_access_materialize, "cache gc": _command("gc"),
+                    "cache verify": _command("verify"), "cache rm": _command("rm")}
+
+
+@pytest.mark.parametrize("path", list(UNRECORDED_PATHS))
+def test_a_decoded_folder_without_its_record_is_not_glyphforges_and_no_path_removes_it(built_rows, tmp_path, path,
+                                                                                         caplog):
     caplog.set_level(logging.WARNING)
     dataset = fresh_build(built_rows, tmp_path)
-    copy = dataset.reopened().materialize()
-    (copy / "checks.json").unlink()  # as a glyphforge before checked copies left it
-    again = dataset.reopened()
-    assert again.materialize() == copy and (copy / "checks.json").is_file()
-    assert any(f"{copy}/checks.json is missing: the copy has no checksums" in record.getMessage()
-               for record in caplog.records)
-    read_take(again, expected())
+    folder = decoded_dir(dataset.path)
+    folder.mkdir()
+    (folder / "notes.txt").write_text("not glyphforge's")
+    UNRECORDED_PATHS[path](dataset)
+    assert sorted(item.name for item in folder.iterdir()) == ["notes.txt"]
+    assert (folder / "notes.txt").read_text() == "not glyphforge's"
+    said = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert all(f"{folder} is a folder without checks.json" in text for text in said), said
 
 
 def test_cache_verify_reports_a_damaged_copy_and_what_to_do(built_rows, tmp_path):
@@ -272,7 +304,7 @@ def test_materialize_over_a_symlink_says_it_is_not_glyphforges_and_touches_nothi
     message = str(raised.value)
     assert isinstance(raised.value, StorageError) and "\n" not in message
     assert f"{link} is a symbolic link to {theirs}, not glyphforge's decoded copy of test-rows" in message
-    assert "Remove it" in message and "ds.materialize()" in message
+    assert "Move it away or remove it" in message and "ds.materialize()" in message
     assert link.is_symlink() and untouched(theirs)
     with pytest.raises(ForeignCopyError):
         dataset.reopened(random_access="materialize")[3]
