@@ -30,7 +30,7 @@ from glyphforge.errors import IntegrityError, StorageError
 #: The record of a companion, written last by its maker.
 RECORD = "checks.json"
 _REMOVE = ("It is only a copy (the entry itself is intact), and glyphforge drops it at its next read and makes it "
-           "again when it is needed; to remove it now: rm -r '{folder}'")
+           "again when it is needed; to remove it now: `glyphforge cache gc` (or rm -r '{folder}')")
 
 
 class DamagedCompanionError(StorageError, IntegrityError):
