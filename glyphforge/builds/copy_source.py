@@ -16,8 +16,8 @@ Every read of a copy is checked (`glyphforge.builds.decoded_copy`): a damaged co
 is glyphforge's own: removed under its lock), a WARNING names its file, the rows are read
 from the shards, and this reader makes no copy by itself afterwards (the next reader, or
 ``ds.materialize()``, makes a new one). A ``<key>.decoded`` that is not glyphforge's (a
-symbolic link, a file): ``ds.materialize()`` and ``"materialize"`` raise `ForeignCopyError`,
-``"auto"`` says so once and decodes.
+symbolic link, a file, a folder without its record): ``ds.materialize()`` and ``"materialize"``
+raise `ForeignCopyError`, ``"auto"`` says so once and decodes.
 """
 from __future__ import annotations
 

@@ -8,16 +8,20 @@ every file back once (`record_copy`) and writes beside them:
 
 * ``<array>.crc32.npy``: the CRC32 of each row of the array (uint32, one per row). A reader
   reading rows checks them before returning them (a batch with one CRC32 against its rows'
-  combined, `glyphforge.builds.crc_combine`).
+  combined, `glyphforge.builds.crc_combine`), once this file's own CRC32 is the one the
+  record holds (checked when the copy is opened: an array replaced together with its
+  checksums is refused).
 * ``checks.json``, last: the companion's record (`glyphforge.cache.companion_record`: the
   entry's key, per file of the copy its size and sha256) and, per array, where its rows
-  start, a row's size and the CRC32 of all its rows (a reader loading or reading an array
-  whole checks that). A reader checks the sizes when it opens the copy (`read_checks`),
-  ``glyphforge cache verify`` every byte (`glyphforge.cache.companion_record.verify_record`).
+  start, a row's size, the CRC32 of all its rows (a reader loading or reading an array
+  whole checks that) and the CRC32 of its row checksum file (``sums_crc32``). A reader
+  checks the sizes when it opens the copy (`read_checks`), ``glyphforge cache verify`` every
+  byte (`glyphforge.cache.companion_record.verify_record`).
 
 A copy failing a check is damaged (`DamagedCopyError`): it is glyphforge's own, so readers
 drop it and read the shards. A ``<key>.decoded`` that is not a directory (a symbolic link, a
-file) is not glyphforge's (`foreign`): nothing is read from it or done to it.
+file; `foreign`), or a directory without ``checks.json``, is not glyphforge's: nothing is read
+from it or done to it.
 
 CRC32 is isal's where it is installed (several GB/s), else zlib's: the same values.
 """
@@ -55,7 +59,8 @@ class DamagedCopyError(StorageError, IntegrityError):
 
 
 class ForeignCopyError(StorageError):
-    """``<key>.decoded`` is not glyphforge's decoded copy (a symbolic link, a file): nothing was read or changed."""
+    """``<key>.decoded`` is not glyphforge's decoded copy (a link, a file, a folder without its record): nothing was
+    read or changed."""
 
 
 def decoded_dir(entry_dir: Path) -> Path:
@@ -147,7 +152,8 @@ def record_copy(folder: Path, key: str, arrays: Iterable[str]) -> None:
                 sums[first:first + len(block)] = row_sums(block)
         files[path.name] = {"size": path.stat().st_size, "sha256": digest.hexdigest()}
         np.save(folder / sums_file(name), sums)
-        recorded[name] = {"offset": offset, "row_nbytes": width, "rows": count, "crc32": crc}
+        recorded[name] = {"offset": offset, "row_nbytes": width, "rows": count, "crc32": crc,
+                          "sums_crc32": crc32((folder / sums_file(name)).read_bytes())}
     write_record(folder, key, files, arrays=recorded)
 
 

@@ -100,9 +100,9 @@ class ShardIndex:
         (`check_lengths`): no member read by it is larger than its rows' bytes stored, with
         their framing.
         """
-        index = cls.read(entry.file(INDEX_FILE), where)
-        index.check(int(entry.meta["n_examples"]), where, entry.meta.get("parts"))
-        index.check_lengths(row_nbytes(entry.meta["layout"]), where)
+        index, named = cls.read(entry.file(INDEX_FILE), where), f"its shard index {INDEX_FILE}"
+        index.check(int(entry.meta["n_examples"]), where, entry.meta.get("parts"), named)
+        index.check_lengths(row_nbytes(entry.meta["layout"]), where, named)
         return index
 
     @classmethod
@@ -120,14 +120,15 @@ class ShardIndex:
                                     "for a multi-part entry")
         return cls(*table)
 
-    def check_lengths(self, row_bytes: int, where: str) -> None:
-        """Raise a `DamagedIndexError` naming ``where`` unless every shard's member can hold its rows of ``row_bytes``
-        bytes (`glyphforge.cache.declared.member_bounds`): a reader allocates a member's length to read it."""
+    def check_lengths(self, row_bytes: int, where: str, named: str = "its shard index") -> None:
+        """Raise a `DamagedIndexError` naming ``where`` (and the index as ``named``) unless every shard's member can
+        hold its rows of ``row_bytes`` bytes (`glyphforge.cache.declared.member_bounds`): a reader allocates a member's
+        length to read it."""
         fewest, most = member_bounds(self.rows, row_bytes)
         wrong = np.flatnonzero((self.length < fewest) | (self.length > most))
         if len(wrong):
             shard = int(wrong[0])
-            raise DamagedIndexError(where, f"its shard index records shard {shard} as {int(self.length[shard]):,} "
+            raise DamagedIndexError(where, f"{named} records shard {shard} as {int(self.length[shard]):,} "
                                     f"bytes for {int(self.rows[shard]):,} rows of {row_bytes:,} bytes, which "
                                     f"compress to {int(fewest[shard]):,} to {int(most[shard]):,} bytes")
 
@@ -172,8 +173,9 @@ class ShardIndex:
         first, stop = np.searchsorted(self.part, [part, part + 1])
         return int(first), int(stop) - 1
 
-    def check(self, n_examples: int, where: str, parts: Any = None) -> None:
-        """Raise a `DamagedIndexError` naming ``where`` unless the index tiles ``n_examples`` rows and its bytes.
+    def check(self, n_examples: int, where: str, parts: Any = None, named: str = "its shard index") -> None:
+        """Raise a `DamagedIndexError` naming ``where`` (and the index as ``named``) unless the index tiles
+        ``n_examples`` rows and its bytes.
 
         ``parts`` is the entry's ``meta["parts"]`` (None: a single ``arrays.pklz``): a
         multi-part index must have a ``part`` row naming them in order, each part's members
@@ -182,7 +184,7 @@ class ShardIndex:
         (`glyphforge.builds.entry_files.LostShardsError`).
         """
         if (parts is None) != (self.part is None):
-            raise DamagedIndexError(where, f"its shard index has {4 if self.part is None else 5} rows but its "
+            raise DamagedIndexError(where, f"{named} has {4 if self.part is None else 5} rows but its "
                                     f"manifest {'lists no' if parts is None else 'lists'} parts")
         if self.part is None:
             first_in_file = np.zeros(len(self), bool)
@@ -192,7 +194,7 @@ class ShardIndex:
             steps = np.diff(self.part)
             in_order = bool(np.all((steps == 0) | (steps == 1)))
             if len(self) and not (in_order and self.part[0] == 0 and self.part[-1] == len(parts) - 1):
-                raise DamagedIndexError(where, f"its shard index does not name its {len(parts)} parts in order")
+                raise DamagedIndexError(where, f"{named} does not name its {len(parts)} parts in order")
             first_in_file = np.concatenate([[True], steps == 1])
         follows = np.concatenate([[0], self.offset[:-1] + self.length[:-1]])
         tiles_bytes = len(self) > 0 and bool(
@@ -200,5 +202,5 @@ class ShardIndex:
         tiles_rows = len(self) > 0 and self.start[0] == 0 and bool(
             np.all(self.start[1:] == self.stop[:-1]) and np.all(self.stop > self.start))
         if not (tiles_bytes and tiles_rows and self.n_examples == n_examples):
-            raise DamagedIndexError(where, f"its shard index does not tile the data (it covers {self.n_examples} "
+            raise DamagedIndexError(where, f"{named} does not tile the data (it covers {self.n_examples} "
                                     f"rows; the manifest says {n_examples})")

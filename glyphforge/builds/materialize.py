@@ -25,13 +25,16 @@ Making it (`make_copy`):
 * Only with room: the copy must leave `RESERVE_FRACTION` of its disk free, else
   `NotEnoughSpaceError` before anything is written. (How much an automatic copy may take:
   `glyphforge.builds.copy_source`.)
-* Only glyphforge's: a ``<key>.decoded`` that is a symbolic link or a file raises
+* Only glyphforge's: a ``<key>.decoded`` that is a symbolic link, a file, or a folder without
+  a record (``checks.json``, which every copy glyphforge publishes holds) raises
   `ForeignCopyError`; nothing is read from it, written or removed there.
 
 Reading (`DecodedCopy`): the rows asked for are copied out, never viewed, and checked before
 they are returned. Arrays of at most `LOAD_LIMIT` bytes (labels, boxes) are read whole when
 the copy is opened and checked against their CRC32 once; larger ones (the images) are read a
-row at a time with ``os.preadv`` into the output, each row checked against its CRC32 (a
+row at a time with ``os.preadv`` into the output, each row checked against its CRC32 (their
+file's own CRC32 checked against the record when the copy is opened, so rows and checksums
+replaced together are refused too; a
 memory map of them would not do: Linux maps a large folio of the page cache around each
 fault, over a megabyte a row was measured, so random rows would make the whole file resident
 within an epoch; and a map serves whatever the file holds by then). So a process's resident
@@ -43,6 +46,7 @@ reads the shards.
 from __future__ import annotations
 
 import errno
+import io
 import logging
 import mmap
 import os
@@ -77,6 +81,7 @@ from glyphforge.builds.decoded_copy import (
 )
 from glyphforge.builds.export import write_npy_files
 from glyphforge.builds.reading import ShardReader
+from glyphforge.cache.companion_record import RECORD, recorded
 from glyphforge.cache.entry import Entry
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.errors import StorageError
@@ -89,6 +94,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 _REMOVED = "removed it (glyphforge's own copy; the entry itself is intact)"
 
+#: What a ``<key>.decoded`` directory without a record is: not glyphforge's (see `glyphforge.cache.companions`).
+_UNRECORDED = f"a folder without {RECORD} (the record glyphforge writes last into each copy it makes)"
 #: The part of its disk a decoded copy must leave free.
 RESERVE_FRACTION = 0.05
 #: The largest array of a copy that a reader loads whole (and checks once); larger ones are read row by row.
@@ -270,18 +277,18 @@ def open_copy(entry: Entry, layout: dict[str, Any], n_examples: int) -> DecodedC
     Raises
     ------
     ForeignCopyError
-        ``<key>.decoded`` is not glyphforge's (a symbolic link, a file): nothing was read from it.
+        ``<key>.decoded`` is not glyphforge's (a link, a file, a folder without its record): nothing was read from it.
     DamagedCopyError
         The copy is not what its maker recorded (see `glyphforge.builds.decoded_copy`).
     """
     path = decoded_dir(entry.path)
-    what = foreign(path)
+    what = foreign(path) or (_UNRECORDED if path.is_dir() and not recorded(path) else None)
     if what is not None:
         raise ForeignCopyError(
             f"{path} is {what}, not glyphforge's decoded copy of {entry.kind} {entry.key[:12]}: glyphforge neither "
-            "reads from it nor writes or removes anything there. Remove it (`rm` of a link leaves its target as it "
-            "is), then call ds.materialize() to make the copy; or read rows with random_access='decode', which "
-            "needs no copy")
+            "reads from it nor writes or removes anything there. Move it away or remove it (`rm` of a link leaves "
+            "its target as it is), then call ds.materialize() to make the copy; or read rows with "
+            "random_access='decode', which needs no copy")
     found = identity(path)
     if found is None:
         return None
@@ -289,7 +296,7 @@ def open_copy(entry: Entry, layout: dict[str, Any], n_examples: int) -> DecodedC
     try:
         record = read_checks(path, entry.key)
         for name, info in layout.items():
-            arrays[name] = _open_array(path, name, (n_examples, *info["shape"]), record["arrays"].get(name))
+            arrays[name] = _open_array(path, name, (n_examples, *info["shape"]), record)
     except DamagedCopyError as error:
         _close(list(arrays.values()))
         error.identity = found
@@ -300,15 +307,16 @@ def open_copy(entry: Entry, layout: dict[str, Any], n_examples: int) -> DecodedC
     return DecodedCopy(path, arrays, found)
 
 
-def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) -> CopyArray:
+def _open_array(folder: Path, name: str, shape: tuple[int, ...], record: dict[str, Any]) -> CopyArray:
     """Open array ``name`` of the copy in ``folder`` for reading rows (see `open_copy`).
 
     Raises
     ------
     DamagedCopyError
-        It is not an array of ``shape`` as recorded (``recorded``: its entry in the record), or not its checksum.
+        It is not an array of ``shape`` as the copy's ``record`` describes it, or not its checksum; or its row
+        checksums are not those the record holds (`_row_sums`).
     """
-    path = folder / f"{name}.npy"
+    path, recorded = folder / f"{name}.npy", record["arrays"].get(name)
     try:
         with open(path, "rb") as stream:
             found, dtype, offset = npy_layout(stream)
@@ -324,19 +332,48 @@ def _open_array(folder: Path, name: str, shape: tuple[int, ...], recorded: Any) 
                 if crc32(whole.reshape(-1).view(np.uint8)) != crc:
                     raise ValueError("changed since the copy was made (its checksum differs)")
                 return CopyArray(path, dtype, shape, offset, width, crc, whole=whole)
-            with open(folder / sums_file(name), "rb") as checksums:
-                if npy_layout(checksums)[:2] != (shape[:1], np.dtype(np.uint32)):
-                    raise ValueError(f"its row checksums ({sums_file(name)}) are not those of {shape[0]} rows")
-                sums = np.fromfile(checksums, np.uint32, shape[0])
-            if len(sums) != shape[0]:
-                raise ValueError(f"its row checksums ({sums_file(name)}) are cut short")
+            sums = _row_sums(folder / sums_file(name), shape[0], recorded.get("sums_crc32"))
             if hasattr(os, "preadv"):
                 return CopyArray(path, dtype, shape, offset, width, crc, sums, fd=os.open(path, os.O_RDONLY))
             mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
             whole = np.ndarray(shape, dtype, buffer=mapped, offset=offset)
             return CopyArray(path, dtype, shape, offset, width, crc, sums, whole=whole, map=mapped)
+    except DamagedCopyError:
+        raise
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise DamagedCopyError(path, f"is damaged: {error}") from None
+
+
+def _row_sums(path: Path, rows: int, recorded: Any) -> np.ndarray:
+    """The ``rows`` row checksums in ``path``, once its bytes have the CRC32 the copy's record holds (``recorded``).
+
+    So a row checksum file is bound to its copy: one replaced together with its array (another
+    entry's pair, of the same shape) is refused here, as the array alone is by its rows. One
+    CRC32 of the file: 0.1 ms a million rows (its sha256 would take 7 ms).
+
+    Raises
+    ------
+    DamagedCopyError
+        Its CRC32 is not the recorded one (or none is recorded: a copy made by an older glyphforge), or it does not
+        hold ``rows`` checksums.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise DamagedCopyError(path, f"cannot be read ({error.strerror or error})") from None
+    if not isinstance(recorded, int):
+        raise DamagedCopyError(path, "has no CRC32 in the copy's record (made by an older glyphforge)")
+    if crc32(data) != recorded:
+        raise DamagedCopyError(path, "is not the row checksum file the copy's record holds (its CRC32 differs: "
+                                     "changed or replaced since the copy was made)")
+    stream = io.BytesIO(data)
+    try:
+        layout = npy_layout(stream)[:2]
+    except ValueError as error:
+        raise DamagedCopyError(path, f"is damaged: {error}") from None
+    if layout != ((rows,), np.dtype(np.uint32)) or len(data) - stream.tell() != 4 * rows:
+        raise DamagedCopyError(path, f"does not hold the checksums of {rows} rows")
+    return np.frombuffer(data, np.uint32, rows, stream.tell())
 
 
 def make_copy(dataset: ShardReader, announce: Callable[[int, Path], None] | None = None) -> DecodedCopy:
@@ -358,7 +395,8 @@ def make_copy(dataset: ShardReader, announce: Callable[[int, Path], None] | None
     NotEnoughSpaceError
         The copy would leave less than `RESERVE_FRACTION` of its disk free; nothing was written.
     ForeignCopyError
-        ``<key>.decoded`` is not glyphforge's (a symbolic link, a file): nothing was read or written there.
+        ``<key>.decoded`` is not glyphforge's (a link, a file, a folder without its record): nothing was read or
+        written there.
     StorageError
         Writing failed (a full disk, a read-only cache, a permission): the staging is removed.
     LockTimeoutError
@@ -427,11 +465,8 @@ def _lock_path(target: Path) -> Path:
 
 
 def _remove_leftovers(entry_dir: Path) -> None:
-    """Remove a copy that is not whole and the staging of makers that died (call holding the lock)."""
-    target = decoded_dir(entry_dir)
-    if target.exists():
-        remove_tree(target)
-    for staging in target.parent.glob(f"{decoded_staging_prefix(entry_dir)}*"):
+    """Remove the staging of makers that died (call holding the lock)."""
+    for staging in decoded_dir(entry_dir).parent.glob(f"{decoded_staging_prefix(entry_dir)}*"):
         remove_tree(staging)
 
 

@@ -1,11 +1,13 @@
 """Removing what a cache store no longer needs: `sweep` (``cache gc`` before eviction) and `CleanupError`.
 
 Abandoned staging and trash directories, broken entries (a manifest that fails
-`glyphforge.cache.manifest.read_manifest`, a data file missing or of the wrong size) and
-derived companions whose entry is gone (`glyphforge.cache.companions`) are glyphforge's
-own, and removed. An entry this user may not read is not known to be broken: it is left
-alone. What another user's files stop being removed is named, with its owner and what to do, in one
-`CleanupError` at the end.
+`glyphforge.cache.manifest.read_manifest`, a data file missing, of the wrong size or sha256:
+`glyphforge.cache.verify.damaged`), derived companions failing their record and those whose
+entry is gone (`glyphforge.cache.companions`) are glyphforge's own, and removed: what
+``cache verify`` reports damaged, ``gc`` removes (so every data file is re-hashed). An entry
+this user may not read is not known to be broken: it is left alone; a link or a file in a
+companion's place is not glyphforge's, and stays. What another user's files stop being
+removed is named, with its owner and what to do, in one `CleanupError` at the end.
 """
 from __future__ import annotations
 
@@ -15,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from glyphforge._files import describe_owner, remove_tree
-from glyphforge.cache.companions import entry_dirs, orphans
+from glyphforge.cache.companions import damaged_companions, entry_dirs, orphans
 from glyphforge.cache.entry import UnreadableEntryError, read_entry
 from glyphforge.cache.layout import STAGING_PREFIX, TRASH_PREFIX, kind_dirs, listing
 from glyphforge.cache.locks import LockTimeoutError
-from glyphforge.cache.verify import check_entry_files
+from glyphforge.cache.verify import damaged
 from glyphforge.errors import StorageError
 
 
@@ -63,8 +65,11 @@ def sweep(root: Path, remove_staging: Callable[[Path], OSError | None], hide: Ca
             entry = read_entry(path)
         except UnreadableEntryError:
             continue  # not known to be broken: another user's (`unreadable` names it)
-        if entry is None or check_entry_files(entry, rehash=False):
+        if entry is None or damaged(entry):
             _collect(path, lambda broken: remove_tree(hide(broken)), removed, failed)
+        else:
+            for companion in damaged_companions(entry.path, entry.key):
+                _collect(companion, remove_tree, removed, failed)
     for kind_dir in kind_dirs(root):  # derived companions of entries gone
         for path in orphans(kind_dir):
             _collect(path, remove_tree, removed, failed)

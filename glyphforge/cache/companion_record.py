@@ -11,8 +11,8 @@ and what else the maker records (the record is a JSON object; the cache reads ``
 
 A companion whose record is not its entry's, or whose files are not what it records, is
 damaged (`DamagedCompanionError`). A ``<key>.<label>`` directory without a record is not
-glyphforge's (`recorded`): the cache neither counts, checks nor removes it (its maker, which
-knows its own label, may find its own copy without one: `DamagedCompanionError` too). One that
+glyphforge's (`recorded`): the cache neither counts, checks nor removes it, and its maker
+neither reads nor replaces it (`glyphforge.builds.materialize.ForeignCopyError`). One that
 is no directory (a symbolic link, a file) is not glyphforge's either (`foreign`): nothing is
 read from it or done to it.
 """
@@ -30,7 +30,7 @@ from glyphforge.errors import IntegrityError, StorageError
 #: The record of a companion, written last by its maker.
 RECORD = "checks.json"
 _REMOVE = ("It is only a copy (the entry itself is intact), and glyphforge drops it at its next read and makes it "
-           "again when it is needed; to remove it now: rm -r '{folder}'")
+           "again when it is needed; to remove it now: `glyphforge cache gc` (or rm -r '{folder}')")
 
 
 class DamagedCompanionError(StorageError, IntegrityError):

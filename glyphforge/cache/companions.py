@@ -7,8 +7,8 @@ copy, `glyphforge.builds.decoded_copy`, is ``<key>.decoded``), carrying a record
 (:mod:`glyphforge.cache.companion_record`). The cache knows no more of them than that: they
 are no entries (an entry's name, its key, has no dot), ``rm`` and eviction remove every
 companion with its entry, eviction counts the bytes of the derived ones, replacing an entry
-drops its derived companions (``gc`` removes them once their entry is gone), and ``verify``
-checks each derived one against its record.
+drops its derived companions (``gc`` removes them once their entry is gone, and those
+failing their record), and ``verify`` checks each derived one against its record.
 
 glyphforge deletes only what it wrote: a ``<key>.<label>`` directory without a record (a
 user's ``<key>.notes``) is no companion, and stays, uncounted and unchecked. A link or a file
@@ -82,11 +82,19 @@ def companion_bytes(entry_dir: Path) -> int:
     return sum(companion_sizes(entry_dir).values())
 
 
-def check_companions(entry_dir: Path, key: str) -> list[tuple[Path, str, str]]:
+def check_companions(entry_dir: Path, key: str) -> list[tuple[Path, str, str, bool]]:
     """What re-hashing the derived companions of the entry ``key`` in ``entry_dir`` against their records finds wrong:
-    (path, problem, the companion's label)."""
-    return [(path, problem, label(folder, key)) for folder in companions(entry_dir, derived=True)
-            for path, problem in verify_record(folder, key)]
+    (path, problem, the companion's label, whether the companion is glyphforge's: False for a link or a file in its
+    place)."""
+    return [(path, problem, label(folder, key), foreign(folder) is None)
+            for folder in companions(entry_dir, derived=True) for path, problem in verify_record(folder, key)]
+
+
+def damaged_companions(entry_dir: Path, key: str) -> list[Path]:
+    """The derived companions of the entry ``key`` in ``entry_dir`` that are glyphforge's and fail `check_companions`:
+    what ``gc`` removes."""
+    return [folder for folder in companions(entry_dir, derived=True)
+            if foreign(folder) is None and verify_record(folder, key)]
 
 
 def orphans(kind_dir: Path) -> list[Path]:

@@ -69,6 +69,8 @@ class CorruptPklzError(IntegrityError, ValueError):
 #: What inflating a damaged or truncated (``EOFError``) gzip stream raises.
 GZIP_ERRORS: tuple[type[Exception], ...] = (EOFError, gzip.BadGzipFile, zlib.error,
                                             cast("type[Exception]", isal_zlib.error))  # isal's stub: an instance
+#: What loading a pickle from a damaged or truncated gzip stream raises.
+_LOAD_ERRORS: tuple[type[Exception], ...] = (*GZIP_ERRORS, pickle.UnpicklingError)
 
 
 @contextmanager
@@ -265,7 +267,7 @@ def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = Non
             except MemoryError as error:  # a count in the pickle (a bytearray's size) is allocated before it is read
                 raise budget.refusal(str(path), "a pickle in it asks for more memory than this machine can give") \
                     from error
-            except (EOFError, gzip.BadGzipFile, zlib.error, pickle.UnpicklingError) as error:
+            except _LOAD_ERRORS as error:
                 raise CorruptPklzError(
                     f"{path} is truncated or damaged ({error}). If it is a cache file, `glyphforge cache verify` "
                     "lists such files and `glyphforge cache gc` removes their entries; then prepare or build again"

@@ -13,6 +13,9 @@ CORRUPT = "CORRUPT"
 UNREADABLE = "UNREADABLE"
 #: Data files without their manifest at a URL: an upload in progress, or an interrupted one (not an entry yet).
 INCOMPLETE = "INCOMPLETE"
+#: Not glyphforge's: a link or a file where an entry's companion would be. Named with what to do, never changed; no
+#: failure (what glyphforge keeps is intact, and `gc`, which removes only its own, leaves it).
+FOREIGN = "FOREIGN"
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class CacheProblem:
     message
         What is wrong, and what to do.
     state
-        `CORRUPT`, `UNREADABLE` or `INCOMPLETE`.
+        `CORRUPT`, `UNREADABLE`, `INCOMPLETE` or `FOREIGN`.
     companion
         The label of the entry's companion the problem is in (``"decoded"``), "" for the entry's own files.
     """
@@ -43,8 +46,8 @@ class CacheProblem:
 
     @property
     def failing(self) -> bool:
-        """Damaged or not checked: all but an `INCOMPLETE` upload, which is no entry yet."""
-        return self.state != INCOMPLETE
+        """Damaged or not checked: all but an `INCOMPLETE` upload, which is no entry yet, and what is `FOREIGN`."""
+        return self.state not in (INCOMPLETE, FOREIGN)
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"

@@ -207,19 +207,27 @@ def remove_downloads(files: Iterable[RawFile], entries: Iterable[Entry]) -> list
     prepared yet) downloads it again.
     """
     entries = list(entries)
-    removed = []
-    for file in files:
-        if not (file.downloaded and file.state != "partial" and read_record(file.path) and converted(file, entries)):
-            continue
-        lock = filelock.FileLock(file.path.with_name(f".{file.path.name}.lock"))
-        try:
-            with hold(lock, f"fetching {file.dataset}/{file.path.name}", 0):
-                file.path.unlink()
-                record_path(file.path).unlink(missing_ok=True)
-        except LockTimeoutError:
-            continue
-        removed.append(file)
-    return removed
+    return [file for file in files if file.downloaded and file.state != "partial" and read_record(file.path)
+            and converted(file, entries) and _remove(file)]
+
+
+def remove_damaged(files: Iterable[RawFile]) -> list[RawFile]:
+    """Delete each of ``files`` that glyphforge downloaded and that no longer has its pinned hash (``files`` hashed
+    again: what ``cache verify`` reports damaged); return those. Never a file placed by hand or replaced since."""
+    return [file for file in files if file.downloaded and file.state == "differs" and read_record(file.path)
+            and _remove(file)]
+
+
+def _remove(file: RawFile) -> bool:
+    """Delete the download ``file`` and its record, unless another process holds its download lock (fetching it)."""
+    lock = filelock.FileLock(file.path.with_name(f".{file.path.name}.lock"))
+    try:
+        with hold(lock, f"fetching {file.dataset}/{file.path.name}", 0):
+            file.path.unlink()
+            record_path(file.path).unlink(missing_ok=True)
+    except LockTimeoutError:
+        return False
+    return True
 
 
 def _listing(folder: Path) -> list[Path]:

@@ -37,7 +37,7 @@ dataset's ``.decoded`` copy), go with it (:mod:`glyphforge.cache.companions`):
 :meth:`~CacheStore.rm` and :meth:`~CacheStore.evict` remove them, eviction counts a derived
 companion's bytes with the entry's, replacing an entry drops its derived companions,
 :meth:`~CacheStore.verify` re-hashes them against their records and :meth:`~CacheStore.gc`
-removes a derived companion whose entry is gone.
+removes a derived companion whose entry is gone or that fails its record.
 
 A store may have a source (`EntrySource`) of the entries it lacks: the local copy of a data dir
 at a URL has the data dir there (`glyphforge.storage.pull_through.PullThrough`), whose prepared
@@ -292,7 +292,8 @@ class CacheStore:
     @property
     def repair(self) -> str:
         """What to do about the damage `verify` finds: remove it (`gc`), then make it again."""
-        return "remove broken entries with `glyphforge cache gc` and prepare again"
+        return ("`glyphforge cache gc` removes what is damaged (glyphforge's own files only); then prepare or build "
+                "again what you need")
 
     def scan(self) -> Scan:
         """List the store once: its complete entries (`ls`), and what is left out and why (broken manifests, and
@@ -387,7 +388,9 @@ class CacheStore:
         gone; with ``max_size``, then `evict`.
 
         A broken entry has a manifest that fails `read_manifest`, or a data file that
-        is missing or of the wrong size. An entry this user may not read is not broken:
+        is missing, of the wrong size or sha256 (every file is re-hashed, as by `verify`); a
+        derived companion failing its record is removed too. An entry this user may not
+        read is not broken:
         it is left alone (`unreadable` names it). Returns the removed paths (the evicted
         entries' directories last, least recently used first).
 

@@ -3,7 +3,8 @@
 
 An entry is checked against its manifest (every data file there, of the recorded size and,
 when re-hashed, sha256), and its companions against their records
-(`glyphforge.cache.companions.check_companions`). What this user may not read is a problem
+(`glyphforge.cache.companions.check_companions`; a link or a file in a companion's place is
+`FOREIGN`: named, not glyphforge's). What this user may not read is a problem
 too, `UNREADABLE`: it could not be checked (and is not known to be broken).
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from glyphforge.cache.companions import check_companions, entry_dirs
 from glyphforge.cache.entry import Entry, unreadable_text
 from glyphforge.cache.layout import kind_dirs, listable
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, read_manifest
-from glyphforge.cache.problems import UNREADABLE, CacheProblem, Scan
+from glyphforge.cache.problems import CORRUPT, FOREIGN, UNREADABLE, CacheProblem, Scan
 
 _UNREADABLE = "you may not read it: "
 
@@ -31,9 +32,15 @@ def check_store(root: Path) -> list[CacheProblem]:
     entries, problems = read_store(root)
     for entry in entries:
         problems.extend(check_entry_files(entry, rehash=True))
-        problems.extend(CacheProblem(where, problem, companion=label)
-                        for where, problem, label in check_companions(entry.path, entry.key))
+        problems.extend(CacheProblem(where, problem, CORRUPT if ours else FOREIGN, companion=label)
+                        for where, problem, label, ours in check_companions(entry.path, entry.key))
     return problems
+
+
+def damaged(entry: Entry) -> bool:
+    """Whether `check_store` finds a data file of ``entry`` damaged (missing, of another size or sha256): what ``gc``
+    removes. A file this user may not read is not known to be damaged."""
+    return any(not problem.unreadable for problem in check_entry_files(entry, rehash=True))
 
 
 def read_store(root: Path) -> tuple[list[Entry], list[CacheProblem]]:

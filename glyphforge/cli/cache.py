@@ -141,7 +141,7 @@ def _cache_gc(args: argparse.Namespace) -> int:
     except CleanupError as error:
         _print_removed(error.removed)
         raise
-    _print_removed(removed)
+    _print_removed([*removed, *(file.path for file in raw.remove_damaged(_raw_files(context, rehash=True)))])
     for problem in store.unreadable():
         print(f"left alone: {problem}", file=sys.stderr)
     if args.raw:
@@ -214,8 +214,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     rm = add_command(cache_commands, "rm", "remove one entry by key (or a unique prefix of 6+ characters)",
                      "glyphforge cache rm 3fa2c81b9d", _cache_rm)
     rm.add_argument("key")
-    gc = add_command(cache_commands, "gc", "remove abandoned temporaries and broken entries; with --max-size, evict "
-                     "the least recently used entries", "glyphforge cache gc --max-size 20GB", _cache_gc)
+    gc = add_command(cache_commands, "gc", "remove abandoned temporaries and what `cache verify` reports damaged "
+                     "(glyphforge's own files only: entries, decoded copies, downloads); with --max-size, evict the "
+                     "least recently used entries", "glyphforge cache gc --max-size 20GB", _cache_gc)
     gc.add_argument("--raw", action="store_true",
                     help="also remove upstream files in <data dir>/raw that glyphforge downloaded and has converted "
                          "into the cache since (never a file placed by hand); making something new from one "

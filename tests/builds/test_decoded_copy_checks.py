@@ -9,15 +9,17 @@ disk, the entry read from a path and from file://, HTTP, S3 (moto) and GCS (emul
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from glyphforge.builds import BuiltDataset, materialize
-from glyphforge.builds.decoded_copy import decoded_bytes, decoded_dir
+from glyphforge.builds.decoded_copy import decoded_bytes, decoded_dir, row_sums, sums_file
 from glyphforge.builds.materialize import ForeignCopyError
 from glyphforge.cache.companion_record import verify_record
 from glyphforge.errors import StorageError
@@ -100,7 +102,16 @@ def read_dataloader(reader: BuiltDataset, arrays: dict[str, np.ndarray], workers
     assert sorted(seen) == list(range(ROWS))
 
 
-READS = {"getitem": read_getitem, "take": read_take, "arrays": read_arrays, "dataloader": read_dataloader}
+def read_stream(reader: BuiltDataset, arrays: dict[str, np.ndarray]) -> None:
+    seen = []
+    for images, targets in reader.stream(64, seed=3):
+        assert np.array_equal(images, arrays["images"][targets["row"]])
+        seen.extend(targets["row"].tolist())
+    assert sorted(seen) == list(range(ROWS))
+
+
+READS = {"getitem": read_getitem, "take": read_take, "arrays": read_arrays, "dataloader": read_dataloader,
+         "stream": read_stream}
 
 
 @pytest.mark.parametrize("read", list(READS))
@@ -116,6 +127,32 @@ def test_a_damaged_copy_is_never_served_and_is_dropped(opener, read, load_limit,
     again = opener()
     assert again.materialize() == copy  # a new copy, whole
     READS[read](again, arrays)
+
+
+def swap_pair(copy: Path) -> None:
+    """#42 row 1: ``images.npy`` and ``images.crc32.npy`` replaced together by another entry's of the same shape (other
+    images, with their own row checksums): each file's size is the recorded one, each row matches its checksum."""
+    theirs = (np.load(copy / "images.npy").astype(np.int64) + 7) % 251
+    np.save(copy / "images.npy", theirs.astype(np.uint8))
+    np.save(copy / sums_file("images"), row_sums(theirs.astype(np.uint8).reshape(ROWS, -1)))
+
+
+@pytest.mark.parametrize("read", list(READS))
+def test_an_array_swapped_with_its_checksums_is_refused_naming_them(opener, read, monkeypatch, caplog):
+    monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)  # the images read row by row, against their checksum file
+    caplog.set_level(logging.WARNING)
+    arrays = expected()
+    copy = opener().materialize()
+    swap_pair(copy)
+    assert (copy / "images.npy").stat().st_size == verify_size(copy, "images.npy")  # what opening checks holds
+    READS[read](opener(), arrays)  # no row of the other entry's served under this one's labels
+    said = [record.getMessage() for record in caplog.records if "decoded copy is damaged" in record.getMessage()]
+    assert said and f"{copy / sums_file('images')} is not the row checksum file the copy's record holds" in said[0]
+    assert "removed it" in said[0] and not copy.exists()
+
+
+def verify_size(copy: Path, name: str) -> int:
+    return int(json.loads((copy / "checks.json").read_text())["files"][name]["size"])
 
 
 @pytest.mark.parametrize("read", ["getitem", "take", "arrays"])
@@ -176,16 +213,47 @@ def test_a_copy_file_truncated_while_it_is_read_is_dropped(built_rows, tmp_path,
     assert len(said) == 1 and f"{copy}/images.npy ends before row" in said[0] and not copy.exists()
 
 
-def test_a_copy_without_checksums_is_made_again(built_rows, tmp_path, caplog):
+#: #42 row 11: every path that could remove a ``<key>.decoded`` without its record (not glyphforge's), as users take it.
+def _read_with(read: str) -> Callable[[BuiltDataset], None]:
+    return lambda dataset: READS[read](dataset.reopened(), expected())
+
+
+def _materialize(dataset: BuiltDataset) -> None:
+    with pytest.raises(ForeignCopyError, match=r"is a folder without checks.json .*not glyphforge's decoded copy"):
+        dataset.reopened().materialize()
+
+
+def _random_access_materialize(dataset: BuiltDataset) -> None:
+    with pytest.raises(ForeignCopyError, match="a folder without checks.json"):
+        dataset.reopened(random_access="materialize")[3]
+
+
+def _command(*words: str) -> Callable[[BuiltDataset], None]:
+    def run(dataset: BuiltDataset) -> None:
+        key = [dataset.key[:12]] if words == ("rm",) else []
+        done = run_here("glyphforge", "cache", *words, *key, "--data-dir", dataset.path.parents[2])
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return run
+
+
+UNRECORDED_PATHS = {**{read: _read_with(read) for read in READS}, "materialize()": _materialize,
+                    "random_access=materialize": _random_access_materialize, "cache gc": _command("gc"),
+                    "cache verify": _command("verify"), "cache rm": _command("rm")}
+
+
+@pytest.mark.parametrize("path", list(UNRECORDED_PATHS))
+def test_a_decoded_folder_without_its_record_is_not_glyphforges_and_no_path_removes_it(built_rows, tmp_path, path,
+                                                                                         caplog):
     caplog.set_level(logging.WARNING)
     dataset = fresh_build(built_rows, tmp_path)
-    copy = dataset.reopened().materialize()
-    (copy / "checks.json").unlink()  # as a glyphforge before checked copies left it
-    again = dataset.reopened()
-    assert again.materialize() == copy and (copy / "checks.json").is_file()
-    assert any(f"{copy}/checks.json is missing: the copy has no checksums" in record.getMessage()
-               for record in caplog.records)
-    read_take(again, expected())
+    folder = decoded_dir(dataset.path)
+    folder.mkdir()
+    (folder / "notes.txt").write_text("not glyphforge's")
+    UNRECORDED_PATHS[path](dataset)
+    assert sorted(item.name for item in folder.iterdir()) == ["notes.txt"]
+    assert (folder / "notes.txt").read_text() == "not glyphforge's"
+    said = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert all(f"{folder} is a folder without checks.json" in text for text in said), said
 
 
 def test_cache_verify_reports_a_damaged_copy_and_what_to_do(built_rows, tmp_path):
@@ -236,7 +304,7 @@ def test_materialize_over_a_symlink_says_it_is_not_glyphforges_and_touches_nothi
     message = str(raised.value)
     assert isinstance(raised.value, StorageError) and "\n" not in message
     assert f"{link} is a symbolic link to {theirs}, not glyphforge's decoded copy of test-rows" in message
-    assert "Remove it" in message and "ds.materialize()" in message
+    assert "Move it away or remove it" in message and "ds.materialize()" in message
     assert link.is_symlink() and untouched(theirs)
     with pytest.raises(ForeignCopyError):
         dataset.reopened(random_access="materialize")[3]
@@ -267,6 +335,6 @@ def test_auto_over_a_symlink_warns_once_and_keeps_decoding(linked, caplog):
 def test_cache_verify_names_a_symlinked_copy(linked):
     dataset, link, theirs = linked
     done = run_here("glyphforge", "cache", "verify", "--data-dir", dataset.path.parents[2])
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert f"CORRUPT {link}: is a symbolic link to {theirs}, not glyphforge's decoded copy" in done.stdout
+    assert done.returncode == 0 and "Traceback" not in done.stderr  # glyphforge's own files are whole
+    assert f"FOREIGN {link}: is a symbolic link to {theirs}, not glyphforge's decoded copy" in done.stdout
     assert untouched(theirs)

@@ -9,18 +9,23 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from glyphforge.builds import build
+from glyphforge.builds.decoded_copy import decoded_dir
 from glyphforge.cache import CacheStore, Entry
+from glyphforge.cache.raw import record_download
 from glyphforge.datasets import backgrounds
 from glyphforge.datasets.backgrounds import load_backgrounds
 from glyphforge.pipelines.download import fetch
 from glyphforge.textfmt import human_size, parse_size
 
 from support.cli import run, run_here
+from support.copy_backends import built_rows, fresh_build  # noqa: F401 (fixture)
 from support.http_server import http_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
 
@@ -189,10 +194,12 @@ def test_raw_files_are_listed_verified_and_only_glyphforges_converted_downloads_
             "remove it and run prepare-data again to download it again") in verified.stdout.splitlines()
     assert "4 upstream files hashed: 2 match the pinned hashes" in verified.stdout
 
-    plain = run_here("glyphforge", "cache", "gc", "--data-dir", tmp_path)  # without --raw: raw/ is not touched
-    assert plain.returncode == 0 and plain.stdout == "0 item(s) removed\n"
-    time.sleep(0.05)  # file times advance by the kernel's clock tick: the next download is after the entry
-    fetch(backgrounds.RESOURCES["curves.jpg"], raw, mirrors=[http_server.base_url], progress=False)
+    plain = run_here("glyphforge", "cache", "gc", "--data-dir", tmp_path)  # without --raw: only what verify reported
+    assert plain.returncode == 0 and plain.stdout == f"removed {water}\n1 item(s) removed\n"
+    assert run_here("glyphforge", "cache", "verify", "--data-dir", tmp_path).returncode == 0
+    time.sleep(0.05)  # file times advance by the kernel's clock tick: the next downloads are after the entry
+    for name in ("curves.jpg", "water.jpg"):
+        fetch(backgrounds.RESOURCES[name], raw, mirrors=[http_server.base_url], progress=False)
 
     collected = run_here("glyphforge", "cache", "gc", "--raw", "--data-dir", tmp_path)
 
@@ -200,13 +207,12 @@ def test_raw_files_are_listed_verified_and_only_glyphforges_converted_downloads_
     assert collected.stdout.splitlines() == [
         "0 item(s) removed",
         f"removed {raw / 'circles.jpg'} ({human_size(size['circles.jpg'])}, downloaded and converted)",
-        f"removed {water} ({human_size(size['water.jpg'])}, downloaded and converted)",
-        f"2 upstream files removed ({human_size(size['circles.jpg'] + size['water.jpg'])}); 4 placed by hand left "
-        "as they are"]
-    # curves.jpg was downloaded after every entry was made: not converted, kept; what the user placed stays as it was
+        f"1 upstream file removed ({human_size(size['circles.jpg'])}); 4 placed by hand left as they are"]
+    # curves.jpg and water.jpg were downloaded after every entry was made: not converted, kept; what the user placed
+    # stays as it was
     assert sorted(path.name for path in raw.iterdir() if not path.name.endswith(".lock")) == [
-        ".curves.jpg.record", ".floor.jpg.record", ".ice.jpg.record", "curves.jpg", "floor.jpg", "ice.jpg",
-        "notes.txt"]
+        ".curves.jpg.record", ".floor.jpg.record", ".ice.jpg.record", ".water.jpg.record", "curves.jpg", "floor.jpg",
+        "ice.jpg", "notes.txt", "water.jpg"]
     assert (raw / "floor.jpg").read_bytes() == b"my own floor" and (raw / "notes.txt").read_text() == "mine"
     assert (raw / "ice.jpg").read_bytes() == (shared_data / "backgrounds" / "ice.jpg").read_bytes()
     assert load_backgrounds(["water", "circles", "ice"], data_dir=tmp_path, offline=True)[0][0].shape[2] == 3
@@ -241,3 +247,68 @@ def test_an_entry_being_iterated_is_in_use_until_the_iterator_ends(tmp_path):
     assert [entry.key for entry in store.evict(0).in_use] == [blob.key]
     assert list(items) == []  # exhausted: the lock is let go
     assert [entry.key for entry in store.evict(0).evicted] == [blob.key]
+
+
+# -- #42 row 4: what `cache verify` reports damaged, `cache gc` removes (only glyphforge's own) ---------------------
+def _flip(path: Path, at: int = 200) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _edit_record(copy: Path) -> None:
+    record = json.loads((copy / "checks.json").read_text())
+    record["key"] = "0" * 64
+    (copy / "checks.json").write_text(json.dumps(record))
+
+
+def _damaged_download(data_dir: Path) -> None:
+    water = data_dir / "raw" / "backgrounds" / "water.jpg"
+    water.parent.mkdir(parents=True)
+    water.write_bytes(b"downloaded, then damaged on disk")
+    record_download(water, backgrounds.RESOURCES["water.jpg"].hash, "https://example.org/water.jpg")
+
+
+#: Each damage `cache verify` reports as CORRUPT, done to a built entry with a decoded copy (``entry``, ``copy``).
+BREAKAGES: dict[str, Callable[[Path, Path], None]] = {
+    "manifest not JSON": lambda entry, copy: (entry / "manifest.json").write_text("{"),
+    "data file missing": lambda entry, copy: (entry / "index.npy").unlink(),
+    "data file truncated": lambda entry, copy: os.truncate(entry / "arrays.pklz", 100),
+    "data file of another sha256": lambda entry, copy: _flip(entry / "arrays.pklz"),
+    "copy file of another sha256": lambda entry, copy: _flip(copy / "images.npy"),
+    "copy file truncated": lambda entry, copy: os.truncate(copy / "name.npy", 100),
+    "copy file missing": lambda entry, copy: (copy / "row.crc32.npy").unlink(),
+    "copy record of another entry": lambda entry, copy: _edit_record(copy),
+    "download of another sha256": lambda entry, copy: _damaged_download(entry.parents[2]),
+}
+
+
+@pytest.mark.parametrize("breakage", list(BREAKAGES))
+def test_cache_gc_removes_what_cache_verify_reports_damaged_so_the_cache_then_verifies(built_rows, tmp_path,
+                                                                                          breakage):
+    dataset = fresh_build(built_rows, tmp_path)
+    copy = dataset.reopened().materialize()
+    data_dir = tmp_path / "data"
+    BREAKAGES[breakage](dataset.path, copy)
+    verified = run_here("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    assert verified.returncode == 1 and "CORRUPT " in verified.stdout, verified.stdout + verified.stderr
+    assert "`glyphforge cache gc` removes what is damaged" in verified.stderr
+
+    collected = run_here("glyphforge", "cache", "gc", "--data-dir", data_dir)
+
+    assert collected.returncode == 0 and "Traceback" not in collected.stderr, collected.stderr
+    again = run_here("glyphforge", "cache", "verify", "--data-dir", data_dir)
+    assert again.returncode == 0 and "CORRUPT" not in again.stdout, again.stdout + again.stderr
+    assert not list((data_dir / "cache" / RowSpec.kind).glob(".trash-*"))
+
+
+def test_cache_verify_names_a_link_in_a_copys_place_and_cache_gc_leaves_it(built_rows, tmp_path):
+    dataset = fresh_build(built_rows, tmp_path)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    decoded_dir(dataset.path).symlink_to(theirs, target_is_directory=True)
+    verified = run_here("glyphforge", "cache", "verify", "--data-dir", tmp_path / "data")
+    assert verified.returncode == 0, verified.stdout + verified.stderr  # glyphforge's own files are whole
+    assert f"FOREIGN {decoded_dir(dataset.path)}: is a symbolic link to {theirs}, not glyphforge's" in verified.stdout
+    assert run_here("glyphforge", "cache", "gc", "--data-dir", tmp_path / "data").stdout == "0 item(s) removed\n"
+    assert decoded_dir(dataset.path).is_symlink() and theirs.is_dir()

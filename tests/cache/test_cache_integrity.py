@@ -22,12 +22,15 @@ import subprocess
 import sys
 import textwrap
 import weakref
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from isal import isal_zlib
 
+import glyphforge as gf
 from glyphforge import cli, config
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, LostShardsError, build
@@ -321,3 +324,76 @@ def test_a_manifest_without_the_files_hash_is_broken(tmp_path):
     assert store.get("k", {"n": 1}) is None
     assert [problem.message for problem in store.verify()] == ["not a manifest of the right shape: no 'entry_sha256'"]
     assert store.gc() == [entry.path] and not entry.path.exists()
+
+
+# -- #42 row 3: every kind of damage to every deflated cache file is a CorruptPklzError naming the file -------------
+def _damage(data: bytes, how: str) -> bytes:
+    """The gzip member ``data`` damaged ``how``: its header's magic, its first deflate block made of the reserved type
+    (isal: "Invalid deflate block"), its CRC-32, or cut in half."""
+    damaged = bytearray(data)
+    if how == "header":
+        damaged[0] ^= 0xFF
+    elif how == "deflate":
+        damaged[10] = 0x07  # BFINAL 1, BTYPE 11: a block type deflate reserves
+    elif how == "crc":
+        damaged[-8] ^= 0xFF
+    else:
+        del damaged[len(damaged) // 2:]
+    return bytes(damaged)
+
+
+def _damage_file(path: Path, how: str, offset: int = 0, length: int | None = None) -> None:
+    """Damage the gzip member at ``offset`` (``length`` bytes; None: to the end) of ``path`` in place (see `_damage`);
+    "truncated" cuts the file inside it."""
+    data = path.read_bytes()
+    end = len(data) if length is None else offset + length
+    member = _damage(data[offset:end], how)
+    path.write_bytes(data[:offset] + member + (data[end:] if how != "truncated" else b""))
+
+
+@pytest.fixture(scope="module")
+def prepared_mnist(synthetic_mnist, tmp_path_factory) -> Path:
+    data_dir = tmp_path_factory.mktemp("mnist-prepared") / "data"
+    _prepare_mnist_offline(synthetic_mnist, data_dir)
+    return data_dir
+
+
+def _class_file(data_dir: Path) -> tuple[Path, Callable[[], Any]]:
+    [entry] = CacheStore.for_data_dir(data_dir).ls()
+    return entry.path / class_file_name(3), lambda: load_mnist("3", data_dir=data_dir, download=False)
+
+
+def _labels_file(data_dir: Path) -> tuple[Path, Callable[[], Any]]:
+    [entry] = CacheStore.for_data_dir(data_dir).ls()
+    return entry.path / "upstream_labels.pklz", lambda: gf.MNIST("train", data_dir=data_dir, download=False)
+
+
+def _shard(read: str) -> Callable[[Path], tuple[Path, Callable[[], Any]]]:
+    def damaged(data_dir: Path) -> tuple[Path, Callable[[], Any]]:
+        dataset = gf.open_built(next((data_dir / "cache" / "test-rows").iterdir()), random_access="decode")
+        if read == "take":
+            return dataset.path / ARRAYS_FILE, lambda: dataset.take([3])
+        return dataset.path / ARRAYS_FILE, lambda: list(dataset.stream(4, shuffle=False))
+    return damaged
+
+
+#: Each kind of deflated cache file: where it is in a data dir, and a read of it by its users' call.
+DEFLATED = {"class file": _class_file, "labels file": _labels_file, "shard (random rows)": _shard("take"),
+            "shard (stream)": _shard("stream")}
+
+
+@pytest.mark.parametrize("how", ["header", "deflate", "crc", "truncated"])
+@pytest.mark.parametrize("kind", list(DEFLATED))
+def test_every_damage_to_every_deflated_cache_file_is_a_corrupt_pklz_error_naming_it(
+        kind, how, prepared_mnist, rows_build, tmp_path):
+    if kind.startswith("shard"):
+        data_dir, entry_dir = _copy_build(rows_build, tmp_path)
+    else:
+        data_dir = tmp_path / "data"
+        shutil.copytree(prepared_mnist, data_dir)
+    path, read = DEFLATED[kind](data_dir)
+    index = ShardIndex.read(path.parent / INDEX_FILE, "entry") if kind.startswith("shard") else None
+    _damage_file(path, how, *((int(index.offset[0]), int(index.length[0])) if index is not None else ()))
+    with pytest.raises(CorruptPklzError) as raised:
+        read()
+    assert str(path) in str(raised.value) and "glyphforge cache" in str(raised.value)

@@ -162,8 +162,9 @@ def test_an_index_swapping_two_shards_is_rejected_and_not_kept(built, place):
     table[:, [3, 4]] = table[:, [4, 3]]
     url = place.put(entry.kind, entry.key, hostile(entry, {INDEX_FILE: npy(table)}))
     ds = gf.open_built(url)
-    with pytest.raises(BrokenRemoteEntryError, match=rf"^the test-rows entry at {url}: its shard index does not tile "
-                                                     r"the data .*; its local copy was removed\. The entry at"):
+    with pytest.raises(BrokenRemoteEntryError, match=rf"^the test-rows entry at {url}: its shard index "
+                                                     r"index.npy does not tile the data .*; its local copy was "
+                                                     r"removed\. The entry at"):
         ds[0]
     assert local_files(local_cache()) == []
     assert place.served(entry.kind, entry.key, ARRAYS) in (0, None)

@@ -306,8 +306,9 @@ def test_a_damaged_index_at_the_url_says_what_to_do_there_not_cache_rm(built, s3
     fs.pipe_file(f"{entry[5:]}/manifest.json", json.dumps(manifest).encode())
 
     ds = gf.open_built(entry, cache_dir=tmp_path / "cache")
-    with pytest.raises(BrokenRemoteEntryError, match=rf"(?s)the test-rows entry at {entry}: its shard index does not "
-                                                     rf"tile the data.*delete everything under {entry}/ with the "
+    with pytest.raises(BrokenRemoteEntryError, match=rf"(?s)the test-rows entry at {entry}: its shard index "
+                                                     rf"index.npy does not tile the data.*delete everything under "
+                                                     rf"{entry}/ with the "
                                                      "store's own tools, then publish it again") as raised:
         ds[0]
     assert "cache rm" not in str(raised.value)
