@@ -13,17 +13,23 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from glyphforge._checks import PathLike
 from glyphforge.errors import StorageError
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: staging files are not locked, and none is removed as abandoned
+    fcntl = None  # type: ignore[assignment]
 
 CHUNK_BYTES = 1 << 22
 
@@ -61,6 +67,17 @@ def hash_file(path: PathLike, digest: DigestT) -> DigestT:
 def sha256_file(path: PathLike) -> str:
     """Return the hex sha256 of a file's bytes, read in chunks (never whole into memory)."""
     return hash_file(path, hashlib.sha256()).hexdigest()
+
+
+def file_stamp(status: os.stat_result) -> dict[str, int]:
+    """What tells a file's bytes apart without reading them: its size, modification and change times, and inode.
+
+    A record may skip re-hashing a file only while its stamp is unchanged. Size and modification time
+    alone are not enough: a user keeps them on other bytes (``touch -r``, ``cp -p``), but cannot set the
+    change time, and a file put in place by a copy or a rename changes it (or the inode).
+    """
+    return {"size": status.st_size, "mtime_ns": status.st_mtime_ns, "ctime_ns": status.st_ctime_ns,
+            "inode": status.st_ino}
 
 
 def current_umask() -> int:
@@ -170,7 +187,8 @@ def atomic_path(destination: PathLike) -> Iterator[Path]:
 
     The temporary file (``.<name>.<random>.tmp`` in the same directory, so the final
     ``os.replace`` is atomic; its mode follows the umask) is removed when the block raises, so a reader never sees
-    a half-written ``destination``: it is either the old file or the complete new one.
+    a half-written ``destination``: it is either the old file or the complete new one. It is locked while
+    the block runs, so that one a killed process left is told apart from a live one (`remove_abandoned_staging`).
 
     Examples
     --------
@@ -179,9 +197,7 @@ def atomic_path(destination: PathLike) -> Iterator[Path]:
     """
     destination = Path(destination)
     with writing(destination):
-        descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
-        os.close(descriptor)
-        temporary = Path(name)
+        temporary, held = _locked_staging_file(destination)
         try:
             follow_umask(temporary)
             yield temporary
@@ -189,6 +205,79 @@ def atomic_path(destination: PathLike) -> Iterator[Path]:
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
+        finally:
+            os.close(held)
+
+
+def _locked_staging_file(destination: Path) -> tuple[Path, int]:
+    """Create ``destination``'s temporary file; return it and a descriptor holding its lock (where locks exist).
+
+    A cleaner may remove the file between its creation and its lock: then another is made.
+    """
+    while True:
+        descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
+        if fcntl is None:
+            return Path(name), descriptor
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        if os.fstat(descriptor).st_nlink:
+            return Path(name), descriptor
+        os.close(descriptor)
+
+
+def remove_abandoned_staging(folder: PathLike, names: Iterable[str]) -> tuple[list[Path], list[OSError]]:
+    """Remove the temporary files of `atomic_path` in ``folder`` for the files ``names`` whose writer is gone.
+
+    Only regular files named as `atomic_path` names them (``.<name>.<8 random characters>.tmp``, for a
+    name in ``names``) that no live process holds locked are removed: never a file of another name,
+    a link, or a live writer's. Where files cannot be locked (not POSIX) nothing is removed.
+
+    Returns
+    -------
+    removed, errors
+        The files removed, and why others could not be (another user's, say).
+    """
+    pattern = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
+    wanted = set(names)
+    removed: list[Path] = []
+    errors: list[OSError] = []
+    try:
+        found = sorted(Path(folder).iterdir())
+    except OSError:
+        return removed, errors
+    for path in found:
+        match = pattern.fullmatch(path.name)
+        if fcntl is None or match is None or match["name"] not in wanted:
+            continue
+        try:
+            if _remove_if_unlocked(path):
+                removed.append(path)
+        except OSError as error:
+            errors.append(error)
+    return removed, errors
+
+
+def _remove_if_unlocked(path: Path) -> bool:
+    """Delete the regular file ``path`` unless a live process holds its lock; whether it was deleted."""
+    assert fcntl is not None
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # a link: not a file glyphforge made
+            return False
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return False
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # its writer is alive
+        path.unlink()
+        return True
+    finally:
+        os.close(descriptor)
 
 
 #: What each storage errno means and what to do, for `storage_error`.
