@@ -1,6 +1,8 @@
 """Removing what a cache store no longer needs: `sweep` (``cache gc`` before eviction) and `CleanupError`.
 
-Abandoned staging and trash directories, broken entries (a manifest that fails
+Abandoned staging and trash directories, the temporary files of an entry's files whose
+writer was killed (a publish to this data dir: `glyphforge._files.remove_abandoned_staging`),
+broken entries (a manifest that fails
 `glyphforge.cache.manifest.read_manifest`, a data file missing or of the wrong size) and
 derived companions whose entry is gone (`glyphforge.cache.companions`) are glyphforge's
 own, and removed. An entry this user may not read is not known to be broken: it is left
@@ -14,11 +16,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from glyphforge._files import describe_owner, remove_tree
+from glyphforge._files import describe_owner, remove_abandoned_staging, remove_tree
 from glyphforge.cache.companions import entry_dirs, orphans
 from glyphforge.cache.entry import UnreadableEntryError, read_entry
 from glyphforge.cache.layout import STAGING_PREFIX, TRASH_PREFIX, kind_dirs, listing
 from glyphforge.cache.locks import LockTimeoutError
+from glyphforge.cache.manifest import MANIFEST
 from glyphforge.cache.verify import check_entry_files
 from glyphforge.errors import StorageError
 
@@ -65,6 +68,10 @@ def sweep(root: Path, remove_staging: Callable[[Path], OSError | None], hide: Ca
             continue  # not known to be broken: another user's (`unreadable` names it)
         if entry is None or check_entry_files(entry, rehash=False):
             _collect(path, lambda broken: remove_tree(hide(broken)), removed, failed)
+        else:
+            left, errors = remove_abandoned_staging(path, [*entry.files, MANIFEST])
+            removed += left
+            failed += [failure(Path(error.filename or path), error) for error in errors]
     for kind_dir in kind_dirs(root):  # derived companions of entries gone
         for path in orphans(kind_dir):
             _collect(path, remove_tree, removed, failed)
