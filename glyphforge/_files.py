@@ -118,6 +118,16 @@ def describe_owner(path: PathLike) -> str:
             f"mode {stat.filemode(info.st_mode)}")
 
 
+def unwritable(folder: PathLike) -> str | None:
+    """Why this user may not make files in the existing directory ``folder`` ("it is on a read-only file system",
+    "you may not write in it (owner ...)"); None when they may."""
+    if os.access(folder, os.W_OK | os.X_OK):
+        return None
+    if hasattr(os, "statvfs") and os.statvfs(folder).f_flag & os.ST_RDONLY:
+        return "it is on a read-only file system"
+    return f"you may not write in it ({describe_owner(folder)})"
+
+
 def _id_name(number: int, label: str) -> str:
     try:
         import grp
@@ -295,11 +305,52 @@ _STORAGE_ADVICE = {
 }
 
 
+def path_too_long(path: PathLike) -> str | None:
+    """Why this system refuses ``path`` as too long (ENAMETOOLONG), naming the limit; None when it is not.
+
+    A name in it longer than its file system allows (``NAME_MAX``, 255 bytes on most), or the whole longer
+    than a path may be (``PATH_MAX``, 4,096 bytes on Linux).
+    """
+    where = Path(path).absolute()
+    existing = next((folder for folder in where.parents if os.path.isdir(folder)), Path(where.anchor or "/"))
+    name_max, path_max = (_limit(existing, name, default) for name, default in (("PC_NAME_MAX", 255),
+                                                                                ("PC_PATH_MAX", 4096)))
+    for part in where.parts[1:]:
+        if len(os.fsencode(part)) > name_max:
+            shown = part if len(part) <= 40 else f"{part[:20]}...{part[-12:]}"
+            return (f"its name {shown!r} is {len(os.fsencode(part)):,} bytes long, more than the {name_max:,} a "
+                    "name may have on that file system")
+    if len(os.fsencode(where)) >= path_max:
+        return f"it is {len(os.fsencode(where)):,} bytes long, more than the {path_max - 1:,} a path may have here"
+    return None
+
+
+def _limit(folder: Path, name: str, default: int) -> int:
+    """``os.pathconf(folder, name)``, or ``default`` where the system does not say (not POSIX)."""
+    try:
+        return os.pathconf(folder, name)
+    except (AttributeError, ValueError, OSError):
+        return default
+
+
+def shown_path(path: PathLike) -> str:
+    """``path`` for a message: whole, or its start and end around ``...`` when longer than 200 characters."""
+    text = str(path)
+    return text if len(text) <= 200 else f"{text[:80]}...{text[-60:]} ({len(text):,} characters)"
+
+
 def storage_error(error: OSError, path: PathLike, fix: str | None = None) -> OSError:
-    """Return ``error`` as a `StorageError` naming ``path``, the free space and the fix; other errors unchanged.
+    """Return ``error`` as a `StorageError` naming ``path`` and the fix (the free space where it matters, the owner
+    of the folder that refuses, the limit of a path too long); other errors unchanged.
 
     ``fix`` replaces the advice about the data dir, for writes elsewhere (an export).
     """
+    if error.errno == errno.ENAMETOOLONG and not isinstance(error, StorageError):
+        too_long = path_too_long(error.filename or path) or path_too_long(path) or "it is too long for this system"
+        converted = StorageError(f"cannot use {shown_path(error.filename or path)}: {too_long} (ENAMETOOLONG). Give "
+                                 "a shorter path")
+        converted.errno, converted.filename = error.errno, str(error.filename or path)
+        return converted
     advice = _STORAGE_ADVICE.get(error.errno or 0)
     if advice is None or isinstance(error, StorageError):
         return error
@@ -307,13 +358,13 @@ def storage_error(error: OSError, path: PathLike, fix: str | None = None) -> OSE
     where = Path(path)
     existing = next((folder for folder in (where, *where.parents) if folder.exists()), None)
     free = ""
-    if existing is not None:
+    if existing is not None and error.errno in (errno.EACCES, errno.EPERM):
+        free = f" ({existing}: {describe_owner(existing)})"
+    elif existing is not None:
         try:
             free = f" ({shutil.disk_usage(existing).free / 1e6:,.1f} MB free there)"
         except OSError:
             pass
-        if error.errno in (errno.EACCES, errno.EPERM):
-            free += f" ({existing}: {describe_owner(existing)})"
     converted = StorageError(f"cannot write {where}: {why}{free} ({os.strerror(error.errno or 0)}). {fix}")
     converted.errno, converted.filename = error.errno, str(where)
     return converted
@@ -321,7 +372,8 @@ def storage_error(error: OSError, path: PathLike, fix: str | None = None) -> OSE
 
 @contextmanager
 def writing(path: PathLike, fix: str | None = None) -> Iterator[None]:
-    """Turn storage ``OSError`` s raised in the block (ENOSPC, EDQUOT, EROFS, EACCES, EPERM) into `StorageError` s.
+    """Turn storage ``OSError`` s raised in the block (ENOSPC, EDQUOT, EROFS, EACCES, EPERM, ENAMETOOLONG) into
+    `StorageError` s.
 
     ``path`` is what the block writes; the error names it, the free space where known
     and what to do (``fix``, when given, instead of the advice about the data dir).

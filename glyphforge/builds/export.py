@@ -53,7 +53,7 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import PathLike
-from glyphforge._files import make_temp_dir, writing
+from glyphforge._files import make_temp_dir, path_too_long, shown_path, unwritable, writing
 from glyphforge.builds.parquet import write_parquet_files
 from glyphforge.builds.reading import ShardReader
 from glyphforge.cache.locks import hold, holder_path
@@ -124,7 +124,12 @@ def export(dataset: ShardReader, directory: PathLike, *, context: DataContext, f
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if format == "parquet":
         require("Exporting to Parquet")
-    target = Path(directory).expanduser().resolve()
+    target = Path(directory).expanduser().absolute()
+    too_long = path_too_long(target)
+    if too_long:
+        raise ExportTargetError(f"cannot export to {shown_path(target)}: {too_long} (ENAMETOOLONG). Give a shorter "
+                                "path")
+    target = target.resolve()
     _refuse_protected(target, dataset, context)
     fix = (f"The export needs about {human_size(dataset.nbytes)}: export to a disk with room that you can write "
            "to, and run again; nothing was left behind")
@@ -192,6 +197,7 @@ def _existing_export(target: Path, wanted: tuple[str, str], overwrite: bool) -> 
                                 "directory")
     others = _contents(target)
     if not others:
+        _refuse_unwritable(target, target)
         return False
     exported = _exported(target)
     if exported == wanted and not overwrite:
@@ -216,6 +222,15 @@ def _refuse_file_ancestor(target: Path) -> None:
     if not ancestor.is_dir():
         raise ExportTargetError(f"cannot export to {target}: {ancestor} is a file, not a directory. Give a "
                                 "directory path")
+    _refuse_unwritable(ancestor, target)
+
+
+def _refuse_unwritable(folder: Path, target: Path) -> None:
+    """Refuse ``target`` when this user may not write in ``folder``, where it would be made (or it is, empty)."""
+    why = unwritable(folder)
+    if why:
+        where = "" if folder == target else f" (to be made in {folder})"
+        raise ExportTargetError(f"cannot export to {target}{where}: {why}. Give a directory you can write to")
 
 
 def _exported(directory: Path) -> tuple[str, str] | None:

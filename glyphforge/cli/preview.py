@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from glyphforge.cli.args import positive
+from glyphforge.cli.args import output_path, positive
 from glyphforge.cli.common import add_command, find_built_target
 from glyphforge.cli.errors import target_lookup
 from glyphforge.context import DataContext
@@ -34,6 +34,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     preview.add_argument("target", help=f"a dataset ({', '.join(registry.registered())}), the kind of a built dataset "
                                         "with one entry (KIND:newest: its newest), or a cache key (prefix) of any "
                                         "entry")
-    preview.add_argument("--out", type=Path, default=Path("preview.png"), help="PNG file to write")
+    preview.add_argument("--out", type=output_path, default=Path("preview.png"), help="PNG file to write")
     preview.add_argument("-n", type=positive, default=16, help="number of examples (1 or more)")
     preview.add_argument("--seed", type=int, default=0, help="which examples to pick")

@@ -320,3 +320,27 @@ def test_every_command_on_a_built_entry_another_member_made_owner_only_names_it_
                                       f"read it: {owner}"), done.stderr
         assert f"`chmod -R g+rX {scenes}`" in done.stderr
     assert scenes.is_dir() and decoded.is_dir() and not list(home.glob("out*")) + list(home.glob("published*"))
+
+
+@pytest.mark.parametrize("format", ["npy", "parquet"])
+@pytest.mark.parametrize("where", ["a new folder in it", "the folder itself"])
+def test_an_export_into_a_folder_the_member_may_not_write_names_it_and_its_owner_before_any_work(lab, where, format):
+    """Issue #42 row 16: B exports into A's folder (mode 0755): one paragraph, the folder and its owner, exit 2."""
+    [scenes] = [path.parent for path in (lab.data / "cache" / "scenes").glob("*/arrays.pklz")
+                if path.stat().st_uid == USER_A]
+    folder = lab.homes[USER_A] / f"exports-{format}"
+    made = lab.run(USER_A, "mkdir", "-m", "0755", folder)
+    assert made.returncode == 0, made.stderr
+    target = folder / "out" if where == "a new folder in it" else folder
+    try:
+        done = lab.cli(USER_B, "export", scenes.name[:12], target, "--format", format)
+        assert done.returncode == 2, done.stderr
+        assert "Errno" not in done.stderr and "Traceback" not in done.stderr and "free there" not in done.stderr
+        mode = stat.filemode(folder.stat().st_mode)
+        where = "" if target == folder else f" (to be made in {folder})"
+        assert done.stderr.strip() == (
+            f"error: cannot export to {target}{where}: you may not write in it (owner uid {USER_A}, group gid "
+            f"{GROUP}, mode {mode}). Give a directory you can write to")
+        assert list(folder.iterdir()) == []
+    finally:
+        shutil.rmtree(folder)
