@@ -43,6 +43,7 @@ from fsspec.callbacks import Callback
 
 from glyphforge import config
 from glyphforge._checks import PathLike
+from glyphforge._files import path_too_long, shown_path
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.lookup import of_kind
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_built, parse_manifest
@@ -122,7 +123,8 @@ def target_location(url: str | Location, storage_options: Mapping[str, Any] | No
     Raises
     ------
     ValueError
-        ``url`` is no URL (a plain path: give ``file:///abs/path``), or an ``http(s)://`` one (read-only).
+        ``url`` is no URL (a plain path: give ``file:///abs/path``), an ``http(s)://`` one (read-only), or a
+        ``file://`` one of a path this system cannot take (too long).
     UnsupportedURLError
         fsspec cannot open its scheme here (the message names the extra to install).
     """
@@ -137,6 +139,11 @@ def target_location(url: str | Location, storage_options: Mapping[str, Any] | No
         raise ValueError(f"{location.url} is an {location.scheme}:// URL, which glyphforge only reads: publish to "
                          "object storage (s3://, gs://) or a file:// directory, and serve that over HTTP if you wish")
     location.fs  # noqa: B018 (raises UnsupportedURLError naming the extra to install; opens no connection)
+    local = location.backend.local_path
+    too_long = path_too_long(local) if local is not None else None
+    if too_long:
+        raise ValueError(f"{shown_path(shown(location.url))} cannot be written: {too_long} (ENAMETOOLONG); give a "
+                         "shorter path")
     return location
 
 

@@ -265,6 +265,7 @@ PATH_COMMANDS = {
     "--to": ["prepare-data", "backgrounds", "--download-only", "--to", "PATH", "--data-dir", "DATA"],
     "export DIRECTORY": ["glyphforge", "export", "scenes", "PATH", "--data-dir", "DATA"],
     "preview --out": ["glyphforge", "preview", "scenes", "--out", "PATH", "--data-dir", "DATA"],
+    "publish URL": ["glyphforge", "publish", "scenes", "file://PATH", "--data-dir", "DATA"],
     "$GLYPHFORGE_DATA_DIR": ["glyphforge", "info"],
 }
 
@@ -274,7 +275,7 @@ PATH_COMMANDS = {
 def test_a_path_too_long_is_named_with_the_limit_and_exits_2_before_any_work(tmp_path, command, too_long):
     path = str(tmp_path / LONG_NAME / "x") if too_long == "name" else f"{tmp_path}{LONG_PATH}"
     data = tmp_path / "data"
-    argv = [{"PATH": path, "DATA": str(data)}.get(arg, arg) for arg in PATH_COMMANDS[command]]
+    argv = [arg.replace("PATH", path).replace("DATA", str(data)) for arg in PATH_COMMANDS[command]]
     env = {"GLYPHFORGE_DATA_DIR": path} if command.startswith("$") else None
 
     result = run_here(*argv, cwd=tmp_path, env=env)
@@ -282,9 +283,25 @@ def test_a_path_too_long_is_named_with_the_limit_and_exits_2_before_any_work(tmp
     limit = "more than the 255 a name may have" if too_long == "name" else "more than the 4,095 a path may have here"
     refused(result, "(ENAMETOOLONG)", limit)
     assert "Errno" not in result.stderr and result.stderr.strip().splitlines()[-1].count("error: ") == 1
-    shown = f"'{LONG_NAME[:20]}...{LONG_NAME[-12:]}'" if too_long == "name" else f"{path[:80]}...{path[-60:]}"
+    [given] = [arg for arg in [*argv, *(env or {}).values()] if path in arg]
+    shown = f"'{LONG_NAME[:20]}...{LONG_NAME[-12:]}'" if too_long == "name" else f"{given[:80]}...{given[-60:]}"
     assert shown in result.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == []  # nothing made
+
+
+@pytest.mark.parametrize("too_long", ["name", "path"])
+@pytest.mark.parametrize("given", ["--mirror", "$GLYPHFORGE_MIRROR", "--mirror file://"])
+def test_a_mirror_folder_too_long_is_named_with_the_limit(tmp_path, given, too_long):
+    path = str(tmp_path / LONG_NAME) if too_long == "name" else f"{tmp_path}{LONG_PATH}"
+    mirror = f"file://{path}" if given.endswith("file://") else path
+    argv = ["prepare-data", "backgrounds", "--backgrounds", "water", "--offline", "--data-dir", tmp_path / "data"]
+    if given.startswith("--"):
+        argv += ["--mirror", mirror]
+    result = run_here(*argv, env={"GLYPHFORGE_MIRROR": mirror} if given.startswith("$") else None)
+    assert result.returncode in (1, 2) and "Errno" not in result.stderr and "Traceback" not in result.stderr
+    limit = "more than the 255 a name may have" if too_long == "name" else "more than the 4,095 a path may have here"
+    assert "cannot be read: " in result.stderr and limit in result.stderr
+    assert "(ENAMETOOLONG); give a shorter path" in result.stderr
 
 
 @pytest.mark.slow
