@@ -228,7 +228,10 @@ def _locked_staging_file(destination: Path) -> tuple[Path, int]:
         descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
         if fcntl is None:
             return Path(name), descriptor
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks: the file is written unlocked, and never taken for abandoned
+            return Path(name), descriptor
         if os.fstat(descriptor).st_nlink:
             return Path(name), descriptor
         os.close(descriptor)
@@ -239,7 +242,8 @@ def remove_abandoned_staging(folder: PathLike, names: Iterable[str]) -> tuple[li
 
     Only regular files named as `atomic_path` names them (``.<name>.<8 random characters>.tmp``, for a
     name in ``names``) that no live process holds locked are removed: never a file of another name,
-    a link, or a live writer's. Where files cannot be locked (not POSIX) nothing is removed.
+    a link, or a live writer's. Where files cannot be locked (not POSIX, a file system without locks)
+    nothing is removed.
 
     Returns
     -------
@@ -282,8 +286,8 @@ def _remove_if_unlocked(path: Path) -> bool:
             return False
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False  # its writer is alive
+        except OSError:  # its writer is alive (BlockingIOError), or the file system has no locks: cannot tell
+            return False
         path.unlink()
         return True
     finally:
