@@ -13,17 +13,23 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from glyphforge._checks import PathLike
 from glyphforge.errors import StorageError
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: staging files are not locked, and none is removed as abandoned
+    fcntl = None  # type: ignore[assignment]
 
 CHUNK_BYTES = 1 << 22
 
@@ -63,6 +69,17 @@ def sha256_file(path: PathLike) -> str:
     return hash_file(path, hashlib.sha256()).hexdigest()
 
 
+def file_stamp(status: os.stat_result) -> dict[str, int]:
+    """What tells a file's bytes apart without reading them: its size, modification and change times, and inode.
+
+    A record may skip re-hashing a file only while its stamp is unchanged. Size and modification time
+    alone are not enough: a user keeps them on other bytes (``touch -r``, ``cp -p``), but cannot set the
+    change time, and a file put in place by a copy or a rename changes it (or the inode).
+    """
+    return {"size": status.st_size, "mtime_ns": status.st_mtime_ns, "ctime_ns": status.st_ctime_ns,
+            "inode": status.st_ino}
+
+
 def current_umask() -> int:
     """Return this process's umask (read from ``/proc`` on Linux, else set and restored at once)."""
     try:
@@ -99,6 +116,16 @@ def describe_owner(path: PathLike) -> str:
         return f"its owner and mode cannot be read ({error.strerror or error})"
     return (f"owner {_id_name(info.st_uid, 'uid')}, group {_id_name(info.st_gid, 'gid')}, "
             f"mode {stat.filemode(info.st_mode)}")
+
+
+def unwritable(folder: PathLike) -> str | None:
+    """Why this user may not make files in the existing directory ``folder`` ("it is on a read-only file system",
+    "you may not write in it (owner ...)"); None when they may."""
+    if os.access(folder, os.W_OK | os.X_OK):
+        return None
+    if hasattr(os, "statvfs") and os.statvfs(folder).f_flag & os.ST_RDONLY:
+        return "it is on a read-only file system"
+    return f"you may not write in it ({describe_owner(folder)})"
 
 
 def _id_name(number: int, label: str) -> str:
@@ -170,7 +197,8 @@ def atomic_path(destination: PathLike) -> Iterator[Path]:
 
     The temporary file (``.<name>.<random>.tmp`` in the same directory, so the final
     ``os.replace`` is atomic; its mode follows the umask) is removed when the block raises, so a reader never sees
-    a half-written ``destination``: it is either the old file or the complete new one.
+    a half-written ``destination``: it is either the old file or the complete new one. It is locked while
+    the block runs, so that one a killed process left is told apart from a live one (`remove_abandoned_staging`).
 
     Examples
     --------
@@ -179,9 +207,7 @@ def atomic_path(destination: PathLike) -> Iterator[Path]:
     """
     destination = Path(destination)
     with writing(destination):
-        descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
-        os.close(descriptor)
-        temporary = Path(name)
+        temporary, held = _locked_staging_file(destination)
         try:
             follow_umask(temporary)
             yield temporary
@@ -189,6 +215,83 @@ def atomic_path(destination: PathLike) -> Iterator[Path]:
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
+        finally:
+            os.close(held)
+
+
+def _locked_staging_file(destination: Path) -> tuple[Path, int]:
+    """Create ``destination``'s temporary file; return it and a descriptor holding its lock (where locks exist).
+
+    A cleaner may remove the file between its creation and its lock: then another is made.
+    """
+    while True:
+        descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
+        if fcntl is None:
+            return Path(name), descriptor
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks: the file is written unlocked, and never taken for abandoned
+            return Path(name), descriptor
+        if os.fstat(descriptor).st_nlink:
+            return Path(name), descriptor
+        os.close(descriptor)
+
+
+def remove_abandoned_staging(folder: PathLike, names: Iterable[str]) -> tuple[list[Path], list[OSError]]:
+    """Remove the temporary files of `atomic_path` in ``folder`` for the files ``names`` whose writer is gone.
+
+    Only regular files named as `atomic_path` names them (``.<name>.<8 random characters>.tmp``, for a
+    name in ``names``) that no live process holds locked are removed: never a file of another name,
+    a link, or a live writer's. Where files cannot be locked (not POSIX, a file system without locks)
+    nothing is removed.
+
+    Returns
+    -------
+    removed, errors
+        The files removed, and why others could not be (another user's, say).
+    """
+    pattern = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
+    wanted = set(names)
+    removed: list[Path] = []
+    errors: list[OSError] = []
+    try:
+        found = sorted(Path(folder).iterdir())
+    except OSError:
+        return removed, errors
+    for path in found:
+        match = pattern.fullmatch(path.name)
+        if fcntl is None or match is None or match["name"] not in wanted:
+            continue
+        try:
+            if _remove_if_unlocked(path):
+                removed.append(path)
+        except OSError as error:
+            errors.append(error)
+    return removed, errors
+
+
+def _remove_if_unlocked(path: Path) -> bool:
+    """Delete the regular file ``path`` unless a live process holds its lock; whether it was deleted."""
+    assert fcntl is not None
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # a link: not a file glyphforge made
+            return False
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return False
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # its writer is alive (BlockingIOError), or the file system has no locks: cannot tell
+            return False
+        path.unlink()
+        return True
+    finally:
+        os.close(descriptor)
 
 
 #: What each storage errno means and what to do, for `storage_error`.
@@ -206,11 +309,52 @@ _STORAGE_ADVICE = {
 }
 
 
+def path_too_long(path: PathLike) -> str | None:
+    """Why this system refuses ``path`` as too long (ENAMETOOLONG), naming the limit; None when it is not.
+
+    A name in it longer than its file system allows (``NAME_MAX``, 255 bytes on most), or the whole longer
+    than a path may be (``PATH_MAX``, 4,096 bytes on Linux).
+    """
+    where = Path(path).absolute()
+    existing = next((folder for folder in where.parents if os.path.isdir(folder)), Path(where.anchor or "/"))
+    name_max, path_max = (_limit(existing, name, default) for name, default in (("PC_NAME_MAX", 255),
+                                                                                ("PC_PATH_MAX", 4096)))
+    for part in where.parts[1:]:
+        if len(os.fsencode(part)) > name_max:
+            shown = part if len(part) <= 40 else f"{part[:20]}...{part[-12:]}"
+            return (f"its name {shown!r} is {len(os.fsencode(part)):,} bytes long, more than the {name_max:,} a "
+                    "name may have on that file system")
+    if len(os.fsencode(where)) >= path_max:
+        return f"it is {len(os.fsencode(where)):,} bytes long, more than the {path_max - 1:,} a path may have here"
+    return None
+
+
+def _limit(folder: Path, name: str, default: int) -> int:
+    """``os.pathconf(folder, name)``, or ``default`` where the system does not say (not POSIX)."""
+    try:
+        return os.pathconf(folder, name)
+    except (AttributeError, ValueError, OSError):
+        return default
+
+
+def shown_path(path: PathLike) -> str:
+    """``path`` for a message: whole, or its start and end around ``...`` when longer than 200 characters."""
+    text = str(path)
+    return text if len(text) <= 200 else f"{text[:80]}...{text[-60:]} ({len(text):,} characters)"
+
+
 def storage_error(error: OSError, path: PathLike, fix: str | None = None) -> OSError:
-    """Return ``error`` as a `StorageError` naming ``path``, the free space and the fix; other errors unchanged.
+    """Return ``error`` as a `StorageError` naming ``path`` and the fix (the free space where it matters, the owner
+    of the folder that refuses, the limit of a path too long); other errors unchanged.
 
     ``fix`` replaces the advice about the data dir, for writes elsewhere (an export).
     """
+    if error.errno == errno.ENAMETOOLONG and not isinstance(error, StorageError):
+        too_long = path_too_long(error.filename or path) or path_too_long(path) or "it is too long for this system"
+        converted = StorageError(f"cannot use {shown_path(error.filename or path)}: {too_long} (ENAMETOOLONG). Give "
+                                 "a shorter path")
+        converted.errno, converted.filename = error.errno, str(error.filename or path)
+        return converted
     advice = _STORAGE_ADVICE.get(error.errno or 0)
     if advice is None or isinstance(error, StorageError):
         return error
@@ -218,13 +362,13 @@ def storage_error(error: OSError, path: PathLike, fix: str | None = None) -> OSE
     where = Path(path)
     existing = next((folder for folder in (where, *where.parents) if folder.exists()), None)
     free = ""
-    if existing is not None:
+    if existing is not None and error.errno in (errno.EACCES, errno.EPERM):
+        free = f" ({existing}: {describe_owner(existing)})"
+    elif existing is not None:
         try:
             free = f" ({shutil.disk_usage(existing).free / 1e6:,.1f} MB free there)"
         except OSError:
             pass
-        if error.errno in (errno.EACCES, errno.EPERM):
-            free += f" ({existing}: {describe_owner(existing)})"
     converted = StorageError(f"cannot write {where}: {why}{free} ({os.strerror(error.errno or 0)}). {fix}")
     converted.errno, converted.filename = error.errno, str(where)
     return converted
@@ -232,7 +376,8 @@ def storage_error(error: OSError, path: PathLike, fix: str | None = None) -> OSE
 
 @contextmanager
 def writing(path: PathLike, fix: str | None = None) -> Iterator[None]:
-    """Turn storage ``OSError`` s raised in the block (ENOSPC, EDQUOT, EROFS, EACCES, EPERM) into `StorageError` s.
+    """Turn storage ``OSError`` s raised in the block (ENOSPC, EDQUOT, EROFS, EACCES, EPERM, ENAMETOOLONG) into
+    `StorageError` s.
 
     ``path`` is what the block writes; the error names it, the free space where known
     and what to do (``fix``, when given, instead of the advice about the data dir).

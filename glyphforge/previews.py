@@ -20,7 +20,6 @@ from glyphforge.cache.lookup import of_kind
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.datasets.registry import dataset_part
-from glyphforge.textfmt import count
 from glyphforge.visualize import preview
 
 
@@ -105,10 +104,8 @@ def find_target(store: CacheStore, target: str) -> Entry:
         prepared = [entry for entry in entries if entry.kind == target]
         if prepared:  # native entries first, then in creation order
             return min(prepared, key=lambda entry: "resize" in entry.params)
-        closed = store.unreadable()
-        hidden = f" ({count(len(closed), 'folder or entry', 'folders or entries')} there you may not read: " \
-                 "`glyphforge cache ls` names them and whose they are)" if closed else ""
-        raise LookupError(f"{target} is not prepared in {store.root}{hidden}: run `prepare-data {target}` first")
+        store.refuse_unreadable(target)
+        raise LookupError(f"{target} is not prepared in {store.root}: run `prepare-data {target}` first")
     chosen = of_kind(target, entries, store.root)
     if chosen is not None:
         return chosen

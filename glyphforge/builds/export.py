@@ -61,7 +61,7 @@ import numpy as np
 
 from glyphforge import config
 from glyphforge._checks import PathLike
-from glyphforge._files import make_temp_dir, writing
+from glyphforge._files import make_temp_dir, path_too_long, shown_path, unwritable, writing
 from glyphforge.builds.export_coco import COCO
 from glyphforge.builds.export_frames import DetectionFormat
 from glyphforge.builds.export_mot import MOT
@@ -145,7 +145,12 @@ def export(dataset: ShardReader, directory: PathLike, *, context: DataContext, f
         require("Exporting to Parquet")
     if format in DETECTION_FORMATS:
         DETECTION_FORMATS[format].check(dataset)
-    target = Path(directory).expanduser().resolve()
+    target = Path(directory).expanduser().absolute()
+    too_long = path_too_long(target)
+    if too_long:
+        raise ExportTargetError(f"cannot export to {shown_path(target)}: {too_long} (ENAMETOOLONG). Give a shorter "
+                                "path")
+    target = target.resolve()
     _refuse_protected(target, dataset, context)
     fix = (f"The export needs about {human_size(dataset.nbytes)}: export to a disk with room that you can write "
            "to, and run again; nothing was left behind")
@@ -213,6 +218,7 @@ def _existing_export(target: Path, wanted: tuple[str, str], overwrite: bool) -> 
                                 "directory")
     others = _contents(target)
     if not others:
+        _refuse_unwritable(target, target)
         return False
     exported = _exported(target)
     if exported == wanted and not overwrite:
@@ -237,6 +243,15 @@ def _refuse_file_ancestor(target: Path) -> None:
     if not ancestor.is_dir():
         raise ExportTargetError(f"cannot export to {target}: {ancestor} is a file, not a directory. Give a "
                                 "directory path")
+    _refuse_unwritable(ancestor, target)
+
+
+def _refuse_unwritable(folder: Path, target: Path) -> None:
+    """Refuse ``target`` when this user may not write in ``folder``, where it would be made (or it is, empty)."""
+    why = unwritable(folder)
+    if why:
+        where = "" if folder == target else f" (to be made in {folder})"
+        raise ExportTargetError(f"cannot export to {target}{where}: {why}. Give a directory you can write to")
 
 
 def _exported(directory: Path) -> tuple[str, str] | None:

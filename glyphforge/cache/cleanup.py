@@ -2,12 +2,14 @@
 
 Abandoned staging and trash directories, broken entries (a manifest that fails
 `glyphforge.cache.manifest.read_manifest`, a data file missing, of the wrong size or sha256:
-`glyphforge.cache.verify.damaged`), derived companions failing their record and those whose
-entry is gone (`glyphforge.cache.companions`) are glyphforge's own, and removed: what
-``cache verify`` reports damaged, ``gc`` removes (so every data file is re-hashed). An entry
-this user may not read is not known to be broken: it is left alone; a link or a file in a
-companion's place is not glyphforge's, and stays. What another user's files stop being
-removed is named, with its owner and what to do, in one `CleanupError` at the end.
+`glyphforge.cache.verify.damaged`), the temporary files of an entry's files whose writer was
+killed (a publish to this data dir: `glyphforge._files.remove_abandoned_staging`), derived
+companions failing their record and those whose entry is gone (`glyphforge.cache.companions`)
+are glyphforge's own, and removed: what ``cache verify`` reports damaged, ``gc`` removes (so
+every data file is re-hashed). An entry this user may not read is not known to be broken: it is
+left alone; a link or a file in a companion's place is not glyphforge's, and stays. What another
+user's files stop being removed is named, with its owner and what to do, in one `CleanupError`
+at the end.
 """
 from __future__ import annotations
 
@@ -16,11 +18,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from glyphforge._files import describe_owner, remove_tree
+from glyphforge._files import describe_owner, remove_abandoned_staging, remove_tree
 from glyphforge.cache.companions import damaged_companions, entry_dirs, orphans
 from glyphforge.cache.entry import UnreadableEntryError, read_entry
 from glyphforge.cache.layout import STAGING_PREFIX, TRASH_PREFIX, kind_dirs, listing
 from glyphforge.cache.locks import LockTimeoutError
+from glyphforge.cache.manifest import MANIFEST
 from glyphforge.cache.verify import damaged
 from glyphforge.errors import StorageError
 
@@ -70,6 +73,9 @@ def sweep(root: Path, remove_staging: Callable[[Path], OSError | None], hide: Ca
         else:
             for companion in damaged_companions(entry.path, entry.key):
                 _collect(companion, remove_tree, removed, failed)
+            left, errors = remove_abandoned_staging(path, [*entry.files, MANIFEST])
+            removed += left
+            failed += [failure(Path(error.filename or path), error) for error in errors]
     for kind_dir in kind_dirs(root):  # derived companions of entries gone
         for path in orphans(kind_dir):
             _collect(path, remove_tree, removed, failed)

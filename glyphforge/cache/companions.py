@@ -98,6 +98,9 @@ def damaged_companions(entry_dir: Path, key: str) -> list[Path]:
 
 
 def orphans(kind_dir: Path) -> list[Path]:
-    """The derived companions in ``kind_dir`` whose entry is gone (removed, or deleted by hand)."""
+    """The derived companions in ``kind_dir`` whose entry is gone (removed, or deleted by hand).
+
+    Only those are looked into: a companion of an entry that is there may be another user's, closed to this one.
+    """
     return [path for path in listing(kind_dir) if _is_companion(path) and not path.name.endswith(WORK)
-            and recorded(path) and not (kind_dir / path.name.split(".", 1)[0]).exists()]
+            and not (kind_dir / path.name.split(".", 1)[0]).exists() and recorded(path)]

@@ -13,10 +13,12 @@ A record::
      "source": str | null,            # where from (a download's URL or mirror path)
      "hash": str,                     # the pinned hash it was checked against
      "matches": bool,                 # whether it has that hash
-     "size": int, "mtime_ns": int}    # the file it describes
+     "size": int, "mtime_ns": int,    # the file it describes: its stamp (glyphforge._files.file_stamp)
+     "ctime_ns": int, "inode": int}
 
-A record describes the file only while the file's size and modification time are the
-record's: a file replaced since (by hand) is hashed again and is no download. A download
+A record describes the file only while the file's stamp is the record's (its size and
+modification time, which a user may keep on other bytes, and its change time and inode, which
+they cannot): a file replaced since (by hand) is hashed again and is no download. A download
 writes its record (`record_download`, called by `glyphforge.pipelines.download.fetch`);
 listing writes one for a file placed by hand once it has hashed it, so ``glyphforge cache
 ls`` hashes each file at most once, while ``glyphforge cache verify`` (``rehash``) always
@@ -37,7 +39,7 @@ from typing import Any, Protocol
 
 import filelock
 
-from glyphforge._files import atomic_path
+from glyphforge._files import atomic_path, file_stamp
 from glyphforge.cache.entry import Entry
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.manifest import MANIFEST
@@ -100,9 +102,8 @@ def record_path(path: Path) -> Path:
 
 def _write_record(path: Path, downloaded: bool, source: str | None, hash_: str, matches: bool) -> None:
     """Record what is known of ``path`` now; raises OSError when the folder is not writable."""
-    status = path.stat()
     record = {"downloaded": downloaded, "source": source, "hash": hash_, "matches": matches,
-              "size": status.st_size, "mtime_ns": status.st_mtime_ns}
+              **file_stamp(path.stat())}
     with atomic_path(record_path(path)) as temporary:
         temporary.write_text(json.dumps(record), encoding="utf-8")
 
@@ -120,16 +121,17 @@ def record_download(path: Path, hash_: str, source: str) -> None:
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
-    """Return the record of ``path`` if it still describes the file (same size and modification time), else None."""
+    """Return the record of ``path`` if it still describes the file (the same `file_stamp`), else None."""
     try:
         record = json.loads(record_path(path).read_text(encoding="utf-8"))
         status = path.stat()
     except (OSError, ValueError):
         return None
-    fields = {"downloaded": bool, "hash": str, "matches": bool, "size": int, "mtime_ns": int}
+    fields = {"downloaded": bool, "hash": str, "matches": bool}
     if not isinstance(record, dict) or not all(isinstance(record.get(name), kind) for name, kind in fields.items()):
         return None
-    return record if (record["size"], record["mtime_ns"]) == (status.st_size, status.st_mtime_ns) else None
+    stamp = file_stamp(status)
+    return record if all(record.get(name) == value for name, value in stamp.items()) else None
 
 
 def raw_files(raw_root: Path, resources: Callable[[str], Iterable[PinnedFile]], *,

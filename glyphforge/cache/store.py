@@ -50,6 +50,7 @@ data dir made it owner-only. :meth:`~CacheStore.get` raises `UnreadableEntryErro
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -67,11 +68,12 @@ from glyphforge._checks import PathLike
 from glyphforge._files import make_temp_dir, remove_tree, sha256_file, writing
 from glyphforge.cache.cleanup import sweep
 from glyphforge.cache.companions import companion_sizes, remove_companions, work_of
-from glyphforge.cache.entry import Entry, read_entry
+from glyphforge.cache.entry import Entry, UnreadableEntryError, read_entry, unreadable_text
 from glyphforge.cache.eviction import Eviction, evict_entries
 from glyphforge.cache.keys import cache_key, check_kind
 from glyphforge.cache.layout import STAGING_PREFIX, TRASH_PREFIX
 from glyphforge.cache.locks import LockTimeoutError, ReadLock, exclusive, hold, readers_path
+from glyphforge.cache.lookup import split_target
 from glyphforge.cache.manifest import MANIFEST, make_manifest
 from glyphforge.cache.problems import CacheProblem, Scan
 from glyphforge.cache.verify import check_store, read_store, scan_store
@@ -307,6 +309,23 @@ class CacheStore:
         """
         return [problem for problem in self.scan().problems if problem.unreadable]
 
+    def refuse_unreadable(self, target: str) -> None:
+        """Raise `UnreadableEntryError` naming the entry and its owner when ``target`` (a kind, ``KIND:newest``, or a
+        key prefix of 6+ characters) names an entry, or a kind's folder, this user may not read (see `unreadable`).
+
+        For a lookup that found nothing this user may read: the entry is there, and not "none yet".
+        """
+        kind = split_target(target)[0]
+        for problem in self.unreadable():
+            path = Path(problem.path)
+            if path.parent.parent == self.root and (path.parent.name == kind
+                                                     or (len(target) >= 6 and path.name.startswith(target))):
+                read_entry(path)  # raises UnreadableEntryError, naming the entry and whose it is
+            elif path == self.root or (path.parent == self.root and path.name == kind):
+                what = "the cache" if path == self.root else f"the {kind} entries"
+                raise UnreadableEntryError(errno.EACCES, f"{what} in {path} exist, but you may not read them: "
+                                           f"{unreadable_text(path)}", str(path))
+
     def ls(self) -> list[Entry]:
         """Return every complete entry, by kind then creation time.
 
@@ -319,10 +338,20 @@ class CacheStore:
         return companion_sizes(self._entry_dir(entry.kind, entry.key))
 
     def find(self, key: str) -> Entry:
-        """Return the entry whose key is ``key`` or starts with it (at least 6 characters)."""
+        """Return the entry whose key is ``key`` or starts with it (at least 6 characters).
+
+        Raises
+        ------
+        KeyError
+            None matches (or more than one), and ``key`` names no entry this user may not read.
+        UnreadableEntryError
+            None this user may read matches, and ``key`` names one they may not (`refuse_unreadable`).
+        """
+        matches = [entry for entry in self.ls() if entry.key.startswith(key)] if len(key) >= 6 else []
+        if not matches:
+            self.refuse_unreadable(key)
         if len(key) < 6:
             raise KeyError(f"cache key {key!r} is too short: give at least 6 characters of it")
-        matches = [entry for entry in self.ls() if entry.key.startswith(key)]
         if len(matches) != 1:
             found = "no entry" if not matches else f"{len(matches)} entries"
             raise KeyError(f"{found} in {self.root} with a key starting {key!r}; see `glyphforge cache ls` (a broken "

@@ -46,6 +46,16 @@ def existing_file(text: str, what: str = "the file") -> Path:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def output_path(text: str) -> Path:
+    """Parse a path a command writes to (argparse type): refused when this system could not make it (too long)."""
+    path = Path(text).expanduser()
+    too_long = _files.path_too_long(path)
+    if too_long:
+        raise argparse.ArgumentTypeError(f"{_files.shown_path(path)} cannot be written: {too_long} (ENAMETOOLONG); "
+                                         "give a shorter path")
+    return path
+
+
 class UsageError(ArgumentError, ValueError):
     """Bad arguments found before any work: exit status 2, like argparse's own errors."""
 
@@ -115,6 +125,9 @@ def checked_data_dir(
     if not text.strip():
         raise UsageError(f"the data dir is empty ({text!r}), which would mean the current directory: {fix}")
     path = place.expanduser()
+    too_long = _files.path_too_long(path)
+    if too_long:
+        raise UsageError(f"the data dir {_files.shown_path(path)} cannot be used: {too_long} (ENAMETOOLONG): {fix}")
     try:
         check_data_dir_access(path, instead=fix)
     except DataDirAccessError as error:
@@ -128,10 +141,9 @@ def checked_data_dir(
             f"the data dir {path} is on a system file system that cannot hold files ({existing}, like /proc and "
             f"/sys): {fix}"
         )
-    if existing != path and not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(
-            f"the data dir {path} does not exist and cannot be made: {existing} is not writable by you; {fix}"
-        )
+    why = _files.unwritable(existing) if existing != path else None
+    if why:
+        raise UsageError(f"the data dir {path} does not exist and cannot be made in {existing}: {why}; {fix}")
     return path
 
 

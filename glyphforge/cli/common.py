@@ -6,6 +6,7 @@ Errors are reported as one paragraph (what failed, why, what to do) with exit st
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 import traceback
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from glyphforge._files import storage_error
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.builds.spec import SpecError
 from glyphforge.cache.lookup import AmbiguousKindError
@@ -115,6 +117,8 @@ def run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
     except Exception as error:  # every failure ends as one readable paragraph
         if args.verbose:
             traceback.print_exc()
+        if isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG and error.filename:
+            error = storage_error(error, error.filename)  # a path too long, wherever it was met: named, with the limit
         message = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
         print(f"error: {message}", file=sys.stderr)
         if isinstance(error, (UsageError, SpecError, ExportTargetError, AmbiguousKindError)):  # nothing was done

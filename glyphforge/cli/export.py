@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from glyphforge.builds.export import FORMATS
 from glyphforge.builds.export_frames import ExportFormatError
-from glyphforge.cli.args import UsageError
+from glyphforge.cli.args import UsageError, output_path
 from glyphforge.cli.common import add_command, add_fetch_arguments, data_context, find_built_target
 from glyphforge.hf import MissingExtraError, require
 from glyphforge.textfmt import human_size
@@ -43,7 +42,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          _export)
     export.add_argument("target", help="the kind of a built dataset with one entry (KIND:newest: its newest) or a "
                                        "cache key (prefix)")
-    export.add_argument("directory", type=Path, help="where to write <array>.npy (or data-*.parquet, or the "
+    export.add_argument("directory", type=output_path, help="where to write <array>.npy (or data-*.parquet, or the "
                                                      "format's images and annotations) and metadata.json")
     export.add_argument("--format", choices=list(FORMATS), default="npy",
                         help='file format (default: npy; parquet needs pip install "glyphforge[hf]"; coco (with '

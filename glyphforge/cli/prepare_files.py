@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from glyphforge._files import unwritable
 from glyphforge.cli.args import UsageError, checked_data_dir
 from glyphforge.cli.dataset_options import prepare_options
 from glyphforge.context import DataContext
@@ -67,6 +68,10 @@ def check_file_arguments(args: argparse.Namespace, context: DataContext) -> None
         raise UsageError("--download-only needs the folder to fetch the files into: add --to DIR (then, on the "
                          "machine without network: prepare-data NAMES --mirror DIR --offline)")
     if args.download_only:
+        why = unwritable(args.to) if args.to.is_dir() else None  # a folder to be made: --to's own check
+        if why:
+            raise UsageError(f"--to {args.to}: the files cannot be written there: {why}. Give a folder you can write "
+                             "to (it is made if missing)")
         target = args.to.resolve()
         same = [mirror for mirror in context.mirrors if _local(mirror) == target]
         if same:

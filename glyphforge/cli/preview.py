@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from glyphforge.cache import Entry
-from glyphforge.cli.args import UsageError, positive
+from glyphforge.cli.args import UsageError, output_path, positive
 from glyphforge.cli.common import add_command, find_built_target
 from glyphforge.cli.errors import target_lookup
 from glyphforge.context import DataContext
@@ -50,7 +50,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     preview.add_argument("target", help=f"a dataset ({', '.join(registry.registered())}), the kind of a built dataset "
                                         "with one entry (KIND:newest: its newest), or a cache key (prefix) of any "
                                         "entry")
-    preview.add_argument("--out", type=Path, default=Path("preview.png"),
+    preview.add_argument("--out", type=output_path, default=Path("preview.png"),
                          help="PNG file to write (with --animate: an animated PNG, or a GIF when it ends in .gif)")
     preview.add_argument("-n", type=positive, default=16, help="number of examples (1 or more)")
     preview.add_argument("--seed", type=int, default=0, help="which examples to pick")

@@ -12,12 +12,13 @@ an Omniglot set's ``source`` is its zip's hash, a backgrounds entry adds ``sourc
 ``{name: sha256:<hex>}`` of its own images to upstream's params (none: upstream's key).
 
 Which copy a load serves: a prepare that used own files leaves a record,
-``<data dir>/raw/<dataset>/.own-copy.json``, naming them (path, size, modification time,
+``<data dir>/raw/<dataset>/.own-copy.json``, naming them (path, stamp,
 sha256, whether each is the pinned file); a prepare from upstream's files removes it (a
 prepare of some of the files, ``covered`` in :func:`remember`, changes only what it says of them). A
-load with a record looks at the files it names (:func:`in_use`): an unchanged one (same
-size and mtime) keeps its recorded hash, a changed one is hashed again (and the record
-updated), a missing one keeps its recorded hash. So own files replaced in place are served
+load with a record looks at the files it names (:func:`in_use`): an unchanged one (the same
+:func:`~glyphforge._files.file_stamp`: size and mtime, which a user may keep on other bytes, and
+ctime and inode, which they cannot) keeps its recorded hash, a changed one is hashed again (and the
+record updated), a missing one keeps its recorded hash. So own files replaced in place are served
 (prepared from them when the load may prepare), files replaced by upstream's serve
 upstream's entry, and without a record a load serves upstream's entry.
 
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from glyphforge._checks import PathLike
-from glyphforge._files import atomic_path, existing_file
+from glyphforge._files import atomic_path, existing_file, file_stamp
 from glyphforge.cache import Entry, raw
 from glyphforge.context import DataContext
 from glyphforge.hashes import file_hashes, normalise_hash, parse_hash
@@ -55,14 +56,14 @@ _announced_lock = threading.Lock()
 
 @dataclasses.dataclass(frozen=True)
 class SourceFile:
-    """A file a prepare used (or a record names): where, its size and mtime then, its sha256, if it is upstream's.
+    """A file a prepare used (or a record names): where, its stamp then, its sha256, if it is upstream's.
 
+    ``stamp`` is its :func:`~glyphforge._files.file_stamp` (empty: none recorded, it is hashed again).
     ``sha256`` is None only for a file known to be upstream's from its download record (never hashed for a key).
     """
 
     path: Path
-    size: int
-    mtime_ns: int
+    stamp: Mapping[str, int]
     sha256: str | None
     matches: bool
 
@@ -101,7 +102,7 @@ class OwnCopy:
 
 
 def describe(path: Path, resource: Resource, known: SourceFile | None = None, *, trust: bool = True) -> SourceFile:
-    """Return what ``path`` is: ``known`` while it still describes it (same path, size and mtime), else hashed.
+    """Return what ``path`` is: ``known`` while it still describes it (same path and stamp), else hashed.
 
     A file whose download record (see :mod:`glyphforge.cache.raw`) says it is upstream's is not hashed.
     With ``trust`` False (a prepare, which may write an entry under upstream's key) no record makes a
@@ -114,18 +115,18 @@ def describe(path: Path, resource: Resource, known: SourceFile | None = None, *,
         return known
     record = raw.read_record(path) if trust else None
     if record is not None and record["matches"] and record["hash"] == resource.hash:
-        return SourceFile(path, status.st_size, status.st_mtime_ns, None, True)
+        return SourceFile(path, file_stamp(status), None, True)
     if resource.size is not None and status.st_size != resource.size:
         [own] = file_hashes(path, ["sha256"])
-        return SourceFile(path, status.st_size, status.st_mtime_ns, own, False)
+        return SourceFile(path, file_stamp(status), own, False)
     pinned, own = file_hashes(path, [parse_hash(resource.hash)[0], "sha256"])
-    return SourceFile(path, status.st_size, status.st_mtime_ns, own, pinned == normalise_hash(resource.hash))
+    return SourceFile(path, file_stamp(status), own, pinned == normalise_hash(resource.hash))
 
 
 def _still(known: SourceFile | None, path: Path, status: os.stat_result, trust: bool) -> bool:
     """Whether ``known`` still describes ``path`` (of ``status``): see :func:`describe`."""
     return (known is not None and (trust or not known.matches)
-            and (known.path, known.size, known.mtime_ns) == (path, status.st_size, status.st_mtime_ns))
+            and (known.path, dict(known.stamp)) == (path, file_stamp(status)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -259,7 +260,8 @@ def _read(raw_dir: Path, resources: Mapping[str, Resource] | None) -> dict[str, 
     it is not one glyphforge wrote)."""
     try:
         document = json.loads((raw_dir / RECORD).read_text(encoding="utf-8"))
-        files = {name: SourceFile(raw_dir / item["path"], int(item["size"]), int(item["mtime_ns"]),
+        files = {name: SourceFile(raw_dir / item["path"],  # no stamp recorded: hashed again
+                                  {field: int(value) for field, value in (item.get("stamp") or {}).items()},
                                   None if item["matches"] is True else normalise_hash(item["sha256"]),
                                   item["matches"] is True)
                  for name, item in document["files"].items() if resources is None or name in resources}
@@ -271,7 +273,7 @@ def _read(raw_dir: Path, resources: Mapping[str, Resource] | None) -> dict[str, 
 def _write(raw_dir: Path, copy: OwnCopy) -> bool:
     """Write the record of ``copy`` in ``raw_dir`` (paths in it relative); False when the folder is not writable."""
     files = {name: {"path": str(file.path.relative_to(raw_dir) if file.path.parent == raw_dir else file.path),
-                    "size": file.size, "mtime_ns": file.mtime_ns, "sha256": file.sha256, "matches": file.matches}
+                    "stamp": dict(file.stamp), "sha256": file.sha256, "matches": file.matches}
              for name, file in copy.files.items()}
     try:
         raw_dir.mkdir(parents=True, exist_ok=True)

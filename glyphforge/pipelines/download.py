@@ -178,7 +178,13 @@ def _fetch_locked(
             except SourceFailed as failure:
                 attempts.append(failure.attempt)
                 continue
-            os.replace(part, target)
+            try:
+                os.replace(part, target)
+            except OSError:  # something was put in its place meanwhile: named, and the download not left behind
+                part.unlink(missing_ok=True)
+                if os.path.lexists(target) and not target.is_file():
+                    raise _in_the_way(target, resource) from None
+                raise
             record_download(target, resource.hash, source.location)  # what glyphforge wrote: `cache gc --raw` may go
             return target
     raise _failure(resource, target, mirror_names, tuple(attempts), offline)
@@ -199,7 +205,10 @@ def _part_size(part: Path) -> Callable[[], str]:
 
 
 def _in_place(target: Path, resource: Resource) -> bool:
-    """Whether ``target`` is already the pinned file; raise if a file that is not (the user's) is there."""
+    """Whether ``target`` is already the pinned file; raise if a file that is not (the user's), or a directory, is
+    there."""
+    if os.path.lexists(target) and not target.is_file():
+        raise _in_the_way(target, resource)
     if not target.is_file():
         return False
     if _verified(target, resource):
@@ -210,6 +219,15 @@ def _in_place(target: Path, resource: Resource) -> bool:
         "it as your own copy, pass verify=False (on the command line: --no-verify); to have glyphforge download "
         f"upstream's file instead, move it away (e.g. to {target.name}.mine) and run again.",
     )
+
+
+def _in_the_way(target: Path, resource: Resource) -> DownloadError:
+    """The error for ``target``'s place taken by what is no file (a directory, a dangling link): never replaced."""
+    what = "a directory" if target.is_dir() else "a symbolic link to nothing" if target.is_symlink() else "no file"
+    reason = (f"{target} is {what}, where the file {resource.filename} goes: glyphforge never replaces what it did "
+              "not write, so it fetched nothing. Move it away and run again")
+    return DownloadError(f"cannot fetch {resource.dataset}/{resource.filename}: {reason}.", resource=resource,
+                         target=target, attempts=(Attempt(str(target), reason),))
 
 
 def _verified(path: Path, resource: Resource) -> bool:

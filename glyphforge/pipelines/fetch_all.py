@@ -76,18 +76,25 @@ def missing_files(errors: Sequence[DownloadError], advice: str, *, first_in_full
     Each file gets one line: its dataset and name, size and hash, the path where to place it
     by hand, its origin URLs and why each source tried failed. ``first_in_full``: the first
     error's whole message follows (why it failed, and what to do without the network), and its
-    line does not repeat the sources.
+    line does not repeat the sources. ``advice`` is left out when only what is at the files' places stopped them.
     """
     sizes = [error.resource.size if error.resource is not None else None for error in errors]
     total = human_size(sum(size or 0 for size in sizes)) + (" or more" if None in sizes else "")
     lines = [f"{len(errors)} upstream files ({total}) are missing: they are not in place and no "
              "source this run used gave them. Each, with where to place it by hand and where it comes from:"]
     lines += [f"  - {_described(error, below=first_in_full and index == 0)}" for index, error in enumerate(errors)]
-    if advice:
+    if advice and not all(_in_the_way(error) for error in errors):  # no source is to blame for what is in the way
         lines.append(advice)
     if first_in_full:
         lines.append(f"The first of them in full: {errors[0]}")
     return MissingFilesError("\n".join(lines), errors)
+
+
+def _in_the_way(error: DownloadError) -> bool:
+    """Whether ``error`` is only about what is at the file's place (a file not upstream's, a directory): no source
+    was to blame."""
+    return error.target is not None and bool(error.attempts) and all(
+        attempt.source == str(error.target) for attempt in error.attempts)
 
 
 def _described(error: DownloadError, below: bool) -> str:
@@ -100,7 +107,8 @@ def _described(error: DownloadError, below: bool) -> str:
     urls = " or ".join((resource.url, *resource.more_urls))
     if below:
         tried = "see below"
-    elif target is not None and any(attempt.source == str(target) for attempt in error.attempts):  # in the way
+    elif target is not None and any(attempt.source == str(target) and attempt.actual_hash  # a file in the way
+                                    for attempt in error.attempts):
         tried = (f"the file in place is not upstream's ({error.attempts[0].actual_hash}), and glyphforge never "
                  "replaces a file it did not write: move it away, or use it as your own copy with --no-verify")
     else:

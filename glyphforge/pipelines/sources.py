@@ -18,7 +18,7 @@ from urllib.parse import quote, urlsplit
 from urllib.request import url2pathname
 
 from glyphforge import config
-from glyphforge._files import writing
+from glyphforge._files import path_too_long, shown_path, writing
 from glyphforge.errors import StorageError
 from glyphforge.pipelines.http_source import CHUNK_SIZE, Attempt, SourceFailed, progress_bar
 from glyphforge.pipelines.resource import Resource
@@ -106,7 +106,7 @@ def _source_from_url(url: str) -> Source:
 
 def _local_path(base: str) -> Path:
     if "://" not in base:
-        return Path(base).expanduser()
+        return _short_enough(base, Path(base).expanduser())
     parts = urlsplit(base)
     if parts.netloc not in ("", "localhost"):
         raise ValueError(
@@ -114,7 +114,15 @@ def _local_path(base: str) -> Path:
             "use a plain directory, an https:// URL or an object storage URL (s3://, gs://), space-separated in "
             "GLYPHFORGE_MIRROR"
         )
-    return Path(url2pathname(parts.path))
+    return _short_enough(base, Path(url2pathname(parts.path)))
+
+
+def _short_enough(base: str, path: Path) -> Path:
+    """``path``, the folder of the mirror ``base``; a ValueError naming the limit when this system cannot take it."""
+    too_long = path_too_long(path)
+    if too_long:
+        raise ValueError(f"mirror {shown_path(base)} cannot be read: {too_long} (ENAMETOOLONG); give a shorter path")
+    return path
 
 
 def copy_local(path: Path, part: Path, resource: Resource, progress: bool) -> None:

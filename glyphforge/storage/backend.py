@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -124,6 +124,16 @@ class Backend(ABC):
     def files(self) -> dict[str, dict[str, Any]]:
         """What the store says of each object (file) directly in the folder (``size``, checksums...), by name;
         empty when there is none; fresh."""
+
+    def not_replaceable(self) -> str | None:
+        """What is at the object's place that glyphforge did not write and so never replaces, said as "a ..."; None
+        when nothing such is there (an object store holds objects only: the default)."""
+        return None
+
+    def remove_abandoned(self, names: Iterable[str]) -> list[str]:
+        """Remove the staging files that killed writers of the objects ``names`` in the folder left; return their
+        names. None on an object store (the default): a put makes the whole object at once, and leaves none."""
+        return []
 
     @classmethod
     def store_failure(cls, error: Exception) -> Exception | None:

@@ -9,11 +9,13 @@ read as local paths are.
 """
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from glyphforge._files import CHUNK_BYTES, atomic_path, writing
+from glyphforge._files import CHUNK_BYTES, atomic_path, remove_abandoned_staging, writing
 from glyphforge.storage.fsspec_backend import FsspecBackend
 from glyphforge.urls import file_path
 
@@ -47,6 +49,22 @@ class LocalBackend(FsspecBackend):
     def path(self) -> str:
         """The path the URL names, as fsspec's local filesystem takes it."""
         return self.local_path.as_posix()
+
+    def not_replaceable(self) -> str | None:
+        """A symbolic link at the path (a user's: glyphforge writes files, never links) is "a symbolic link to ..."."""
+        path = self.local_path
+        if not path.is_symlink():
+            return None
+        try:
+            return f"a symbolic link (to {os.readlink(path)})"
+        except OSError:
+            return "a symbolic link"
+
+    def remove_abandoned(self, names: Iterable[str]) -> list[str]:
+        """Remove the temporary files killed writers of ``names`` left in the folder (`remove_abandoned_staging`:
+        never a live writer's, nor a file of another name); what cannot be removed (another user's) stays."""
+        removed, _ = remove_abandoned_staging(self.local_path, names)
+        return [path.name for path in removed]
 
     def _made_place(self) -> Path:
         """The path, with its folder made."""

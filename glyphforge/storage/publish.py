@@ -14,10 +14,13 @@ Publishing again is cheap and safe:
   else its sha256 read back: `glyphforge.storage.object_match`); an object store's put is
   atomic, and on a ``file://`` target each file is written under a temporary name and
   renamed, so only the missing files are uploaded;
-* glyphforge replaces only what it wrote itself: a manifest of another entry, or an object
-  of another size or other bytes at a data file's place, is an error naming it
-  (`PublishConflictError`), and nothing there is touched: nothing is uploaded, and no
-  manifest is written beside what is not the entry's.
+* glyphforge replaces only what it wrote itself: a manifest of another entry, an object
+  of another size or other bytes at a data file's place, or a symbolic link at a file's place
+  (``file://``), is an error naming it (`PublishConflictError`), and nothing there is touched:
+  nothing is uploaded, and no manifest is written beside what is not the entry's;
+* on a ``file://`` target, the temporary files a killed publish left (``.<name>.<random>.tmp``
+  of the entry's files, whose writer is gone) are removed first (``glyphforge cache gc`` of
+  the target data dir removes them too).
 
 Files are uploaded a few at once, large ones in parts (``s3://``: multipart uploads of
 :data:`PART_BYTES` parts, :data:`PARTS_AT_ONCE` at once per file), so at most about
@@ -40,6 +43,7 @@ from fsspec.callbacks import Callback
 
 from glyphforge import config
 from glyphforge._checks import PathLike
+from glyphforge._files import path_too_long, shown_path
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.lookup import of_kind
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_built, parse_manifest
@@ -119,7 +123,8 @@ def target_location(url: str | Location, storage_options: Mapping[str, Any] | No
     Raises
     ------
     ValueError
-        ``url`` is no URL (a plain path: give ``file:///abs/path``), or an ``http(s)://`` one (read-only).
+        ``url`` is no URL (a plain path: give ``file:///abs/path``), an ``http(s)://`` one (read-only), or a
+        ``file://`` one of a path this system cannot take (too long).
     UnsupportedURLError
         fsspec cannot open its scheme here (the message names the extra to install).
     """
@@ -134,6 +139,11 @@ def target_location(url: str | Location, storage_options: Mapping[str, Any] | No
         raise ValueError(f"{location.url} is an {location.scheme}:// URL, which glyphforge only reads: publish to "
                          "object storage (s3://, gs://) or a file:// directory, and serve that over HTTP if you wish")
     location.fs  # noqa: B018 (raises UnsupportedURLError naming the extra to install; opens no connection)
+    local = location.backend.local_path
+    too_long = path_too_long(local) if local is not None else None
+    if too_long:
+        raise ValueError(f"{shown_path(shown(location.url))} cannot be written: {too_long} (ENAMETOOLONG); give a "
+                         "shorter path")
     return location
 
 
@@ -170,6 +180,9 @@ def publish_entry(entry: Entry, url: str | Location, *, storage_options: Mapping
     place = entry_location(target_location(url, storage_options), entry.kind, entry.key)
     with entry.read_lock():
         local_manifest = (entry.path / MANIFEST).read_bytes()
+        with translated(place, "removing what killed publishes left", PUBLISHING):
+            place.backend.remove_abandoned([*entry.files, MANIFEST])
+        _refuse_links(place, [*entry.files, MANIFEST])
         published = published_manifest(place)
         if published is not None:
             if identity(published) == identity(entry.manifest):
@@ -316,6 +329,19 @@ def put_bytes(where: Location, data: bytes, doing: str) -> None:
     """Write ``data`` as the object ``where`` (a ``file://`` one under a temporary name first, then renamed)."""
     with translated(where, doing, PUBLISHING):
         write_bytes(where, data)
+
+
+def _refuse_links(place: Location, names: list[str]) -> None:
+    """Raise `PublishConflictError` naming the first of the files ``names`` at ``place`` that glyphforge would not
+    replace (a ``file://`` target's symbolic link: a user's), before anything is written."""
+    for name in names:
+        where = place.child(name)
+        found = where.backend.not_replaceable()
+        if found is not None:
+            raise PublishConflictError(
+                f"{where.url} is {found}: glyphforge did not write it, and leaves it as it is (nothing was "
+                "published). Remove it if it is not needed, then run the same command again, or publish to another "
+                "data dir URL")
 
 
 def _not_ours(where: Location, expected: str) -> PublishConflictError:

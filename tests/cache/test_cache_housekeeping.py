@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from glyphforge._files import file_stamp
 from glyphforge.builds import build
 from glyphforge.builds.decoded_copy import decoded_dir
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.cache.raw import record_download
+from glyphforge.cache.raw import record_path as raw_record_path
 from glyphforge.datasets import backgrounds
 from glyphforge.datasets.backgrounds import load_backgrounds
 from glyphforge.pipelines.download import fetch
@@ -181,11 +183,13 @@ def test_raw_files_are_listed_verified_and_only_glyphforges_converted_downloads_
         "4 upstream files hashed: 3 match the pinned hashes",
         f"all 1 entry in {tmp_path / 'cache'} verified"]
 
-    water = raw / "water.jpg"  # damaged on disk under the same size and time: ls trusts its record, verify hashes
+    water = raw / "water.jpg"  # damaged on disk under the same stamp (bit rot): ls trusts its record, verify hashes
     status, data = water.stat(), bytearray(water.read_bytes())
     data[100] ^= 0xFF
     water.write_bytes(bytes(data))
-    os.utime(water, ns=(status.st_atime_ns, status.st_mtime_ns))
+    os.utime(water, ns=(status.st_atime_ns, status.st_mtime_ns))  # a write changes the change time, which bit rot
+    record = json.loads(raw_record_path(water).read_text())  # does not: the record follows it
+    raw_record_path(water).write_text(json.dumps({**record, **file_stamp(water.stat())}))
     assert ["backgrounds", "water.jpg", human_size(size["water.jpg"]), "downloaded", "matches the pinned hash"] in \
         _raw_rows(run_here("glyphforge", "cache", "ls", "--data-dir", tmp_path).stdout)
     verified = run_here("glyphforge", "cache", "verify", "--data-dir", tmp_path)
@@ -218,14 +222,19 @@ def test_raw_files_are_listed_verified_and_only_glyphforges_converted_downloads_
     assert load_backgrounds(["water", "circles", "ice"], data_dir=tmp_path, offline=True)[0][0].shape[2] == 3
 
 
+@pytest.mark.parametrize("mtime", ["new", "kept"])
 def test_a_download_replaced_by_hand_is_no_longer_glyphforges_and_is_never_collected(
-        shared_data, http_server, tmp_path):
+        shared_data, http_server, tmp_path, mtime):
+    """Also when the user's copy keeps the download's size and modification time (issue #42 row 2)."""
     http_server.directory = shared_data
     raw = tmp_path / "raw" / "backgrounds"
     water = fetch(backgrounds.RESOURCES["water.jpg"], raw, mirrors=[http_server.base_url], progress=False)
     assert json.loads((raw / ".water.jpg.record").read_text())["downloaded"] is True
-    water.write_bytes(water.read_bytes())  # the user's copy now (a new modification time)
-    os.utime(water, ns=(0, water.stat().st_mtime_ns + 10**9))
+    status = water.stat()
+    mine = tmp_path / "mine.jpg"
+    mine.write_bytes(water.read_bytes())
+    mine.replace(water)  # the user's copy now
+    os.utime(water, ns=(0, status.st_mtime_ns + (10**9 if mtime == "new" else 0)))
     prepared = run_here("prepare-data", "backgrounds", "--backgrounds", "water", "--data-dir", tmp_path,
                         "--offline", "-q")
     assert prepared.returncode == 0, prepared.stderr

@@ -287,3 +287,60 @@ def test_warmup_says_where_the_kernels_went_when_numba_cache_dir_is_read_only(la
     assert {index.name.split("-")[0] for index in kept.glob("*.nbi")} == {
         "resample_kernel.resample", "composite.ink_boxes", "composite.place_glyphs", "composite.composite"}
     assert list(read_only.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["export", "{key}", "{home}/out"], ["preview", "{key}", "--out", "{home}/a.png"],
+                                     ["publish", "{key}", "file://{home}/published"], ["cache", "rm", "{key}"],
+                                     ["cache", "gc"]], ids=lambda argv: " ".join(argv[:2]))
+def test_every_command_on_a_built_entry_another_member_made_owner_only_names_it_and_its_owner(lab, command):
+    """Issue #42 row 20: not "none built yet", nor a raw `[Errno 13]` of its decoded copy's record, but the entry
+    and whose it is, as `cache ls` and `cache verify` say (test above)."""
+    [scenes] = [path.parent for path in (lab.data / "cache" / "scenes").glob("*/arrays.pklz")
+                if path.stat().st_uid == USER_A]
+    decoded = scenes.with_name(f"{scenes.name}.decoded")
+    made = "import sys, glyphforge as gf; gf.open_built(sys.argv[1]).materialize()"  # as random reads make it
+    read = lab.run(USER_A, sys.executable, "-c", made, scenes)
+    assert read.returncode == 0 and (decoded / "checks.json").is_file(), read.stderr
+    closed = lab.run(USER_A, "chmod", "-R", "go=", scenes, decoded)
+    assert closed.returncode == 0, closed.stderr
+    home = lab.homes[USER_B]
+    try:
+        done = lab.cli(USER_B, *[arg.format(key=scenes.name[:12], home=home) for arg in command])
+    finally:
+        subprocess.run(["chmod", "-R", "g+rwX,o+rX", scenes, decoded], check=True)  # as root: back to what A made
+
+    assert "Errno" not in done.stderr and "none built yet" not in done.stderr and "Traceback" not in done.stderr
+    owner = f"permission is denied (owner uid {USER_A}, group gid {GROUP}, mode drwx--S---)"
+    if command[-1] == "gc":
+        assert (done.returncode, done.stdout.strip()) == (0, "0 item(s) removed"), done.stderr
+        assert done.stderr.startswith(f"left alone: {scenes}: you may not read it: {owner}")
+    else:
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.startswith(f"error: the scenes entry {scenes.name[:12]} at {scenes} exists, but you may not "
+                                      f"read it: {owner}"), done.stderr
+        assert f"`chmod -R g+rX {scenes}`" in done.stderr
+    assert scenes.is_dir() and decoded.is_dir() and not list(home.glob("out*")) + list(home.glob("published*"))
+
+
+@pytest.mark.parametrize("format", ["npy", "parquet"])
+@pytest.mark.parametrize("where", ["a new folder in it", "the folder itself"])
+def test_an_export_into_a_folder_the_member_may_not_write_names_it_and_its_owner_before_any_work(lab, where, format):
+    """Issue #42 row 16: B exports into A's folder (mode 0755): one paragraph, the folder and its owner, exit 2."""
+    [scenes] = [path.parent for path in (lab.data / "cache" / "scenes").glob("*/arrays.pklz")
+                if path.stat().st_uid == USER_A]
+    folder = lab.homes[USER_A] / f"exports-{format}"
+    made = lab.run(USER_A, "mkdir", "-m", "0755", folder)
+    assert made.returncode == 0, made.stderr
+    target = folder / "out" if where == "a new folder in it" else folder
+    try:
+        done = lab.cli(USER_B, "export", scenes.name[:12], target, "--format", format)
+        assert done.returncode == 2, done.stderr
+        assert "Errno" not in done.stderr and "Traceback" not in done.stderr and "free there" not in done.stderr
+        mode = stat.filemode(folder.stat().st_mode)
+        where = "" if target == folder else f" (to be made in {folder})"
+        assert done.stderr.strip() == (
+            f"error: cannot export to {target}{where}: you may not write in it (owner uid {USER_A}, group gid "
+            f"{GROUP}, mode {mode}). Give a directory you can write to")
+        assert list(folder.iterdir()) == []
+    finally:
+        shutil.rmtree(folder)

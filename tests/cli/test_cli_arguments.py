@@ -249,3 +249,65 @@ def test_a_selection_of_no_image_raises_instead_of_returning_nothing(prepared_em
         load_emnist("0123", example_range=(0, 0.001), data_dir=prepared_emnist, download=False)
     x, y, classes = load_emnist("0123", data_dir=prepared_emnist, download=False)
     assert len(x) == len(y) > 0 and list(classes) == list("0123")
+
+
+# -- issue #42 row 16: paths this system cannot take, named with the limit; an export folder one may not write ----
+LONG_NAME = "n" * 300  # over the 255 bytes a name may have (NAME_MAX)
+LONG_PATH = "/" + "/".join(["d" * 99] * 42)  # 4,200 characters: over the 4,096 of a path (PATH_MAX)
+#: Each command with the path it takes: PATH stands for the path too long (under the test's folder), DATA for a data
+#: dir that is fine.
+PATH_COMMANDS = {
+    "--data-dir": ["glyphforge", "cache", "ls", "--data-dir", "PATH"],
+    "info --data-dir": ["glyphforge", "info", "--data-dir", "PATH"],
+    "gc --data-dir": ["glyphforge", "cache", "gc", "--data-dir", "PATH"],
+    "prepare-data --data-dir": ["prepare-data", "backgrounds", "--offline", "--data-dir", "PATH"],
+    "build --data-dir": ["glyphforge", *FONT_SCENES, "--data-dir", "PATH"],
+    "--to": ["prepare-data", "backgrounds", "--download-only", "--to", "PATH", "--data-dir", "DATA"],
+    "export DIRECTORY": ["glyphforge", "export", "scenes", "PATH", "--data-dir", "DATA"],
+    "preview --out": ["glyphforge", "preview", "scenes", "--out", "PATH", "--data-dir", "DATA"],
+    "publish URL": ["glyphforge", "publish", "scenes", "file://PATH", "--data-dir", "DATA"],
+    "$GLYPHFORGE_DATA_DIR": ["glyphforge", "info"],
+}
+
+
+@pytest.mark.parametrize("too_long", ["name", "path"])
+@pytest.mark.parametrize("command", list(PATH_COMMANDS))
+def test_a_path_too_long_is_named_with_the_limit_and_exits_2_before_any_work(tmp_path, command, too_long):
+    path = str(tmp_path / LONG_NAME / "x") if too_long == "name" else f"{tmp_path}{LONG_PATH}"
+    data = tmp_path / "data"
+    argv = [arg.replace("PATH", path).replace("DATA", str(data)) for arg in PATH_COMMANDS[command]]
+    env = {"GLYPHFORGE_DATA_DIR": path} if command.startswith("$") else None
+
+    result = run_here(*argv, cwd=tmp_path, env=env)
+
+    limit = "more than the 255 a name may have" if too_long == "name" else "more than the 4,095 a path may have here"
+    refused(result, "(ENAMETOOLONG)", limit)
+    assert "Errno" not in result.stderr and result.stderr.strip().splitlines()[-1].count("error: ") == 1
+    [given] = [arg for arg in [*argv, *(env or {}).values()] if path in arg]
+    shown = f"'{LONG_NAME[:20]}...{LONG_NAME[-12:]}'" if too_long == "name" else f"{given[:80]}...{given[-60:]}"
+    assert shown in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == []  # nothing made
+
+
+@pytest.mark.parametrize("too_long", ["name", "path"])
+@pytest.mark.parametrize("given", ["--mirror", "$GLYPHFORGE_MIRROR", "--mirror file://"])
+def test_a_mirror_folder_too_long_is_named_with_the_limit(tmp_path, given, too_long):
+    path = str(tmp_path / LONG_NAME) if too_long == "name" else f"{tmp_path}{LONG_PATH}"
+    mirror = f"file://{path}" if given.endswith("file://") else path
+    argv = ["prepare-data", "backgrounds", "--backgrounds", "water", "--offline", "--data-dir", tmp_path / "data"]
+    if given.startswith("--"):
+        argv += ["--mirror", mirror]
+    result = run_here(*argv, env={"GLYPHFORGE_MIRROR": mirror} if given.startswith("$") else None)
+    assert result.returncode in (1, 2) and "Errno" not in result.stderr and "Traceback" not in result.stderr
+    limit = "more than the 255 a name may have" if too_long == "name" else "more than the 4,095 a path may have here"
+    assert "cannot be read: " in result.stderr and limit in result.stderr
+    assert "(ENAMETOOLONG); give a shorter path" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_path_too_long_met_at_work_is_named_with_the_limit_not_raw_errno(built_scenes, tmp_path):
+    """A path glyphforge makes under one that is fine (a data dir of 4,000 characters): named, with the limit."""
+    deep = tmp_path.joinpath(*["d" * 99] * (4000 // 100))
+    result = run("glyphforge", *FONT_SCENES, "--data-dir", deep, "-q")
+    assert result.returncode == 1 and "Errno" not in result.stderr and "Traceback" not in result.stderr
+    assert "(ENAMETOOLONG). Give a shorter path" in result.stderr and "a path may have here" in result.stderr

@@ -27,6 +27,7 @@ from glyphforge.pipelines.resource import Resource
 from support.cli import BIN, run_here
 from support.hashes import bytes_hash
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
+from support.mounts import tmpfs
 from support.waits import wait_until
 
 SMALL = ["images_background_small1.zip"]
@@ -295,3 +296,41 @@ def test_two_ranks_at_once_in_one_folder_fetch_each_file_once(command, shared_da
         assert all(output.startswith(f"2 files (2.9 MB) verified in {mirror}") for output in outputs)
     else:  # each set's entry made once, by one of them
         assert sorted(entry.params["set"] for entry in CacheStore.for_data_dir(data_dir).ls()) == ["small1", "small2"]
+
+
+# -- issue #42 row 17: what is in the way, or a folder that cannot be written, named; no .part left behind ---------
+@pytest.mark.parametrize("in_the_way", [["b.bin"], ["a.bin", "c.bin"]], ids=["one file", "two files"])
+@pytest.mark.parametrize("command", ["download-only", "prepare"])
+def test_a_directory_where_a_file_goes_is_named_kept_and_nothing_is_fetched_for_it(served, tmp_path, command,
+                                                                                    in_the_way):
+    if command == "download-only":
+        folder, argv = tmp_path / "mirror" / "served", ["--download-only", "--to", tmp_path / "mirror"]
+    else:
+        folder, argv = tmp_path / "data" / "raw" / "served", ["--data-dir", tmp_path / "data", "--no-warmup"]
+    for name in in_the_way:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "mine.txt").write_text("mine")
+
+    done = run_here("prepare-data", "served", *argv, "-q")
+
+    assert done.returncode == 1 and "Errno" not in done.stderr and "Traceback" not in done.stderr
+    for name in in_the_way:
+        assert (f"{folder / name} is a directory, where the file {name} goes: glyphforge never replaces what it did "
+                "not write, so it fetched nothing. Move it away and run again") in done.stderr
+        assert served.requests(f"origin/{name}") == 0 and (folder / name / "mine.txt").read_text() == "mine"
+    assert "check the network" not in done.stderr
+    assert not list(tmp_path.rglob("*.part"))
+
+
+@pytest.mark.parametrize("where", ["the folder itself", "a folder to be made in it"])
+def test_a_to_folder_on_a_read_only_file_system_is_named_before_any_work(served, tmp_path, where):
+    with tmpfs(tmp_path / "read-only", "size=1m,ro") as read_only:
+        to = read_only if where == "the folder itself" else read_only / "mirror"
+        done = run_here("prepare-data", "served", "--download-only", "--to", to, "-q")
+    assert done.returncode == 2 and "Errno" not in done.stderr and "Traceback" not in done.stderr
+    said = (f"--to {to}: the files cannot be written there: it is on a read-only file system" if to == read_only else
+            f"--to: the data dir {to} does not exist and cannot be made in {read_only}: it is on a read-only file "
+            "system")
+    assert said in done.stderr
+    assert "check the network" not in done.stderr
+    assert sum(served.requests(f"origin/{name}") for name in SERVED) == 0

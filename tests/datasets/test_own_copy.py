@@ -11,12 +11,16 @@ upstream's), and the Python loaders with records pinning synthetic files as "ups
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import logging
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import glyphforge as gf
+from glyphforge import config
 from glyphforge.cache import CacheStore
 from glyphforge.cache.keys import cache_key
 from glyphforge.datasets import _class_prepare, _own_copy
@@ -25,6 +29,7 @@ from glyphforge.datasets.mnist_family import DATASETS, load_fashion_mnist, load_
 
 from support.cli import run_here
 from support.own_copy import OWN, own_warnings, place, prepare_cli
+from support.synthetic_emnist import gzip_bytes
 from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
 
 UPSTREAM = dict(DATASETS)
@@ -147,3 +152,36 @@ def test_given_own_archives_each_get_an_entry_and_the_last_prepared_is_loaded(co
         x, _, _ = load_mnist("0", subset="test", data_dir=data_dir, download=False)
     assert holds_class_0_of(x, copies["b"])
     assert any(entries["b"][0].key[:12] in message for message in own_warnings(caplog))
+
+
+def stored(raw: Path) -> None:
+    """Rewrite the four files in ``raw`` gzipped without compression: sets of the same counts are then of the same
+    sizes."""
+    for name in ALL_FILES:
+        (raw / name).write_bytes(gzip_bytes(gzip.decompress((raw / name).read_bytes()), level=0))
+
+
+@pytest.mark.parametrize("then", ["load", "prepare"])
+def test_own_files_replaced_under_the_same_sizes_and_times_are_served_by_their_bytes(copies, tmp_path, then):
+    """Issue #42 row 2: B placed over A with A's sizes and modification times kept is B's copy, for loads and
+    prepares."""
+    data_dir = tmp_path / "data"
+    raw = config.raw_dir("mnist", data_dir)
+    place(copies["a"], data_dir, "mnist")
+    stored(raw)
+    prepare_cli("mnist", data_dir)
+    times = {name: (raw / name).stat() for name in ALL_FILES}
+    place(copies["b"], data_dir, "mnist")
+    stored(raw)
+    for name, status in times.items():
+        assert (raw / name).stat().st_size == status.st_size
+        os.utime(raw / name, ns=(status.st_atime_ns, status.st_mtime_ns))
+
+    if then == "prepare":
+        prepare_cli("mnist", data_dir)
+        x, _, _ = load_mnist("0", subset="test", data_dir=data_dir, download=False)
+    else:
+        x, _, _ = gf.load("mnist", "0", subset="test", data_dir=data_dir, offline=True)
+
+    assert holds_class_0_of(x, copies["b"])
+    assert len(CacheStore.for_data_dir(data_dir).ls()) == 2
