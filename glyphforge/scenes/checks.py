@@ -51,7 +51,15 @@ def parts(spec: Any) -> None:
                          "(e.g. 'sum' or 'A:sum,M:prod'), or use min_glyphs/max_glyphs")
     check_int("n_frames", spec.n_frames, 0)
     if spec.n_frames:
-        spec.motion  # noqa: B018 (Motion checks its own fields)
+        spec.motion.check_frame(spec.image_shape)  # Motion checks its own fields when made
+        largest = spec.largest_glyph_shape()
+        if spec.patch_speed > 0 and spec.bounce_patches and largest[0] >= spec.image_shape[0] and (
+                largest[1] >= spec.image_shape[1]):
+            raise ValueError(
+                f"patch_speed {spec.patch_speed:g} asks objects of up to {largest[0]}x{largest[1]} to move, but they "
+                f"fill the {spec.image_shape[0]}x{spec.image_shape[1]} frame, so they can neither bounce "
+                "(bounce_patches=True) nor leave it: use smaller objects, bounce_patches=False, or patch_speed 0"
+            )
     elif changed(spec, MOTION_FIELDS):
         raise ValueError("patch_speed, bounce_patches, appearance_prob and disappearance_prob move the objects of "
                          "videos: give n_frames >= 1 with them, or leave them at their defaults for still scenes")

@@ -242,6 +242,8 @@ class ScatteredGlyphs:
             (spec_field.name, getattr(self, spec_field.name)) for spec_field in dataclasses.fields(self)
             if spec_field.name in PART_FIELDS and getattr(self, spec_field.name) != spec_field.default
         )
+        if self.n_frames:
+            params.update(self.motion.params())  # its algorithm's version too
         if self.glyphs == FONT:
             import PIL
 
