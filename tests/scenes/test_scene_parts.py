@@ -224,3 +224,23 @@ def test_every_part_builds_with_the_same_bytes_on_processes_and_in_one_process(t
     for name, array in local.arrays.items():
         assert array.tobytes() == spread[name].tobytes(), name
     assert local.metadata == spread.metadata and local.metadata["scene"]["task"] == {"A": "sum", "M": "prod"}
+
+
+@pytest.mark.parametrize(
+    ("preset", "arrays", "shape"),
+    [
+        ("multi_mnist", {"boxes": (8, 2, 4)}, (50, 50)),
+        ("visual_arithmetic", {"boxes": (8, 4, 4), "scene_label": (8,)}, (48, 48)),
+        ("grid_arithmetic", {"boxes": (8, 4, 4), "scene_label": (8,)}, (48, 48)),
+        ("cluttered_mnist", {"boxes": (8, 1, 4)}, (60, 60)),
+    ],
+)
+def test_still_presets_build_offline_with_the_font_and_take_overrides(preset, arrays, shape):
+    function = getattr(glyphforge, preset)
+    assert "et al." in function.__doc__ or "dps" in function.__doc__  # each cites its source
+    spec = function(8, glyphs="font", seed=5)
+    shard = _shard(spec)
+    assert shard["images"].shape == (8, *shape, 3)
+    assert {name: shard[name].shape for name in arrays} == arrays
+    assert function(8, glyphs="font", image_shape=(64, 64)).image_shape == (64, 64)
+    assert spec.glyphs == "font" and function(8).glyphs != "font"  # the papers' data by default
