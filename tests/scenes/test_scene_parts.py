@@ -39,7 +39,8 @@ def test_the_nine_shapes_fill_their_box_as_distinct_alpha_masks(size):
     for name, mask in zip(SHAPE_NAMES, masks, strict=True):
         assert mask.shape == size and mask.dtype == np.uint8 and mask.max() == 255, name
         rows, cols = np.flatnonzero(mask.any(1)), np.flatnonzero(mask.any(0))
-        assert rows[-1] - rows[0] >= 0.8 * size[0] - 2 and cols[-1] - cols[0] >= 0.8 * size[1] - 2, name  # spans its box
+        spans = rows[-1] - rows[0], cols[-1] - cols[0]
+        assert spans[0] >= 0.8 * size[0] - 2 and spans[1] >= 0.8 * size[1] - 2, name  # fills its box
     assert len({mask.tobytes() for mask in masks}) == 9
     hollow, circle = draw_shape("hollow_circle", (31, 31)), draw_shape("circle", (31, 31))
     assert hollow[15, 15] == 0 and circle[15, 15] == 255
@@ -79,7 +80,7 @@ def test_grid_objects_sit_on_distinct_cells_inside_the_draw_window(offset_range)
         assert len(boxes) == shard["n_glyphs"][i]
         assert (boxes[:, :2] >= offset).all() and (boxes[:, 2:] <= np.add(offset, window)).all()
         cells = set()
-        for top, left, bottom, right in boxes:
+        for top, left, bottom, _ in boxes:
             row, col = (top - offset[0]) // cell[0], (left - offset[1]) // cell[1]
             shift = (top - offset[0]) % cell[0], (left - offset[1]) % cell[1]
             # the object stays in its cell (the cell's object area, shifted by the scene's offset)
@@ -149,7 +150,7 @@ def test_distractors_are_drawn_but_never_annotated():
         lit_outside += int(lit[~covered].sum())
         assert ((shard["masks"][i] > 0) <= lit).all()
     assert lit_outside > 500  # the clutter shows outside the objects' boxes
-    for i, k, (top, left, bottom, right) in _real(shard):
+    for i, k, _ in _real(shard):
         assert (shard["masks"][i] == k + 1).any()  # objects are drawn over the clutter
 
 
