@@ -22,8 +22,8 @@ def _parse(*argv: str) -> ScatteredGlyphs:
 def test_the_parts_options_make_the_spec_fields():
     spec = _parse(*FONT_SCENES, "--grid-shape", "3x3", "--spacing", "1x0", "--random-offset-range", "2x2",
                   "--draw-shape", "46x46", "--draw-offset", "2x2", "--n-distractors-per-image", "3",
-                  "--distractor-shape", "4x5", "--masks", "--characters", "0123456789AM", "--reductions", "A:sum,M:prod",
-                  "--min-digits", "2", "--max-digits", "4", "--largest-digit", "20")
+                  "--distractor-shape", "4x5", "--masks", "--characters", "0123456789AM",
+                  "--reductions", "A:sum,M:prod", "--min-digits", "2", "--max-digits", "4", "--largest-digit", "20")
     assert spec == ScatteredGlyphs(5, glyphs="font", shard_size=5, grid_shape=(3, 3), spacing=(1, 0),
                                    random_offset_range=(2, 2), draw_shape=(46, 46), draw_offset=(2, 2),
                                    n_distractors_per_image=3, distractor_shape=(4, 5), masks=True,
