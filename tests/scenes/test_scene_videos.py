@@ -112,11 +112,7 @@ def test_moving_mnist_with_font_glyphs_builds_offline(tmp_path):
 def test_video_datasets_read_by_index_take_and_resumed_streams(tmp_path):
     spec = ScatteredGlyphs(40, glyphs="font", image_shape=(24, 24), glyph_shape=(8, 8), n_frames=5, patch_speed=2.0,
                            shard_size=16, masks=True, n_distractors_per_image=2)
-    local = glyphforge.build(spec, session="local", data_dir=tmp_path / "a", progress=False)
-    with glyphforge.open_session("processes", n_workers=2) as session:
-        spread = glyphforge.build(spec, session=session, data_dir=tmp_path / "b", progress=False)
-    for name, array in local.arrays.items():
-        assert array.tobytes() == spread[name].tobytes(), name
+    local = glyphforge.build(spec, session="local", data_dir=tmp_path, progress=False)  # processes: test_scene_parts
     image, targets = local[7]
     assert image.shape == (5, 24, 24, 3)
     assert targets["boxes"].shape == (5, 3, 4) and targets["masks"].shape == (5, 24, 24)
