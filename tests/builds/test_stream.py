@@ -20,8 +20,10 @@ import pytest
 from glyphforge.builds import build
 from glyphforge.builds.members import BLOCK_BYTES
 from glyphforge.builds.remote import find_built
+from glyphforge.cache.entry import MissingEntryFileError
 from glyphforge.cache.pklz import CorruptPklzError
 
+from support.cli import run_here
 from support.optional import NO_TORCH, NO_TORCHDATA
 from support.specs import RowSpec, WideRowSpec
 
@@ -387,6 +389,23 @@ def test_dataloader_workers_yield_batches_in_shared_memory_of_their_own_size(row
 
 
 # -- resuming -------------------------------------------------------------------------------------
+@needs_torch
+def test_an_entry_removed_before_a_dataloader_reads_it_is_named_through_the_workers(tmp_path):
+    # issue 42, row 9: torch re-raises a worker's error as its class made from its text: it said "None". (Under
+    # "spawn" the worker unpickles the dataset, which opens the entry, before torch catches errors: torch says only
+    # that the worker exited)
+    import torch.utils.data
+
+    dataset = build(RowSpec(n_examples=97, shard_size=7), data_dir=tmp_path, progress=False)
+    stream = dataset.stream(8, seed=3)
+    assert run_here("glyphforge", "cache", "rm", dataset.key, "--data-dir", tmp_path).returncode == 0
+    loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=2, multiprocessing_context="fork")
+    with pytest.raises(MissingEntryFileError) as raised:
+        list(loader)
+    assert f"is missing from the test-rows entry {dataset.key[:12]}" in str(raised.value)
+    assert "run `glyphforge cache gc` to remove the broken entry" in str(raised.value)
+
+
 def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_were_next(rows_1030):
     whole = rows_of(rows_1030.stream(16, seed=6, epochs=2))
     stream = rows_1030.stream(16, seed=6, epochs=2)
