@@ -2,7 +2,8 @@
 
 ``ds.stream(batch_size, shuffle=True, seed=0, epochs=1, drop_last=False, rank=0,
 world_size=1, worker=0, num_workers=1, even_ranks="repeat", window=1, partitions=None, turns=None,
-resume=None)`` plans each epoch from the shard index alone (no data is read to plan).
+resume=None)`` plans each epoch from the shard index alone (no data is read to plan). Each numeric
+option has a bound (`glyphforge.builds.stream_state.LIMITS`), and so has each field of a state.
 ``batch_size`` is a rank's batch; the **global batch** is ``G = batch_size * world_size`` rows.
 
 1. **The epoch's global order** depends on ``(seed, shuffle, window, partitions, turns)``,
@@ -52,8 +53,8 @@ A dataset opened with ``random_access="decode"`` streams from the shards.
 **Resuming.** ``stream.state_dict()`` is small and JSON-able: the format ``version``, the
 dataset's entry ``key``, the order's ``seed``, ``shuffle``, ``window``, ``partitions`` and
 ``turns``, ``n_examples``, ``epoch``, ``cut`` (the global batch the epoch's order is cut
-for) and ``rows`` (the rows of the epoch's global order consumed: global batches consumed
-times ``G``), ``base`` (the position of the iteration's batch number 0, which sets the
+for), ``since`` (where a stream of another ``G`` resumed the epoch, else None), ``rows`` (the
+rows of the epoch's order consumed: global batches consumed times ``G``), ``base`` (the position of the iteration's batch number 0, which sets the
 workers' turns: negative when the iteration began in an earlier epoch), ``until`` (the
 epoch an iteration under way stops before, else None), ``batch_size`` and ``world_size``.
 ``stream.load_state_dict(state)`` (or ``ds.stream(..., resume=state)``) continues at
@@ -101,7 +102,14 @@ from glyphforge.builds.reading import ShardReader
 from glyphforge.builds.stream_copy import CopyReads
 from glyphforge.builds.stream_plan import EpochPlan, Order, plan_epoch
 from glyphforge.builds.stream_shm import Blocks
-from glyphforge.builds.stream_state import STATE_VERSION, check_state, count_epochs
+from glyphforge.builds.stream_state import (
+    LIMITS,
+    STATE_VERSION,
+    check_options,
+    check_position,
+    check_state,
+    count_epochs,
+)
 from glyphforge.builds.stream_torch import torch_worker_info
 from glyphforge.builds.stream_windows import Window, Windows, decode_window
 
@@ -139,22 +147,14 @@ class ShardStream:
     """The epoch the iteration under way stops before (None: none is)."""
     began: tuple[int, int] | None = field(default=None, init=False, repr=False)
     """The position (epoch, rows) where the iteration under way began, in this process."""
-    resumed_cut: tuple[int, int] | None = field(default=None, init=False, repr=False)
-    """``(epoch, G)``: a resumed epoch's order is cut for the global batch ``G`` of the state, not this stream's."""
+    resumed_cut: tuple[int, int, int] | None = field(default=None, init=False, repr=False)
+    """``(epoch, G, since)``: a resumed epoch's order is cut for the state's ``G``, not this stream's (since: where
+    this stream's global batches began in it)."""
 
     def __post_init__(self) -> None:
-        check_int("batch_size", self.batch_size, 1)
-        check_int("seed", self.seed, 0)
-        check_int("epochs", self.epochs, 1)
-        check_int("world_size", self.world_size, 1)
-        check_int("rank", self.rank, 0, self.world_size - 1)
-        check_int("num_workers", self.num_workers, 1)
-        check_int("worker", self.worker, 0, self.num_workers - 1)
-        check_int("window", self.window, 1)
-        for name, default in (("partitions", stream_plan.DEFAULT_PARTITIONS), ("turns", stream_plan.DEFAULT_TURNS)):
-            given = getattr(self, name)
-            chosen = given if given is not None else default if self.shuffle else 1
-            object.__setattr__(self, name, check_int(name, chosen, 1))
+        options = {name: getattr(self, name) for name in (*LIMITS, "rank", "worker")}
+        for name, value in check_options(options, self.shuffle).items():  # each within its bound (LIMITS)
+            object.__setattr__(self, name, value)
         if self.even_ranks not in EVEN_RANKS:
             raise ValueError(f"even_ranks must be one of {', '.join(EVEN_RANKS)}, got {self.even_ranks!r}")
         if self.even_ranks == "drop" and len(self.dataset) < self.world_size:
@@ -220,8 +220,10 @@ class ShardStream:
         return resumed[1] if resumed is not None and resumed[0] == epoch else self.global_batch_size
 
     def _state(self, epoch: int, rows: int, base: int, until: int | None) -> dict[str, Any]:
+        resumed = self.resumed_cut
         return {"version": STATE_VERSION, "key": self.dataset.key, **self._order(), "epoch": epoch,
-                "cut": self._cut(epoch), "rows": rows, "base": base, "until": until, "batch_size": self.batch_size,
+                "cut": self._cut(epoch), "since": resumed[2] if resumed is not None and resumed[0] == epoch else None,
+                "rows": rows, "base": base, "until": until, "batch_size": self.batch_size,
                 "world_size": self.world_size}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -236,18 +238,13 @@ class ShardStream:
             another seed, shuffle, window or dataset size (another global order).
         """
         check_state(state, self.dataset.key, self.dataset.entry.kind, self._order())
-        epoch, rows = check_int("epoch", state["epoch"], 0), check_int("rows", state["rows"], 0, len(self.dataset))
-        cut = check_int("cut", state.get("cut"), 1)
-        if rows == len(self.dataset):
-            epoch, rows = epoch + 1, 0
-        object.__setattr__(self, "resumed_cut", (epoch, cut) if rows and cut != self.global_batch_size else None)
-        same_cut = (state.get("batch_size"), state.get("world_size")) == (self.batch_size, self.world_size)
+        at = check_position(state, len(self.dataset))
+        epoch, rows = at.epoch, at.rows
+        object.__setattr__(self, "resumed_cut", (epoch, at.cut, rows) if rows and at.cut != self.global_batch_size
+                           else None)
+        same_cut = (state["batch_size"], state["world_size"]) == (self.batch_size, self.world_size)
         in_worker = torch_worker_info() is not None  # StatefulDataLoader: each worker gets its own state back
-        until = state.get("until")  # the iteration under way goes on to its last epoch
-        if until is not None:
-            check_int("until", until, epoch)
-        base = check_int("base", state["base"]) if same_cut and in_worker else rows  # workers: their own turns
-        self._move(epoch, rows, base, until)
+        self._move(epoch, rows, at.base if same_cut and in_worker else rows, at.until)  # workers: their own turns
 
     # -- sizes --------------------------------------------------------------------
     @property

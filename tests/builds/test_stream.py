@@ -20,6 +20,7 @@ import pytest
 from glyphforge.builds import build
 from glyphforge.builds.members import BLOCK_BYTES
 from glyphforge.builds.remote import find_built
+from glyphforge.builds.stream_state import LIMITS
 from glyphforge.cache.entry import MissingEntryFileError
 from glyphforge.cache.pklz import CorruptPklzError
 
@@ -176,17 +177,39 @@ def test_a_stream_pickles_small_and_iterates_in_another_process(rows_97, tmp_pat
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (dict(batch_size=0), "batch_size must be an integer >= 1, got 0"),
+    (dict(batch_size=0), "batch_size must be an integer >= 1 and <= 16777216, got 0"),
     (dict(rank=2, world_size=2), "rank must be an integer >= 0 and <= 1, got 2"),
     (dict(worker=4, num_workers=4), "worker must be an integer >= 0 and <= 3, got 4"),
     (dict(even_ranks="pad"), "even_ranks must be one of repeat, drop, got 'pad'"),
     (dict(world_size=200, even_ranks="drop"), "even_ranks='drop' leaves no row for each of 200 ranks"),
-    (dict(window=0), "window must be an integer >= 1, got 0"),
+    (dict(window=0), "window must be an integer >= 1 and <= 1048576, got 0"),
 ])
 def test_bad_stream_arguments_are_named(rows_97, options, message):
     options = {"batch_size": 4, **options}
     with pytest.raises(ValueError, match=message):
         rows_97.stream(options.pop("batch_size"), **options)
+
+
+@pytest.mark.parametrize("name", ["batch_size", "seed", "epochs", "world_size", "num_workers", "window", "partitions",
+                                  "turns"])
+@pytest.mark.parametrize("value", ["bound", 10**9, 10**19])
+def test_every_numeric_stream_option_past_its_bound_is_refused_at_once(rows_97, name, value):
+    # issue 42, row 8: partitions=10**9 or turns=10**9 took memory without bound; 10**19 overflowed
+    bound = LIMITS[name]
+    value = bound + 1 if value == "bound" else value
+    if value <= bound:  # a seed of 10**9 (or 10**19) is a seed
+        assert len(rows_97.stream(4, **{name: value})) >= 1
+        return
+    options = {"batch_size": 4, name: value}
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=rf"^{name} must be an integer >= [01] and <= {bound}, got {value}$"):
+            rows_97.stream(options.pop("batch_size"), **options)
+        assert tracemalloc.get_traced_memory()[1] < 1_000_000
+    finally:
+        tracemalloc.stop()
+    if name not in ("batch_size", "world_size"):  # at its bound (with a batch of 4): a stream
+        assert len(rows_97.stream(4, **{name: bound})) >= 1
 
 
 def test_a_later_window_is_decoded_into_the_arrays_of_a_done_one_no_batch_views(rows_1030):
@@ -414,8 +437,8 @@ def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_we
     state = json.loads(json.dumps(stream.state_dict()))
     assert stream.state_after(70) == state  # a loop counting its steps over the stream itself says the same
     assert state == {"version": 2, "key": rows_1030.key, "seed": 6, "shuffle": True, "window": 1, "partitions": 8,
-                     "turns": 2, "n_examples": 1030, "epoch": 1, "cut": 16, "rows": 80, "base": 80, "until": 2,
-                     "batch_size": 16, "world_size": 1}
+                     "turns": 2, "n_examples": 1030, "epoch": 1, "cut": 16, "since": None, "rows": 80, "base": 80,
+                     "until": 2, "batch_size": 16, "world_size": 1}
     resumed = rows_1030.stream(16, seed=6, resume=state)
     assert len(resumed) == 60
     rest = rows_of(resumed)  # the rest of the iteration under way: up to the end of epoch 1
