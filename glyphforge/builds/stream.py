@@ -50,13 +50,8 @@ state taken on one resumes on the other; every row checked against its CRC32 as 
 checks it, and a damaged copy dropped with a WARNING, the stream going on from the shards.
 A dataset opened with ``random_access="decode"`` streams from the shards.
 
-**Resuming.** ``stream.state_dict()`` is small and JSON-able: the format ``version``, the
-dataset's entry ``key``, the order's ``seed``, ``shuffle``, ``window``, ``partitions`` and
-``turns``, ``n_examples``, ``epoch``, ``cut`` (the global batch the epoch's order is cut
-for), ``since`` (where a stream of another ``G`` resumed the epoch, else None), ``rows`` (the
-rows of the epoch's order consumed: global batches consumed times ``G``), ``base`` (the position of the iteration's batch number 0, which sets the
-workers' turns: negative when the iteration began in an earlier epoch), ``until`` (the
-epoch an iteration under way stops before, else None), ``batch_size`` and ``world_size``.
+**Resuming.** ``stream.state_dict()`` is small and JSON-able: the dataset's entry ``key``, the
+order, and the position (its fields and their rules: `glyphforge.builds.stream_state`).
 ``stream.load_state_dict(state)`` (or ``ds.stream(..., resume=state)``) continues at
 ``rows``: nothing before it is decoded, and of a window it lands in only the rows to come
 are kept. On the same ``G`` the batches are exactly those the uninterrupted run would have
@@ -333,7 +328,7 @@ class ShardStream:
                 arrays = self._from_copy(reads, plan, epoch, windows, places, numbers)
                 if arrays is None:
                     # this iterator's next batch (in a worker no batch is a view: as if none came next)
-                    later = partial(_windows, locate, start + num_workers * size if shared is None else plan.n_rows)
+                    later = partial(locate, start + num_workers * size if shared is None else plan.n_rows)
                     arrays = self._gather(reader, plan, epoch, windows, places, numbers, later)
                 if start + size >= plan.n_rows:
                     self._move(epoch + 1, 0, after, until)
@@ -382,12 +377,12 @@ class ShardStream:
 
     def _gather(
         self, reader: ShardReader, plan: EpochPlan, epoch: int, windows: Windows, places: np.ndarray,
-        numbers: np.ndarray, later: Callable[[], np.ndarray],
+        numbers: np.ndarray, later: Callable[[], tuple[np.ndarray, np.ndarray]],
     ) -> dict[str, np.ndarray]:
         """Return the rows at ``places`` (in windows ``numbers``), decoding windows into ``windows`` as needed.
 
         Rows in one window are views of it, unless this iterator's next batch (in the windows
-        ``later()`` returns; none: the epoch ends) reads a later window of its part: then copies, so
+        ``later()[1]`` returns; none: the epoch ends) reads a later window of its part: then copies, so
         that the next window may be decoded into this one's arrays. Rows across windows are
         a copy, a run of rows of one window at a time, each window's rows taken before the
         next window of its part is decoded (into the arrays of the one before, when no batch
@@ -404,7 +399,7 @@ class ShardStream:
             first, last = int(local[0]), int(local[-1])
             rows: slice | np.ndarray = slice(first, last + 1) if last - first == len(local) - 1 else local
             views = {name: array[rows] for name, array in window.arrays.items()}  # a run of rows: views
-            following = later()
+            following = later()[1]
             if len(following) and not ((following > low) & (plan.part[following] == plan.part[low])).any():
                 return views  # the next batch decodes no later window of this part
             out = windows.batch(views, len(places))
@@ -424,7 +419,7 @@ class ShardStream:
                 decoded[number] = self._decode(reader, plan, epoch, number, int(places[numbers == number].min()),
                                                windows)
             batch = batch or windows.batch(decoded[number].arrays, len(places))
-            _copy_run(decoded[number], int(places[start]), batch, start, stop)  # binds no window here: see release
+            decoded[number].copy_rows(int(places[start]), batch, start, stop)  # binds no window here: see release
         return batch
 
     def _decode(
@@ -447,21 +442,25 @@ class ShardStream:
         """The shuffle of window ``number``'s ``size`` rows: place ``j`` of the window holds its row ``[j]``."""
         return np.random.default_rng([self.seed, epoch, number]).permutation(size)
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        """What ``isinstance`` sees: `TorchShardStream` where torch is imported (a stream made before it too)."""
+        return __getattr__("TorchShardStream") if "torch" in sys.modules else type(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as its own class and fields (pickle's default checks ``__class__``, which torch's import changes)."""
+        return _unpickled, (type(self), dict(vars(self)))
+
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "
                 f"worker {self.worker}/{self.num_workers}, epoch {self.epoch}, {len(self)} batches>")
 
 
-def _windows(locate: Callable[[int], tuple[np.ndarray, np.ndarray]], start: int) -> np.ndarray:
-    """The windows ``locate`` finds for the batch at position ``start``."""
-    return locate(start)[1]
-
-
-def _copy_run(window: Window, place: int, out: dict[str, np.ndarray], start: int, stop: int) -> None:
-    """Copy the rows of ``window`` from ``place`` on into ``out[name][start:stop]``."""
-    first = place - window.begin
-    for name, array in window.arrays.items():
-        out[name][start:stop] = array[first:first + stop - start]
+def _unpickled(cls: type[ShardStream], fields: dict[str, Any]) -> ShardStream:
+    """The stream `ShardStream.__reduce__` pickled."""
+    stream = object.__new__(cls)
+    vars(stream).update(fields)
+    return stream
 
 
 def open_stream(

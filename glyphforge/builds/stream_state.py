@@ -1,6 +1,15 @@
 """A `~glyphforge.builds.stream.ShardStream`'s options and state: their bounds, whether a stream may resume from a
 state, and counting batches.
 
+A state (``stream.state_dict()``) holds the format ``version``, the dataset's entry ``key``,
+the order's ``seed``, ``shuffle``, ``window``, ``partitions`` and ``turns``, ``n_examples``,
+``epoch``, ``cut`` (the global batch the epoch's order is cut for), ``since`` (where a stream of
+another global batch resumed the epoch, else None), ``rows`` (the rows of the epoch's order
+consumed: global batches consumed times ``G``), ``base`` (the position of the iteration's
+batch number 0, which sets the workers' turns: negative when the iteration began in an
+earlier epoch), ``until`` (the epoch an iteration under way stops before, else None),
+``batch_size`` and ``world_size``.
+
 Each numeric option has a bound (`LIMITS`), far beyond any real run, so that a stream's plan,
 its ``len()`` and its arithmetic stay in memory and in 64 bits: a larger value is refused when
 the stream is made (`check_options`), as is a state breaking a rule of its fields

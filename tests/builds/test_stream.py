@@ -348,6 +348,44 @@ def test_a_resumed_stream_touches_only_the_memory_of_the_rows_to_come_of_the_win
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH)
 
 
+LOADERS = {"no workers": dict(num_workers=0), "fork": dict(num_workers=2, multiprocessing_context="fork"),
+           "spawn": dict(num_workers=2, multiprocessing_context="spawn")}
+
+
+@pytest.fixture(scope="module")
+def loaded_after_torch(rows_97):
+    """For each of `LOADERS`: the rows a DataLoader yields of a stream made before ``import torch`` (a fresh process)."""
+    code = textwrap.dedent(f"""
+        import json, sys
+        from glyphforge.builds.remote import find_built
+
+        stream = find_built({rows_97.key!r}, {str(rows_97.path.parents[2])!r}).stream(8, seed=3)
+        assert "torch" not in sys.modules
+        import torch.utils.data
+
+        rows = {{}}
+        for name, options in {LOADERS!r}.items():
+            try:
+                loader = torch.utils.data.DataLoader(stream, batch_size=None, **options)
+                rows[name] = [row for _, targets in loader for row in targets["row"].tolist()]
+            except Exception as error:
+                rows[name] = f"{{type(error).__name__}}: {{error}}"
+        print(json.dumps(rows))
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(result.stdout)
+
+
+@needs_torch
+@pytest.mark.slow  # a fresh process imports torch and spawns two workers that import it too
+@pytest.mark.parametrize("loader", sorted(LOADERS))
+def test_a_stream_made_before_torch_is_imported_works_in_a_dataloader(loaded_after_torch, loader):
+    # issue 42, row 7: it was no IterableDataset to torch: "TypeError: 'ShardStream' object is not subscriptable"
+    rows = loaded_after_torch[loader]
+    assert isinstance(rows, list), rows
+    assert sorted(rows) == list(range(97))
+
+
 @needs_torch
 @pytest.mark.filterwarnings("ignore:This DataLoader will create 3 worker processes")
 @pytest.mark.parametrize("start", ["fork", "spawn"])
