@@ -239,7 +239,7 @@ def test_the_errors_module_imports_nothing_of_glyphforge():
 
 # -- every error pickles whole (issue 42, row 9) --------------------------------------------------
 def _made_as_raised() -> dict[str, object]:
-    """Each error whose ``__init__`` is its own (or which is an ``OSError`` made with an errno), made as it is raised."""
+    """Each error with an `__init__` of its own (or an ``OSError`` made with an errno), made as it is raised."""
     from glyphforge.cache.locks import Holder
     from glyphforge.pipelines.http_source import Attempt
     from glyphforge.pipelines.resource import Resource

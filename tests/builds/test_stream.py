@@ -354,7 +354,7 @@ LOADERS = {"no workers": dict(num_workers=0), "fork": dict(num_workers=2, multip
 
 @pytest.fixture(scope="module")
 def loaded_after_torch(rows_97):
-    """For each of `LOADERS`: the rows a DataLoader yields of a stream made before ``import torch`` (a fresh process)."""
+    """For each of `LOADERS`: the rows a DataLoader yields of a stream made before ``import torch`` (fresh process)."""
     code = textwrap.dedent(f"""
         import json, sys
         from glyphforge.builds.remote import find_built
