@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from glyphforge._files import describe_owner
-from glyphforge.errors import AccessError
+from glyphforge.errors import AccessError, os_error_text
 
 
 class DataDirAccessError(AccessError, PermissionError):
@@ -25,7 +25,7 @@ class DataDirAccessError(AccessError, PermissionError):
     """
 
     def __str__(self) -> str:
-        return str(self.strerror)
+        return os_error_text(self)
 
 
 _INSTEAD = "use another data dir (data_dir=, --data-dir or $GLYPHFORGE_DATA_DIR)"

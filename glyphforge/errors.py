@@ -28,7 +28,37 @@ from __future__ import annotations
 
 
 class GlyphforgeError(Exception):
-    """The root of every error glyphforge raises of its own; ``except GlyphforgeError`` catches them all."""
+    """The root of every error glyphforge raises of its own; ``except GlyphforgeError`` catches them all.
+
+    Every one pickles whole (to and from worker processes): its class, ``args``, attributes and,
+    for an ``OSError``, ``errno``, ``strerror`` and ``filename``, without calling its ``__init__``
+    (whose parameters need not be its ``args``).
+    """
+
+    def __reduce__(self) -> tuple[object, ...]:
+        state = dict(vars(self))
+        if isinstance(self, OSError):  # those set (set to None, a file name would show as "None")
+            state |= {name: getattr(self, name) for name in ("errno", "strerror", "filename", "filename2")
+                      if getattr(self, name) is not None}
+        return _rebuilt, (type(self), self.args, state)
+
+
+def _rebuilt(cls: type[GlyphforgeError], args: tuple[object, ...], state: dict[str, object]) -> GlyphforgeError:
+    """The error `GlyphforgeError.__reduce__` pickled: made from its ``args``, attributes set, no ``__init__`` run."""
+    # the builtin ``__new__`` that lays it out: OSError's, else Exception's (``MemoryError.__new__`` refuses a subclass)
+    error = (OSError if issubclass(cls, OSError) else Exception).__new__(cls, *args)
+    error.args = args
+    for name, value in state.items():
+        setattr(error, name, value)
+    return error
+
+
+def os_error_text(error: OSError) -> str:
+    """The message of an ``OSError`` made as ``(errno, message, filename)``, or from its message alone.
+
+    torch's ``DataLoader`` re-raises a worker's error as its class called with its text alone.
+    """
+    return str(error.strerror if error.strerror is not None else error.args[0] if error.args else "")
 
 
 class ArgumentError(GlyphforgeError):

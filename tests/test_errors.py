@@ -8,6 +8,7 @@ itself. A few private exceptions steer control flow inside one module and never 
 from __future__ import annotations
 
 import ast
+import errno
 import importlib
 import pickle
 from pathlib import Path
@@ -235,3 +236,84 @@ def test_the_errors_module_imports_nothing_of_glyphforge():
     imported = [node for node in ast.walk(MODULES["glyphforge.errors"])
                 if isinstance(node, ast.Import | ast.ImportFrom)]
     assert [ast.unparse(node) for node in imported] == ["from __future__ import annotations"]
+
+
+# -- every error pickles whole (issue 42, row 9) --------------------------------------------------
+def _made_as_raised() -> dict[str, object]:
+    """Each error with an `__init__` of its own (or an ``OSError`` made with an errno), made as it is raised."""
+    from glyphforge.cache.locks import Holder
+    from glyphforge.pipelines.http_source import Attempt
+    from glyphforge.pipelines.resource import Resource
+
+    resource = Resource("emnist", "gzip.zip", "https://example.org/gzip.zip", "sha256:" + "0" * 64, 12)
+    attempts = (Attempt("https://example.org/gzip.zip", "HTTP 404"),)
+    made = {
+        "DamagedCopyError": (Path("/c/images.npy"), "differs from its checksum", (12, 34)),
+        "LostShardsError": ("shards lost", Path("/c/arrays.pklz"), 10, 20),
+        "DamagedEntryFileError": ("is not its size", Path("/c/arrays.pklz"), 10, 20),
+        "DamagedIndexError": ("/c/arrays.pklz", "its index is cut", "build it again"),
+        "ShardError": (3, "shard 3 failed"),
+        "CleanupError": ("could not remove /c/x", [Path("/c/y")]),
+        "DamagedCompanionError": (Path("/c/checks.json"), "is not JSON"),
+        "MemberMismatchError": (2, "member 2 differs"),
+        "TaskError": (4, "Traceback ...\nValueError: bad", "ValueError: bad"),
+        "TaskFailure": (4, "it failed"),
+        "WorkerDiedError": (4, "killed by SIGKILL"),
+        "RemoteFileMissingError": ("s3://b/x is missing", True),
+        **{name: (errno.EACCES, f"{name}: this user may not read /d", "/d")
+           for name in ("DataDirAccessError", "UnreadableEntryError")},
+        "MissingEntryFileError": (errno.ENOENT, "/c/arrays.pklz is missing: remove the entry", "/c/arrays.pklz"),
+    }
+    errors_made = {name: BY_NAME[name](*args) for name, args in made.items()}
+    keywords = dict(resource=resource, target=Path("/raw/gzip.zip"), mirrors=("https://m.example",),
+                    attempts=attempts)
+    errors_made |= {name: BY_NAME[name]("gzip.zip could not be fetched", **keywords)
+                    for name in ("DownloadError", "HashMismatchError")}
+    errors_made["MissingFilesError"] = BY_NAME["MissingFilesError"]("2 files missing", [errors_made["DownloadError"]])
+    errors_made["LockTimeoutError"] = BY_NAME["LockTimeoutError"]("lock held too long", lock_path=Path("/c/.lock"),
+                                                                  holder=Holder(12, "host", "2026-01-01T00:00:00Z"))
+    return errors_made
+
+
+ROOTED = sorted(name for name, cls in BY_NAME.items() if issubclass(cls, errors.GlyphforgeError))
+
+
+def _made(name: str) -> BaseException:
+    made = _made_as_raised()
+    if name in made:
+        return made[name]
+    error = BY_NAME[name](f"{name}: what went wrong, and what to do")
+    if isinstance(error, OSError):  # an errno and a file set after, as glyphforge converts an OSError
+        error.errno, error.filename = errno.EIO, "/c/file"
+    error.__notes__ = ["a note"]
+    return error
+
+
+def _whole(error: BaseException) -> tuple:
+    """What a user reads of an error: its class, text, args and attributes (an ``OSError``'s errno and file too)."""
+    attributes = {name: (value if not isinstance(value, BaseException) else _whole(value))
+                  for name, value in vars(error).items()}
+    attributes |= {name: [_whole(item) for item in value] for name, value in attributes.items()
+                   if isinstance(value, tuple | list) and value and isinstance(value[0], BaseException)}
+    os_fields = (error.errno, error.strerror, error.filename) if isinstance(error, OSError) else ()
+    return type(error), str(error), error.args, attributes, os_fields
+
+
+@pytest.mark.parametrize("name", ROOTED)
+def test_every_error_pickles_with_its_text_class_and_attributes(name):
+    assert len(ROOTED) > 55
+    error = _made(name)
+    assert str(error) and str(error) != "None"
+    assert _whole(pickle.loads(pickle.dumps(error))) == _whole(error)
+
+
+@pytest.mark.parametrize("name", ROOTED)
+def test_every_error_re_raised_from_its_text_alone_keeps_it(name):
+    """torch's DataLoader re-raises a worker's error as ``type(error)(text)``; an error that cannot be made so
+    becomes a RuntimeError of that text (torch's fallback): either way the text is what the user reads."""
+    text = f"Caught {name} in DataLoader worker process 0.\nOriginal Traceback: ... what went wrong"
+    try:
+        error = BY_NAME[name](text)
+    except TypeError:
+        return
+    assert str(error) == text

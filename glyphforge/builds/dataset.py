@@ -63,7 +63,7 @@ from glyphforge.builds.export import export
 from glyphforge.builds.index import ShardIndex
 from glyphforge.builds.materialize import DecodedCopy
 from glyphforge.builds.members import Put, Scratch, Shard, decode_shard, layout_dtype, place_shard
-from glyphforge.builds.own_built import announced
+from glyphforge.builds.own_built import announced, unpickled
 from glyphforge.builds.parquet import to_hf
 from glyphforge.builds.reading import ShardSource
 from glyphforge.builds.stream import ShardStream, open_stream
@@ -490,7 +490,9 @@ def _reopen(source: ShardSource, cache_shards: int, arrays_limit: int | None, ra
             decoded_budget: int | str | None) -> BuiltDataset:
     """Open the built dataset again (unpickling): ``source`` was opened again as it unpickled.
 
-    A DataLoader worker's copy finds the decoded copy the parent (or any process) made, at its first read.
+    A DataLoader worker's copy finds the decoded copy the parent (or any process) made, at its first read, and
+    does not say again that the entry is an own copy (unverified): the parent said so (once per run).
     """
+    unpickled(source.entry)
     return BuiltDataset(source, cache_shards=cache_shards, arrays_limit=arrays_limit, random_access=random_access,
                         decoded_budget=decoded_budget)

@@ -54,9 +54,6 @@ class DamagedIndexError(IntegrityError, ValueError):
         super().__init__(f"{where}: {problem}. {fix}")
         self.where, self.problem, self.fix = where, problem, fix
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (self.where, self.problem, self.fix)
-
 
 @dataclass(frozen=True)
 class ShardIndex:

@@ -1,9 +1,11 @@
-"""Built datasets made from own copies (unverified) of upstream files: said once per process when one is opened.
+"""Built datasets made from own copies (unverified) of upstream files: said once per run when one is opened.
 
 `glyphforge.build` marks such an entry (``meta["verified"]`` False, its params naming the own
 files, see `glyphforge.builds.builder.OWN_SOURCES`); `announced` is how every reader of a built
 dataset (`BuiltDataset`, so `find_built`, `open_built` and `build` too) logs the WARNING loads log
-(:func:`glyphforge.datasets._own_copy.announce`), once per process per entry.
+(:func:`glyphforge.datasets._own_copy.announce`), once per process per entry. A reader unpickled
+in another process (a DataLoader worker's) was opened, so said, in the process it came from:
+`unpickled` keeps the worker quiet.
 """
 from __future__ import annotations
 
@@ -22,4 +24,10 @@ FIX = ("To build it from upstream's files, move your own files out of raw/ in th
 def announced(entry: E) -> E:
     """``entry``, with a WARNING logged the first time this process opens it when it is an own copy."""
     _own_copy.announce(entry, f"the built {entry.kind} dataset", None, FIX)
+    return entry
+
+
+def unpickled(entry: E) -> E:
+    """``entry``, of a reader unpickled from a process that opened it (and said it is an own copy): not said again."""
+    _own_copy.said(entry.key)
     return entry

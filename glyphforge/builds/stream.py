@@ -2,7 +2,8 @@
 
 ``ds.stream(batch_size, shuffle=True, seed=0, epochs=1, drop_last=False, rank=0,
 world_size=1, worker=0, num_workers=1, even_ranks="repeat", window=1, partitions=None, turns=None,
-resume=None)`` plans each epoch from the shard index alone (no data is read to plan).
+resume=None)`` plans each epoch from the shard index alone (no data is read to plan). Each numeric
+option has a bound (`glyphforge.builds.stream_state.LIMITS`), and so has each field of a state.
 ``batch_size`` is a rank's batch; the **global batch** is ``G = batch_size * world_size`` rows.
 
 1. **The epoch's global order** depends on ``(seed, shuffle, window, partitions, turns)``,
@@ -49,13 +50,8 @@ state taken on one resumes on the other; every row checked against its CRC32 as 
 checks it, and a damaged copy dropped with a WARNING, the stream going on from the shards.
 A dataset opened with ``random_access="decode"`` streams from the shards.
 
-**Resuming.** ``stream.state_dict()`` is small and JSON-able: the format ``version``, the
-dataset's entry ``key``, the order's ``seed``, ``shuffle``, ``window``, ``partitions`` and
-``turns``, ``n_examples``, ``epoch``, ``cut`` (the global batch the epoch's order is cut
-for) and ``rows`` (the rows of the epoch's global order consumed: global batches consumed
-times ``G``), ``base`` (the position of the iteration's batch number 0, which sets the
-workers' turns: negative when the iteration began in an earlier epoch), ``until`` (the
-epoch an iteration under way stops before, else None), ``batch_size`` and ``world_size``.
+**Resuming.** ``stream.state_dict()`` is small and JSON-able: the dataset's entry ``key``, the
+order, and the position (its fields and their rules: `glyphforge.builds.stream_state`).
 ``stream.load_state_dict(state)`` (or ``ds.stream(..., resume=state)``) continues at
 ``rows``: nothing before it is decoded, and of a window it lands in only the rows to come
 are kept. On the same ``G`` the batches are exactly those the uninterrupted run would have
@@ -101,7 +97,14 @@ from glyphforge.builds.reading import ShardReader
 from glyphforge.builds.stream_copy import CopyReads
 from glyphforge.builds.stream_plan import EpochPlan, Order, plan_epoch
 from glyphforge.builds.stream_shm import Blocks
-from glyphforge.builds.stream_state import STATE_VERSION, check_state, count_epochs
+from glyphforge.builds.stream_state import (
+    LIMITS,
+    STATE_VERSION,
+    check_options,
+    check_position,
+    check_state,
+    count_epochs,
+)
 from glyphforge.builds.stream_torch import torch_worker_info
 from glyphforge.builds.stream_windows import Window, Windows, decode_window
 
@@ -139,22 +142,14 @@ class ShardStream:
     """The epoch the iteration under way stops before (None: none is)."""
     began: tuple[int, int] | None = field(default=None, init=False, repr=False)
     """The position (epoch, rows) where the iteration under way began, in this process."""
-    resumed_cut: tuple[int, int] | None = field(default=None, init=False, repr=False)
-    """``(epoch, G)``: a resumed epoch's order is cut for the global batch ``G`` of the state, not this stream's."""
+    resumed_cut: tuple[int, int, int] | None = field(default=None, init=False, repr=False)
+    """``(epoch, G, since)``: a resumed epoch's order is cut for the state's ``G``, not this stream's (since: where
+    this stream's global batches began in it)."""
 
     def __post_init__(self) -> None:
-        check_int("batch_size", self.batch_size, 1)
-        check_int("seed", self.seed, 0)
-        check_int("epochs", self.epochs, 1)
-        check_int("world_size", self.world_size, 1)
-        check_int("rank", self.rank, 0, self.world_size - 1)
-        check_int("num_workers", self.num_workers, 1)
-        check_int("worker", self.worker, 0, self.num_workers - 1)
-        check_int("window", self.window, 1)
-        for name, default in (("partitions", stream_plan.DEFAULT_PARTITIONS), ("turns", stream_plan.DEFAULT_TURNS)):
-            given = getattr(self, name)
-            chosen = given if given is not None else default if self.shuffle else 1
-            object.__setattr__(self, name, check_int(name, chosen, 1))
+        options = {name: getattr(self, name) for name in (*LIMITS, "rank", "worker")}
+        for name, value in check_options(options, self.shuffle).items():  # each within its bound (LIMITS)
+            object.__setattr__(self, name, value)
         if self.even_ranks not in EVEN_RANKS:
             raise ValueError(f"even_ranks must be one of {', '.join(EVEN_RANKS)}, got {self.even_ranks!r}")
         if self.even_ranks == "drop" and len(self.dataset) < self.world_size:
@@ -220,8 +215,10 @@ class ShardStream:
         return resumed[1] if resumed is not None and resumed[0] == epoch else self.global_batch_size
 
     def _state(self, epoch: int, rows: int, base: int, until: int | None) -> dict[str, Any]:
+        resumed = self.resumed_cut
         return {"version": STATE_VERSION, "key": self.dataset.key, **self._order(), "epoch": epoch,
-                "cut": self._cut(epoch), "rows": rows, "base": base, "until": until, "batch_size": self.batch_size,
+                "cut": self._cut(epoch), "since": resumed[2] if resumed is not None and resumed[0] == epoch else None,
+                "rows": rows, "base": base, "until": until, "batch_size": self.batch_size,
                 "world_size": self.world_size}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -236,18 +233,13 @@ class ShardStream:
             another seed, shuffle, window or dataset size (another global order).
         """
         check_state(state, self.dataset.key, self.dataset.entry.kind, self._order())
-        epoch, rows = check_int("epoch", state["epoch"], 0), check_int("rows", state["rows"], 0, len(self.dataset))
-        cut = check_int("cut", state.get("cut"), 1)
-        if rows == len(self.dataset):
-            epoch, rows = epoch + 1, 0
-        object.__setattr__(self, "resumed_cut", (epoch, cut) if rows and cut != self.global_batch_size else None)
-        same_cut = (state.get("batch_size"), state.get("world_size")) == (self.batch_size, self.world_size)
+        at = check_position(state, len(self.dataset))
+        epoch, rows = at.epoch, at.rows
+        object.__setattr__(self, "resumed_cut", (epoch, at.cut, rows) if rows and at.cut != self.global_batch_size
+                           else None)
+        same_cut = (state["batch_size"], state["world_size"]) == (self.batch_size, self.world_size)
         in_worker = torch_worker_info() is not None  # StatefulDataLoader: each worker gets its own state back
-        until = state.get("until")  # the iteration under way goes on to its last epoch
-        if until is not None:
-            check_int("until", until, epoch)
-        base = check_int("base", state["base"]) if same_cut and in_worker else rows  # workers: their own turns
-        self._move(epoch, rows, base, until)
+        self._move(epoch, rows, at.base if same_cut and in_worker else rows, at.until)  # workers: their own turns
 
     # -- sizes --------------------------------------------------------------------
     @property
@@ -336,7 +328,7 @@ class ShardStream:
                 arrays = self._from_copy(reads, plan, epoch, windows, places, numbers)
                 if arrays is None:
                     # this iterator's next batch (in a worker no batch is a view: as if none came next)
-                    later = partial(_windows, locate, start + num_workers * size if shared is None else plan.n_rows)
+                    later = partial(locate, start + num_workers * size if shared is None else plan.n_rows)
                     arrays = self._gather(reader, plan, epoch, windows, places, numbers, later)
                 if start + size >= plan.n_rows:
                     self._move(epoch + 1, 0, after, until)
@@ -385,12 +377,12 @@ class ShardStream:
 
     def _gather(
         self, reader: ShardReader, plan: EpochPlan, epoch: int, windows: Windows, places: np.ndarray,
-        numbers: np.ndarray, later: Callable[[], np.ndarray],
+        numbers: np.ndarray, later: Callable[[], tuple[np.ndarray, np.ndarray]],
     ) -> dict[str, np.ndarray]:
         """Return the rows at ``places`` (in windows ``numbers``), decoding windows into ``windows`` as needed.
 
         Rows in one window are views of it, unless this iterator's next batch (in the windows
-        ``later()`` returns; none: the epoch ends) reads a later window of its part: then copies, so
+        ``later()[1]`` returns; none: the epoch ends) reads a later window of its part: then copies, so
         that the next window may be decoded into this one's arrays. Rows across windows are
         a copy, a run of rows of one window at a time, each window's rows taken before the
         next window of its part is decoded (into the arrays of the one before, when no batch
@@ -407,7 +399,7 @@ class ShardStream:
             first, last = int(local[0]), int(local[-1])
             rows: slice | np.ndarray = slice(first, last + 1) if last - first == len(local) - 1 else local
             views = {name: array[rows] for name, array in window.arrays.items()}  # a run of rows: views
-            following = later()
+            following = later()[1]
             if len(following) and not ((following > low) & (plan.part[following] == plan.part[low])).any():
                 return views  # the next batch decodes no later window of this part
             out = windows.batch(views, len(places))
@@ -427,7 +419,7 @@ class ShardStream:
                 decoded[number] = self._decode(reader, plan, epoch, number, int(places[numbers == number].min()),
                                                windows)
             batch = batch or windows.batch(decoded[number].arrays, len(places))
-            _copy_run(decoded[number], int(places[start]), batch, start, stop)  # binds no window here: see release
+            decoded[number].copy_rows(int(places[start]), batch, start, stop)  # binds no window here: see release
         return batch
 
     def _decode(
@@ -450,21 +442,25 @@ class ShardStream:
         """The shuffle of window ``number``'s ``size`` rows: place ``j`` of the window holds its row ``[j]``."""
         return np.random.default_rng([self.seed, epoch, number]).permutation(size)
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        """What ``isinstance`` sees: `TorchShardStream` where torch is imported (a stream made before it too)."""
+        return __getattr__("TorchShardStream") if "torch" in sys.modules else type(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as its own class and fields (pickle's default checks ``__class__``, which torch's import changes)."""
+        return _unpickled, (type(self), dict(vars(self)))
+
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "
                 f"worker {self.worker}/{self.num_workers}, epoch {self.epoch}, {len(self)} batches>")
 
 
-def _windows(locate: Callable[[int], tuple[np.ndarray, np.ndarray]], start: int) -> np.ndarray:
-    """The windows ``locate`` finds for the batch at position ``start``."""
-    return locate(start)[1]
-
-
-def _copy_run(window: Window, place: int, out: dict[str, np.ndarray], start: int, stop: int) -> None:
-    """Copy the rows of ``window`` from ``place`` on into ``out[name][start:stop]``."""
-    first = place - window.begin
-    for name, array in window.arrays.items():
-        out[name][start:stop] = array[first:first + stop - start]
+def _unpickled(cls: type[ShardStream], fields: dict[str, Any]) -> ShardStream:
+    """The stream `ShardStream.__reduce__` pickled."""
+    stream = object.__new__(cls)
+    vars(stream).update(fields)
+    return stream
 
 
 def open_stream(

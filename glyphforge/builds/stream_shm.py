@@ -27,7 +27,9 @@ A pool lives as long as one iteration of the stream; at its end the worker sets 
 byte of each block (its descriptor and map in the worker go with the block's last batch to
 send: a worker's queue pickles its batches later, in a thread of its own). The loop drops its
 maps of retired blocks no batch holds, and of blocks of workers that are gone, each time it
-maps a new block (a map a tensor still uses lives on in it). A worker that takes a batch apart
+maps a new block, and its maps of a worker's blocks when the worker's process object goes
+(its loader is dropped, broken out of or done: `_watch`). A map a tensor still uses lives on
+in it. A worker that takes a batch apart
 before it is sent (a ``collate_fn`` of its own) gets tensors in fresh torch shared memory, and
 the block is free again at once. Linux only (``os.memfd_create``); elsewhere every batch is
 fresh shared memory.
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import itertools
 import mmap
+import multiprocessing
 import os
 import sys
 import weakref
@@ -59,6 +62,8 @@ POOL = 32
 #: The loop's maps of workers' blocks, by key (worker pid, pool, block).
 MAPS: dict[tuple[int, int, int], mmap.mmap] = {}
 _POOLS = itertools.count()
+#: The workers whose process objects `_watch` watches.
+_WATCHED: set[int] = set()
 
 
 class Block:
@@ -179,6 +184,7 @@ def received(
     torch = sys.modules["torch"]
     if fd is not None:
         _forget_done()
+        _watch(key[0])
         try:
             descriptor = fd.detach()
         except (OSError, EOFError) as error:  # its resource sharer went with it: as torch says of a worker gone
@@ -216,6 +222,25 @@ def _forget_done() -> None:
     """
     for key, block_map in list(MAPS.items()):
         if (block_map[RETIRED] and not block_map[HELD]) or not _alive(key[0]):
+            MAPS.pop(key, None)
+
+
+def _watch(pid: int) -> None:
+    """Drop the maps of worker ``pid``'s blocks when its process object goes (with its loader), once set up."""
+    if pid in _WATCHED:
+        return
+    for process in multiprocessing.active_children():  # a loader's workers are this process's children
+        if process.pid == pid:
+            _WATCHED.add(pid)
+            weakref.finalize(process, _forget_worker, pid)
+            return
+
+
+def _forget_worker(pid: int) -> None:
+    """Drop the maps of worker ``pid``'s blocks (its loader is gone; tensors keep the maps they use)."""
+    _WATCHED.discard(pid)
+    for key in list(MAPS):
+        if key[0] == pid:
             MAPS.pop(key, None)
 
 

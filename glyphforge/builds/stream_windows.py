@@ -37,6 +37,12 @@ class Window:
     owners: dict[str, np.ndarray]
     """The arrays it was decoded into (reused once it is done: `Windows`)."""
 
+    def copy_rows(self, place: int, out: dict[str, np.ndarray], start: int, stop: int) -> None:
+        """Copy the rows from position ``place`` on into ``out[name][start:stop]``."""
+        first = place - self.begin
+        for name, array in self.arrays.items():
+            out[name][start:stop] = array[first:first + stop - start]
+
 
 @dataclass
 class Spare:

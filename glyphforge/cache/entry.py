@@ -18,7 +18,7 @@ from glyphforge._files import describe_owner
 from glyphforge.cache.locks import ReadLock, readers_path
 from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, read_manifest
 from glyphforge.cache.pklz import CorruptPklzError, iter_pklz, load_pklz
-from glyphforge.errors import AccessError, IntegrityError
+from glyphforge.errors import AccessError, IntegrityError, os_error_text
 
 
 class MissingEntryFileError(IntegrityError, FileNotFoundError):
@@ -28,7 +28,7 @@ class MissingEntryFileError(IntegrityError, FileNotFoundError):
     """
 
     def __str__(self) -> str:
-        return str(self.strerror)
+        return os_error_text(self)
 
 
 class DamagedEntryFileError(CorruptPklzError):
@@ -41,9 +41,6 @@ class DamagedEntryFileError(CorruptPklzError):
         super().__init__(message)
         self.path, self.size, self.expected = path, size, expected
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (str(self), self.path, self.size, self.expected)
-
 
 class UnreadableEntryError(AccessError, PermissionError):
     """An entry exists but this user may not read it (another user's, made owner-only); the message says what to do.
@@ -53,7 +50,7 @@ class UnreadableEntryError(AccessError, PermissionError):
     """
 
     def __str__(self) -> str:
-        return str(self.strerror)
+        return os_error_text(self)
 
 
 def unreadable_text(path: Path, opened_by: Path | None = None) -> str:

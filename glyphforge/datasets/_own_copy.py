@@ -255,6 +255,12 @@ def announce(entry: Entry, label: str, raw_dir: Path | None, fix: str | None = N
     return entry
 
 
+def said(key: str) -> None:
+    """Count entry ``key`` as announced in this process: the process it came from said so (a pickled reader)."""
+    with _announced_lock:
+        _announced.add(key)
+
+
 def _read(raw_dir: Path, resources: Mapping[str, Resource] | None) -> dict[str, SourceFile]:
     """The files the record in ``raw_dir`` names, of ``resources`` (None: all; none when there is no record, or
     it is not one glyphforge wrote)."""

@@ -34,9 +34,6 @@ class MissingFilesError(DownloadError):
                          attempts=tuple(attempt for error in errors for attempt in error.attempts))
         self.errors = tuple(errors)
 
-    def __reduce__(self) -> tuple[type[MissingFilesError], tuple[str, tuple[DownloadError, ...]]]:
-        return type(self), (str(self), self.errors)  # for worker processes: the keyword attributes survive
-
 
 def fetch_all(
     wanted: Iterable[tuple[Resource, Path]],

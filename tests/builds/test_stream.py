@@ -20,8 +20,11 @@ import pytest
 from glyphforge.builds import build
 from glyphforge.builds.members import BLOCK_BYTES
 from glyphforge.builds.remote import find_built
+from glyphforge.builds.stream_state import LIMITS
+from glyphforge.cache.entry import MissingEntryFileError
 from glyphforge.cache.pklz import CorruptPklzError
 
+from support.cli import run_here
 from support.optional import NO_TORCH, NO_TORCHDATA
 from support.specs import RowSpec, WideRowSpec
 
@@ -174,17 +177,39 @@ def test_a_stream_pickles_small_and_iterates_in_another_process(rows_97, tmp_pat
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (dict(batch_size=0), "batch_size must be an integer >= 1, got 0"),
+    (dict(batch_size=0), "batch_size must be an integer >= 1 and <= 16777216, got 0"),
     (dict(rank=2, world_size=2), "rank must be an integer >= 0 and <= 1, got 2"),
     (dict(worker=4, num_workers=4), "worker must be an integer >= 0 and <= 3, got 4"),
     (dict(even_ranks="pad"), "even_ranks must be one of repeat, drop, got 'pad'"),
     (dict(world_size=200, even_ranks="drop"), "even_ranks='drop' leaves no row for each of 200 ranks"),
-    (dict(window=0), "window must be an integer >= 1, got 0"),
+    (dict(window=0), "window must be an integer >= 1 and <= 1048576, got 0"),
 ])
 def test_bad_stream_arguments_are_named(rows_97, options, message):
     options = {"batch_size": 4, **options}
     with pytest.raises(ValueError, match=message):
         rows_97.stream(options.pop("batch_size"), **options)
+
+
+@pytest.mark.parametrize("name", ["batch_size", "seed", "epochs", "world_size", "num_workers", "window", "partitions",
+                                  "turns"])
+@pytest.mark.parametrize("value", ["bound", 10**9, 10**19])
+def test_every_numeric_stream_option_past_its_bound_is_refused_at_once(rows_97, name, value):
+    # issue 42, row 8: partitions=10**9 or turns=10**9 took memory without bound; 10**19 overflowed
+    bound = LIMITS[name]
+    value = bound + 1 if value == "bound" else value
+    if value <= bound:  # a seed of 10**9 (or 10**19) is a seed
+        assert len(rows_97.stream(4, **{name: value})) >= 1
+        return
+    options = {"batch_size": 4, name: value}
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=rf"^{name} must be an integer >= [01] and <= {bound}, got {value}$"):
+            rows_97.stream(options.pop("batch_size"), **options)
+        assert tracemalloc.get_traced_memory()[1] < 1_000_000
+    finally:
+        tracemalloc.stop()
+    if name not in ("batch_size", "world_size"):  # at its bound (with a batch of 4): a stream
+        assert len(rows_97.stream(4, **{name: bound})) >= 1
 
 
 def test_a_later_window_is_decoded_into_the_arrays_of_a_done_one_no_batch_views(rows_1030):
@@ -323,6 +348,44 @@ def test_a_resumed_stream_touches_only_the_memory_of_the_rows_to_come_of_the_win
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH)
 
 
+LOADERS = {"no workers": dict(num_workers=0), "fork": dict(num_workers=2, multiprocessing_context="fork"),
+           "spawn": dict(num_workers=2, multiprocessing_context="spawn")}
+
+
+@pytest.fixture(scope="module")
+def loaded_after_torch(rows_97):
+    """For each of `LOADERS`: the rows a DataLoader yields of a stream made before ``import torch`` (fresh process)."""
+    code = textwrap.dedent(f"""
+        import json, sys
+        from glyphforge.builds.remote import find_built
+
+        stream = find_built({rows_97.key!r}, {str(rows_97.path.parents[2])!r}).stream(8, seed=3)
+        assert "torch" not in sys.modules
+        import torch.utils.data
+
+        rows = {{}}
+        for name, options in {LOADERS!r}.items():
+            try:
+                loader = torch.utils.data.DataLoader(stream, batch_size=None, **options)
+                rows[name] = [row for _, targets in loader for row in targets["row"].tolist()]
+            except Exception as error:
+                rows[name] = f"{{type(error).__name__}}: {{error}}"
+        print(json.dumps(rows))
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(result.stdout)
+
+
+@needs_torch
+@pytest.mark.slow  # a fresh process imports torch and spawns two workers that import it too
+@pytest.mark.parametrize("loader", sorted(LOADERS))
+def test_a_stream_made_before_torch_is_imported_works_in_a_dataloader(loaded_after_torch, loader):
+    # issue 42, row 7: it was no IterableDataset to torch: "TypeError: 'ShardStream' object is not subscriptable"
+    rows = loaded_after_torch[loader]
+    assert isinstance(rows, list), rows
+    assert sorted(rows) == list(range(97))
+
+
 @needs_torch
 @pytest.mark.filterwarnings("ignore:This DataLoader will create 3 worker processes")
 @pytest.mark.parametrize("start", ["fork", "spawn"])
@@ -387,6 +450,23 @@ def test_dataloader_workers_yield_batches_in_shared_memory_of_their_own_size(row
 
 
 # -- resuming -------------------------------------------------------------------------------------
+@needs_torch
+def test_an_entry_removed_before_a_dataloader_reads_it_is_named_through_the_workers(tmp_path):
+    # issue 42, row 9: torch re-raises a worker's error as its class made from its text: it said "None". (Under
+    # "spawn" the worker unpickles the dataset, which opens the entry, before torch catches errors: torch says only
+    # that the worker exited)
+    import torch.utils.data
+
+    dataset = build(RowSpec(n_examples=97, shard_size=7), data_dir=tmp_path, progress=False)
+    stream = dataset.stream(8, seed=3)
+    assert run_here("glyphforge", "cache", "rm", dataset.key, "--data-dir", tmp_path).returncode == 0
+    loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=2, multiprocessing_context="fork")
+    with pytest.raises(MissingEntryFileError) as raised:
+        list(loader)
+    assert f"is missing from the test-rows entry {dataset.key[:12]}" in str(raised.value)
+    assert "run `glyphforge cache gc` to remove the broken entry" in str(raised.value)
+
+
 def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_were_next(rows_1030):
     whole = rows_of(rows_1030.stream(16, seed=6, epochs=2))
     stream = rows_1030.stream(16, seed=6, epochs=2)
@@ -395,8 +475,8 @@ def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_we
     state = json.loads(json.dumps(stream.state_dict()))
     assert stream.state_after(70) == state  # a loop counting its steps over the stream itself says the same
     assert state == {"version": 2, "key": rows_1030.key, "seed": 6, "shuffle": True, "window": 1, "partitions": 8,
-                     "turns": 2, "n_examples": 1030, "epoch": 1, "cut": 16, "rows": 80, "base": 80, "until": 2,
-                     "batch_size": 16, "world_size": 1}
+                     "turns": 2, "n_examples": 1030, "epoch": 1, "cut": 16, "since": None, "rows": 80, "base": 80,
+                     "until": 2, "batch_size": 16, "world_size": 1}
     resumed = rows_1030.stream(16, seed=6, resume=state)
     assert len(resumed) == 60
     rest = rows_of(resumed)  # the rest of the iteration under way: up to the end of epoch 1

@@ -88,7 +88,8 @@ def test_a_resume_on_another_global_batch_finishes_the_epoch_in_its_order_then_c
     parts = [iter(stream) for stream in ranks]
     seen.update(np.concatenate([next(part)[1]["row"] for part in parts for _ in range(5)]).tolist())
     again = ranks[0].state_dict()
-    assert (again["cut"], again["rows"]) == (32, 224 + 5 * 48)  # saved mid-epoch again: still the old cut
+    assert (again["cut"], again["rows"]) == (32, 224 + 5 * 48)  # saved mid-epoch again: still the old cut ...
+    assert again["since"] == 224  # ... resumed there, whole global batches of 48 since
     rest = rows_6400.stream(64, seed=2, resume=again)
     seen.update(np.concatenate([targets["row"] for _, targets in rest]).tolist())
     assert seen == {row: 1 for row in range(6400)}  # epoch 0: each example once over three global batch sizes

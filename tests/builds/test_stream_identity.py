@@ -82,6 +82,41 @@ def test_a_state_naming_no_dataset_is_refused(twins, key):
         a.stream(16, seed=3, resume=state)
 
 
+# -- issue 42, row 18: a state edited by hand is refused with the rule it breaks ----------------------------------
+EDITS = {
+    "cut not the global batch": ({"cut": 7}, r"epoch is cut for a global batch of 7 rows, not its own \(batch_size "
+                                             r"\* world_size = 8\): .* but its \"since\" is None and its rows 40"),
+    "cut past any global batch": ({"cut": 10**18}, r"cut must be an integer >= 1 and <= 17592186044416, got 10+$"),
+    "since off the batches": ({"cut": 7, "since": 3}, r"global batch of 7 rows.* its \"since\" is 3 and its rows 40"),
+    "since past rows": ({"cut": 7, "since": 41}, r"since must be an integer >= 1 and <= 40, got 41"),
+    "until past epochs' bound": ({"until": 10**18}, r"until must be an integer >= 0 and <= 1000000, got 10+$"),
+    "until before epoch": ({"epoch": 3, "until": 2}, r"until must be an integer >= 3 and <= 1000003, got 2"),
+    "rows past the dataset": ({"rows": 98}, r"rows must be an integer >= 0 and <= 97, got 98"),
+    "base past rows": ({"base": 48}, r"base must be an integer <= 40, got 48"),
+    "no batch size": ({"batch_size": None}, r"batch_size must be an integer >= 1 and <= 16777216, got None"),
+}
+
+
+@pytest.mark.parametrize("way", ["resume", "load_state_dict", "a worker's stream", "another global batch"])
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_a_state_edited_by_hand_is_refused_with_the_rule_it_breaks(twins, edit, way):
+    a = twins[0]
+    stream = a.stream(8, seed=3, epochs=2)
+    batches = iter(stream)
+    for _ in range(5):
+        next(batches)
+    changes, message = EDITS[edit]
+    state = {**stream.state_dict(), **changes}
+    assert stream.state_dict()["rows"] == 40
+    with pytest.raises(ValueError, match=message):
+        if way == "load_state_dict":
+            a.stream(8, seed=3).load_state_dict(state)
+        else:
+            options = {"a worker's stream": dict(worker=1, num_workers=2), "another global batch": dict(world_size=2),
+                       "resume": {}}[way]
+            a.stream(8, seed=3, resume=state, **options)
+
+
 @pytest.mark.parametrize("where", ["opened again", "file://", "s3://"])
 def test_the_same_entry_opened_again_or_read_at_a_url_takes_the_state(twins, data_dir, where, request):
     a, b = twins
