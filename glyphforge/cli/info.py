@@ -8,6 +8,7 @@ from glyphforge.cli.common import add_command, add_fetch_arguments, data_context
 from glyphforge.datasets import registry
 from glyphforge.datasets._own_copy import note as own_copy_note
 from glyphforge.textfmt import count, describe_params, human_size
+from glyphforge.urls import redacted
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -20,7 +21,7 @@ def _info(args: argparse.Namespace) -> int:
           f"{human_size(sum(e.size_bytes for e in entries))})")
     if context.remote is not None:
         print(f"local copy: {context.data_dir} (entries fetched from the URL, and what is made on this machine)")
-    print(f"mirrors:    {' '.join(context.mirrors) or '(none; give --mirror or set $GLYPHFORGE_MIRROR)'}")
+    print(f"mirrors:    {redacted(' '.join(context.mirrors)) or '(none; give --mirror or set $GLYPHFORGE_MIRROR)'}")
     print(f"offline:    {'yes' if context.offline else 'no'}")
     print(f"verify:     {'yes' if context.verify else 'no (--no-verify)'}")
     print("datasets:")

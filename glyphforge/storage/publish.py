@@ -48,9 +48,9 @@ from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.object_match import object_mismatch
 from glyphforge.storage.objects import listed_files, upload_file, write_bytes
-from glyphforge.storage.read_failures import shown
 from glyphforge.storage.store_errors import StoreTask, translated, translated_call
 from glyphforge.storage.url_files import entry_location
+from glyphforge.urls import redacted
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -131,8 +131,9 @@ def target_location(url: str | Location, storage_options: Mapping[str, Any] | No
     else:
         location = Location(url, storage_options or {})
     if location.read_only:
-        raise ValueError(f"{location.url} is an {location.scheme}:// URL, which glyphforge only reads: publish to "
-                         "object storage (s3://, gs://) or a file:// directory, and serve that over HTTP if you wish")
+        raise ValueError(f"{redacted(location.url)} is an {location.scheme}:// URL, which glyphforge only reads: "
+                         "publish to object storage (s3://, gs://) or a file:// directory, and serve that over "
+                         "HTTP if you wish")
     location.fs  # noqa: B018 (raises UnsupportedURLError naming the extra to install; opens no connection)
     return location
 
@@ -175,8 +176,9 @@ def publish_entry(entry: Entry, url: str | Location, *, storage_options: Mapping
             if identity(published) == identity(entry.manifest):
                 return Published(place.url, (), tuple(entry.files), manifest_uploaded=False)
             raise PublishConflictError(
-                f"{place.url} already holds another version of the {entry.kind} entry {entry.key[:12]} (its files "
-                "table or metadata differ from the local entry's: made by another glyphforge version, or edited). "
+                f"{redacted(place.url)} already holds another version of the {entry.kind} entry {entry.key[:12]} (its "
+                "files table or metadata differ from the local entry's: made by another glyphforge version, or "
+                "edited). "
                 "glyphforge replaces nothing at a URL: remove that entry there yourself if it is not needed, or "
                 "publish to another data dir URL")
         sources = {name: entry.file(name) for name in entry.files}  # checks each is whole before sending any
@@ -240,7 +242,7 @@ def source_store(data_dir: PathLike | None) -> CacheStore:
     if local is not None:
         return CacheStore.for_data_dir(local)
     raise LocalSourceError(
-        f"publish copies an entry from a local data dir, and the data dir {shown(chosen)} is a URL: give the local "
+        f"publish copies an entry from a local data dir, and the data dir {redacted(chosen)} is a URL: give the local "
         "data dir that holds the entry (a path, or file:///abs/path). To have an entry of one URL at another, make "
         "it there (`glyphforge build ... --data-dir TARGET` builds into it; `glyphforge prepare-data NAME --data-dir "
         "TARGET` prepares and publishes there), or copy its folder DATA_DIR/cache/KIND/KEY with the store's own tool "
@@ -321,8 +323,8 @@ def put_bytes(where: Location, data: bytes, doing: str) -> None:
 def _not_ours(where: Location, expected: str) -> PublishConflictError:
     """The error for something at ``where`` that is not ``expected``: named, and left as it is."""
     return PublishConflictError(
-        f"{where.url} is not {expected}: glyphforge did not write it and leaves it as it is. Remove it if it is not "
-        "needed, or publish to another data dir URL")
+        f"{redacted(where.url)} is not {expected}: glyphforge did not write it and leaves it as it is. Remove it if "
+        "it is not needed, or publish to another data dir URL")
 
 
 def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]], sources: Mapping[str, Path]) -> set[str]:

@@ -33,6 +33,7 @@ from glyphforge.storage.location import Location
 from glyphforge.storage.reads import DOWNLOAD_BLOCK, is_missing_bucket, store_call
 from glyphforge.storage.shard_cache import ShardCache
 from glyphforge.storage.url_files import UrlFiles, is_entry_folder
+from glyphforge.urls import redacted
 
 __all__ = ["UNFINISHED", "RemoteCache", "UnlistableURLError"]
 
@@ -81,8 +82,8 @@ class RemoteCache:
 
     @property
     def where(self) -> str:
-        """``<data dir URL>/cache``."""
-        return self.root.url
+        """``<data dir URL>/cache``, for messages (`glyphforge.urls.redacted`)."""
+        return redacted(self.root.url)
 
     @property
     def place(self) -> str:
