@@ -43,12 +43,13 @@ _HOLD_TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class RequestRecord:
-    """One request as the server saw it."""
+    """One request as the server saw it (``authorization``: its Authorization header, HTTP basic auth's)."""
 
     method: str
     path: str
     range: str | None
     status: int
+    authorization: str | None = None
 
 
 @dataclass
@@ -204,10 +205,11 @@ class LocalHTTPServer:
                 return candidate.read_bytes()
         return None
 
-    def _record(self, method: str, path: str, range_header: str | None, status: int) -> None:
+    def _record(self, method: str, path: str, range_header: str | None, status: int,
+                authorization: str | None = None) -> None:
         """Log an answered request."""
         with self._lock:
-            self.log.append(RequestRecord(method, path, range_header, status))
+            self.log.append(RequestRecord(method, path, range_header, status, authorization))
 
     def _count(self, path: str, nbytes: int) -> None:
         with self._lock:
@@ -240,7 +242,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def send_response(self, code: int, message: str | None = None) -> None:
         """Log the request before answering, so the log is complete when the client returns."""
-        self.server.owner._record(self.command, self._logged_path, self.headers.get("Range"), code)
+        self.server.owner._record(self.command, self._logged_path, self.headers.get("Range"), code,
+                                  self.headers.get("Authorization"))
         super().send_response(code, message)
 
     def _respond(self, *, send_body: bool) -> None:
