@@ -249,3 +249,62 @@ def test_a_selection_of_no_image_raises_instead_of_returning_nothing(prepared_em
         load_emnist("0123", example_range=(0, 0.001), data_dir=prepared_emnist, download=False)
     x, y, classes = load_emnist("0123", data_dir=prepared_emnist, download=False)
     assert len(x) == len(y) > 0 and list(classes) == list("0123")
+
+
+# -- issue 42, rows 12 and 13: bad settings exit 2 before any work -----------------------------------------
+HUGE = "9" * 400
+#: Every size or number setting on the command line or in the environment: ``(arguments, environment)``.
+NUMBER_SETTINGS = {
+    "cache gc --max-size": lambda value: (["glyphforge", "cache", "gc", "--max-size", value], {}),
+    "$GLYPHFORGE_DECODED_BUDGET": lambda value: (["glyphforge", "info"], {"GLYPHFORGE_DECODED_BUDGET": value}),
+    "$GLYPHFORGE_CACHE_SIZE": lambda value: (["glyphforge", "info"], {"GLYPHFORGE_CACHE_SIZE": value}),
+    "$GLYPHFORGE_LOCK_TIMEOUT": lambda value: (["prepare-data", "backgrounds", "--offline"],
+                                               {"GLYPHFORGE_LOCK_TIMEOUT": value}),
+}
+
+
+@pytest.mark.parametrize("value", ["abc", HUGE])
+@pytest.mark.parametrize("setting", NUMBER_SETTINGS)
+def test_a_size_of_400_digits_exits_2_as_abc_does(setting, value, tmp_path):
+    """A size of 400 digits was a raw OverflowError."""
+    argv, env = NUMBER_SETTINGS[setting](value)
+    result = run_here(*argv, "--data-dir", tmp_path / "data", env=env)
+    refused(result, "give the seconds to wait" if "LOCK" in setting else f"{value!r} is not a size")
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("value", ["lots", HUGE])
+@pytest.mark.parametrize("command", [["export", "scenes", "out"], ["preview", "scenes", "--out", "p.png"]])
+def test_a_bad_decoded_budget_exits_2_before_any_work(built_scenes, command, value, tmp_path):
+    """$GLYPHFORGE_DECODED_BUDGET=lots with export or preview was exit 1, after the entry was looked up."""
+    result = run_here("glyphforge", *command, "--data-dir", built_scenes, cwd=tmp_path,
+                      env={"GLYPHFORGE_DECODED_BUDGET": value})
+    refused(result, f"error: $GLYPHFORGE_DECODED_BUDGET: {value!r} is not a size")
+    assert list(tmp_path.iterdir()) == []
+
+
+#: Every command taking --mirror (and reading $GLYPHFORGE_MIRROR), with arguments that would do its work.
+MIRROR_COMMANDS = {
+    "prepare-data": ["prepare-data", "backgrounds", "--offline"],
+    "info": ["glyphforge", "info"],
+    "export": ["glyphforge", "export", "scenes", "out"],
+    "build scenes": ["glyphforge", *FONT_SCENES],
+}
+BAD_MIRRORS = {"ftp://host/mirror": "does not support ftp:// URLs", "s3://": "names no bucket",
+               "s3://Mirror_Bucket/m": "is not a bucket name s3:// takes", "https:///m": "names no host",
+               "": "a mirror is blank"}
+
+
+@pytest.mark.parametrize(("given", "mirror"), [(given, mirror) for given in ("--mirror", "$GLYPHFORGE_MIRROR")
+                                               for mirror in BAD_MIRRORS if mirror or given == "--mirror"])
+@pytest.mark.parametrize("command", MIRROR_COMMANDS)
+def test_an_unsupported_or_malformed_mirror_exits_2_before_any_work(built_scenes, command, given, mirror, tmp_path):
+    """A bad --mirror or $GLYPHFORGE_MIRROR was exit 1 once a file was fetched (or taken, never used); an empty
+    variable is an unset one."""
+    argv = [*MIRROR_COMMANDS[command], "--data-dir", built_scenes]
+    result = run_here(*argv, *(["--mirror", mirror] if given == "--mirror" else []), cwd=tmp_path,
+                      env={} if given == "--mirror" else {"GLYPHFORGE_MIRROR": mirror})
+    where = "argument --mirror: " if given == "--mirror" else "error: $GLYPHFORGE_MIRROR: "
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert where in result.stderr and BAD_MIRRORS[mirror] in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []
