@@ -101,8 +101,8 @@ def prepare_data(args: argparse.Namespace) -> int:
     context = data_context(args, remote=True)
     prepare_files.check_file_arguments(args, context)
     wanted = wanted_options(args)
+    files = prepare_files.wanted_files(wanted, context)  # every dataset's options checked before any work
     if args.list or args.download_only:
-        files = prepare_files.wanted_files(wanted, context)
         if args.list:
             prepare_files.list_files(files, list(wanted), args.json)
         else:

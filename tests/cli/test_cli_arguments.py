@@ -146,6 +146,21 @@ def test_prepare_data_refuses_bad_counts_and_shapes_before_fetching(tmp_path, ar
     assert not data_dir.exists()
 
 
+@pytest.mark.parametrize(("argv", "words"), [
+    (["omniglot", "backgrounds", "--backgrounds", "no_such.jpg"], ["unknown backgrounds 'no_such.jpg'"]),
+    (["backgrounds", "omniglot", "--omniglot-sets", "small1", "no_such"], ["unknown Omniglot sets 'no_such'"]),
+    (["mnist", "emnist", "--split", "letters", "--split", "no_such"],
+     ["argument --split: invalid choice: 'no_such' (choose from 'byclass'"]),
+    (["all", "--backgrounds", "water", "no_such"], ["unknown backgrounds 'no_such'"]),
+])
+def test_every_dataset_s_option_names_are_checked_before_any_dataset_is_prepared(tmp_path, argv, words):
+    """Issue 42, row 14: an unknown background after omniglot was refused after 14.6 s of Omniglot work, exit 1."""
+    data_dir = tmp_path / "data"
+    result = run_here("prepare-data", *argv, "--data-dir", data_dir, "--no-warmup", env=OFFLINE)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert all(word in result.stderr for word in words), result.stderr
+    assert not data_dir.exists()
+
 # row 17 (part): the data dir, and a worker's full disk ----------------------------------------------------
 @pytest.mark.parametrize(("given", "words"), [
     ("", ["argument --data-dir: the data dir is empty (''), which would mean the current directory"]),
