@@ -17,7 +17,7 @@ from typing import Any
 
 from glyphforge import _files, config
 from glyphforge._access import DataDirAccessError, check_data_dir_access
-from glyphforge._checks import MAX_SIDE, check_shape
+from glyphforge._checks import check_shape
 from glyphforge.cli.dataset_options import Option, scene_options
 from glyphforge.errors import ArgumentError
 from glyphforge.pipelines.sources import check_mirror
@@ -25,7 +25,7 @@ from glyphforge.storage import Location, UnsupportedURLError, parse_place
 
 
 def parse_shape(text: str) -> tuple[int, int]:
-    """Parse ``'14x14'`` or ``'14,14'`` into ``(14, 14)`` (argparse type); sides up to `MAX_SIDE`."""
+    """Parse ``'14x14'`` or ``'14,14'`` into ``(14, 14)`` (argparse type); sides up to `glyphforge._checks.MAX_SIDE`."""
     parts = text.replace(",", "x").lower().split("x")
     try:
         shape = tuple(int(part) for part in parts)
@@ -34,7 +34,7 @@ def parse_shape(text: str) -> tuple[int, int]:
     if len(shape) != 2 or min(shape) <= 0:
         raise argparse.ArgumentTypeError(f"shape must be HEIGHTxWIDTH with positive integers, e.g. 14x14; got {text!r}")
     try:
-        return check_shape(shape, "shape", maximum=MAX_SIDE)
+        return check_shape(shape)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
