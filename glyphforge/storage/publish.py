@@ -350,7 +350,7 @@ def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]], sour
         mismatches = dict(zip(listed, pool.map(mismatch, listed), strict=True))
     wrong = sorted(name for name, what in mismatches.items() if what is not None)
     if wrong:
-        described = "; ".join(f"{place.child(name).url} is {mismatches[name]}" for name in wrong)
+        described = "; ".join(f"{place.child(name)} is {mismatches[name]}" for name in wrong)
         raise PublishConflictError(
             f"{described}: that is not this entry's file (an object store never holds part of one), so glyphforge "
             "did not write it. It leaves it as it is and wrote nothing there (no manifest beside it). Delete it if "
