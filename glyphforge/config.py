@@ -63,12 +63,8 @@ def data_dir(data_dir: PathLike | None = None) -> Path:
         data directory for glyphforge, with ``~`` expanded; a relative one is taken
         from the current directory now (symbolic links are kept, not resolved).
     """
-    if data_dir is not None:
-        chosen: PathLike = data_dir
-    elif os.environ.get(ENV_DATA_DIR):
-        chosen = os.environ[ENV_DATA_DIR]
-    else:
-        chosen = platformdirs.user_data_dir("glyphforge", appauthor=False)
+    chosen: PathLike = data_dir if data_dir is not None else (
+        data_dir_from_env() or platformdirs.user_data_dir("glyphforge", appauthor=False))
     where = "" if data_dir is not None else f" (from ${ENV_DATA_DIR})"
     place = _local_place(chosen, f"the data dir{where}")
     if place is None:
@@ -96,7 +92,7 @@ def data_dir_on_disk() -> Path | None:
     For what only guards or uses a local data dir when there is one (the export's refusals, a
     place for numba's cache), and must not fail because the data dir lies in object storage.
     """
-    text = os.environ.get(ENV_DATA_DIR, "")
+    text = data_dir_from_env() or ""
     try:
         return data_dir() if _local_place(text, "the data dir") is not None else None
     except UnsupportedURLError:  # a URL glyphforge does not take: what reads the data dir says so
@@ -138,8 +134,14 @@ def offline_from_env() -> bool:
     return os.environ.get(ENV_OFFLINE, "").strip().lower() in _TRUE_WORDS
 
 
-def size_from_env(name: str) -> int | None:
-    """The bytes of the size in the variable ``name`` (one of `SIZE_VARIABLES`); None when it is unset or blank.
+def data_dir_from_env() -> str | None:
+    """The data dir in ``$GLYPHFORGE_DATA_DIR`` as written (a path or a URL); None when it is unset or empty."""
+    return os.environ.get(ENV_DATA_DIR) or None
+
+
+def size_from_env(name: str) -> tuple[int, str] | None:
+    """The bytes of the size in the variable ``name`` (one of `SIZE_VARIABLES`) and its text; None when it is unset
+    or blank.
 
     Raises
     ------
@@ -150,7 +152,7 @@ def size_from_env(name: str) -> int | None:
     if not text:
         return None
     try:
-        return parse_size(text)
+        return parse_size(text), text
     except ValueError as error:
         raise ValueError(f"${name}: {error}") from None
 

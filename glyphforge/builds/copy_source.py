@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import shutil
 import threading
 from collections.abc import Callable
@@ -71,7 +70,7 @@ def budget_setting(given: int | str | None) -> tuple[int, str] | None:
         except ValueError as error:
             raise ValueError(f"decoded_budget: {error}") from None
     budget = config.size_from_env(ENV_DECODED_BUDGET)
-    return None if budget is None else (budget, f"${ENV_DECODED_BUDGET}={os.environ[ENV_DECODED_BUDGET].strip()}")
+    return None if budget is None else (budget[0], f"${ENV_DECODED_BUDGET}={budget[1]}")
 
 
 class CopySource:

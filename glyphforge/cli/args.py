@@ -62,10 +62,10 @@ def data_directory(text: str) -> Path | str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def check_env_settings(data_dir: bool = True) -> None:
+def check_env_settings(env_data_dir: bool = True) -> None:
     """Check the ``GLYPHFORGE_*`` settings of the environment before a command does any work; unset or empty pass.
 
-    ``$GLYPHFORGE_DATA_DIR`` (when ``data_dir``: no ``--data-dir`` was given) as ``--data-dir`` is
+    ``$GLYPHFORGE_DATA_DIR`` (when ``env_data_dir``: no ``--data-dir`` was given) as ``--data-dir`` is
     checked (`checked_data_dir`); ``$GLYPHFORGE_MIRROR`` as
     ``--mirror`` (`mirror`); the sizes (`glyphforge.config.size_from_env`) and ``$GLYPHFORGE_LOCK_TIMEOUT``
     (`glyphforge.config.lock_timeout`) as the library reads them.
@@ -75,8 +75,8 @@ def check_env_settings(data_dir: bool = True) -> None:
     UsageError
         Naming the variable, what is wrong with its value and what to do.
     """
-    text = os.environ.get(config.ENV_DATA_DIR)
-    if text and data_dir:
+    text = config.data_dir_from_env()
+    if text and env_data_dir:
         try:
             checked_data_dir(text, fix=f"set ${config.ENV_DATA_DIR} to a directory (it is made if missing), or "
                                        "give --data-dir, or unset it for the user data dir")

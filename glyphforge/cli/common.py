@@ -119,7 +119,7 @@ def run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
     try:
         from tqdm.contrib.logging import logging_redirect_tqdm
 
-        check_env_settings(data_dir=args.data_dir is None)  # its data dir checked as --data-dir is, its mirrors...
+        check_env_settings(env_data_dir=args.data_dir is None)  # its data dir checked as --data-dir is, its mirrors...
         with logging_redirect_tqdm(loggers=[logger]):  # log lines print above progress bars, not through them
             return action(args)
     except KeyboardInterrupt:

@@ -29,7 +29,6 @@ errors name the URL, what failed and what to do, never a secret.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -234,7 +233,7 @@ def source_store(data_dir: PathLike | None) -> CacheStore:
     LocalSourceError
         The data dir is a URL of object storage or HTTP: the message says what works instead.
     """
-    chosen = data_dir if data_dir is not None else os.environ.get(config.ENV_DATA_DIR) or None
+    chosen = data_dir if data_dir is not None else config.data_dir_from_env()
     if not is_url(chosen):
         return CacheStore.for_data_dir(chosen)
     assert isinstance(chosen, str)

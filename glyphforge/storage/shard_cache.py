@@ -58,7 +58,7 @@ def default_cache_size(root: Path) -> int:
     """The size limit for a shard cache in ``root``: ``$GLYPHFORGE_CACHE_SIZE``, else the default (see above)."""
     chosen = config.size_from_env(ENV_CACHE_SIZE)
     if chosen is not None:
-        return chosen
+        return chosen[0]
     existing = next((folder for folder in (root, *root.parents) if folder.exists()), root.anchor or "/")
     return min(DEFAULT_CACHE_SIZE, int(shutil.disk_usage(existing).total * DISK_FRACTION))
 
