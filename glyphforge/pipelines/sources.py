@@ -91,7 +91,8 @@ def check_mirror(base: str) -> None:
         shows no secret of it.
     """
     if not base.strip():
-        raise MalformedURLError(f"a mirror is blank ({base!r}): give a directory or a URL (see --help)")
+        raise MalformedURLError(f"a mirror is blank ({base!r}): give a directory, or a URL (https://HOST/path, "
+                                "s3://BUCKET/prefix, gs://BUCKET/prefix, file:///path)")
     parts = urlsplit(base) if "://" in base else None
     if parts is not None and (parts.query or parts.fragment):
         raise UnsupportedURLError(
@@ -102,8 +103,9 @@ def check_mirror(base: str) -> None:
     if scheme in ("", "file"):
         local_mirror(base)
     elif scheme in ("http", "https"):
+        authority, slash, path = base.split("://", 1)[1].partition("/")
         try:
-            checked_url(base.replace(f"{parts.netloc}", parts.netloc.rpartition("@")[2], 1))  # type: ignore[union-attr]
+            checked_url(f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}")  # its user and password taken
         except UnsupportedURLError as error:
             raise type(error)(f"mirror {redacted(base)!r} is not supported: {error}") from None
     else:
