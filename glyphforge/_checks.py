@@ -54,11 +54,11 @@ def check_real(name: str, value: Any, low: float, high: float, *, high_inclusive
 MAX_SIDE = 4096
 
 
-def check_shape(value: Any, name: str = "shape", maximum: int | None = None) -> tuple[int, int]:
+def check_shape(value: Any, name: str = "shape", maximum: int = MAX_SIDE) -> tuple[int, int]:
     """Return ``value`` as ``(height, width)`` of positive ints, or raise saying how to write it.
 
-    With ``maximum`` (e.g. `MAX_SIDE`), a side beyond it is refused, naming the memory one
-    such image would take, before anything allocates it.
+    A side beyond ``maximum`` (`MAX_SIDE`: every shape a user gives) is refused, naming the
+    memory one such image would take, before anything allocates it.
     """
     try:
         sides = tuple(value)
@@ -67,7 +67,7 @@ def check_shape(value: Any, name: str = "shape", maximum: int | None = None) -> 
     if len(sides) != 2 or not all(is_integer(side) and side >= 1 for side in sides):
         raise ValueError(f"{name} {value!r} is invalid: give (height, width) as two positive integers, e.g. (28, 28)")
     height, width = int(sides[0]), int(sides[1])
-    if maximum is not None and max(height, width) > maximum:
+    if max(height, width) > maximum:
         colour_bytes = 3 * height * width
         size = f"{colour_bytes / 1e9:,.1f} GB" if colour_bytes >= 1e9 else f"{colour_bytes / 1e6:,.1f} MB"
         raise ValueError(

@@ -14,7 +14,9 @@ here, so the rules are in one place:
   else ``$GLYPHFORGE_CACHE_DIR``, else platformdirs' user cache dir for ``glyphforge``;
   a data dir that is a URL (``s3://...``) is never taken for a path (`data_dir` refuses it);
 * the wait for a cache entry or a download another process is making: the explicit
-  ``lock_timeout``, else ``$GLYPHFORGE_LOCK_TIMEOUT`` (seconds), else an hour.
+  ``lock_timeout``, else ``$GLYPHFORGE_LOCK_TIMEOUT`` (seconds), else an hour;
+* the sizes ``$GLYPHFORGE_DECODED_BUDGET`` (automatic decoded copies) and
+  ``$GLYPHFORGE_CACHE_SIZE`` (the local shard cache), read by `size_from_env`.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from pathlib import Path
 import platformdirs
 
 from glyphforge._checks import PathLike
+from glyphforge.textfmt import parse_size
 from glyphforge.urls import UnsupportedURLError, check_url, file_path, is_url
 
 ENV_DATA_DIR = "GLYPHFORGE_DATA_DIR"
@@ -33,6 +36,12 @@ ENV_MIRROR = "GLYPHFORGE_MIRROR"
 ENV_OFFLINE = "GLYPHFORGE_OFFLINE"
 ENV_LOCK_TIMEOUT = "GLYPHFORGE_LOCK_TIMEOUT"
 ENV_CACHE_DIR = "GLYPHFORGE_CACHE_DIR"
+#: The budget of automatic decoded copies (`glyphforge.builds.copy_source`).
+ENV_DECODED_BUDGET = "GLYPHFORGE_DECODED_BUDGET"
+#: The size limit of the local shard cache (`glyphforge.storage.shard_cache`).
+ENV_CACHE_SIZE = "GLYPHFORGE_CACHE_SIZE"
+#: The size variables `size_from_env` reads.
+SIZE_VARIABLES = (ENV_DECODED_BUDGET, ENV_CACHE_SIZE)
 #: Seconds a process waits for a cache entry or a download that another process is making, unless told otherwise.
 DEFAULT_LOCK_TIMEOUT = 3600.0
 
@@ -54,12 +63,8 @@ def data_dir(data_dir: PathLike | None = None) -> Path:
         data directory for glyphforge, with ``~`` expanded; a relative one is taken
         from the current directory now (symbolic links are kept, not resolved).
     """
-    if data_dir is not None:
-        chosen: PathLike = data_dir
-    elif os.environ.get(ENV_DATA_DIR):
-        chosen = os.environ[ENV_DATA_DIR]
-    else:
-        chosen = platformdirs.user_data_dir("glyphforge", appauthor=False)
+    chosen: PathLike = data_dir if data_dir is not None else (
+        data_dir_from_env() or platformdirs.user_data_dir("glyphforge", appauthor=False))
     where = "" if data_dir is not None else f" (from ${ENV_DATA_DIR})"
     place = _local_place(chosen, f"the data dir{where}")
     if place is None:
@@ -87,7 +92,7 @@ def data_dir_on_disk() -> Path | None:
     For what only guards or uses a local data dir when there is one (the export's refusals, a
     place for numba's cache), and must not fail because the data dir lies in object storage.
     """
-    text = os.environ.get(ENV_DATA_DIR, "")
+    text = data_dir_from_env() or ""
     try:
         return data_dir() if _local_place(text, "the data dir") is not None else None
     except UnsupportedURLError:  # a URL glyphforge does not take: what reads the data dir says so
@@ -129,6 +134,29 @@ def offline_from_env() -> bool:
     return os.environ.get(ENV_OFFLINE, "").strip().lower() in _TRUE_WORDS
 
 
+def data_dir_from_env() -> str | None:
+    """The data dir in ``$GLYPHFORGE_DATA_DIR`` as written (a path or a URL); None when it is unset or empty."""
+    return os.environ.get(ENV_DATA_DIR) or None
+
+
+def size_from_env(name: str) -> tuple[int, str] | None:
+    """The bytes of the size in the variable ``name`` (one of `SIZE_VARIABLES`) and its text; None when it is unset
+    or blank.
+
+    Raises
+    ------
+    ValueError
+        It is not a size (`glyphforge.textfmt.parse_size`); the message names the variable.
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return parse_size(text), text
+    except ValueError as error:
+        raise ValueError(f"${name}: {error}") from None
+
+
 def lock_timeout(seconds: float | None = None) -> float:
     """Return how many seconds to wait for a lock held by another process (see `glyphforge.cache.locks`).
 
@@ -154,13 +182,10 @@ def lock_timeout(seconds: float | None = None) -> float:
     if seconds is not None:
         where, given = "lock_timeout", seconds
         real = isinstance(seconds, numbers.Real) and not isinstance(seconds, bool)
-        value = float(seconds) if real else math.nan
+        value = _seconds(seconds) if real else math.nan
     elif text := os.environ.get(ENV_LOCK_TIMEOUT, "").strip():
         where, given = f"${ENV_LOCK_TIMEOUT}", text
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
+        value = _seconds(text)
     else:
         return DEFAULT_LOCK_TIMEOUT
     if not value >= 0:
@@ -168,4 +193,15 @@ def lock_timeout(seconds: float | None = None) -> float:
             f"{where} is {given!r}: give the seconds to wait for a cache entry another process is making, a "
             f"number >= 0 such as {DEFAULT_LOCK_TIMEOUT:g} (0: give up at once, inf: wait for ever)"
         )
+    return value
+
+
+def _seconds(given: object) -> float:
+    """``given`` (a number, or its text) as seconds; NaN when it is none, or too large for a float but not ``inf``."""
+    try:
+        value = float(given)  # type: ignore[arg-type]
+    except (ValueError, TypeError, OverflowError):  # OverflowError: an int of hundreds of digits
+        return math.nan
+    if math.isinf(value) and "inf" not in str(given).lower():
+        return math.nan  # a number of hundreds of digits read as inf: not the "inf" that means "wait for ever"
     return value

@@ -134,7 +134,7 @@ class DataContext:
             raise TypeError(f"context must be a glyphforge.DataContext, got {type(context).__name__}: build one with "
                             "glyphforge.DataContext.resolve(data_dir=..., mirrors=..., offline=...)")
         if context is None:  # the environment's and the defaults
-            chosen = data_dir if data_dir is not None else os.environ.get(config.ENV_DATA_DIR) or None
+            chosen = data_dir if data_dir is not None else config.data_dir_from_env()
             try:
                 place = _place(chosen, storage_options, cache_dir)
             except UnsupportedURLError as error:

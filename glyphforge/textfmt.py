@@ -9,6 +9,8 @@ _UNITS = ("B", "KB", "MB", "GB", "TB")
 #: The units `parse_size` reads (lower case), in bytes.
 _SIZE_UNITS = {"": 1, "b": 1, **{unit: 1000 ** power for power, unit in enumerate(("kb", "mb", "gb", "tb", "pb"), 1)},
                **{unit: 1024 ** power for power, unit in enumerate(("kib", "mib", "gib", "tib", "pib"), 1)}}
+#: The largest size `parse_size` takes (what a 64-bit file offset can count).
+MAX_SIZE = 2**63 - 1
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
 
 
@@ -26,20 +28,22 @@ def parse_size(size: int | str) -> int:
     """Return the bytes of ``size``: an int, or text such as ``"20GB"``, ``"500 MB"``, ``"1.5TiB"``, ``"1000000"``.
 
     KB, MB, GB, TB and PB are powers of 1000; KiB, MiB, GiB, TiB and PiB of 1024 (any
-    case). A fraction of a byte is dropped.
+    case). A fraction of a byte is dropped. At most `MAX_SIZE` bytes.
 
     Raises
     ------
     ValueError
-        When ``size`` is not a size of 0 bytes or more (the message shows the forms it takes).
+        When ``size`` is not a size of 0 to `MAX_SIZE` bytes (the message shows the forms it takes).
     """
-    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+    if isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MAX_SIZE:
         return size
     match = _SIZE.fullmatch(size) if isinstance(size, str) else None
-    if match is None or match[2].lower() not in _SIZE_UNITS:
+    value = float(match[1]) * _SIZE_UNITS[match[2].lower()] if match and match[2].lower() in _SIZE_UNITS else -1.0
+    if not 0 <= value <= MAX_SIZE:  # also inf: a number of hundreds of digits
         raise ValueError(f"{size!r} is not a size: give bytes (1000000) or a number and a unit, such as 500MB, "
-                         "20GB or 1.5TiB (KB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB: powers of 1024)")
-    return int(float(match[1]) * _SIZE_UNITS[match[2].lower()])
+                         "20GB or 1.5TiB (KB, MB, GB, TB: powers of 1000; KiB, MiB, GiB, TiB: powers of 1024), "
+                         f"at most {MAX_SIZE:,} bytes")
+    return int(value)
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:

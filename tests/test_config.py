@@ -4,6 +4,9 @@ import platformdirs
 import pytest
 
 from glyphforge import config
+from glyphforge.builds.copy_source import budget_setting
+from glyphforge.cache import CacheStore
+from glyphforge.storage.shard_cache import ShardCache
 
 
 def test_explicit_argument_wins_over_environment(tmp_path, monkeypatch):
@@ -68,3 +71,34 @@ def test_a_data_dir_url_with_a_password_is_refused_without_showing_it(url):
     assert "hunter2" not in str(refused.value)
     with pytest.raises(ValueError, match="user and password in it"):
         config.local_cache_dir(url)
+
+
+
+#: A size of 400 digits: more bytes than any disk, and more than a float holds.
+HUGE = "9" * 400
+#: Every size or number setting: ``{setting: (its variable or None, the call reading it given its value)}``.
+NUMBER_SETTINGS = {
+    "decoded_budget=": (None, lambda value: budget_setting(value)),
+    "decoded_budget= (an int)": (None, lambda value: budget_setting(int(value))),
+    "$GLYPHFORGE_DECODED_BUDGET": ("GLYPHFORGE_DECODED_BUDGET", lambda value: budget_setting(None)),
+    "cache_size=": (None, lambda value: ShardCache(size=value)),
+    "$GLYPHFORGE_CACHE_SIZE": ("GLYPHFORGE_CACHE_SIZE", lambda value: ShardCache()),
+    "evict(max_size)": (None, lambda value: CacheStore(config.cache_dir()).evict(value)),
+    "lock_timeout= (an int)": (None, lambda value: config.lock_timeout(int(value))),
+    "$GLYPHFORGE_LOCK_TIMEOUT": ("GLYPHFORGE_LOCK_TIMEOUT", lambda value: config.lock_timeout()),
+}
+
+
+@pytest.mark.parametrize("setting", NUMBER_SETTINGS)
+def test_a_number_of_400_digits_is_refused_as_abc_is(setting, tmp_path, monkeypatch):
+    """Row 12 of issue 42: a raw OverflowError (cannot convert float infinity to integer)."""
+    monkeypatch.setenv("GLYPHFORGE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("GLYPHFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    variable, call = NUMBER_SETTINGS[setting]
+    words = "is not a size" if "lock" not in setting.lower() else "give the seconds to wait"
+    for value in ("abc", HUGE):
+        if variable:
+            monkeypatch.setenv(variable, value)
+        with pytest.raises(ValueError, match=words) as refused:
+            call(value if "int" not in setting or value == HUGE else "-1")
+        assert type(refused.value) is ValueError  # not an OverflowError

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from glyphforge import config
 from glyphforge.builds.decoded_copy import decoded_dir
 from glyphforge.builds.materialize import (
     DamagedCopyError,
@@ -43,13 +43,12 @@ from glyphforge.builds.materialize import (
 )
 from glyphforge.builds.reading import ShardReader
 from glyphforge.cache.locks import LockTimeoutError
+from glyphforge.config import ENV_DECODED_BUDGET
 from glyphforge.textfmt import human_size, parse_size
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-#: The environment variable holding the budget of automatic decoded copies.
-ENV_DECODED_BUDGET = "GLYPHFORGE_DECODED_BUDGET"
 #: The part of the free space an automatic copy may take without ``decoded_budget=`` or the variable.
 BUDGET_FRACTION = 0.25
 _FROM_SHARDS = ("rows are read from the shards (exact) by this reader from now on; ds.materialize() or the next "
@@ -70,13 +69,8 @@ def budget_setting(given: int | str | None) -> tuple[int, str] | None:
             return parse_size(given), f"decoded_budget={given!r}"
         except ValueError as error:
             raise ValueError(f"decoded_budget: {error}") from None
-    text = os.environ.get(ENV_DECODED_BUDGET, "").strip()
-    if not text:
-        return None
-    try:
-        return parse_size(text), f"${ENV_DECODED_BUDGET}={text}"
-    except ValueError as error:
-        raise ValueError(f"${ENV_DECODED_BUDGET}: {error}") from None
+    budget = config.size_from_env(ENV_DECODED_BUDGET)
+    return None if budget is None else (budget[0], f"${ENV_DECODED_BUDGET}={budget[1]}")
 
 
 class CopySource:

@@ -72,6 +72,7 @@ from glyphforge.context import DataContext
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.errors import ArgumentError
 from glyphforge.hf import require
+from glyphforge.urls import redacted
 
 __all__ = ["DEFAULT_CACHE_SHARDS", "RANDOM_ACCESS", "BuiltDataset", "DatasetTooLargeError",
            "default_arrays_limit"]
@@ -193,7 +194,7 @@ class BuiltDataset:
         return int(self.entry.meta["n_examples"])
 
     def __repr__(self) -> str:
-        at = "" if self.url is None else f" at {self.url}"
+        at = "" if self.url is None else f" at {redacted(self.url)}"
         return f"<BuiltDataset {self.entry.kind} {self.key[:12]}{at}: {len(self)} examples, arrays {list(self.layout)}>"
 
     def close(self) -> None:

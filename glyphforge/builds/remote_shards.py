@@ -36,6 +36,7 @@ from glyphforge.storage.location import Location
 from glyphforge.storage.reads import RemoteFileMissingError
 from glyphforge.storage.shard_cache import ShardCache
 from glyphforge.storage.url_files import BrokenRemoteEntryError, UrlFiles, damaged_at_url
+from glyphforge.urls import redacted
 
 __all__ = ["DEFAULT_PREFETCH_THREADS", "RemoteShards", "open_remote"]
 
@@ -88,8 +89,9 @@ class RemoteShards:
     def _damaged_index(self, error: DamagedIndexError) -> BrokenRemoteEntryError:
         """Remove the local copy of the rejected index (glyphforge fetched it: nothing rejected is kept); the error."""
         (self.entry.path / INDEX_FILE).unlink(missing_ok=True)
-        return BrokenRemoteEntryError(f"the {self.entry.kind} entry at {self.url}: {error.problem}, as its manifest "
-                                      f"there records it; its local copy was removed. {damaged_at_url(self.url)}")
+        return BrokenRemoteEntryError(f"the {self.entry.kind} entry at {redacted(self.url)}: {error.problem}, as its "
+                                      f"manifest there records it; its local copy was removed. "
+                                      f"{damaged_at_url(self.url)}")
 
     def read(self, number: int, read: Callable[[Member], T]) -> T:
         """Read shard ``number`` from its cached copy; a copy that does not decode is removed and fetched again
@@ -106,8 +108,8 @@ class RemoteShards:
         except CorruptPklzError as error:
             self._fetcher.forget(self._piece(number))
             raise CorruptPklzError(
-                f"shard {number} of the {self.entry.kind} entry at {self.url} is damaged: fetched twice, its bytes do "
-                f"not decode ({error.__cause__ or error}); nothing of it is kept in the local cache. "
+                f"shard {number} of the {self.entry.kind} entry at {redacted(self.url)} is damaged: fetched twice, its "
+                f"bytes do not decode ({error.__cause__ or error}); nothing of it is kept in the local cache. "
                 f"{damaged_at_url(self.url)}") from None
 
     def _member(self, number: int) -> tuple[Path, int]:

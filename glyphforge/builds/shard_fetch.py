@@ -23,6 +23,7 @@ from glyphforge import config
 from glyphforge.cache import Entry
 from glyphforge.cache.locks import hold
 from glyphforge.storage.url_files import UrlFiles
+from glyphforge.urls import redacted
 
 __all__ = ["RUN_BYTES", "Piece", "ShardFetcher", "ShardRuns", "continues_run"]
 
@@ -118,7 +119,8 @@ class ShardFetcher:
         """
         lock_path = self.entry.path / f".{run[0].name}.{run[0].offset}.run.lock"
         what = f"shards {run[0].number} to {run[-1].number}"
-        with hold(filelock.FileLock(lock_path), f"fetching {what} of {self.files.url}", config.lock_timeout()):
+        doing = f"fetching {what} of {redacted(self.files.url)}"
+        with hold(filelock.FileLock(lock_path), doing, config.lock_timeout()):
             missing = [piece for piece in run if not self.files.cache.cached(self._path(piece), piece.length)]
             if not missing:
                 return  # another process fetched them

@@ -17,14 +17,15 @@ from typing import Any
 
 from glyphforge import _files, config
 from glyphforge._access import DataDirAccessError, check_data_dir_access
-from glyphforge._checks import MAX_SIDE, check_shape
+from glyphforge._checks import check_shape
 from glyphforge.cli.dataset_options import Option, scene_options
 from glyphforge.errors import ArgumentError
+from glyphforge.pipelines.sources import check_mirror
 from glyphforge.storage import Location, UnsupportedURLError, parse_place
 
 
 def parse_shape(text: str) -> tuple[int, int]:
-    """Parse ``'14x14'`` or ``'14,14'`` into ``(14, 14)`` (argparse type); sides up to `MAX_SIDE`."""
+    """Parse ``'14x14'`` or ``'14,14'`` into ``(14, 14)`` (argparse type); sides up to `glyphforge._checks.MAX_SIDE`."""
     parts = text.replace(",", "x").lower().split("x")
     try:
         shape = tuple(int(part) for part in parts)
@@ -33,7 +34,7 @@ def parse_shape(text: str) -> tuple[int, int]:
     if len(shape) != 2 or min(shape) <= 0:
         raise argparse.ArgumentTypeError(f"shape must be HEIGHTxWIDTH with positive integers, e.g. 14x14; got {text!r}")
     try:
-        return check_shape(shape, "shape", maximum=MAX_SIDE)
+        return check_shape(shape)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -71,21 +72,46 @@ def data_directory(text: str) -> Path | str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def check_env_data_dir() -> None:
-    """Check ``$GLYPHFORGE_DATA_DIR`` as ``--data-dir`` is checked (`checked_data_dir`); unset or empty passes.
+def check_env_settings(env_data_dir: bool = True) -> None:
+    """Check the ``GLYPHFORGE_*`` settings of the environment before a command does any work; unset or empty pass.
+
+    ``$GLYPHFORGE_DATA_DIR`` (when ``env_data_dir``: no ``--data-dir`` was given) as ``--data-dir`` is
+    checked (`checked_data_dir`); ``$GLYPHFORGE_MIRROR`` as
+    ``--mirror`` (`mirror`); the sizes (`glyphforge.config.size_from_env`) and ``$GLYPHFORGE_LOCK_TIMEOUT``
+    (`glyphforge.config.lock_timeout`) as the library reads them.
 
     Raises
     ------
     UsageError
         Naming the variable, what is wrong with its value and what to do.
     """
-    text = os.environ.get(config.ENV_DATA_DIR)
-    if text:
+    text = config.data_dir_from_env()
+    if text and env_data_dir:
         try:
             checked_data_dir(text, fix=f"set ${config.ENV_DATA_DIR} to a directory (it is made if missing), or "
                                        "give --data-dir, or unset it for the user data dir")
         except UsageError as error:
             raise UsageError(f"${config.ENV_DATA_DIR}: {error}") from None
+    for base in config.mirrors_from_env():
+        try:
+            check_mirror(base)
+        except UnsupportedURLError as error:
+            raise UsageError(f"${config.ENV_MIRROR}: {error}") from None
+    try:
+        for name in config.SIZE_VARIABLES:
+            config.size_from_env(name)
+        config.lock_timeout()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def mirror(text: str) -> str:
+    """Parse ``--mirror`` (argparse type): a directory or a URL a file can come from (`check_mirror`)."""
+    try:
+        check_mirror(text)
+    except UnsupportedURLError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def checked_data_dir(

@@ -1,7 +1,9 @@
 """What the commands share: parsers, the common and fetch arguments, the data context, and running one command.
 
 Errors are reported as one paragraph (what failed, why, what to do) with exit status 1
-(2 for bad arguments, before any work); ``-v`` adds the Python traceback.
+(2 for bad arguments, before any work); ``-v`` adds the Python traceback. What a command
+prints of a failure, and every log line, goes through `glyphforge.urls.redacted`: a URL's
+password or token is never shown.
 """
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ from glyphforge._files import storage_error
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.builds.spec import SpecError
 from glyphforge.cache.lookup import AmbiguousKindError
-from glyphforge.cli.args import UsageError, check_env_data_dir, data_directory
+from glyphforge.cli.args import UsageError, check_env_settings, data_directory, mirror
 from glyphforge.cli.errors import target_lookup
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.storage.backend import ReadOnlyStoreError
 from glyphforge.storage.remote_cache import UnlistableURLError
+from glyphforge.urls import redacted
 
 if TYPE_CHECKING:
     from glyphforge.builds.dataset import BuiltDataset
@@ -31,6 +34,13 @@ if TYPE_CHECKING:
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the example epilog's line breaks."""
+
+
+class RedactingFormatter(logging.Formatter):
+    """A log line as it is shown: its message (and traceback) without the secrets of URLs (`redacted`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redacted(super().format(record))
 
 
 def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentParser:
@@ -52,7 +62,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 def add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--mirror``, ``--no-verify`` and ``--offline``: how missing data is fetched (see `data_context`)."""
     fetch = parser.add_argument_group("fetching (when data is missing)")
-    fetch.add_argument("--mirror", action="append", dest="mirrors", default=[], metavar="URL",
+    fetch.add_argument("--mirror", action="append", dest="mirrors", default=[], metavar="URL", type=mirror,
                        help="mirror base tried before the origin: a directory, an https://, file:// or object "
                             "storage URL (s3://, gs://; not used --offline) (repeatable; also $GLYPHFORGE_MIRROR)")
     fetch.add_argument("--no-verify", action="store_true",
@@ -91,11 +101,15 @@ def data_context(args: argparse.Namespace, *, remote: bool = False) -> DataConte
 
 
 def run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    """Run ``action`` (once a data dir from the environment passes --data-dir's checks); show glyphforge's log lines
-    (retries, lock waits, slow downloads) unless -q.
+    """Run ``action`` (once the environment's settings pass their checks: `check_env_settings`); show glyphforge's
+    log lines (retries, lock waits, slow downloads) unless -q.
     """
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setFormatter(RedactingFormatter("%(message)s"))
+    last_resort = logging.lastResort  # what prints the warnings of the libraries glyphforge calls (no handler)
+    logging.lastResort = logging.StreamHandler(sys.stderr)
+    logging.lastResort.setLevel(logging.WARNING)
+    logging.lastResort.setFormatter(RedactingFormatter())
     logger = logging.getLogger("glyphforge")
     logger.addHandler(handler)
     level = logger.level
@@ -107,8 +121,7 @@ def run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
     try:
         from tqdm.contrib.logging import logging_redirect_tqdm
 
-        if args.data_dir is None:  # the environment's data dir, checked as --data-dir is
-            check_env_data_dir()
+        check_env_settings(env_data_dir=args.data_dir is None)  # its data dir checked as --data-dir is, its mirrors...
         with logging_redirect_tqdm(loggers=[logger]):  # log lines print above progress bars, not through them
             return action(args)
     except KeyboardInterrupt:
@@ -116,11 +129,11 @@ def run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
         return 130
     except Exception as error:  # every failure ends as one readable paragraph
         if args.verbose:
-            traceback.print_exc()
+            print(redacted(traceback.format_exc()), end="", file=sys.stderr)
         if isinstance(error, OSError) and error.errno == errno.ENAMETOOLONG and error.filename:
             error = storage_error(error, error.filename)  # a path too long, wherever it was met: named, with the limit
         message = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
-        print(f"error: {message}", file=sys.stderr)
+        print(redacted(f"error: {message}"), file=sys.stderr)
         if isinstance(error, (UsageError, SpecError, ExportTargetError, AmbiguousKindError)):  # nothing was done
             return 2
         if not args.verbose:
@@ -128,6 +141,7 @@ def run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
         return 1
     finally:
         logger.removeHandler(handler)
+        logging.lastResort = last_resort
         logger.setLevel(level)
         store_client.setLevel(store_level)
 

@@ -161,7 +161,7 @@ def prepare_options(dataset: str) -> tuple[Option, ...]:
     derived = () if declaration is None or declaration.config_option is None else (
         Option(f"--{declaration.config_option}", declaration.config_option,
                f"{declaration.title} {declaration.config_option} (repeatable)", repeatable=True,
-               default=declaration.config),
+               default=declaration.config, choices=tuple(declaration.configs)),
     )
     return (*derived, *_own(PREPARE, dataset))
 
@@ -171,6 +171,7 @@ def scene_options(dataset: str) -> tuple[Option, ...]:
     declaration = registry.declaration(dataset)
     derived = () if declaration is None or declaration.config_option is None else (
         Option(f"--{dataset}-{declaration.config_option}", declaration.config_option,
-               f"{declaration.title} {declaration.config_option} the glyphs come from", default=declaration.config),
+               f"{declaration.title} {declaration.config_option} the glyphs come from", default=declaration.config,
+               choices=tuple(declaration.configs)),
     )
     return (*derived, *_own(SCENES, dataset))

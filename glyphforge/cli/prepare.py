@@ -26,6 +26,7 @@ from glyphforge.pipelines.fetch_all import missing_files
 from glyphforge.pipelines.resource import DownloadError
 from glyphforge.storage.location import Location
 from glyphforge.textfmt import count, human_size, table
+from glyphforge.urls import redacted
 
 
 def prepare_parser() -> argparse.ArgumentParser:
@@ -100,8 +101,8 @@ def prepare_data(args: argparse.Namespace) -> int:
     context = data_context(args, remote=True)
     prepare_files.check_file_arguments(args, context)
     wanted = wanted_options(args)
+    files = prepare_files.wanted_files(wanted, context)  # every dataset's options checked before any work
     if args.list or args.download_only:
-        files = prepare_files.wanted_files(wanted, context)
         if args.list:
             prepare_files.list_files(files, list(wanted), args.json)
         else:
@@ -163,4 +164,4 @@ def _say_published(done: Prepared, remote: Location | None) -> None:
     if done.found:
         print(f"{done.dataset}: already at {remote} ({count(len(done.urls), 'entry', 'entries')}), nothing to do")
     for published in done.published:
-        print(f"{done.dataset}: {'already at' if published.already else 'published to'} {published.url}")
+        print(f"{done.dataset}: {'already at' if published.already else 'published to'} {redacted(published.url)}")

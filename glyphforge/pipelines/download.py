@@ -67,6 +67,7 @@ from glyphforge.pipelines.http_source import (
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource, not_upstream
 from glyphforge.pipelines.sources import Source, copy_local, copy_remote, sources
 from glyphforge.textfmt import human_size
+from glyphforge.urls import redacted
 
 if TYPE_CHECKING:
     import requests
@@ -185,7 +186,8 @@ def _fetch_locked(
                 if os.path.lexists(target) and not target.is_file():
                     raise _in_the_way(target, resource) from None
                 raise
-            record_download(target, resource.hash, source.location)  # what glyphforge wrote: `cache gc --raw` may go
+            # what glyphforge wrote (`cache gc --raw` may remove it), and from where (a record: no secret in it)
+            record_download(target, resource.hash, redacted(source.location))
             return target
     raise _failure(resource, target, mirror_names, tuple(attempts), offline)
 
@@ -254,7 +256,7 @@ def _get_verified(
         if not fetched.resumed:
             raise
         log.warning("%s: the resumed file did not verify (%s); downloading it again from byte 0",
-                    source.location, failure.attempt.reason)
+                    redacted(source.location), failure.attempt.reason)
         fetched = _download(source.location, part, resource, session, policy, progress)  # the bad .part was deleted
         _check_part(part, resource, source.location, fetched.final_url)
 

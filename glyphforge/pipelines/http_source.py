@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from glyphforge._checks import check_int, check_real
 from glyphforge._files import writing
 from glyphforge.textfmt import human_size
+from glyphforge.urls import redacted
 
 if TYPE_CHECKING:
     import requests
@@ -104,7 +105,8 @@ class Attempt:
 
     ``actual_hash``, ``actual_size`` and ``final_url`` are set when the source
     delivered a complete file with the wrong content; ``unresolved_host`` when its host
-    name did not resolve (no network or no DNS), the host.
+    name did not resolve (no network or no DNS), the host. Its texts are shown in messages: the
+    source, the reason and the final URL are kept without their secrets (`glyphforge.urls.redacted`).
     """
 
     source: str
@@ -113,6 +115,12 @@ class Attempt:
     actual_size: int | None = None
     final_url: str | None = None
     unresolved_host: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("source", "reason", "final_url"):
+            text = getattr(self, name)
+            if text is not None:
+                object.__setattr__(self, name, redacted(text))
 
 
 @dataclass(frozen=True)
@@ -203,7 +211,8 @@ def download(
             delay = policy.delay(failures, error.retry_after)
             watch.check_deadline(have, size, pause=delay, last=error.reason)
             retry, seconds = failures + 1, _seconds(delay)
-            log.info("%s from %s, retry %d/%d in %s s", error.short, url, retry, policy.attempts, seconds)
+            log.info("%s from %s, retry %d/%d in %s s", redacted(error.short), redacted(url), retry, policy.attempts,
+                     seconds)
             time.sleep(delay)
 
 
@@ -256,7 +265,7 @@ class _Watch:
             )))
         if now - self.reported >= self.policy.report_every and (total is None or have < total):
             self.reported = now
-            log.info("%s: %s from %s", self.label, self._progress(have, total, self._elapsed()), self.url)
+            log.info("%s: %s from %s", self.label, self._progress(have, total, self._elapsed()), redacted(self.url))
 
     def _progress(self, have: int, total: int | None, elapsed: float) -> str:
         """``"12.3 MB of 562.0 MB after 30 s (410.0 KB/s)"``."""
@@ -296,7 +305,7 @@ def _request(
                 ))
             start, total = _body_range(response, part, offset)
             if start != offset:
-                log.info("%s does not resume downloads; starting again from byte 0", url)
+                log.info("%s does not resume downloads; starting again from byte 0", redacted(url))
             if size is not None and total is not None and total != size:
                 raise SourceFailed(Attempt(url, f"announces {total} bytes, expected {size}"))
             _stream(response, part, start, total if total is not None else size, size, watch, progress)

@@ -22,10 +22,12 @@ from glyphforge._files import path_too_long, shown_path, writing
 from glyphforge.errors import StorageError
 from glyphforge.pipelines.http_source import CHUNK_SIZE, Attempt, SourceFailed, progress_bar
 from glyphforge.pipelines.resource import Resource
-from glyphforge.storage.location import Location, UnsupportedURLError
+from glyphforge.storage.backends import checked_url
+from glyphforge.storage.location import Location, MalformedURLError, UnsupportedURLError
 from glyphforge.storage.reads import DOWNLOAD_BLOCK
+from glyphforge.urls import redacted
 
-__all__ = ["Source", "copy_local", "copy_remote", "local_mirror", "sources"]
+__all__ = ["Source", "check_mirror", "copy_local", "copy_remote", "local_mirror", "sources"]
 
 
 @dataclass(frozen=True)
@@ -43,14 +45,15 @@ def sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]] | str 
 
     ``mirrors`` are the mirror bases given (a string is split on spaces); those in
     ``$GLYPHFORGE_MIRROR`` follow. ``offline`` keeps the local sources only: network mirrors are
-    neither tried nor reported as tried.
+    neither tried nor reported as tried. The names are for messages: without their secrets
+    (`glyphforge.urls.redacted`).
     """
     mirror_sources = _mirror_sources(resource, mirrors)
     found = [*mirror_sources, *map(_source_from_url, (resource.url, *resource.more_urls))]
     if offline:
         found = [source for source in found if source.path is not None]
         mirror_sources = [source for source in mirror_sources if source.path is not None]
-    return found, tuple(source.location for source in mirror_sources)
+    return found, tuple(redacted(source.location) for source in mirror_sources)
 
 
 def _mirror_sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]] | str | None) -> list[Source]:
@@ -71,12 +74,50 @@ def _mirror_sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]
     return sources
 
 
+def check_mirror(base: str) -> None:
+    """Refuse the mirror base ``base`` when no file could come from it, before any is fetched.
+
+    A mirror is a directory (a path or ``file:///path``), an ``http(s)://`` URL (its user and
+    password, HTTP basic auth to a private mirror, are taken, and never shown:
+    `glyphforge.urls.redacted`), or an object storage URL glyphforge takes (``s3://``,
+    ``gs://``; checked as `glyphforge.storage.Location` checks one). The files are found
+    below it, so it takes no query string.
+
+    Raises
+    ------
+    UnsupportedURLError
+        It is blank, of a scheme glyphforge does not take (``ftp://``), holds a query string, or
+        (`MalformedURLError`) names no host or bucket, or a bucket the store refuses. The message
+        shows no secret of it.
+    """
+    if not base.strip():
+        raise MalformedURLError(f"a mirror is blank ({base!r}): give a directory, or a URL (https://HOST/path, "
+                                "s3://BUCKET/prefix, gs://BUCKET/prefix, file:///path)")
+    parts = urlsplit(base) if "://" in base else None
+    if parts is not None and (parts.query or parts.fragment):
+        raise UnsupportedURLError(
+            f"mirror {redacted(base)!r} is not supported: a mirror's files are found below it, so it takes no query "
+            "string or fragment. Give the base URL alone (credentials of an HTTP mirror as https://USER:PASSWORD@HOST/"
+            "path, or in ~/.netrc; of object storage in the environment, as its SDK reads them)")
+    scheme = parts.scheme.lower() if parts is not None else ""
+    if scheme in ("", "file"):
+        local_mirror(base)
+    elif scheme in ("http", "https"):
+        authority, slash, path = base.split("://", 1)[1].partition("/")
+        try:
+            checked_url(f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}")  # its user and password taken
+        except UnsupportedURLError as error:
+            raise type(error)(f"mirror {redacted(base)!r} is not supported: {error}") from None
+    else:
+        _remote_mirror(base)
+
+
 def local_mirror(base: str) -> Path | None:
     """The directory of the mirror base ``base`` when it is local (a path or ``file://``), else None.
 
     Raises
     ------
-    ValueError
+    UnsupportedURLError
         A ``file://`` URL naming another host.
     """
     scheme = urlsplit(base).scheme.lower() if "://" in base else ""
@@ -93,7 +134,7 @@ def _remote_mirror(base: str) -> Location:
         location = Location(base)  # an unsupported scheme or a malformed URL: before any fsspec call
         location.fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
     except UnsupportedURLError as error:
-        raise UnsupportedURLError(f"mirror {base!r} is not supported: {error}") from None
+        raise UnsupportedURLError(f"mirror {redacted(base)!r} is not supported: {error}") from None
     return location
 
 
@@ -109,9 +150,9 @@ def _local_path(base: str) -> Path:
         return _short_enough(base, Path(base).expanduser())
     parts = urlsplit(base)
     if parts.netloc not in ("", "localhost"):
-        raise ValueError(
-            f"mirror {base!r} is not supported: a file:// URL names a path on this machine (file:///path, no host); "
-            "use a plain directory, an https:// URL or an object storage URL (s3://, gs://), space-separated in "
+        raise UnsupportedURLError(
+            f"mirror {redacted(base)!r} is not supported: a file:// URL names a path on this machine (file:///path, no "
+            "host); use a plain directory, an https:// URL or an object storage URL (s3://, gs://), space-separated in "
             "GLYPHFORGE_MIRROR"
         )
     return _short_enough(base, Path(url2pathname(parts.path)))

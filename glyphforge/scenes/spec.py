@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge._checks import MAX_SIDE, PathLike, check_int, check_real, check_shape
+from glyphforge._checks import PathLike, check_int, check_real, check_shape
 from glyphforge.builds.spec import SpecError
 from glyphforge.context import DataContext, as_context
 from glyphforge.scenes import arrays, checks, objects
@@ -193,8 +193,8 @@ class ScatteredGlyphs:
         check_int("n_examples", self.n_examples, 1)
         check_int("shard_size", self.shard_size, 1, MAX_SHARD_SIZE)
         check_int("seed", self.seed, 0)
-        self.image_shape = check_shape(self.image_shape, "image_shape", maximum=MAX_SIDE)
-        self.glyph_shape = check_shape(self.glyph_shape, "glyph_shape", maximum=MAX_SIDE)
+        self.image_shape = check_shape(self.image_shape, "image_shape")
+        self.glyph_shape = check_shape(self.glyph_shape, "glyph_shape")
         sources = scene_sources.glyph_sources()
         if self.glyphs not in sources:
             raise ValueError(f"glyphs must be one of {', '.join(sources)}; got {self.glyphs!r}")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from glyphforge.errors import ArgumentError
-from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, shown, sorted_failure
+from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, sorted_failure
 from glyphforge.storage.retries import (
     DEFAULT_POLICY,
     ReadPolicy,
@@ -31,6 +31,7 @@ from glyphforge.storage.retries import (
     RemoteReadError,
     ShortObjectError,
 )
+from glyphforge.urls import redacted
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -151,17 +152,17 @@ class Backend(ABC):
              policy: ReadPolicy = DEFAULT_POLICY) -> bytes:
         """Return bytes ``[start, end)`` of the object, or all of it when both are None, retried (`retried`)."""
         span = f"bytes {start:,} to {end:,} of " if start is not None and end is not None else ""
-        described = f"{span}{shown(self.url)}" + (f" ({what})" if what else "")
+        described = f"{span}{redacted(self.url)}" + (f" ({what})" if what else "")
         return self.retried(lambda: self.read_once(start, end, policy), f"read {described}", policy)
 
     def size(self, *, what: str = "", policy: ReadPolicy = DEFAULT_POLICY) -> int | None:
         """Return the object's size as the store says it (None: it does not say), retried."""
-        described = f"find the size of {shown(self.url)}" + (f" ({what})" if what else "")
+        described = f"find the size of {redacted(self.url)}" + (f" ({what})" if what else "")
         return self.retried(lambda: self.size_once(policy), described, policy)
 
     def names(self, *, policy: ReadPolicy = DEFAULT_POLICY) -> list[str]:
         """Return the sorted names in the folder (none when it does not exist), retried."""
-        return self.retried(self.names_once, f"list {shown(self.url)}", policy)
+        return self.retried(self.names_once, f"list {redacted(self.url)}", policy)
 
     def call(self, call: Callable[[], T], described: str, *, policy: ReadPolicy = DEFAULT_POLICY) -> T:
         """Return ``call()``, a call on this store (``described``: what it does, "list s3://..."), retried."""
@@ -221,5 +222,5 @@ class Backend(ABC):
     def refuse_write(self) -> ReadOnlyStoreError:
         """The error of a write asked of a read-only store."""
         return ReadOnlyStoreError(
-            f"cannot write {shown(self.url)}: glyphforge only reads {self.scheme}:// URLs. Write to object storage "
+            f"cannot write {redacted(self.url)}: glyphforge only reads {self.scheme}:// URLs. Write to object storage "
             "(s3://, gs://), a file:// directory or a local path, and serve that over HTTP if you wish")

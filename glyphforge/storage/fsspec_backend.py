@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from glyphforge.storage.backend import Backend
-from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, shown, status_failure
+from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, status_failure
 from glyphforge.storage.retries import ReadPolicy
-from glyphforge.urls import SUPPORTED_TEXT, MalformedURLError, UnsupportedURLError
+from glyphforge.urls import SUPPORTED_TEXT, MalformedURLError, UnsupportedURLError, redacted
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -56,7 +56,7 @@ class FsspecBackend(Backend):
             return fsspec.filesystem(self.protocol or self.scheme, **self.storage_options)
         except (ImportError, ValueError) as error:
             hint = f"pip install '{self.extra}'" if self.extra else f"give {SUPPORTED_TEXT}"
-            raise UnsupportedURLError(f"cannot open {self.url}: {error}. {hint}") from None
+            raise UnsupportedURLError(f"cannot open {redacted(self.url)}: {error}. {hint}") from None
 
     @property
     def path(self) -> str:
@@ -138,21 +138,52 @@ class FsspecBackend(Backend):
 class _BucketStore(FsspecBackend):
     """An object store whose URLs name a bucket first: ``scheme://BUCKET/prefix``."""
 
-    #: A bucket name the store takes, and the rule in words.
-    bucket_rule: ClassVar[tuple[re.Pattern[str], str]]
+    #: The store's rules for a bucket name, in words (`bucket_problem` checks them).
+    bucket_rule: ClassVar[str]
 
     @classmethod
     def check(cls, url: str) -> str:
-        """Refuse a URL naming no bucket, or a bucket the store would refuse (`bucket_rule`)."""
+        """Refuse a URL naming no bucket, or a bucket the store would refuse (`bucket_problem`)."""
         scheme, rest = url.split("://", 1)
         bucket = rest.split("/", 1)[0]
-        pattern, rule = cls.bucket_rule
         if not bucket:
             raise MalformedURLError(f"{url} names no bucket: write {scheme}://BUCKET/prefix")
-        if not pattern.fullmatch(bucket) or ".." in bucket:
-            raise MalformedURLError(f"{url}: {bucket!r} is not a bucket name {scheme}:// takes ({rule}): check the "
-                                    f"URL, {scheme}://BUCKET/prefix")
+        problem = cls.bucket_problem(bucket)
+        if problem:
+            raise MalformedURLError(f"{url}: {bucket!r} is not a bucket name {scheme}:// takes: {problem} "
+                                    f"({cls.bucket_rule}). Check the URL, {scheme}://BUCKET/prefix")
         return url
+
+    @classmethod
+    def bucket_problem(cls, bucket: str) -> str | None:
+        """The rule of the store that ``bucket`` breaks, in words; None: the store takes it.
+
+        The rules the stores share: 3 to 63 characters, lower case letters, digits, '.' and '-'
+        (`_BUCKET_CHARACTERS` adds what a store also takes), a letter or digit at each end, no
+        two dots in a row, not an IP address.
+        """
+        if not 3 <= len(bucket) <= cls.longest_bucket:
+            return f"it has {len(bucket)} characters"
+        wrong = sorted({repr(c) for c in bucket if not (c.islower() or c.isdigit() or c in cls.bucket_characters)
+                        or not c.isascii()})
+        if wrong:
+            return f"it holds {', '.join(wrong)}"
+        if not (bucket[0].isalnum() and bucket[-1].isalnum()):
+            return "it does not start and end with a letter or digit"
+        if ".." in bucket:
+            return "it has two dots in a row"
+        if _IP_ADDRESS.fullmatch(bucket):
+            return "it is an IP address"
+        return None
+
+    #: The most characters a bucket name may have.
+    longest_bucket: ClassVar[int] = 63
+    #: What a bucket name may hold besides lower case letters and digits.
+    bucket_characters: ClassVar[str] = ".-"
+
+
+#: A name of four numbers separated by dots: no store takes it for a bucket.
+_IP_ADDRESS = re.compile(r"\d+\.\d+\.\d+\.\d+")
 
 
 class S3Backend(_BucketStore):
@@ -160,9 +191,21 @@ class S3Backend(_BucketStore):
 
     extra = "glyphforge[s3]"
     takes_part_options = True
-    #: 3 to 63 characters; buckets made before 2018 may have capitals, '_' and up to 255.
-    bucket_rule = (re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]"),
-                   "3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit")
+    bucket_rule = ("3 to 63 lower case letters, digits, '.' and '-', starting and ending with a letter or digit; see "
+                   "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html")
+    #: Prefixes and suffixes S3 keeps for itself (access points, aliases, directory and table buckets).
+    _RESERVED = (("xn--", "sthree-", "amzn-s3-demo-"), ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"))
+
+    @classmethod
+    def bucket_problem(cls, bucket: str) -> str | None:
+        """The shared rules (`_BucketStore.bucket_problem`), and S3's reserved prefixes and suffixes. S3 made buckets
+        of upper case letters and '_' before March 2018; it makes none now, and they cannot be reached by the
+        virtual-host addresses s3fs uses, so glyphforge takes none."""
+        problem = super().bucket_problem(bucket)
+        prefixes, suffixes = cls._RESERVED
+        if problem is None and (bucket.startswith(prefixes) or bucket.endswith(suffixes)):
+            return "S3 keeps its prefix or suffix for itself"
+        return problem
 
     @classmethod
     def store_failure(cls, error: Exception) -> Exception | None:
@@ -192,9 +235,20 @@ class GcsBackend(_BucketStore):
 
     extra = "glyphforge[gcs]"
     tries_itself = "gcsfs"
-    #: 3 to 63 characters, up to 222 with dots.
-    bucket_rule = (re.compile(r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]"),
-                   "3 to 63 lowercase letters, digits, '.', '-' and '_', starting and ending with a letter or digit")
+    bucket_rule = ("3 to 63 lower case letters, digits, '.', '-' and '_', starting and ending with a letter or digit, "
+                   "up to 222 with dots and 63 between two dots; see https://cloud.google.com/storage/docs/buckets")
+    longest_bucket = 222
+    bucket_characters = ".-_"
+
+    @classmethod
+    def bucket_problem(cls, bucket: str) -> str | None:
+        """The shared rules (`_BucketStore.bucket_problem`), 63 characters between dots, and Google's names kept."""
+        problem = super().bucket_problem(bucket)
+        if problem is None and max(map(len, bucket.split("."))) > 63:
+            return f"it has {len(bucket)} characters" if "." not in bucket else "it has over 63 characters between dots"
+        if problem is None and (bucket.startswith("goog") or "google" in bucket or "g00gle" in bucket):
+            return "Google keeps names starting with 'goog' or holding 'google' for itself"
+        return problem
 
     def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
         """As fsspec's; a 404 on one object says nothing of its bucket: one listing more tells
@@ -203,7 +257,7 @@ class GcsBackend(_BucketStore):
             return super().read_once(start, end, policy)
         except FileNotFoundError as error:
             if not self.is_missing_bucket(error) and self._bucket_is_missing():
-                raise _NoBucket(f"{shown(self.url)}: the bucket does not exist") from None
+                raise _NoBucket(f"{redacted(self.url)}: the bucket does not exist") from None
             raise
 
     def _bucket_is_missing(self) -> bool:

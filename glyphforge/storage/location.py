@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from glyphforge.storage.backends import backend_for, checked_url
-from glyphforge.urls import SCHEME, MalformedURLError, UnsupportedURLError, is_url
+from glyphforge.urls import SCHEME, MalformedURLError, UnsupportedURLError, is_url, redacted
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -104,7 +104,8 @@ class Location:
         return self.url.rsplit("/", 1)[-1]
 
     def __str__(self) -> str:
-        return self.url
+        """The URL for messages: without its secrets (`glyphforge.urls.redacted`); ``url`` is the URL itself."""
+        return redacted(self.url)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle the URL and the options but the secret ones (see the module docstring)."""

@@ -32,6 +32,7 @@ from glyphforge.storage.publish import (
     read_object,
 )
 from glyphforge.storage.url_files import entry_location
+from glyphforge.urls import redacted
 
 if TYPE_CHECKING:
     from glyphforge.cache.entry import Entry
@@ -91,8 +92,8 @@ def _record_entries(text: bytes, where: Location, dataset: str, key: str) -> lis
         return [(str(item["kind"]), str(item["key"]), str(item["entry_sha256"])) for item in record["entries"]]
     except (ValueError, TypeError, KeyError):
         raise PublishConflictError(
-            f"{where.url} is not glyphforge's record of this prepare-data request: glyphforge did not write it and "
-            "leaves it as it is. Remove it if it is not needed, or use another data dir URL") from None
+            f"{redacted(where.url)} is not glyphforge's record of this prepare-data request: glyphforge did not write "
+            "it and leaves it as it is. Remove it if it is not needed, or use another data dir URL") from None
 
 
 def record_request(data_dir: Location, dataset: str, key: str, entries: Sequence[Entry]) -> None:

@@ -32,7 +32,6 @@ errors name the URL, what failed and what to do, never a secret.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -52,9 +51,9 @@ from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, is_url
 from glyphforge.storage.object_match import object_mismatch
 from glyphforge.storage.objects import listed_files, upload_file, write_bytes
-from glyphforge.storage.read_failures import shown
 from glyphforge.storage.store_errors import StoreTask, translated, translated_call
 from glyphforge.storage.url_files import entry_location
+from glyphforge.urls import redacted
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -136,13 +135,14 @@ def target_location(url: str | Location, storage_options: Mapping[str, Any] | No
     else:
         location = Location(url, storage_options or {})
     if location.read_only:
-        raise ValueError(f"{location.url} is an {location.scheme}:// URL, which glyphforge only reads: publish to "
-                         "object storage (s3://, gs://) or a file:// directory, and serve that over HTTP if you wish")
+        raise ValueError(f"{redacted(location.url)} is an {location.scheme}:// URL, which glyphforge only reads: "
+                         "publish to object storage (s3://, gs://) or a file:// directory, and serve that over "
+                         "HTTP if you wish")
     location.fs  # noqa: B018 (raises UnsupportedURLError naming the extra to install; opens no connection)
     local = location.backend.local_path
     too_long = path_too_long(local) if local is not None else None
     if too_long:
-        raise ValueError(f"{shown_path(shown(location.url))} cannot be written: {too_long} (ENAMETOOLONG); give a "
+        raise ValueError(f"{shown_path(redacted(location.url))} cannot be written: {too_long} (ENAMETOOLONG); give a "
                          "shorter path")
     return location
 
@@ -188,8 +188,9 @@ def publish_entry(entry: Entry, url: str | Location, *, storage_options: Mapping
             if identity(published) == identity(entry.manifest):
                 return Published(place.url, (), tuple(entry.files), manifest_uploaded=False)
             raise PublishConflictError(
-                f"{place.url} already holds another version of the {entry.kind} entry {entry.key[:12]} (its files "
-                "table or metadata differ from the local entry's: made by another glyphforge version, or edited). "
+                f"{redacted(place.url)} already holds another version of the {entry.kind} entry {entry.key[:12]} (its "
+                "files table or metadata differ from the local entry's: made by another glyphforge version, or "
+                "edited). "
                 "glyphforge replaces nothing at a URL: remove that entry there yourself if it is not needed, or "
                 "publish to another data dir URL")
         sources = {name: entry.file(name) for name in entry.files}  # checks each is whole before sending any
@@ -245,7 +246,7 @@ def source_store(data_dir: PathLike | None) -> CacheStore:
     LocalSourceError
         The data dir is a URL of object storage or HTTP: the message says what works instead.
     """
-    chosen = data_dir if data_dir is not None else os.environ.get(config.ENV_DATA_DIR) or None
+    chosen = data_dir if data_dir is not None else config.data_dir_from_env()
     if not is_url(chosen):
         return CacheStore.for_data_dir(chosen)
     assert isinstance(chosen, str)
@@ -253,7 +254,7 @@ def source_store(data_dir: PathLike | None) -> CacheStore:
     if local is not None:
         return CacheStore.for_data_dir(local)
     raise LocalSourceError(
-        f"publish copies an entry from a local data dir, and the data dir {shown(chosen)} is a URL: give the local "
+        f"publish copies an entry from a local data dir, and the data dir {redacted(chosen)} is a URL: give the local "
         "data dir that holds the entry (a path, or file:///abs/path). To have an entry of one URL at another, make "
         "it there (`glyphforge build ... --data-dir TARGET` builds into it; `glyphforge prepare-data NAME --data-dir "
         "TARGET` prepares and publishes there), or copy its folder DATA_DIR/cache/KIND/KEY with the store's own tool "
@@ -347,8 +348,8 @@ def _refuse_links(place: Location, names: list[str]) -> None:
 def _not_ours(where: Location, expected: str) -> PublishConflictError:
     """The error for something at ``where`` that is not ``expected``: named, and left as it is."""
     return PublishConflictError(
-        f"{where.url} is not {expected}: glyphforge did not write it and leaves it as it is. Remove it if it is not "
-        "needed, or publish to another data dir URL")
+        f"{redacted(where.url)} is not {expected}: glyphforge did not write it and leaves it as it is. Remove it if "
+        "it is not needed, or publish to another data dir URL")
 
 
 def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]], sources: Mapping[str, Path]) -> set[str]:
@@ -374,7 +375,7 @@ def _present_files(place: Location, files: Mapping[str, Mapping[str, Any]], sour
         mismatches = dict(zip(listed, pool.map(mismatch, listed), strict=True))
     wrong = sorted(name for name, what in mismatches.items() if what is not None)
     if wrong:
-        described = "; ".join(f"{place.child(name).url} is {mismatches[name]}" for name in wrong)
+        described = "; ".join(f"{place.child(name)} is {mismatches[name]}" for name in wrong)
         raise PublishConflictError(
             f"{described}: that is not this entry's file (an object store never holds part of one), so glyphforge "
             "did not write it. It leaves it as it is and wrote nothing there (no manifest beside it). Delete it if "

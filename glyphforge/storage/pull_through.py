@@ -68,7 +68,7 @@ class PullThrough:
         self._absent: set[tuple[str, str]] = set()  # keys not at the URL (asked once per source)
 
     def __repr__(self) -> str:
-        return f"PullThrough({self.remote.url!r})"
+        return f"PullThrough({str(self.remote)!r})"
 
     def where(self, root: Path) -> str:
         """Where entries are looked for, for messages: the URL and this machine's copy of it (at ``root``)."""

@@ -3,14 +3,14 @@
 `sorted_failure` turns what a store raises (with what each backend knows of its client's errors:
 `glyphforge.storage.backend.Backend.sorted_failure`) and `status_failure` what an HTTP status
 means into one vocabulary: ``FileNotFoundError``, ``PermissionError``, `Transient` (retried by
-`glyphforge.storage.backend.Backend.retried`) or `Permanent`. `shown` cuts secrets out of any
-text a message quotes.
+`glyphforge.storage.backend.Backend.retried`) or `Permanent`. A reason quotes
+no secret (`glyphforge.urls.redacted`).
 """
 from __future__ import annotations
 
-import re
+from glyphforge.urls import redacted
 
-__all__ = ["Permanent", "Short", "Transient", "reason", "shown", "sorted_failure", "status_failure"]
+__all__ = ["Permanent", "Short", "Transient", "reason", "sorted_failure", "status_failure"]
 
 #: HTTP statuses worth retrying.
 _TRANSIENT_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -60,9 +60,4 @@ def sorted_failure(error: Exception) -> Exception:
 def reason(error: BaseException) -> str:
     """A short reason: the error's own words without its URL-bearing arguments."""
     text = str(error.args[0]) if error.args else type(error).__name__
-    return shown(text.splitlines()[0] if text else type(error).__name__)
-
-
-def shown(text: str) -> str:
-    """``text`` without URL query strings (a signed URL's signature is a secret) or user:password@ parts."""
-    return re.sub(r"\?[^\s'\"]*", "?...", re.sub(r"://[^/@\s]*@", "://", text))
+    return redacted(text.splitlines()[0] if text else type(error).__name__)

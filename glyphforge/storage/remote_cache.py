@@ -33,6 +33,7 @@ from glyphforge.storage.location import Location
 from glyphforge.storage.reads import DOWNLOAD_BLOCK, is_missing_bucket, store_call
 from glyphforge.storage.shard_cache import ShardCache
 from glyphforge.storage.url_files import UrlFiles, is_entry_folder
+from glyphforge.urls import redacted
 
 __all__ = ["UNFINISHED", "RemoteCache", "UnlistableURLError"]
 
@@ -81,8 +82,8 @@ class RemoteCache:
 
     @property
     def where(self) -> str:
-        """``<data dir URL>/cache``."""
-        return self.root.url
+        """``<data dir URL>/cache``, for messages (`glyphforge.urls.redacted`)."""
+        return redacted(self.root.url)
 
     @property
     def place(self) -> str:
@@ -120,7 +121,7 @@ class RemoteCache:
         incomplete: list[CacheProblem] = []
         for listing in listings:
             if MANIFEST not in listing.sizes:
-                incomplete.append(CacheProblem(listing.location.url, UNFINISHED, INCOMPLETE))
+                incomplete.append(CacheProblem(str(listing.location), UNFINISHED, INCOMPLETE))
                 continue
             manifest = listing.location.child(MANIFEST)
             text = texts.get(manifest.path, b"")
@@ -130,7 +131,7 @@ class RemoteCache:
                 parsed = parse_manifest(text, listing.kind, listing.key)
                 entries.append(UrlFiles(listing.location, shards).entry(parsed))
             except BrokenManifestError as error:
-                broken.append(CacheProblem(manifest.url, str(error)))
+                broken.append(CacheProblem(str(manifest), str(error)))
         entries.sort(key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
         return entries, incomplete + broken
 
@@ -222,12 +223,12 @@ def _check_files(location: Location, entry: Entry, sizes: dict[str, int]) -> Ite
     for name, info in sorted(entry.manifest["files"].items()):
         url = location.child(name)
         if name not in sizes:
-            yield CacheProblem(url.url, "missing (deleted, or never uploaded)")
+            yield CacheProblem(str(url), "missing (deleted, or never uploaded)")
         elif sizes[name] != info["size"]:
-            yield CacheProblem(url.url, f"size {sizes[name]} bytes, manifest says {info['size']} (truncated or "
+            yield CacheProblem(str(url), f"size {sizes[name]} bytes, manifest says {info['size']} (truncated or "
                                         "replaced?)")
         elif _sha256(url) != info["sha256"]:
-            yield CacheProblem(url.url, "sha256 differs from the manifest (corrupted, or replaced)")
+            yield CacheProblem(str(url), "sha256 differs from the manifest (corrupted, or replaced)")
 
 
 def _sha256(location: Location) -> str:

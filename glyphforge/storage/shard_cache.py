@@ -35,14 +35,13 @@ from pathlib import Path
 from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge._files import atomic_path, writing
+from glyphforge.config import ENV_CACHE_SIZE
 from glyphforge.textfmt import human_size, parse_size
 
-__all__ = ["DEFAULT_CACHE_SIZE", "ENV_CACHE_SIZE", "ShardCache", "default_cache_size"]
+__all__ = ["DEFAULT_CACHE_SIZE", "ShardCache", "default_cache_size"]
 
 log = logging.getLogger(__name__)
 
-#: The environment variable holding the shard cache's size limit.
-ENV_CACHE_SIZE = "GLYPHFORGE_CACHE_SIZE"
 #: The size limit without ``cache_size=`` or ``$GLYPHFORGE_CACHE_SIZE`` (or a tenth of the disk, if smaller).
 DEFAULT_CACHE_SIZE = 20 * 10**9
 #: The part of the disk the default limit may take at most.
@@ -57,12 +56,9 @@ _FIX = ("give the local cache another directory (cache_dir=, or $GLYPHFORGE_CACH
 
 def default_cache_size(root: Path) -> int:
     """The size limit for a shard cache in ``root``: ``$GLYPHFORGE_CACHE_SIZE``, else the default (see above)."""
-    chosen = os.environ.get(ENV_CACHE_SIZE)
-    if chosen:
-        try:
-            return parse_size(chosen)
-        except ValueError as error:
-            raise ValueError(f"${ENV_CACHE_SIZE}: {error}") from None
+    chosen = config.size_from_env(ENV_CACHE_SIZE)
+    if chosen is not None:
+        return chosen[0]
     existing = next((folder for folder in (root, *root.parents) if folder.exists()), root.anchor or "/")
     return min(DEFAULT_CACHE_SIZE, int(shutil.disk_usage(existing).total * DISK_FRACTION))
 

@@ -28,8 +28,8 @@ from typing import TypeVar
 
 from glyphforge.errors import StorageError
 from glyphforge.storage.location import SECRET_OPTIONS, Location
-from glyphforge.storage.read_failures import shown
 from glyphforge.storage.retries import RemoteAccessError, RemoteFileMissingError, RemoteReadError
+from glyphforge.urls import redacted
 
 __all__ = ["SECRET_VARIABLES", "RemoteStorageError", "StoreTask", "store_error", "translated", "translated_call"]
 
@@ -77,8 +77,8 @@ def store_error(error: Exception, place: Location, doing: str, task: StoreTask) 
     why, fix = _meaning(failure, place)
     detail = "" if isinstance(error, (RemoteFileMissingError, RemoteAccessError)) else \
         f" ({_scrub(f'{type(error).__name__}: {error}', place)})"  # glyphforge's own: `why` says it all
-    converted = RemoteStorageError(f"cannot {task.verb} {place.url}: {why} while {doing}{detail}. {fix}, then "
-                                   f"{task.again}")
+    converted = RemoteStorageError(f"cannot {task.verb} {redacted(place.url)}: {why} while {doing}{detail}. "
+                                   f"{fix}, then {task.again}")
     converted.errno = getattr(error, "errno", None)
     converted.filename = place.url
     return converted
@@ -124,7 +124,7 @@ def _scrub(text: str, place: Location) -> str:
     environment."""
     secrets = [str(value) for name, value in place.storage_options.items() if name in SECRET_OPTIONS and value]
     secrets += [os.environ[name] for name in SECRET_VARIABLES if os.environ.get(name)]
-    text = shown(text)
+    text = redacted(text)
     for secret in sorted(secrets, key=len, reverse=True):
         if len(secret) >= 4:
             text = text.replace(secret, "***")

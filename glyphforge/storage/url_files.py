@@ -36,6 +36,7 @@ from glyphforge.storage.reads import (
     read_bytes,
 )
 from glyphforge.storage.shard_cache import ShardCache
+from glyphforge.urls import redacted
 
 __all__ = ["BrokenRemoteEntryError", "UrlFiles", "damaged_at_url", "entry_location", "entry_names",
            "is_entry_folder"]
@@ -51,6 +52,7 @@ def damaged_at_url(url: str | Location) -> str:
     Publishing or building it again finds its manifest and does nothing, and glyphforge deletes
     nothing at a URL: the entry's objects are deleted first, with the store's own tools.
     """
+    url = redacted(str(url))
     return (f"The entry at {url} is damaged (or being replaced). glyphforge replaces nothing at a URL, and publishing "
             f"or building it again finds its manifest and does nothing: delete everything under {url}/ with the "
             "store's own tools, then publish it again from a machine whose copy is whole (`glyphforge cache verify` "
@@ -128,8 +130,8 @@ class UrlFiles:
                                          f"{damaged_at_url(self.location)}") from None
 
     def where(self, entry: Entry) -> str:
-        """The entry's URL (where it lies, for messages)."""
-        return self.url
+        """The entry's URL (where it lies, for messages: `glyphforge.urls.redacted`)."""
+        return redacted(self.url)
 
     def file(self, entry: Entry, name: str) -> Path:
         """Return the local copy of data file ``name``, fetched whole (size and sha256 checked) on first use."""
@@ -149,7 +151,7 @@ class UrlFiles:
     def size(self, entry: Entry, name: str) -> int:
         """The size the manifest records for data file ``name`` (KeyError naming the files when it lists none)."""
         if name not in entry.manifest["files"]:
-            raise KeyError(f"entry {entry.kind}/{entry.key[:12]} at {self.url} has no file {name!r}; files: "
+            raise KeyError(f"entry {entry.kind}/{entry.key[:12]} at {redacted(self.url)} has no file {name!r}; files: "
                            f"{entry.files}")
         return int(entry.manifest["files"][name]["size"])
 
@@ -180,15 +182,16 @@ class UrlFiles:
         """
         size = self.size(entry, name)
         if offset < 0 or length < 0 or offset + length > size:
-            raise ValueError(f"bytes {offset} to {offset + length} are outside {name} of {self.url} ({size:,} bytes)")
+            raise ValueError(f"bytes {offset} to {offset + length} are outside {name} of {redacted(self.url)} "
+                             f"({size:,} bytes)")
         about = f"{what} of " if what else ""
         try:
             return read_bytes(self.location.child(name), offset, offset + length,
                               what=f"{about}the {entry.kind} entry {entry.key[:12]}")
         except RemoteFileMissingError as error:
             raise RemoteFileMissingError(
-                f"the {entry.kind} entry at {self.url} lost its file {name}: {error}. Its manifest is still there. "
-                f"{damaged_at_url(self.url)}") from None
+                f"the {entry.kind} entry at {redacted(self.url)} lost its file {name}: {error}. Its manifest is still "
+                f"there. {damaged_at_url(self.url)}") from None
         except ShortObjectError as error:
             raise BrokenRemoteEntryError(
                 f"{self.location.child(name)} is shorter than the {size:,} bytes its manifest records: "

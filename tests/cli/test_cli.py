@@ -13,12 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
 from glyphforge import cli
 from glyphforge.cache import CacheStore
 from glyphforge.cli import args as cli_args
+from glyphforge.datasets import registry
 from glyphforge.datasets.backgrounds import background_names
 from glyphforge.scenes.spec import ScatteredGlyphs
 from glyphforge.textfmt import human_size
@@ -191,6 +193,29 @@ def test_info_shows_the_mirrors_and_offline_mode_of_its_arguments_over_the_envir
     assert plain.returncode == 0, plain.stderr
     assert plain.stdout.splitlines()[2:5] == [
         "mirrors:    (none; give --mirror or set $GLYPHFORGE_MIRROR)", "offline:    yes", "verify:     yes"]
+
+
+@pytest.mark.parametrize("dataset", registry.registered())
+def test_info_shows_every_prepared_dataset_even_one_whose_parameters_are_all_sources(dataset, tmp_path):
+    """Issue 42, row 19: after backgrounds were prepared (its only parameter is the upstream commit), its row was
+    empty."""
+    def write(writer):
+        writer.write("x.pklz", np.zeros(3, np.uint8))
+        writer.meta["n_images"] = 3
+
+    entry = CacheStore(tmp_path / "cache").get_or_create(dataset, {"commit": "23d3ad6", "source": "sha256:00"}, write)
+    info = run_here("glyphforge", "info", "--data-dir", tmp_path)
+    assert info.returncode == 0, info.stderr
+    row = next(line for line in info.stdout.splitlines() if line.startswith(f"  {dataset} "))
+    assert row.split(None, 1)[1:] == [f"{registry.entry_label(entry)} (3 images)"], info.stdout
+
+
+def test_info_shows_prepared_backgrounds(shared_data, tmp_path):
+    done = run_here("prepare-data", "backgrounds", "--backgrounds", "water", "ice", "--mirror", shared_data,
+                    "--offline", "--no-warmup", "-q", "--data-dir", tmp_path)
+    assert done.returncode == 0, done.stderr
+    info = run_here("glyphforge", "info", "--data-dir", tmp_path)
+    assert "  backgrounds   native sizes (2 images)\n" in info.stdout
 
 
 @pytest.mark.parametrize("target", ["emnist", "omniglot", "backgrounds"])

@@ -146,6 +146,21 @@ def test_prepare_data_refuses_bad_counts_and_shapes_before_fetching(tmp_path, ar
     assert not data_dir.exists()
 
 
+@pytest.mark.parametrize(("argv", "words"), [
+    (["omniglot", "backgrounds", "--backgrounds", "no_such.jpg"], ["unknown backgrounds 'no_such.jpg'"]),
+    (["backgrounds", "omniglot", "--omniglot-sets", "small1", "no_such"], ["unknown Omniglot sets 'no_such'"]),
+    (["mnist", "emnist", "--split", "letters", "--split", "no_such"],
+     ["argument --split: invalid choice: 'no_such' (choose from 'byclass'"]),
+    (["all", "--backgrounds", "water", "no_such"], ["unknown backgrounds 'no_such'"]),
+])
+def test_every_dataset_s_option_names_are_checked_before_any_dataset_is_prepared(tmp_path, argv, words):
+    """Issue 42, row 14: an unknown background after omniglot was refused after 14.6 s of Omniglot work, exit 1."""
+    data_dir = tmp_path / "data"
+    result = run_here("prepare-data", *argv, "--data-dir", data_dir, "--no-warmup", env=OFFLINE)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert all(word in result.stderr for word in words), result.stderr
+    assert not data_dir.exists()
+
 # row 17 (part): the data dir, and a worker's full disk ----------------------------------------------------
 @pytest.mark.parametrize(("given", "words"), [
     ("", ["argument --data-dir: the data dir is empty (''), which would mean the current directory"]),
@@ -311,3 +326,60 @@ def test_a_path_too_long_met_at_work_is_named_with_the_limit_not_raw_errno(built
     result = run("glyphforge", *FONT_SCENES, "--data-dir", deep, "-q")
     assert result.returncode == 1 and "Errno" not in result.stderr and "Traceback" not in result.stderr
     assert "(ENAMETOOLONG). Give a shorter path" in result.stderr and "a path may have here" in result.stderr
+# -- issue 42, rows 12 and 13: bad settings exit 2 before any work -----------------------------------------
+HUGE = "9" * 400
+#: Every size or number setting on the command line or in the environment: ``(arguments, environment)``.
+NUMBER_SETTINGS = {
+    "cache gc --max-size": lambda value: (["glyphforge", "cache", "gc", "--max-size", value], {}),
+    "$GLYPHFORGE_DECODED_BUDGET": lambda value: (["glyphforge", "info"], {"GLYPHFORGE_DECODED_BUDGET": value}),
+    "$GLYPHFORGE_CACHE_SIZE": lambda value: (["glyphforge", "info"], {"GLYPHFORGE_CACHE_SIZE": value}),
+    "$GLYPHFORGE_LOCK_TIMEOUT": lambda value: (["prepare-data", "backgrounds", "--offline"],
+                                               {"GLYPHFORGE_LOCK_TIMEOUT": value}),
+}
+
+
+@pytest.mark.parametrize("value", ["abc", HUGE])
+@pytest.mark.parametrize("setting", NUMBER_SETTINGS)
+def test_a_size_of_400_digits_exits_2_as_abc_does(setting, value, tmp_path):
+    """A size of 400 digits was a raw OverflowError."""
+    argv, env = NUMBER_SETTINGS[setting](value)
+    result = run_here(*argv, "--data-dir", tmp_path / "data", env=env)
+    refused(result, "give the seconds to wait" if "LOCK" in setting else f"{value!r} is not a size")
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("value", ["lots", HUGE])
+@pytest.mark.parametrize("command", [["export", "scenes", "out"], ["preview", "scenes", "--out", "p.png"]])
+def test_a_bad_decoded_budget_exits_2_before_any_work(built_scenes, command, value, tmp_path):
+    """$GLYPHFORGE_DECODED_BUDGET=lots with export or preview was exit 1, after the entry was looked up."""
+    result = run_here("glyphforge", *command, "--data-dir", built_scenes, cwd=tmp_path,
+                      env={"GLYPHFORGE_DECODED_BUDGET": value})
+    refused(result, f"error: $GLYPHFORGE_DECODED_BUDGET: {value!r} is not a size")
+    assert list(tmp_path.iterdir()) == []
+
+
+#: Every command taking --mirror (and reading $GLYPHFORGE_MIRROR), with arguments that would do its work.
+MIRROR_COMMANDS = {
+    "prepare-data": ["prepare-data", "backgrounds", "--offline"],
+    "info": ["glyphforge", "info"],
+    "export": ["glyphforge", "export", "scenes", "out"],
+    "build scenes": ["glyphforge", *FONT_SCENES],
+}
+BAD_MIRRORS = {"ftp://host/mirror": "does not support ftp:// URLs", "s3://": "names no bucket",
+               "s3://Mirror_Bucket/m": "is not a bucket name s3:// takes", "https:///m": "names no host",
+               "": "a mirror is blank"}
+
+
+@pytest.mark.parametrize(("given", "mirror"), [(given, mirror) for given in ("--mirror", "$GLYPHFORGE_MIRROR")
+                                               for mirror in BAD_MIRRORS if mirror or given == "--mirror"])
+@pytest.mark.parametrize("command", MIRROR_COMMANDS)
+def test_an_unsupported_or_malformed_mirror_exits_2_before_any_work(built_scenes, command, given, mirror, tmp_path):
+    """A bad --mirror or $GLYPHFORGE_MIRROR was exit 1 once a file was fetched (or taken, never used); an empty
+    variable is an unset one."""
+    argv = [*MIRROR_COMMANDS[command], "--data-dir", built_scenes]
+    result = run_here(*argv, *(["--mirror", mirror] if given == "--mirror" else []), cwd=tmp_path,
+                      env={} if given == "--mirror" else {"GLYPHFORGE_MIRROR": mirror})
+    where = "argument --mirror: " if given == "--mirror" else "error: $GLYPHFORGE_MIRROR: "
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert where in result.stderr and BAD_MIRRORS[mirror] in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []

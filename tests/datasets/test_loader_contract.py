@@ -149,3 +149,41 @@ def test_the_map_style_class_batches_in_a_stock_dataloader(name, context):
     assert images.numpy().dtype == np.uint8 and images.shape == (16, *dataset[0][0].shape)
     assert labels.numpy().dtype == np.int64 and labels.shape == (16,)
     assert ((labels >= 0) & (labels < len(dataset.classes))).all()  # codes into the table of names
+
+
+def _takes_a_shape() -> dict[str, tuple[str, Any]]:
+    """Every public callable of glyphforge taking a shape (``shape``, ``shapes``, ``image_shape``, ``glyph_shape``):
+    ``{name: (the keyword, the callable)}``, found from their signatures, so a new one is held to the bound too."""
+    found = {}
+    for name in sorted(gf.__all__):
+        thing = getattr(gf, name)
+        try:
+            parameters = inspect.signature(thing).parameters if callable(thing) else {}
+        except (TypeError, ValueError):
+            continue
+        for keyword in ("shape", "shapes", "image_shape", "glyph_shape"):
+            if keyword in parameters:
+                found[f"{name}({keyword}=)"] = (keyword, thing)
+    return found
+
+
+TAKES_A_SHAPE = _takes_a_shape()
+#: What each one needs besides the shape (nothing is prepared: the shape is refused before any lookup).
+NEEDS = {"ImageList": {"images": ["a.png"]}, "resize": {"images": np.zeros((2, 8, 8), np.uint8)},
+         "OmniglotTasks": {"n_way": 2, "k_shot": 1, "n_query": 1}, "omniglot_episodes": {"n_way": 2, "k_shot": 1,
+                                                                                         "n_query": 1},
+         "prepare": {"name": "mnist"}, "ScatteredGlyphs": {"n_examples": 10}}
+
+
+@pytest.mark.parametrize("name", TAKES_A_SHAPE)
+def test_a_huge_shape_is_refused_naming_it_and_its_bound_before_any_allocation(name, tmp_path):
+    """Issue 42, row 22: ``MNIST("train", shape=(10**6, 10**6))`` was numpy's MemoryError (63.7 TiB)."""
+    keyword, call = TAKES_A_SHAPE[name]
+    huge = (10**6, 10**6)
+    options = {**NEEDS.get(name.split("(")[0], {}), keyword: [huge] if keyword == "shapes" else huge}
+    if "data_dir" in inspect.signature(call).parameters:
+        options["data_dir"] = tmp_path
+    with pytest.raises(ValueError, match=rf"{keyword.removesuffix('s')} 1000000x1000000 is too large: each side "
+                                         r"may be at most 4,096 pixels"):
+        call(**options)
+    assert list(tmp_path.iterdir()) == []

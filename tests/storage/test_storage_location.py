@@ -8,6 +8,7 @@ import pytest
 from glyphforge import config
 from glyphforge.context import DataContext
 from glyphforge.storage import Location, UnsupportedURLError, is_url
+from glyphforge.urls import redacted
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -34,6 +35,21 @@ def test_a_password_in_a_url_is_refused_without_showing_it():
         Location("https://alice:s3cr3t@example.org/data")
     assert "s3cr3t" not in str(refused.value)
     assert Location("https://alice@example.org/data").url == "https://alice@example.org/data"  # no secret
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("https://alice:s3cr3t@host:8443/m/a.bin", "https://***@host:8443/m/a.bin"),
+    ("https://s3cr3t@host/m", "https://***@host/m"),
+    ("http://alice:p@ss@s3cr3t@host/m", "http://***@host/m"),  # '@' in a password not escaped: the last one counts
+    ("from https://host/x?X-Amz-Signature=s3cr3t&b=1.", "from https://host/x?***."),
+    ("s3://bucket/x?secret=s3cr3t: gave up", "s3://bucket/x?***: gave up"),
+    ("Max retries exceeded with url: /m/a.bin?token=s3cr3t (Caused by X)",
+     "Max retries exceeded with url: /m/a.bin?*** (Caused by X)"),
+    ("'https://alice:s3cr3t@host/m' is not supported", "'https://***@host/m' is not supported"),
+    ("is it? (? examples) file:///tmp/x C:\\data", "is it? (? examples) file:///tmp/x C:\\data"),
+])
+def test_one_rule_shows_urls_without_user_info_or_query_strings(text, shown):
+    assert redacted(text) == shown and "s3cr3t" not in redacted(text)
 
 
 def test_a_scheme_without_a_filesystem_names_what_to_do():

@@ -258,3 +258,38 @@ def test_publish_refuses_a_malformed_target_before_any_work(place, url, tmp_path
                      here=True)  # a real process refuses a publish target in test_every_command_refuses_...
     clean_refusal(result, f"argument url: {url}", MALFORMED[url])
     assert list(tmp_path.iterdir()) == []
+
+
+# -- issue 42, row 15: bucket names the store refuses -------------------------------------------------------
+#: Bucket names S3 and GCS refuse, and the rule each breaks.
+BAD_BUCKETS = {
+    "s3://UpperCase/data": "it holds 'C', 'U'",
+    f"s3://{'a' * 71}/data": "it has 71 characters",
+    "s3://bucket\n/data": "it holds '\\n'",
+    "s3://my_bucket/data": "it holds '_'",
+    "s3://192.168.5.4/data": "it is an IP address",
+    "s3://xn--bucket/data": "S3 keeps its prefix or suffix for itself",
+    f"gs://{'a' * 64}/data": "it has 64 characters",
+    "gs://google-data/data": "Google keeps names",
+}
+#: Every place a bucket URL is given: ``(arguments, environment)`` for the URL.
+BUCKET_PLACES = {
+    "--data-dir": lambda url: (["glyphforge", "cache", "ls", "--data-dir", url], {}),
+    "$GLYPHFORGE_DATA_DIR": lambda url: (["glyphforge", "cache", "ls"], {"GLYPHFORGE_DATA_DIR": url}),
+    "--mirror": lambda url: (["prepare-data", "backgrounds", "--mirror", url], {}),
+    "$GLYPHFORGE_MIRROR": lambda url: (["prepare-data", "backgrounds"], {"GLYPHFORGE_MIRROR": url}),
+    "publish target": lambda url: (["glyphforge", "publish", "scenes", url], {}),
+}
+
+
+@pytest.mark.parametrize(("place", "url"), [(place, url) for place in BUCKET_PLACES for url in BAD_BUCKETS
+                                             if not (place == "$GLYPHFORGE_MIRROR" and "\n" in url)])
+def test_a_bucket_name_the_store_refuses_is_refused_at_parse_with_exit_2(place, url, tmp_path):
+    """Upper case, 71 characters or a newline went to the network: 40-50 s of retries, then exit 1. (In
+    $GLYPHFORGE_MIRROR a newline separates two mirrors, as a space does.)"""
+    argv, env = BUCKET_PLACES[place](url)
+    data_dir = [] if "DATA_DIR" in place or place == "--data-dir" else ["--data-dir", tmp_path / "data"]
+    result = command([*argv, *data_dir], cwd=tmp_path, env=env, here=True)
+    scheme = url.split("://")[0]
+    clean_refusal(result, f"is not a bucket name {scheme}:// takes: {BAD_BUCKETS[url]}")
+    assert list(tmp_path.iterdir()) == []
