@@ -27,7 +27,7 @@ from glyphforge.builds.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import backgrounds
 from glyphforge.datasets._mnist_files import class_file_name
-from glyphforge.datasets.mnist_family import load_mnist
+from glyphforge.datasets.mnist_family import load_mnist, prepare_mnist
 from glyphforge.pipelines.download import fetch
 
 from support.copy_backends import built_rows, fresh_build  # noqa: F401 (fixture)
@@ -166,6 +166,22 @@ def upstream_downloads(built, tmp_path, caplog) -> Seen:
                    caplog)
 
 
+def own_copies(built, tmp_path, caplog) -> Seen:
+    data_dir = tmp_path / "data"
+    raw = config.raw_dir("mnist", data_dir)
+    synthetic = write_synthetic_mnist(tmp_path / "own", (300, 50))
+    raw.mkdir(parents=True)
+    for name in ALL_FILES:
+        shutil.copy(synthetic.path(name), raw / name)
+    assert cli.prepare_data_main(["mnist", "--offline", "--no-verify", "--data-dir", str(data_dir), "-q"]) == 0
+    path = raw / ALL_FILES[0]
+    flip(path, path.stat().st_size // 2)  # its gzip CRC no longer holds
+    before = sorted(CacheStore.for_data_dir(data_dir).ls(), key=lambda entry: entry.key)
+    seen = observe(path, lambda: prepare_mnist(data_dir=data_dir, offline=True, verify=False) is None, caplog)
+    assert sorted(CacheStore.for_data_dir(data_dir).ls(), key=lambda entry: entry.key) == before, "nothing cached"
+    return seen
+
+
 def mirrors(built, tmp_path, caplog) -> Seen:
     resource = backgrounds.RESOURCES["water.jpg"]
     mirror = tmp_path / "mirror" / "backgrounds"
@@ -187,6 +203,7 @@ CASES: dict[str, Callable[..., Seen]] = {
     "Decoded copies": decoded_copies,
     "Shard caches": shard_caches,
     "Upstream downloads": upstream_downloads,
+    "Own copies": own_copies,
     "Mirrors": mirrors,
 }
 
