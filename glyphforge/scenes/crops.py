@@ -88,7 +88,8 @@ class Crops:
             values = np.zeros((n, shows.shape[1] + 1), np.uint8)
             values[crop, old + 1] = slot[crop, old] + 1
             pixels = self._pixels(masks[:, None], scene, corners, video)
-            cut["masks"] = np.take_along_axis(values, pixels.reshape(n, -1), 1).reshape(pixels.shape)
+            offsets = (np.arange(n) * values.shape[1]).reshape(n, 1, 1)
+            cut["masks"] = np.take(values.ravel(), pixels + offsets)
         return cut
 
     def _pixels(self, frames: np.ndarray, scene: np.ndarray, corners: np.ndarray, video: bool) -> np.ndarray:
@@ -97,11 +98,9 @@ class Crops:
             grid = np.array(self.grid) * self.tile_shape
             padding = [(0, 0), (0, 0), (0, grid[0] - frames.shape[2]), (0, grid[1] - frames.shape[3])]
             frames = np.pad(frames, padding + [(0, 0)] * (frames.ndim - 4))
-        rows = corners[:, 0, None] + np.arange(self.tile_shape[0])
-        cols = corners[:, 1, None] + np.arange(self.tile_shape[1])
-        times = np.arange(frames.shape[1])
-        pixels = frames[scene[:, None, None, None], times[None, :, None, None], rows[:, None, :, None],
-                        cols[:, None, None, :]]
+        windows = np.lib.stride_tricks.sliding_window_view(frames, self.tile_shape, axis=(2, 3))
+        pixels = windows[scene, :, corners[:, 0], corners[:, 1]]  # (n, T, channels..., h, w)
+        pixels = np.ascontiguousarray(np.moveaxis(pixels, (-2, -1), (2, 3)))
         return pixels if video else pixels[:, 0]
 
 
