@@ -72,6 +72,19 @@ class AttributeTask:
         return (centre[starts] < centre[starts + 1]).astype(np.int64)
 
 
+def choose(spec: Any, rng: np.random.Generator, n: int, class_names: tuple[str, ...]) -> Chosen:
+    """What each of ``n`` scenes of ``spec`` (a `glyphforge.scenes.spec.ScatteredGlyphs`) holds: by its attribute task,
+    by its reductions (`glyphforge.scenes.task.Task`), or ``min_glyphs`` to ``max_glyphs`` objects of random classes."""
+    attribute_task, task = spec.attributes, spec.task
+    if attribute_task is not None:
+        return attribute_task.draw(rng, n, (spec.min_glyphs, spec.max_glyphs), len(class_names), len(spec.colours))
+    if task is not None:
+        counts, labels, scene_label = task.draw(rng, n, class_names)
+        return Chosen(counts, labels, scene_label=scene_label)
+    counts = rng.integers(spec.min_glyphs, spec.max_glyphs + 1, n)
+    return Chosen(counts, rng.integers(0, len(class_names), int(counts.sum())))
+
+
 def parse(text: Any, colours: tuple[tuple[int, int, int], ...], class_names: tuple[str, ...] | None,
           counts: tuple[int, int]) -> AttributeTask:
     """Check ``attribute_task`` against the spec's ``colours``, classes and object counts (min, max).

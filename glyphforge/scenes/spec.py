@@ -40,7 +40,7 @@ from glyphforge.builds.spec import SpecError
 from glyphforge.context import DataContext, as_context
 from glyphforge.scenes import arrays, attributes, checks, objects
 from glyphforge.scenes import sources as scene_sources
-from glyphforge.scenes.attributes import AttributeTask, Chosen
+from glyphforge.scenes.attributes import AttributeTask
 from glyphforge.scenes.crops import Crops
 from glyphforge.scenes.crops import check as check_crops
 from glyphforge.scenes.layout import PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS, Layout
@@ -322,7 +322,7 @@ class ScatteredGlyphs:
         from glyphforge.pipelines import composite  # numba: imported where scenes are made, not specified
 
         pool = self.glyph_pool(data_dir)
-        chosen = self._choose(rng, n, pool.class_names)
+        chosen = attributes.choose(self, rng, n, pool.class_names)
         counts, labels, scene_label = chosen.counts, chosen.labels, chosen.scene_label
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         things = self._object_images(pool, labels, rng, chosen.scales)
@@ -338,8 +338,9 @@ class ScatteredGlyphs:
                 f"{self.layout.draw_shape[0]}x{self.layout.draw_shape[1]} image. Lower min_glyphs/max_glyphs or "
                 "glyph_shape, or raise image_shape or max_overlap"
             )
-        if self.attribute_task is not None and scene_label is None:  # "above": from where the objects went
-            scene_label = self.attributes.label_from_boxes(boxes, starts)  # type: ignore[union-attr]
+        attribute_task = self.attributes
+        if attribute_task is not None and scene_label is None:  # "above": from where the objects went
+            scene_label = attribute_task.label_from_boxes(boxes, starts)
         colour_index = chosen.colour_index
         if colour_index is None:  # drawn here, as before colours could be labels: the same bytes
             colour_index = rng.integers(0, len(self.colours), len(labels))
@@ -379,9 +380,12 @@ class ScatteredGlyphs:
 
     def metadata(self, *, data_dir: PathLike | None = None) -> dict[str, Any]:
         """What a built dataset keeps beside its arrays: ``class_names``, which ``labels`` index (``ds.classes``),
-        and, for videos, masks or a task, ``scene``: ``{"n_frames", "masks", "task"}`` (task: the reductions
-        by operator class, ``""`` for a single one, the ``attribute_task``, or None)."""
+        with ``colour_labels`` the RGB ``colours`` the ``colours`` array indexes, and, for videos, masks or a task,
+        ``scene``: ``{"n_frames", "masks", "task"}`` (task: the reductions by operator class, ``""`` for a single
+        one, the ``attribute_task``, or None)."""
         found: dict[str, Any] = {"class_names": list(self.class_names(data_dir))}
+        if self.colour_labels:
+            found["colours"] = [list(rgb) for rgb in self.colours]
         if self.n_frames or self.masks or self.task is not None or self.attribute_task is not None:
             task = self.attribute_task if self.task is None else dict(self.task.reductions)
             found["scene"] = {"n_frames": self.n_frames, "masks": self.masks, "task": task}
@@ -415,6 +419,11 @@ class ScatteredGlyphs:
         return self.max_glyphs if self.task is None else self.task.most_objects
 
     @property
+    def crops(self) -> Crops | None:
+        """How scenes are cut into crops (`glyphforge.scenes.crops`), or None: whole scenes."""
+        return check_crops(self.postprocessing, self.tile_shape, self.n_samples_per_image, self.image_shape)
+
+    @property
     def attributes(self) -> AttributeTask | None:
         """The attribute task (`glyphforge.scenes.attributes`), or None."""
         if self.attribute_task is None:
@@ -422,22 +431,6 @@ class ScatteredGlyphs:
         names = tuple(self.characters) if self.glyphs in DRAWN and self.characters is not None else None
         colours = tuple((int(rgb[0]), int(rgb[1]), int(rgb[2])) for rgb in self.colours)  # RGB once checked
         return attributes.parse(self.attribute_task, colours, names, (self.min_glyphs, self.max_glyphs))
-
-    @property
-    def crops(self) -> Crops | None:
-        """How scenes are cut into crops (`glyphforge.scenes.crops`), or None: whole scenes."""
-        return check_crops(self.postprocessing, self.tile_shape, self.n_samples_per_image, self.image_shape)
-
-    def _choose(self, rng: np.random.Generator, n: int, class_names: tuple[str, ...]) -> Chosen:
-        """Each scene's objects (counts, classes, maybe colours and sizes), and maybe its label."""
-        attribute_task, task = self.attributes, self.task
-        if attribute_task is not None:
-            return attribute_task.draw(rng, n, (self.min_glyphs, self.max_glyphs), len(class_names), len(self.colours))
-        if task is not None:
-            counts, labels, scene_label = task.draw(rng, n, class_names)
-            return Chosen(counts, labels, scene_label=scene_label)
-        counts = rng.integers(self.min_glyphs, self.max_glyphs + 1, n)
-        return Chosen(counts, rng.integers(0, len(class_names), int(counts.sum())))
 
     def _object_images(self, pool: GlyphPool, labels: np.ndarray, rng: np.random.Generator,
                        scales: np.ndarray | None = None) -> objects.ObjectImages:

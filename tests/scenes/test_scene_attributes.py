@@ -36,8 +36,10 @@ def test_each_objects_colour_index_is_the_colour_of_its_pixels(n_frames):
 
 
 def test_colour_labels_off_keeps_the_arrays_and_bytes():
-    plain = _shard(ScatteredGlyphs(5, glyphs="shapes", colours=PALETTE))
-    coloured = _shard(ScatteredGlyphs(5, glyphs="shapes", colours=PALETTE, colour_labels=True))
+    plain_spec = ScatteredGlyphs(5, glyphs="shapes", colours=PALETTE)
+    coloured_spec = ScatteredGlyphs(5, glyphs="shapes", colours=PALETTE, colour_labels=True)
+    assert coloured_spec.metadata()["colours"] == RGB.tolist() and "colours" not in plain_spec.metadata()
+    plain, coloured = _shard(plain_spec), _shard(coloured_spec)
     assert "colours" not in plain and set(coloured) == {*plain, "colours"}
     for name, array in plain.items():
         assert array.tobytes() == coloured[name].tobytes()
