@@ -44,10 +44,12 @@ class Chosen:
 
 @dataclass(frozen=True)
 class AttributeTask:
-    """``kind`` ``"set"``, or ``"above"`` with ``pair``: the (class, colour) indices of the upper and lower object."""
+    """``kind`` ``"set"``, or ``"above"`` with ``pair``: the (class, colour) indices of the upper and lower object;
+    ``text``: the task as written canonically (``"above:blue x,red circle"``)."""
 
     kind: str
     pair: tuple[tuple[int, int], tuple[int, int]] | None = None
+    text: str = "set"
 
     def draw(self, rng: np.random.Generator, n: int, objects: tuple[int, int], n_classes: int, n_colours: int
              ) -> Chosen:
@@ -125,7 +127,7 @@ def parse(text: Any, colours: tuple[tuple[int, int, int], ...], class_names: tup
     if counts[1] > 2 and len(class_names) * len(colours) <= 2:
         raise ValueError(f"attribute_task {text!r} fills slots past the first two with other pairs of colour and "
                          "class, and there are none: add colours or characters, or give max_glyphs 2")
-    return AttributeTask("above", (pair[0], pair[1]))
+    return AttributeTask("above", (pair[0], pair[1]), "above:" + ",".join(" ".join(item) for item in objects))
 
 
 def has_set(cards: np.ndarray, counts: np.ndarray) -> np.ndarray:

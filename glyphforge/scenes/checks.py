@@ -82,7 +82,7 @@ def attributes_and_crops(spec: Any) -> None:
         if spec.glyph_shape_jitter is not None and str(spec.attribute_task).strip() == "set":
             raise ValueError("attribute_task 'set' draws each object's size (one of three): leave glyph_shape_jitter "
                              "None")
-        assert spec.attributes is not None  # parsed and checked here
+        spec.attribute_task = spec.attributes.text  # parsed and checked; one spelling, one cache key
     crops = spec.crops
     if crops is not None:
         spec.tile_shape = crops.tile_shape

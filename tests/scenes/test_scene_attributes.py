@@ -83,6 +83,13 @@ def test_above_labels_say_whether_the_first_object_is_above_the_second():
     assert 60 < shard["scene_label"].sum() < 140
 
 
+def test_attribute_tasks_enter_params_in_one_spelling():
+    spec = ScatteredGlyphs(5, glyphs="shapes", colours=PALETTE, min_glyphs=2,
+                           attribute_task=" above: blue x , red circle")
+    assert spec.params()["attribute_task"] == "above:blue x,red circle" == spec.attribute_task
+    assert ScatteredGlyphs(5, glyphs="shapes", min_glyphs=3, attribute_task="set ").params()["attribute_task"] == "set"
+
+
 @pytest.mark.parametrize(("options", "message"), [
     (dict(attribute_task="set"), r"give it no argument, min_glyphs >= 3 .* min_glyphs 1"),
     (dict(attribute_task="set", min_glyphs=3, max_glyphs=30, characters="circle", colours=PALETTE),
