@@ -1,4 +1,4 @@
-"""The command-line options of the scene parts (layout, distractors, task, motion, masks).
+"""The command-line options of the scene parts (layout, distractors, tasks, motion, masks, crops).
 
 ``glyphforge build scenes`` and the preset commands (``glyphforge build moving-mnist``)
 add them through `add_part_arguments`, beside the options of scattered glyphs; each is
@@ -51,6 +51,14 @@ def add_part_arguments(option: AddOption, shape: Callable[[str], tuple[int, int]
     option("--appearance-prob", "per frame, the chance a hidden object appears", type=float)
     option("--disappearance-prob", "per frame, the chance a shown object disappears for good", type=float)
     option("--masks", "add per-pixel instance masks", action="store_true")
+    option("--colour-labels", "add the colours array: each object's index into --colours", action="store_true")
+    option("--attribute-task", "a scene label from the objects' attributes: 'set' (do some three form a set in "
+           "class, colour and size?) or 'above:COLOUR CLASS,COLOUR CLASS' (is the first above the second?)",
+           shown="none")
+    option("--postprocessing", "cut each scene into crops, each an example: tile (a grid), tile_pad (a grid, the "
+           "scene padded) or random", shown="none: whole scenes", choices=("tile", "tile_pad", "random"))
+    option("--tile-shape", "the size of each crop", shown="none", type=shape, metavar="HxW")
+    option("--n-samples-per-image", "random crops per scene (--postprocessing random)", type=int)
 
 
 def preset_commands() -> dict[str, tuple[Callable[..., Any], dict[str, Any], str]]:

@@ -80,6 +80,14 @@ def still(counts: np.ndarray, starts: np.ndarray, labels: np.ndarray, boxes: np.
     return {"boxes": padded_boxes, "labels": padded_labels}
 
 
+def per_slot(counts: np.ndarray, starts: np.ndarray, values: np.ndarray, most: int, frames: int) -> np.ndarray:
+    """Every object's ``values`` in its slot: int64 ``(n, most)``, or ``(n, frames, most)`` for videos; -1 pads."""
+    scene, slot = _slots(counts, starts)
+    padded = np.full((len(counts), max(frames, 1), most), -1, np.int64)
+    padded[scene, :, slot] = values[:, None]
+    return padded if frames else padded[:, 0]
+
+
 def frame_boxes(objects: Objects, image_shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """Each object's ink box in each frame, clipped to the frame (int64 ``(M, T, 4)``), and whether it shows
     (bool ``(M, T)``: shown, and at least one pixel of its box in the frame)."""

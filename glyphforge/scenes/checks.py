@@ -23,6 +23,8 @@ def changed(spec: Any, names: Sequence[str]) -> list[str]:
 
 def parts(spec: Any) -> None:
     """Check the layout, objects, task, motion and masks fields of ``spec``, and that they fit together (ValueError)."""
+    if spec.attribute_task is not None and spec.reductions is not None:
+        raise ValueError("attribute_task and reductions each make the scene label: give one of them")
     if spec.draw_shape is not None:
         spec.draw_shape = check_shape(spec.draw_shape, "draw_shape", maximum=MAX_SIDE)
     spec.draw_offset = _pair("draw_offset", spec.draw_offset, 0)
@@ -69,6 +71,21 @@ def parts(spec: Any) -> None:
         raise ValueError(f"masks hold slots 1..254 (uint8), and scenes may hold {spec.most_objects} objects: "
                          "ask for fewer objects, or no masks")
     spec.layout.check(spec.largest_glyph_shape(), spec.most_objects)
+    attributes_and_crops(spec)
+
+
+def attributes_and_crops(spec: Any) -> None:
+    """Check ``colour_labels``, ``attribute_task`` and the crop fields of ``spec`` (ValueError)."""
+    if not isinstance(spec.colour_labels, bool):
+        raise ValueError(f"colour_labels must be True or False, got {spec.colour_labels!r}")
+    if spec.attribute_task is not None:
+        if spec.glyph_shape_jitter is not None and str(spec.attribute_task).strip() == "set":
+            raise ValueError("attribute_task 'set' draws each object's size (one of three): leave glyph_shape_jitter "
+                             "None")
+        spec.attribute_task = spec.attributes.text  # parsed and checked; one spelling, one cache key
+    crops = spec.crops
+    if crops is not None:
+        spec.tile_shape = crops.tile_shape
 
 
 def characters(spec: Any) -> tuple[str, ...] | None:

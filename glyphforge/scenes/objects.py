@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge.scenes.sources import SHAPES, GlyphPool
+from glyphforge.scenes.sources import SHAPES, GlyphPool, Textures
 
 #: Side of the square canvas font glyphs are rendered on (at least; see `font_canvas`).
 FONT_CANVAS = 32
@@ -37,12 +37,13 @@ class ObjectImages:
 
 def object_images(
     glyphs: str, pool: GlyphPool, labels: np.ndarray, rng: np.random.Generator, glyph_shape: tuple[int, int],
-    jitter: float | None, largest: tuple[int, int],
+    jitter: float | None, largest: tuple[int, int], scales: np.ndarray | None = None,
 ) -> ObjectImages:
     """Pick (or render, or draw) one image per label and resize it to its glyph shape.
 
     ``largest`` is the largest glyph shape ``jitter`` can give (font glyphs are rendered
-    at least that large, then shrunk).
+    at least that large, then shrunk); ``scales`` (one per label), if given, scale
+    ``glyph_shape`` instead of ``jitter``.
     """
     from glyphforge.pipelines.font_glyphs import render_font_glyphs, shrink_rendered
     from glyphforge.pipelines.resize import resize
@@ -60,7 +61,10 @@ def object_images(
         picks = pool.starts[labels] + (rng.random(total) * pool.counts[labels]).astype(np.int64)
         sources = pool.images[picks]
         shrink = functools.partial(resize, batch=True)
-    if jitter is None:
+    if scales is not None:
+        heights = np.maximum(1, np.rint(glyph_shape[0] * scales)).astype(np.int64)
+        widths = np.maximum(1, np.rint(glyph_shape[1] * scales)).astype(np.int64)
+    elif jitter is None:
         heights = np.full(total, glyph_shape[0], np.int64)
         widths = np.full(total, glyph_shape[1], np.int64)
     else:
@@ -92,6 +96,25 @@ def distractor_crops(objects: ObjectImages, shape: tuple[int, int], rng: np.rand
         np.minimum(cols, objects.images.shape[2] - 1)[:, None, :],
     ]
     return ObjectImages(np.where(inside, picked, 0).astype(np.uint8), crop[:, 0].copy(), crop[:, 1].copy())
+
+
+def background_choices(
+    rng: np.random.Generator, n: int, textures: Textures, background_colours: Any, image_shape: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return each scene's texture index (-1: flat), crop corner and flat colour (of ``background_colours``)."""
+    n_textures = len(textures.heights)
+    flat = np.array(background_colours or [], np.uint8).reshape(-1, 3)
+    crop = np.zeros((n, 2), np.int64)
+    if n_textures + len(flat) == 0:
+        return np.full(n, -1, np.int64), crop, np.zeros((n, 3), np.uint8)
+    choice = rng.integers(0, n_textures + len(flat), n)
+    background = np.where(choice < n_textures, choice, -1)
+    flat_colours = np.zeros((n, 3), np.uint8)
+    flat_colours[background < 0] = flat[choice[background < 0] - n_textures]
+    textured = background >= 0
+    room = np.stack([textures.heights, textures.widths], 1)[background[textured]] - np.array(image_shape) + 1
+    crop[textured] = (rng.random(room.shape) * room).astype(np.int64)
+    return background, crop, flat_colours
 
 
 def font_canvas(largest_glyph: tuple[int, int]) -> int:

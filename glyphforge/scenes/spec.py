@@ -14,23 +14,16 @@ The scene is made of parts that combine (each its own module): the layout
 (`glyphforge.scenes.layout`: scattered, or a grid, in a draw window), the objects
 (`glyphforge.scenes.objects`: glyphs, font characters or shapes, plus unannotated
 distractors), the label task (`glyphforge.scenes.task`: a scene label reducing the
-digits), the motion (`glyphforge.scenes.motion`: videos of ``n_frames`` frames) and
-per-pixel instance ``masks``; `glyphforge.scenes.arrays` makes the arrays.
+digits; `glyphforge.scenes.attributes`: from the objects' class, colour and size), the motion
+(`glyphforge.scenes.motion`: videos), per-pixel instance ``masks`` and the crops scenes are cut
+into (`glyphforge.scenes.crops`); `glyphforge.scenes.arrays` makes the arrays.
 A part at its defaults changes neither `params` nor a byte of the scenes.
 
-Arrays of a shard of ``n`` still scenes (``G = max_glyphs``):
-
-``images``      uint8 ``(n, H, W, 3)``
-``n_glyphs``    int64 ``(n,)``
-``boxes``       float32 ``(n, G, 4)``: ``(top, left, bottom, right)`` in pixels, bottom
-                and right exclusive, the tight box of the glyph's non-zero pixels; -1 pads
-``labels``      int64 ``(n, G)``: index into `ScatteredGlyphs.class_names`; -1 pads
-
-Class names are never stored per glyph (strings would stop torch's default collate): a
-built dataset keeps the sorted class list that ``labels`` index, classes no scene drew
-included, as ``ds.classes`` (``ds.metadata["class_names"]``); ``ds[i]`` is ``(image, targets)``
-with the other arrays' rows in ``targets`` (see `glyphforge.builds.dataset.BuiltDataset`), so
-``DataLoader(ds, batch_size=64, shuffle=True)`` batches scenes as they are.
+Arrays (docs/scenes.md): ``images`` uint8 ``(n, H, W, 3)``, ``n_glyphs`` int64 ``(n,)``, ``boxes``
+float32 ``(n, G, 4)`` (``(top, left, bottom, right)``, bottom and right exclusive, the ink's tight
+box) and ``labels`` int64 ``(n, G)`` (``G = max_glyphs``; -1 pads), and what the parts add. Class
+names are never stored per glyph (strings would stop torch's default collate): ``labels`` index the
+sorted class list ``ds.classes`` (``ds.metadata["class_names"]``); ``ds[i]`` is ``(image, targets)``.
 """
 from __future__ import annotations
 
@@ -45,11 +38,14 @@ import numpy as np
 from glyphforge._checks import PathLike, check_int, check_real, check_shape
 from glyphforge.builds.spec import SpecError
 from glyphforge.context import DataContext, as_context
-from glyphforge.scenes import arrays, checks, objects
+from glyphforge.scenes import arrays, attributes, checks, objects
 from glyphforge.scenes import sources as scene_sources
+from glyphforge.scenes.attributes import AttributeTask
+from glyphforge.scenes.crops import Crops
+from glyphforge.scenes.crops import check as check_crops
 from glyphforge.scenes.layout import PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS, Layout
 from glyphforge.scenes.motion import Motion, trajectories
-from glyphforge.scenes.sources import FONT, FrozenOptions, GlyphPool, Textures
+from glyphforge.scenes.sources import DRAWN, FONT, FrozenOptions, GlyphPool, Textures
 from glyphforge.scenes.task import Task, parse_reductions
 
 #: Bumped whenever the same spec would give different bytes; part of `ScatteredGlyphs.params`.
@@ -66,7 +62,8 @@ Colour = str | Sequence[int]
 PART_FIELDS = (
     "draw_shape", "draw_offset", "grid_shape", "spacing", "random_offset_range", "n_distractors_per_image",
     "distractor_shape", "reductions", "min_digits", "max_digits", "largest_digit", "n_frames", "patch_speed",
-    "bounce_patches", "appearance_prob", "disappearance_prob", "masks",
+    "bounce_patches", "appearance_prob", "disappearance_prob", "masks", "colour_labels", "attribute_task",
+    "postprocessing", "tile_shape", "n_samples_per_image",
 )
 
 
@@ -141,6 +138,16 @@ class ScatteredGlyphs:
     masks
         Add the ``masks`` array: 0 for background, ``j + 1`` where the object in slot
         ``j`` shows (later slots over earlier ones; distractors are background).
+    colour_labels
+        Add the ``colours`` array (like ``labels``): each object's index into ``colours``.
+    attribute_task
+        A scene label from the objects' class, colour and size (`glyphforge.scenes.attributes`):
+        ``"set"`` (do some three form a set?) or ``"above:blue x,red circle"`` (is the first above
+        the second?); font or shapes glyphs.
+    postprocessing, tile_shape, n_samples_per_image
+        ``""`` (whole scenes), or cut each scene into ``tile_shape`` crops, each an example
+        (`glyphforge.scenes.crops`): ``"tile"`` (a grid), ``"tile_pad"`` (a grid over the scene
+        padded with black) or ``"random"`` (``n_samples_per_image`` random crops).
     seed, shard_size
         As for every spec: shard ``i`` draws from ``SeedSequence(seed).spawn(...)[i]``.
 
@@ -184,6 +191,11 @@ class ScatteredGlyphs:
     appearance_prob: float = 1.0
     disappearance_prob: float = 0.0
     masks: bool = False
+    colour_labels: bool = False
+    attribute_task: str | None = None
+    postprocessing: str = ""
+    tile_shape: tuple[int, int] | None = None
+    n_samples_per_image: int = 1
     seed: int = 0
     shard_size: int = 1000
 
@@ -295,23 +307,25 @@ class ScatteredGlyphs:
     def make_shard(
         self, index: int, rng: np.random.Generator, n: int, *, data_dir: PathLike | None = None
     ) -> dict[str, np.ndarray]:
-        """Make ``n`` scenes drawing every random choice from ``rng`` (module docstring).
+        """Make ``n`` scenes (or crops of scenes) drawing every random choice from ``rng`` (module docstring).
 
         ``data_dir`` is where the prepared glyphs and textures are read from (the
         build's data dir; None: the default data dir).
         """
+        crops = self.crops
+        if crops is None:
+            return self._scenes(index, rng, n, data_dir)
+        return crops.cut(self._scenes(index, rng, crops.scenes_for(n), data_dir), rng, n)
+
+    def _scenes(self, index: int, rng: np.random.Generator, n: int, data_dir: PathLike | None
+                ) -> dict[str, np.ndarray]:
         from glyphforge.pipelines import composite  # numba: imported where scenes are made, not specified
 
         pool = self.glyph_pool(data_dir)
-        task = self.task
-        if task is None:
-            counts = rng.integers(self.min_glyphs, self.max_glyphs + 1, n)
-            labels = rng.integers(0, len(pool.class_names), int(counts.sum()))
-            scene_label = None
-        else:
-            counts, labels, scene_label = task.draw(rng, n, pool.class_names)
+        chosen = attributes.choose(self, rng, n, pool.class_names)
+        counts, labels, scene_label = chosen.counts, chosen.labels, chosen.scene_label
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        things = self._object_images(pool, labels, rng)
+        things = self._object_images(pool, labels, rng, chosen.scales)
         ink = np.empty((len(labels), 4), np.int64)  # the kernels' arrays are made here: numba compiles no allocation
         composite.ink_boxes(things.images, things.heights, things.widths, ink)
         positions, boxes, failed = self.layout.place(rng, starts, counts, ink, things.sizes(),
@@ -324,9 +338,16 @@ class ScatteredGlyphs:
                 f"{self.layout.draw_shape[0]}x{self.layout.draw_shape[1]} image. Lower min_glyphs/max_glyphs or "
                 "glyph_shape, or raise image_shape or max_overlap"
             )
-        colours = np.array(self.colours, np.uint8)[rng.integers(0, len(self.colours), len(labels))]
+        attribute_task = self.attributes
+        if attribute_task is not None and scene_label is None:  # "above": from where the objects went
+            scene_label = attribute_task.label_from_boxes(boxes, starts)
+        colour_index = chosen.colour_index
+        if colour_index is None:  # drawn here, as before colours could be labels: the same bytes
+            colour_index = rng.integers(0, len(self.colours), len(labels))
+        colours = np.array(self.colours, np.uint8)[colour_index]
         textures = self.textures(data_dir)
-        background, crop, flat_colours = self._background_choices(rng, n, textures)
+        background, crop, flat_colours = objects.background_choices(rng, n, textures, self.background_colours,
+                                                                         self.image_shape)
         scene = arrays.Objects(counts, starts, labels, ink, positions[:, None], np.ones((len(labels), 1), bool))
         if self.motion is not None:
             sizes = ink[:, 2:] - ink[:, :2]
@@ -349,6 +370,8 @@ class ScatteredGlyphs:
             made.update(arrays.video(annotated, self.most_objects, self.image_shape))
         else:
             made.update(arrays.still(counts, starts, labels, boxes, self.most_objects))
+        if self.colour_labels:
+            made["colours"] = arrays.per_slot(counts, starts, colour_index, self.most_objects, self.n_frames)
         if self.masks:
             made["masks"] = masks.reshape(images.shape[:-1])
         if scene_label is not None:
@@ -357,11 +380,14 @@ class ScatteredGlyphs:
 
     def metadata(self, *, data_dir: PathLike | None = None) -> dict[str, Any]:
         """What a built dataset keeps beside its arrays: ``class_names``, which ``labels`` index (``ds.classes``),
-        and, for videos, masks or a task, ``scene``: ``{"n_frames", "masks", "task"}`` (task: the reductions
-        by operator class, ``""`` for a single one, or None)."""
+        with ``colour_labels`` the RGB ``colours`` the ``colours`` array indexes, and, for videos, masks or a task,
+        ``scene``: ``{"n_frames", "masks", "task"}`` (task: the reductions by operator class, ``""`` for a single
+        one, the ``attribute_task``, or None)."""
         found: dict[str, Any] = {"class_names": list(self.class_names(data_dir))}
-        if self.n_frames or self.masks or self.task is not None:
-            task = None if self.task is None else dict(self.task.reductions)
+        if self.colour_labels:
+            found["colours"] = [list(rgb) for rgb in self.colours]
+        if self.n_frames or self.masks or self.task is not None or self.attribute_task is not None:
+            task = self.attribute_task if self.task is None else dict(self.task.reductions)
             found["scene"] = {"n_frames": self.n_frames, "masks": self.masks, "task": task}
         return found
 
@@ -392,9 +418,24 @@ class ScatteredGlyphs:
         """``G``: the most annotated objects a scene holds (the slots of ``boxes`` and ``labels``)."""
         return self.max_glyphs if self.task is None else self.task.most_objects
 
-    def _object_images(self, pool: GlyphPool, labels: np.ndarray, rng: np.random.Generator) -> objects.ObjectImages:
+    @property
+    def crops(self) -> Crops | None:
+        """How scenes are cut into crops (`glyphforge.scenes.crops`), or None: whole scenes."""
+        return check_crops(self.postprocessing, self.tile_shape, self.n_samples_per_image, self.image_shape)
+
+    @property
+    def attributes(self) -> AttributeTask | None:
+        """The attribute task (`glyphforge.scenes.attributes`), or None."""
+        if self.attribute_task is None:
+            return None
+        names = tuple(self.characters) if self.glyphs in DRAWN and self.characters is not None else None
+        colours = tuple((int(rgb[0]), int(rgb[1]), int(rgb[2])) for rgb in self.colours)  # RGB once checked
+        return attributes.parse(self.attribute_task, colours, names, (self.min_glyphs, self.max_glyphs))
+
+    def _object_images(self, pool: GlyphPool, labels: np.ndarray, rng: np.random.Generator,
+                       scales: np.ndarray | None = None) -> objects.ObjectImages:
         return objects.object_images(self.glyphs, pool, labels, rng, self.glyph_shape, self.glyph_shape_jitter,
-                                     self.largest_glyph_shape())
+                                     self.largest_glyph_shape(), scales)
 
     def _with_distractors(
         self, rng: np.random.Generator, pool: GlyphPool, scene: arrays.Objects, drawn: arrays.Drawn,
@@ -445,24 +486,6 @@ class ScatteredGlyphs:
         )
 
     # -- per-shard steps ----------------------------------------------------------
-    def _background_choices(
-        self, rng: np.random.Generator, n: int, textures: Textures
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Return each scene's texture index (-1: flat), crop corner and flat colour."""
-        n_textures = len(textures.heights)
-        flat = np.array(self.background_colours or [], np.uint8).reshape(-1, 3)
-        crop = np.zeros((n, 2), np.int64)
-        if n_textures + len(flat) == 0:
-            return np.full(n, -1, np.int64), crop, np.zeros((n, 3), np.uint8)
-        choice = rng.integers(0, n_textures + len(flat), n)
-        background = np.where(choice < n_textures, choice, -1)
-        flat_colours = np.zeros((n, 3), np.uint8)
-        flat_colours[background < 0] = flat[choice[background < 0] - n_textures]
-        textured = background >= 0
-        room = np.stack([textures.heights, textures.widths], 1)[background[textured]] - self.image_shape + 1
-        crop[textured] = (rng.random(room.shape) * room).astype(np.int64)
-        return background, crop, flat_colours
-
     def largest_glyph_shape(self) -> tuple[int, int]:
         """The largest ``(h, w)`` an object can have (``glyph_shape`` grown by ``glyph_shape_jitter``)."""
         grow = 1 + (self.glyph_shape_jitter or 0.0)

@@ -32,6 +32,15 @@ def test_the_parts_options_make_the_spec_fields():
     assert _parse(*FONT_SCENES) == ScatteredGlyphs(5, glyphs="font", shard_size=5)  # not given: the defaults
 
 
+def test_the_crop_and_attribute_options_make_the_spec_fields():
+    spec = _parse(*FONT_SCENES, "--glyphs", "shapes", "--colours", "red,blue", "--min-glyphs", "3",
+                  "--attribute-task", "set", "--colour-labels", "--image-shape", "64x64", "--postprocessing", "random",
+                  "--tile-shape", "32x40", "--n-samples-per-image", "3")
+    assert spec == ScatteredGlyphs(5, glyphs="shapes", shard_size=5, colours=("red", "blue"), min_glyphs=3,
+                                   attribute_task="set", colour_labels=True, image_shape=(64, 64),
+                                   postprocessing="random", tile_shape=(32, 40), n_samples_per_image=3)
+
+
 def test_a_preset_command_is_the_preset_with_the_options_given():
     spec = _parse("build", "grid-arithmetic", "--glyphs", "font", "--n-examples", "12", "--seed", "4")
     assert spec == visual_arithmetic(12, glyphs="font", seed=4, grid_shape=(2, 2), random_offset_range=(21, 21))
@@ -56,6 +65,12 @@ def test_a_preset_builds_offline_with_the_font(tmp_path):
     (["--patch-speed", "3"], ["give n_frames >= 1 with them"]),
     (["--n-frames", "3", "--patch-speed", "-1"], ["patch_speed"]),
     (["--spacing", "1"], ["give two integers >= 0 as AxB"]),
+    (["--postprocessing", "tile"], ["give tile_shape"]),
+    (["--postprocessing", "tile", "--tile-shape", "60x8"], ["tile_shape (60, 8) is larger than image_shape"]),
+    (["--tile-shape", "8x8"], ["give postprocessing 'tile', 'tile_pad' or 'random'"]),
+    (["--postprocessing", "crop"], ["invalid choice: 'crop'"]),
+    (["--glyphs", "shapes", "--attribute-task", "set"], ["min_glyphs >= 3"]),
+    (["--glyphs", "shapes", "--attribute-task", "above:blue x,red circle"], ["names blue x, but the colours"]),
 ])
 def test_bad_parts_exit_2_before_any_work(tmp_path, argv, words):
     data_dir = tmp_path / "data"

@@ -98,7 +98,7 @@ def frame_objects(targets: dict[str, np.ndarray], frame: int | None = None) -> l
 
 
 #: The datasets the detection export tests read, by name: the box scenes still and moving, with and without masks,
-#: and today's font scenes (no masks).
+#: today's font scenes (no masks), and random crops of larger font scenes (with a ``colours`` array).
 SPECS: dict[str, Any] = {
     "scenes": BoxScenes(kind="test-box-scenes"),
     "scenes-masks": BoxScenes(masks=True, kind="test-box-masks"),
@@ -106,6 +106,9 @@ SPECS: dict[str, Any] = {
     "videos-masks": BoxScenes(n_examples=9, shard_size=4, n_frames=5, masks=True, kind="test-box-video-masks"),
     "font": ScatteredGlyphs(15, image_shape=(24, 24), glyphs="font", characters="AB7", shard_size=6, seed=3,
                             max_glyphs=3, glyph_shape=(8, 8)),
+    "font-crops": ScatteredGlyphs(15, image_shape=(40, 40), glyphs="font", characters="AB7", shard_size=6, seed=3,
+                                  max_glyphs=5, glyph_shape=(8, 8), colour_labels=True, postprocessing="random",
+                                  tile_shape=(24, 24), n_samples_per_image=2),
 }
 VIDEOS = ("videos", "videos-masks")
 MASKS = ("scenes-masks", "videos-masks")
