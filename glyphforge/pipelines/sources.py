@@ -159,10 +159,11 @@ def _local_path(base: str) -> Path:
 
 
 def _short_enough(base: str, path: Path) -> Path:
-    """``path``, the folder of the mirror ``base``; a ValueError naming the limit when this system cannot take it."""
+    """``path``, the folder of the mirror ``base``; a `MalformedURLError` naming the limit when this system cannot
+    take it (a bad argument, found before any work)."""
     too_long = path_too_long(path)
     if too_long:
-        raise ValueError(f"mirror {shown_path(base)} cannot be read: {too_long} (ENAMETOOLONG); give a shorter path")
+        raise MalformedURLError(f"mirror {shown_path(base)} cannot be read: {too_long} (ENAMETOOLONG); give a shorter path")
     return path
 
 
