@@ -163,7 +163,8 @@ def _short_enough(base: str, path: Path) -> Path:
     take it (a bad argument, found before any work)."""
     too_long = path_too_long(path)
     if too_long:
-        raise MalformedURLError(f"mirror {shown_path(base)} cannot be read: {too_long} (ENAMETOOLONG); give a shorter path")
+        raise MalformedURLError(f"mirror {shown_path(base)} cannot be read: {too_long} (ENAMETOOLONG); give a "
+                                "shorter path")
     return path
 
 
