@@ -58,6 +58,11 @@ _EXPORTS: dict[str, str] = {
     "ShardError": "glyphforge.builds.spec",
     "SpecError": "glyphforge.builds.spec",
     "ScatteredGlyphs": "glyphforge.scenes.spec",
+    "moving_mnist": "glyphforge.scenes.presets",
+    "multi_mnist": "glyphforge.scenes.presets",
+    "visual_arithmetic": "glyphforge.scenes.presets",
+    "grid_arithmetic": "glyphforge.scenes.presets",
+    "cluttered_mnist": "glyphforge.scenes.presets",
     "preview": "glyphforge.visualize",
     # object storage
     "publish": "glyphforge.storage.publish",

@@ -20,6 +20,8 @@ def test_every_exported_name_resolves_to_its_module_object():
     assert glyphforge.batches is loaders.batches and glyphforge.ImageList is loaders.ImageList
     assert callable(glyphforge.build) and glyphforge.build.__module__ == "glyphforge.builds.builder"
     assert sorted(dir(glyphforge)) == sorted(glyphforge.__all__)
+    for preset in ("moving_mnist", "multi_mnist", "visual_arithmetic", "grid_arithmetic", "cluttered_mnist"):
+        assert getattr(glyphforge, preset).__module__ == "glyphforge.scenes.presets", preset
 
 
 @pytest.mark.parametrize("module", ["glyphforge", "glyphforge.scenes.spec"])

@@ -197,12 +197,20 @@ def option_value(option: Option, text: str) -> Any:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `ScatteredGlyphs`; an option not given keeps the spec's default (shown in --help)."""
+def add_scene_arguments(parser: argparse.ArgumentParser, make_spec: Any = None,
+                        preset_fields: dict[str, Any] | None = None) -> None:
+    """The options of `ScatteredGlyphs`; an option not given keeps the spec's default (shown in --help).
+
+    ``make_spec(n_examples, **fields)`` makes the spec (`scene_spec`): ``ScatteredGlyphs``, or a
+    preset (`glyphforge.scenes.presets`), whose ``preset_fields`` --help then shows as the defaults.
+    """
+    from glyphforge.scenes.arguments import add_part_arguments
     from glyphforge.scenes.sources import glyph_sources
     from glyphforge.scenes.spec import ScatteredGlyphs
 
     defaults = {spec_field.name: spec_field.default for spec_field in dataclasses.fields(ScatteredGlyphs)}
+    defaults.update(preset_fields or {})
+    parser.set_defaults(make_spec=make_spec or ScatteredGlyphs, default_glyphs=defaults["glyphs"])
 
     def option(flag: str, help_text: str, shown: Any = None, **settings: Any) -> None:
         default = defaults.get(flag[2:].replace("-", "_")) if shown is None else shown
@@ -233,6 +241,7 @@ def add_scene_arguments(parser: argparse.ArgumentParser) -> None:
     option("--background-colours", "flat background colours to mix in, separated by commas (e.g. navy,#203040)",
            shown="none", type=names, metavar="COLOURS")
     option("--colours", "glyph colours, separated by commas", shown="white", type=names, metavar="COLOURS")
+    add_part_arguments(option, parse_shape)
     option("--seed", "seed of every random choice", type=int)
     option("--shard-size", "scenes per shard", type=int)
 
@@ -254,7 +263,7 @@ def scene_spec(args: argparse.Namespace) -> Any:
 
     fields = {spec_field.name for spec_field in dataclasses.fields(ScatteredGlyphs)}
     given = {name: value for name, value in vars(args).items() if name in fields}
-    glyphs = given.get("glyphs", ScatteredGlyphs.glyphs)
+    glyphs = given.get("glyphs", args.default_glyphs)
     options = dict(given.pop("glyph_options", []))
     for dataset, option in _scene_options():
         value = getattr(args, _scene_dest(dataset, option), None)
@@ -274,7 +283,7 @@ def scene_spec(args: argparse.Namespace) -> Any:
     for name in ("colours", "background_colours"):
         if name in given:
             given[name] = tuple(given[name])
-    return ScatteredGlyphs(args.n_examples, **{name: value for name, value in given.items() if name != "n_examples"})
+    return args.make_spec(args.n_examples, **{name: value for name, value in given.items() if name != "n_examples"})
 
 
 def name_value(text: str) -> tuple[str, Any]:

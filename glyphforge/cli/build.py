@@ -3,9 +3,11 @@ whose reader of the entry, where it lies, says what was built and where)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from glyphforge.cli.args import UsageError, add_scene_arguments, name_value, scene_spec
 from glyphforge.cli.common import Formatter, add_command, add_fetch_arguments, data_context
+from glyphforge.scenes.arguments import preset_commands
 from glyphforge.session import check_session
 
 
@@ -35,12 +37,20 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     scenes = add_command(build_commands, "scenes", "scattered glyphs on backgrounds, with boxes and labels",
                          "glyphforge build scenes --n-examples 100000 --glyphs emnist --characters 0123456789 "
                          "--backgrounds hard --session processes:8", _build_scenes)
-    scenes.add_argument("--session", default="local",
+    _add_build_arguments(scenes)
+    for name, (make_spec, fields, summary) in preset_commands().items():
+        preset = add_command(build_commands, name, f"preset: {summary}",
+                             f"glyphforge build {name} --glyphs font --n-examples 100", _build_scenes)
+        _add_build_arguments(preset, make_spec, fields)
+
+
+def _add_build_arguments(parser: argparse.ArgumentParser, make_spec: Any = None, fields: Any = None) -> None:
+    parser.add_argument("--session", default="local",
                         help="where to run: local, processes[:N], dask[:N] (a LocalCluster), dask://HOST:PORT, "
                              "slurm[:JOBS], pbs[:JOBS]")
-    scenes.add_argument("--session-option", action="append", dest="session_options", type=name_value,
+    parser.add_argument("--session-option", action="append", dest="session_options", type=name_value,
                         default=[], metavar="NAME=VALUE",
                         help="a session option (repeatable), e.g. cores=4 memory=16GB queue=normal walltime=02:00:00 "
                              "for slurm/pbs (any dask-jobqueue keyword)")
-    add_scene_arguments(scenes)
-    add_fetch_arguments(scenes)
+    add_scene_arguments(parser, make_spec, fields)
+    add_fetch_arguments(parser)

@@ -201,7 +201,10 @@ def composite(
     counts: np.ndarray,
     ink: np.ndarray,
     positions: np.ndarray,
+    shown: np.ndarray,
     colours: np.ndarray,
+    mask_values: np.ndarray,
+    masks: np.ndarray,
     background: np.ndarray,
     crop: np.ndarray,
     flat_colours: np.ndarray,
@@ -209,28 +212,34 @@ def composite(
     tex_offsets: np.ndarray,
     tex_widths: np.ndarray,
 ) -> None:
-    """Paint every scene of ``rows`` in place: background, then its glyphs in order.
+    """Paint every frame of ``rows`` in place: its scene's background, then the scene's glyphs in order.
 
-    A glyph pixel of intensity ``a`` in colour ``c`` over ``b`` becomes
-    ``(b * (255 - a) + c * a + 127) // 255`` per channel (alpha = intensity), so a
-    white glyph on black reproduces the glyph's intensities exactly and a zero
-    pixel leaves the background untouched.
+    A scene of ``T`` frames (``T = positions.shape[1]``; 1 for a still scene) owns rows
+    ``s * T`` to ``s * T + T - 1``. A glyph pixel of intensity ``a`` in colour ``c`` over
+    ``b`` becomes ``(b * (255 - a) + c * a + 127) // 255`` per channel (alpha =
+    intensity), so a white glyph on black reproduces the glyph's intensities exactly and
+    a zero pixel leaves the background untouched.
 
     Parameters
     ----------
     rows
-        uint8 ``(N, H, W * 3)``, overwritten: the scenes' RGB rows (the caller's reshape
-        of ``(N, H, W, 3)``, which numba would compile a function for).
+        uint8 ``(N * T, H, W * 3)``, overwritten: the frames' RGB rows (the caller's reshape
+        of ``(N, T, H, W, 3)``, which numba would compile a function for).
     glyphs, starts, counts
         The glyphs and which scene owns them (module docstring).
     ink
         int64 ``(M, 4)``: each glyph's ink box (`ink_boxes`); only its pixels are
         blended (the rest of a glyph is zero, or padding).
     positions
-        int64 ``(M, 2)``: ``(top, left)`` of each glyph (`place_glyphs`); the parts
-        outside the scene are clipped.
+        int64 ``(M, T, 2)``: ``(top, left)`` of each glyph in each frame; the parts
+        outside the frame are clipped (a glyph wholly outside draws nothing).
+    shown
+        uint8 ``(M, T)``: 0 where a glyph is hidden in a frame.
     colours
         uint8 ``(M, 3)``: each glyph's RGB colour.
+    mask_values, masks
+        uint8 ``(M,)`` and uint8 ``(N * T, H, W)`` (zeros, or ``(0, 1, 1)`` for no masks):
+        where a glyph with a non-zero mask value has ink, its frame's mask gets the value.
     background
         int64 ``(N,)``: the texture index of each scene, or -1 for a flat colour.
     crop
@@ -240,25 +249,32 @@ def composite(
     textures, tex_offsets, tex_widths
         The textures (module docstring); each crop must lie inside its texture.
     """
-    n, height, row_bytes = rows.shape[0], rows.shape[1], rows.shape[2]
+    n_frames, height, row_bytes = rows.shape[0], rows.shape[1], rows.shape[2]
+    per_scene = positions.shape[1]
     width = row_bytes // 3  # 1-D row views below let numba vectorise
-    for s in range(n):
+    with_masks = masks.shape[0] > 0
+    for f in range(n_frames):
+        s, frame = f // per_scene, f % per_scene
         t = background[s]
         if t < 0:
-            first = rows[s, 0]
+            first = rows[f, 0]
             for i in range(row_bytes):
                 first[i] = flat_colours[s, i % 3]
             for y in range(1, height):
-                _copy(rows[s, y], first)
+                _copy(rows[f, y], first)
         else:
             stride = tex_widths[t] * 3
             start = tex_offsets[t] + crop[s, 0] * stride + crop[s, 1] * 3
             for y in range(height):
-                _copy(rows[s, y], textures[start + y * stride : start + y * stride + row_bytes])
+                _copy(rows[f, y], textures[start + y * stride : start + y * stride + row_bytes])
         for k in range(starts[s], starts[s] + counts[s]):
-            top, left = positions[k, 0], positions[k, 1]
+            if shown[k, frame] == 0:
+                continue
+            top, left = positions[k, frame, 0], positions[k, frame, 1]
+            value = mask_values[k]
+            marks = with_masks and value != 0
             for gy in range(_larger(ink[k, 0], -top), _smaller(ink[k, 2], height - top)):
-                dst = rows[s, top + gy]
+                dst = rows[f, top + gy]
                 glyph_row = glyphs[k, gy]
                 for gx in range(_larger(ink[k, 1], -left), _smaller(ink[k, 3], width - left)):
                     alpha = np.int32(glyph_row[gx])  # 0 leaves the pixel as it is: no branch needed
@@ -266,3 +282,5 @@ def composite(
                     for c in range(3):
                         mixed = np.int32(dst[x + c]) * (255 - alpha) + np.int32(colours[k, c]) * alpha
                         dst[x + c] = (mixed + 127) // 255
+                    if marks and alpha != 0:
+                        masks[f, top + gy, left + gx] = value

@@ -1,7 +1,9 @@
 """Scenes: an application on top of the datasets and the builder.
 
 * `glyphforge.scenes.spec`: the `ScatteredGlyphs` build spec (glyphs scattered over
-  backgrounds, with boxes and labels);
+  backgrounds, with boxes and labels), composed of parts: `layout`, `objects` (and
+  `shapes`), `task`, `motion`, with the arrays of `annotations`, checked by `checks`;
+* `glyphforge.scenes.presets`: the datasets of the literature (Moving MNIST...) as specs;
 * `glyphforge.scenes.sources`: where its glyphs and textures come from (the registered
   datasets, read from the cache);
 * `glyphforge.scenes.own_sources`: which own copies (unverified) a scenes build reads.

@@ -26,6 +26,10 @@ from glyphforge.scenes import own_sources as own_files
 from glyphforge.scenes.glyph_datasets import GlyphDataset, glyph_dataset, glyph_datasets
 
 FONT = "font"
+#: Procedural shapes (`glyphforge.scenes.shapes`): like the font, they need no data.
+SHAPES = "shapes"
+#: The glyph sources drawn per shard, which read and prepare nothing.
+DRAWN = (FONT, SHAPES)
 
 #: Glyph options as a hashable, canonical value: sorted ``(name, value)`` pairs, lists made tuples.
 FrozenOptions = tuple[tuple[str, Any], ...]
@@ -40,8 +44,8 @@ def _glyph_dataset(dataset: str) -> GlyphDataset:
 
 
 def glyph_sources() -> tuple[str, ...]:
-    """Return the glyph sources scenes accept: ``"font"`` and the registered glyph datasets."""
-    return (*glyph_datasets(), FONT)
+    """Return the glyph sources scenes accept: the registered glyph datasets, ``"font"`` and ``"shapes"``."""
+    return (*glyph_datasets(), *DRAWN)
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ def split_classes(glyphs: str, text: str, options: FrozenOptions) -> list[str]:
     ``a``, ``g``), as is ``"T-shirt/top"``. Several such names are given as a list (on the
     command line: separated by commas).
     """
-    part = _glyph_dataset(glyphs).classes if glyphs != FONT else None
+    part = _glyph_dataset(glyphs).classes if glyphs not in DRAWN else None
     if part is not None and len(text) > 1 and text in registry.resolve(part)(**dict(options)):
         return [text]
     return list(text)
@@ -113,7 +117,11 @@ def check_names(
         from glyphforge.datasets.backgrounds import check_names as check_backgrounds
 
         check_backgrounds(backgrounds)
-    if glyphs == FONT or characters is None:
+    if glyphs == SHAPES and characters is not None:
+        from glyphforge.scenes.shapes import check_shape_names
+
+        check_shape_names(tuple(characters))
+    if glyphs in DRAWN or characters is None:
         return
     part = _glyph_dataset(glyphs).classes
     if part is not None:
@@ -140,7 +148,7 @@ def prepare_sources(
     """
     own = own_sources(glyphs, options, backgrounds, context)
     unchecked = dataclasses.replace(context, verify=False)
-    if glyphs != FONT:
+    if glyphs not in DRAWN:
         prepare = dataset_part(glyphs, "prepare", unchecked if "glyphs" in own else context)
         prepare(shapes=[] if shape is None else [shape], **_glyph_dataset(glyphs).prepare, **dict(options))
     if backgrounds is not None:
@@ -155,7 +163,7 @@ def own_sources(
     """The own copies (unverified) the glyphs and textures are read from, ``{"glyphs" | "backgrounds": {file:
     "sha256:<hex>"}}``, only those in use (empty: upstream's; see `glyphforge.scenes.own_sources`)."""
     found = {}
-    if glyphs != FONT:
+    if glyphs not in DRAWN:
         found["glyphs"] = own_files.glyph_files(glyphs, dict(options), context)
     if backgrounds is not None:
         found["backgrounds"] = own_files.texture_files(backgrounds, context)
@@ -175,9 +183,9 @@ def glyph_pool(
 
     ``shape`` None keeps each source's stored shape (scenes resize every glyph themselves).
     """
-    if glyphs == FONT:
+    if glyphs in DRAWN:
         if characters is None:
-            raise ValueError("font glyphs need their characters")
+            raise ValueError(f"{glyphs} glyphs need their characters")
         return GlyphPool(class_names=characters)
     source = functools.partial(registry.resolve(_glyph_dataset(glyphs).glyphs), context=context)
     images, labels, names = source(characters, example_range=example_range, shape=shape, **dict(options))

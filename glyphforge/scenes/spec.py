@@ -10,7 +10,15 @@ coloured, and alpha-composited (alpha = glyph intensity) at positions chosen by
 rejection sampling so that no two glyph boxes share more than ``max_overlap`` of
 either box's area.
 
-Arrays of a shard of ``n`` scenes (``G = max_glyphs``):
+The scene is made of parts that combine (each its own module): the layout
+(`glyphforge.scenes.layout`: scattered, or a grid, in a draw window), the objects
+(`glyphforge.scenes.objects`: glyphs, font characters or shapes, plus unannotated
+distractors), the label task (`glyphforge.scenes.task`: a scene label reducing the
+digits), the motion (`glyphforge.scenes.motion`: videos of ``n_frames`` frames) and
+per-pixel instance ``masks``; the arrays they add are `glyphforge.scenes.annotations`'.
+A part at its defaults changes neither `params` nor a byte of the scenes.
+
+Arrays of a shard of ``n`` still scenes (``G = max_glyphs``):
 
 ``images``      uint8 ``(n, H, W, 3)``
 ``n_glyphs``    int64 ``(n,)``
@@ -27,19 +35,21 @@ with the other arrays' rows in ``targets`` (see `glyphforge.builds.dataset.Built
 from __future__ import annotations
 
 import contextlib
-import functools
-import numbers
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from glyphforge._checks import MAX_SIDE, PathLike, check_example_range, check_int, check_real, check_shape
+from glyphforge._checks import MAX_SIDE, PathLike, check_int, check_real, check_shape
 from glyphforge.builds.spec import SpecError
 from glyphforge.context import DataContext, as_context
+from glyphforge.scenes import annotations, checks, objects
 from glyphforge.scenes import sources as scene_sources
+from glyphforge.scenes.layout import PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS, Layout
 from glyphforge.scenes.sources import FONT, FrozenOptions, GlyphPool, Textures
+from glyphforge.scenes.task import Task, parse_reductions
 
 #: Bumped whenever the same spec would give different bytes; part of `ScatteredGlyphs.params`.
 #: 2: glyph options replace emnist_split/omniglot_sets in the params; Omniglot's
@@ -47,15 +57,16 @@ from glyphforge.scenes.sources import FONT, FrozenOptions, GlyphPool, Textures
 #: 3: glyph positions are drawn from ``rng.random()`` (`composite.place`), not ``rng.integers``.
 #: 4: no ``label_names`` array (the names are ``ds.classes``, which ``labels`` index).
 ALGORITHM_VERSION = 4
-#: Tries per glyph position, and fresh starts of a whole scene, before giving up.
-PLACEMENT_ATTEMPTS = 100
-PLACEMENT_RESTARTS = 10
-#: Side of the square canvas font glyphs are rendered on (at least; see `_font_canvas`).
-FONT_CANVAS = 32
 #: The most scenes a shard may hold: a shard is made in one worker's memory (100,000 48x48 scenes: 0.7 GB).
 MAX_SHARD_SIZE = 100_000
 
 Colour = str | Sequence[int]
+#: The fields of the parts besides scattered glyphs: each enters `ScatteredGlyphs.params` only when not at its default.
+PART_FIELDS = (
+    "draw_shape", "draw_offset", "grid_shape", "spacing", "random_offset_range", "n_distractors_per_image",
+    "distractor_shape", "reductions", "min_digits", "max_digits", "largest_digit", "n_frames", "patch_speed",
+    "bounce_patches", "appearance_prob", "disappearance_prob", "masks",
+)
 
 
 @dataclass
@@ -107,6 +118,28 @@ class ScatteredGlyphs:
         ``example_range`` (every dataset: images ``[int(a n), int(b n))`` of each
         class's ``n``; Omniglot: of its 20 drawers), so train and test scenes can use
         disjoint glyph images.
+    draw_shape, draw_offset
+        None (the whole image), or the ``(h, w)`` window at ``(top, left)`` inside the
+        image that objects are placed in (the first frame's, for videos).
+    grid_shape, spacing, random_offset_range
+        None (scattered, by ``max_overlap``), or ``(rows, cols)``: each object is centred
+        in a distinct random cell of the largest object's size plus ``spacing``
+        ``(dy, dx)``, the grid shifted per scene by an offset in ``[0, random_offset_range)``.
+    n_distractors_per_image, distractor_shape
+        Unannotated clutter: random ``distractor_shape`` crops of further objects, drawn
+        under the objects, in no box, label or mask.
+    reductions, min_digits, max_digits, largest_digit
+        A scene label (`glyphforge.scenes.task`): ``"sum"`` (or prod, max, min, count), or
+        operator classes mapped to reductions (``"A:sum,M:prod"``); scenes then hold
+        ``min_digits`` to ``max_digits`` digits (and the operator, in slot 0), not
+        ``min_glyphs`` to ``max_glyphs`` glyphs; the label is capped at ``largest_digit``.
+    n_frames, patch_speed, bounce_patches, appearance_prob, disappearance_prob
+        0 for still scenes; else videos of ``n_frames`` frames whose objects move
+        (`glyphforge.scenes.motion.Motion`), with per-frame ``boxes``, ``labels``, ``ids``
+        and ``visible``.
+    masks
+        Add the ``masks`` array: 0 for background, ``j + 1`` where the object in slot
+        ``j`` shows (later slots over earlier ones; distractors are background).
     seed, shard_size
         As for every spec: shard ``i`` draws from ``SeedSequence(seed).spawn(...)[i]``.
 
@@ -133,6 +166,23 @@ class ScatteredGlyphs:
     colours: Sequence[Colour] = ("white",)
     glyph_example_range: tuple[float, float] | None = None
     glyph_options: Mapping[str, Any] = field(default_factory=dict)
+    draw_shape: tuple[int, int] | None = None
+    draw_offset: tuple[int, int] = (0, 0)
+    grid_shape: tuple[int, int] | None = None
+    spacing: tuple[int, int] = (0, 0)
+    random_offset_range: tuple[int, int] | None = None
+    n_distractors_per_image: int = 0
+    distractor_shape: tuple[int, int] = (3, 3)
+    reductions: str | None = None
+    min_digits: int = 1
+    max_digits: int = 3
+    largest_digit: int | None = None
+    n_frames: int = 0
+    patch_speed: float = 2.0
+    bounce_patches: bool = True
+    appearance_prob: float = 1.0
+    disappearance_prob: float = 0.0
+    masks: bool = False
     seed: int = 0
     shard_size: int = 1000
 
@@ -147,12 +197,12 @@ class ScatteredGlyphs:
         sources = scene_sources.glyph_sources()
         if self.glyphs not in sources:
             raise ValueError(f"glyphs must be one of {', '.join(sources)}; got {self.glyphs!r}")
-        self.glyph_options = self._checked_glyph_options()
-        self.characters = self._checked_characters()
+        self.glyph_options = checks.glyph_options(self)
+        self.characters = checks.characters(self)
         if self.glyph_shape_jitter is not None:
             self.glyph_shape_jitter = check_real("glyph_shape_jitter", self.glyph_shape_jitter, 0, 1,
                                                  high_inclusive=False)
-        largest = self._largest_glyph_shape()
+        largest = self.largest_glyph_shape()
         if largest[0] > self.image_shape[0] or largest[1] > self.image_shape[1]:
             raise ValueError(
                 f"glyphs of up to {largest[0]}x{largest[1]} (glyph_shape {self.glyph_shape}, jitter "
@@ -162,11 +212,12 @@ class ScatteredGlyphs:
         check_int("min_glyphs", self.min_glyphs, 0)
         check_int("max_glyphs", self.max_glyphs, max(1, self.min_glyphs))
         self.max_overlap = check_real("max_overlap (a fraction of a box's area)", self.max_overlap, 0, 1)
-        self.backgrounds = _background_names(self.backgrounds)
+        self.backgrounds = objects.background_names(self.backgrounds)
         if self.background_colours is not None:
-            self.background_colours = _colours("background_colours", self.background_colours)
-        self.colours = _colours("colours", self.colours)
-        self.glyph_example_range = self._checked_example_range()
+            self.background_colours = objects.colours("background_colours", self.background_colours)
+        self.colours = objects.colours("colours", self.colours)
+        self.glyph_example_range = checks.example_range(self)
+        checks.parts(self)
 
     # -- the spec protocol ----------------------------------------------------
     def params(self) -> dict[str, Any]:
@@ -187,6 +238,12 @@ class ScatteredGlyphs:
             "glyph_example_range": self.glyph_example_range,
             "glyph_options": dict(self.glyph_options),
         }
+        params.update(
+            (spec_field.name, getattr(self, spec_field.name)) for spec_field in dataclasses.fields(self)
+            if spec_field.name in PART_FIELDS and getattr(self, spec_field.name) != spec_field.default
+        )
+        if self.n_frames:
+            params.update(self.motion.params())  # its algorithm's version too
         if self.glyphs == FONT:
             import PIL
 
@@ -198,8 +255,8 @@ class ScatteredGlyphs:
         `glyphforge.build` keys the entry by them besides `params` (none: upstream's, the key of `params`)."""
         context = as_context(context)
         with self._spec_errors():  # an unknown name is the spec's fault, found here before prepare
-            scene_sources.check_names(self.glyphs, self.characters, self._frozen_options(), self.backgrounds)
-            return scene_sources.own_sources(self.glyphs, self._frozen_options(), self.backgrounds, context)
+            scene_sources.check_names(self.glyphs, self.characters, self.frozen_options(), self.backgrounds)
+            return scene_sources.own_sources(self.glyphs, self.frozen_options(), self.backgrounds, context)
 
     def prepare(self, context: DataContext | PathLike) -> None:
         """Fetch and convert what the shards read, then check the classes and backgrounds against it.
@@ -213,9 +270,9 @@ class ScatteredGlyphs:
         context = as_context(context)
         data_dir = context.data_dir
         with self._spec_errors():
-            scene_sources.check_names(self.glyphs, self.characters, self._frozen_options(), self.backgrounds)
+            scene_sources.check_names(self.glyphs, self.characters, self.frozen_options(), self.backgrounds)
             scene_sources.prepare_sources(
-                self.glyphs, self._frozen_options(), self._pool_shape(), self.backgrounds, context
+                self.glyphs, self.frozen_options(), self._pool_shape(), self.backgrounds, context
             )
             self.class_names(data_dir)  # loads the glyphs here once: unknown classes are named now
             self.textures(data_dir)
@@ -245,45 +302,122 @@ class ScatteredGlyphs:
         from glyphforge.pipelines import composite  # numba: imported where scenes are made, not specified
 
         pool = self.glyph_pool(data_dir)
-        counts = rng.integers(self.min_glyphs, self.max_glyphs + 1, n)
+        task = self.task
+        if task is None:
+            counts = rng.integers(self.min_glyphs, self.max_glyphs + 1, n)
+            labels = rng.integers(0, len(pool.class_names), int(counts.sum()))
+            scene_label = None
+        else:
+            counts, labels, scene_label = task.draw(rng, n, pool.class_names)
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        total = int(counts.sum())
-        labels = rng.integers(0, len(pool.class_names), total)
-        glyphs, heights, widths = self._glyph_images(pool, labels, rng)
-        ink = np.empty((total, 4), np.int64)  # the kernels' arrays are made here: numba compiles no allocation
-        composite.ink_boxes(glyphs, heights, widths, ink)
-        positions, boxes = np.zeros((total, 2), np.int64), np.zeros((total, 4), np.int64)
-        failed = composite.place(
-            rng, starts, counts, ink, *self.image_shape, self.max_overlap, PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS,
-            positions, boxes,
-        )
+        things = self._object_images(pool, labels, rng)
+        ink = np.empty((len(labels), 4), np.int64)  # the kernels' arrays are made here: numba compiles no allocation
+        composite.ink_boxes(things.images, things.heights, things.widths, ink)
+        positions, boxes, failed = self.layout.place(rng, starts, counts, ink, things.sizes(),
+                                                     self.largest_glyph_shape())
         if failed >= 0:
             raise ValueError(
                 f"could not place {counts[failed]} glyphs in scene {failed} of shard {index}: after "
                 f"{PLACEMENT_ATTEMPTS} tries per glyph and {PLACEMENT_RESTARTS} fresh starts, some glyph "
                 f"boxes still shared more than max_overlap={self.max_overlap} of their area in a "
-                f"{self.image_shape[0]}x{self.image_shape[1]} image. Lower min_glyphs/max_glyphs or "
+                f"{self.layout.draw_shape[0]}x{self.layout.draw_shape[1]} image. Lower min_glyphs/max_glyphs or "
                 "glyph_shape, or raise image_shape or max_overlap"
             )
-        colours = np.array(self.colours, np.uint8)[rng.integers(0, len(self.colours), total)]
+        colours = np.array(self.colours, np.uint8)[rng.integers(0, len(self.colours), len(labels))]
         textures = self.textures(data_dir)
         background, crop, flat_colours = self._background_choices(rng, n, textures)
-        images = np.empty((n, *self.image_shape, 3), np.uint8)
+        scene = annotations.Objects(counts, starts, labels, ink, positions[:, None], np.ones((len(labels), 1), bool))
+        if self.n_frames:
+            from glyphforge.scenes.motion import trajectories
+
+            sizes = ink[:, 2:] - ink[:, :2]
+            moved, shown = trajectories(rng, self.motion, sizes, boxes[:, :2], self.image_shape)
+            scene = dataclasses.replace(scene, positions=moved - ink[:, None, :2], shown=shown)
+        drawn = annotations.Drawn(things.images, colours, np.arange(len(labels)) - starts.repeat(counts) + 1)
+        annotated = scene
+        if self.n_distractors_per_image:
+            scene, drawn = self._with_distractors(rng, pool, scene, drawn)
+        frames = max(self.n_frames, 1)
+        images = np.empty((n, *([self.n_frames] if self.n_frames else []), *self.image_shape, 3), np.uint8)
+        masks = np.zeros((n * frames if self.masks else 0, *self.image_shape), np.uint8)
         composite.composite(
-            images.reshape(n, self.image_shape[0], -1), glyphs, starts, counts, ink, positions, colours, background,
-            crop, flat_colours, textures.flat, textures.offsets, textures.widths,
+            images.reshape(n * frames, self.image_shape[0], -1), drawn.images, scene.starts, scene.counts, scene.ink,
+            scene.positions, scene.shown.astype(np.uint8), drawn.colours, drawn.mask_values.astype(np.uint8), masks,
+            background, crop, flat_colours, textures.flat, textures.offsets, textures.widths,
         )
-        scene = np.repeat(np.arange(n), counts)
-        slot = np.arange(total) - starts[scene]
-        padded_boxes = np.full((n, self.max_glyphs, 4), -1, np.float32)
-        padded_boxes[scene, slot] = boxes
-        padded_labels = np.full((n, self.max_glyphs), -1, np.int64)
-        padded_labels[scene, slot] = labels
-        return {"images": images, "n_glyphs": counts.astype(np.int64), "boxes": padded_boxes, "labels": padded_labels}
+        arrays = {"images": images, "n_glyphs": counts.astype(np.int64)}
+        if self.n_frames:
+            arrays.update(annotations.video(annotated, self.most_objects, self.image_shape))
+        else:
+            arrays.update(annotations.still(counts, starts, labels, boxes, self.most_objects))
+        if self.masks:
+            arrays["masks"] = masks.reshape(images.shape[:-1])
+        if scene_label is not None:
+            arrays["scene_label"] = scene_label
+        return arrays
 
     def metadata(self, *, data_dir: PathLike | None = None) -> dict[str, Any]:
-        """What a built dataset keeps beside its arrays: ``class_names``, which ``labels`` index (``ds.classes``)."""
-        return {"class_names": list(self.class_names(data_dir))}
+        """What a built dataset keeps beside its arrays: ``class_names``, which ``labels`` index (``ds.classes``),
+        and, for videos, masks or a task, ``scene``: ``{"n_frames", "masks", "task"}`` (task: the reductions
+        by operator class, ``""`` for a single one, or None)."""
+        found: dict[str, Any] = {"class_names": list(self.class_names(data_dir))}
+        if self.n_frames or self.masks or self.task is not None:
+            task = None if self.task is None else dict(self.task.reductions)
+            found["scene"] = {"n_frames": self.n_frames, "masks": self.masks, "task": task}
+        return found
+
+    # -- parts --------------------------------------------------------------------
+    @property
+    def layout(self) -> Layout:
+        """Where the objects go (`glyphforge.scenes.layout`)."""
+        return Layout(self.image_shape, self.draw_shape or self.image_shape, self.draw_offset, self.max_overlap,
+                      self.grid_shape, self.spacing, self.random_offset_range)
+
+    @property
+    def task(self) -> Task | None:
+        """The scene-label task (`glyphforge.scenes.task`), or None."""
+        if self.reductions is None:
+            return None
+        return Task(parse_reductions(self.reductions), self.min_digits, self.max_digits, self.largest_digit)
+
+    @property
+    def motion(self) -> Any:
+        """The motion of a video (`glyphforge.scenes.motion.Motion`); None for still scenes."""
+        if not self.n_frames:
+            return None
+        from glyphforge.scenes.motion import Motion
+
+        return Motion(self.n_frames, self.patch_speed, self.bounce_patches, self.appearance_prob,
+                      self.disappearance_prob)
+
+    @property
+    def most_objects(self) -> int:
+        """``G``: the most annotated objects a scene holds (the slots of ``boxes`` and ``labels``)."""
+        return self.max_glyphs if self.task is None else self.task.most_objects
+
+    def _object_images(self, pool: GlyphPool, labels: np.ndarray, rng: np.random.Generator) -> objects.ObjectImages:
+        return objects.object_images(self.glyphs, pool, labels, rng, self.glyph_shape, self.glyph_shape_jitter,
+                                     self.largest_glyph_shape())
+
+    def _with_distractors(
+        self, rng: np.random.Generator, pool: GlyphPool, scene: annotations.Objects, drawn: annotations.Drawn,
+    ) -> tuple[annotations.Objects, annotations.Drawn]:
+        """Add ``n_distractors_per_image`` distractors to each scene, first in its drawing order."""
+        n, per_scene = len(scene.counts), self.n_distractors_per_image
+        sources = self._object_images(pool, rng.integers(0, len(pool.class_names), n * per_scene), rng)
+        crops = objects.distractor_crops(sources, self.distractor_shape, rng)
+        window = np.array(self.layout.draw_shape, np.int64)
+        corners = (rng.random((n * per_scene, 2)) * (window - crops.sizes() + 1)).astype(np.int64) + self.draw_offset
+        colours = np.array(self.colours, np.uint8)[rng.integers(0, len(self.colours), n * per_scene)]
+        ink = np.zeros((n * per_scene, 4), np.int64)
+        ink[:, 2:] = crops.sizes()
+        extra = annotations.Objects(
+            np.full(n, per_scene, np.int64), np.arange(n, dtype=np.int64) * per_scene, np.full(n * per_scene, -1),
+            ink, np.repeat(corners[:, None], scene.positions.shape[1], 1),
+            np.ones((n * per_scene, scene.positions.shape[1]), bool),
+        )
+        extra_drawn = annotations.Drawn(crops.images, colours, np.zeros(n * per_scene, np.int64))
+        return annotations.merge(extra, extra_drawn, scene, drawn)
 
     # -- data -------------------------------------------------------------------
     def class_names(self, data_dir: PathLike | None = None) -> tuple[str, ...]:
@@ -293,7 +427,7 @@ class ScatteredGlyphs:
     def glyph_pool(self, data_dir: PathLike | None = None) -> GlyphPool:
         """The glyph images of this spec, read from the cache of ``data_dir`` once per process."""
         return scene_sources.glyph_pool(
-            self.glyphs, self.characters, self._frozen_options(), self.glyph_example_range, self._pool_shape(),
+            self.glyphs, self.characters, self.frozen_options(), self.glyph_example_range, self._pool_shape(),
             as_context(data_dir),
         )
 
@@ -306,42 +440,14 @@ class ScatteredGlyphs:
         # (the same pixels as resizing each glyph, in a fraction of the memory).
         return self.glyph_shape if self.glyph_shape_jitter is None else None
 
-    def _frozen_options(self) -> FrozenOptions:
+    def frozen_options(self) -> FrozenOptions:
+        """``glyph_options`` as a hashable, canonical value."""
         return tuple(
             (name, tuple(value) if isinstance(value, list) else value)
             for name, value in sorted(self.glyph_options.items())
         )
 
     # -- per-shard steps ----------------------------------------------------------
-    def _glyph_images(
-        self, pool: GlyphPool, labels: np.ndarray, rng: np.random.Generator
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Pick (or render) one source image per label and resize it to its glyph shape."""
-        from glyphforge.pipelines.font_glyphs import render_font_glyphs, shrink_rendered
-        from glyphforge.pipelines.resize import resize
-
-        total = len(labels)
-        shrink: Callable[[np.ndarray, tuple[int, int]], np.ndarray]
-        if pool.images is None or pool.starts is None or pool.counts is None:  # font glyphs: rendered here
-            sources = render_font_glyphs(pool.class_names, labels, rng, _font_canvas(self._largest_glyph_shape()))
-            shrink = shrink_rendered  # the same pixels as resize's box, without compiling its kernel
-        else:
-            picks = pool.starts[labels] + (rng.random(total) * pool.counts[labels]).astype(np.int64)
-            sources = pool.images[picks]
-            shrink = functools.partial(resize, batch=True)
-        if self.glyph_shape_jitter is None:
-            heights = np.full(total, self.glyph_shape[0], np.int64)
-            widths = np.full(total, self.glyph_shape[1], np.int64)
-        else:
-            scale = rng.uniform(1 - self.glyph_shape_jitter, 1 + self.glyph_shape_jitter, total)
-            heights = np.maximum(1, np.rint(self.glyph_shape[0] * scale)).astype(np.int64)
-            widths = np.maximum(1, np.rint(self.glyph_shape[1] * scale)).astype(np.int64)
-        glyphs = np.zeros((total, int(heights.max(initial=1)), int(widths.max(initial=1))), np.uint8)
-        for h, w in sorted(set(zip(heights.tolist(), widths.tolist(), strict=True))):
-            chosen = np.flatnonzero((heights == h) & (widths == w))
-            glyphs[chosen, :h, :w] = shrink(sources[chosen], (h, w))
-        return glyphs, heights, widths
-
     def _background_choices(
         self, rng: np.random.Generator, n: int, textures: Textures
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -360,88 +466,7 @@ class ScatteredGlyphs:
         crop[textured] = (rng.random(room.shape) * room).astype(np.int64)
         return background, crop, flat_colours
 
-    # -- validation helpers ---------------------------------------------------
-    def _largest_glyph_shape(self) -> tuple[int, int]:
+    def largest_glyph_shape(self) -> tuple[int, int]:
+        """The largest ``(h, w)`` an object can have (``glyph_shape`` grown by ``glyph_shape_jitter``)."""
         grow = 1 + (self.glyph_shape_jitter or 0.0)
         return int(np.rint(self.glyph_shape[0] * grow)), int(np.rint(self.glyph_shape[1] * grow))
-
-    def _checked_characters(self) -> tuple[str, ...] | None:
-        from glyphforge.pipelines.font_glyphs import DEFAULT_CHARACTERS, check_characters
-
-        characters = self.characters
-        if characters is None:
-            return tuple(DEFAULT_CHARACTERS) if self.glyphs == FONT else None
-        if isinstance(characters, str) and self.glyphs == "omniglot":
-            characters = [characters]
-        elif isinstance(characters, str):
-            characters = scene_sources.split_classes(self.glyphs, characters, self._frozen_options())
-        names = list(characters)
-        if not names:
-            raise ValueError("characters is empty; give at least one class, or None for all")
-        if any(not isinstance(name, str) for name in names):
-            raise ValueError(f"characters must be strings, got {characters!r}")
-        if self.glyphs == FONT and any(len(name) != 1 for name in names):
-            raise ValueError(f"font characters must be single characters such as '0123456789', got {characters!r}")
-        names = sorted(set(names))
-        if self.glyphs == FONT:
-            check_characters(names)
-        return tuple(names)
-
-    def _checked_glyph_options(self) -> dict[str, Any]:
-        options = dict(self.glyph_options)
-        if self.glyphs == FONT and options:
-            raise ValueError(f"glyph_options {options} are for a glyph dataset; font glyphs take none")
-        if any(not isinstance(name, str) or not name.isidentifier() for name in options):
-            raise ValueError(f"glyph_options must map keyword names to values, got {self.glyph_options!r}")
-        return {name: list(value) if isinstance(value, tuple) else value for name, value in sorted(options.items())}
-
-    def _checked_example_range(self) -> tuple[float, float] | None:
-        if self.glyph_example_range is not None and self.glyphs == FONT:
-            raise ValueError(
-                "glyph_example_range selects stored glyph images, but font glyphs are rendered fresh; "
-                "leave it None with glyphs='font'"
-            )
-        return check_example_range(self.glyph_example_range, "glyph_example_range")
-
-
-def _colours(name: str, value: Any) -> tuple[tuple[int, int, int], ...]:
-    items = [value] if isinstance(value, str) else list(value)
-    if not items:
-        raise ValueError(f"{name} is empty; give at least one colour")
-    if len(items) == 3 and all(isinstance(item, numbers.Integral) for item in items):
-        raise ValueError(f"{name} must be a list of colours; for one RGB colour write [{tuple(items)}]")
-    from PIL import ImageColor
-
-    result = []
-    for item in items:
-        if isinstance(item, str):
-            try:
-                rgb = ImageColor.getrgb(item)[:3]
-            except ValueError:
-                raise ValueError(
-                    f"{name} has {item!r}, which is not a colour: use a name such as 'white', '#rrggbb' "
-                    "or an (r, g, b) triple"
-                ) from None
-        else:
-            rgb = tuple(item)
-            if len(rgb) != 3 or any(
-                isinstance(c, bool) or not isinstance(c, numbers.Integral) or not 0 <= c <= 255 for c in rgb
-            ):
-                raise ValueError(f"{name} has {item!r}; an RGB colour is three integers in 0..255")
-        red, green, blue = (int(c) for c in rgb)
-        result.append((red, green, blue))
-    return tuple(result)
-
-
-def _background_names(value: Any) -> str | tuple[str, ...] | None:
-    if value is None or value in ("all", "hard"):
-        return value
-    names = value.split() if isinstance(value, str) else list(value)
-    if not names or any(not isinstance(name, str) for name in names):
-        raise ValueError(f"backgrounds must be None, 'all', 'hard' or a list of background names, got {value!r}")
-    return tuple(names)
-
-
-def _font_canvas(largest_glyph: tuple[int, int]) -> int:
-    """Font glyphs are rendered at least as large as the largest glyph they become."""
-    return max(FONT_CANVAS, *largest_glyph)

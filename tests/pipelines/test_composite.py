@@ -102,8 +102,9 @@ def test_placement_is_deterministic_given_the_generator():
 def _composite(n, size, glyphs, heights, widths, starts, counts, positions, colours, background, crop, flat, textures):
     out = np.full((n, *size, 3), 77, np.uint8)  # garbage that must all be overwritten
     ink = ink_boxes(glyphs, heights, widths)
-    composite(out.reshape(n, size[0], -1), glyphs, starts, counts, ink, positions, colours, background, crop, flat,
-              *textures)
+    still = np.ones((len(glyphs), 1), np.uint8)  # one frame, every glyph shown, no masks
+    composite(out.reshape(n, size[0], -1), glyphs, starts, counts, ink, positions.reshape(-1, 1, 2), still, colours,
+              np.zeros(len(glyphs), np.uint8), np.zeros((0, 1, 1), np.uint8), background, crop, flat, *textures)
     return out
 
 

@@ -366,10 +366,10 @@ def test_textures_smaller_than_the_scene_are_resized_to_it_and_flat_colours_mix_
     assert 3 < sum(textured) < len(empty) - 3
 
 
-def test_glyph_sources_are_font_and_the_registered_glyph_datasets():
-    assert glyph_sources() == ("emnist", "fashion-mnist", "kmnist", "mnist", "omniglot", "font")
-    with pytest.raises(ValueError, match="glyphs must be one of emnist, fashion-mnist, kmnist, mnist, omniglot, font; "
-                                         "got 'backgrounds'"):
+def test_glyph_sources_are_the_registered_glyph_datasets_font_and_shapes():
+    assert glyph_sources() == ("emnist", "fashion-mnist", "kmnist", "mnist", "omniglot", "font", "shapes")
+    with pytest.raises(ValueError, match="glyphs must be one of emnist, fashion-mnist, kmnist, mnist, omniglot, font, "
+                                         "shapes; got 'backgrounds'"):
         ScatteredGlyphs(10, glyphs="backgrounds")
     with pytest.raises(ValueError, match="glyph_options .* are for a glyph dataset; font glyphs take none"):
         ScatteredGlyphs(10, glyphs="font", glyph_options={"split": "letters"})
