@@ -2,7 +2,7 @@
 
 * `glyphforge.scenes.spec`: the `ScatteredGlyphs` build spec (glyphs scattered over
   backgrounds, with boxes and labels), composed of parts: `layout`, `objects` (and
-  `shapes`), `task`, `motion`, with the arrays of `annotations`, checked by `checks`;
+  `shapes`), `task`, `motion`; `arrays` makes the arrays, `checks` checks the fields;
 * `glyphforge.scenes.presets`: the datasets of the literature (Moving MNIST...) as specs;
 * `glyphforge.scenes.sources`: where its glyphs and textures come from (the registered
   datasets, read from the cache);

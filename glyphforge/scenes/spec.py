@@ -15,7 +15,7 @@ The scene is made of parts that combine (each its own module): the layout
 (`glyphforge.scenes.objects`: glyphs, font characters or shapes, plus unannotated
 distractors), the label task (`glyphforge.scenes.task`: a scene label reducing the
 digits), the motion (`glyphforge.scenes.motion`: videos of ``n_frames`` frames) and
-per-pixel instance ``masks``; the arrays they add are `glyphforge.scenes.annotations`'.
+per-pixel instance ``masks``; `glyphforge.scenes.arrays` makes the arrays.
 A part at its defaults changes neither `params` nor a byte of the scenes.
 
 Arrays of a shard of ``n`` still scenes (``G = max_glyphs``):
@@ -45,7 +45,7 @@ import numpy as np
 from glyphforge._checks import MAX_SIDE, PathLike, check_int, check_real, check_shape
 from glyphforge.builds.spec import SpecError
 from glyphforge.context import DataContext, as_context
-from glyphforge.scenes import annotations, checks, objects
+from glyphforge.scenes import arrays, checks, objects
 from glyphforge.scenes import sources as scene_sources
 from glyphforge.scenes.layout import PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS, Layout
 from glyphforge.scenes.sources import FONT, FrozenOptions, GlyphPool, Textures
@@ -326,14 +326,14 @@ class ScatteredGlyphs:
         colours = np.array(self.colours, np.uint8)[rng.integers(0, len(self.colours), len(labels))]
         textures = self.textures(data_dir)
         background, crop, flat_colours = self._background_choices(rng, n, textures)
-        scene = annotations.Objects(counts, starts, labels, ink, positions[:, None], np.ones((len(labels), 1), bool))
+        scene = arrays.Objects(counts, starts, labels, ink, positions[:, None], np.ones((len(labels), 1), bool))
         if self.n_frames:
             from glyphforge.scenes.motion import trajectories
 
             sizes = ink[:, 2:] - ink[:, :2]
             moved, shown = trajectories(rng, self.motion, sizes, boxes[:, :2], self.image_shape)
             scene = dataclasses.replace(scene, positions=moved - ink[:, None, :2], shown=shown)
-        drawn = annotations.Drawn(things.images, colours, np.arange(len(labels)) - starts.repeat(counts) + 1)
+        drawn = arrays.Drawn(things.images, colours, np.arange(len(labels)) - starts.repeat(counts) + 1)
         annotated = scene
         if self.n_distractors_per_image:
             scene, drawn = self._with_distractors(rng, pool, scene, drawn)
@@ -345,16 +345,16 @@ class ScatteredGlyphs:
             scene.positions, scene.shown.astype(np.uint8), drawn.colours, drawn.mask_values.astype(np.uint8), masks,
             background, crop, flat_colours, textures.flat, textures.offsets, textures.widths,
         )
-        arrays = {"images": images, "n_glyphs": counts.astype(np.int64)}
+        made: dict[str, np.ndarray] = {"images": images, "n_glyphs": counts.astype(np.int64)}
         if self.n_frames:
-            arrays.update(annotations.video(annotated, self.most_objects, self.image_shape))
+            made.update(arrays.video(annotated, self.most_objects, self.image_shape))
         else:
-            arrays.update(annotations.still(counts, starts, labels, boxes, self.most_objects))
+            made.update(arrays.still(counts, starts, labels, boxes, self.most_objects))
         if self.masks:
-            arrays["masks"] = masks.reshape(images.shape[:-1])
+            made["masks"] = masks.reshape(images.shape[:-1])
         if scene_label is not None:
-            arrays["scene_label"] = scene_label
-        return arrays
+            made["scene_label"] = scene_label
+        return made
 
     def metadata(self, *, data_dir: PathLike | None = None) -> dict[str, Any]:
         """What a built dataset keeps beside its arrays: ``class_names``, which ``labels`` index (``ds.classes``),
@@ -400,8 +400,8 @@ class ScatteredGlyphs:
                                      self.largest_glyph_shape())
 
     def _with_distractors(
-        self, rng: np.random.Generator, pool: GlyphPool, scene: annotations.Objects, drawn: annotations.Drawn,
-    ) -> tuple[annotations.Objects, annotations.Drawn]:
+        self, rng: np.random.Generator, pool: GlyphPool, scene: arrays.Objects, drawn: arrays.Drawn,
+    ) -> tuple[arrays.Objects, arrays.Drawn]:
         """Add ``n_distractors_per_image`` distractors to each scene, first in its drawing order."""
         n, per_scene = len(scene.counts), self.n_distractors_per_image
         sources = self._object_images(pool, rng.integers(0, len(pool.class_names), n * per_scene), rng)
@@ -411,13 +411,13 @@ class ScatteredGlyphs:
         colours = np.array(self.colours, np.uint8)[rng.integers(0, len(self.colours), n * per_scene)]
         ink = np.zeros((n * per_scene, 4), np.int64)
         ink[:, 2:] = crops.sizes()
-        extra = annotations.Objects(
+        extra = arrays.Objects(
             np.full(n, per_scene, np.int64), np.arange(n, dtype=np.int64) * per_scene, np.full(n * per_scene, -1),
             ink, np.repeat(corners[:, None], scene.positions.shape[1], 1),
             np.ones((n * per_scene, scene.positions.shape[1]), bool),
         )
-        extra_drawn = annotations.Drawn(crops.images, colours, np.zeros(n * per_scene, np.int64))
-        return annotations.merge(extra, extra_drawn, scene, drawn)
+        extra_drawn = arrays.Drawn(crops.images, colours, np.zeros(n * per_scene, np.int64))
+        return arrays.merge(extra, extra_drawn, scene, drawn)
 
     # -- data -------------------------------------------------------------------
     def class_names(self, data_dir: PathLike | None = None) -> tuple[str, ...]:

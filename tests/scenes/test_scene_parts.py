@@ -1,6 +1,8 @@
 """The parts a scene is made of: shapes, grid and draw window layouts, distractors, masks, reductions, bad specs."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -37,7 +39,8 @@ def test_the_nine_shapes_fill_their_box_as_distinct_alpha_masks(size):
     for name, mask in zip(SHAPE_NAMES, masks, strict=True):
         assert mask.shape == size and mask.dtype == np.uint8 and mask.max() == 255, name
         rows, cols = np.flatnonzero(mask.any(1)), np.flatnonzero(mask.any(0))
-        assert rows[-1] - rows[0] >= 0.8 * size[0] - 2 and cols[-1] - cols[0] >= 0.8 * size[1] - 2, name  # spans its box
+        spans = rows[-1] - rows[0], cols[-1] - cols[0]
+        assert spans[0] >= 0.8 * size[0] - 2 and spans[1] >= 0.8 * size[1] - 2, name  # fills its box
     assert len({mask.tobytes() for mask in masks}) == 9
     hollow, circle = draw_shape("hollow_circle", (31, 31)), draw_shape("circle", (31, 31))
     assert hollow[15, 15] == 0 and circle[15, 15] == 255
@@ -77,7 +80,7 @@ def test_grid_objects_sit_on_distinct_cells_inside_the_draw_window(offset_range)
         assert len(boxes) == shard["n_glyphs"][i]
         assert (boxes[:, :2] >= offset).all() and (boxes[:, 2:] <= np.add(offset, window)).all()
         cells = set()
-        for top, left, bottom, right in boxes:
+        for top, left, bottom, _ in boxes:
             row, col = (top - offset[0]) // cell[0], (left - offset[1]) // cell[1]
             shift = (top - offset[0]) % cell[0], (left - offset[1]) % cell[1]
             # the object stays in its cell (the cell's object area, shifted by the scene's offset)
@@ -147,7 +150,7 @@ def test_distractors_are_drawn_but_never_annotated():
         lit_outside += int(lit[~covered].sum())
         assert ((shard["masks"][i] > 0) <= lit).all()
     assert lit_outside > 500  # the clutter shows outside the objects' boxes
-    for i, k, (top, left, bottom, right) in _real(shard):
+    for i, k, _ in _real(shard):
         assert (shard["masks"][i] == k + 1).any()  # objects are drawn over the clutter
 
 
@@ -224,3 +227,23 @@ def test_every_part_builds_with_the_same_bytes_on_processes_and_in_one_process(t
     for name, array in local.arrays.items():
         assert array.tobytes() == spread[name].tobytes(), name
     assert local.metadata == spread.metadata and local.metadata["scene"]["task"] == {"A": "sum", "M": "prod"}
+
+
+@pytest.mark.parametrize(
+    ("preset", "arrays", "shape"),
+    [
+        ("multi_mnist", {"boxes": (8, 2, 4)}, (50, 50)),
+        ("visual_arithmetic", {"boxes": (8, 4, 4), "scene_label": (8,)}, (48, 48)),
+        ("grid_arithmetic", {"boxes": (8, 4, 4), "scene_label": (8,)}, (48, 48)),
+        ("cluttered_mnist", {"boxes": (8, 1, 4)}, (60, 60)),
+    ],
+)
+def test_still_presets_build_offline_with_the_font_and_take_overrides(preset, arrays, shape):
+    function = getattr(glyphforge, preset)
+    assert re.search(r"\(20\d\d\)|e2crawfo/dps", function.__doc__)  # each cites its source
+    spec = function(8, glyphs="font", seed=5)
+    shard = _shard(spec)
+    assert shard["images"].shape == (8, *shape, 3)
+    assert {name: shard[name].shape for name in arrays} == arrays
+    assert function(8, glyphs="font", image_shape=(64, 64)).image_shape == (64, 64)
+    assert spec.glyphs == "font" and function(8).glyphs != "font"  # the papers' data by default
