@@ -273,14 +273,18 @@ def composite(
             top, left = positions[k, frame, 0], positions[k, frame, 1]
             value = mask_values[k]
             marks = with_masks and value != 0
+            first_x, end_x = _larger(ink[k, 1], -left), _smaller(ink[k, 3], width - left)
             for gy in range(_larger(ink[k, 0], -top), _smaller(ink[k, 2], height - top)):
                 dst = rows[f, top + gy]
                 glyph_row = glyphs[k, gy]
-                for gx in range(_larger(ink[k, 1], -left), _smaller(ink[k, 3], width - left)):
+                for gx in range(first_x, end_x):
                     alpha = np.int32(glyph_row[gx])  # 0 leaves the pixel as it is: no branch needed
                     x = (left + gx) * 3
                     for c in range(3):
                         mixed = np.int32(dst[x + c]) * (255 - alpha) + np.int32(colours[k, c]) * alpha
                         dst[x + c] = (mixed + 127) // 255
-                    if marks and alpha != 0:
-                        masks[f, top + gy, left + gx] = value
+                if marks:  # a loop of its own: its branch would stop the blend above from vectorising
+                    mask_row = masks[f, top + gy]
+                    for gx in range(first_x, end_x):
+                        if glyph_row[gx] != 0:
+                            mask_row[left + gx] = value

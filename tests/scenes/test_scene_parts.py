@@ -215,15 +215,20 @@ def test_bad_parts_are_named_before_any_work(options, message):
         ScatteredGlyphs(10, glyphs="font", image_shape=(40, 40), **options)
 
 
-def test_every_part_builds_with_the_same_bytes_on_processes_and_in_one_process(tmp_path):
+@pytest.mark.slow  # worker processes start slowly on a busy machine
+@pytest.mark.parametrize("n_frames", [0, 4])
+def test_every_part_builds_with_the_same_bytes_on_processes_and_in_one_process(tmp_path, n_frames):
     spec = ScatteredGlyphs(90, glyphs="font", characters="0123456789AM", shard_size=40, seed=3, image_shape=(48, 56),
                            grid_shape=(2, 3), random_offset_range=(3, 3), n_distractors_per_image=3, masks=True,
-                           reductions="A:sum,M:prod", min_digits=1, max_digits=4, largest_digit=30)
+                           reductions="A:sum,M:prod", min_digits=1, max_digits=4, largest_digit=30, n_frames=n_frames,
+                           patch_speed=2.5 if n_frames else 2.0, bounce_patches=not n_frames)
     local = glyphforge.build(spec, session="local", data_dir=tmp_path / "a", progress=False)
     with glyphforge.open_session("processes", n_workers=2) as session:
         spread = glyphforge.build(spec, session=session, data_dir=tmp_path / "b", progress=False)
+    video = {"ids", "visible"} if n_frames else set()
     assert local.key == spread.key and set(local.arrays) == {
-        "images", "n_glyphs", "boxes", "labels", "masks", "scene_label"}
+        "images", "n_glyphs", "boxes", "labels", "masks", "scene_label", *video}
+    assert local["images"].shape == (90, *([n_frames] if n_frames else []), 48, 56, 3)
     for name, array in local.arrays.items():
         assert array.tobytes() == spread[name].tobytes(), name
     assert local.metadata == spread.metadata and local.metadata["scene"]["task"] == {"A": "sum", "M": "prod"}
