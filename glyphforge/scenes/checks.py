@@ -50,8 +50,8 @@ def parts(spec: Any) -> None:
         raise ValueError("min_digits, max_digits and largest_digit belong to a label task: give reductions "
                          "(e.g. 'sum' or 'A:sum,M:prod'), or use min_glyphs/max_glyphs")
     check_int("n_frames", spec.n_frames, 0)
-    if spec.n_frames:
-        spec.motion.check_frame(spec.image_shape)  # Motion checks its own fields when made
+    if spec.motion is not None:  # Motion checks its own fields when made
+        spec.motion.check_frame(spec.image_shape)
         largest = spec.largest_glyph_shape()
         if spec.patch_speed > 0 and spec.bounce_patches and largest[0] >= spec.image_shape[0] and (
                 largest[1] >= spec.image_shape[1]):

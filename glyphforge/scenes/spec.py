@@ -48,6 +48,7 @@ from glyphforge.context import DataContext, as_context
 from glyphforge.scenes import arrays, checks, objects
 from glyphforge.scenes import sources as scene_sources
 from glyphforge.scenes.layout import PLACEMENT_ATTEMPTS, PLACEMENT_RESTARTS, Layout
+from glyphforge.scenes.motion import Motion, trajectories
 from glyphforge.scenes.sources import FONT, FrozenOptions, GlyphPool, Textures
 from glyphforge.scenes.task import Task, parse_reductions
 
@@ -127,7 +128,7 @@ class ScatteredGlyphs:
         ``(dy, dx)``, the grid shifted per scene by an offset in ``[0, random_offset_range)``.
     n_distractors_per_image, distractor_shape
         Unannotated clutter: random ``distractor_shape`` crops of further objects, drawn
-        under the objects, in no box, label or mask.
+        under the objects (in place in every frame of a video), in no box, label or mask.
     reductions, min_digits, max_digits, largest_digit
         A scene label (`glyphforge.scenes.task`): ``"sum"`` (or prod, max, min, count), or
         operator classes mapped to reductions (``"A:sum,M:prod"``); scenes then hold
@@ -242,7 +243,7 @@ class ScatteredGlyphs:
             (spec_field.name, getattr(self, spec_field.name)) for spec_field in dataclasses.fields(self)
             if spec_field.name in PART_FIELDS and getattr(self, spec_field.name) != spec_field.default
         )
-        if self.n_frames:
+        if self.motion is not None:
             params.update(self.motion.params())  # its algorithm's version too
         if self.glyphs == FONT:
             import PIL
@@ -327,9 +328,7 @@ class ScatteredGlyphs:
         textures = self.textures(data_dir)
         background, crop, flat_colours = self._background_choices(rng, n, textures)
         scene = arrays.Objects(counts, starts, labels, ink, positions[:, None], np.ones((len(labels), 1), bool))
-        if self.n_frames:
-            from glyphforge.scenes.motion import trajectories
-
+        if self.motion is not None:
             sizes = ink[:, 2:] - ink[:, :2]
             moved, shown = trajectories(rng, self.motion, sizes, boxes[:, :2], self.image_shape)
             scene = dataclasses.replace(scene, positions=moved - ink[:, None, :2], shown=shown)
@@ -381,12 +380,10 @@ class ScatteredGlyphs:
         return Task(parse_reductions(self.reductions), self.min_digits, self.max_digits, self.largest_digit)
 
     @property
-    def motion(self) -> Any:
+    def motion(self) -> Motion | None:
         """The motion of a video (`glyphforge.scenes.motion.Motion`); None for still scenes."""
         if not self.n_frames:
             return None
-        from glyphforge.scenes.motion import Motion
-
         return Motion(self.n_frames, self.patch_speed, self.bounce_patches, self.appearance_prob,
                       self.disappearance_prob)
 

@@ -83,8 +83,8 @@ def test_grid_objects_sit_on_distinct_cells_inside_the_draw_window(offset_range)
         for top, left, bottom, _ in boxes:
             row, col = (top - offset[0]) // cell[0], (left - offset[1]) // cell[1]
             shift = (top - offset[0]) % cell[0], (left - offset[1]) % cell[1]
-            # the object stays in its cell (the cell's object area, shifted by the scene's offset)
-            assert bottom - offset[0] <= row * cell[0] + 12 + (offset_range or (1, 1))[0] - 1 + 1
+            # the object stays in its cell: the cell's 12x12 object area, shifted by the scene's offset
+            assert bottom - offset[0] <= row * cell[0] + 12 + (offset_range[0] - 1 if offset_range else 0)
             cells.add((row, col))
             shifts.add(shift)
         assert len(cells) == len(boxes) and all(r < 2 and c < 3 for r, c in cells)
