@@ -29,8 +29,9 @@ record per class in label order, ``{"name", "label", "file", "n_test", "n_train"
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -166,7 +167,27 @@ class EMNIST(ClassFilesDataset):
     """
 
     name = KIND
-    __init__ = config_option_init(DATASET.config_option)
+    if TYPE_CHECKING:  # what config_option_init makes, for type checkers (tests/test_typing.py checks it)
+        def __init__(
+            self,
+            subset: str = "train",
+            *,
+            split: str | None = None,
+            shape: tuple[int, int] | None = None,
+            transform: Callable[[np.ndarray], Any] | None = None,
+            target_transform: Callable[[Any], Any] | None = None,
+            context: DataContext | None = None,
+            classes: Iterable[str | int] | str | None = None,
+            balance: bool = False,
+            include_blank: bool = False,
+            example_range: tuple[float, float] | None = None,
+            data_dir: PathLike | None = None,
+            download: bool | None = None,
+            mirrors: Mirrors = None,
+            offline: bool | None = None,
+        ) -> None: ...
+    else:
+        __init__ = config_option_init(DATASET.config_option)
 
     @property
     def split(self) -> str:

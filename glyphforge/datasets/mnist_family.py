@@ -40,8 +40,8 @@ when made from files used unchecked, ``verify=False``) and ``classes``: one reco
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -337,7 +337,26 @@ class MNISTFamilyDataset(ClassFilesDataset):
     ``MNIST(subset="train", *, shape=None, transform=None, target_transform=None, context=None, ...)``.
     """
 
-    __init__ = config_option_init(None)  # one config: no config keyword
+    if TYPE_CHECKING:  # what config_option_init makes, for type checkers (tests/test_typing.py checks it)
+        def __init__(
+            self,
+            subset: str = "train",
+            *,
+            shape: tuple[int, int] | None = None,
+            transform: Callable[[np.ndarray], Any] | None = None,
+            target_transform: Callable[[Any], Any] | None = None,
+            context: DataContext | None = None,
+            classes: Iterable[str | int] | str | None = None,
+            balance: bool = False,
+            include_blank: bool = False,
+            example_range: tuple[float, float] | None = None,
+            data_dir: PathLike | None = None,
+            download: bool | None = None,
+            mirrors: Mirrors = None,
+            offline: bool | None = None,
+        ) -> None: ...
+    else:
+        __init__ = config_option_init(None)  # one config: no config keyword
 
 
 class MNIST(MNISTFamilyDataset):
