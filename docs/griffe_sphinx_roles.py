@@ -1,18 +1,30 @@
-"""A griffe extension for the API reference: Sphinx roles in docstrings shown as inline code.
+"""A griffe extension for the API reference: Sphinx roles in docstrings shown as inline code, and attributes
+documented by their own docstrings.
 
-glyphforge's docstrings cross-reference with Sphinx roles (``:func:`~glyphforge.build```),
-which Markdown would show as literal text. Each becomes the inline code a reader of the
-source sees it as: the last dotted part after ``~``, the whole target otherwise, the text
-of ``text <target>``. Loaded by mkdocs.yml (mkdocstrings' ``extensions`` option).
+glyphforge's docstrings cross-reference with Sphinx roles (``:func:`~glyphforge.build```)
+and default-role references (`` `~glyphforge.context.DataContext` ``), which Markdown would
+show as literal text. Each becomes the inline code a reader of the source sees it as: the
+last dotted part after ``~``, the whole target otherwise, the text of ``text <target>``.
+
+The reference is made by inspection (mkdocs.yml's ``force_inspection``), which gives an
+attribute the docstring of its value (``int([x]) -> integer`` for ``seed = 0``): an attribute
+gets the docstring written under it in the source instead, or none. Loaded by mkdocs.yml
+(mkdocstrings' ``extensions`` option).
 """
 from __future__ import annotations
 
+import ast
+import inspect
 import re
+import textwrap
+from functools import cache
 from typing import Any
 
 import griffe
 
 ROLE = re.compile(r":(?:py:)?(?:func|class|data|meth|attr|mod|exc|obj|const):`([^`]+)`")
+#: A default-role reference with a ``~``: `` `~glyphforge.context.DataContext` `` (not inside a ``literal``).
+TILDE = re.compile(r"(?<!`)`(~[\w.]+)`(?!`)")
 
 
 def plain(target: str) -> str:
@@ -24,9 +36,40 @@ def plain(target: str) -> str:
     return f"`{target}`"
 
 
-class SphinxRoles(griffe.Extension):
-    """Rewrite Sphinx roles in every docstring, for objects visited or inspected alike."""
+@cache
+def written_docstrings(owner: Any) -> dict[str, str]:
+    """The docstrings written under the attributes of the class or module ``owner`` in its source, by name."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(owner)))
+    except (OSError, TypeError, SyntaxError):  # no source: built in, or made at run time
+        return {}
+    body = tree.body[0].body if inspect.isclass(owner) and isinstance(tree.body[0], ast.ClassDef) else tree.body
+    found = {}
+    for statement, following in zip(body, body[1:], strict=False):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target] if isinstance(
+            statement, ast.AnnAssign) else []
+        if isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant) and isinstance(
+                following.value.value, str):
+            found.update({target.id: inspect.cleandoc(following.value.value) for target in targets
+                          if isinstance(target, ast.Name)})
+    return found
 
-    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+
+def value_docstring(obj: griffe.Object, node: Any) -> bool:
+    """Whether the inspected attribute ``obj`` (``node``: its runtime value) has its value's type's docstring."""
+    if not obj.is_attribute or obj.docstring is None or not isinstance(node, griffe.ObjectNode):
+        return False
+    return obj.docstring.value.strip() == (inspect.getdoc(type(node.obj)) or "").strip()
+
+
+class SphinxRoles(griffe.Extension):
+    """Rewrite Sphinx roles in every docstring, for objects visited or inspected alike, and give inspected
+    attributes their written docstrings."""
+
+    def on_instance(self, *, obj: griffe.Object, node: Any = None, **kwargs: Any) -> None:
+        if value_docstring(obj, node):
+            written = written_docstrings(node.parent.obj).get(obj.name) if node.parent is not None else None
+            obj.docstring = None if written is None else griffe.Docstring(written, parent=obj)
         if obj.docstring is not None:
-            obj.docstring.value = ROLE.sub(lambda match: plain(match.group(1)), obj.docstring.value)
+            value = ROLE.sub(lambda match: plain(match.group(1)), obj.docstring.value)
+            obj.docstring.value = TILDE.sub(lambda match: plain(match.group(1)), value)
