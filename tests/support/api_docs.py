@@ -20,6 +20,8 @@ BUILTIN_DOCSTRINGS = tuple(inspect.getdoc(kind).splitlines()[0]  # type: ignore[
 _SIGNATURE = re.compile(r'<h(\d) id="([^"]+)" class="doc doc-heading">(?:(?!</?h\d).)*</h\1>\s*'
                         r'<div class="doc-signature highlight"><pre><span></span><code>(.*?)</code></pre>', re.DOTALL)
 _KINDS = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD")
+#: How both show a dataclass field's default made by its ``default_factory``, and a name parsing it.
+_FACTORY, _FACTORY_NAME = "<factory>", "__factory__"
 #: ``(name, kind, annotation, default)`` of each parameter, then the return annotation (None: not given).
 Described = tuple[list[tuple[str, str, str | None, str | None]], str | None]
 
@@ -80,7 +82,7 @@ def described(signature: inspect.Signature) -> Described:
 
 def parsed(rendered: str) -> Described:
     """A rendered signature (``name(a: int = 0, *, b) -> str``) as comparable source text."""
-    function = ast.parse(f"def {rendered.strip()}: pass").body[0]
+    function = ast.parse(f"def {rendered.strip().replace(_FACTORY, _FACTORY_NAME)}: pass").body[0]
     assert isinstance(function, ast.FunctionDef)
     arguments = function.args
     positional = [*arguments.posonlyargs, *arguments.args]
@@ -92,5 +94,6 @@ def parsed(rendered: str) -> Described:
                                                                            arguments.kw_defaults, strict=True)]
     given += [(arguments.kwarg, _KINDS[4], None)] if arguments.kwarg else []
     return ([(argument.arg, kind, None if argument.annotation is None else ast.unparse(argument.annotation),
-              None if default is None else ast.unparse(default)) for argument, kind, default in given],
+              None if default is None else ast.unparse(default).replace(_FACTORY_NAME, _FACTORY))
+             for argument, kind, default in given],
             None if function.returns is None else ast.unparse(function.returns))
