@@ -6,6 +6,10 @@ and default-role references (`` `~glyphforge.context.DataContext` ``), which Mar
 show as literal text. Each becomes the inline code a reader of the source sees it as: the
 last dotted part after ``~``, the whole target otherwise, the text of ``text <target>``.
 
+An entry documenting several parameters at once (``context, data_dir, mirrors, offline``) is
+written as one entry per parameter, each with that description, so that each shows its own type
+(griffe gives them all the first one's).
+
 The reference is made by inspection (mkdocs.yml's ``force_inspection``), which gives an
 attribute the docstring of its value (``int([x]) -> integer`` for ``seed = 0``): an attribute
 gets the docstring written under it in the source instead, or none. Loaded by mkdocs.yml
@@ -34,6 +38,26 @@ def plain(target: str) -> str:
     if target.startswith("~"):
         return f"`{target[1:].rsplit('.', 1)[-1]}`"
     return f"`{target}`"
+
+
+def one_entry_per_parameter(docstring: str) -> str:
+    """Return the numpy-style ``docstring`` with each entry of its Parameters sections that names several
+    parameters (``a, b``) written once for each, with its description."""
+    lines, out, parameters, at = docstring.split("\n"), [], False, 0
+    while at < len(lines):
+        line = lines[at]
+        if at + 1 < len(lines) and re.fullmatch(r"-{3,}", lines[at + 1]) and line[:1].strip():
+            parameters = line.strip() in ("Parameters", "Other Parameters")
+        elif parameters and re.fullmatch(r"\w+(?:, *\w+)+", line):
+            end = at + 1
+            while end < len(lines) and lines[end][:1] in (" ", "\t"):
+                end += 1
+            out += [part for name in re.split(r", *", line) for part in (name, *lines[at + 1:end])]
+            at = end
+            continue
+        out.append(line)
+        at += 1
+    return "\n".join(out)
 
 
 @cache
@@ -72,4 +96,4 @@ class SphinxRoles(griffe.Extension):
             obj.docstring = None if written is None else griffe.Docstring(written, parent=obj)
         if obj.docstring is not None:
             value = ROLE.sub(lambda match: plain(match.group(1)), obj.docstring.value)
-            obj.docstring.value = TILDE.sub(lambda match: plain(match.group(1)), value)
+            obj.docstring.value = one_entry_per_parameter(TILDE.sub(lambda match: plain(match.group(1)), value))

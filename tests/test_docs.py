@@ -89,6 +89,21 @@ def test_every_rendered_signature_is_the_objects_own(site):
 
 
 @pytest.mark.slow
+def test_every_parameters_table_shows_each_parameters_own_type(site):
+    """The type in a Parameters table is the parameter's annotation, also where one docstring entry documents
+    several parameters (``context, data_dir, mirrors, offline``: not the first one's type for all)."""
+    checked = 0
+    for page in sorted((site / "api").glob("*/index.html")):
+        for path, name, shown in api_docs.parameter_types(page.read_text(encoding="utf-8")):
+            signature = api_docs.runtime_signature(path)
+            if signature is None or name not in signature.parameters or not shown:
+                continue
+            assert api_docs.shown_type(shown) == api_docs.annotation(signature, name), f"{path}: {name}: {shown}"
+            checked += 1
+    assert checked > 100
+
+
+@pytest.mark.slow
 def test_no_page_shows_a_raw_reference_or_a_builtins_docstring(site):
     """Sphinx-style ``~glyphforge.a.b`` references read as code, and no attribute is documented by the docstring of
     its value's type (``int([x]) -> integer``: an attribute without a docstring of its own, inspected)."""

@@ -19,6 +19,9 @@ BUILTIN_DOCSTRINGS = tuple(inspect.getdoc(kind).splitlines()[0]  # type: ignore[
 
 _SIGNATURE = re.compile(r'<h(\d) id="([^"]+)" class="doc doc-heading">(?:(?!</?h\d).)*</h\1>\s*'
                         r'<div class="doc-signature highlight"><pre><span></span><code>(.*?)</code></pre>', re.DOTALL)
+_HEADING = re.compile(r'<h\d id="([^"]+)" class="doc doc-heading">')
+_PARAMETERS = re.compile(r'<span class="doc-section-title">Parameters:</span>.*?</table>', re.DOTALL)
+_ROW = re.compile(r'<tr class="doc-section-item">\s*<td>\s*<code>(\w+)</code>\s*</td>\s*<td>(.*?)</td>', re.DOTALL)
 _KINDS = ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "VAR_POSITIONAL", "KEYWORD_ONLY", "VAR_KEYWORD")
 #: How both show a dataclass field's default made by its ``default_factory``, and a name parsing it.
 _FACTORY, _FACTORY_NAME = "<factory>", "__factory__"
@@ -34,6 +37,28 @@ def text(page: str) -> str:
 def signatures(page: str) -> list[tuple[str, str]]:
     """``(dotted path, rendered signature)`` of each object of an API page that shows a signature."""
     return [(match.group(2), text(match.group(3))) for match in _SIGNATURE.finditer(page)]
+
+
+def parameter_types(page: str) -> list[tuple[str, str, str]]:
+    """``(dotted path, parameter, type shown)`` of each row of the Parameters tables of an API page."""
+    found = []
+    starts = list(_HEADING.finditer(page))
+    for start, end in zip(starts, [*starts[1:], None], strict=True):
+        block = page[start.end():None if end is None else end.start()]
+        for table in _PARAMETERS.finditer(block):
+            found += [(start.group(1), row.group(1), text(row.group(2)).strip())
+                      for row in _ROW.finditer(table.group())]
+    return found
+
+
+def shown_type(shown: str) -> str | None:
+    """A type shown in a Parameters table, as comparable source text (None: none shown)."""
+    return _source(shown) if shown else None
+
+
+def annotation(signature: inspect.Signature, name: str) -> str | None:
+    """The annotation of parameter ``name`` of ``signature`` as comparable source text (None: none)."""
+    return _annotation(signature.parameters[name].annotation)
 
 
 def runtime_signature(path: str) -> inspect.Signature | None:
