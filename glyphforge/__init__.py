@@ -5,14 +5,165 @@ The public API is re-exported here. Names are imported lazily on first use, so
 pays for numba or Dask it does not use. Each built-in dataset's names
 (``load_mnist``, ``EMNIST``...) are the ``exports`` of its registry record
 (`glyphforge.datasets.registry`); reading the registry imports no dataset module.
+Type checkers and IDEs read the same names from the ``TYPE_CHECKING`` imports, which a test
+keeps equal to the table: a name added to one is added to the other.
 """
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from glyphforge._version import __version__ as __version__
 from glyphforge.datasets import registry as _registry
+
+if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers and IDEs (tests/test_public_api.py)
+    from glyphforge._access import DataDirAccessError as DataDirAccessError
+    from glyphforge.builds.builder import build as build
+    from glyphforge.builds.dataset import BuiltDataset as BuiltDataset
+    from glyphforge.builds.dataset import DatasetTooLargeError as DatasetTooLargeError
+    from glyphforge.builds.decoded_copy import ForeignCopyError as ForeignCopyError
+    from glyphforge.builds.export import ExportTargetError as ExportTargetError
+    from glyphforge.builds.materialize import NotEnoughSpaceError as NotEnoughSpaceError
+    from glyphforge.builds.remote import find_built as find_built
+    from glyphforge.builds.remote import open_built as open_built
+    from glyphforge.builds.spec import ShardError as ShardError
+    from glyphforge.builds.spec import SpecError as SpecError
+    from glyphforge.builds.stream import ShardStream as ShardStream
+    from glyphforge.builds.stream_state import ForeignStateError as ForeignStateError
+    from glyphforge.cache import CacheStore as CacheStore
+    from glyphforge.cache import UnsafePickleError as UnsafePickleError
+    from glyphforge.cache.lookup import AmbiguousKindError as AmbiguousKindError
+    from glyphforge.config import data_dir as data_dir
+    from glyphforge.context import DataContext as DataContext
+    from glyphforge.datasets._classes import ClassNames as ClassNames
+    from glyphforge.datasets.backgrounds import (
+        background_names as background_names,
+    )
+    from glyphforge.datasets.backgrounds import (
+        hard_background_names as hard_background_names,
+    )
+    from glyphforge.datasets.backgrounds import (
+        load_backgrounds as load_backgrounds,
+    )
+    from glyphforge.datasets.backgrounds import (
+        prepare_backgrounds as prepare_backgrounds,
+    )
+    from glyphforge.datasets.emnist import (
+        EMNIST as EMNIST,
+    )
+    from glyphforge.datasets.emnist import (
+        emnist_classes as emnist_classes,
+    )
+    from glyphforge.datasets.emnist import (
+        load_emnist as load_emnist,
+    )
+    from glyphforge.datasets.emnist import (
+        prepare_emnist as prepare_emnist,
+    )
+    from glyphforge.datasets.mnist_family import (
+        KMNIST as KMNIST,
+    )
+    from glyphforge.datasets.mnist_family import (
+        MNIST as MNIST,
+    )
+    from glyphforge.datasets.mnist_family import (
+        FashionMNIST as FashionMNIST,
+    )
+    from glyphforge.datasets.mnist_family import (
+        fashion_mnist_classes as fashion_mnist_classes,
+    )
+    from glyphforge.datasets.mnist_family import (
+        kmnist_classes as kmnist_classes,
+    )
+    from glyphforge.datasets.mnist_family import (
+        load_fashion_mnist as load_fashion_mnist,
+    )
+    from glyphforge.datasets.mnist_family import (
+        load_kmnist as load_kmnist,
+    )
+    from glyphforge.datasets.mnist_family import (
+        load_mnist as load_mnist,
+    )
+    from glyphforge.datasets.mnist_family import (
+        mnist_classes as mnist_classes,
+    )
+    from glyphforge.datasets.mnist_family import (
+        prepare_fashion_mnist as prepare_fashion_mnist,
+    )
+    from glyphforge.datasets.mnist_family import (
+        prepare_kmnist as prepare_kmnist,
+    )
+    from glyphforge.datasets.mnist_family import (
+        prepare_mnist as prepare_mnist,
+    )
+    from glyphforge.datasets.omniglot import (
+        Omniglot as Omniglot,
+    )
+    from glyphforge.datasets.omniglot import (
+        OmniglotTasks as OmniglotTasks,
+    )
+    from glyphforge.datasets.omniglot import (
+        TaskBatch as TaskBatch,
+    )
+    from glyphforge.datasets.omniglot import (
+        load_omniglot as load_omniglot,
+    )
+    from glyphforge.datasets.omniglot import (
+        omniglot_classes as omniglot_classes,
+    )
+    from glyphforge.datasets.omniglot import (
+        omniglot_episodes as omniglot_episodes,
+    )
+    from glyphforge.datasets.omniglot import (
+        omniglot_split as omniglot_split,
+    )
+    from glyphforge.datasets.omniglot import (
+        prepare_omniglot as prepare_omniglot,
+    )
+    from glyphforge.datasets.preparing import Prepared as Prepared
+    from glyphforge.datasets.preparing import prepare as prepare
+    from glyphforge.datasets.registry import load as load
+    from glyphforge.errors import (
+        AccessError as AccessError,
+    )
+    from glyphforge.errors import (
+        ArgumentError as ArgumentError,
+    )
+    from glyphforge.errors import (
+        BuildError as BuildError,
+    )
+    from glyphforge.errors import (
+        GlyphforgeError as GlyphforgeError,
+    )
+    from glyphforge.errors import (
+        IntegrityError as IntegrityError,
+    )
+    from glyphforge.errors import (
+        StorageError as StorageError,
+    )
+    from glyphforge.hf import MissingExtraError as MissingExtraError
+    from glyphforge.loaders import ImageList as ImageList
+    from glyphforge.loaders import batches as batches
+    from glyphforge.pipelines.download import fetch as fetch
+    from glyphforge.pipelines.fetch_all import MissingFilesError as MissingFilesError
+    from glyphforge.pipelines.resize import resize as resize
+    from glyphforge.pipelines.resource import (
+        DownloadError as DownloadError,
+    )
+    from glyphforge.pipelines.resource import (
+        HashMismatchError as HashMismatchError,
+    )
+    from glyphforge.pipelines.resource import (
+        Resource as Resource,
+    )
+    from glyphforge.scenes.spec import ScatteredGlyphs as ScatteredGlyphs
+    from glyphforge.session import open_session as open_session
+    from glyphforge.storage.backends import register_backend as register_backend
+    from glyphforge.storage.publish import PublishConflictError as PublishConflictError
+    from glyphforge.storage.publish import publish as publish
+    from glyphforge.urls import MalformedURLError as MalformedURLError
+    from glyphforge.urls import UnsupportedURLError as UnsupportedURLError
+    from glyphforge.visualize import preview as preview
 
 _EXPORTS: dict[str, str] = {
     # errors: the root and its families

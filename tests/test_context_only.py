@@ -55,6 +55,10 @@ CONTRACTS: dict[str, str] = {
     "glyphforge.builds.shards:ShardTask.__init__": "spec protocol: the worker task carries data_dir: str",
     "glyphforge.builds.remote_build:RemoteShardTask.__init__": (
         "worker task into a URL data dir: its Location and the worker's local cache dir travel pickled"),
+    # The machinery of the per-class datasets (glyphforge.datasets._class_files), whose signature is the public
+    # one of a dataset declared at run time (its load_* and prepare_* are these, bound by `bind`).
+    "glyphforge.datasets._class_load:load": "per-class load, the public load_* of a run-time declaration",
+    "glyphforge.datasets._class_prepare:prepare": "per-class prepare, the public prepare_* of a run-time declaration",
     # The glyph source of scenes (glyphforge.scenes.glyph_datasets, `(classes, *, example_range, shape,
     # context)`), also called by users with ``data_dir=``: each resolves it once.
     "glyphforge.datasets._class_load:glyph_images": "scenes' glyph source, resolves data_dir once",

@@ -1,8 +1,10 @@
 """The public API: every exported name resolves, and `import glyphforge` stays light."""
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +45,24 @@ def test_importing_the_datasets_does_not_load_tqdm_or_requests(code):
     loaded = subprocess.run([sys.executable, "-c", f"import sys; {code}; {report}"],
                             capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+def _static_view() -> dict[str, str]:
+    """``{name: module}`` of the imports under ``if TYPE_CHECKING:`` in glyphforge/__init__.py (what type checkers
+    and IDEs read), each checked to be an explicit re-export (``import NAME as NAME``)."""
+    tree = ast.parse(Path(glyphforge.__file__).read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom) and statement.module, ast.unparse(statement)
+                for alias in statement.names:
+                    assert alias.asname == alias.name, f"write `{alias.name} as {alias.name}` (an explicit re-export)"
+                    found[alias.name] = statement.module
+    return found
+
+
+def test_type_checkers_see_every_lazy_name_from_the_module_it_is_imported_from():
+    """The static view and the lazy table (with the datasets' registry exports) name the same objects, so
+    a name added to one is added to the other."""
+    assert _static_view() == glyphforge._EXPORTS

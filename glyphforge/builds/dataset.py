@@ -45,7 +45,6 @@ garbage collected, so ``glyphforge cache gc --max-size`` never evicts it.
 """
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -63,10 +62,12 @@ from glyphforge.builds.export import export
 from glyphforge.builds.index import ShardIndex
 from glyphforge.builds.materialize import DecodedCopy
 from glyphforge.builds.members import Put, Scratch, Shard, decode_shard, layout_dtype, place_shard
+from glyphforge.builds.memory import default_arrays_limit
 from glyphforge.builds.own_built import announced, unpickled
 from glyphforge.builds.parquet import to_hf
 from glyphforge.builds.reading import ShardSource
 from glyphforge.builds.stream import ShardStream, open_stream
+from glyphforge.builds.stream_plan import DEFAULT_WINDOW
 from glyphforge.cache import Entry
 from glyphforge.context import DataContext
 from glyphforge.datasets._classes import ClassNames
@@ -74,17 +75,10 @@ from glyphforge.errors import ArgumentError
 from glyphforge.hf import require
 from glyphforge.urls import redacted
 
-__all__ = ["DEFAULT_CACHE_SHARDS", "RANDOM_ACCESS", "BuiltDataset", "DatasetTooLargeError",
-           "default_arrays_limit"]
+__all__ = ["DEFAULT_CACHE_SHARDS", "RANDOM_ACCESS", "BuiltDataset", "DatasetTooLargeError"]
 
 T = TypeVar("T")
 
-#: The part of the available memory ``ds.arrays`` may fill by default.
-ARRAYS_MEMORY_FRACTION = 0.5
-#: What ``ds.arrays`` may decode by default where the available memory cannot be measured (Windows): 4 GiB.
-FALLBACK_ARRAYS_LIMIT = 4 << 30
-#: Where Linux tells the memory available.
-MEMINFO = "/proc/meminfo"
 DEFAULT_CACHE_SHARDS = 4
 #: The values of ``BuiltDataset(random_access=...)``.
 RANDOM_ACCESS = ("auto", "decode", "materialize")
@@ -117,7 +111,7 @@ class BuiltDataset:
         How many decoded shards to keep for the next reads (0: none).
     arrays_limit
         The most bytes ``ds.arrays`` (and ``ds["name"]``, ``ds.images``, ``ds.batches``)
-        may decode; None: `default_arrays_limit` (half the memory available when asked).
+        may decode; None: `glyphforge.builds.memory.default_arrays_limit` (half the memory available when asked).
     random_access
         How ``ds[i]`` and ``ds.take`` read rows: ``"auto"`` (decode shards until reads thrash
         the LRU, then make and read a decoded copy where the disk has room; see the module
@@ -409,12 +403,45 @@ class BuiltDataset:
         return batches(self.images, self.labels, batch_size=batch_size, **options)
 
     # -- streaming and export -------------------------------------------------------
-    def stream(self, batch_size: int, *, resume: dict[str, Any] | None = None, **options: Any) -> ShardStream:
-        """Return a re-iterable stream of ``(images, targets)`` batches (see `glyphforge.builds.stream`).
+    def stream(
+        self, batch_size: int, *, shuffle: bool = True, seed: int = 0, epochs: int = 1, drop_last: bool = False,
+        rank: int = 0, world_size: int = 1, worker: int = 0, num_workers: int = 1, even_ranks: str = "repeat",
+        window: int = DEFAULT_WINDOW, partitions: int | None = None, turns: int | None = None,
+        resume: Mapping[str, Any] | None = None,
+    ) -> ShardStream:
+        """Return a re-iterable, resumable stream of ``(images, targets)`` batches (see `glyphforge.builds.stream`).
 
-        ``resume``: a ``stream.state_dict()`` to continue from (on any number of ranks).
+        Parameters
+        ----------
+        batch_size
+            The rows of each of this rank's batches; the global batch is ``batch_size * world_size`` rows.
+        shuffle
+            A new order each epoch (False: the dataset's own order).
+        seed
+            Seeds each epoch's order with the epoch: the same seed, the same batches on any number of ranks.
+        epochs
+            The epochs one iteration reads (a resumed or stopped one finishes its epoch first).
+        drop_last
+            Drop each epoch's last global batch when it is short.
+        rank, world_size
+            This process's rank of ``world_size`` data-parallel ranks: each takes its positions of each global batch.
+        worker, num_workers
+            This worker of the rank's ``num_workers`` (a ``DataLoader``'s workers set them themselves).
+        even_ranks
+            How the ranks share the short last global batch: ``"repeat"`` (a rank one row short repeats a row) or
+            ``"drop"`` (a longer rank drops its last row), so every rank yields as many batches.
+        window
+            The shards of a part shuffled (and held decoded) together.
+        partitions, turns
+            The lanes and turns each epoch's order is cut into (None: 8 and 2 with ``shuffle``, else 1 and 1); a rank
+            whose number divides ``partitions`` decodes only its lanes, a worker dividing ``turns`` only its turns.
+        resume
+            A ``stream.state_dict()`` to continue from (on any number of ranks).
         """
-        return open_stream(self, batch_size, resume=resume, **options)
+        return open_stream(self, batch_size, resume=resume, shuffle=shuffle, seed=seed, epochs=epochs,
+                           drop_last=drop_last, rank=rank, world_size=world_size, worker=worker,
+                           num_workers=num_workers, even_ranks=even_ranks, window=window, partitions=partitions,
+                           turns=turns)
 
     def to_hf(self) -> Any:
         """Every row as a Hugging Face ``datasets.Dataset`` in memory over ``ds.arrays`` (no copy; the ``hf`` extra).
@@ -459,32 +486,6 @@ class BuiltDataset:
     def _empty(self, count: int) -> dict[str, np.ndarray]:
         return {name: np.empty((count, *info["shape"]), layout_dtype(info["dtype"]))
                 for name, info in self.layout.items()}
-
-
-def default_arrays_limit() -> int:
-    """Half the memory available now, or :data:`FALLBACK_ARRAYS_LIMIT` where that cannot be measured.
-
-    The memory is ``MemAvailable`` of ``/proc/meminfo`` (Linux), else the physical memory
-    from ``os.sysconf`` (other Unix systems); Windows has neither.
-    """
-    available = _available_memory()
-    return FALLBACK_ARRAYS_LIMIT if available is None else int(available * ARRAYS_MEMORY_FRACTION)
-
-
-def _available_memory() -> int | None:
-    """``MemAvailable`` in bytes, else the physical memory, else None (neither can be read here)."""
-    try:
-        with open(MEMINFO, encoding="ascii") as info:
-            for line in info:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    sysconf = getattr(os, "sysconf", None)  # absent on Windows
-    try:
-        return None if sysconf is None else int(sysconf("SC_PAGE_SIZE") * sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError):  # a name this system does not know
-        return None
 
 
 def _reopen(source: ShardSource, cache_shards: int, arrays_limit: int | None, random_access: str,

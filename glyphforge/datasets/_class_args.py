@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -93,3 +94,14 @@ def config_keyword(options: dict[str, Any], option: str | None) -> dict[str, Any
     if option is not None and option in options:
         options["config"] = options.pop(option)
     return options
+
+
+def public_doc(summary: str, function: Any, dataset: Declaration) -> str:
+    """The docstring of ``dataset``'s public function calling ``function`` with the declaration: ``summary``, then
+    ``function``'s docstring after its first line, less its ``dataset`` parameter and with its ``config`` parameter
+    called by the declaration's name for it (EMNIST: ``split``), or dropped for a dataset of one config."""
+    body = inspect.getdoc(function).partition("\n")[2]  # type: ignore[union-attr]  # the machinery is documented
+    body = re.sub(r"^dataset\n(?:    .*\n)+", "", body, flags=re.MULTILINE)
+    option = dataset.config_option
+    body = re.sub(r"^config\n((?:    .*\n)+)", "" if option is None else rf"{option}\n\1", body, flags=re.MULTILINE)
+    return f"{summary}\n{body}"

@@ -11,10 +11,11 @@ reader, write the native entry, write resized entries), the entry of a load (get
 prepare when the context allows), load (which images: the selection,
 :mod:`glyphforge.datasets._class_selection`), the map-style dataset, preview and the glyphs
 scenes draw (:mod:`glyphforge.datasets._class_load`); the argument checks are
-:mod:`glyphforge.datasets._class_args`. This module makes a declaration's public names
-(:func:`bind`) and the registry record of a declaration made at run time (:func:`record`);
-a new dataset of this form shipped with glyphforge is one declaration (``declare``) and one
-registry line (`glyphforge.datasets.registry.declared`).
+:mod:`glyphforge.datasets._class_args`. A shipped dataset's module writes its public
+functions (``load_mnist``...: typed, each calling the machinery with its declaration, documented by
+:func:`documented`); this module binds those of a declaration made at run time (:func:`bind`) into its
+registry record (:func:`record`). A new dataset of this form shipped with glyphforge is one declaration
+(``declare``), its public functions and one registry line (`glyphforge.datasets.registry.declared`).
 
 Cache entries
 -------------
@@ -44,12 +45,14 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from glyphforge.datasets._class_args import config_keyword, config_signature
+from glyphforge.datasets._class_args import config_keyword, config_signature, public_doc
 from glyphforge.datasets._class_declaration import DECLARATIONS, Declaration
 from glyphforge.datasets._class_load import load, preview
 from glyphforge.datasets._class_prepare import prepare
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def record(dataset: Declaration, summary: str) -> Any:
@@ -70,8 +73,21 @@ def record(dataset: Declaration, summary: str) -> Any:
 
 
 # -- the public names of a declared dataset ------------------------------------------------------
+def documented(function: Callable[..., Any], name: str) -> Callable[[F], F]:
+    """Decorate the public function of the declared dataset ``name`` that calls ``function`` with the declaration
+    (``load_emnist`` calls `load`): its docstring becomes its own first line, then the rest of ``function``'s,
+    less the declaration and with the config called as the dataset calls it (see `public_doc`)."""
+
+    def decorate(public: F) -> F:
+        public.__doc__ = public_doc(public.__doc__ or "", function, DECLARATIONS[name])
+        return public
+
+    return decorate
+
+
 def bind(function: Callable[..., Any], name: str, public: str, module: str = __name__) -> Callable[..., Any]:
-    """Return ``function`` with its first argument, the declaration ``name``, fixed: the public function ``public``.
+    """Return ``function`` with its first argument, the declaration ``name``, fixed: the public function ``public``
+    of a dataset declared at run time (`record`; the datasets glyphforge ships write theirs, see `documented`).
 
     The declaration is looked up in :data:`DECLARATIONS` on each call. Its ``config``
     keyword is called by the declaration's ``config_option`` (EMNIST: ``split``), or
@@ -88,7 +104,6 @@ def bind(function: Callable[..., Any], name: str, public: str, module: str = __n
     bound.__name__ = bound.__qualname__ = public
     bound.__wrapped__ = function  # type: ignore[attr-defined]  # the function it binds (help() shows the signature above)
     bound.__module__ = module
-    option_note = "" if option is None else f" (``config`` is called ``{option}``)"
-    bound.__doc__ = (f"{DECLARATIONS[name].title}: :func:`{function.__name__}` of "
-                     f"{function.__module__}{option_note}.\n\n{inspect.getdoc(function)}")
+    bound.__doc__ = public_doc(f"{DECLARATIONS[name].title}: {inspect.getdoc(function)}".partition("\n")[0],
+                               function, DECLARATIONS[name])
     return bound

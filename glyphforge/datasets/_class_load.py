@@ -184,6 +184,13 @@ class ClassFilesDataset(MapStyleDataset):
     #: The declaration's name (a key of :data:`DECLARATIONS`), set by each subclass.
     name: ClassVar[str]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Name an ``__init__`` made by :func:`config_option_init` for the subclass it is (help(), the reference)."""
+        super().__init_subclass__(**kwargs)
+        made = vars(cls).get("__init__")
+        if made is not None and "<locals>" in made.__qualname__:
+            made.__module__, made.__qualname__ = cls.__module__, f"{cls.__qualname__}.__init__"
+
     def __init__(
         self,
         subset: str = "train",

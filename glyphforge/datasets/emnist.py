@@ -3,8 +3,8 @@
 All six splits (:data:`SPLITS`: ``byclass``, ``bymerge``, ``balanced``, ``letters``,
 ``digits``, ``mnist``) are read from the one upstream archive, member by member, without
 extracting it (its layout and checks: :mod:`glyphforge.datasets._emnist_archive`).
-:data:`DATASET` declares it; everything else is :mod:`glyphforge.datasets._class_files`:
-:func:`prepare_emnist` makes cache entries; :func:`load_emnist` and :class:`EMNIST`
+:data:`DATASET` declares it; everything else is :mod:`glyphforge.datasets._class_files`, which the public
+functions call with the declaration: :func:`prepare_emnist` makes cache entries; :func:`load_emnist` and :class:`EMNIST`
 read them (preparing them first when they are missing); :func:`preview_examples` and
 :func:`glyph_images` (the registry's preview, the glyphs scenes draw) read them and never
 prepare anything. The classes of each split and the class file names are described in
@@ -29,14 +29,21 @@ record per class in label order, ``{"name", "label", "file", "n_test", "n_train"
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from glyphforge.datasets import _class_files, _class_load, _class_prepare
+import numpy as np
+
+from glyphforge._checks import PathLike
+from glyphforge.cache import Entry
+from glyphforge.context import DataContext, Mirrors
+from glyphforge.datasets import _class_load, _class_prepare
 from glyphforge.datasets._class_args import SUBSETS, class_names
-from glyphforge.datasets._class_declaration import Config, Declaration, Parsed, declare
+from glyphforge.datasets._class_declaration import DECLARATIONS, Config, Declaration, Parsed, declare
+from glyphforge.datasets._class_files import documented
 from glyphforge.datasets._class_load import ClassFilesDataset, config_option_init
-from glyphforge.datasets._classes import BLANK
+from glyphforge.datasets._classes import BLANK, ClassNames
 from glyphforge.datasets._emnist_archive import EMNIST_ZIP, N_IMAGES, NATIVE_SHAPE, read_split
 from glyphforge.datasets._emnist_catalog import (
     CLASSES,
@@ -82,10 +89,72 @@ DATASET = declare(Declaration(
 ))
 
 
-prepare_emnist = _class_files.bind(_class_prepare.prepare, KIND, "prepare_emnist", __name__)
-load_emnist = _class_files.bind(_class_load.load, KIND, "load_emnist", __name__)
-emnist_classes = _class_files.bind(class_names, KIND, "emnist_classes", __name__)
-glyph_images = _class_files.bind(_class_load.glyph_images, KIND, "glyph_images", __name__)
+@documented(_class_prepare.prepare, KIND)
+def prepare_emnist(
+    *,
+    split: str | Iterable[str] | None = None,
+    shapes: Iterable[tuple[int, int]] = (),
+    archives: Mapping[str, PathLike] | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    mirrors: Mirrors = None,
+    verify: bool | None = None,
+    progress: bool | None = None,
+    offline: bool | None = None,
+) -> list[Entry]:
+    """Fetch, validate and convert EMNIST splits, and make resized variants."""
+    context = DataContext.resolve(context, data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress,
+                                  offline=offline)
+    return _class_prepare.prepare(DECLARATIONS[KIND], config=split, shapes=shapes, archives=archives, context=context)
+
+
+@documented(_class_load.load, KIND)
+def load_emnist(
+    classes: Iterable[str | int] | str | None = None,
+    *,
+    split: str | None = None,
+    subset: str = "train",
+    balance: bool = False,
+    include_blank: bool = False,
+    shape: tuple[int, int] | None = None,
+    n_examples: int | None = None,
+    example_range: tuple[float, float] | None = None,
+    seed: int | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    download: bool | None = None,
+    mirrors: Mirrors = None,
+    offline: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray, ClassNames]:
+    """Load EMNIST images of some classes, shuffled, reading only those classes' files."""
+    context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+    return _class_load.load(DECLARATIONS[KIND], classes, config=split, subset=subset, balance=balance,
+                            include_blank=include_blank, shape=shape, n_examples=n_examples,
+                            example_range=example_range, seed=seed, context=context)
+
+
+@documented(class_names, KIND)
+def emnist_classes(split: str | None = None) -> list[str]:
+    """Return the class names of an EMNIST split in label order (no download needed)."""
+    return class_names(DECLARATIONS[KIND], split)
+
+
+@documented(_class_load.glyph_images, KIND)
+def glyph_images(
+    classes: Iterable[str | int] | str | None = None,
+    *,
+    example_range: tuple[float, float] | None = None,
+    shape: tuple[int, int] | None = None,
+    split: str | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+) -> tuple[np.ndarray, np.ndarray, ClassNames]:
+    """Return the EMNIST glyph images scenes draw, reading the cache only."""
+    context = DataContext.resolve(context, data_dir=data_dir)
+    return _class_load.glyph_images(DECLARATIONS[KIND], classes, example_range=example_range, shape=shape, config=split,
+                                    context=context)
+
+
 preview_examples = _class_load.preview
 
 
@@ -98,7 +167,27 @@ class EMNIST(ClassFilesDataset):
     """
 
     name = KIND
-    __init__ = config_option_init(DATASET.config_option)
+    if TYPE_CHECKING:  # what config_option_init makes, for type checkers (tests/test_typing.py checks it)
+        def __init__(
+            self,
+            subset: str = "train",
+            *,
+            split: str | None = None,
+            shape: tuple[int, int] | None = None,
+            transform: Callable[[np.ndarray], Any] | None = None,
+            target_transform: Callable[[Any], Any] | None = None,
+            context: DataContext | None = None,
+            classes: Iterable[str | int] | str | None = None,
+            balance: bool = False,
+            include_blank: bool = False,
+            example_range: tuple[float, float] | None = None,
+            data_dir: PathLike | None = None,
+            download: bool | None = None,
+            mirrors: Mirrors = None,
+            offline: bool | None = None,
+        ) -> None: ...
+    else:
+        __init__ = config_option_init(DATASET.config_option)
 
     @property
     def split(self) -> str:

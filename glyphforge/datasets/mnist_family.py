@@ -4,8 +4,8 @@ The three datasets have the same form (four gzipped IDX files of 60,000 train an
 10,000 test upright 28x28 images in 10 classes, read by
 :mod:`glyphforge.datasets._mnist_files`) and differ only in their declaration
 (:data:`DATASETS`): name, title, class names and upstream files. Everything else is
-:mod:`glyphforge.datasets._class_files`; the per-dataset names are its functions with
-the declaration fixed:
+:mod:`glyphforge.datasets._class_files`; the per-dataset names are typed functions calling it with
+their declaration:
 
 - prepare: :func:`prepare_mnist`, :func:`prepare_fashion_mnist`, :func:`prepare_kmnist`;
 - load: :func:`load_mnist`, :func:`load_fashion_mnist`, :func:`load_kmnist`;
@@ -40,14 +40,20 @@ when made from files used unchecked, ``verify=False``) and ``classes``: one reco
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from glyphforge.datasets import _class_files, _class_load, _class_prepare
+import numpy as np
+
+from glyphforge._checks import PathLike
+from glyphforge.cache import Entry
+from glyphforge.context import DataContext, Mirrors
+from glyphforge.datasets import _class_load, _class_prepare
 from glyphforge.datasets._class_args import SUBSETS, class_names
 from glyphforge.datasets._class_declaration import DECLARATIONS, DEFAULT_CONFIG, Config, Declaration, declare
+from glyphforge.datasets._class_files import documented
 from glyphforge.datasets._class_load import ClassFilesDataset, config_option_init
-from glyphforge.datasets._classes import BLANK
+from glyphforge.datasets._classes import BLANK, ClassNames
 from glyphforge.datasets._mnist_files import NATIVE_SHAPE, MNISTFormatError, read_files
 from glyphforge.pipelines.resource import Resource
 
@@ -135,15 +141,193 @@ def dataset_classes(dataset: str) -> list[str]:
 
 preview_examples = _class_load.preview
 
-prepare_mnist, prepare_fashion_mnist, prepare_kmnist = (
-    _class_files.bind(_class_prepare.prepare, name, f"prepare_{DATASETS[name].ident}", __name__) for name in NAMES)
-load_mnist, load_fashion_mnist, load_kmnist = (
-    _class_files.bind(_class_load.load, name, f"load_{DATASETS[name].ident}", __name__) for name in NAMES)
-mnist_classes, fashion_mnist_classes, kmnist_classes = (
-    _class_files.bind(class_names, name, f"{DATASETS[name].ident}_classes", __name__) for name in NAMES)
-mnist_glyph_images, fashion_mnist_glyph_images, kmnist_glyph_images = (
-    _class_files.bind(_class_load.glyph_images, name, f"{DATASETS[name].ident}_glyph_images", __name__)
-    for name in NAMES)
+# -- each dataset's public functions: the machinery called with its declaration --------------------
+@documented(_class_prepare.prepare, "mnist")
+def prepare_mnist(
+    *,
+    shapes: Iterable[tuple[int, int]] = (),
+    archives: Mapping[str, PathLike] | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    mirrors: Mirrors = None,
+    verify: bool | None = None,
+    progress: bool | None = None,
+    offline: bool | None = None,
+) -> list[Entry]:
+    """Fetch, validate and convert MNIST, and make resized variants."""
+    context = DataContext.resolve(context, data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress,
+                                  offline=offline)
+    return _class_prepare.prepare(DECLARATIONS["mnist"], shapes=shapes, archives=archives, context=context)
+
+
+@documented(_class_load.load, "mnist")
+def load_mnist(
+    classes: Iterable[str | int] | str | None = None,
+    *,
+    subset: str = "train",
+    balance: bool = False,
+    include_blank: bool = False,
+    shape: tuple[int, int] | None = None,
+    n_examples: int | None = None,
+    example_range: tuple[float, float] | None = None,
+    seed: int | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    download: bool | None = None,
+    mirrors: Mirrors = None,
+    offline: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray, ClassNames]:
+    """Load MNIST images of some classes, shuffled, reading only those classes' files."""
+    context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+    return _class_load.load(DECLARATIONS["mnist"], classes, subset=subset, balance=balance, include_blank=include_blank,
+                            shape=shape, n_examples=n_examples, example_range=example_range, seed=seed, context=context)
+
+
+@documented(class_names, "mnist")
+def mnist_classes() -> list[str]:
+    """Return the class names of MNIST in label order (no download needed)."""
+    return class_names(DECLARATIONS["mnist"])
+
+
+@documented(_class_load.glyph_images, "mnist")
+def mnist_glyph_images(
+    classes: Iterable[str | int] | str | None = None,
+    *,
+    example_range: tuple[float, float] | None = None,
+    shape: tuple[int, int] | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+) -> tuple[np.ndarray, np.ndarray, ClassNames]:
+    """Return the MNIST glyph images scenes draw, reading the cache only."""
+    context = DataContext.resolve(context, data_dir=data_dir)
+    return _class_load.glyph_images(DECLARATIONS["mnist"], classes, example_range=example_range, shape=shape,
+                                    context=context)
+
+
+@documented(_class_prepare.prepare, "fashion-mnist")
+def prepare_fashion_mnist(
+    *,
+    shapes: Iterable[tuple[int, int]] = (),
+    archives: Mapping[str, PathLike] | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    mirrors: Mirrors = None,
+    verify: bool | None = None,
+    progress: bool | None = None,
+    offline: bool | None = None,
+) -> list[Entry]:
+    """Fetch, validate and convert Fashion-MNIST, and make resized variants."""
+    context = DataContext.resolve(context, data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress,
+                                  offline=offline)
+    return _class_prepare.prepare(DECLARATIONS["fashion-mnist"], shapes=shapes, archives=archives, context=context)
+
+
+@documented(_class_load.load, "fashion-mnist")
+def load_fashion_mnist(
+    classes: Iterable[str | int] | str | None = None,
+    *,
+    subset: str = "train",
+    balance: bool = False,
+    include_blank: bool = False,
+    shape: tuple[int, int] | None = None,
+    n_examples: int | None = None,
+    example_range: tuple[float, float] | None = None,
+    seed: int | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    download: bool | None = None,
+    mirrors: Mirrors = None,
+    offline: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray, ClassNames]:
+    """Load Fashion-MNIST images of some classes, shuffled, reading only those classes' files."""
+    context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+    return _class_load.load(DECLARATIONS["fashion-mnist"], classes, subset=subset, balance=balance,
+                            include_blank=include_blank, shape=shape, n_examples=n_examples,
+                            example_range=example_range, seed=seed, context=context)
+
+
+@documented(class_names, "fashion-mnist")
+def fashion_mnist_classes() -> list[str]:
+    """Return the class names of Fashion-MNIST in label order (no download needed)."""
+    return class_names(DECLARATIONS["fashion-mnist"])
+
+
+@documented(_class_load.glyph_images, "fashion-mnist")
+def fashion_mnist_glyph_images(
+    classes: Iterable[str | int] | str | None = None,
+    *,
+    example_range: tuple[float, float] | None = None,
+    shape: tuple[int, int] | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+) -> tuple[np.ndarray, np.ndarray, ClassNames]:
+    """Return the Fashion-MNIST glyph images scenes draw, reading the cache only."""
+    context = DataContext.resolve(context, data_dir=data_dir)
+    return _class_load.glyph_images(DECLARATIONS["fashion-mnist"], classes, example_range=example_range, shape=shape,
+                                    context=context)
+
+
+@documented(_class_prepare.prepare, "kmnist")
+def prepare_kmnist(
+    *,
+    shapes: Iterable[tuple[int, int]] = (),
+    archives: Mapping[str, PathLike] | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    mirrors: Mirrors = None,
+    verify: bool | None = None,
+    progress: bool | None = None,
+    offline: bool | None = None,
+) -> list[Entry]:
+    """Fetch, validate and convert KMNIST, and make resized variants."""
+    context = DataContext.resolve(context, data_dir=data_dir, mirrors=mirrors, verify=verify, progress=progress,
+                                  offline=offline)
+    return _class_prepare.prepare(DECLARATIONS["kmnist"], shapes=shapes, archives=archives, context=context)
+
+
+@documented(_class_load.load, "kmnist")
+def load_kmnist(
+    classes: Iterable[str | int] | str | None = None,
+    *,
+    subset: str = "train",
+    balance: bool = False,
+    include_blank: bool = False,
+    shape: tuple[int, int] | None = None,
+    n_examples: int | None = None,
+    example_range: tuple[float, float] | None = None,
+    seed: int | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+    download: bool | None = None,
+    mirrors: Mirrors = None,
+    offline: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray, ClassNames]:
+    """Load KMNIST images of some classes, shuffled, reading only those classes' files."""
+    context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+    return _class_load.load(DECLARATIONS["kmnist"], classes, subset=subset, balance=balance,
+                            include_blank=include_blank, shape=shape, n_examples=n_examples,
+                            example_range=example_range, seed=seed, context=context)
+
+
+@documented(class_names, "kmnist")
+def kmnist_classes() -> list[str]:
+    """Return the class names of KMNIST in label order (no download needed)."""
+    return class_names(DECLARATIONS["kmnist"])
+
+
+@documented(_class_load.glyph_images, "kmnist")
+def kmnist_glyph_images(
+    classes: Iterable[str | int] | str | None = None,
+    *,
+    example_range: tuple[float, float] | None = None,
+    shape: tuple[int, int] | None = None,
+    context: DataContext | None = None,
+    data_dir: PathLike | None = None,
+) -> tuple[np.ndarray, np.ndarray, ClassNames]:
+    """Return the KMNIST glyph images scenes draw, reading the cache only."""
+    context = DataContext.resolve(context, data_dir=data_dir)
+    return _class_load.glyph_images(DECLARATIONS["kmnist"], classes, example_range=example_range, shape=shape,
+                                    context=context)
 
 
 class MNISTFamilyDataset(ClassFilesDataset):
@@ -153,7 +337,26 @@ class MNISTFamilyDataset(ClassFilesDataset):
     ``MNIST(subset="train", *, shape=None, transform=None, target_transform=None, context=None, ...)``.
     """
 
-    __init__ = config_option_init(None)  # one config: no config keyword
+    if TYPE_CHECKING:  # what config_option_init makes, for type checkers (tests/test_typing.py checks it)
+        def __init__(
+            self,
+            subset: str = "train",
+            *,
+            shape: tuple[int, int] | None = None,
+            transform: Callable[[np.ndarray], Any] | None = None,
+            target_transform: Callable[[Any], Any] | None = None,
+            context: DataContext | None = None,
+            classes: Iterable[str | int] | str | None = None,
+            balance: bool = False,
+            include_blank: bool = False,
+            example_range: tuple[float, float] | None = None,
+            data_dir: PathLike | None = None,
+            download: bool | None = None,
+            mirrors: Mirrors = None,
+            offline: bool | None = None,
+        ) -> None: ...
+    else:
+        __init__ = config_option_init(None)  # one config: no config keyword
 
 
 class MNIST(MNISTFamilyDataset):

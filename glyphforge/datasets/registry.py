@@ -100,8 +100,8 @@ class DatasetRecord:
 def declared(name: str, summary: str, module: str, dataset_class: str, **more: Any) -> DatasetRecord:
     """Return the record of the per-class dataset ``name`` that ``module`` declares (a `Declaration`).
 
-    Its parts are the public names ``module`` binds for the declaration (``prepare_<name>``,
-    ``load_<name>``, ``<name>_classes``, see `glyphforge.datasets._class_files.bind`) and the
+    Its parts are the public functions ``module`` writes for the declaration (``prepare_<name>``,
+    ``load_<name>``, ``<name>_classes``, see `glyphforge.datasets._class_files.documented`) and the
     map-style class ``dataset_class``, all exported; its upstream files are the declaration's.
     ``more`` are other record fields (``entry_label``). Nothing is imported here.
     """
