@@ -99,7 +99,7 @@ def fashion(tmp_path, monkeypatch):
     monkeypatch.setitem(DECLARATIONS, "fashion-mnist", dataclasses.replace(declaration, configs=configs))
     prepare_fashion_mnist(archives={name: files.path(name) for name in ALL_FILES}, verify=False,
                           data_dir=tmp_path / "data", progress=False)
-    return FashionMNIST("train", data_dir=tmp_path / "data")
+    return FashionMNIST(subset="train", data_dir=tmp_path / "data")
 
 
 def test_a_map_style_class_to_hf_is_every_example_with_its_class_names(fashion):

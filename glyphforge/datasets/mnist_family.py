@@ -150,20 +150,21 @@ class MNISTFamilyDataset(ClassFilesDataset):
     """One dataset of the family as a map-style dataset (see `glyphforge.datasets._class_load.ClassFilesDataset`).
 
     Use a subclass (:class:`MNIST`, :class:`FashionMNIST`, :class:`KMNIST`), which names its dataset:
-    ``MNIST(subset="train", *, shape=None, transform=None, target_transform=None, context=None, ...)``.
+    ``MNIST(root=None, train=None, transform=None, target_transform=None, download=None, *, subset=None,
+    shape=None, context=None, ...)``, torchvision's arguments first.
     """
 
     __init__ = config_option_init(None)  # one config: no config keyword
 
 
 class MNIST(MNISTFamilyDataset):
-    """MNIST's handwritten digits as a map-style dataset, e.g. ``MNIST("train")``."""
+    """MNIST's handwritten digits as a map-style dataset, e.g. ``MNIST("data", train=True)``."""
 
     name = "mnist"
 
 
 class FashionMNIST(MNISTFamilyDataset):
-    """Fashion-MNIST's clothes as a map-style dataset, e.g. ``FashionMNIST("test")``."""
+    """Fashion-MNIST's clothes as a map-style dataset, e.g. ``FashionMNIST(subset="test")``."""
 
     name = "fashion-mnist"
 
