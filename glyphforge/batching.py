@@ -287,8 +287,9 @@ class MapStyleDataset:
     def to_hf(self) -> Any:
         """``images`` and ``labels`` as a Hugging Face ``datasets.Dataset`` in memory (no copy; the ``hf`` extra).
 
-        Columns ``images`` (``Array2D``/``Array3D``...) and ``labels`` (a ``ClassLabel`` named by
-        ``classes`` when the dataset has them), as `glyphforge.hf` converts them; ``transform`` is not applied.
+        Columns ``image`` (``Image()`` for uint8 ``(H, W)`` or ``(H, W, 3)`` images, else ``Array2D``...) and
+        ``label`` (a ``ClassLabel`` named by ``classes`` when the dataset has them), as on the Hub's MNIST and
+        as `glyphforge.hf` converts them; ``transform`` is not applied.
         """
         from glyphforge.hf import dataset, require
 
@@ -302,4 +303,4 @@ class MapStyleDataset:
         for array in arrays.values():
             digest.update(np.ascontiguousarray(array).data)
         digest.update(repr(names).encode())
-        return dataset(arrays, names, f"glyphforge-{digest.hexdigest()}")
+        return dataset(arrays, names, f"glyphforge-{digest.hexdigest()}", "images")

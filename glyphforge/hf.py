@@ -14,14 +14,19 @@ per-example shape            feature
 Strings (numpy ``<U``) are ``Value("string")``, bytes (``S``) ``Value("binary")``. Only integer
 arrays take a names table; ``-1`` (padding) is a valid value of a ``ClassLabel``.
 
-The numbers are never copied: each column's values are the numpy buffer itself, in record
+One rule for the images, in memory (`dataset`) and in Parquet files alike, as on the Hub: the
+dataset's images array, when uint8 ``(H, W)`` or ``(H, W, 3)`` (`image_feature`), is ``Image()``
+whose bytes are a binary PGM or PPM (a short header before the raw pixels; PIL decodes it to the
+same pixels, ``ds.with_format("numpy")`` gives arrays); images of another dtype or shape are
+``Array`` features. (Parquet stores nested lists one value at a time as 32-bit integers, about 20
+times slower to write than the bytes.) And one rule for the names (`column_names`): a
+single-image, single-label dataset (the images and at most one other array, an integer per
+example) has the columns ``image`` and ``label``, as the Hub's MNIST and its siblings; any
+other dataset's columns are its arrays' names.
+
+The other numbers are never copied: each column's values are the numpy buffer itself, in record
 batches of about `CHUNK_BYTES` (the list offsets of ``Array``/``List`` columns are new: one
-buffer per list size, shared by every batch). For files, `image_feature` may instead
-store a uint8 ``(H, W)`` or ``(H, W, 3)`` image array as ``Image()`` whose bytes are a
-binary PGM or PPM (a short header before the raw pixels): Parquet stores nested lists one
-value at a time as 32-bit integers, about 20 times slower to write than the bytes, and
-``Image()`` is what the Hub and ``datasets`` users expect of images in files (PIL decodes it to
-the same pixels; ``ds.with_format("numpy")`` gives arrays).
+buffer per list size, shared by every batch); the images are copied once, into their files.
 
 pyarrow and datasets are imported on first use, never by ``import glyphforge``; without
 them, `MissingExtraError` says what to install.
@@ -37,7 +42,7 @@ import numpy as np
 
 from glyphforge.errors import ArgumentError
 
-__all__ = ["INSTALL", "MissingExtraError", "batches", "dataset", "features", "image_feature", "require"]
+__all__ = ["INSTALL", "MissingExtraError", "batches", "column_names", "dataset", "features", "image_feature", "require"]
 
 INSTALL = 'pip install "glyphforge[hf]"'
 #: About the most bytes of rows one record batch holds: its list offsets serve every batch of as many rows
@@ -64,18 +69,33 @@ def require(what: str) -> tuple[ModuleType, ModuleType]:
             "done") from None
 
 
-def features(layout: Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]], names: Mapping[str, Sequence[str]],
-             given: Mapping[str, Any] | None = None) -> Any:
+Layout = Mapping[str, tuple[np.dtype[Any], tuple[int, ...]]]
+
+
+def column_names(layout: Layout, image: str | None) -> dict[str, str]:
+    """The column of each array of ``layout`` (name: (dtype, per-example shape)) whose images array is ``image``.
+
+    ``image`` and ``label`` for a single-image, single-label dataset (the images and at most one
+    other array, an integer per example), as the Hub's MNIST; else each array's own name.
+    """
+    others = [name for name in layout if name != image]
+    if image in layout and len(others) <= 1 and all(
+            np.issubdtype(layout[name][0], np.integer) and tuple(layout[name][1]) == () for name in others):
+        return {name: "image" if name == image else "label" for name in layout}
+    return {name: name for name in layout}
+
+
+def features(layout: Layout, names: Mapping[str, Sequence[str]], image: str | None = None) -> Any:
     """The ``datasets.Features`` of arrays with ``layout`` (name: (dtype, per-example shape)), in that order.
 
-    ``names``: a names table by array (an integer array's ``ClassLabel`` names); ``given``: features
-    taken as they are (`image_feature`'s), by array.
+    ``names``: a names table by array (an integer array's ``ClassLabel`` names); ``image``: the
+    images array, ``Image()`` where `image_feature` takes it.
     """
     _, hf = require("Converting to Hugging Face datasets")
     chosen = {}
     for name, (dtype, shape) in layout.items():
-        if given is not None and name in given:
-            chosen[name] = given[name]
+        if name == image and image_feature(dtype, shape) is not None:
+            chosen[name] = hf.Image()
             continue
         table = names.get(name)
         if table is not None and np.issubdtype(dtype, np.integer):
@@ -110,13 +130,19 @@ def batches(arrays: Mapping[str, np.ndarray], features: Any) -> Iterator[Any]:
         yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def dataset(arrays: Mapping[str, np.ndarray], names: Mapping[str, Sequence[str]], fingerprint: str) -> Any:
-    """A ``datasets.Dataset`` in memory over ``arrays`` (see the module docstring), ``names`` as in `features`.
+def dataset(arrays: Mapping[str, np.ndarray], names: Mapping[str, Sequence[str]], fingerprint: str,
+            image: str | None = None) -> Any:
+    """A ``datasets.Dataset`` in memory over ``arrays`` whose images are ``image`` (see the module docstring).
 
-    ``fingerprint``: what the dataset is (datasets would otherwise hash every byte, in pickles).
+    ``names`` as in `features`; the columns are named by `column_names`. ``fingerprint``: what the
+    dataset is (datasets would otherwise hash every byte, in pickles).
     """
     pa, hf = require("Converting to Hugging Face datasets")
-    chosen = features({name: (array.dtype, array.shape[1:]) for name, array in arrays.items()}, names)
+    columns = column_names({name: (array.dtype, array.shape[1:]) for name, array in arrays.items()}, image)
+    arrays = {columns[name]: array for name, array in arrays.items()}
+    names = {columns[name]: table for name, table in names.items()}
+    chosen = features({name: (array.dtype, array.shape[1:]) for name, array in arrays.items()}, names,
+                      None if image is None else columns.get(image))
     table = pa.Table.from_batches(list(batches(arrays, chosen)), schema=chosen.arrow_schema)
     return hf.Dataset(hf.table.InMemoryTable(table), info=hf.DatasetInfo(features=chosen), fingerprint=fingerprint)
 

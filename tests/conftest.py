@@ -8,6 +8,7 @@ import pytest
 
 from support.gcs_server import gcs_server_process  # noqa: F401 (fixture: one emulator for the session)
 from support.s3_server import s3_server_process  # noqa: F401 (fixture: one moto server for the session)
+from support.skip_count import pytest_terminal_summary  # noqa: F401 (hook: "torch tests skipped: N" at the end)
 from support.unreachable_stores import unreachable_listings  # noqa: F401 (fixture: clients' retries, in the background)
 
 # Dask's statistical profiler samples the threads of every worker every 10 ms, which no test reads (13 s of a run

@@ -75,7 +75,7 @@ def test_images_as_netpbm_files_decode_to_the_same_pixels():
         images = rng.integers(0, 256, (N, *shape), dtype=np.uint8)
         feature = hf.image_feature(images.dtype, shape)
         assert feature == datasets.Image()
-        features = hf.features({"images": (images.dtype, shape)}, {}, {"images": feature})
+        features = hf.features({"images": (images.dtype, shape)}, {}, "images")
         [batch] = hf.batches({"images": images}, features)
         table = datasets.table.InMemoryTable(pa.Table.from_batches([batch]))
         decoded = datasets.Dataset(table, info=datasets.DatasetInfo(features=features))
@@ -99,20 +99,20 @@ def fashion(tmp_path, monkeypatch):
     monkeypatch.setitem(DECLARATIONS, "fashion-mnist", dataclasses.replace(declaration, configs=configs))
     prepare_fashion_mnist(archives={name: files.path(name) for name in ALL_FILES}, verify=False,
                           data_dir=tmp_path / "data", progress=False)
-    return FashionMNIST("train", data_dir=tmp_path / "data")
+    return FashionMNIST(subset="train", data_dir=tmp_path / "data")
 
 
-def test_a_map_style_class_to_hf_is_every_example_with_its_class_names(fashion):
+def test_a_map_style_class_to_hf_has_the_hubs_columns_and_class_names(fashion):
     converted = fashion.to_hf()
-    assert converted.features["images"] == datasets.Array2D((28, 28), "uint8")
-    assert converted.features["labels"] == datasets.ClassLabel(names=list(fashion.classes))
+    assert converted.features == datasets.Features({  # the Hub's fashion_mnist
+        "image": datasets.Image(), "label": datasets.ClassLabel(names=list(fashion.classes))})
     assert len(converted) == len(fashion) == 600
     for i, row in enumerate(converted):
         image, label = fashion[i]
-        assert np.array_equal(np.asarray(row["images"]), image) and row["labels"] == label, i
-    assert converted.features["labels"].int2str(converted[0]["labels"]) == fashion.classes[fashion[0][1]]
-    images = converted.data.column("images").chunk(0).storage.values.values
-    assert images.buffers()[1].address == np.asarray(fashion.images).ctypes.data  # the pixels are not copied
+        assert np.array_equal(np.asarray(row["image"]), image) and row["label"] == label, i
+    assert converted.features["label"].int2str(converted[0]["label"]) == fashion.classes[fashion[0][1]]
+    labels = converted.data.column("label").chunk(0)
+    assert labels.buffers()[1].address == fashion.labels.ctypes.data  # the labels are not copied
     assert converted._fingerprint == fashion.to_hf()._fingerprint  # the same bytes: the same fingerprint
 
 
@@ -126,7 +126,26 @@ def test_an_image_list_read_lazily_converts_its_images(tmp_path):
         Image.fromarray(image).save(tmp_path / f"{i}.png")
     images = ImageList([tmp_path / f"{i}.png" for i in range(3)], labels=[2, 0, 1])
     converted = images.to_hf()
-    assert converted.features["images"] == datasets.Array2D((6, 5), "uint8")
-    assert converted.features["labels"] == datasets.Value("int64")  # no names table
-    assert [np.array_equal(np.asarray(row["images"]), pixels[i]) and row["labels"] == [2, 0, 1][i]
+    assert converted.features["image"] == datasets.Image()
+    assert converted.features["label"] == datasets.Value("int64")  # no names table
+    assert [np.array_equal(np.asarray(row["image"]), pixels[i]) and row["label"] == [2, 0, 1][i]
             for i, row in enumerate(converted)] == [True] * 3
+
+
+@pytest.mark.parametrize(("layout", "columns"), [
+    ({"images": (np.uint8, (4, 4)), "labels": (np.int64, ())}, ["image", "label"]),
+    ({"labels": (np.int16, ()), "images": (np.float32, (4, 4))}, ["label", "image"]),  # any order, any dtype
+    ({"images": (np.uint8, (4, 4, 3))}, ["image"]),  # unlabelled
+    ({"images": (np.uint8, (4, 4)), "labels": (np.int64, (3,))}, ["images", "labels"]),  # a label per object
+    ({"images": (np.uint8, (4, 4)), "labels": (np.float32, ())}, ["images", "labels"]),  # not a class
+    ({"images": (np.uint8, (4, 4)), "labels": (np.int64, ()), "row": (np.int64, ())}, ["images", "labels", "row"]),
+], ids=["image+label", "float images", "unlabelled", "label per object", "float label", "three arrays"])
+def test_single_image_single_label_columns_are_image_and_label(layout, columns):
+    layout = {name: (np.dtype(dtype), shape) for name, (dtype, shape) in layout.items()}
+    assert list(hf.column_names(layout, "images").values()) == columns
+    arrays = {name: np.zeros((3, *shape), dtype) for name, (dtype, shape) in layout.items()}
+    converted = hf.dataset(arrays, {}, "columns", "images")
+    assert converted.column_names == columns
+    image = converted.features[columns[list(layout).index("images")]]
+    images = layout["images"]
+    assert image == (datasets.Image() if images[0] == np.uint8 else datasets.Array2D(images[1], "float32"))

@@ -1,14 +1,16 @@
 """A built dataset as Parquet files (``ds.export(dir, format="parquet")``) and as a Hugging Face ``datasets.Dataset``.
 
-Both go through `glyphforge.hf` (the ``hf`` extra): one column per array, labels as
-``ClassLabel`` with the names table the build's metadata carries (`names_tables`).
+Both go through `glyphforge.hf` (the ``hf`` extra), with the same features: one column per
+array (``image``/``label`` for a single-image, single-label dataset: `glyphforge.hf.column_names`),
+labels as ``ClassLabel`` with the names table the build's metadata carries (`names_tables`), the
+images as ``Image()`` where they are uint8 ``(H, W)`` or ``(H, W, 3)``.
 
 The files, ``data-00000-of-0000N.parquet``, are written shard after shard: a few decoded
 shards (the one written and `AHEAD` more) and one row group (`ROW_GROUP_BYTES` of decoded
 rows) are in memory at a time, whatever the dataset's size; a file holds `FILE_BYTES` of
 decoded rows at most. Their schema carries the ``datasets`` features, so
-``datasets.load_dataset("parquet", data_files=...)`` gives the same columns (the images as
-``Image()``: see `glyphforge.hf`). The staging, the lock and the publishing are
+``datasets.load_dataset("parquet", data_files=...)`` gives what `to_hf` gives, feature for
+feature. The staging, the lock and the publishing are
 `glyphforge.builds.export`'s.
 """
 from __future__ import annotations
@@ -45,7 +47,8 @@ def names_tables(metadata: Mapping[str, Any], layout: Mapping[str, Any]) -> dict
 
 def to_hf(dataset: ShardReader, arrays: Mapping[str, np.ndarray]) -> Any:
     """``dataset``'s decoded ``arrays`` as a ``datasets.Dataset`` in memory, fingerprinted by the entry's key."""
-    return hf.dataset(arrays, names_tables(dataset.metadata, dataset.layout), f"glyphforge-{dataset.key[:40]}")
+    return hf.dataset(arrays, names_tables(dataset.metadata, dataset.layout), f"glyphforge-{dataset.key[:40]}",
+                      dataset.image_name)
 
 
 def file_names(dataset: ShardReader) -> list[str]:
@@ -66,7 +69,8 @@ def write_parquet_files(dataset: ShardReader, staging: Path) -> list[str]:
     import pyarrow.parquet as pq
 
     reader = dataset.reopened(cache_shards=0)
-    schema_features = _features(reader)
+    columns = _columns(reader)
+    schema_features = _features(reader, columns)
     schema = schema_features.arrow_schema
     names, group, per_file = file_names(reader), _group_rows(reader), _file_rows(reader)
     pending: list[Any] = []
@@ -86,7 +90,7 @@ def write_parquet_files(dataset: ShardReader, staging: Path) -> list[str]:
         written += rows
 
     try:
-        for batch in _record_batches(reader, schema_features):
+        for batch in _record_batches(reader, schema_features, columns):
             pending.append(batch)
             while sum(len(part) for part in pending) >= group:
                 flush(group)
@@ -99,20 +103,33 @@ def write_parquet_files(dataset: ShardReader, staging: Path) -> list[str]:
     return names
 
 
-def _features(reader: ShardReader) -> Any:
-    """The features of the files: the layout's, the images as ``Image()`` where they are PGM / PPM."""
-    layout = {name: (reader.dtype(name), tuple(info["shape"])) for name, info in reader.layout.items()}
-    image = hf.image_feature(*layout[reader.image_name])
-    given = {} if image is None else {reader.image_name: image}
-    return hf.features(layout, names_tables(reader.metadata, reader.layout), given)
+def _layout(reader: ShardReader) -> dict[str, tuple[np.dtype[Any], tuple[int, ...]]]:
+    return {name: (reader.dtype(name), tuple(info["shape"])) for name, info in reader.layout.items()}
 
 
-def _record_batches(reader: ShardReader, features: Any) -> Iterator[Any]:
+def _columns(reader: ShardReader) -> dict[str, str]:
+    """The column of each array (`glyphforge.hf.column_names`)."""
+    return hf.column_names(_layout(reader), reader.image_name)
+
+
+def _features(reader: ShardReader, columns: Mapping[str, str]) -> Any:
+    """The features of the files: `to_hf`'s (see the module docstring)."""
+    layout = {columns[name]: kind for name, kind in _layout(reader).items()}
+    names = {columns[name]: table for name, table in names_tables(reader.metadata, reader.layout).items()}
+    return hf.features(layout, names, columns[reader.image_name])
+
+
+def _record_batches(reader: ShardReader, features: Any, columns: Mapping[str, str]) -> Iterator[Any]:
     """Each shard's rows as record batches, in order: `AHEAD` shards decoded and converted on threads meanwhile."""
+
+    def converted(number: int) -> list[Any]:
+        shard = {columns[name]: array for name, array in reader.shard(number).items()}
+        return list(hf.batches(shard, features))
+
     with ThreadPoolExecutor(AHEAD, thread_name_prefix="glyphforge-parquet") as pool:
         ahead: deque[Future[list[Any]]] = deque()
         for number in range(len(reader.index)):
-            ahead.append(pool.submit(lambda n: list(hf.batches(reader.shard(n), features)), number))
+            ahead.append(pool.submit(converted, number))
             if len(ahead) > AHEAD:
                 yield from ahead.popleft().result()
         while ahead:

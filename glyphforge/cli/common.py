@@ -3,20 +3,25 @@
 Errors are reported as one paragraph (what failed, why, what to do) with exit status 1
 (2 for bad arguments, before any work); ``-v`` adds the Python traceback. What a command
 prints of a failure, and every log line, goes through `glyphforge.urls.redacted`: a URL's
-password or token is never shown.
+password or token is never shown. Output into a pipe whose reader has gone
+(``glyphforge cache ls | head -1``) ends the command quietly with status :data:`CLOSED_PIPE`
+(`quiet_on_a_closed_pipe`).
 """
 from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec
 
 from glyphforge._files import storage_error
+from glyphforge._version import __version__
 from glyphforge.builds.export import ExportTargetError
 from glyphforge.builds.spec import SpecError
 from glyphforge.cache.lookup import AmbiguousKindError
@@ -43,11 +48,38 @@ class RedactingFormatter(logging.Formatter):
         return redacted(super().format(record))
 
 
+Arguments = ParamSpec("Arguments")
+
+#: The exit status of a command whose output went into a closed pipe: 128 + SIGPIPE, what a shell reports for a
+#: Unix tool that a closed pipe ended (``yes | head -1``; seen under ``set -o pipefail``).
+CLOSED_PIPE = 141
+
+
 def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentParser:
-    """A command's parser, its ``example`` shown at the end of ``--help``."""
-    return argparse.ArgumentParser(
+    """A command's parser, its ``example`` shown at the end of ``--help``; ``--version`` prints the version."""
+    parser = argparse.ArgumentParser(
         prog=prog, description=description, epilog=f"example:\n  {example}", formatter_class=Formatter
     )
+    parser.add_argument("--version", action="version", version=f"glyphforge {__version__}")
+    return parser
+
+
+def quiet_on_a_closed_pipe(entry: Callable[Arguments, int]) -> Callable[Arguments, int]:
+    """Return the entry point ``entry`` ending quietly with :data:`CLOSED_PIPE` when its output's reader has gone.
+
+    Python's advice (the ``signal`` module's "Note on SIGPIPE"): the rest of the output goes
+    to the null device, so that the interpreter's last flush at exit does not fail again.
+    """
+
+    @functools.wraps(entry)
+    def entry_point(*args: Arguments.args, **kwargs: Arguments.kwargs) -> int:
+        try:
+            return entry(*args, **kwargs)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return CLOSED_PIPE
+
+    return entry_point
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -127,6 +159,8 @@ def run(action: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of the output has gone: not an error (quiet_on_a_closed_pipe)
+        raise
     except Exception as error:  # every failure ends as one readable paragraph
         if args.verbose:
             print(redacted(traceback.format_exc()), end="", file=sys.stderr)

@@ -16,7 +16,7 @@ from typing import Any
 from glyphforge.cache import Entry
 from glyphforge.cli import prepare_files
 from glyphforge.cli.args import UsageError, add_option, parse_shape
-from glyphforge.cli.common import add_common, add_fetch_arguments, data_context, name_width, new_parser
+from glyphforge.cli.common import Formatter, add_common, add_fetch_arguments, data_context, name_width, new_parser
 from glyphforge.cli.dataset_options import Option, prepare_options
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
@@ -29,18 +29,37 @@ from glyphforge.textfmt import count, human_size, table
 from glyphforge.urls import redacted
 
 
+def _description() -> str:
+    return ("Download, verify and convert datasets into the cache, and make resized variants. "
+            "Running it again does nothing (cache hit).\n\ndatasets:\n"
+            + "\n".join(f"  {name:{name_width()}s} {registry.get(name).summary}" for name in registry.registered()))
+
+
+def _example(command: str) -> str:
+    return (f"{command} emnist omniglot --shape 14x14 --mirror file:///shared/mirror\n"
+            f"  {command} all --download-only --to ./mirror     # with network; then, without:\n"
+            f"  {command} all --mirror ./mirror --offline")
+
+
 def prepare_parser() -> argparse.ArgumentParser:
-    """The parser of ``prepare-data``: every registered dataset, with its options."""
+    """The parser of ``prepare-data`` (the alias of ``glyphforge prepare``): every registered dataset, its options."""
+    parser = new_parser("prepare-data", _description(), _example("prepare-data"))
+    add_prepare_arguments(parser)
+    return parser
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Add ``prepare`` (``prepare-data``'s arguments and action) to ``glyphforge``'s sub-commands ``commands``."""
+    parser = commands.add_parser("prepare", help="download, verify and convert datasets into the cache (also the "
+                                 "command prepare-data)", description=_description(),
+                                 epilog=f"example:\n  {_example('glyphforge prepare')}", formatter_class=Formatter)
+    add_prepare_arguments(parser)
+    parser.set_defaults(action=prepare_data)
+
+
+def add_prepare_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``prepare-data`` and ``glyphforge prepare`` to ``parser``."""
     names = registry.registered()
-    parser = new_parser(
-        "prepare-data",
-        "Download, verify and convert datasets into the cache, and make resized variants. "
-        "Running it again does nothing (cache hit).\n\ndatasets:\n"
-        + "\n".join(f"  {name:{name_width()}s} {registry.get(name).summary}" for name in names),
-        "prepare-data emnist omniglot --shape 14x14 --mirror file:///shared/mirror\n"
-        "  prepare-data all --download-only --to ./mirror     # with network; then, without:\n"
-        "  prepare-data all --mirror ./mirror --offline",
-    )
     # default "all", a string: argparse (3.11) checks a list default against the choices as one value, and fails
     parser.add_argument("datasets", nargs="*", choices=[*names, "all"], default="all", metavar="DATASET",
                         help=f"what to prepare: {', '.join(names)} or all (default all)")
@@ -58,7 +77,6 @@ def prepare_parser() -> argparse.ArgumentParser:
             for option in options:
                 add_option(group, option, _option_dest(name, option))
     add_common(parser)
-    return parser
 
 
 def _option_dest(dataset: str, option: Option) -> str:

@@ -29,6 +29,7 @@ from glyphforge.datasets._class_declaration import DECLARATIONS, Declaration
 from glyphforge.datasets._class_prepare import params, prepare_entries
 from glyphforge.datasets._class_selection import Selection, class_records, select
 from glyphforge.datasets._classes import ClassNames
+from glyphforge.datasets._torchvision_args import data_dir_of, subset_of
 
 
 def entry_for(dataset: Declaration, config: str, shape: tuple[int, int], context: DataContext) -> Entry:
@@ -162,23 +163,34 @@ class ClassFilesDataset(MapStyleDataset):
     """A per-class dataset as a map-style dataset: ``len(ds)``, ``ds[i] -> (image, label)``.
 
     Subclasses name their declaration (``name``) and take its ``config`` keyword under the
-    declaration's name for it (:func:`config_option_init`): ``EMNIST(subset="train", *,
-    split=None, shape=None, transform=None, target_transform=None, context=None, ...)``,
-    ``MNIST(subset="train", *, shape=None, ...)``. Index ``i``
-    is upstream's example ``i`` of the subset (``"all"``: the train examples, then the test
-    examples), as torchvision numbers them; a selection (``classes``, ``example_range``,
+    declaration's name for it, second after ``root`` (:func:`config_option_init`):
+    ``EMNIST(root=None, split=None, train=None, ...)``, ``MNIST(root=None, train=None,
+    transform=None, target_transform=None, download=None, *, subset=None, ...)``: torchvision's
+    arguments in torchvision's order, so ``MNIST("../data", train=True, download=True,
+    transform=...)`` is torchvision's ``MNIST`` (see :mod:`glyphforge.datasets._torchvision_args`).
+    Index ``i`` is upstream's example ``i`` of the subset (``"all"``: the train examples, then
+    the test examples), as torchvision numbers them; a selection (``classes``, ``example_range``,
     ``balance``) keeps that order, blank images last. ``images`` is uint8 ``(n, H, W)``;
     ``labels`` int64 indices into ``classes`` (a :class:`ClassNames` in label order, so with
     every class a label is upstream's).
 
     Parameters
     ----------
-    subset, config, shape, context, classes, balance, include_blank, example_range, data_dir, download, mirrors, offline
-        As in :func:`load` (``subset`` defaults to ``"train"`` there too).
+    root
+        The data dir (torchvision's name for ``data_dir``; give one of the two).
+    train
+        True: the train subset, False: the test subset (torchvision's; give it or ``subset``).
     transform
         Applied to each image by ``ds[i]`` (e.g. a torchvision transform).
     target_transform
         Applied to each label by ``ds[i]``.
+    download
+        False: never download (a missing dataset is a FileNotFoundError naming the command that
+        prepares it); None: the context's (by default True).
+    subset
+        ``"train"``, ``"test"`` or ``"all"``; None: ``"train"`` (or ``train``'s).
+    config, shape, context, classes, balance, include_blank, example_range, data_dir, mirrors, offline
+        As in :func:`load`.
     """
 
     #: The declaration's name (a key of :data:`DECLARATIONS`), set by each subclass.
@@ -193,19 +205,21 @@ class ClassFilesDataset(MapStyleDataset):
 
     def __init__(
         self,
-        subset: str = "train",
-        *,
-        config: str | None = None,
-        shape: tuple[int, int] | None = None,
+        root: PathLike | None = None,
+        train: bool | None = None,
         transform: Callable[[np.ndarray], Any] | None = None,
         target_transform: Callable[[Any], Any] | None = None,
+        download: bool | None = None,
+        *,
+        subset: str | None = None,
+        config: str | None = None,
+        shape: tuple[int, int] | None = None,
         context: DataContext | None = None,
         classes: Iterable[str | int] | str | None = None,
         balance: bool = False,
         include_blank: bool = False,
         example_range: tuple[float, float] | None = None,
         data_dir: PathLike | None = None,
-        download: bool | None = None,
         mirrors: Mirrors = None,
         offline: bool | None = None,
     ) -> None:
@@ -213,8 +227,10 @@ class ClassFilesDataset(MapStyleDataset):
             kinds = [kind.__name__ for kind in type(self).__subclasses__()]
             listed = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
             raise TypeError(f"{type(self).__name__} is the base of {listed}: use one of those")
+        subset = subset_of("train", train, subset, "train", {True: "train", False: "test"})
         request = Request.check(DECLARATIONS[self.name], config, classes, subset, shape, example_range)
-        ctx = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+        ctx = DataContext.resolve(context, data_dir=data_dir_of(root, data_dir), download=download, mirrors=mirrors,
+                                  offline=offline)
         selection = request.select(entry_for(request.dataset, request.config, request.shape, ctx), balance,
                                    include_blank)
         self.config, self.subset, self.shape = request.config, subset, request.shape
@@ -231,13 +247,21 @@ class ClassFilesDataset(MapStyleDataset):
 
 def config_option_init(option: str | None) -> Callable[..., None]:
     """Return a subclass's ``__init__``: :class:`ClassFilesDataset`'s with its ``config`` keyword called ``option``
-    (EMNIST: ``"split"``), or without it (None: a dataset of one config); ``help()`` shows that signature."""
+    (EMNIST: ``"split"``) and second after ``root`` (torchvision's ``EMNIST(root, split)``), or without it (None: a
+    dataset of one config); ``help()`` and ``inspect`` show that signature, and calls are bound to it."""
+    signature = config_signature(inspect.signature(ClassFilesDataset.__init__), option)
+    if option is not None:
+        parameters = list(signature.parameters.values())
+        moved = next(parameter for parameter in parameters if parameter.name == option)
+        parameters.remove(moved)
+        parameters.insert(2, moved.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD))  # after self, root
+        signature = signature.replace(parameters=parameters)
 
-    def __init__(self: ClassFilesDataset, subset: str = "train", **options: Any) -> None:
-        ClassFilesDataset.__init__(self, subset, **config_keyword(options, option))
+    def __init__(self: ClassFilesDataset, *args: Any, **options: Any) -> None:
+        arguments = signature.bind(self, *args, **options).arguments
+        ClassFilesDataset.__init__(**config_keyword(arguments, option))
 
-    __init__.__signature__ = config_signature(  # type: ignore[attr-defined]  # read by help() and inspect
-        inspect.signature(ClassFilesDataset.__init__), option)
+    __init__.__signature__ = signature  # type: ignore[attr-defined]  # read by help() and inspect
     return __init__
 
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -10,6 +11,9 @@ from glyphforge._checks import PathLike, check_int
 from glyphforge.context import DataContext
 from glyphforge.datasets._omniglot_catalog import select_drawers
 from glyphforge.datasets._omniglot_prepare import DEFAULT_METHOD, DEFAULT_SETS, open_catalog
+
+#: The default image shape of episodes and task batches (`OmniglotTasks`): the few-shot benchmarks' 28x28.
+FEW_SHOT_SHAPE = (28, 28)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,7 +23,8 @@ class Episode:
     Attributes
     ----------
     support_x, query_x
-        uint8 ``(n_way * k_shot, H, W)`` and ``(n_way * n_query, H, W)``, class by class.
+        uint8 ``(n_way * k_shot, H, W)`` and ``(n_way * n_query, H, W)``, class by class (or what
+        ``transform`` made of them).
     support_y, query_y
         int64 labels of those images (``classes[label]`` names the class).
     classes
@@ -27,9 +32,9 @@ class Episode:
         third value of :func:`~glyphforge.datasets.omniglot.load_omniglot`).
     """
 
-    support_x: np.ndarray
+    support_x: Any
     support_y: np.ndarray
-    query_x: np.ndarray
+    query_x: Any
     query_y: np.ndarray
     classes: list[str]
 
@@ -42,10 +47,11 @@ def omniglot_episodes(
     n_episodes: int | None = None,
     classes: str | Iterable[str] | None = None,
     sets: str | Iterable[str] = DEFAULT_SETS,
-    shape: tuple[int, int] | None = None,
+    shape: tuple[int, int] | None = FEW_SHOT_SHAPE,
     indices: Iterable[int] | None = None,
     example_range: tuple[float, float] | None = None,
     seed: int | None = None,
+    transform: Callable[[np.ndarray], Any] | None = None,
     method: str = DEFAULT_METHOD,
     data_dir: PathLike | None = None,
     download: bool | None = None,
@@ -67,9 +73,14 @@ def omniglot_episodes(
     n_episodes
         How many episodes to yield; None for an endless stream.
     classes, sets, shape, indices, example_range, method, data_dir, download, mirrors, offline, context
-        Which images to draw from, as in :func:`~glyphforge.datasets.omniglot.load_omniglot`.
+        Which images to draw from, as in :func:`~glyphforge.datasets.omniglot.load_omniglot`; the
+        default shape is the benchmarks' 28x28 (:data:`FEW_SHOT_SHAPE`, :class:`OmniglotTasks`'
+        too; None for 105x105).
     seed
         Seeds the ``numpy.random.default_rng`` that draws the episodes.
+    transform
+        Applied to ``support_x`` and to ``query_x`` of each episode, each a whole uint8 array
+        (e.g. ``lambda x: torch.from_numpy(x).float() / 255``); None keeps the arrays.
     """
     for name, value, least in (("n_way", n_way, 1), ("k_shot", k_shot, 1), ("n_query", n_query, 0)):
         check_int(name, value, least)
@@ -87,11 +98,17 @@ def omniglot_episodes(
     if n_way > len(chosen):
         raise ValueError(f"n_way={n_way} is more than the {len(chosen)} classes selected; use at most {len(chosen)}")
     stack = catalog.stack(chosen, drawers)
-    return _episodes(stack, [item.name for item in chosen], n_way, k_shot, n_query, n_episodes, seed)
+    return _episodes(stack, [item.name for item in chosen], n_way, k_shot, n_query, n_episodes, seed,
+                     transform or _unchanged)
+
+
+def _unchanged(images: np.ndarray) -> np.ndarray:
+    return images
 
 
 def _episodes(
-    stack: np.ndarray, names: list[str], n_way: int, k_shot: int, n_query: int, n_episodes: int | None, seed: int | None
+    stack: np.ndarray, names: list[str], n_way: int, k_shot: int, n_query: int, n_episodes: int | None,
+    seed: int | None, transform: Callable[[np.ndarray], Any],
 ) -> Iterator[Episode]:
     rng = np.random.default_rng(seed)
     labels = np.arange(n_way, dtype=np.int64)
@@ -101,9 +118,9 @@ def _episodes(
         drawn = rng.permuted(np.tile(np.arange(stack.shape[1]), (n_way, 1)), axis=1)[:, :k_shot + n_query]
         images = stack[picked[:, None], drawn]
         yield Episode(
-            support_x=images[:, :k_shot].reshape(-1, *stack.shape[2:]),
+            support_x=transform(images[:, :k_shot].reshape(-1, *stack.shape[2:])),
             support_y=np.repeat(labels, k_shot),
-            query_x=images[:, k_shot:].reshape(-1, *stack.shape[2:]),
+            query_x=transform(images[:, k_shot:].reshape(-1, *stack.shape[2:])),
             query_y=np.repeat(labels, n_query),
             classes=[names[index] for index in picked],
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from glyphforge.context import DataContext
 from glyphforge.datasets._classes import ClassNames
 from glyphforge.datasets._omniglot_archive import N_DRAWERS
 from glyphforge.datasets._omniglot_catalog import OmniglotClass
+from glyphforge.datasets._omniglot_episodes import FEW_SHOT_SHAPE, _unchanged
 from glyphforge.datasets._omniglot_prepare import DEFAULT_METHOD, DEFAULT_SETS, open_catalog
 from glyphforge.datasets._omniglot_splits import omniglot_split
 
@@ -31,25 +32,30 @@ ROTATIONS = (0, 90, 180, 270)
 
 @dataclasses.dataclass(frozen=True)
 class TaskBatch:
-    """A batch of few-shot tasks; in each, labels 0 to ``n_way - 1`` name its classes.
+    """A batch of few-shot tasks; in each, labels 0 to ``n_way - 1`` stand for its classes.
 
     Attributes
     ----------
     support_x, query_x
         uint8 ``(tasks, n_way * k_shot, H, W)`` and ``(tasks, n_way * n_query, H, W)``, class by
-        class within a task, white strokes on black.
+        class within a task, white strokes on black (or what ``transform`` made of them).
     support_y, query_y
         int64 ``(tasks, n_way * k_shot)`` and ``(tasks, n_way * n_query)``: the labels.
     classes
         int64 ``(tasks, n_way)``: label ``j`` of task ``t`` is class ``classes[t, j]`` of
-        :attr:`OmniglotTasks.classes`.
+        :attr:`OmniglotTasks.classes` (indices, for arrays indexed by class).
+    class_names
+        The names of those classes: label ``j`` of task ``t`` is the class ``class_names[t][j]``
+        (``"Latin,3@90"``), as an :class:`~glyphforge.datasets._omniglot_episodes.Episode`'s
+        ``classes`` names its own.
     """
 
-    support_x: np.ndarray
+    support_x: Any
     support_y: np.ndarray
-    query_x: np.ndarray
+    query_x: Any
     query_y: np.ndarray
     classes: np.ndarray
+    class_names: list[list[str]]
 
 
 def _split_classes(
@@ -117,9 +123,13 @@ class OmniglotTasks(Iterator[TaskBatch]):
         The angles each character is taken at, each a class of its own; ``(0,)`` for none.
     sets, shape, method, data_dir, download, mirrors, offline, context
         The images, as in :func:`~glyphforge.datasets.omniglot.load_omniglot`; the default
-        shape is the benchmarks' 28x28.
+        shape is the benchmarks' 28x28 (``FEW_SHOT_SHAPE``, :func:`~glyphforge.omniglot_episodes`'
+        too; None for 105x105).
     seed
         Seeds the batches (None: a fresh seed, kept in :meth:`state_dict`).
+    transform
+        Applied to ``support_x`` and to ``query_x`` of each batch, each a whole uint8 array
+        (e.g. ``lambda x: torch.from_numpy(x).float() / 255``); None keeps the arrays.
 
     Attributes
     ----------
@@ -142,8 +152,9 @@ class OmniglotTasks(Iterator[TaskBatch]):
         split_seed: int | None = None,
         rotations: Iterable[int] = ROTATIONS,
         sets: str | Iterable[str] = DEFAULT_SETS,
-        shape: tuple[int, int] | None = (28, 28),
+        shape: tuple[int, int] | None = FEW_SHOT_SHAPE,
         seed: int | None = None,
+        transform: Callable[[np.ndarray], Any] | None = None,
         method: str = DEFAULT_METHOD,
         data_dir: PathLike | None = None,
         download: bool | None = None,
@@ -171,6 +182,7 @@ class OmniglotTasks(Iterator[TaskBatch]):
             item.name if angle == 0 else f"{item.name}@{angle}" for angle in self.rotations for item in chosen
         )
         self.n_way, self.k_shot, self.n_query, self.tasks, self.n_batches = n_way, k_shot, n_query, tasks, n_batches
+        self.transform = transform or _unchanged
         self.seed = int(np.random.default_rng().integers(2**63)) if seed is None else check_int("seed", seed, 0)
         self.index = 0  # the next batch
 
@@ -194,11 +206,12 @@ class OmniglotTasks(Iterator[TaskBatch]):
                 images[turns == turn] = np.rot90(images[turns == turn], angle // 90, axes=(-2, -1))
         labels = np.arange(self.n_way, dtype=np.int64)
         return TaskBatch(
-            support_x=images[:, :, :self.k_shot].reshape(self.tasks, -1, *images.shape[-2:]),
+            support_x=self.transform(images[:, :, :self.k_shot].reshape(self.tasks, -1, *images.shape[-2:])),
             support_y=np.tile(np.repeat(labels, self.k_shot), (self.tasks, 1)),
-            query_x=images[:, :, self.k_shot:].reshape(self.tasks, -1, *images.shape[-2:]),
+            query_x=self.transform(images[:, :, self.k_shot:].reshape(self.tasks, -1, *images.shape[-2:])),
             query_y=np.tile(np.repeat(labels, self.n_query), (self.tasks, 1)),
             classes=picked.astype(np.int64),
+            class_names=[[self.classes[index] for index in task] for task in picked.tolist()],
         )
 
     def _identity(self) -> dict[str, Any]:

@@ -159,10 +159,11 @@ preview_examples = _class_load.preview
 
 
 class EMNIST(ClassFilesDataset):
-    """One EMNIST split as a map-style dataset, e.g. ``EMNIST("test", split="digits")``.
+    """One EMNIST split as a map-style dataset, e.g. ``EMNIST(split="digits", subset="test")``.
 
-    ``EMNIST(subset="train", *, split=None, shape=None, transform=None, target_transform=None,
-    context=None, ...)`` (``split`` None: ``byclass``): the other keywords are
+    ``EMNIST(root=None, split=None, train=None, transform=None, target_transform=None, download=None, *,
+    subset=None, shape=None, context=None, ...)`` (``split`` None: ``byclass``), so torchvision's
+    ``EMNIST("data", "digits", train=False)`` means the same: the other keywords are
     :class:`~glyphforge.datasets._class_load.ClassFilesDataset`'s.
     """
 

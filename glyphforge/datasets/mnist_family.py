@@ -334,7 +334,8 @@ class MNISTFamilyDataset(ClassFilesDataset):
     """One dataset of the family as a map-style dataset (see `glyphforge.datasets._class_load.ClassFilesDataset`).
 
     Use a subclass (:class:`MNIST`, :class:`FashionMNIST`, :class:`KMNIST`), which names its dataset:
-    ``MNIST(subset="train", *, shape=None, transform=None, target_transform=None, context=None, ...)``.
+    ``MNIST(root=None, train=None, transform=None, target_transform=None, download=None, *, subset=None,
+    shape=None, context=None, ...)``, torchvision's arguments first.
     """
 
     if TYPE_CHECKING:  # what config_option_init makes, for type checkers (tests/test_typing.py checks it)
@@ -360,13 +361,13 @@ class MNISTFamilyDataset(ClassFilesDataset):
 
 
 class MNIST(MNISTFamilyDataset):
-    """MNIST's handwritten digits as a map-style dataset, e.g. ``MNIST("train")``."""
+    """MNIST's handwritten digits as a map-style dataset, e.g. ``MNIST("data", train=True)``."""
 
     name = "mnist"
 
 
 class FashionMNIST(MNISTFamilyDataset):
-    """Fashion-MNIST's clothes as a map-style dataset, e.g. ``FashionMNIST("test")``."""
+    """Fashion-MNIST's clothes as a map-style dataset, e.g. ``FashionMNIST(subset="test")``."""
 
     name = "fashion-mnist"
 

@@ -79,6 +79,7 @@ from glyphforge.datasets._omniglot_prepare import (
 from glyphforge.datasets._omniglot_splits import omniglot_split
 from glyphforge.datasets._omniglot_tasks import OmniglotTasks, TaskBatch
 from glyphforge.datasets._prepare import resized
+from glyphforge.datasets._torchvision_args import data_dir_of, subset_of
 
 __all__ = [
     "BLANK", "DEFAULT_METHOD", "DEFAULT_SETS", "GLYPH_METHOD", "KIND", "N_DRAWERS", "NATIVE_SHAPE",
@@ -226,8 +227,10 @@ SUBSET_SETS: dict[str, tuple[str, ...]] = {"all": DEFAULT_SETS, "train": ("backg
 class Omniglot(MapStyleDataset):
     """Omniglot classes as a map-style dataset: ``len(ds)``, ``ds[i] -> (image, label)``, ``ds.batches(...)``.
 
-    ``Omniglot(subset="all", *, sets=None, shape=None, transform=None, target_transform=None,
-    context=None, ...)``, the signature of the other map-style datasets (``MNIST``). Images
+    ``Omniglot(root=None, background=None, transform=None, target_transform=None, download=None, *,
+    subset=None, sets=None, shape=None, context=None, ...)``: torchvision's arguments first, so
+    ``Omniglot("data", background=True)`` is torchvision's (see
+    :mod:`glyphforge.datasets._torchvision_args`). Images
     are in a fixed order (classes sorted naturally, each class's drawers in the order
     selected), so a PyTorch ``DataLoader`` (which shuffles) or :meth:`batches` takes it as
     is. ``images`` is uint8 ``(n, H, W)``, ``labels`` int64 indices into ``classes`` (a
@@ -235,29 +238,39 @@ class Omniglot(MapStyleDataset):
 
     Parameters
     ----------
-    subset
-        ``"train"``: the ``background`` set (30 alphabets), ``"test"``: the ``evaluation``
-        set (20 alphabets), ``"all"`` (the default): both, as torchvision's ``background``
-        flag chooses them. Other sets: ``sets``.
-    sets
-        The sets to draw from (e.g. ``("small1",)``), instead of ``subset``'s; with
-        ``subset="all"`` only. None: ``subset``'s.
-    classes, shape, indices, example_range, include_blank, method, data_dir, download, mirrors, offline, context
-        As in :func:`load_omniglot`.
+    root
+        The data dir (torchvision's name for ``data_dir``; give one of the two).
+    background
+        True: the ``background`` set, False: the ``evaluation`` set (torchvision's; give it,
+        ``subset`` or ``sets``).
     transform
         Applied to each image by ``ds[i]`` (e.g. a torchvision transform).
     target_transform
         Applied to each label by ``ds[i]``.
+    download
+        False: never download (a set not prepared is a FileNotFoundError naming the command);
+        None: the context's (by default True).
+    subset
+        ``"train"``: the ``background`` set (30 alphabets), ``"test"``: the ``evaluation``
+        set (20 alphabets), ``"all"``: both. None: ``"all"`` (or ``background``'s).
+    sets
+        The sets to draw from (e.g. ``("small1",)``), instead of ``subset``'s or ``background``'s.
+        None: ``subset``'s.
+    classes, shape, indices, example_range, include_blank, method, data_dir, mirrors, offline, context
+        As in :func:`load_omniglot`.
     """
 
     def __init__(
         self,
-        subset: str = "all",
-        *,
-        sets: str | Iterable[str] | None = None,
-        shape: tuple[int, int] | None = None,
+        root: PathLike | None = None,
+        background: bool | None = None,
         transform: Callable[[np.ndarray], Any] | None = None,
         target_transform: Callable[[Any], Any] | None = None,
+        download: bool | None = None,
+        *,
+        subset: str | None = None,
+        sets: str | Iterable[str] | None = None,
+        shape: tuple[int, int] | None = None,
         context: DataContext | None = None,
         classes: str | Iterable[str] | None = None,
         indices: Iterable[int] | None = None,
@@ -265,19 +278,20 @@ class Omniglot(MapStyleDataset):
         include_blank: bool = False,
         method: str = DEFAULT_METHOD,
         data_dir: PathLike | None = None,
-        download: bool | None = None,
         mirrors: Sequence[str] | str | None = None,
         offline: bool | None = None,
     ) -> None:
+        subset = subset_of("background", background, subset, "all", {True: "train", False: "test"})
         if not isinstance(subset, str) or subset not in SUBSET_SETS:
             raise ValueError(f"subset {subset!r} is invalid: use one of {', '.join(SUBSET_SETS)}, or sets=... for "
                              "other sets (classes are given as classes=...)")
         if sets is not None and subset != "all":
-            raise ValueError(f"give subset={subset!r} (the sets {', '.join(SUBSET_SETS[subset])}) or sets={sets!r}, "
-                             "not both")
+            given = f"subset={subset!r}" if background is None else f"background={background!r}"
+            raise ValueError(f"give {given} (the sets {', '.join(SUBSET_SETS[subset])}) or sets={sets!r}, not both")
         sets = SUBSET_SETS[subset] if sets is None else sets
         drawers = select_drawers(indices, example_range)
-        context = DataContext.resolve(context, data_dir=data_dir, download=download, mirrors=mirrors, offline=offline)
+        context = DataContext.resolve(context, data_dir=data_dir_of(root, data_dir), download=download,
+                                      mirrors=mirrors, offline=offline)
         catalog = open_catalog(sets, shape, method, context)
         chosen = catalog.select(classes)
         images = catalog.stack(chosen, drawers).reshape(-1, *catalog.shape)

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import glyphforge as gf
+from glyphforge import hf
 from glyphforge.builds import BuiltDataset, build, parquet
 from glyphforge.hf import MissingExtraError
 from glyphforge.scenes.spec import ScatteredGlyphs
@@ -22,7 +23,7 @@ from support.cli import run_here
 from support.copy_backends import built_rows, fresh_build, opener, source  # noqa: F401 (fixtures)
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.s3_server import s3_server  # noqa: F401 (fixture)
-from support.specs import RowSpec
+from support.specs import DigitSpec, RowSpec
 
 
 @pytest.fixture(scope="module")
@@ -46,16 +47,19 @@ def load_export(directory, cache) -> datasets.Dataset:
 
 
 def assert_every_row(hf_dataset: datasets.Dataset, dataset: BuiltDataset) -> None:
-    """Every row and column of ``hf_dataset`` (as Python rows, and as numpy columns) is ``dataset``'s."""
+    """Every row and column of ``hf_dataset`` (as Python rows, and as numpy columns) is ``dataset``'s: each array
+    under its own name, or ``image``/``label`` for a single-image, single-label dataset."""
     arrays = dataset.reopened().arrays
-    assert hf_dataset.column_names == list(arrays) and len(hf_dataset) == len(dataset)
+    columns = hf.column_names({name: (array.dtype, array.shape[1:]) for name, array in arrays.items()},
+                              dataset.image_name)
+    assert hf_dataset.column_names == list(columns.values()) and len(hf_dataset) == len(dataset)
     for i, row in enumerate(hf_dataset):
         for name, array in arrays.items():
-            got = np.asarray(row[name])
+            got = np.asarray(row[columns[name]])
             assert got.shape == array[i].shape and np.array_equal(got, array[i]), (name, i)
-    columns = hf_dataset.with_format("numpy")[:]
+    numpy = hf_dataset.with_format("numpy")[:]
     for name, array in arrays.items():
-        assert np.array_equal(np.asarray(columns[name]).astype(array.dtype), array), name
+        assert np.array_equal(np.asarray(numpy[columns[name]]).astype(array.dtype), array), name
 
 
 def test_scenes_exported_as_parquet_load_back_row_for_row(scenes, tmp_path):
@@ -77,11 +81,11 @@ def test_scenes_to_hf_is_every_row_with_class_names_over_the_same_memory(scenes)
     ds = scenes.reopened()
     converted = ds.to_hf()
     assert isinstance(converted, datasets.Dataset)
-    assert converted.features["images"] == datasets.Array3D((24, 24, 3), "uint8")
+    assert converted.features["images"] == datasets.Image()  # as in the Parquet files
     assert converted.features["labels"].feature.names == scenes.metadata["class_names"]
     assert_every_row(converted, scenes)
-    images = converted.data.column("images").chunk(0).storage.values.values.values
-    assert images.buffers()[1].address == ds.arrays["images"].ctypes.data  # the pixels are not copied
+    boxes = converted.data.column("boxes").chunk(0).storage.values.values
+    assert boxes.buffers()[1].address == ds.arrays["boxes"].ctypes.data  # the numbers are not copied
     assert converted._fingerprint == ds.reopened().to_hf()._fingerprint  # the entry's, not a hash of the bytes
 
 
@@ -98,6 +102,24 @@ def test_videos_to_hf_and_as_parquet_are_every_row_with_their_frames(scene_datas
     loaded = load_export(videos.export(tmp_path / "out", format="parquet"), tmp_path / "hf-cache")
     assert loaded.features == features  # the frames stay arrays (an image feature is one picture)
     assert_every_row(loaded, videos)
+
+
+@pytest.mark.parametrize("spec", [
+    DigitSpec(),
+    RowSpec(n_examples=57, shard_size=20),
+    ScatteredGlyphs(30, image_shape=(16, 16), glyphs="font", characters="AB", shard_size=20, seed=1, max_glyphs=2,
+                    glyph_shape=(8, 8)),
+], ids=["image+label", "rows", "scenes"])
+def test_load_dataset_of_an_export_is_to_hf_feature_for_feature(spec, tmp_path):
+    ds = build(spec, data_dir=tmp_path / "data", progress=False)
+    converted = ds.to_hf()
+    loaded = load_export(ds.export(tmp_path / "out", format="parquet"), tmp_path / "hf-cache")
+    assert loaded.features == converted.features
+    assert_every_row(loaded, ds)
+    assert_every_row(converted, ds)
+    if isinstance(spec, DigitSpec):  # the Hub's MNIST: image, label
+        assert converted.features == datasets.Features({"image": datasets.Image(),
+                                                        "label": datasets.ClassLabel(names=["zero", "one", "two"])})
 
 
 def test_parquet_export_and_to_hf_from_every_backend(opener, tmp_path):

@@ -154,12 +154,12 @@ def test_load_the_map_style_class_and_glyphs_of_the_toy_dataset(toy, tmp_path):
     assert np.array_equal(x, np.concatenate(tests)[order])
     assert np.array_equal(y, np.repeat([0, 1], [len(t) for t in tests])[order])
 
-    ds = Toy("all", classes=["J"], include_blank=True, context=context)
+    ds = Toy(subset="all", classes=["J"], include_blank=True, context=context)
     images, labels = files.upstream("all")
     j = images[labels == 9]  # upstream order: the train examples, then the test ones
     assert ds.classes == ["J", " "] and np.array_equal(ds.images, np.concatenate([j, np.zeros_like(j)]))
     assert repr(ds) == f"Toy(subset='all', shape=(28, 28), {2 * len(j)} images, 2 classes)"
-    small = Toy("train", shape=(14, 14), classes="B", context=context)  # the resized entry, made from the cached one
+    small = Toy(subset="train", shape=(14, 14), classes="B", context=context)  # the resized entry, made from the cache
     assert np.array_equal(small.images, resize(files.class_images(1, "train"), (14, 14), method="box", batch=True))
 
     glyphs = registry.resolve(glyph_dataset("toy").glyphs)  # the scenes' part, read from the declaration
@@ -183,7 +183,7 @@ def test_load_emnist_and_emnist_take_every_class_when_classes_is_none(synthetic_
     assert classes == emnist_classes("letters") == list("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
     data = synthetic_emnist.splits["letters"]
     assert len(x) == len(data.test_labels) + len(data.train_labels) and sorted(np.unique(y)) == list(range(26))
-    ds = EMNIST("test", split="letters", context=context, download=False)
+    ds = EMNIST(subset="test", split="letters", context=context, download=False)
     assert ds.classes == classes and len(ds) == len(data.test_labels) and ds.split == "letters"
     assert repr(ds) == f"EMNIST(split='letters', subset='test', shape=(28, 28), {len(ds)} images, 26 classes)"
     parameters = inspect.signature(load_emnist).parameters

@@ -446,7 +446,7 @@ def test_load_reads_only_the_requested_class_files_and_reports_damage(synthetic_
 
 
 def test_emnist_class_object(prepared, synthetic_emnist):
-    ds = EMNIST("test", split="byclass", classes="ba", transform=lambda image: image.T, data_dir=prepared)
+    ds = EMNIST(subset="test", split="byclass", classes="ba", transform=lambda image: image.T, data_dir=prepared)
     assert type(ds.classes) is ClassNames and ds.classes == ["a", "b"]
     expected, labels = upstream(synthetic_emnist, "test", "ab")
     assert len(ds) == len(expected) and np.array_equal(ds.images, expected)  # upstream order
@@ -456,6 +456,8 @@ def test_emnist_class_object(prepared, synthetic_emnist):
     batches = list(ds.batches(batch_size=4))
     assert sum(len(xb) for xb, _ in batches) == len(ds) and np.array_equal(batches[0][0], expected[:4])
     assert repr(ds) == f"EMNIST(split='byclass', subset='test', shape=(28, 28), {len(ds)} images, 2 classes)"
+    spelled = EMNIST(prepared, "byclass", train=False, classes="ba", download=False)  # torchvision's spelling
+    assert repr(spelled) == repr(ds) and np.array_equal(spelled.images, expected)
     small = EMNIST(shape=(14, 14), classes="Q", subset="all", include_blank=True, balance=True, data_dir=prepared)
     test_q, train_q = (class_images(prepared, "Q", subset, shape=(14, 14)) for subset in ("test", "train"))
     q = np.concatenate([train_q, test_q])  # subset "all": the train examples, then the test ones

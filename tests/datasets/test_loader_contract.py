@@ -102,11 +102,14 @@ def test_the_loose_keywords_are_the_context(name, context):
 
 
 #: Each registered dataset's map-style class, and the keyword naming its configuration (after ``subset``), if any.
-MAP_STYLE = {"mnist": (gf.MNIST, None), "fashion-mnist": (gf.FashionMNIST, None), "kmnist": (gf.KMNIST, None),
-             "emnist": (gf.EMNIST, "split"), "omniglot": (gf.Omniglot, "sets")}
-#: The convention (torchvision's): ``Kind(subset, *, [own keyword,] shape=None, transform=None,
-#: target_transform=None, context=None, ...)``.
-CONVENTION = ["subset", "shape", "transform", "target_transform", "context"]
+#: Each map-style class, its own positional argument after ``root`` (EMNIST's split) and its torchvision subset flag.
+MAP_STYLE = {"mnist": (gf.MNIST, None, "train"), "fashion-mnist": (gf.FashionMNIST, None, "train"),
+             "kmnist": (gf.KMNIST, None, "train"), "emnist": (gf.EMNIST, "split", "train"),
+             "omniglot": (gf.Omniglot, None, "background")}
+#: The convention: torchvision's arguments first, in torchvision's order, ``Kind(root=None, [split=None,]
+#: train=None, transform=None, target_transform=None, download=None, *, subset=None, shape=None, context=None,
+#: ...)`` (Omniglot: ``background`` for ``train``), then glyphforge's keywords.
+KEYWORDS = ["subset", "shape", "context"]
 
 
 def test_the_map_style_classes_share_one_constructor_convention():
@@ -114,22 +117,21 @@ def test_the_map_style_classes_share_one_constructor_convention():
                 if isinstance(getattr(gf, export.rpartition(":")[2]), type)}
     assert exported == set(MAP_STYLE), "a new map-style class: hold it to the convention here"
     rests = {}
-    for name, (kind, own) in MAP_STYLE.items():
-        parameters = list(inspect.signature(kind).parameters.values())
-        first = parameters[0]
-        assert (first.name, first.kind) == ("subset", inspect.Parameter.POSITIONAL_OR_KEYWORD), name
-        assert all(parameter.kind is inspect.Parameter.KEYWORD_ONLY for parameter in parameters[1:]), (
-            f"{name}: every parameter but subset is keyword-only")
-        names = [parameter.name for parameter in parameters]
-        assert names[:len(CONVENTION) + bool(own)] == [CONVENTION[0], *([own] if own else []), *CONVENTION[1:]], name
-        assert all(inspect.signature(kind).parameters[keyword].default is None for keyword in CONVENTION[1:]), name
-        rests[name] = [keyword for keyword in names if keyword not in (*CONVENTION, own)]
+    for name, (kind, own, flag) in MAP_STYLE.items():
+        parameters = inspect.signature(kind).parameters
+        positional = [key for key, parameter in parameters.items()
+                      if parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        assert positional == ["root", *([own] if own else []), flag, "transform", "target_transform", "download"], name
+        keywords = [key for key, parameter in parameters.items() if parameter.kind is inspect.Parameter.KEYWORD_ONLY]
+        assert len(positional) + len(keywords) == len(parameters) and keywords[:1] == ["subset"], name
+        assert all(parameters[key].default is None for key in [*positional, *KEYWORDS]), name
+        rests[name] = [key for key in keywords if key not in KEYWORDS]
     assert rests["mnist"] == rests["fashion-mnist"] == rests["kmnist"] == rests["emnist"]  # the per-class datasets
 
 
 @pytest.mark.parametrize("name", list(MAP_STYLE))
 def test_target_transform_applies_to_each_label(name, context):
-    kind, _ = MAP_STYLE[name]
+    kind, _, _ = MAP_STYLE[name]
     plain = kind(context=context, **OPTIONS.get(name, {}))
     named = kind(context=context, target_transform=lambda label: f"class {plain.classes[label]}",
                  **OPTIONS.get(name, {}))
@@ -143,7 +145,7 @@ def test_target_transform_applies_to_each_label(name, context):
 @NEEDS_TORCH
 @pytest.mark.parametrize("name", list(MAP_STYLE))
 def test_the_map_style_class_batches_in_a_stock_dataloader(name, context):
-    kind, _ = MAP_STYLE[name]
+    kind, _, _ = MAP_STYLE[name]
     dataset = kind(context=context, **OPTIONS.get(name, {}))
     images, labels = loaded_examples(dataset, batch_size=16)  # every batch checked against dataset[i]
     assert images.numpy().dtype == np.uint8 and images.shape == (16, *dataset[0][0].shape)

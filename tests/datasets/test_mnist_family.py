@@ -8,7 +8,6 @@ a ``file://`` URL that does not exist, so no test can reach the network.
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import numpy as np
@@ -47,7 +46,15 @@ from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
 from support.synthetic_emnist import ASYMMETRIC_GLYPH, gunzip, gzip_bytes
-from support.synthetic_mnist import ALL_FILES, FILES, SyntheticMNIST, idx_file, write_synthetic_mnist
+from support.synthetic_mnist import (
+    ALL_FILES,
+    FILES,
+    SyntheticMNIST,
+    idx_file,
+    pinned,
+    with_counts,
+    write_synthetic_mnist,
+)
 
 NAMES = ("mnist", "fashion-mnist", "kmnist")
 CLASSES = {
@@ -68,21 +75,9 @@ def synthetic(tmp_path_factory) -> dict[str, SyntheticMNIST]:
     return {name: write_synthetic_mnist(root / name, COUNTS, seed=index) for index, name in enumerate(NAMES)}
 
 
-def with_counts(declaration, n_images):
-    """``declaration`` pinning the image counts ``n_images`` (train, test) instead of upstream's."""
-    return dataclasses.replace(declaration, configs={name: dataclasses.replace(config, n_images=n_images)
-                                                     for name, config in declaration.configs.items()})
-
-
 def synthetic_record(name: str, files: SyntheticMNIST, n_images: tuple[int, int] = COUNTS):
     """``name``'s record pinning ``files``' md5s and sizes and the counts ``n_images``; no reachable origin."""
-    upstream = UPSTREAM[name]
-    resources = {
-        file: dataclasses.replace(resource, url=(files.directory / "no-origin" / file).as_uri(),
-                                  hash=f"md5:{files.md5[file]}", size=files.size[file])
-        for file, resource in upstream.resources.items()
-    }
-    return with_counts(dataclasses.replace(upstream, resources=resources), n_images)
+    return pinned(UPSTREAM[name], files, n_images)
 
 
 def pin(monkeypatch_or_context, synthetic) -> None:
@@ -409,12 +404,12 @@ def test_not_prepared_without_download_names_the_command(pin_synthetic):
 
 def test_map_style_datasets(prepared, synthetic, pin_synthetic):
     data_dir = prepared[0]
-    train = MNIST("train", data_dir=data_dir)
+    train = MNIST(subset="train", data_dir=data_dir)
     assert len(train) == 600 and train.classes == CLASSES["mnist"]
     assert np.array_equal(train.images, synthetic["mnist"].train_images)  # upstream order
     assert np.array_equal(train.labels, synthetic["mnist"].train_labels)
     assert repr(train) == "MNIST(subset='train', shape=(28, 28), 600 images, 10 classes)"
-    ds = FashionMNIST("test", classes=["Trouser", "Bag"], transform=lambda image: image.T, data_dir=data_dir)
+    ds = FashionMNIST(subset="test", classes=["Trouser", "Bag"], transform=lambda image: image.T, data_dir=data_dir)
     files = synthetic["fashion-mnist"]
     kept = np.isin(files.test_labels, [1, 8])
     expected, labels = files.test_images[kept], (files.test_labels[kept] == 8).astype(np.int64)
@@ -455,19 +450,26 @@ def test_preview_examples_and_glyph_images(prepared, pin_synthetic, name, tmp_pa
         assert picture.format == "PNG" and picture.width > 3 * 28
 
 
-def test_prepare_data_all_three_then_info(synthetic, pin_synthetic, http_server, tmp_path, capsys):  # noqa: F811
+#: The two spellings of the prepare command: ``prepare-data`` and ``glyphforge prepare``, its alias.
+PREPARE_COMMANDS = {"prepare-data": cli.prepare_data_main,
+                    "glyphforge prepare": lambda argv: cli.main(["prepare", *argv])}
+
+
+@pytest.mark.parametrize("prepare", PREPARE_COMMANDS.values(), ids=PREPARE_COMMANDS)
+def test_prepare_data_all_three_then_info(prepare, synthetic, pin_synthetic, http_server, tmp_path,  # noqa: F811
+                                          capsys):
     for name in NAMES:
         for file in ALL_FILES:
             http_server.add(f"{name}/{file}", synthetic[name].data(file))
     argv = ["mnist", "fashion-mnist", "kmnist", "--shape", "14x14", "--mirror", http_server.base_url, "--data-dir",
             str(tmp_path)]
-    assert cli.prepare_data_main(argv) == 0
+    assert prepare(argv) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
     assert [(row[0], row[1], row[3]) for row in rows] == [
         (name, shape, "700") for name in NAMES for shape in ("28x28", "14x14")
     ]
     assert http_server.requests() == 12
-    assert cli.prepare_data_main(argv) == 0
+    assert prepare(argv) == 0
     assert capsys.readouterr().out.splitlines() == [f"{name}: already prepared (cache hit), nothing to do"
                                                     for name in NAMES]
     assert cli.main(["info", "--data-dir", str(tmp_path)]) == 0

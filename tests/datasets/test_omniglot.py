@@ -129,12 +129,15 @@ def test_classes_are_sorted_naturally(prepared):
 def test_subset_names_lakes_sets(tmp_path, prepared):
     for subset, sets in (("train", ["background"]), ("test", ["evaluation"]), ("all", ["background", "evaluation"])):
         with pytest.raises(FileNotFoundError, match=rf"^Omniglot sets {re.escape(str(sets))} are not prepared"):
-            Omniglot(subset, data_dir=tmp_path, download=False)
+            Omniglot(subset=subset, data_dir=tmp_path, download=False)
+        if subset != "all":  # torchvision's spelling of the same sets
+            with pytest.raises(FileNotFoundError, match=rf"^Omniglot sets {re.escape(str(sets))} are not prepared"):
+                Omniglot(tmp_path, background=subset == "train", download=False)
     with pytest.raises(ValueError, match=r"^give subset='train' \(the sets background\) or sets='small1', not both"):
-        Omniglot("train", sets="small1", data_dir=prepared)
+        Omniglot(subset="train", sets="small1", data_dir=prepared)
     with pytest.raises(ValueError, match=r"^subset \['Latin,1'\] is invalid: use one of all, train, test, or "
                                          r"sets=\.\.\. for other sets \(classes are given as classes=\.\.\.\)"):
-        Omniglot(["Latin,1"], sets="small1", data_dir=prepared)
+        Omniglot(subset=["Latin,1"], sets="small1", data_dir=prepared)
 
 
 def test_shared_alphabets_are_qualified_never_merged(prepared):

@@ -33,8 +33,8 @@ def drawers_of(data_dir: Path, episode: Episode, label: int) -> list[int]:
 
 
 def test_episodes_are_seeded_and_disjoint(prepared):
-    episodes = list(omniglot_episodes(5, 1, 3, n_episodes=4, sets="small1", seed=11, data_dir=prepared))
-    again = list(omniglot_episodes(5, 1, 3, n_episodes=4, sets="small1", seed=11, data_dir=prepared))
+    episodes = list(omniglot_episodes(5, 1, 3, n_episodes=4, sets="small1", shape=None, seed=11, data_dir=prepared))
+    again = list(omniglot_episodes(5, 1, 3, n_episodes=4, sets="small1", shape=None, seed=11, data_dir=prepared))
     assert len(episodes) == 4
     for episode, twin in zip(episodes, again, strict=True):
         np.testing.assert_array_equal(episode.support_x, twin.support_x)
@@ -47,7 +47,8 @@ def test_episodes_are_seeded_and_disjoint(prepared):
         np.testing.assert_array_equal(episode.query_y, np.repeat(np.arange(5), 3))
         for label in range(5):
             assert len(set(drawers_of(prepared, episode, label))) == 4  # different drawings of the class
-    assert [e.classes for e in omniglot_episodes(5, 1, 3, n_episodes=4, sets="small1", seed=12, data_dir=prepared)] \
+    assert [e.classes for e in omniglot_episodes(5, 1, 3, n_episodes=4, sets="small1", shape=None, seed=12,
+                                                 data_dir=prepared)] \
         != [e.classes for e in episodes]
 
 
@@ -62,7 +63,7 @@ def test_episodes_respect_classes_indices_and_shape(prepared):
 
 def test_episodes_draw_from_the_drawers_of_example_range(prepared):
     for episode in omniglot_episodes(3, 2, 3, n_episodes=5, classes=["Latin,1", "Latin,2", "Korean,7", "Greek,3"],
-                                     example_range=(0.5, 0.75), sets="small1", seed=3, data_dir=prepared):
+                                     example_range=(0.5, 0.75), sets="small1", shape=None, seed=3, data_dir=prepared):
         for label in range(3):
             drawers = drawers_of(prepared, episode, label)
             assert len(set(drawers)) == 5 and set(drawers) <= set(range(10, 15))

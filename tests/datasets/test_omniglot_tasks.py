@@ -65,6 +65,7 @@ def test_rotations_are_new_classes_of_rotated_drawings(prepared):
         np.testing.assert_array_equal(batch.query_y, np.tile(np.repeat(np.arange(4), 3), (6, 1)))
         for t in range(6):
             assert len(set(batch.classes[t])) == 4
+            assert batch.class_names[t] == [tasks.classes[index] for index in batch.classes[t]]  # label j's name
             for label, index in enumerate(batch.classes[t]):
                 name = tasks.classes[index].partition("@")[0]
                 turn = int(index) // n
@@ -172,3 +173,18 @@ def test_a_prototypical_network_learns_above_chance(prepared, request):
         optimizer.step()
     after = accuracy()
     assert after >= 0.5 and after >= before + 0.15, (before, after)
+
+
+def test_tasks_and_episodes_share_the_default_shape_and_take_a_transform(prepared):
+    options = {"sets": "small1", "seed": 2, "data_dir": prepared}
+    tasks = gf.OmniglotTasks(3, 1, 2, tasks=2, rotations=(0,), **options)
+    episode = next(gf.omniglot_episodes(3, 1, 2, **options))
+    assert tasks.batch(0).support_x.shape[-2:] == episode.support_x.shape[-2:] == (28, 28)  # the benchmarks' shape
+    scaled = gf.OmniglotTasks(3, 1, 2, tasks=2, rotations=(0,), transform=lambda x: x / 255, **options).batch(0)
+    np.testing.assert_array_equal(scaled.support_x, tasks.batch(0).support_x / 255)
+    np.testing.assert_array_equal(scaled.query_x, tasks.batch(0).query_x / 255)
+    assert scaled.class_names == tasks.batch(0).class_names
+    turned = next(gf.omniglot_episodes(3, 1, 2, transform=lambda x: x.transpose(0, 2, 1), **options))
+    np.testing.assert_array_equal(turned.support_x, episode.support_x.transpose(0, 2, 1))
+    np.testing.assert_array_equal(turned.query_x, episode.query_x.transpose(0, 2, 1))
+    assert turned.classes == episode.classes

@@ -132,7 +132,7 @@ def test_fake_digits_never_stand_in_for_upstream_fashion_mnist(copies, tmp_path,
     place(upstream, data_dir, "fashion-mnist")  # upstream's files back in raw/: upstream's entry, no warning
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="glyphforge"):
-        ds = gf.FashionMNIST("test", classes=["T-shirt/top"], data_dir=data_dir, download=False)
+        ds = gf.FashionMNIST(subset="test", classes=["T-shirt/top"], data_dir=data_dir, download=False)
     assert holds_class_0_of(ds.images, upstream)
     assert own_warnings(caplog) == []
     # --no-verify over upstream's own files keeps upstream's key and counts them as verified

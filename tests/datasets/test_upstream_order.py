@@ -1,6 +1,6 @@
 """Upstream's order and label ids (issue 34): row ``i`` is upstream's example ``i``, label ``k`` upstream's class ``k``.
 
-As torchvision and the papers number them: ``MNIST("train")[:1000]`` is not all zeros,
+As torchvision and the papers number them: ``MNIST(subset="train")[:1000]`` is not all zeros,
 Fashion-MNIST's label 0 is ``T-shirt/top`` and KMNIST's ``o``, through the map-style classes,
 ``gf.load`` and every ``load_*``. Files are synthetic, in the exact upstream layout
 (:mod:`support.synthetic_mnist`: labels in shuffled order, uneven classes, distinct images),
@@ -43,7 +43,7 @@ def test_row_i_is_upstreams_example_i(placed, kind, subset):
     context, files = placed
     upstream = files[CLASSES[kind]]
     images, labels = upstream.upstream(subset)
-    ds = kind(subset, context=context)
+    ds = kind(subset=subset, context=context)
     assert ds.classes[0] == FIRST[CLASSES[kind]]
     assert len(ds) == len(images) and np.array_equal(ds.images, images) and np.array_equal(ds.labels, labels)
     for i in (0, 1, len(ds) // 2, len(ds) - 1):
@@ -55,7 +55,7 @@ def test_row_i_is_upstreams_example_i(placed, kind, subset):
 
 def test_all_is_the_train_examples_then_the_test_examples(placed):
     context, files = placed
-    ds = gf.KMNIST("all", context=context)
+    ds = gf.KMNIST(subset="all", context=context)
     images, labels = files["kmnist"].upstream("all")
     assert np.array_equal(ds.images, images) and np.array_equal(ds.labels, labels)
     assert np.array_equal(ds.images[:600], files["kmnist"].train_images)
@@ -76,8 +76,8 @@ def test_load_labels_are_upstreams(placed, name):
 
 def test_fashion_mnist_and_kmnist_label_zero(placed):
     context, files = placed
-    assert gf.FashionMNIST("test", context=context).classes[:2] == ["T-shirt/top", "Trouser"]
-    assert gf.KMNIST("test", context=context).classes[:2] == ["o", "ki"]
+    assert gf.FashionMNIST(subset="test", context=context).classes[:2] == ["T-shirt/top", "Trouser"]
+    assert gf.KMNIST(subset="test", context=context).classes[:2] == ["o", "ki"]
     _, y, classes = gf.load("fashion-mnist", ["Ankle boot", "T-shirt/top"], context=context, seed=0)
     assert classes == ["T-shirt/top", "Ankle boot"]  # label order, whatever order they were asked in
     assert np.bincount(y).tolist() == [int((files["fashion-mnist"].train_labels == k).sum()) for k in (0, 9)]
@@ -86,7 +86,7 @@ def test_fashion_mnist_and_kmnist_label_zero(placed):
 def test_a_selection_keeps_upstream_order(placed):
     context, files = placed
     upstream = files["fashion-mnist"]
-    ds = gf.FashionMNIST("train", classes=["Bag", "Trouser"], context=context)
+    ds = gf.FashionMNIST(subset="train", classes=["Bag", "Trouser"], context=context)
     kept = np.isin(upstream.train_labels, [1, 8])
     assert ds.classes == ["Trouser", "Bag"]
     assert np.array_equal(ds.images, upstream.train_images[kept])
@@ -115,5 +115,5 @@ def test_an_entry_of_the_layout_before_is_not_served(placed, tmp_path):
 
     store.get_or_create("mnist", params, write)
     with pytest.raises(FileNotFoundError, match=r"^MNIST is not prepared in "):
-        gf.MNIST("train", data_dir=tmp_path, download=False)
+        gf.MNIST(subset="train", data_dir=tmp_path, download=False)
     assert [raw for raw in ALL_FILES if (tmp_path / "raw" / "mnist" / raw).exists()] == []

@@ -153,3 +153,20 @@ class WideRowSpec(RowSpec):
         rows = index * self.shard_size + np.arange(n, dtype=np.int64)
         images = (rows[:, None] + np.arange(64 * 64 * 3, dtype=np.int64)[None, :] // 97) % 251
         return {"images": images.astype(np.uint8).reshape(n, 64, 64, 3), "row": rows}
+
+
+@dataclass
+class DigitSpec(RowSpec):
+    """`RowSpec`'s images with one label each, named by ``class_names``: a single-image, single-label dataset (MNIST's
+    form), whose Hugging Face columns are ``image`` and ``label``."""
+
+    n_examples: int = 57
+    shard_size: int = 20
+    kind: str = "test-digits"
+
+    def metadata(self, *, data_dir: Any = None) -> dict[str, Any]:
+        return {"class_names": ["zero", "one", "two"]}
+
+    def make_shard(self, index: int, rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+        shard = super().make_shard(index, rng, n)
+        return {"images": shard["images"], "labels": shard["row"] % 3}

@@ -14,6 +14,7 @@ orientation is checked against a picture.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,3 +118,20 @@ def write_synthetic_mnist(
         data = result.data(name)
         result.md5[name], result.size[name] = hashlib.md5(data).hexdigest(), len(data)
     return result
+
+
+def with_counts(declaration, n_images):
+    """``declaration`` pinning the image counts ``n_images`` (train, test) instead of upstream's."""
+    return dataclasses.replace(declaration, configs={name: dataclasses.replace(config, n_images=n_images)
+                                                     for name, config in declaration.configs.items()})
+
+
+def pinned(declaration, files: SyntheticMNIST, n_images: tuple[int, int]):
+    """``declaration`` pinning ``files``' md5s and sizes and the counts ``n_images``; its origin a ``file://`` URL
+    that does not exist, so no test reaches the network."""
+    resources = {
+        file: dataclasses.replace(resource, url=(files.directory / "no-origin" / file).as_uri(),
+                                  hash=f"md5:{files.md5[file]}", size=files.size[file])
+        for file, resource in declaration.resources.items()
+    }
+    return with_counts(dataclasses.replace(declaration, resources=resources), n_images)
