@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers 
     from glyphforge.builds.dataset import DatasetTooLargeError as DatasetTooLargeError
     from glyphforge.builds.decoded_copy import ForeignCopyError as ForeignCopyError
     from glyphforge.builds.export import ExportTargetError as ExportTargetError
+    from glyphforge.builds.export_frames import ExportFormatError as ExportFormatError
     from glyphforge.builds.materialize import NotEnoughSpaceError as NotEnoughSpaceError
     from glyphforge.builds.remote import find_built as find_built
     from glyphforge.builds.remote import open_built as open_built
@@ -156,6 +157,11 @@ if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers 
     from glyphforge.pipelines.resource import (
         Resource as Resource,
     )
+    from glyphforge.scenes.presets import cluttered_mnist as cluttered_mnist
+    from glyphforge.scenes.presets import grid_arithmetic as grid_arithmetic
+    from glyphforge.scenes.presets import moving_mnist as moving_mnist
+    from glyphforge.scenes.presets import multi_mnist as multi_mnist
+    from glyphforge.scenes.presets import visual_arithmetic as visual_arithmetic
     from glyphforge.scenes.spec import ScatteredGlyphs as ScatteredGlyphs
     from glyphforge.session import open_session as open_session
     from glyphforge.storage.backends import register_backend as register_backend

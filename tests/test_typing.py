@@ -27,7 +27,7 @@ REVEALED = {
     "gf.load_mnist": "def (classes:",
     "gf.load_emnist": "split: str | None =",
     "gf.prepare_mnist": "-> list[glyphforge.cache.entry.Entry]",
-    "gf.MNIST": "def (subset:",
+    "gf.MNIST": "def (root:",
     "gf.find_built": "def (",
     "gf.build": "def (",
     "gf.ScatteredGlyphs": "def (",
