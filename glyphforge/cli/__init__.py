@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from glyphforge.cli import build, cache, export, info, prepare, preview, publish, warmup
+from glyphforge.cli import build, cache, export, info, prepare, preview, publish, view, warmup
 from glyphforge.cli.common import new_parser, run
 
 __all__ = ["main", "prepare_data_main"]
@@ -26,7 +26,7 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     parser = new_parser("glyphforge", "Inspect the cache, preview data and build derived datasets.",
                         "glyphforge build scenes --glyphs font --n-examples 2000")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (info, cache, preview, warmup, export, publish, build):
+    for group in (info, cache, preview, view, warmup, export, publish, build):
         group.add_commands(commands)
     return parser
 
