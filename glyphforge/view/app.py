@@ -125,11 +125,11 @@ def create_app(catalog: Catalog, *, loopback: bool = True) -> Starlette:
         dataset = source(request)
         index = dataset.label_index()
         labels = index.labels[index.labels >= 0]
-        per_class = np.bincount(labels, minlength=len(dataset.classes)) if len(labels) else []
+        per_class = np.bincount(labels, minlength=len(dataset.classes)).tolist() if len(labels) else []
         answer: dict[str, Any] = {
             "title": dataset.title, "info": dataset.info(),
             "per_class": {"what": "objects per class" if dataset.is_scenes else "examples per class",
-                          "names": dataset.classes, "counts": [int(c) for c in per_class]},
+                          "names": dataset.classes, "counts": per_class},
         }
         if index.n_objects is not None:
             counts = np.bincount(index.n_objects)

@@ -34,10 +34,9 @@ def objects(row: dict[str, np.ndarray], frames: int, classes: list[str]) -> list
     count = int(row["n_glyphs"]) if "n_glyphs" in row else row["boxes"].shape[-2]
     shown = []
     for frame in range(max(frames, 1)):
-        def at(name: str) -> np.ndarray | None:
-            return None if name not in row else row[name][frame] if frames else row[name]
-        boxes, labels, ids, visible = at("boxes"), at("labels"), at("ids"), at("visible")
-        assert boxes is not None
+        at = {name: row[name][frame] if frames else row[name] for name in ("boxes", "labels", "ids", "visible")
+              if name in row}
+        boxes, labels, ids, visible = at["boxes"], at.get("labels"), at.get("ids"), at.get("visible")
         shown.append([
             {"slot": slot, "id": int(ids[slot]) if ids is not None else slot,
              "label": _name(int(labels[slot]), classes) if labels is not None else "",

@@ -1,4 +1,4 @@
-"""A data dir for the viewer's tests: built font scenes (with masks), built font videos and a prepared synthetic MNIST."""
+"""A data dir for the viewer's tests: built font scenes and videos (with masks), and a prepared synthetic MNIST."""
 from __future__ import annotations
 
 import shutil
@@ -10,6 +10,7 @@ import pytest
 import glyphforge
 from glyphforge import cli
 from glyphforge.scenes.spec import ScatteredGlyphs
+
 from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
 
 #: Synthetic MNIST's (train, test) images.

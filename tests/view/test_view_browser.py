@@ -9,6 +9,7 @@ import pytest
 from PIL import Image
 
 import glyphforge
+
 from support.viewer import headless_chromium, running_viewer
 
 pytestmark = pytest.mark.timeout(180)

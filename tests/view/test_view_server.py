@@ -16,6 +16,7 @@ import requests
 from PIL import Image
 
 import glyphforge
+
 from support.viewer import running_viewer
 
 pytestmark = pytest.mark.timeout(120)
@@ -143,7 +144,8 @@ def test_a_bad_request_is_a_4xx_with_a_message(viewer, viewer_data, dataset, pat
 
 
 @pytest.mark.parametrize("path", ["/static/../../cache", "/static/%2e%2e/%2e%2e/cache", "/../../etc/passwd",
-                                  "/static/..%2f..%2fsetup.cfg", "/cache/scenes", "/raw/mnist/train-images-idx3-ubyte.gz",
+                                  "/static/..%2f..%2fsetup.cfg", "/cache/scenes",
+                                  "/raw/mnist/train-images-idx3-ubyte.gz",
                                   "/api/datasets/..%2f..%2fetc/stats"])
 def test_a_path_outside_the_app_is_404(viewer, path):
     where = urlsplit(viewer)

@@ -53,10 +53,13 @@ function drawFrame(holder, row, frame) {
     rect.setAttribute("x", left); rect.setAttribute("y", top);
     rect.setAttribute("width", right - left); rect.setAttribute("height", bottom - top);
     svg.appendChild(rect);
-    for (const [cls, text, y] of [["ov-label", object.label, top + 7], ["ov-id", `#${object.id}`, bottom - 1]]) {
+    // the class above the box (below it at the top edge), the id below it (above it at the bottom edge)
+    const above = top >= 5 ? top - 1 : bottom + 5;
+    const below = bottom + 5 <= row.shape[0] ? bottom + 5 : top - 1;
+    for (const [cls, text, y] of [["ov-label", object.label, above], ["ov-id", `#${object.id}`, below]]) {
       const label = document.createElementNS(SVG, "text");
       label.setAttribute("class", cls);
-      label.setAttribute("x", left + 1); label.setAttribute("y", y);
+      label.setAttribute("x", left); label.setAttribute("y", y);
       label.textContent = text;
       svg.appendChild(label);
     }
