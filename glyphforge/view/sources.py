@@ -35,8 +35,10 @@ from glyphforge.errors import ArgumentError
 
 #: Decoded shards a built dataset keeps for the next page (each is one shard's rows of every array).
 CACHE_SHARDS = 2
-#: Rows kept after a page is read, so its image requests read nothing again: a few pages of the largest size.
+#: Rows kept after a page is read, so its image requests read nothing again: a few pages of the largest size, within
+#: `KEPT_BYTES` (a page of long videos is large).
 KEPT_ROWS = 256
+KEPT_BYTES = 64 * 2**20
 #: The arrays of a scene dataset the label index keeps (small: a few numbers per scene).
 INDEX_ARRAYS = ("labels", "n_glyphs", "scene_label")
 
@@ -71,10 +73,12 @@ class LabelIndex:
 
 
 class RowCache:
-    """The last `KEPT_ROWS` rows read, by example index (an LRU, safe across the server's threads)."""
+    """The last `KEPT_ROWS` rows read (fewer beyond `KEPT_BYTES`), by example index (an LRU, safe across the server's
+    threads)."""
 
     def __init__(self) -> None:
         self._rows: OrderedDict[int, dict[str, np.ndarray]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def get(self, index: int) -> dict[str, np.ndarray] | None:
@@ -86,10 +90,17 @@ class RowCache:
 
     def put(self, index: int, row: dict[str, np.ndarray]) -> None:
         with self._lock:
+            if index in self._rows:
+                self._rows.move_to_end(index)
+                return
             self._rows[index] = row
-            self._rows.move_to_end(index)
-            while len(self._rows) > KEPT_ROWS:
-                self._rows.popitem(last=False)
+            self._bytes += _nbytes(row)
+            while len(self._rows) > 1 and (len(self._rows) > KEPT_ROWS or self._bytes > KEPT_BYTES):
+                self._bytes -= _nbytes(self._rows.popitem(last=False)[1])
+
+
+def _nbytes(row: dict[str, np.ndarray]) -> int:
+    return sum(np.asarray(array).nbytes for array in row.values())
 
 
 class Source:

@@ -10,6 +10,7 @@ from PIL import Image
 
 import glyphforge
 
+from support import viewer as viewer_support
 from support.viewer import headless_chromium, running_viewer
 
 pytestmark = pytest.mark.timeout(180)
@@ -68,6 +69,7 @@ def scene_caption(ds, i):
     return " ".join(ds.classes[label] for label in targets["labels"][:int(targets["n_glyphs"])])
 
 
+@pytest.mark.slow  # about 10 s on 2 busy cores; run by CI's full suite
 def test_built_scenes_in_the_browser(viewer, viewer_data, browser, tmp_path):
     from selenium.webdriver.support.ui import Select
 
@@ -132,7 +134,6 @@ def test_a_prepared_dataset_in_the_browser(viewer, viewer_data, browser):
 def test_videos_play_in_place(viewer, viewer_data, browser):
     ds = viewer_data.videos
     open_dataset(browser, viewer, ds.key, len(ds))
-    cards(browser)
 
     def frame_shown(driver):
         return driver.find_element("css selector", "#grid img.image").get_attribute("src").rsplit("frame=", 1)[1]
@@ -149,3 +150,13 @@ def test_videos_play_in_place(viewer, viewer_data, browser):
     for _ in range(3):
         time.sleep(0.25)  # longer than a frame
         assert frame_shown(browser) == stopped
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_without_chromium_the_browser_tests_skip_or_with_the_ci_setting_fail(tmp_path, monkeypatch, required):
+    monkeypatch.setattr(viewer_support, "CHROMIUM", tmp_path / "no-chromium")
+    monkeypatch.setenv(viewer_support.REQUIRE_ENV, "1" if required else "0")
+    outcome = pytest.fail.Exception if required else pytest.skip.Exception
+    with pytest.raises(outcome, match="no-chromium: install Debian's chromium and chromium-driver"):
+        with headless_chromium(tmp_path / "profile"):
+            pass
