@@ -5,8 +5,9 @@ import argparse
 import sys
 
 from glyphforge.cli.args import UsageError
-from glyphforge.cli.common import add_command, data_context, find_built_target
+from glyphforge.cli.common import add_command, data_context, find_built_target, store_refusals
 from glyphforge.cli.errors import target_lookup
+from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 
 
@@ -21,14 +22,18 @@ def _view(args: argparse.Namespace) -> int:
     fragment = ""
     if args.target is not None:
         if context.remote is not None:
-            key = find_built_target(args.target, context).key
+            entry = find_built_target(args.target, context).entry
+            if not is_listable(context):  # HTTP: the one entry named (as KIND/KEY), the data dir not listed
+                catalog = Catalog(context, only=[entry])
         else:
             with target_lookup():
-                key = find_target(context.store, args.target).key
-        if key not in {entry.key for entry in catalog.entries()}:
+                entry = find_target(context.store, args.target)
+        if entry.key not in {shown.key for shown in catalog.entries()}:
             raise UsageError(f"{args.target} names an entry the viewer does not show (it shows built datasets and "
                              "prepared per-class datasets such as mnist or emnist): leave TARGET out to see them all")
-        fragment = f"#{key}"
+        fragment = f"#{entry.key}"
+    with store_refusals():  # a data dir that cannot be listed (HTTP) without a TARGET is refused before serving
+        catalog.entries()
     host = args.host or LOOPBACK
     try:
         sock = listen(host, args.port)
@@ -39,6 +44,17 @@ def _view(args: argparse.Namespace) -> int:
               "dataset of the data dir through the viewer", file=sys.stderr)
     serve(catalog, sock, fragment=fragment, open_browser=not args.no_browser)
     return 0
+
+
+def is_listable(context: DataContext) -> bool:
+    """Whether the data dir's entries can be listed (not over HTTP, which has no listing)."""
+    from glyphforge.storage.remote_cache import UnlistableURLError
+
+    try:
+        context.entry_store.ls()
+    except UnlistableURLError:
+        return False
+    return True
 
 
 def _port(text: str) -> int:
@@ -59,7 +75,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                        "glyphforge view scenes --no-browser", _view)
     view.add_argument("target", nargs="?", default=None,
                       help=f"the dataset the page opens on: a dataset ({', '.join(registry.registered())}), the kind "
-                           "of a built dataset, or a cache key (prefix); default: the list of them all")
+                           "of a built dataset, or a cache key (prefix); default: the list of them all. For a data "
+                           "dir at an HTTP URL (which cannot be listed): KIND/KEY, the one entry shown")
     view.add_argument("--port", type=_port, default=0, help="TCP port to listen on (default: a free one)")
     view.add_argument("--host", default=None,
                       help="address to listen on (default 127.0.0.1, this machine only; another is warned about)")

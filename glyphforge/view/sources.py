@@ -285,16 +285,20 @@ def _entry_label(entry: Entry) -> str:
 
 
 class Catalog:
-    """Every dataset of a data dir the viewer shows, by cache key, each opened on first use."""
+    """Every dataset of a data dir the viewer shows, by cache key, each opened on first use.
 
-    def __init__(self, context: DataContext) -> None:
+    ``only``: show just these entries, without listing the data dir (one at an HTTP URL cannot be listed).
+    """
+
+    def __init__(self, context: DataContext, only: list[Entry] | None = None) -> None:
         self.context = context
+        self.only = only
         self._sources: dict[str, Source] = {}
         self._lock = threading.Lock()
 
     def entries(self) -> list[Entry]:
         """The entries shown: built entries, and prepared entries of per-class datasets (on a local data dir)."""
-        listed = self.context.entry_store.ls()
+        listed = self.context.entry_store.ls() if self.only is None else self.only
         local = self.context.remote is None
         return [entry for entry in listed if is_built(entry)
                 or (local and entry.kind in registry.registered() and registry.declaration(entry.kind) is not None)]

@@ -42,7 +42,7 @@ class Viewer:
 
 
 @contextmanager
-def running_viewer(data_dir: Path, *args: str) -> Iterator[Viewer]:
+def running_viewer(data_dir: Path | str, *args: str) -> Iterator[Viewer]:
     """Run ``glyphforge view --no-browser --data-dir data_dir *args``; yield it once it has printed its address."""
     process = subprocess.Popen([sys.executable, "-m", "glyphforge", "view", "--no-browser", "--data-dir",
                                 str(data_dir), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
