@@ -99,6 +99,10 @@ def test_built_scenes_in_the_browser(viewer, viewer_data, browser, tmp_path):
     table = {row.find_elements("tag name", "td")[0].text: row.find_elements("tag name", "td")[1].text
              for row in browser.find_elements("css selector", "#targets tr")}
     assert table["labels"].replace(" ", "") == str(ds[wanted[1]][1]["labels"].tolist()).replace(" ", "")
+    objects = [[cell.text for cell in row.find_elements("tag name", "td")]
+               for row in browser.find_elements("css selector", "#objects-table tbody tr")]
+    targets = ds[wanted[1]][1]
+    assert [line[2] for line in objects] == [ds.classes[label] for label in targets["labels"][:targets["n_glyphs"]]]
     Select(browser.find_element("id", "zoom")).select_by_value("8")
     assert browser.find_element("css selector", "#detail-view img.image").size["width"] == 8 * ds.layout[
         ds.image_name]["shape"][1]

@@ -157,6 +157,20 @@ function drawDetail() {
   view.replaceChildren(picture(row, Number($("frame").value)));
   view.style.width = `${row.shape[1] * Number($("zoom").value)}px`;
   $("frame-number").textContent = example.frames ? `${Number($("frame").value) + 1} / ${example.frames}` : "";
+  // the objects the shown frame holds, one a line
+  const table = $("objects-table");
+  table.replaceChildren();
+  const objects = example.objects[example.frames ? Number($("frame").value) : 0] || [];
+  if (!objects.length) return;
+  const head = table.createTHead().insertRow();
+  for (const name of ["slot", "id", "class", "top", "left", "bottom", "right"]) {
+    head.appendChild(document.createElement("th")).textContent = name;
+  }
+  const body = table.createTBody();
+  for (const object of objects) {
+    const line = body.insertRow();
+    for (const value of [object.slot, object.id, object.label, ...object.box]) line.insertCell().textContent = value;
+  }
 }
 
 function showStats() {
