@@ -1,4 +1,4 @@
-"""A data dir for the viewer's tests: built font scenes and videos (with masks), and a prepared synthetic MNIST."""
+"""The viewer's tests' data dir: built font scenes and videos (with masks), a prepared synthetic MNIST and EMNIST."""
 from __future__ import annotations
 
 import shutil
@@ -11,6 +11,7 @@ import glyphforge
 from glyphforge import cli
 from glyphforge.scenes.spec import ScatteredGlyphs
 
+from support.synthetic_emnist import write_synthetic_emnist
 from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
 
 #: Synthetic MNIST's (train, test) images.
@@ -40,4 +41,8 @@ def viewer_data(tmp_path_factory) -> ViewerData:
     for name in ALL_FILES:  # placed by hand, prepared unverified: no network
         shutil.copy(mnist.path(name), raw / name)
     assert cli.prepare_data_main(["mnist", "--offline", "--no-verify", "-q", "--data-dir", str(data_dir)]) == 0
+    (data_dir / "raw" / "emnist").mkdir()  # EMNIST's digits: a dataset with a config (its split)
+    write_synthetic_emnist(data_dir / "raw" / "emnist" / "gzip.zip", keep_arrays=False)
+    assert cli.prepare_data_main(["emnist", "--split", "digits", "--offline", "--no-verify", "-q", "--data-dir",
+                                  str(data_dir)]) == 0
     return ViewerData(data_dir, scenes, videos, mnist)

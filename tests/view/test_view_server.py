@@ -29,10 +29,10 @@ def viewer(viewer_data):
 
 
 def keys(viewer_data):
-    """The cache keys of the scenes, the videos and the prepared MNIST."""
-    [mnist] = [e.key for e in glyphforge.DataContext.resolve(data_dir=viewer_data.data_dir).store.ls()
-               if e.kind == "mnist"]
-    return {"scenes": viewer_data.scenes.key, "videos": viewer_data.videos.key, "mnist": mnist}
+    """The cache keys of the scenes, the videos and the prepared MNIST and EMNIST."""
+    prepared = {e.kind: e.key for e in glyphforge.DataContext.resolve(data_dir=viewer_data.data_dir).store.ls()
+                if e.kind in ("mnist", "emnist")}
+    return {"scenes": viewer_data.scenes.key, "videos": viewer_data.videos.key, **prepared}
 
 
 def get(viewer, path, **params):
@@ -68,15 +68,21 @@ def test_a_page_of_built_scenes_is_their_rows(viewer, viewer_data, name):
         assert row["masks"] is True and row["frames"] == (6 if name == "videos" else 0)
 
 
-def test_a_page_of_prepared_mnist_is_its_rows(viewer, viewer_data):
-    key = keys(viewer_data)["mnist"]
-    mnist = glyphforge.MNIST("all", data_dir=viewer_data.data_dir, download=False)
+@pytest.mark.parametrize(("name", "dataset"), [
+    ("mnist", lambda data_dir: glyphforge.MNIST("all", data_dir=data_dir, download=False)),
+    ("emnist", lambda data_dir: glyphforge.EMNIST("all", split="digits", data_dir=data_dir, download=False)),
+])
+def test_a_page_of_a_prepared_dataset_is_its_rows(viewer, viewer_data, name, dataset):
+    key = keys(viewer_data)[name]
+    ds = dataset(viewer_data.data_dir)
     body = get(viewer, f"/api/datasets/{key}/rows", page=2, size=7).json()
-    assert body["total"] == len(mnist) == 360
+    assert body["total"] == len(ds) and len(ds) > 21
     assert [(row["index"], row["caption"]) for row in body["rows"]] == [
-        (i, mnist.classes[mnist[i][1]]) for i in range(14, 21)]
+        (i, ds.classes[ds[i][1]]) for i in range(14, 21)]
     image = Image.open(io.BytesIO(get(viewer, f"/api/datasets/{key}/image/15.png").content))
-    np.testing.assert_array_equal(np.asarray(image), mnist[15][0])
+    np.testing.assert_array_equal(np.asarray(image), ds[15][0])
+    stats = get(viewer, f"/api/datasets/{key}/stats").json()
+    assert stats["per_class"]["counts"] == np.bincount(ds.labels, minlength=len(ds.classes)).tolist()
 
 
 @pytest.mark.parametrize("name", ["scenes", "videos"])
