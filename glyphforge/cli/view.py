@@ -12,6 +12,11 @@ from glyphforge.datasets import registry
 
 
 def _view(args: argparse.Namespace) -> int:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as error:
+        raise UsageError(f"glyphforge view needs the view extra ({error}): pip install \"glyphforge[view]\"") from None
     from glyphforge.errors import ArgumentError
     from glyphforge.previews import find_target
     from glyphforge.view.server import LOOPBACK, is_loopback, listen, serve

@@ -240,3 +240,12 @@ def test_paging_a_large_entry_keeps_the_server_s_memory_bounded(tmp_path):
         requests.get(f"{address}{rows}?size=100&objects=3&page=5", timeout=60).raise_for_status()
         end = _rss(process.pid)
     assert end < 200 * 2**20 and end - start < 40 * 2**20, (start, end)
+
+
+def test_without_the_view_extra_it_says_what_to_install(viewer_data, tmp_path):
+    (tmp_path / "uvicorn").mkdir()  # an uvicorn that cannot be imported, first on the path
+    (tmp_path / "uvicorn" / "__init__.py").write_text("raise ImportError('No module named uvicorn')\n")
+    done = subprocess.run([sys.executable, "-m", "glyphforge", "view", "--no-browser", "--data-dir",
+                           str(viewer_data.data_dir)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    assert done.returncode == 2 and 'pip install "glyphforge[view]"' in done.stderr
