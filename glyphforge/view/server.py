@@ -55,7 +55,9 @@ def serve(catalog: Catalog, sock: socket.socket, *, fragment: str = "", open_bro
     host = sock.getsockname()[0]
     url = address(sock) + fragment
     app = create_app(catalog, loopback=is_loopback(host))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    # stopping waits at most 2 s for requests in flight (a page reading a large shard), then ends them
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                           timeout_graceful_shutdown=2))
     say(f"glyphforge view: {catalog.context.remote or catalog.context.data_dir} at {url} (Ctrl-C stops)")
     sys.stdout.flush()
     if open_browser:

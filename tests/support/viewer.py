@@ -57,7 +57,11 @@ def running_viewer(data_dir: Path | str, *args: str) -> Iterator[Viewer]:
         yield running
     finally:
         process.terminate()
-        running.errors = process.communicate(timeout=20)[1]
+        try:
+            running.errors = process.communicate(timeout=20)[1]
+        except subprocess.TimeoutExpired:  # never left behind, even stuck
+            process.kill()
+            running.errors = process.communicate()[1]
 
 
 def chromium_missing() -> str | None:
