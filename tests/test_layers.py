@@ -21,7 +21,8 @@ builds       the builder, its shards, the reader and the specs
 scenes       scenes of glyphs over backgrounds (an application on datasets and builds)
 previews     what ``glyphforge preview`` draws
 warmup       every numba kernel compiled once
-cli          the command line (one module per command group), and ``__main__`` (``python -m glyphforge``)
+cli          the command line (one module per command group), ``__main__`` (``python -m glyphforge``), and
+             ``view``, the local web viewer ``glyphforge view`` serves
 face         the package face ``glyphforge`` (whose ``__init__`` re-exports everything, so
              importing a name from it can import every layer)
 ===========  ===================================================================================
@@ -67,7 +68,7 @@ LAYERS: Layers = (
     ("scenes", ("scenes",)),
     ("previews", ("previews",)),
     ("warmup", ("warmup",)),
-    ("cli", ("cli", "__main__")),
+    ("cli", ("cli", "view", "__main__")),
     ("face", ("__init__",)),
 )
 

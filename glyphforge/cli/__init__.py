@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from glyphforge.cli import build, cache, export, info, prepare, preview, publish, warmup
+from glyphforge.cli import build, cache, export, info, prepare, preview, publish, view, warmup
 from glyphforge.cli.common import new_parser, quiet_on_a_closed_pipe, run
 
 __all__ = ["main", "prepare_data_main"]
@@ -28,7 +28,7 @@ def _glyphforge_parser() -> argparse.ArgumentParser:
     parser = new_parser("glyphforge", "Prepare datasets, inspect the cache, preview data and build derived datasets.",
                         "glyphforge build scenes --glyphs font --n-examples 2000")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (prepare, info, cache, preview, warmup, export, publish, build):
+    for group in (prepare, info, cache, preview, view, warmup, export, publish, build):
         group.add_commands(commands)
     return parser
 
