@@ -201,7 +201,7 @@ class PreparedSource(Source):
                 options: dict[str, Any] = {"shape": tuple(self.entry.params["shape"])}
                 if declaration is not None and declaration.config_option is not None:
                     options[declaration.config_option] = self.entry.params.get(declaration.config_option)
-                self._dataset = dataset_class("all", context=self._context, download=False, **options)
+                self._dataset = dataset_class(subset="all", context=self._context, download=False, **options)
             return self._dataset
 
     def __len__(self) -> int:

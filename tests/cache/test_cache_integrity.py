@@ -365,7 +365,7 @@ def _class_file(data_dir: Path) -> tuple[Path, Callable[[], Any]]:
 
 def _labels_file(data_dir: Path) -> tuple[Path, Callable[[], Any]]:
     [entry] = CacheStore.for_data_dir(data_dir).ls()
-    return entry.path / "upstream_labels.pklz", lambda: gf.MNIST("train", data_dir=data_dir, download=False)
+    return entry.path / "upstream_labels.pklz", lambda: gf.MNIST(subset="train", data_dir=data_dir, download=False)
 
 
 def _shard(read: str) -> Callable[[Path], tuple[Path, Callable[[], Any]]]:

@@ -118,7 +118,7 @@ def test_a_prepared_dataset_in_the_browser(viewer, viewer_data, browser):
     from selenium.webdriver.support.ui import Select
 
     [entry] = [e for e in glyphforge.DataContext.resolve(data_dir=viewer_data.data_dir).store.ls() if e.kind == "mnist"]
-    mnist = glyphforge.MNIST("all", data_dir=viewer_data.data_dir, download=False)
+    mnist = glyphforge.MNIST(subset="all", data_dir=viewer_data.data_dir, download=False)
     open_dataset(browser, viewer, entry.key, PAGE)
     assert cards(browser) == [(i, mnist.classes[mnist[i][1]]) for i in range(PAGE)]
     assert not browser.find_element("id", "show-boxes").is_displayed()  # no overlays for one class an image

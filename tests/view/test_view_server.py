@@ -69,8 +69,8 @@ def test_a_page_of_built_scenes_is_their_rows(viewer, viewer_data, name):
 
 
 @pytest.mark.parametrize(("name", "dataset"), [
-    ("mnist", lambda data_dir: glyphforge.MNIST("all", data_dir=data_dir, download=False)),
-    ("emnist", lambda data_dir: glyphforge.EMNIST("all", split="digits", data_dir=data_dir, download=False)),
+    ("mnist", lambda data_dir: glyphforge.MNIST(subset="all", data_dir=data_dir, download=False)),
+    ("emnist", lambda data_dir: glyphforge.EMNIST(subset="all", split="digits", data_dir=data_dir, download=False)),
 ])
 def test_a_page_of_a_prepared_dataset_is_its_rows(viewer, viewer_data, name, dataset):
     key = keys(viewer_data)[name]
