@@ -67,6 +67,11 @@ CONTRACTS: dict[str, str] = {
     "glyphforge.datasets.mnist_family:mnist_glyph_images": "scenes' glyph source, resolves data_dir once",
     "glyphforge.datasets.mnist_family:fashion_mnist_glyph_images": "scenes' glyph source, resolves data_dir once",
     "glyphforge.datasets.mnist_family:kmnist_glyph_images": "scenes' glyph source, resolves data_dir once",
+    # A scene shard's scenes before they are cut into crops: make_shard's data_dir, handed on (the spec protocol).
+    "glyphforge.scenes.spec:ScatteredGlyphs._scenes": "spec protocol: make_shard's data_dir, before crops",
+    # torchvision's root and glyphforge's data_dir, one of which a constructor takes: resolved into one before the
+    # context is made.
+    "glyphforge.datasets._torchvision_args:data_dir_of": "torchvision's root or data_dir, before the context",
     # The library function of `glyphforge preview` (its --data-dir), which resolves it once.
     "glyphforge.previews:preview_target": "the preview command's library function, resolves data_dir once",
     # Owned by issue 31's "one Entry" work (builds/remote_shards.py): open_built's cache_dir, handed on as is.

@@ -48,6 +48,7 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "LostShardsError": (ValueError,),
     "ExportTargetError": (FileExistsError,),
     "ExportFormatError": (ValueError,),
+    "ViewRequestError": (ValueError,),
     "DamagedIndexError": (ValueError,),
     "NotEnoughSpaceError": (OSError,),
     "UnlistableDataDirError": (LookupError,),

@@ -43,7 +43,7 @@ KEPT_BYTES = 64 * 2**20
 INDEX_ARRAYS = ("labels", "n_glyphs", "scene_label")
 
 
-class ViewRequestError(ArgumentError):
+class ViewRequestError(ArgumentError, ValueError):
     """A request the viewer refuses: a bad page, class, frame or key; ``status`` is its HTTP status (4xx)."""
 
     def __init__(self, message: str, status: int = 400) -> None:
