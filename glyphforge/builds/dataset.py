@@ -38,10 +38,11 @@ The dataset is identity, index and rows; what it reads shards from is its shard 
 at a URL, `glyphforge.builds.remote_shards`), and the stream, export and decoded copy are parts
 that take it as a `~glyphforge.builds.reading.ShardReader` and never import it.
 
-A `BuiltDataset` pickles as a handle (its source's: the entry's path and key, or its URL),
-never its arrays, so DataLoader workers and Dask tasks receive a few hundred bytes. An open one holds its
-entry's read lock (`glyphforge.cache.locks.ReadLock`) until ``ds.close()`` or until it is
-garbage collected, so ``glyphforge cache gc --max-size`` never evicts it.
+A `BuiltDataset` pickles as a handle (its source's: the entry's path and key, or its URL), never
+its arrays, so DataLoader workers and Dask tasks receive a few hundred bytes; one that cannot be
+opened again in a worker says why at its first use there (`glyphforge.builds.reopen`). An open one
+holds its entry's read lock (`glyphforge.cache.locks.ReadLock`) until ``ds.close()`` or until it
+is garbage collected, so ``glyphforge cache gc --max-size`` never evicts it.
 """
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ from glyphforge.builds.memory import default_arrays_limit
 from glyphforge.builds.own_built import announced, unpickled
 from glyphforge.builds.parquet import to_hf
 from glyphforge.builds.reading import ShardSource
+from glyphforge.builds.reopen import handle
 from glyphforge.builds.stream import ShardStream, open_stream
 from glyphforge.builds.stream_plan import DEFAULT_WINDOW
 from glyphforge.cache import Entry
@@ -201,8 +203,9 @@ class BuiltDataset:
         self._read_lock.release()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as a handle: its source's (an entry's path and key, or its URL and options), never the arrays."""
-        return _reopen, (self.source, self.cache_shards, self.arrays_limit, self.random_access, self.decoded_budget)
+        """Pickle as a handle: its source's (an entry's path and key, or its URL), never the arrays (`reopen`)."""
+        return handle(_reopen, self.source, (self.cache_shards, self.arrays_limit, self.random_access,
+                                             self.decoded_budget))
 
     @property
     def materialized(self) -> Path | None:
@@ -490,11 +493,8 @@ class BuiltDataset:
 
 def _reopen(source: ShardSource, cache_shards: int, arrays_limit: int | None, random_access: str,
             decoded_budget: int | str | None) -> BuiltDataset:
-    """Open the built dataset again (unpickling): ``source`` was opened again as it unpickled.
-
-    A DataLoader worker's copy finds the decoded copy the parent (or any process) made, at its first read, and
-    does not say again that the entry is an own copy (unverified): the parent said so (once per run).
-    """
+    """Open the built dataset again from ``source`` (unpickled by `reopen`); a DataLoader worker's copy finds the
+    decoded copy the parent made, and does not say again that the entry is an own copy (the parent said so, once)."""
     unpickled(source.entry)
     return BuiltDataset(source, cache_shards=cache_shards, arrays_limit=arrays_limit, random_access=random_access,
                         decoded_budget=decoded_budget)

@@ -127,8 +127,9 @@ def _reopen_entry(path: str, key: str) -> EntryFiles:
     """Open the built entry at ``path`` again (unpickling), checking it is still entry ``key``."""
     entry = read_entry(Path(path))
     if entry is None or entry.key != key:
-        raise FileNotFoundError(f"the built dataset {key[:12]} is no longer at {path}: was it removed from the "
-                                "cache? Build it again, or unpickle where that data dir is mounted")
+        raise MissingEntryFileError(errno.ENOENT, f"the built dataset {key[:12]} is no longer at {path}: was it "
+                                    "removed from the cache? Build it again, or unpickle where that data dir is "
+                                    "mounted", path)
     return EntryFiles(entry)
 
 

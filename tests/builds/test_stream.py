@@ -451,20 +451,25 @@ def test_dataloader_workers_yield_batches_in_shared_memory_of_their_own_size(row
 
 # -- resuming -------------------------------------------------------------------------------------
 @needs_torch
-def test_an_entry_removed_before_a_dataloader_reads_it_is_named_through_the_workers(tmp_path):
-    # issue 42, row 9: torch re-raises a worker's error as its class made from its text: it said "None". (Under
-    # "spawn" the worker unpickles the dataset, which opens the entry, before torch catches errors: torch says only
-    # that the worker exited)
+@pytest.mark.parametrize("start", ["fork", pytest.param("spawn", marks=pytest.mark.slow)])  # spawn: ~12 s a case
+@pytest.mark.parametrize("what", ["stream", "dataset"])
+def test_an_entry_removed_before_a_dataloader_reads_it_is_named_through_the_workers(tmp_path, start, what):
+    # issue 42, row 9: torch re-raises a worker's error as its class made from its text: it said "None". Under
+    # "spawn" a worker unpickles the dataset, which opens the entry again, before torch catches errors: the worker
+    # died with "exited unexpectedly"; there the dataset raises why at its first use (glyphforge.builds.reopen)
     import torch.utils.data
 
     dataset = build(RowSpec(n_examples=97, shard_size=7), data_dir=tmp_path, progress=False)
     stream = dataset.stream(8, seed=3)
     assert run_here("glyphforge", "cache", "rm", dataset.key, "--data-dir", tmp_path).returncode == 0
-    loader = torch.utils.data.DataLoader(stream, batch_size=None, num_workers=2, multiprocessing_context="fork")
+    loader = (torch.utils.data.DataLoader(stream, batch_size=None, num_workers=2, multiprocessing_context=start)
+              if what == "stream" else
+              torch.utils.data.DataLoader(dataset, batch_size=8, num_workers=2, multiprocessing_context=start))
     with pytest.raises(MissingEntryFileError) as raised:
         list(loader)
-    assert f"is missing from the test-rows entry {dataset.key[:12]}" in str(raised.value)
-    assert "run `glyphforge cache gc` to remove the broken entry" in str(raised.value)
+    said = (f"is missing from the test-rows entry {dataset.key[:12]}" if start == "fork" else
+            f"the built dataset {dataset.key[:12]} is no longer at {dataset.path}: was it removed from the cache?")
+    assert said in str(raised.value)
 
 
 def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_were_next(rows_1030):
