@@ -99,7 +99,7 @@ class FileSource(Source):
         return rows
 
     def _read_index(self) -> LabelIndex:
-        return LabelIndex(self.places().labels[:, None].copy(), None, None)
+        return LabelIndex(self.places().labels[:, None], None, None)
 
 
 class ClassFilesSource(FileSource):
@@ -119,8 +119,8 @@ class ClassFilesSource(FileSource):
         within[order] = np.arange(len(labels)) - starts[labels[order]]
         n_test = int(self.entry.meta["n_test"])
         upstream = np.concatenate([np.arange(n_test, len(labels)), np.arange(n_test)])  # train, then test
-        return Places([record["file"] for record in records], labels[upstream], labels[upstream],
-                      within[upstream, None])
+        shown = labels[upstream]
+        return Places([record["file"] for record in records], shown, shown, within[upstream, None].astype(np.int32))
 
 
 class OmniglotSource(FileSource):

@@ -21,7 +21,6 @@ import glyphforge
 from glyphforge import cli
 from glyphforge.cache import entry as cache_entry
 from glyphforge.datasets._class_selection import LABELS_FILE
-from glyphforge.datasets.omniglot import prepare_omniglot
 from glyphforge.view.app import create_app
 from glyphforge.view.catalog import Catalog
 from glyphforge.view.server import address, listen
@@ -30,10 +29,6 @@ from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
 from support.viewer import running_viewer
 
 pytestmark = pytest.mark.timeout(180)
-
-#: Backgrounds carried in ../shared/data, small ones.
-BACKGROUNDS = ["blue_circle", "red_x", "water"]
-
 
 @contextmanager
 def serving(data_dir: Path) -> Iterator[str]:
@@ -51,16 +46,6 @@ def serving(data_dir: Path) -> Iterator[str]:
         server.should_exit = True
         thread.join(10)
         sock.close()
-
-
-@pytest.fixture(scope="module")
-def more_data(shared_data, tmp_path_factory) -> Path:
-    """A data dir with Omniglot's small1 and three backgrounds, from the real files."""
-    data_dir = tmp_path_factory.mktemp("viewer-more")
-    prepare_omniglot(sets="small1", data_dir=data_dir, mirrors=[shared_data.as_uri()], progress=False)
-    glyphforge.prepare_backgrounds(names=BACKGROUNDS, data_dir=data_dir, mirrors=[shared_data.as_uri()],
-                                   progress=False)
-    return data_dir
 
 
 def entry_of(data_dir: Path, kind: str) -> glyphforge.Entry:
@@ -114,7 +99,8 @@ def test_omniglot_and_backgrounds_pages_are_their_images(more_data):
     record = omniglot.meta["alphabets"][1]
     alphabet = omniglot.load(record["file"])
     index = (len(omniglot.meta["alphabets"][0]["characters"]) + 2) * 20 + 7  # the 3rd character's drawer 7
-    x, _, names = glyphforge.load_backgrounds(BACKGROUNDS, data_dir=more_data, download=False)
+    x, _, names = glyphforge.load_backgrounds(list(backgrounds.meta["backgrounds"]), data_dir=more_data,
+                                              download=False)
     with serving(more_data) as viewer:
         example = requests.get(viewer + f"api/datasets/{omniglot.key}/example/{index}", timeout=30).json()
         drawing = requests.get(viewer + f"api/datasets/{omniglot.key}/image/{index}.png", timeout=30).content
@@ -123,7 +109,7 @@ def test_omniglot_and_backgrounds_pages_are_their_images(more_data):
                  for i in range(len(names))]
     assert example["caption"] == f"{record['name']},3"
     np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(drawing))), alphabet[2, 7])
-    assert page["total"] == len(BACKGROUNDS) and [row["caption"] for row in page["rows"]] == list(names)
+    assert page["total"] == len(names) == 3 and [row["caption"] for row in page["rows"]] == list(names)
     for png, image in zip(shown, x, strict=True):
         np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png))), image)
 
