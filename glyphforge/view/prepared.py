@@ -94,7 +94,8 @@ class FileSource(Source):
             array = self._files.get(places.names[number])
             for k in np.flatnonzero(files == number).tolist():
                 example = int(indices[k])
-                rows[k] = {"images": array[tuple(places.within[example])],
+                # a copy: a kept row must not keep its whole file alive once the file has left `DataFiles`
+                rows[k] = {"images": array[tuple(places.within[example])].copy(),
                            "label": np.asarray(places.labels[example])}
         return rows
 
