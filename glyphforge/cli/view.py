@@ -19,8 +19,8 @@ def _view(args: argparse.Namespace) -> int:
         raise UsageError(f"glyphforge view needs the view extra ({error}): pip install \"glyphforge[view]\"") from None
     from glyphforge.errors import ArgumentError
     from glyphforge.previews import find_target
+    from glyphforge.view.catalog import Catalog
     from glyphforge.view.server import LOOPBACK, is_loopback, listen, serve
-    from glyphforge.view.sources import Catalog
 
     context = data_context(args, remote=True)
     catalog = Catalog(context)

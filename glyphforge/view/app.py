@@ -31,7 +31,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from glyphforge.view.sources import Catalog, Source, ViewRequestError
+from glyphforge.view.catalog import Catalog
+from glyphforge.view.sources import Source, ViewRequestError
 from glyphforge.view.targets import caption, image_size, objects, table
 
 #: The page's files, shipped in the package (package data).

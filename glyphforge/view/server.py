@@ -11,7 +11,7 @@ import uvicorn
 
 from glyphforge.errors import ArgumentError
 from glyphforge.view.app import create_app
-from glyphforge.view.sources import Catalog
+from glyphforge.view.catalog import Catalog
 
 #: Where the viewer listens unless told otherwise: this machine only.
 LOOPBACK = "127.0.0.1"

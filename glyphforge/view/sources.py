@@ -1,4 +1,5 @@
-"""What the viewer reads: one `Source` per prepared per-class entry or built entry of a data dir, read at random.
+"""What the viewer reads: a `Source` per entry of a data dir, read at random; built entries' here (`BuiltSource`),
+prepared datasets' in :mod:`glyphforge.view.prepared`.
 
 A `Source` answers what the page asks, reading no more than it needs:
 
@@ -9,14 +10,12 @@ A `Source` answers what the page asks, reading no more than it needs:
 - a page's images and targets come from the rows of that page only (``ds.take``), the last
   pages' rows kept in a small LRU (`RowCache`), so a page's image requests decode nothing again.
 
-Prepared datasets are read through their public map-style class (``glyphforge.MNIST(subset="all")``
-...), which holds the subset's images; built datasets through `glyphforge.BuiltDataset` with
+Built datasets are read through `glyphforge.BuiltDataset` with
 ``random_access="decode"`` (never a decoded copy: the viewer writes nothing) and two decoded
 shards kept.
 """
 from __future__ import annotations
 
-import importlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -28,9 +27,7 @@ from glyphforge.builds.dataset import BuiltDataset
 from glyphforge.builds.members import Scratch
 from glyphforge.builds.remote import find_built
 from glyphforge.cache import Entry
-from glyphforge.cache.manifest import is_built
 from glyphforge.context import DataContext
-from glyphforge.datasets import registry
 from glyphforge.errors import ArgumentError
 
 #: Decoded shards a built dataset keeps for the next page (each is one shard's rows of every array).
@@ -183,42 +180,6 @@ class Source:
                 "examples": len(self), "frames": self.n_frames, "scenes": self.is_scenes}
 
 
-class PreparedSource(Source):
-    """A prepared per-class entry, read through its dataset's public map-style class (subset ``"all"``)."""
-
-    def __init__(self, entry: Entry, context: DataContext) -> None:
-        super().__init__(entry, f"{entry.kind} {_entry_label(entry)}")
-        self._context = context
-        self._dataset: Any = None
-
-    def _open(self) -> Any:
-        with self._lock:
-            if self._dataset is None:
-                record = registry.get(self.entry.kind)
-                assert record.declared_in is not None
-                dataset_class = getattr(importlib.import_module(record.declared_in), record.exports[-1])
-                declaration = registry.declaration(self.entry.kind)
-                options: dict[str, Any] = {"shape": tuple(self.entry.params["shape"])}
-                if declaration is not None and declaration.config_option is not None:
-                    options[declaration.config_option] = self.entry.params.get(declaration.config_option)
-                self._dataset = dataset_class(subset="all", context=self._context, download=False, **options)
-            return self._dataset
-
-    def __len__(self) -> int:
-        return len(self._open())
-
-    @property
-    def classes(self) -> list[str]:
-        return [str(name) for name in self._open().classes]
-
-    def _take(self, indices: np.ndarray) -> list[dict[str, np.ndarray]]:
-        dataset = self._open()
-        return [{"images": dataset.images[i], "label": dataset.labels[i]} for i in indices.tolist()]
-
-    def _read_index(self) -> LabelIndex:
-        return LabelIndex(np.asarray(self._open().labels)[:, None], None, None)
-
-
 class BuiltSource(Source):
     """A built entry, read shard by shard where it lies (`BuiltDataset`, decoding only)."""
 
@@ -277,46 +238,3 @@ def _index_array(name: str, spec: dict[str, Any], n: int) -> np.ndarray:
     if name == "labels" and len(shape) == 2:
         shape = shape[1:]
     return np.empty((n, *shape), dtype=np.dtype(spec["dtype"]))
-
-
-def _entry_label(entry: Entry) -> str:
-    """How ``prepare-data`` names a prepared entry (``"byclass 28x28"``)."""
-    return str(registry.resolve(registry.get(entry.kind).entry_label)(entry))
-
-
-class Catalog:
-    """Every dataset of a data dir the viewer shows, by cache key, each opened on first use.
-
-    ``only``: show just these entries, without listing the data dir (one at an HTTP URL cannot be listed).
-    """
-
-    def __init__(self, context: DataContext, only: list[Entry] | None = None) -> None:
-        self.context = context
-        self.only = only
-        self._sources: dict[str, Source] = {}
-        self._lock = threading.Lock()
-
-    def entries(self) -> list[Entry]:
-        """The entries shown: built entries, and prepared entries of per-class datasets (on a local data dir)."""
-        listed = self.context.entry_store.ls() if self.only is None else self.only
-        local = self.context.remote is None
-        return [entry for entry in listed if is_built(entry)
-                or (local and entry.kind in registry.registered() and registry.declaration(entry.kind) is not None)]
-
-    def listing(self) -> list[dict[str, Any]]:
-        """One line per entry for the page's menu."""
-        return [{"key": entry.key, "kind": entry.kind, "built": is_built(entry),
-                 "title": f"{entry.kind} {entry.key[:12]}" if is_built(entry) else
-                 f"{entry.kind} {_entry_label(entry)}"} for entry in self.entries()]
-
-    def source(self, key: str) -> Source:
-        """The source of the entry whose key is ``key``; a `ViewRequestError` (404) when there is none."""
-        with self._lock:
-            if key in self._sources:
-                return self._sources[key]
-        entry = next((entry for entry in self.entries() if entry.key == key), None)
-        if entry is None:
-            raise ViewRequestError(f"no dataset with key {key[:80]!r} in {self.context.entry_store.where}", 404)
-        source: Source = BuiltSource(entry, self.context) if is_built(entry) else PreparedSource(entry, self.context)
-        with self._lock:
-            return self._sources.setdefault(key, source)

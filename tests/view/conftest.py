@@ -1,4 +1,5 @@
-"""The viewer's tests' data dir: built font scenes and videos (with masks), a prepared synthetic MNIST and EMNIST."""
+"""The viewer's tests' data dirs: built font scenes and videos (with masks), a prepared synthetic MNIST and EMNIST;
+Omniglot's small1 and a few backgrounds, from the real files."""
 from __future__ import annotations
 
 import shutil
@@ -9,11 +10,14 @@ import pytest
 
 import glyphforge
 from glyphforge import cli
+from glyphforge.datasets.omniglot import prepare_omniglot
 from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.synthetic_emnist import write_synthetic_emnist
 from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
 
+#: Backgrounds carried in ../shared/data, small ones.
+BACKGROUNDS = ["blue_circle", "red_x", "water"]
 #: Synthetic MNIST's (train, test) images.
 MNIST_COUNTS = (300, 60)
 
@@ -46,3 +50,13 @@ def viewer_data(tmp_path_factory) -> ViewerData:
     assert cli.prepare_data_main(["emnist", "--split", "digits", "--offline", "--no-verify", "-q", "--data-dir",
                                   str(data_dir)]) == 0
     return ViewerData(data_dir, scenes, videos, mnist)
+
+
+@pytest.fixture(scope="package")
+def more_data(shared_data, tmp_path_factory) -> Path:
+    """A data dir with Omniglot's small1 and the `BACKGROUNDS`, from the real files (skip without them)."""
+    data_dir = tmp_path_factory.mktemp("viewer-more")
+    prepare_omniglot(sets="small1", data_dir=data_dir, mirrors=[shared_data.as_uri()], progress=False)
+    glyphforge.prepare_backgrounds(names=BACKGROUNDS, data_dir=data_dir, mirrors=[shared_data.as_uri()],
+                                   progress=False)
+    return data_dir

@@ -164,3 +164,27 @@ def test_without_chromium_the_browser_tests_skip_or_with_the_ci_setting_fail(tmp
     with pytest.raises(outcome, match="no-chromium: install Debian's chromium and chromium-driver"):
         with headless_chromium(tmp_path / "profile"):
             pass
+
+
+def test_omniglot_and_backgrounds_in_the_browser(more_data, browser, tmp_path):
+    from selenium.webdriver.support.ui import Select
+
+    entries = {e.kind: e for e in glyphforge.DataContext.resolve(data_dir=more_data).store.ls()}
+    alphabets = entries["omniglot"].meta["alphabets"]
+    with running_viewer(more_data) as running:
+        open_dataset(browser, running.address, entries["omniglot"].key, PAGE)
+        first = alphabets[0]["name"]
+        assert cards(browser) == [(i, f"{first},{i // 20 + 1}") for i in range(PAGE)]  # 20 drawings a character
+        name = f"{alphabets[1]['name']},2"
+        reload_grid(browser, lambda: Select(browser.find_element("id", "class-filter")).select_by_value(name),
+                    "the filtered grid")
+        start = (len(alphabets[0]["characters"]) + 1) * 20
+        assert cards(browser) == [(i, name) for i in range(start, start + 20)]
+
+        names = sorted(entries["backgrounds"].meta["backgrounds"])
+        open_dataset(browser, running.address, entries["backgrounds"].key, len(names))
+        assert cards(browser) == list(enumerate(names))
+        shot = tmp_path / "backgrounds.png"
+        assert browser.save_screenshot(str(shot))
+    pixels = np.asarray(Image.open(shot).convert("RGB"))
+    assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50  # the textures, not a blank page
