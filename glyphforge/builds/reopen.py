@@ -34,7 +34,7 @@ class UnopenedDataset:
     __len__ = __getitem__ = __getitems__ = __iter__ = _raise
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):  # the pickle and copy protocols look these up
+        if name.startswith("__") or name == "error":  # the pickle and copy protocols look these up
             raise AttributeError(name)
         self._raise()
 

@@ -14,20 +14,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import glyphforge as gf
 from glyphforge.cache import CacheStore
-from glyphforge.context import DataContext
 from glyphforge.datasets import registry
-from glyphforge.pipelines.download import fetch
-from glyphforge.pipelines.resource import Resource
 
 from support.cli import BIN, run_here
 from support.hashes import bytes_hash
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
 from support.mounts import tmpfs
+from support.served_dataset import served_dataset
 from support.waits import wait_until
 
 SMALL = ["images_background_small1.zip"]
@@ -142,27 +139,8 @@ def served(http_server):
     """A dataset ``served`` whose three files' origins are on the local server (nothing reaches the internet)."""
     for name, data in SERVED.items():
         http_server.add(f"origin/{name}", data)
-    resources = [Resource("served", name, http_server.url(f"origin/{name}"), bytes_hash(data, "sha256"), len(data))
-                 for name, data in SERVED.items()]
-
-    def prepare_served(*, shapes=(), context=None, **options):
-        context = DataContext.resolve(context)
-        paths = [fetch(resource, context.raw_dir("served"), mirrors=context.mirrors, offline=context.offline,
-                       progress=False) for resource in resources]
-
-        def write(writer):
-            writer.write("bytes.pklz", np.frombuffer(b"".join(path.read_bytes() for path in paths), np.uint8))
-            writer.meta["n_images"] = len(paths)
-
-        return [context.store.get_or_create("served", {"files": len(paths)}, write)]
-
-    registry.register(registry.DatasetRecord(
-        name="served", summary="three files on a local server (a test dataset)", prepare=prepare_served,
-        load=prepare_served, preview=prepare_served, resources=lambda: resources))
-    try:
+    with served_dataset(http_server, SERVED, "three files on a local server (a test dataset)"):
         yield http_server
-    finally:
-        registry.unregister("served")
 
 
 def test_a_corrupt_file_or_a_web_page_served_is_refused_named_and_not_left_in_the_mirror(served, tmp_path):

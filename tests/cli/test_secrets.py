@@ -11,18 +11,13 @@ from __future__ import annotations
 import base64
 import json
 
-import numpy as np
 import pytest
 
 from glyphforge.cache import raw
-from glyphforge.context import DataContext
-from glyphforge.datasets import registry
-from glyphforge.pipelines.download import fetch
-from glyphforge.pipelines.resource import Resource
 
 from support.cli import run_here
-from support.hashes import bytes_hash
 from support.http_server import http_server  # noqa: F401 (fixture)
+from support.served_dataset import served_dataset
 
 SECRET = "s3cr3t-T0KEN-42"
 #: The served dataset's files: name -> bytes.
@@ -39,27 +34,8 @@ def served(http_server):
     http_server.fail("mirror/served/a.bin", 503, times=2, retry_after="0")
     http_server.add("mirror/signed", bytes(len(SERVED["b.bin"])))  # its size, not its bytes
     http_server.redirect("mirror/served/b.bin", f"mirror/signed?X-Amz-Signature={SECRET}")
-    resources = [Resource("served", name, http_server.url(f"origin/{name}"), bytes_hash(data, "sha256"), len(data))
-                 for name, data in SERVED.items()]
-
-    def prepare_served(*, shapes=(), context=None, **options):
-        context = DataContext.resolve(context)
-        paths = [fetch(resource, context.raw_dir("served"), mirrors=context.mirrors, offline=context.offline,
-                       progress=False) for resource in resources]
-
-        def write(writer):
-            writer.write("bytes.pklz", np.frombuffer(b"".join(path.read_bytes() for path in paths), np.uint8))
-            writer.meta["n_images"] = len(paths)
-
-        return [context.store.get_or_create("served", {"files": len(paths)}, write)]
-
-    registry.register(registry.DatasetRecord(
-        name="served", summary="two files on a local server (a test dataset)", prepare=prepare_served,
-        load=prepare_served, preview=prepare_served, resources=lambda: resources))
-    try:
+    with served_dataset(http_server, SERVED, "two files on a local server (a test dataset)"):
         yield http_server
-    finally:
-        registry.unregister("served")
 
 
 def mirror_url(server) -> str:
