@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from glyphforge.pipelines.download import fetch
 
 from support.copy_backends import built_rows, fresh_build  # noqa: F401 (fixture)
 from support.http_server import LocalHTTPServer
+from support.own_copy import place
 from support.specs import RowSpec
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist
 
@@ -97,6 +97,14 @@ def exact_take(dataset, rows: list[int]) -> bool:
     return all(np.array_equal(taken[name], arrays[name][rows]) for name in arrays)
 
 
+def prepared_own_mnist(tmp_path: Path) -> Path:
+    """A data dir with a small synthetic MNIST in ``raw/`` prepared as an own copy; return it."""
+    data_dir = tmp_path / "data"
+    place(write_synthetic_mnist(tmp_path / "files", (300, 50)), data_dir, "mnist")
+    assert cli.prepare_data_main(["mnist", "--offline", "--no-verify", "--data-dir", str(data_dir), "-q"]) == 0
+    return data_dir
+
+
 # -- one damage case per kind of the table ---------------------------------------------------------------------------
 def manifests(built, tmp_path, caplog) -> Seen:
     dataset = fresh_build(built, tmp_path)
@@ -106,13 +114,7 @@ def manifests(built, tmp_path, caplog) -> Seen:
 
 
 def class_files(built, tmp_path, caplog) -> Seen:
-    data_dir = tmp_path / "data"
-    raw = config.raw_dir("mnist", data_dir)
-    synthetic = write_synthetic_mnist(tmp_path / "upstream", (300, 50))
-    raw.mkdir(parents=True)
-    for name in ALL_FILES:
-        shutil.copy(synthetic.path(name), raw / name)
-    assert cli.prepare_data_main(["mnist", "--offline", "--no-verify", "--data-dir", str(data_dir), "-q"]) == 0
+    data_dir = prepared_own_mnist(tmp_path)
     [entry] = CacheStore.for_data_dir(data_dir).ls()
     path = entry.path / class_file_name(3)
     data = bytearray(path.read_bytes())
@@ -167,13 +169,8 @@ def upstream_downloads(built, tmp_path, caplog) -> Seen:
 
 
 def own_copies(built, tmp_path, caplog) -> Seen:
-    data_dir = tmp_path / "data"
+    data_dir = prepared_own_mnist(tmp_path)
     raw = config.raw_dir("mnist", data_dir)
-    synthetic = write_synthetic_mnist(tmp_path / "own", (300, 50))
-    raw.mkdir(parents=True)
-    for name in ALL_FILES:
-        shutil.copy(synthetic.path(name), raw / name)
-    assert cli.prepare_data_main(["mnist", "--offline", "--no-verify", "--data-dir", str(data_dir), "-q"]) == 0
     path = raw / ALL_FILES[0]
     flip(path, path.stat().st_size // 2)  # its gzip CRC no longer holds
     before = sorted(CacheStore.for_data_dir(data_dir).ls(), key=lambda entry: entry.key)
