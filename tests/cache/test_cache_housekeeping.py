@@ -222,19 +222,24 @@ def test_raw_files_are_listed_verified_and_only_glyphforges_converted_downloads_
     assert load_backgrounds(["water", "circles", "ice"], data_dir=tmp_path, offline=True)[0][0].shape[2] == 3
 
 
-@pytest.mark.parametrize("mtime", ["new", "kept"])
+@pytest.mark.parametrize("mtime", ["new", "kept", "linked"])
 def test_a_download_replaced_by_hand_is_no_longer_glyphforges_and_is_never_collected(
         shared_data, http_server, tmp_path, mtime):
-    """Also when the user's copy keeps the download's size and modification time (issue #42 row 2)."""
+    """Also when the user's copy keeps the download's size and modification time (issue #42 row 2), or is a symbolic
+    link to the download moved away (the link is the user's: its target's stamp is the download's)."""
     http_server.directory = shared_data
     raw = tmp_path / "raw" / "backgrounds"
     water = fetch(backgrounds.RESOURCES["water.jpg"], raw, mirrors=[http_server.base_url], progress=False)
     assert json.loads((raw / ".water.jpg.record").read_text())["downloaded"] is True
     status = water.stat()
     mine = tmp_path / "mine.jpg"
-    mine.write_bytes(water.read_bytes())
-    mine.replace(water)  # the user's copy now
-    os.utime(water, ns=(0, status.st_mtime_ns + (10**9 if mtime == "new" else 0)))
+    if mtime == "linked":
+        water.replace(mine)
+        water.symlink_to(mine)
+    else:
+        mine.write_bytes(water.read_bytes())
+        mine.replace(water)  # the user's copy now
+        os.utime(water, ns=(0, status.st_mtime_ns + (10**9 if mtime == "new" else 0)))
     prepared = run_here("prepare-data", "backgrounds", "--backgrounds", "water", "--data-dir", tmp_path,
                         "--offline", "-q")
     assert prepared.returncode == 0, prepared.stderr
@@ -242,7 +247,7 @@ def test_a_download_replaced_by_hand_is_no_longer_glyphforges_and_is_never_colle
     collected = run_here("glyphforge", "cache", "gc", "--raw", "--data-dir", tmp_path)
 
     assert collected.stdout.splitlines()[-1] == "0 upstream files removed (0 B); 1 placed by hand left as they are"
-    assert water.is_file()
+    assert water.is_file() and water.is_symlink() == (mtime == "linked")
 
 
 def test_an_entry_being_iterated_is_in_use_until_the_iterator_ends(tmp_path):
