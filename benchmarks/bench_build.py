@@ -42,8 +42,8 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from glyphforge.builds.builder import build  # noqa: E402
-from glyphforge.builds.shards import (  # noqa: E402
+from glyphforge.builds.making.builder import build  # noqa: E402
+from glyphforge.builds.making.shards import (  # noqa: E402
     ShardTask,
     call_with_data_dir,
     count_shards,

@@ -4,7 +4,7 @@
 
 1. **Resume.** A build of ``--shards`` one-example shards whose last shard fails leaves
    that many minus one finished shards in its work dir. Timed: finding them again
-   (`glyphforge.builds.shards.completed_shards`, a ``stat`` per shard against its
+   (`glyphforge.builds.making.shards.completed_shards`, a ``stat`` per shard against its
    record) next to the 0.1 approach measured in the same run (re-hashing every shard
    file in series), and the whole resumed build (one shard made, all joined, committed).
 2. **Joining.** ``concat_pklz`` (16 MB blocks, the file's sha256 and the reused shards'
@@ -29,7 +29,7 @@ import numpy as np
 
 from glyphforge._files import sha256_file
 from glyphforge.builds import ShardError, build, cache_params
-from glyphforge.builds.shards import completed_shards, count_shards, shard_path
+from glyphforge.builds.making.shards import completed_shards, count_shards, shard_path
 from glyphforge.cache import CacheStore, concat_pklz
 
 

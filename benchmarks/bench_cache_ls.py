@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from glyphforge.builds.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore
 
 ROWS_PER_SHARD = 100

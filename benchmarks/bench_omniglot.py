@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
 
-from glyphforge.datasets.omniglot import RESOURCES, load_omniglot, prepare_omniglot  # noqa: E402
+from glyphforge.datasets.omniglot.dataset import RESOURCES, load_omniglot, prepare_omniglot  # noqa: E402
 
 
 def parse_shape(text: str) -> tuple[int, int]:

@@ -5,7 +5,7 @@
 
 The entry is written through the cache store (`CacheStore.create`) with incompressible data
 files (``os.urandom``): ``--files 1`` is a build on one disk (one ``arrays.pklz``), ``--files
-16`` a build in parts. Each run publishes it with ``glyphforge.storage.publish.publish_entry``
+16`` a build in parts. Each run publishes it with ``glyphforge.cache.remote.publish.publish_entry``
 (``progress=False``) into a new bucket of a moto server (``moto_server``, its own process,
 so that it does not share the uploader's interpreter) and into a new directory of the same
 disk, timed from the call to its return (the manifest written), with the CPU seconds the
@@ -49,7 +49,7 @@ def make_entry(data_dir: Path, total_mb: int, files: int):
 
 def timed_publish(entry, url: str) -> tuple[float, float]:
     """Publish ``entry`` to ``url``; return the seconds it took and the CPU seconds this process spent."""
-    from glyphforge.storage.publish import publish_entry
+    from glyphforge.cache.remote.publish import publish_entry
 
     started, cpu = time.perf_counter(), time.process_time()
     published = publish_entry(entry, url, progress=False)

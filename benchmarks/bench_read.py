@@ -90,7 +90,7 @@ def peak_mb() -> float:
 
 
 def open_dataset(data_dir: str) -> Any:
-    from glyphforge.builds.remote import find_built
+    from glyphforge.builds.reading.lookup import find_built
 
     return find_built(os.environ[ENTRY_KEY], data_dir)  # the entry `prepare` built: its data dir may hold others
 
@@ -378,7 +378,7 @@ def step_mmap(data_dir: str, export_dir: str, order: str) -> dict:
 
 def remove_decoded_copy(data_dir: str) -> None:
     """Remove the scenes' decoded copy left by an earlier run, so the first steps read shards as before."""
-    from glyphforge.builds.decoded_copy import decoded_dir
+    from glyphforge.builds.decoded_copy.record import decoded_dir
 
     shutil.rmtree(decoded_dir(open_dataset(data_dir).path), ignore_errors=True)
 
@@ -437,8 +437,8 @@ def prepare(args: argparse.Namespace) -> Path:
 
 # -- 10,000,000 examples: bookkeeping only ------------------------------------------------------
 def simulate(n_examples: int, scratch: Path) -> None:
-    from glyphforge.builds.dataset import BuiltDataset
-    from glyphforge.builds.index import INDEX_FILE, ShardIndex
+    from glyphforge.builds.reading.dataset import BuiltDataset
+    from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
     from glyphforge.cache import CacheStore
 
     print(f"\n{n_examples:,} examples, bookkeeping only (an index, an empty data file; no rows are read):")

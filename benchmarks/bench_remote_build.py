@@ -40,8 +40,8 @@ def per_shard(spec, scratch: Path, fs, shards: int = 10) -> None:
     machine (other builds, other users) hits both alike: the difference of the medians is what
     writing a part and its record to S3 costs over writing them to the local disk.
     """
-    from glyphforge.builds.remote_build import RemoteShardTask, entry_location
-    from glyphforge.builds.shards import ShardTask, count_shards
+    from glyphforge.builds.making.shards import ShardTask, count_shards
+    from glyphforge.builds.making.url_build import RemoteShardTask, entry_location
     from glyphforge.storage.location import Location
 
     shards = min(shards, count_shards(spec.n_examples, spec.shard_size))
@@ -76,7 +76,7 @@ def main() -> None:
     import s3fs
 
     import glyphforge as gf
-    from glyphforge.builds.remote_build import build_into
+    from glyphforge.builds.making.url_build import build_into
     from glyphforge.context import DataContext
     from glyphforge.session import open_session
 

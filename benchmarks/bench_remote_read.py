@@ -130,7 +130,7 @@ def main() -> None:
     args.glyphs, args.backgrounds = "font", "none"
     args.workdir.mkdir(parents=True, exist_ok=True)
     data_dir = prepare(args)
-    from glyphforge.builds.remote import find_built
+    from glyphforge.builds.reading.lookup import find_built
 
     entry_dir = find_built(os.environ[ENTRY_KEY], data_dir=data_dir).path
     scratch = Path(tempfile.mkdtemp(prefix="remote-read-", dir=args.workdir))

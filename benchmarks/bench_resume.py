@@ -10,7 +10,7 @@ epoch (90% by default), opening ``ds.stream(256, seed=0, resume=state)`` and rea
 rest of the epoch (the time includes the first batch's window decode). The goal: resuming
 at 90% costs at most 15% of the epoch's time (the consumed windows are skipped, not read).
 
-Both children import the stream's code (``glyphforge.builds.stream`` and ``numpy.random``,
+Both children import the stream's code (``glyphforge.builds.stream.stream`` and ``numpy.random``,
 which the first ``ds.stream`` call would import lazily) before their clock starts, as a
 training job that resumes has imported its code long before: the goal is about reading
 the rest of the epoch. The imports are timed apart, in each child alike, and the ratio is
@@ -34,7 +34,7 @@ from bench_read import open_dataset, peak_mb, prepare  # noqa: E402
 GOAL = 0.15
 BATCH = 256
 #: The code the first ``ds.stream`` call imports, imported before the clock in both children.
-STREAM_CODE = ("numpy.random", "glyphforge.builds.stream")
+STREAM_CODE = ("numpy.random", "glyphforge.builds.stream.stream")
 
 
 def child(data_dir: str, at: float) -> dict:

@@ -158,7 +158,7 @@ def best_rate(make: Any, n: int, rounds: int) -> tuple[float, float]:
 
 def shards_maker(spec: Any, data_dir: Path) -> Any:
     """A call making every shard of ``spec`` with ``make_shard`` in this process (arrays dropped)."""
-    from glyphforge.builds.shards import count_shards, shard_bounds, shard_rng
+    from glyphforge.builds.making.shards import count_shards, shard_bounds, shard_rng
 
     def make() -> None:
         for index in range(count_shards(spec.n_examples, spec.shard_size)):
@@ -268,7 +268,7 @@ def part_masks(args: argparse.Namespace, data_dir: Path, session: Any) -> list[s
 def shard_task_cpu(spec: Any, data_dir: Path, shards: int) -> float:
     """CPU seconds of the builder's work on the first ``shards`` shards in this process (`ShardTask`: make,
     write, hash, record), the build's work without the session and the other jobs on the machine."""
-    from glyphforge.builds.shards import ShardTask
+    from glyphforge.builds.making.shards import ShardTask
 
     with tempfile.TemporaryDirectory(prefix="bench-shards-") as work_dir:
         task = ShardTask(spec, work_dir, str(data_dir))

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
 
-from glyphforge.builds.shards import shard_rng  # noqa: E402
+from glyphforge.builds.making.shards import shard_rng  # noqa: E402
 from glyphforge.scenes.sources import GlyphPool  # noqa: E402
 from glyphforge.scenes.spec import ScatteredGlyphs  # noqa: E402
 

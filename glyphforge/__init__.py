@@ -18,25 +18,26 @@ from glyphforge.datasets import registry as _registry
 
 if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers and IDEs (tests/test_public_api.py)
     from glyphforge._access import DataDirAccessError as DataDirAccessError
-    from glyphforge.builds.builder import build as build
-    from glyphforge.builds.dataset import BuiltDataset as BuiltDataset
-    from glyphforge.builds.dataset import DatasetTooLargeError as DatasetTooLargeError
-    from glyphforge.builds.decoded_copy import ForeignCopyError as ForeignCopyError
-    from glyphforge.builds.export import ExportTargetError as ExportTargetError
-    from glyphforge.builds.export_frames import ExportFormatError as ExportFormatError
-    from glyphforge.builds.materialize import NotEnoughSpaceError as NotEnoughSpaceError
-    from glyphforge.builds.remote import find_built as find_built
-    from glyphforge.builds.remote import open_built as open_built
-    from glyphforge.builds.spec import ShardError as ShardError
-    from glyphforge.builds.spec import SpecError as SpecError
-    from glyphforge.builds.stream import ShardStream as ShardStream
-    from glyphforge.builds.stream_state import ForeignStateError as ForeignStateError
+    from glyphforge.builds.decoded_copy.make import NotEnoughSpaceError as NotEnoughSpaceError
+    from glyphforge.builds.decoded_copy.record import ForeignCopyError as ForeignCopyError
+    from glyphforge.builds.export.files import ExportTargetError as ExportTargetError
+    from glyphforge.builds.export.frames import ExportFormatError as ExportFormatError
+    from glyphforge.builds.making.builder import build as build
+    from glyphforge.builds.making.spec import ShardError as ShardError
+    from glyphforge.builds.making.spec import SpecError as SpecError
+    from glyphforge.builds.reading.dataset import BuiltDataset as BuiltDataset
+    from glyphforge.builds.reading.dataset import DatasetTooLargeError as DatasetTooLargeError
+    from glyphforge.builds.reading.lookup import find_built as find_built
+    from glyphforge.builds.reading.lookup import open_built as open_built
+    from glyphforge.builds.stream.state import ForeignStateError as ForeignStateError
+    from glyphforge.builds.stream.stream import ShardStream as ShardStream
     from glyphforge.cache import CacheStore as CacheStore
     from glyphforge.cache import UnsafePickleError as UnsafePickleError
     from glyphforge.cache.lookup import AmbiguousKindError as AmbiguousKindError
+    from glyphforge.cache.remote.publish import PublishConflictError as PublishConflictError
+    from glyphforge.cache.remote.publish import publish as publish
     from glyphforge.config import data_dir as data_dir
     from glyphforge.context import DataContext as DataContext
-    from glyphforge.datasets._classes import ClassNames as ClassNames
     from glyphforge.datasets.backgrounds import (
         background_names as background_names,
     )
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers 
     from glyphforge.datasets.backgrounds import (
         prepare_backgrounds as prepare_backgrounds,
     )
+    from glyphforge.datasets.class_names import ClassNames as ClassNames
     from glyphforge.datasets.emnist import (
         EMNIST as EMNIST,
     )
@@ -97,28 +99,28 @@ if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers 
     from glyphforge.datasets.mnist_family import (
         prepare_mnist as prepare_mnist,
     )
-    from glyphforge.datasets.omniglot import (
+    from glyphforge.datasets.omniglot.dataset import (
         Omniglot as Omniglot,
     )
-    from glyphforge.datasets.omniglot import (
+    from glyphforge.datasets.omniglot.dataset import (
         OmniglotTasks as OmniglotTasks,
     )
-    from glyphforge.datasets.omniglot import (
+    from glyphforge.datasets.omniglot.dataset import (
         TaskBatch as TaskBatch,
     )
-    from glyphforge.datasets.omniglot import (
+    from glyphforge.datasets.omniglot.dataset import (
         load_omniglot as load_omniglot,
     )
-    from glyphforge.datasets.omniglot import (
+    from glyphforge.datasets.omniglot.dataset import (
         omniglot_classes as omniglot_classes,
     )
-    from glyphforge.datasets.omniglot import (
+    from glyphforge.datasets.omniglot.dataset import (
         omniglot_episodes as omniglot_episodes,
     )
-    from glyphforge.datasets.omniglot import (
+    from glyphforge.datasets.omniglot.dataset import (
         omniglot_split as omniglot_split,
     )
-    from glyphforge.datasets.omniglot import (
+    from glyphforge.datasets.omniglot.dataset import (
         prepare_omniglot as prepare_omniglot,
     )
     from glyphforge.datasets.preparing import Prepared as Prepared
@@ -165,8 +167,6 @@ if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers 
     from glyphforge.scenes.spec import ScatteredGlyphs as ScatteredGlyphs
     from glyphforge.session import open_session as open_session
     from glyphforge.storage.backends import register_backend as register_backend
-    from glyphforge.storage.publish import PublishConflictError as PublishConflictError
-    from glyphforge.storage.publish import publish as publish
     from glyphforge.urls import MalformedURLError as MalformedURLError
     from glyphforge.urls import UnsupportedURLError as UnsupportedURLError
     from glyphforge.visualize import preview as preview
@@ -197,24 +197,24 @@ _EXPORTS: dict[str, str] = {
     "load": "glyphforge.datasets.registry",
     "prepare": "glyphforge.datasets.preparing",
     "Prepared": "glyphforge.datasets.preparing",
-    "ClassNames": "glyphforge.datasets._classes",
+    "ClassNames": "glyphforge.datasets.class_names",
     # parallel builds
     "open_session": "glyphforge.session",
-    "build": "glyphforge.builds.builder",
-    "BuiltDataset": "glyphforge.builds.dataset",
-    "open_built": "glyphforge.builds.remote",
-    "find_built": "glyphforge.builds.remote",
-    "NotEnoughSpaceError": "glyphforge.builds.materialize",
-    "ForeignCopyError": "glyphforge.builds.decoded_copy",
-    "DatasetTooLargeError": "glyphforge.builds.dataset",
-    "ExportTargetError": "glyphforge.builds.export",
-    "ExportFormatError": "glyphforge.builds.export_frames",
+    "build": "glyphforge.builds.making.builder",
+    "BuiltDataset": "glyphforge.builds.reading.dataset",
+    "open_built": "glyphforge.builds.reading.lookup",
+    "find_built": "glyphforge.builds.reading.lookup",
+    "NotEnoughSpaceError": "glyphforge.builds.decoded_copy.make",
+    "ForeignCopyError": "glyphforge.builds.decoded_copy.record",
+    "DatasetTooLargeError": "glyphforge.builds.reading.dataset",
+    "ExportTargetError": "glyphforge.builds.export.files",
+    "ExportFormatError": "glyphforge.builds.export.frames",
     "MissingExtraError": "glyphforge.hf",
-    "ShardStream": "glyphforge.builds.stream",
-    "ForeignStateError": "glyphforge.builds.stream_state",
+    "ShardStream": "glyphforge.builds.stream.stream",
+    "ForeignStateError": "glyphforge.builds.stream.state",
     "AmbiguousKindError": "glyphforge.cache.lookup",
-    "ShardError": "glyphforge.builds.spec",
-    "SpecError": "glyphforge.builds.spec",
+    "ShardError": "glyphforge.builds.making.spec",
+    "SpecError": "glyphforge.builds.making.spec",
     "ScatteredGlyphs": "glyphforge.scenes.spec",
     "moving_mnist": "glyphforge.scenes.presets",
     "multi_mnist": "glyphforge.scenes.presets",
@@ -223,8 +223,8 @@ _EXPORTS: dict[str, str] = {
     "cluttered_mnist": "glyphforge.scenes.presets",
     "preview": "glyphforge.visualize",
     # object storage
-    "publish": "glyphforge.storage.publish",
-    "PublishConflictError": "glyphforge.storage.publish",
+    "publish": "glyphforge.cache.remote.publish",
+    "PublishConflictError": "glyphforge.cache.remote.publish",
     "register_backend": "glyphforge.storage.backends",
     "UnsupportedURLError": "glyphforge.urls",
     "MalformedURLError": "glyphforge.urls",

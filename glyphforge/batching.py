@@ -5,7 +5,7 @@ is *map-style*: ``len(ds)`` and ``ds[i] -> (image, label)``. That is the whole
 protocol a PyTorch ``DataLoader`` needs, so none of this imports torch. :func:`rebatch`
 is the one place rows are cut into batches: :func:`batches` cuts its visiting orders
 with it (a built dataset's stream cuts positions of its epoch's order by arithmetic,
-`glyphforge.builds.stream`). This module needs only
+`glyphforge.builds.stream.stream`). This module needs only
 numpy (``import glyphforge`` loads it through the builder).
 """
 from __future__ import annotations

@@ -36,7 +36,7 @@ ENV_MIRROR = "GLYPHFORGE_MIRROR"
 ENV_OFFLINE = "GLYPHFORGE_OFFLINE"
 ENV_LOCK_TIMEOUT = "GLYPHFORGE_LOCK_TIMEOUT"
 ENV_CACHE_DIR = "GLYPHFORGE_CACHE_DIR"
-#: The budget of automatic decoded copies (`glyphforge.builds.copy_source`).
+#: The budget of automatic decoded copies (`glyphforge.builds.decoded_copy.source`).
 ENV_DECODED_BUDGET = "GLYPHFORGE_DECODED_BUDGET"
 #: The size limit of the local shard cache (`glyphforge.storage.shard_cache`).
 ENV_CACHE_SIZE = "GLYPHFORGE_CACHE_SIZE"

@@ -178,14 +178,14 @@ class DataContext:
         """The cache store under ``<data dir>/cache``.
 
         For a data dir at a URL, the store of this machine's copy (under :attr:`local_cache`) with the
-        URL as its source (`~glyphforge.storage.pull_through.PullThrough`): prepared entries it lacks
+        URL as its source (`~glyphforge.cache.remote.pull_through.PullThrough`): prepared entries it lacks
         are fetched from there.
         """
         from glyphforge.cache.store import CacheStore
 
         if self.remote is None:
             return CacheStore.for_data_dir(self.data_dir)
-        from glyphforge.storage.pull_through import PullThrough
+        from glyphforge.cache.remote.pull_through import PullThrough
 
         return CacheStore(config.cache_dir(self.data_dir), source=PullThrough(self.remote, self.cache_dir))
 
@@ -193,11 +193,11 @@ class DataContext:
     def entry_store(self) -> Store:
         """The store of the data dir's entries where they lie, listed, verified and cleaned as one
         (`glyphforge.cache.store_protocol.Store`): :attr:`store` for a data dir on disk; for one at a URL
-        the `~glyphforge.storage.remote_cache.RemoteCache` there (read where it lies; deleting nothing).
+        the `~glyphforge.cache.remote.entries.RemoteCache` there (read where it lies; deleting nothing).
         """
         if self.remote is None:
             return self.store
-        from glyphforge.storage.remote_cache import RemoteCache
+        from glyphforge.cache.remote.entries import RemoteCache
 
         return RemoteCache(self.remote, self.data_dir, self.cache_dir)
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from glyphforge._checks import PathLike
-from glyphforge.builds.dataset import BuiltDataset
+from glyphforge.builds.reading.dataset import BuiltDataset
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.cache.lookup import of_kind
 from glyphforge.context import DataContext

@@ -4,7 +4,7 @@ import platformdirs
 import pytest
 
 from glyphforge import config
-from glyphforge.builds.copy_source import budget_setting
+from glyphforge.builds.decoded_copy.source import budget_setting
 from glyphforge.cache import CacheStore
 from glyphforge.storage.shard_cache import ShardCache
 

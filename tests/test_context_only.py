@@ -42,27 +42,27 @@ RECEIVERS: dict[str, str] = {
     "call_with_data_dir": "spec protocol: make_shard(..., data_dir=str)",
     "method": "spec protocol: make_shard(..., data_dir=str), in call_with_data_dir",
     "make_shard": "spec protocol: ScatteredGlyphs.prepare makes one scene as a worker would",
-    "open_remote": "open_built's reader cache dir (the one-Entry work owns builds/remote_shards.py)",
+    "open_remote": "open_built's reader cache dir (the one-Entry work owns builds/reading/remote_shards.py)",
     "find_remote_built": "find_built's lookup at a URL: open_built's options (its reader's cache dir) handed on",
 }
 
 #: ``module:qualname`` of non-public functions allowed loose keywords, each a documented protocol contract.
 CONTRACTS: dict[str, str] = {
-    # The spec protocol (glyphforge.builds.spec): a spec's make_shard / metadata may take ``data_dir: str``,
+    # The spec protocol (glyphforge.builds.making.spec): a spec's make_shard / metadata may take ``data_dir: str``,
     # and the picklable shard tasks carry it to the workers.
-    "glyphforge.builds.shards:call_with_data_dir": "spec protocol: make_shard(..., data_dir=str)",
-    "glyphforge.builds.shards:make_shard_arrays": "spec protocol: make_shard(..., data_dir=str)",
-    "glyphforge.builds.shards:ShardTask.__init__": "spec protocol: the worker task carries data_dir: str",
-    "glyphforge.builds.remote_build:RemoteShardTask.__init__": (
+    "glyphforge.builds.making.shards:call_with_data_dir": "spec protocol: make_shard(..., data_dir=str)",
+    "glyphforge.builds.making.shards:make_shard_arrays": "spec protocol: make_shard(..., data_dir=str)",
+    "glyphforge.builds.making.shards:ShardTask.__init__": "spec protocol: the worker task carries data_dir: str",
+    "glyphforge.builds.making.url_build:RemoteShardTask.__init__": (
         "worker task into a URL data dir: its Location and the worker's local cache dir travel pickled"),
-    # The machinery of the per-class datasets (glyphforge.datasets._class_files), whose signature is the public
+    # The machinery of the per-class datasets (glyphforge.datasets.classes.files), whose signature is the public
     # one of a dataset declared at run time (its load_* and prepare_* are these, bound by `bind`).
-    "glyphforge.datasets._class_load:load": "per-class load, the public load_* of a run-time declaration",
-    "glyphforge.datasets._class_prepare:prepare": "per-class prepare, the public prepare_* of a run-time declaration",
+    "glyphforge.datasets.classes.load:load": "per-class load, the public load_* of a run-time declaration",
+    "glyphforge.datasets.classes.prepare:prepare": "per-class prepare, the public prepare_* of a run-time declaration",
     # The glyph source of scenes (glyphforge.scenes.glyph_datasets, `(classes, *, example_range, shape,
     # context)`), also called by users with ``data_dir=``: each resolves it once.
-    "glyphforge.datasets._class_load:glyph_images": "scenes' glyph source, resolves data_dir once",
-    "glyphforge.datasets.omniglot:glyph_images": "scenes' glyph source, resolves data_dir once",
+    "glyphforge.datasets.classes.load:glyph_images": "scenes' glyph source, resolves data_dir once",
+    "glyphforge.datasets.omniglot.dataset:glyph_images": "scenes' glyph source, resolves data_dir once",
     "glyphforge.datasets.emnist:glyph_images": "scenes' glyph source, resolves data_dir once",
     "glyphforge.datasets.mnist_family:mnist_glyph_images": "scenes' glyph source, resolves data_dir once",
     "glyphforge.datasets.mnist_family:fashion_mnist_glyph_images": "scenes' glyph source, resolves data_dir once",
@@ -71,11 +71,11 @@ CONTRACTS: dict[str, str] = {
     "glyphforge.scenes.spec:ScatteredGlyphs._scenes": "spec protocol: make_shard's data_dir, before crops",
     # torchvision's root and glyphforge's data_dir, one of which a constructor takes: resolved into one before the
     # context is made.
-    "glyphforge.datasets._torchvision_args:data_dir_of": "torchvision's root or data_dir, before the context",
+    "glyphforge.datasets.torchvision_args:data_dir_of": "torchvision's root or data_dir, before the context",
     # The library function of `glyphforge preview` (its --data-dir), which resolves it once.
     "glyphforge.previews:preview_target": "the preview command's library function, resolves data_dir once",
-    # Owned by issue 31's "one Entry" work (builds/remote_shards.py): open_built's cache_dir, handed on as is.
-    "glyphforge.builds.remote_shards:open_remote": "open_built's reader cache dir (the one-Entry work owns it)",
+    # Owned by issue 31's "one Entry" work (builds/reading/remote_shards.py): open_built's cache_dir, handed on as is.
+    "glyphforge.builds.reading.remote_shards:open_remote": "open_built's reader cache dir (the one-Entry work owns it)",
 }
 
 

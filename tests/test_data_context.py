@@ -16,7 +16,7 @@ import pytest
 from glyphforge import DataContext, build
 from glyphforge.cache import CacheStore
 from glyphforge.datasets.backgrounds import COMMIT, load_backgrounds, prepare_backgrounds
-from glyphforge.datasets.omniglot import RESOURCES, load_omniglot, prepare_omniglot
+from glyphforge.datasets.omniglot.dataset import RESOURCES, load_omniglot, prepare_omniglot
 from glyphforge.hashes import file_hash
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError
 from glyphforge.scenes.spec import ScatteredGlyphs

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from glyphforge import hf
-from glyphforge.datasets._class_declaration import DECLARATIONS
+from glyphforge.datasets.classes.declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import FashionMNIST, prepare_fashion_mnist
 from glyphforge.errors import ArgumentError
 

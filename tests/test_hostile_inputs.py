@@ -13,7 +13,7 @@ import pytest
 from glyphforge import cli
 from glyphforge._files import atomic_path, writing
 from glyphforge.builds import build
-from glyphforge.builds.spec import SpecError
+from glyphforge.builds.making.spec import SpecError
 from glyphforge.cache import dump_pklz
 from glyphforge.cache.declared import MAX_SHARDS
 from glyphforge.errors import StorageError

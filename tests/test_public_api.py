@@ -13,14 +13,14 @@ import glyphforge
 
 def test_every_exported_name_resolves_to_its_module_object():
     import glyphforge.datasets.emnist as emnist
-    import glyphforge.datasets.omniglot as omniglot
+    import glyphforge.datasets.omniglot.dataset as omniglot
     import glyphforge.loaders as loaders
 
     for name in glyphforge.__all__:
         assert getattr(glyphforge, name) is not None, name
     assert glyphforge.Omniglot is omniglot.Omniglot and glyphforge.EMNIST is emnist.EMNIST
     assert glyphforge.batches is loaders.batches and glyphforge.ImageList is loaders.ImageList
-    assert callable(glyphforge.build) and glyphforge.build.__module__ == "glyphforge.builds.builder"
+    assert callable(glyphforge.build) and glyphforge.build.__module__ == "glyphforge.builds.making.builder"
     assert sorted(dir(glyphforge)) == sorted(glyphforge.__all__)
     for preset in ("moving_mnist", "multi_mnist", "visual_arithmetic", "grid_arithmetic", "cluttered_mnist"):
         assert getattr(glyphforge, preset).__module__ == "glyphforge.scenes.presets", preset

@@ -31,9 +31,9 @@ REVEALED = {
     "gf.find_built": "def (",
     "gf.build": "def (",
     "gf.ScatteredGlyphs": "def (",
-    "gf.load_mnist()[2]": "glyphforge.datasets._classes.ClassNames",
+    "gf.load_mnist()[2]": "glyphforge.datasets.class_names.ClassNames",
     "built.stream": "seed: int =",
-    "built.stream(8)": "glyphforge.builds.stream.ShardStream",
+    "built.stream(8)": "glyphforge.builds.stream.stream.ShardStream",
 }
 SCRIPT = "import glyphforge as gf\n\n\ndef user(built: gf.BuiltDataset) -> None:\n" + "".join(
     f"    reveal_type({expression})\n" for expression in REVEALED)

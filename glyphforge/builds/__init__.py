@@ -1,20 +1,19 @@
-"""Derived datasets built in parallel: the builder, its shards and the reader.
+"""Derived datasets built in parallel, one package per concept, and the names the package face exports.
 
-* `glyphforge.builds.builder`: `build` (a spec's seeded shards fanned out through a
-  session, then cached where its destination is: `glyphforge.builds.destinations`);
-* `glyphforge.builds.spec`: the `Spec` protocol, its checks and its cache key;
-* `glyphforge.builds.shards`: how a spec is cut, seeded, written and verified (runs on workers);
-* `glyphforge.builds.dataset`: `BuiltDataset`, the reader of a built dataset, and its parts
-  (`glyphforge.builds.reading`: what they take); `glyphforge.builds.remote`: `open_built`, `find_built`.
+* `glyphforge.builds.making`: `build`, from a spec to one checked cache entry, locally or at a URL;
+* `glyphforge.builds.reading`: `BuiltDataset`, its index and shard sources, `open_built` and `find_built`;
+* `glyphforge.builds.decoded_copy`: the checked ``.npy`` copy that serves random rows at memory speed;
+* `glyphforge.builds.stream`: `ShardStream`, shuffled resumable batches divided among ranks and workers;
+* `glyphforge.builds.export`: ``.npy``, Parquet, COCO, YOLO and MOT files.
 
 The specs are applications above this package (the scenes: `glyphforge.scenes`).
 Importing this package loads neither numba, Pillow nor Dask (Dask: by a Dask session).
 """
-from glyphforge.builds.builder import build
-from glyphforge.builds.dataset import BuiltDataset
-from glyphforge.builds.entry_files import LostShardsError
-from glyphforge.builds.reading import ARRAYS_FILE
-from glyphforge.builds.spec import BUILD_FORMAT, ShardError, Spec, cache_params, check_spec
+from glyphforge.builds.making.builder import build
+from glyphforge.builds.making.spec import BUILD_FORMAT, ShardError, Spec, cache_params, check_spec
+from glyphforge.builds.reading.dataset import BuiltDataset
+from glyphforge.builds.reading.entry_files import LostShardsError
+from glyphforge.builds.reading.protocols import ARRAYS_FILE
 
 __all__ = ["ARRAYS_FILE", "BUILD_FORMAT", "BuiltDataset", "LostShardsError", "ShardError", "Spec", "build",
            "cache_params", "check_spec"]

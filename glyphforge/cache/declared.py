@@ -36,7 +36,7 @@ from glyphforge.cache.safe_pickle import MAX_INFLATION
 __all__ = ["ALLOWED_KINDS", "INDEX_FILE", "MAX_ROW_BYTES", "MAX_ROW_DIMS", "MAX_SHARDS", "MEMBER_OVERHEAD",
            "built_problem", "layout_dtype", "layout_problem", "member_bounds", "row_nbytes"]
 
-#: The data file of a built entry holding its shard index (`glyphforge.builds.index`).
+#: The data file of a built entry holding its shard index (`glyphforge.builds.reading.index`).
 INDEX_FILE = "index.npy"
 #: The most bytes one row (one example: every array's row together) may declare (see the module docstring).
 MAX_ROW_BYTES = 1 << 30

@@ -71,7 +71,7 @@ class DataFiles(Protocol):
     manifest.
 
     An entry on disk reads them in its folder (`IN_FOLDER`); an entry at a URL fetches them
-    into this machine's shard cache (`glyphforge.storage.url_files.UrlFiles`), plugged in from above.
+    into this machine's shard cache (`glyphforge.cache.remote.files.UrlFiles`), plugged in from above.
     """
 
     def where(self, entry: Entry) -> str:
@@ -160,7 +160,7 @@ class Entry(ManifestFields):
             When this user may not read it (another member of a shared data dir made it owner-only).
 
         The messages say what to do: make the entry again, or have its owner open it to the group.
-        An entry at a URL raises its `DataFiles`' errors instead (see `glyphforge.storage.url_files`).
+        An entry at a URL raises its `DataFiles`' errors instead (see `glyphforge.cache.remote.files`).
         """
         return self.data_files.file(self, name)
 

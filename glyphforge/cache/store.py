@@ -40,7 +40,7 @@ companion's bytes with the entry's, replacing an entry drops its derived compani
 removes a derived companion whose entry is gone or that fails its record.
 
 A store may have a source (`EntrySource`) of the entries it lacks: the local copy of a data dir
-at a URL has the data dir there (`glyphforge.storage.pull_through.PullThrough`), whose prepared
+at a URL has the data dir there (`glyphforge.cache.remote.pull_through.PullThrough`), whose prepared
 entries :meth:`~CacheStore.get` fetches on a miss and commits here like any other.
 
 An entry (or a folder) this user may not read is not broken: another user of a shared
@@ -82,7 +82,7 @@ from glyphforge.textfmt import parse_size
 
 
 class EntrySource(Protocol):
-    """Where a `CacheStore` fetches the entries it lacks (`glyphforge.storage.pull_through.PullThrough`)."""
+    """Where a `CacheStore` fetches the entries it lacks (`glyphforge.cache.remote.pull_through.PullThrough`)."""
 
     def fetch(self, store: CacheStore, kind: str, params: Mapping[str, Any]) -> Entry | None:
         """Put the entry ``(kind, params)`` into ``store`` (`CacheStore.make`) and return it; None if it has none."""

@@ -1,7 +1,7 @@
 """`Store`: what every store of entries is, wherever its data dir lies (``glyphforge cache`` runs on it).
 
 A data dir on disk has a `glyphforge.cache.store.CacheStore`, one at a URL a
-`glyphforge.storage.remote_cache.RemoteCache` (read where it lies, deleting nothing);
+`glyphforge.cache.remote.entries.RemoteCache` (read where it lies, deleting nothing);
 `glyphforge.DataContext.entry_store` hands out the one of a data dir. Both list, verify and
 report in one shape: entries (`glyphforge.cache.entry.Entry`, ``entry.where`` their folder or URL) and
 `CacheProblem` s.

@@ -12,8 +12,8 @@ from glyphforge.session import check_session
 
 
 def _build_scenes(args: argparse.Namespace) -> int:
-    from glyphforge.builds.builder import build
-    from glyphforge.builds.destinations import check_destination
+    from glyphforge.builds.making.builder import build
+    from glyphforge.builds.making.destinations import check_destination
 
     context = data_context(args, remote=True)
     try:

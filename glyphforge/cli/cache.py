@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from glyphforge.builds.entry_files import lost_shards
-from glyphforge.builds.reading import ARRAYS_FILE
+from glyphforge.builds.reading.entry_files import lost_shards
+from glyphforge.builds.reading.protocols import ARRAYS_FILE
 from glyphforge.cache import CacheProblem, CleanupError, raw
 from glyphforge.cache.entry import Entry, read_entry
 from glyphforge.cache.eviction import Eviction
@@ -20,7 +20,7 @@ from glyphforge.cli.common import Formatter, add_command, data_context, store_re
 from glyphforge.cli.errors import holdings, target_lookup
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
-from glyphforge.datasets._own_copy import note as own_copy_note
+from glyphforge.datasets.own_copies import note as own_copy_note
 from glyphforge.textfmt import count, describe_params, human_size, parse_size, table
 
 

@@ -22,19 +22,19 @@ from typing import TYPE_CHECKING, ParamSpec
 
 from glyphforge._files import storage_error
 from glyphforge._version import __version__
-from glyphforge.builds.export import ExportTargetError
-from glyphforge.builds.spec import SpecError
+from glyphforge.builds.export.files import ExportTargetError
+from glyphforge.builds.making.spec import SpecError
 from glyphforge.cache.lookup import AmbiguousKindError
+from glyphforge.cache.remote.entries import UnlistableURLError
 from glyphforge.cli.args import UsageError, check_env_settings, data_directory, mirror
 from glyphforge.cli.errors import target_lookup
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.storage.backend import ReadOnlyStoreError
-from glyphforge.storage.remote_cache import UnlistableURLError
 from glyphforge.urls import redacted
 
 if TYPE_CHECKING:
-    from glyphforge.builds.dataset import BuiltDataset
+    from glyphforge.builds.reading.dataset import BuiltDataset
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):
@@ -200,7 +200,7 @@ def find_built_target(target: str, context: DataContext) -> BuiltDataset:
 
     A target that names nothing (or a kind or key prefix for a data dir that cannot be listed, HTTP) is a `UsageError`.
     """
-    from glyphforge.builds.remote import find_built
+    from glyphforge.builds.reading.lookup import find_built
 
     with target_lookup():
         return find_built(target, context=context)

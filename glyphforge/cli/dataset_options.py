@@ -1,6 +1,6 @@
 """The command-line options of each dataset: ``prepare-data``'s and ``glyphforge build scenes``' (typed `Option` s).
 
-A per-class dataset with several configs (a `~glyphforge.datasets._class_declaration.Declaration`
+A per-class dataset with several configs (a `~glyphforge.datasets.classes.declaration.Declaration`
 with a ``config_option``: EMNIST's ``split``) gets its options from its declaration:
 ``prepare-data``'s ``--split`` (repeatable) and ``build scenes``' ``--emnist-split`` (short for
 ``--glyph-option split=SPLIT``). Any other option is registered here (`register_options`),

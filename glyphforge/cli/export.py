@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from glyphforge.builds.export import FORMATS
-from glyphforge.builds.export_frames import ExportFormatError
+from glyphforge.builds.export.files import FORMATS
+from glyphforge.builds.export.frames import ExportFormatError
 from glyphforge.cli.args import UsageError, output_path
 from glyphforge.cli.common import add_command, add_fetch_arguments, data_context, find_built_target
 from glyphforge.hf import MissingExtraError, require

@@ -7,7 +7,7 @@ from typing import Any
 from glyphforge.cache.entry import Entry
 from glyphforge.cli.common import add_command, add_fetch_arguments, data_context, name_width, store_refusals
 from glyphforge.datasets import registry
-from glyphforge.datasets._own_copy import note as own_copy_note
+from glyphforge.datasets.own_copies import note as own_copy_note
 from glyphforge.textfmt import count, describe_params, human_size
 from glyphforge.urls import redacted
 

@@ -169,7 +169,7 @@ def prepare_data(args: argparse.Namespace) -> int:
 
 def _check_publish_target(location: Location) -> None:
     """Refuse, before any work, a URL data dir prepare-data cannot publish to (``https://``: read-only)."""
-    from glyphforge.storage.publish import target_location
+    from glyphforge.cache.remote.publish import target_location
 
     try:
         target_location(location)

@@ -13,11 +13,11 @@ from glyphforge.cli.errors import target_lookup
 from glyphforge.textfmt import count, human_size
 
 if TYPE_CHECKING:
-    from glyphforge.storage.publish import Published
+    from glyphforge.cache.remote.publish import Published
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from glyphforge.storage.publish import LocalSourceError, find_entry, publish_entry, source_store
+    from glyphforge.cache.remote.publish import LocalSourceError, find_entry, publish_entry, source_store
 
     try:
         store = source_store(args.data_dir)
@@ -46,7 +46,7 @@ def _publish_summary(entry: Entry, published: Published, seconds: float) -> str:
 
 def _publish_url(text: str) -> str:
     """Parse publish's URL (argparse type): a data dir URL glyphforge may write to (see `target_location`)."""
-    from glyphforge.storage.publish import target_location
+    from glyphforge.cache.remote.publish import target_location
 
     try:
         return target_location(text).url

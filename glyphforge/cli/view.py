@@ -53,7 +53,7 @@ def _view(args: argparse.Namespace) -> int:
 
 def is_listable(context: DataContext) -> bool:
     """Whether the data dir's entries can be listed (not over HTTP, which has no listing)."""
-    from glyphforge.storage.remote_cache import UnlistableURLError
+    from glyphforge.cache.remote.entries import UnlistableURLError
 
     try:
         context.entry_store.ls()

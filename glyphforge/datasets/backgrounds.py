@@ -18,7 +18,7 @@ fetch only some backgrounds: an entry then holds those, and preparing more names
 replaces it atomically by an entry holding the union (existing files are copied, never
 decoded again). Images made from own files (not upstream's, used with ``verify=False``)
 are in entries of their own: the params add ``"source": {name: "sha256:<hex>"}`` of
-those files (see :mod:`glyphforge.datasets._own_copy`), so they never stand in for
+those files (see :mod:`glyphforge.datasets.own_copies`), so they never stand in for
 upstream's images; upstream's entries keep the params ``{"commit"}`` (and the shape's).
 """
 from __future__ import annotations
@@ -35,9 +35,16 @@ import numpy as np
 from glyphforge._checks import PathLike, check_shape
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.context import DataContext
-from glyphforge.datasets import _own_copy
-from glyphforge.datasets._classes import ClassNames
-from glyphforge.datasets._prepare import check_method, check_shapes, given_archives, resized, unknown, upstream_file
+from glyphforge.datasets import own_copies as _own_copy
+from glyphforge.datasets.class_names import ClassNames
+from glyphforge.datasets.prepare_steps import (
+    check_method,
+    check_shapes,
+    given_archives,
+    resized,
+    unknown,
+    upstream_file,
+)
 from glyphforge.pipelines.decode import decode_image
 from glyphforge.pipelines.resource import Resource
 

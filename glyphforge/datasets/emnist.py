@@ -2,18 +2,18 @@
 
 All six splits (:data:`SPLITS`: ``byclass``, ``bymerge``, ``balanced``, ``letters``,
 ``digits``, ``mnist``) are read from the one upstream archive, member by member, without
-extracting it (its layout and checks: :mod:`glyphforge.datasets._emnist_archive`).
-:data:`DATASET` declares it; everything else is :mod:`glyphforge.datasets._class_files`, which the public
+extracting it (its layout and checks: :mod:`glyphforge.datasets.emnist_archive`).
+:data:`DATASET` declares it; everything else is :mod:`glyphforge.datasets.classes.files`, which the public
 functions call with the declaration: :func:`prepare_emnist` makes cache entries; :func:`load_emnist` and :class:`EMNIST`
 read them (preparing them first when they are missing); :func:`preview_examples` and
 :func:`glyph_images` (the registry's preview, the glyphs scenes draw) read them and never
 prepare anything. The classes of each split and the class file names are described in
-:mod:`glyphforge.datasets._emnist_catalog`.
+:mod:`glyphforge.datasets.emnist_catalog`.
 
 Cache entries
 -------------
 One entry of kind ``"emnist"`` per ``(split, shape)``, in the format of
-:mod:`glyphforge.datasets._class_files`: the params ``{"split", "shape", "source", "layout"}``
+:mod:`glyphforge.datasets.classes.files`: the params ``{"split", "shape", "source", "layout"}``
 (``source``: the pinned hash of :data:`EMNIST_ZIP`) and, for any shape but 28x28,
 ``"resize": "box"``. ``shape=(28, 28)`` is converted from the archive, any other shape
 is the box resize (Pillow's ``BOX``, exactly) of every image of the 28x28 entry. An
@@ -38,14 +38,15 @@ import numpy as np
 from glyphforge._checks import PathLike
 from glyphforge.cache import Entry
 from glyphforge.context import DataContext, Mirrors
-from glyphforge.datasets import _class_load, _class_prepare
-from glyphforge.datasets._class_args import SUBSETS, class_names
-from glyphforge.datasets._class_declaration import DECLARATIONS, Config, Declaration, Parsed, declare
-from glyphforge.datasets._class_files import documented
-from glyphforge.datasets._class_load import ClassFilesDataset, config_option_init
-from glyphforge.datasets._classes import BLANK, ClassNames
-from glyphforge.datasets._emnist_archive import EMNIST_ZIP, N_IMAGES, NATIVE_SHAPE, read_split
-from glyphforge.datasets._emnist_catalog import (
+from glyphforge.datasets.class_names import BLANK, ClassNames
+from glyphforge.datasets.classes import load as _class_load
+from glyphforge.datasets.classes import prepare as _class_prepare
+from glyphforge.datasets.classes.args import SUBSETS, class_names
+from glyphforge.datasets.classes.declaration import DECLARATIONS, Config, Declaration, Parsed, declare
+from glyphforge.datasets.classes.files import documented
+from glyphforge.datasets.classes.load import ClassFilesDataset, config_option_init
+from glyphforge.datasets.emnist_archive import EMNIST_ZIP, N_IMAGES, NATIVE_SHAPE, read_split
+from glyphforge.datasets.emnist_catalog import (
     CLASSES,
     DEFAULT_SPLIT,
     SPLITS,
@@ -164,7 +165,7 @@ class EMNIST(ClassFilesDataset):
     ``EMNIST(root=None, split=None, train=None, transform=None, target_transform=None, download=None, *,
     subset=None, shape=None, context=None, ...)`` (``split`` None: ``byclass``), so torchvision's
     ``EMNIST("data", "digits", train=False)`` means the same: the other keywords are
-    :class:`~glyphforge.datasets._class_load.ClassFilesDataset`'s.
+    :class:`~glyphforge.datasets.classes.load.ClassFilesDataset`'s.
     """
 
     name = KIND

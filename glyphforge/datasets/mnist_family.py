@@ -2,9 +2,9 @@
 
 The three datasets have the same form (four gzipped IDX files of 60,000 train and
 10,000 test upright 28x28 images in 10 classes, read by
-:mod:`glyphforge.datasets._mnist_files`) and differ only in their declaration
+:mod:`glyphforge.datasets.mnist_files`) and differ only in their declaration
 (:data:`DATASETS`): name, title, class names and upstream files. Everything else is
-:mod:`glyphforge.datasets._class_files`; the per-dataset names are typed functions calling it with
+:mod:`glyphforge.datasets.classes.files`; the per-dataset names are typed functions calling it with
 their declaration:
 
 - prepare: :func:`prepare_mnist`, :func:`prepare_fashion_mnist`, :func:`prepare_kmnist`;
@@ -25,7 +25,7 @@ label; the map-style classes give upstream's examples in upstream's order.
 Cache entries
 -------------
 One entry per ``(dataset, shape)``, of kind the dataset's name, in the format of
-:mod:`glyphforge.datasets._class_files`: the params ``{"shape", "source", "layout"}``
+:mod:`glyphforge.datasets.classes.files`: the params ``{"shape", "source", "layout"}``
 (``source``: ``{file name: pinned hash}`` of the four files; for an own copy, each file
 that is not upstream's by its ``sha256:``) and, for any shape but
 28x28, ``"resize": "box"``: the box resize (Pillow's ``BOX``, exactly) of every image of
@@ -48,13 +48,14 @@ import numpy as np
 from glyphforge._checks import PathLike
 from glyphforge.cache import Entry
 from glyphforge.context import DataContext, Mirrors
-from glyphforge.datasets import _class_load, _class_prepare
-from glyphforge.datasets._class_args import SUBSETS, class_names
-from glyphforge.datasets._class_declaration import DECLARATIONS, DEFAULT_CONFIG, Config, Declaration, declare
-from glyphforge.datasets._class_files import documented
-from glyphforge.datasets._class_load import ClassFilesDataset, config_option_init
-from glyphforge.datasets._classes import BLANK, ClassNames
-from glyphforge.datasets._mnist_files import NATIVE_SHAPE, MNISTFormatError, read_files
+from glyphforge.datasets.class_names import BLANK, ClassNames
+from glyphforge.datasets.classes import load as _class_load
+from glyphforge.datasets.classes import prepare as _class_prepare
+from glyphforge.datasets.classes.args import SUBSETS, class_names
+from glyphforge.datasets.classes.declaration import DECLARATIONS, DEFAULT_CONFIG, Config, Declaration, declare
+from glyphforge.datasets.classes.files import documented
+from glyphforge.datasets.classes.load import ClassFilesDataset, config_option_init
+from glyphforge.datasets.mnist_files import NATIVE_SHAPE, MNISTFormatError, read_files
 from glyphforge.pipelines.resource import Resource
 
 __all__ = [
@@ -331,7 +332,7 @@ def kmnist_glyph_images(
 
 
 class MNISTFamilyDataset(ClassFilesDataset):
-    """One dataset of the family as a map-style dataset (see `glyphforge.datasets._class_load.ClassFilesDataset`).
+    """One dataset of the family as a map-style dataset (see `glyphforge.datasets.classes.load.ClassFilesDataset`).
 
     Use a subclass (:class:`MNIST`, :class:`FashionMNIST`, :class:`KMNIST`), which names its dataset:
     ``MNIST(root=None, train=None, transform=None, target_transform=None, download=None, *, subset=None,

@@ -5,8 +5,8 @@ made by the dataset's own ``prepare`` (a cache hit when they are there). A data 
 (``s3://``, ``gs://``...) is prepared into in three steps: the dataset is prepared on this
 machine (in the local cache's data dir, as everything fetched or made for a URL data dir:
 `glyphforge.DataContext`), each entry it made or used is published there
-(`glyphforge.storage.publish.publish_entry`: a whole entry there is not uploaded again), then
-the request is recorded at ``<url>/prepared/`` (`glyphforge.storage.prepared`), so that the
+(`glyphforge.cache.remote.publish.publish_entry`: a whole entry there is not uploaded again), then
+the request is recorded at ``<url>/prepared/`` (`glyphforge.cache.remote.prepared`), so that the
 same request later, from any machine, finds every entry whole there and does no local work
 at all. With ``verify=False`` no record is read or written (own files may change). An
 ``http(s)://`` data dir is read-only: preparing into one is refused before any work.
@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from glyphforge.cache.remote.prepared import published_request, record_request, request_key
+from glyphforge.cache.remote.publish import Published, publish_entry, target_location
 from glyphforge.context import DataContext
 from glyphforge.datasets.registry import get, resolve
-from glyphforge.storage.prepared import published_request, record_request, request_key
-from glyphforge.storage.publish import Published, publish_entry, target_location
 
 if TYPE_CHECKING:
     from glyphforge._checks import PathLike

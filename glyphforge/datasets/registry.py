@@ -11,7 +11,7 @@ Adding a dataset is one module (``glyphforge/datasets/<name>.py``) and one `regi
 call (in this module's list :data:`BUILT_IN` for the datasets glyphforge ships). A dataset
 stored as one file per class (EMNIST, the MNIST family, any IDX set of that shape) is a
 declaration of its resources, configs, reader and default resize
-(`glyphforge.datasets._class_declaration.Declaration`), which gives it every part: its
+(`glyphforge.datasets.classes.declaration.Declaration`), which gives it every part: its
 record is `declared` (the name, a summary, the module declaring it and the name of its
 map-style class; everything else follows from the declaration). A name is
 lowercase, an identifier or identifiers joined by hyphens (``"emnist"``,
@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from glyphforge.cache.entry import Entry
     from glyphforge.context import DataContext
-    from glyphforge.datasets._class_declaration import Declaration
+    from glyphforge.datasets.classes.declaration import Declaration
     from glyphforge.pipelines.resource import Resource
 
 #: A part of a dataset: a callable, or ``"module:attribute"`` naming one (imported on use).
@@ -101,14 +101,14 @@ def declared(name: str, summary: str, module: str, dataset_class: str, **more: A
     """Return the record of the per-class dataset ``name`` that ``module`` declares (a `Declaration`).
 
     Its parts are the public functions ``module`` writes for the declaration (``prepare_<name>``,
-    ``load_<name>``, ``<name>_classes``, see `glyphforge.datasets._class_files.documented`) and the
+    ``load_<name>``, ``<name>_classes``, see `glyphforge.datasets.classes.files.documented`) and the
     map-style class ``dataset_class``, all exported; its upstream files are the declaration's.
     ``more`` are other record fields (``entry_label``). Nothing is imported here.
     """
     ident = name.replace("-", "_")
     return DatasetRecord(
         name=name, summary=summary, prepare=f"{module}:prepare_{ident}", load=f"{module}:load_{ident}",
-        preview="glyphforge.datasets._class_load:preview",
+        preview="glyphforge.datasets.classes.load:preview",
         exports=(f"prepare_{ident}", f"load_{ident}", f"{ident}_classes", dataset_class),
         resources=functools.partial(_declared_resources, module, name), declared_in=module, **more,
     )
@@ -120,7 +120,7 @@ def declaration(name: str) -> Declaration | None:
     if record is None or record.declared_in is None:
         return None
     importlib.import_module(record.declared_in)
-    from glyphforge.datasets._class_declaration import DECLARATIONS
+    from glyphforge.datasets.classes.declaration import DECLARATIONS
 
     return DECLARATIONS[name]
 
@@ -128,7 +128,7 @@ def declaration(name: str) -> Declaration | None:
 def _declared_resources(module: str, name: str) -> Mapping[str, Resource]:
     """The upstream files of the per-class dataset ``name`` declared in ``module`` (imported on use), by name."""
     importlib.import_module(module)
-    from glyphforge.datasets._class_declaration import DECLARATIONS
+    from glyphforge.datasets.classes.declaration import DECLARATIONS
 
     return DECLARATIONS[name].resources
 
@@ -218,7 +218,7 @@ def needed(name: str, **options: Any) -> list[Resource]:
     found = resources(name) if record.needs is None else _listed(resolve(record.needs)(**options))
     if not options.get("archives"):
         return found
-    from glyphforge.datasets._prepare import given_archives  # here: `import glyphforge` reads this module
+    from glyphforge.datasets.prepare_steps import given_archives  # here: `import glyphforge` reads this module
 
     declared = _declared(record)
     by_name = dict(declared) if isinstance(declared, Mapping) else {each.filename: each for each in _listed(declared)}
@@ -329,15 +329,15 @@ BUILT_IN = (
     DatasetRecord(
         name="omniglot",
         summary="Omniglot characters of 50 alphabets, 20 drawers each (Brenden Lake's zips)",
-        prepare="glyphforge.datasets.omniglot:prepare_omniglot",
-        load="glyphforge.datasets.omniglot:load_omniglot",
-        preview="glyphforge.datasets.omniglot:preview_examples",
+        prepare="glyphforge.datasets.omniglot.dataset:prepare_omniglot",
+        load="glyphforge.datasets.omniglot.dataset:load_omniglot",
+        preview="glyphforge.datasets.omniglot.dataset:preview_examples",
         entry_label="glyphforge.datasets.labels:omniglot_label",
         exports=("prepare_omniglot", "load_omniglot", "omniglot_classes", "omniglot_episodes", "Omniglot",
                  "omniglot_split", "OmniglotTasks", "TaskBatch"),
         default_resize="area",
-        resources="glyphforge.datasets._omniglot_prepare:RESOURCES",
-        needs="glyphforge.datasets._omniglot_prepare:needed",
+        resources="glyphforge.datasets.omniglot.prepare:RESOURCES",
+        needs="glyphforge.datasets.omniglot.prepare:needed",
     ),
     DatasetRecord(
         name="backgrounds",

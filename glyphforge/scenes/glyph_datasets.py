@@ -1,6 +1,6 @@
 """Which registered datasets scenes draw glyphs from, and how: `GlyphDataset`.
 
-A per-class dataset (a `glyphforge.datasets._class_declaration.Declaration`: EMNIST, the
+A per-class dataset (a `glyphforge.datasets.classes.declaration.Declaration`: EMNIST, the
 MNIST family, or one declared at run time) is a glyph dataset as declared: its glyphs and
 its class names are read from the declaration. Any other registered dataset is one when
 registered here (`register_glyphs`): Omniglot is, the backgrounds are not.
@@ -14,9 +14,9 @@ from typing import Any
 from glyphforge.datasets import registry
 
 #: The per-class dataset's glyphs.
-_GLYPHS = "glyphforge.datasets._class_load:glyph_images"
+_GLYPHS = "glyphforge.datasets.classes.load:glyph_images"
 #: The per-class dataset's class names, known without any data.
-_CLASSES = "glyphforge.datasets._class_args:class_names"
+_CLASSES = "glyphforge.datasets.classes.args:class_names"
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class GlyphDataset:
 #: The glyph datasets that are not per-class, by name: glyphforge's own, and those registered at run time with
 #: the record they were registered for (a registration ends when that record is replaced or unregistered).
 _REGISTERED: dict[str, tuple[registry.DatasetRecord | None, GlyphDataset]] = {
-    "omniglot": (None, GlyphDataset("glyphforge.datasets.omniglot:glyph_images", prepare={"method": "box"})),
+    "omniglot": (None, GlyphDataset("glyphforge.datasets.omniglot.dataset:glyph_images", prepare={"method": "box"})),
 }
 
 
@@ -71,7 +71,7 @@ def glyph_dataset(name: str) -> GlyphDataset | None:
     declaration = registry.declaration(name)
     if declaration is None:
         return None
-    from glyphforge.datasets._class_files import bind
+    from glyphforge.datasets.classes.files import bind
 
     return GlyphDataset(glyphs=bind(registry.resolve(_GLYPHS), name, f"{declaration.ident}_glyph_images"),
                         classes=bind(registry.resolve(_CLASSES), name, f"{declaration.ident}_classes"))

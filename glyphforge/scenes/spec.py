@@ -1,6 +1,6 @@
 """`ScatteredGlyphs`: scenes of glyphs scattered over backgrounds, with boxes and labels.
 
-A build spec (see `glyphforge.builds.builder`): ``build(ScatteredGlyphs(10_000))``
+A build spec (see `glyphforge.builds.making.builder`): ``build(ScatteredGlyphs(10_000))``
 makes the dataset in seeded shards through any session. Each scene is a background
 (a random crop of a random texture, a random flat colour, or black) with
 ``min_glyphs`` to ``max_glyphs`` glyphs (from a registered glyph dataset such as
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from glyphforge._checks import PathLike, check_int, check_real, check_shape
-from glyphforge.builds.spec import SpecError
+from glyphforge.builds.making.spec import SpecError
 from glyphforge.context import DataContext, as_context
 from glyphforge.scenes import arrays, attributes, checks, objects
 from glyphforge.scenes import sources as scene_sources

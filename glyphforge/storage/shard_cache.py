@@ -11,7 +11,7 @@ from two URLs is one copy. Every file is written atomically (a temporary file be
 renamed; modes follow the umask), so a reader finds a whole file or none, and processes
 sharing the cache (DataLoader workers, ranks on one machine) need no lock to stay correct: two
 fetching the same shard write the same bytes (a reader of runs of shards takes a lock per run
-only so as not to download them twice: `glyphforge.builds.remote`). A shard file is used only
+only so as not to download them twice: `glyphforge.builds.reading.lookup`). A shard file is used only
 when its length is the one its index records (its gzip CRC is checked when it is decoded).
 
 Size limit: ``cache_size=`` (bytes, or text such as ``"20GB"``), else

@@ -1,7 +1,7 @@
 """The write side's errors: one translator from an object store's failures to a `RemoteStorageError`.
 
-Publishing (`glyphforge.storage.publish`) and building into a URL data dir
-(`glyphforge.builds.remote_build`) write objects, and read or list a few on the way. Whatever
+Publishing (`glyphforge.cache.remote.publish`) and building into a URL data dir
+(`glyphforge.builds.making.url_build`) write objects, and read or list a few on the way. Whatever
 the store raises (botocore's, aiohttp's, gcsfs's and google's errors, fsspec's OSErrors,
 glyphforge's own read errors of `glyphforge.storage.reads`) is sorted as the read side sorts
 it, by the place's backend (`glyphforge.storage.backend.Backend.sorted_failure`), and raised as

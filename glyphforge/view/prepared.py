@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from glyphforge.cache import Entry
-from glyphforge.datasets import _own_copy, registry
-from glyphforge.datasets._class_selection import LABELS_FILE, class_records
-from glyphforge.datasets._omniglot_archive import N_DRAWERS
+from glyphforge.datasets import own_copies as _own_copy
+from glyphforge.datasets import registry
+from glyphforge.datasets.classes.selection import LABELS_FILE, class_records
+from glyphforge.datasets.omniglot.archive import N_DRAWERS
 from glyphforge.view.sources import LabelIndex, Source
 
 #: Data files kept decoded for the next page: a few, within `KEPT_FILE_BYTES` (always the last one read).

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge.builds.dataset import BuiltDataset
-from glyphforge.builds.members import Scratch
-from glyphforge.builds.remote import find_built
+from glyphforge.builds.reading.dataset import BuiltDataset
+from glyphforge.builds.reading.lookup import find_built
+from glyphforge.builds.reading.members import Scratch
 from glyphforge.cache import Entry
 from glyphforge.context import DataContext
 from glyphforge.errors import ArgumentError

@@ -6,10 +6,10 @@ import os
 import numpy as np
 import pytest
 
-import glyphforge.builds.memory as memory
+import glyphforge.builds.reading.memory as memory
 from glyphforge.builds import build
-from glyphforge.builds.dataset import DatasetTooLargeError
-from glyphforge.builds.memory import FALLBACK_ARRAYS_LIMIT, default_arrays_limit
+from glyphforge.builds.reading.dataset import DatasetTooLargeError
+from glyphforge.builds.reading.memory import FALLBACK_ARRAYS_LIMIT, default_arrays_limit
 
 from support.specs import RowSpec
 

@@ -13,8 +13,8 @@ import pytest
 
 from glyphforge._files import sha256_file
 from glyphforge.builds import build, cache_params
-from glyphforge.builds.reading import ARRAYS_FILE
-from glyphforge.builds.shards import completed_shards
+from glyphforge.builds.making.shards import completed_shards
+from glyphforge.builds.reading.protocols import ARRAYS_FILE
 from glyphforge.cache import CacheStore
 from glyphforge.session import NoWorkersError, SessionError, open_session
 

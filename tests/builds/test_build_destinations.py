@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import glyphforge as gf
-from glyphforge.builds.spec import SourcesChangedError, cache_params
+from glyphforge.builds.making.spec import SourcesChangedError, cache_params
 from glyphforge.context import DataContext
 
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)

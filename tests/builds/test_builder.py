@@ -15,8 +15,8 @@ import pytest
 import glyphforge
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, ShardError, build, cache_params
-from glyphforge.builds.index import INDEX_FILE, ShardIndex
-from glyphforge.builds.shards import completed_shards, count_shards, shard_bounds, shard_path, shard_rng
+from glyphforge.builds.making.shards import completed_shards, count_shards, shard_bounds, shard_path, shard_rng
+from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore
 from glyphforge.cache.npy_members import iter_members
 from glyphforge.session import open_session

@@ -12,9 +12,9 @@ import pytest
 
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
-from glyphforge.builds.dataset import DatasetTooLargeError
-from glyphforge.builds.index import INDEX_FILE, DamagedIndexError, ShardIndex
-from glyphforge.builds.remote import find_built
+from glyphforge.builds.reading.dataset import DatasetTooLargeError
+from glyphforge.builds.reading.index import INDEX_FILE, DamagedIndexError, ShardIndex
+from glyphforge.builds.reading.lookup import find_built
 from glyphforge.cache import CacheStore, CorruptPklzError
 
 from support.specs import RowSpec

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from glyphforge.builds import ShardError, build
-from glyphforge.builds.shards import images_array
+from glyphforge.builds.making.shards import images_array
 from glyphforge.cache import CacheStore
 from glyphforge.previews import preview_target
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import build
-from glyphforge.builds.remote import find_built
+from glyphforge.builds.reading.lookup import find_built
 from glyphforge.cache.lookup import AmbiguousKindError
 from glyphforge.textfmt import human_size
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from glyphforge.builds.crc_combine import MOST, RowsCrc
-from glyphforge.builds.decoded_copy import row_sums
-from glyphforge.builds.materialize import CopyArray, DamagedCopyError
+from glyphforge.builds.decoded_copy.crc_combine import MOST, RowsCrc
+from glyphforge.builds.decoded_copy.make import CopyArray, DamagedCopyError
+from glyphforge.builds.decoded_copy.record import row_sums
 
 
 @pytest.mark.parametrize("width", [1, 3, 12, 4096, 6912])

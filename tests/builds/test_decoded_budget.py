@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import glyphforge as gf
-from glyphforge.builds import BuiltDataset, build, copy_source
-from glyphforge.builds.decoded_copy import decoded_dir
-from glyphforge.builds.materialize import copy_nbytes
+from glyphforge.builds import BuiltDataset, build
+from glyphforge.builds.decoded_copy import source as copy_source
+from glyphforge.builds.decoded_copy.make import copy_nbytes
+from glyphforge.builds.decoded_copy.record import decoded_dir
 from glyphforge.textfmt import human_size
 
 from support.optional import NO_TORCH

@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from glyphforge.builds import BuiltDataset, materialize
-from glyphforge.builds.decoded_copy import decoded_bytes, decoded_dir, row_sums, sums_file
-from glyphforge.builds.materialize import ForeignCopyError
+from glyphforge.builds import BuiltDataset
+from glyphforge.builds.decoded_copy import make as materialize
+from glyphforge.builds.decoded_copy.make import ForeignCopyError
+from glyphforge.builds.decoded_copy.record import decoded_bytes, decoded_dir, row_sums, sums_file
 from glyphforge.cache.companion_record import verify_record
 from glyphforge.errors import StorageError
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from glyphforge.builds import export_frames
+from glyphforge.builds.export import frames as export_frames
 from glyphforge.hf import MissingExtraError
 
 from support.box_scenes import MASKS, SPECS, VIDEOS, frame_objects, scene_datasets  # noqa: F401 (fixture)
@@ -149,7 +149,7 @@ def test_pycocotools_is_needed_only_for_masks(scene_datasets, tmp_path, monkeypa
 
 
 def test_rle_of_masks_is_encoded_in_chunks(scene_datasets, tmp_path, monkeypatch):
-    from glyphforge.builds import export_coco
+    from glyphforge.builds.export import coco as export_coco
 
     whole = scene_datasets["videos-masks"].export(tmp_path / "whole", format="coco")
     monkeypatch.setattr(export_coco, "MASK_CHUNK_BYTES", 1)  # one mask at a time

@@ -14,8 +14,8 @@ import yaml
 from PIL import Image
 
 from glyphforge.builds import BuiltDataset, build
-from glyphforge.builds.export import ExportTargetError
-from glyphforge.builds.export_frames import ExportFormatError
+from glyphforge.builds.export.files import ExportTargetError
+from glyphforge.builds.export.frames import ExportFormatError
 
 from support.box_scenes import SPECS, VIDEOS, frame_objects, scene_datasets  # noqa: F401 (fixture)
 from support.cli import run_here

@@ -23,8 +23,8 @@ import pytest
 from isal import isal_zlib
 
 from glyphforge import config
-from glyphforge.builds.builder import build
-from glyphforge.builds.remote import find_built
+from glyphforge.builds.making.builder import build
+from glyphforge.builds.reading.lookup import find_built
 from glyphforge.cache import dump_pklz
 from glyphforge.scenes.spec import ScatteredGlyphs
 

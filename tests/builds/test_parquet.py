@@ -14,7 +14,8 @@ import pytest
 
 import glyphforge as gf
 from glyphforge import hf
-from glyphforge.builds import BuiltDataset, build, parquet
+from glyphforge.builds import BuiltDataset, build
+from glyphforge.builds.export import parquet
 from glyphforge.hf import MissingExtraError
 from glyphforge.scenes.spec import ScatteredGlyphs
 

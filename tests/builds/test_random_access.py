@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import BuiltDataset, build
-from glyphforge.builds.decoded_copy import decoded_bytes, decoded_dir, decoded_staging_prefix
-from glyphforge.builds.materialize import NotEnoughSpaceError, copy_nbytes
+from glyphforge.builds.decoded_copy.make import NotEnoughSpaceError, copy_nbytes
+from glyphforge.builds.decoded_copy.record import decoded_bytes, decoded_dir, decoded_staging_prefix
 from glyphforge.cache import CacheStore
 from glyphforge.cache.pklz import CorruptPklzError
 from glyphforge.textfmt import human_size
@@ -120,7 +120,7 @@ def test_a_second_process_reads_the_copy_the_first_made(rows):
     second = python("""
         import sys
         import numpy as np
-        from glyphforge.builds.remote import find_built
+        from glyphforge.builds.reading.lookup import find_built
         ds = find_built(sys.argv[1], sys.argv[2])
         first = ds[3][1]["row"]
         print(ds.materialized)
@@ -133,7 +133,7 @@ def test_a_second_process_reads_the_copy_the_first_made(rows):
 
 @pytest.mark.parametrize("load_limit", [64 << 20, 1000])  # arrays loaded whole, or read with preadv
 def test_ds_arrays_reads_a_copy_made_earlier_and_decodes_no_shard(rows, monkeypatch, load_limit):
-    from glyphforge.builds import materialize
+    from glyphforge.builds.decoded_copy import make as materialize
 
     arrays = expected(rows)
     rows.reopened().materialize()
@@ -151,7 +151,7 @@ def test_two_processes_making_it_at_once_make_it_once(rows, tmp_path):
     go = tmp_path / "go"
     code = """
         import os, sys, time
-        from glyphforge.builds.remote import find_built
+        from glyphforge.builds.reading.lookup import find_built
         ds = find_built(sys.argv[1], sys.argv[2])
         while not os.path.exists(sys.argv[3]):
             time.sleep(0.005)
@@ -178,7 +178,7 @@ def test_a_maker_killed_half_way_leaves_no_copy_and_the_next_one_completes(tmp_p
     for _attempt in range(5):  # a maker that finishes before it is caught is tried again
         maker = python("""
             import sys
-            from glyphforge.builds.remote import find_built
+            from glyphforge.builds.reading.lookup import find_built
             find_built(sys.argv[1], sys.argv[2]).materialize()
         """, dataset.key, str(tmp_path / "data"))
         wait_until(lambda maker=maker: writing_images() or maker.poll() is not None, "the maker writes images.npy")
@@ -296,7 +296,7 @@ def test_without_room_on_the_disk_auto_keeps_decoding_and_says_why_once(tmp_path
 
 
 def test_a_disk_filled_while_the_copy_is_written_leaves_nothing_and_reads_go_on(tmp_path, caplog, monkeypatch):
-    from glyphforge.builds import materialize
+    from glyphforge.builds.decoded_copy import make as materialize
 
     write_copy = materialize.write_npy_files
     with tmpfs(tmp_path / "small", "size=40m") as small:

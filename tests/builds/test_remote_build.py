@@ -19,28 +19,28 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import ShardError, build, cache_params
-from glyphforge.builds.dataset import BuiltDataset
-from glyphforge.builds.entry_files import LostShardsError
-from glyphforge.builds.index import INDEX_FILE, ShardIndex
-from glyphforge.builds.reading import ARRAYS_FILE
-from glyphforge.builds.remote_build import (
+from glyphforge.builds.making.url_build import (
     ReadOnlyDataDirError,
     RemoteShardTask,
     RemoteStorageError,
     build_into,
     fetch_entries,
 )
+from glyphforge.builds.reading.dataset import BuiltDataset
+from glyphforge.builds.reading.entry_files import LostShardsError
+from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.reading.protocols import ARRAYS_FILE
 from glyphforge.cache import CacheStore, MissingEntryFileError
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.keys import cache_key
+from glyphforge.cache.remote.files import BrokenRemoteEntryError, UrlFiles
+from glyphforge.cache.remote.publish import PublishConflictError
 from glyphforge.context import DataContext
 from glyphforge.errors import StorageError
 from glyphforge.scenes.spec import ScatteredGlyphs
 from glyphforge.session import open_session
 from glyphforge.storage.location import Location, UnsupportedURLError
-from glyphforge.storage.publish import PublishConflictError
 from glyphforge.storage.shard_cache import ShardCache
-from glyphforge.storage.url_files import BrokenRemoteEntryError, UrlFiles
 
 from support.cli import run, run_here
 from support.dask_cluster import dask_cluster, wait_for_workers

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import ShardError, build
-from glyphforge.builds.remote_build import build_into
+from glyphforge.builds.making.url_build import build_into
 from glyphforge.context import DataContext
 
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)

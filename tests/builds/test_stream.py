@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import build
-from glyphforge.builds.members import BLOCK_BYTES
-from glyphforge.builds.remote import find_built
-from glyphforge.builds.stream_state import LIMITS
+from glyphforge.builds.reading.lookup import find_built
+from glyphforge.builds.reading.members import BLOCK_BYTES
+from glyphforge.builds.stream.state import LIMITS
 from glyphforge.cache.entry import MissingEntryFileError
 from glyphforge.cache.pklz import CorruptPklzError
 
@@ -277,7 +277,7 @@ def test_streaming_memory_stays_bounded_far_below_the_dataset(data_dir):
     dataset = build(BigSpec(), data_dir=data_dir, session="processes:2", progress=False)
     assert dataset.nbytes > 0.65e9
     code = textwrap.dedent(f"""
-        from glyphforge.builds.remote import find_built
+        from glyphforge.builds.reading.lookup import find_built
 
         def peak_kb():  # VmHWM: this process's own peak (ru_maxrss would start from pytest's)
             return int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1])
@@ -327,7 +327,7 @@ def test_a_resumed_stream_touches_only_the_memory_of_the_rows_to_come_of_the_win
     shard_mb = dataset.nbytes / 4 / 2**20
     code = textwrap.dedent(f"""
         import numpy.random
-        from glyphforge.builds.remote import find_built
+        from glyphforge.builds.reading.lookup import find_built
 
         def peak_kb():  # VmHWM: this process's own peak
             return int(next(line for line in open("/proc/self/status") if line.startswith("VmHWM:")).split()[1])
@@ -357,7 +357,7 @@ def loaded_after_torch(rows_97):
     """For each of `LOADERS`: the rows a DataLoader yields of a stream made before ``import torch`` (fresh process)."""
     code = textwrap.dedent(f"""
         import json, sys
-        from glyphforge.builds.remote import find_built
+        from glyphforge.builds.reading.lookup import find_built
 
         stream = find_built({rows_97.key!r}, {str(rows_97.path.parents[2])!r}).stream(8, seed=3)
         assert "torch" not in sys.modules
@@ -456,7 +456,7 @@ def test_dataloader_workers_yield_batches_in_shared_memory_of_their_own_size(row
 def test_an_entry_removed_before_a_dataloader_reads_it_is_named_through_the_workers(tmp_path, start, what):
     # issue 42, row 9: torch re-raises a worker's error as its class made from its text: it said "None". Under
     # "spawn" a worker unpickles the dataset, which opens the entry again, before torch catches errors: the worker
-    # died with "exited unexpectedly"; there the dataset raises why at its first use (glyphforge.builds.reopen)
+    # died with "exited unexpectedly"; there the dataset raises why at its first use (glyphforge.builds.reading.reopen)
     import torch.utils.data
 
     dataset = build(RowSpec(n_examples=97, shard_size=7), data_dir=tmp_path, progress=False)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import glyphforge as gf
-from glyphforge.builds import materialize
+from glyphforge.builds.decoded_copy import make as materialize
 
 from support.copy_backends import built_rows, fresh_build, opener, source  # noqa: F401 (fixtures)
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)

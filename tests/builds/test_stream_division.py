@@ -12,7 +12,7 @@ from glyphforge.builds import build
 from support.specs import RowSpec
 
 #: What `decode_window` logs for each shard it reads.
-READS = "glyphforge.builds.stream_windows"
+READS = "glyphforge.builds.stream.windows"
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import build
-from glyphforge.builds.remote import find_built
-from glyphforge.builds.stream_state import ForeignStateError
+from glyphforge.builds.reading.lookup import find_built
+from glyphforge.builds.stream.state import ForeignStateError
 
 from support.optional import NO_TORCHDATA
 from support.s3_server import s3_server  # noqa: F401 (fixture)
@@ -210,7 +210,7 @@ def test_state_after_a_huge_count_returns_at_once(twins, data_dir):
     a = twins[0]
     code = textwrap.dedent(f"""
         import json
-        from glyphforge.builds.remote import find_built
+        from glyphforge.builds.reading.lookup import find_built
 
         stream = find_built({a.key!r}, {str(data_dir)!r}).stream(64, seed=1)
         print(json.dumps([stream.state_after(count) for count in (10**12, 10**12 + 1, 10**30 + 3)]))

@@ -49,7 +49,7 @@ def same(batch, want) -> bool:
 
 def blocks_of(pids) -> set:
     """The keys of the loop's maps of the blocks of workers ``pids``."""
-    from glyphforge.builds.stream_shm import MAPS
+    from glyphforge.builds.stream.worker_memory import MAPS
 
     return {key for key in MAPS if key[0] in pids}
 
@@ -119,7 +119,7 @@ def test_a_killed_worker_fails_the_loader_and_its_blocks_go_with_the_loader(rows
 
 
 def test_past_the_pool_a_worker_sends_fresh_shared_memory_and_never_waits(rows_1030, monkeypatch):
-    from glyphforge.builds import stream_shm
+    from glyphforge.builds.stream import worker_memory as stream_shm
 
     monkeypatch.setattr(stream_shm, "POOL", 3)  # the fork workers inherit it
     want = main_process(rows_1030, 48)
@@ -144,7 +144,7 @@ def held_by_this_process() -> tuple[int, int]:
     return sum(1 for fd in os.listdir("/proc/self/fd") if BLOCK in link(fd)), shared
 
 
-#: What the memory file of a worker's block is named (`glyphforge.builds.stream_shm.Block`).
+#: What the memory file of a worker's block is named (`glyphforge.builds.stream.worker_memory.Block`).
 BLOCK = "/memfd:glyphforge-batch-"
 
 

@@ -75,7 +75,7 @@ def shards_read(out: Path, epoch: int) -> dict[tuple[int, int], set[int]]:
 
 
 def own_shards(dataset, world_size: int, rank: int, turn: int) -> set[int]:
-    """The shards of epoch 0's parts of ``rank``'s lanes in ``turn`` (`glyphforge.builds.stream_plan`)."""
+    """The shards of epoch 0's parts of ``rank``'s lanes in ``turn`` (`glyphforge.builds.stream.plan`)."""
     stream = dataset.stream(GLOBAL_BATCH // world_size, seed=11, rank=rank, world_size=world_size)
     plan, lanes = stream.plan(0), stream.partitions // world_size
     parts = [lane * stream.turns + turn for lane in range(rank * lanes, (rank + 1) * lanes)]

@@ -17,7 +17,7 @@ import pytest
 
 from glyphforge._files import file_stamp
 from glyphforge.builds import build
-from glyphforge.builds.decoded_copy import decoded_dir
+from glyphforge.builds.decoded_copy.record import decoded_dir
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.cache.raw import record_download
 from glyphforge.cache.raw import record_path as raw_record_path
@@ -34,7 +34,7 @@ from support.specs import RowSpec
 #: Opens the built dataset in a data dir and holds it (its read lock) until stdin closes; then reads it again.
 _HOLDER = textwrap.dedent("""
     import sys
-    from glyphforge.builds.remote import find_built
+    from glyphforge.builds.reading.lookup import find_built
     dataset = find_built(sys.argv[2], sys.argv[1])
     print(dataset.take([0])["row"].tolist(), flush=True)
     sys.stdin.read()

@@ -34,7 +34,7 @@ import glyphforge as gf
 from glyphforge import cli, config
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, LostShardsError, build
-from glyphforge.builds.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import (
     CacheStore,
     CorruptPklzError,
@@ -46,8 +46,8 @@ from glyphforge.cache import (
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.manifest import BrokenManifestError, make_manifest, read_manifest
 from glyphforge.cache.safe_pickle import MIN_BUDGET
-from glyphforge.datasets._mnist_files import class_file_name
 from glyphforge.datasets.mnist_family import load_mnist
+from glyphforge.datasets.mnist_files import class_file_name
 
 from support.specs import RowSpec
 from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
@@ -113,7 +113,7 @@ def _bomb(inflated: int) -> bytes:
 _READER = textwrap.dedent("""
     import resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-    from glyphforge.builds.remote import find_built
+    from glyphforge.builds.reading.lookup import find_built
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")  # the peak resident memory (VmHWM) starts again from what is resident now
     try:

@@ -22,7 +22,7 @@ from support.cli import BIN
 pytestmark = pytest.mark.slow
 
 #: What B's Python prints of ``find_built``: whether the error is a PermissionError, then its message.
-FIND = ("import sys; from glyphforge.builds.remote import find_built\n"
+FIND = ("import sys; from glyphforge.builds.reading.lookup import find_built\n"
         "try:\n    find_built('scenes', data_dir=sys.argv[1])\n"
         "except Exception as error:\n    print(isinstance(error, PermissionError), type(error).__name__, error)")
 

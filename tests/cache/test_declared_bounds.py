@@ -21,13 +21,13 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import ShardError, build
-from glyphforge.builds.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore, CorruptPklzError
 from glyphforge.cache.declared import MAX_SHARDS
 from glyphforge.cache.keys import entry_sha256, metadata_sha256
 from glyphforge.cache.manifest import BrokenManifestError, make_manifest, read_manifest
+from glyphforge.cache.remote.files import BrokenRemoteEntryError
 from glyphforge.storage import Location
-from glyphforge.storage.url_files import BrokenRemoteEntryError
 
 from support.cli import run_here
 from support.http_server import LocalHTTPServer

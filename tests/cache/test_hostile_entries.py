@@ -27,7 +27,7 @@ from glyphforge import cli
 from glyphforge.builds import ARRAYS_FILE, build
 from glyphforge.cache import CacheStore, LockTimeoutError, MissingEntryFileError
 from glyphforge.datasets.emnist import load_emnist, prepare_emnist
-from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot
+from glyphforge.datasets.omniglot.dataset import load_omniglot, prepare_omniglot
 
 from support.specs import RowSpec
 from support.synthetic_emnist import write_synthetic_emnist

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
-from glyphforge.builds.index import INDEX_FILE, ShardIndex
-from glyphforge.builds.members import BLOCK_BYTES, Member, Scratch, decode_shard, place_shard
+from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.reading.members import BLOCK_BYTES, Member, Scratch, decode_shard, place_shard
 from glyphforge.cache import CacheStore, CorruptPklzError, concat_pklz, dump_pklz
 from glyphforge.cache.npy_members import ArraysMember, ArraySpec, dump_arrays, iter_members
 

@@ -18,12 +18,12 @@ import pytest
 from glyphforge import cli, find_built
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE
-from glyphforge.builds.index import INDEX_FILE
+from glyphforge.builds.reading.index import INDEX_FILE
 from glyphforge.cache import FORMAT_VERSION, CacheStore, cache_key, concat_pklz, dump_pklz
 from glyphforge.cache.keys import metadata_sha256
 from glyphforge.cache.manifest import BrokenManifestError, make_manifest, parse_manifest
-from glyphforge.datasets import _class_prepare
-from glyphforge.datasets._class_declaration import DECLARATIONS
+from glyphforge.datasets.classes import prepare as _class_prepare
+from glyphforge.datasets.classes.declaration import DECLARATIONS
 from glyphforge.datasets.emnist import load_emnist
 
 from support.specs import RowSpec

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from glyphforge.builds import build
-from glyphforge.storage.publish import publish_entry
+from glyphforge.cache.remote.publish import publish_entry
 
 from support.cli import run, run_here
 from support.s3_server import s3_server  # noqa: F401 (fixture)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from glyphforge.datasets.omniglot import prepare_omniglot
+from glyphforge.datasets.omniglot.dataset import prepare_omniglot
 
 #: The Omniglot sets carried in ../shared/data.
 SMALL = ("small1", "small2")

@@ -1,4 +1,4 @@
-"""glyphforge.datasets._class_files: a new per-class IDX dataset is one declaration and one registry line.
+"""glyphforge.datasets.classes.files: a new per-class IDX dataset is one declaration and one registry line.
 
 The toy dataset below is declared in a module the test writes (``toy_dataset.py``): real
 IDX files (``support.synthetic_mnist``) pinned by md5, fetched offline from a ``file://``
@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from glyphforge.builds.remote import find_built
+from glyphforge.builds.reading.lookup import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
-from glyphforge.datasets._class_declaration import DECLARATIONS
-from glyphforge.datasets._class_load import ClassFilesDataset
+from glyphforge.datasets.classes.declaration import DECLARATIONS
+from glyphforge.datasets.classes.load import ClassFilesDataset
 from glyphforge.datasets.emnist import EMNIST, emnist_classes, load_emnist, prepare_emnist
 from glyphforge.pipelines.resize import resize
 from glyphforge.scenes.glyph_datasets import glyph_dataset
@@ -36,9 +36,9 @@ CLASSES = "ABCDEFGHIJ"
 TOY_MODULE = '''
 """A toy per-class IDX dataset."""
 from glyphforge.datasets import registry
-from glyphforge.datasets._class_declaration import Config, Declaration, declare
-from glyphforge.datasets._class_files import record
-from glyphforge.datasets._mnist_files import read_files
+from glyphforge.datasets.classes.declaration import Config, Declaration, declare
+from glyphforge.datasets.classes.files import record
+from glyphforge.datasets.mnist_files import read_files
 from glyphforge.pipelines.resource import Resource
 
 TOY = declare(Declaration(

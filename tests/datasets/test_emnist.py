@@ -12,8 +12,8 @@ from glyphforge import config
 from glyphforge.cache import CacheStore, DamagedEntryFileError
 from glyphforge.cache.pklz import DEFAULT_LEVEL, gzip_member
 from glyphforge.datasets import emnist, registry
-from glyphforge.datasets._class_declaration import DECLARATIONS
-from glyphforge.datasets._classes import ClassNames
+from glyphforge.datasets.class_names import ClassNames
+from glyphforge.datasets.classes.declaration import DECLARATIONS
 from glyphforge.datasets.emnist import (
     EMNIST,
     class_file_name,

@@ -22,9 +22,9 @@ import pytest
 import glyphforge as gf
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
-from glyphforge.datasets._class_args import class_names
-from glyphforge.datasets._classes import ClassNames
-from glyphforge.datasets._omniglot_catalog import natural_key
+from glyphforge.datasets.class_names import ClassNames
+from glyphforge.datasets.classes.args import class_names
+from glyphforge.datasets.omniglot.catalog import natural_key
 
 from support.collate import NEEDS_TORCH, loaded_examples
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist

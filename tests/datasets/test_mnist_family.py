@@ -16,14 +16,13 @@ from PIL import Image
 
 import glyphforge
 from glyphforge import cli, config
-from glyphforge.builds.remote import find_built
-from glyphforge.builds.spec import SpecError
+from glyphforge.builds.making.spec import SpecError
+from glyphforge.builds.reading.lookup import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.cli.dataset_options import prepare_options
 from glyphforge.datasets import mnist_family, registry
-from glyphforge.datasets._class_declaration import DECLARATIONS
-from glyphforge.datasets._classes import ClassNames
-from glyphforge.datasets._mnist_files import MNISTFormatError
+from glyphforge.datasets.class_names import ClassNames
+from glyphforge.datasets.classes.declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import (
     DATASETS,
     KMNIST,
@@ -39,6 +38,7 @@ from glyphforge.datasets.mnist_family import (
     prepare_mnist,
     preview_examples,
 )
+from glyphforge.datasets.mnist_files import MNISTFormatError
 from glyphforge.pipelines.idx import IDXError
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError
 from glyphforge.scenes.glyph_datasets import glyph_dataset, glyph_datasets

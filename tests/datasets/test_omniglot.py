@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from glyphforge.cache import CacheStore
-from glyphforge.datasets._classes import ClassNames
-from glyphforge.datasets._omniglot_catalog import natural_key
-from glyphforge.datasets.omniglot import (
+from glyphforge.datasets.class_names import ClassNames
+from glyphforge.datasets.omniglot.catalog import natural_key
+from glyphforge.datasets.omniglot.dataset import (
     N_DRAWERS,
     RESOURCES,
     Omniglot,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from glyphforge.cache import CacheStore
-from glyphforge.datasets.omniglot import RESOURCES, Episode, omniglot_episodes, prepare_omniglot
+from glyphforge.datasets.omniglot.dataset import RESOURCES, Episode, omniglot_episodes, prepare_omniglot
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 from glyphforge.cache import CacheStore
-from glyphforge.datasets._omniglot_archive import PARALLEL_MIN_IMAGES, worker_count
-from glyphforge.datasets.omniglot import RESOURCES, OmniglotFormatError, load_omniglot, prepare_omniglot
+from glyphforge.datasets.omniglot.archive import PARALLEL_MIN_IMAGES, worker_count
+from glyphforge.datasets.omniglot.dataset import RESOURCES, OmniglotFormatError, load_omniglot, prepare_omniglot
 from glyphforge.hashes import check_hash
 from glyphforge.pipelines.resize import resize
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError

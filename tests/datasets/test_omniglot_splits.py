@@ -7,7 +7,7 @@ from importlib import resources
 import pytest
 
 import glyphforge as gf
-from glyphforge.datasets._omniglot_splits import PARTS, full_classes
+from glyphforge.datasets.omniglot.splits import PARTS, full_classes
 
 
 def alphabets(classes: list[str]) -> set[str]:

@@ -9,7 +9,7 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.cache import CacheStore
-from glyphforge.datasets.omniglot import RESOURCES
+from glyphforge.datasets.omniglot.dataset import RESOURCES
 
 from support.optional import NO_TORCH
 

@@ -23,8 +23,9 @@ import glyphforge as gf
 from glyphforge import config
 from glyphforge.cache import CacheStore
 from glyphforge.cache.keys import cache_key
-from glyphforge.datasets import _class_prepare, _own_copy
-from glyphforge.datasets._class_declaration import DECLARATIONS
+from glyphforge.datasets import own_copies as _own_copy
+from glyphforge.datasets.classes import prepare as _class_prepare
+from glyphforge.datasets.classes.declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import DATASETS, load_fashion_mnist, load_mnist, prepare_mnist
 
 from support.cli import run_here

@@ -22,9 +22,9 @@ from PIL import Image
 
 from glyphforge import config
 from glyphforge.cache import CacheStore
-from glyphforge.datasets import _own_copy
+from glyphforge.datasets import own_copies as _own_copy
 from glyphforge.datasets.backgrounds import COMMIT, load_backgrounds
-from glyphforge.datasets.omniglot import RESOURCES, Omniglot, glyph_images, load_omniglot
+from glyphforge.datasets.omniglot.dataset import RESOURCES, Omniglot, glyph_images, load_omniglot
 
 from support.cli import run, run_here
 

@@ -17,8 +17,8 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.cache import CacheStore
+from glyphforge.cache.remote.prepared import request_key
 from glyphforge.datasets import registry
-from glyphforge.storage.prepared import request_key
 
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.s3_server import s3_server  # noqa: F401 (fixture)

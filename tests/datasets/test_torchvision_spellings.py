@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import glyphforge as gf
-from glyphforge.datasets._class_declaration import DECLARATIONS
+from glyphforge.datasets.classes.declaration import DECLARATIONS
 
 from support.http_server import http_server  # noqa: F401 (fixture)
 from support.optional import NO_TORCH

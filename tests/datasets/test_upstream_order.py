@@ -15,8 +15,8 @@ import pytest
 import glyphforge as gf
 from glyphforge.cache import CacheStore
 from glyphforge.context import DataContext
-from glyphforge.datasets import _class_prepare
-from glyphforge.datasets._class_declaration import DECLARATIONS
+from glyphforge.datasets.classes import prepare as _class_prepare
+from glyphforge.datasets.classes.declaration import DECLARATIONS
 
 from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
 

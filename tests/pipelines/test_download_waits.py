@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from glyphforge.context import DataContext
-from glyphforge.datasets._prepare import upstream_file
+from glyphforge.datasets.prepare_steps import upstream_file
 from glyphforge.errors import StorageError
 from glyphforge.pipelines.download import fetch
 from glyphforge.pipelines.http_source import RetryPolicy

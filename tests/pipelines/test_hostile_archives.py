@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from glyphforge.cli import prepare_data_main
-from glyphforge.datasets._emnist_archive import MAX_MAPPING_BYTES
-from glyphforge.datasets._omniglot_archive import MAX_PNG_BYTES, MAX_PNG_PIXELS
 from glyphforge.datasets.emnist import EMNISTFormatError, prepare_emnist
-from glyphforge.datasets.omniglot import prepare_omniglot
+from glyphforge.datasets.emnist_archive import MAX_MAPPING_BYTES
+from glyphforge.datasets.omniglot.archive import MAX_PNG_BYTES, MAX_PNG_PIXELS
+from glyphforge.datasets.omniglot.dataset import prepare_omniglot
 from glyphforge.pipelines.decode import ImageDecodeError
 
 from support.synthetic_emnist import (
@@ -88,7 +88,7 @@ def prepare_command(zip_path: Path, data_dir: Path) -> tuple[dict, str]:
     """``prepare-data emnist --emnist-archive ZIP --no-verify -q`` in a child process, measured."""
     argv = ["emnist", "--emnist-archive", str(zip_path), "--no-verify", "-q", "--data-dir", str(data_dir)]
     return run_measured("glyphforge.cli:prepare_data_main", argv,
-                        preload=("glyphforge.datasets.emnist", "glyphforge.datasets._emnist_archive"))
+                        preload=("glyphforge.datasets.emnist", "glyphforge.datasets.emnist_archive"))
 
 
 @pytest.fixture(scope="module")
@@ -149,9 +149,9 @@ def test_mapping_bomb_is_refused_before_inflating(emnist_zip, tmp_path):
 def test_png_bomb_is_refused_before_inflating(omniglot_zip, tmp_path):
     member = omniglot_member(5)
     bomb = write_hostile_copy(omniglot_zip, tmp_path / "bomb.zip", member, zero_chunks(BOMB_BYTES))
-    result, _ = run_measured("glyphforge.datasets.omniglot:prepare_omniglot", sets="small1",
+    result, _ = run_measured("glyphforge.datasets.omniglot.dataset:prepare_omniglot", sets="small1",
                              archives={"small1": str(bomb)}, verify=False, progress=False,
-                             data_dir=str(tmp_path / "data"), preload=("glyphforge.datasets._omniglot_prepare",))
+                             data_dir=str(tmp_path / "data"), preload=("glyphforge.datasets.omniglot.prepare",))
     assert result["error"] == "ArchiveError"
     assert result["message"] == (
         f"{bomb}: member '{member}' declares 268,435,456 uncompressed bytes, more than the {MAX_PNG_BYTES:,} "

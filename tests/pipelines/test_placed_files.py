@@ -16,9 +16,10 @@ import pytest
 
 from glyphforge import config
 from glyphforge.cache import CacheStore
-from glyphforge.datasets import backgrounds, emnist, mnist_family, omniglot, registry
-from glyphforge.datasets._class_declaration import DECLARATIONS
+from glyphforge.datasets import backgrounds, emnist, mnist_family, registry
+from glyphforge.datasets.classes.declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import DATASETS
+from glyphforge.datasets.omniglot import dataset as omniglot
 from glyphforge.pipelines.resource import HashMismatchError, Resource
 
 from support.cli import run

@@ -14,7 +14,7 @@ import pytest
 
 from glyphforge import cli
 from glyphforge.cache import CacheStore
-from glyphforge.datasets._class_declaration import DECLARATIONS
+from glyphforge.datasets.classes.declaration import DECLARATIONS
 from glyphforge.datasets.mnist_family import MNIST
 from glyphforge.pipelines.download import fetch
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 import glyphforge as gf
-from glyphforge.builds.remote import find_built
-from glyphforge.builds.remote_build import build_into
-from glyphforge.builds.spec import cache_params
+from glyphforge.builds.making.spec import cache_params
+from glyphforge.builds.making.url_build import build_into
+from glyphforge.builds.reading.lookup import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.context import DataContext
-from glyphforge.datasets import _own_copy
-from glyphforge.datasets._class_files import DECLARATIONS
+from glyphforge.datasets import own_copies as _own_copy
+from glyphforge.datasets.classes.files import DECLARATIONS
 from glyphforge.datasets.mnist_family import DATASETS
 
 from support.cli import run, run_here

@@ -7,10 +7,10 @@ from PIL import Image
 
 import glyphforge
 from glyphforge import config
-from glyphforge.builds.spec import SpecError
+from glyphforge.builds.making.spec import SpecError
 from glyphforge.context import DataContext
 from glyphforge.datasets.emnist import prepare_emnist
-from glyphforge.datasets.omniglot import load_omniglot
+from glyphforge.datasets.omniglot.dataset import load_omniglot
 from glyphforge.pipelines.font_glyphs import check_characters, render_font_glyphs, render_glyph, shrink_rendered
 from glyphforge.pipelines.resize import resize
 from glyphforge.scenes.sources import glyph_sources

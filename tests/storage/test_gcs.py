@@ -12,9 +12,9 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import build
-from glyphforge.builds.dataset import BuiltDataset
-from glyphforge.builds.remote import find_built
-from glyphforge.builds.remote_shards import RemoteShards
+from glyphforge.builds.reading.dataset import BuiltDataset
+from glyphforge.builds.reading.lookup import find_built
+from glyphforge.builds.reading.remote_shards import RemoteShards
 from glyphforge.cache import CacheStore
 from glyphforge.errors import StorageError
 from glyphforge.storage import Location

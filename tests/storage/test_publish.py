@@ -23,14 +23,14 @@ import pytest
 
 import glyphforge as gf
 from glyphforge._files import current_umask
-from glyphforge.builds.dataset import BuiltDataset
-from glyphforge.builds.remote import find_built
+from glyphforge.builds.reading.dataset import BuiltDataset
+from glyphforge.builds.reading.lookup import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.cache.keys import entry_sha256
+from glyphforge.cache.remote.prepared import request_key
+from glyphforge.cache.remote.publish import PublishConflictError, publish_entry
 from glyphforge.datasets import registry
 from glyphforge.errors import StorageError
-from glyphforge.storage.prepared import request_key
-from glyphforge.storage.publish import PublishConflictError, publish_entry
 from glyphforge.storage.store_errors import RemoteStorageError
 
 from support.cli import BIN, run, run_here

@@ -21,7 +21,7 @@ import pytest
 import glyphforge as gf
 from glyphforge.cache import CacheStore
 from glyphforge.cache.entry import Entry
-from glyphforge.storage.publish import publish_entry
+from glyphforge.cache.remote.publish import publish_entry
 from glyphforge.storage.store_errors import RemoteStorageError
 
 from support.cli import run_here

@@ -16,18 +16,18 @@ import pytest
 
 import glyphforge as gf
 from glyphforge import DataContext
-from glyphforge.builds.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore
 from glyphforge.cache.entry import Entry
+from glyphforge.cache.remote.files import BrokenRemoteEntryError, entry_location
+from glyphforge.cache.remote.pull_through import PullThrough
 from glyphforge.datasets import emnist
-from glyphforge.datasets._class_declaration import DECLARATIONS
+from glyphforge.datasets.classes.declaration import DECLARATIONS
 from glyphforge.datasets.emnist import EMNIST, EMNIST_ZIP, load_emnist, prepare_emnist
 from glyphforge.datasets.mnist_family import DATASETS, MNIST, load_mnist, prepare_mnist
-from glyphforge.datasets.omniglot import load_omniglot, prepare_omniglot
+from glyphforge.datasets.omniglot.dataset import load_omniglot, prepare_omniglot
 from glyphforge.storage import Location
-from glyphforge.storage.pull_through import PullThrough
 from glyphforge.storage.reads import RemoteAccessError
-from glyphforge.storage.url_files import BrokenRemoteEntryError, entry_location
 from glyphforge.textfmt import human_size
 
 from support.cli import run_here

@@ -19,15 +19,15 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import build
-from glyphforge.builds.index import INDEX_FILE
-from glyphforge.builds.remote import find_built
-from glyphforge.builds.remote_shards import RemoteShards
+from glyphforge.builds.reading.index import INDEX_FILE
+from glyphforge.builds.reading.lookup import find_built
+from glyphforge.builds.reading.remote_shards import RemoteShards
 from glyphforge.cache import CorruptPklzError, Entry
 from glyphforge.cache.manifest import make_manifest
+from glyphforge.cache.remote.files import BrokenRemoteEntryError
 from glyphforge.storage import Location
 from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError
 from glyphforge.storage.shard_cache import ShardCache
-from glyphforge.storage.url_files import BrokenRemoteEntryError
 
 from support.cli import run, run_here
 from support.http_server import LocalHTTPServer
@@ -496,7 +496,7 @@ def test_dataloader_workers_fetch_each_run_once_between_them(built, http, tmp_pa
 
 
 def test_runs_of_shards_stay_in_one_data_file_adjacent_and_within_8_mb():
-    from glyphforge.builds.shard_fetch import RUN_BYTES, Piece, continues_run
+    from glyphforge.builds.reading.shard_fetch import RUN_BYTES, Piece, continues_run
 
     run = [Piece(0, "part-000000.pklz", 0, 100), Piece(1, "part-000000.pklz", 100, 50)]
     assert continues_run(run, Piece(2, "part-000000.pklz", 150, RUN_BYTES - 150))

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from glyphforge.cache import CacheStore, Entry
+from glyphforge.cache.remote.entries import RemoteCache
+from glyphforge.cache.remote.files import BrokenRemoteEntryError, UrlFiles, entry_location
 from glyphforge.storage import Location
-from glyphforge.storage.remote_cache import RemoteCache
 from glyphforge.storage.shard_cache import ShardCache
-from glyphforge.storage.url_files import BrokenRemoteEntryError, UrlFiles, entry_location
 
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 

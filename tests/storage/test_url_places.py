@@ -23,11 +23,11 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import build
-from glyphforge.builds.dataset import BuiltDataset
-from glyphforge.builds.remote import find_built, find_remote_built
+from glyphforge.builds.reading.dataset import BuiltDataset
+from glyphforge.builds.reading.lookup import find_built, find_remote_built
+from glyphforge.cache.remote.entries import RemoteCache
 from glyphforge.context import DataContext
 from glyphforge.storage import Location, MalformedURLError, UnsupportedURLError
-from glyphforge.storage.remote_cache import RemoteCache
 
 from support.cli import BIN, run_here
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)

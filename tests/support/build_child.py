@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from glyphforge.builds.builder import build
+from glyphforge.builds.making.builder import build
 from glyphforge.session import open_session
 
 from support.specs import NoiseSpec

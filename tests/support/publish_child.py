@@ -11,7 +11,7 @@ import sys
 import time
 
 import glyphforge as gf
-from glyphforge.storage import publish
+from glyphforge.cache.remote import publish
 
 
 def stall(self: publish._BarCallback, inc: int = 1) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from glyphforge.builds.remote_build import build_into
+from glyphforge.builds.making.url_build import build_into
 from glyphforge.context import DataContext
 
 from support.specs import NoiseSpec

@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 import torch.utils.data
 
-from glyphforge.builds.remote import find_built
+from glyphforge.builds.reading.lookup import find_built
 
 CHECKPOINT = "checkpoint.pt"
 HOLD_TIMEOUT = 600.0
@@ -44,7 +44,7 @@ def save_checkpoint(out: Path, model: torch.nn.Module, optimizer: torch.optim.Op
 def log_reads(out: Path, rank: int, epoch: int, worker: int) -> None:
     """A DataLoader worker's ``worker_init_fn``: log each shard the stream decodes here to a file of its own."""
     handler = logging.FileHandler(out / f"reads-{epoch}-rank{rank}-worker{worker}-{os.getpid()}.log")
-    reads = logging.getLogger("glyphforge.builds.stream_windows")
+    reads = logging.getLogger("glyphforge.builds.stream.windows")
     reads.setLevel(logging.DEBUG)
     reads.addHandler(handler)
 

@@ -10,7 +10,7 @@ import pytest
 
 import glyphforge
 from glyphforge import cli
-from glyphforge.datasets.omniglot import prepare_omniglot
+from glyphforge.datasets.omniglot.dataset import prepare_omniglot
 from glyphforge.scenes.spec import ScatteredGlyphs
 
 from support.synthetic_emnist import write_synthetic_emnist

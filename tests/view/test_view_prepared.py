@@ -20,7 +20,7 @@ from PIL import Image
 import glyphforge
 from glyphforge import cli
 from glyphforge.cache import entry as cache_entry
-from glyphforge.datasets._class_selection import LABELS_FILE
+from glyphforge.datasets.classes.selection import LABELS_FILE
 from glyphforge.view.app import create_app
 from glyphforge.view.catalog import Catalog
 from glyphforge.view.server import address, listen

@@ -1,0 +1,147 @@
+"""A stream's batches read from its entry's decoded copy: past the inflate bound, checked as random rows are.
+
+Once an entry has a decoded copy (`glyphforge.builds.decoded_copy.make`, made by random access or
+``ds.materialize()``), `~glyphforge.builds.stream.stream.ShardStream` gathers each batch's rows there
+instead of inflating shards. The epochs, windows, batches and states are the stream's own:
+it computes which row of the dataset each position of the epoch's order holds (the same
+permutations), so a batch holds the same bytes either way and a state taken on one resumes on
+the other.
+
+Reading (`CopyReads`): each large array of the copy (the images) is memory-mapped once per
+iteration, from the file the copy was opened on; a batch's rows are gathered from the map
+into a batch array the stream reuses (`~glyphforge.builds.stream.windows.Windows.batch`),
+then checked against its rows' CRC32s (`~glyphforge.builds.decoded_copy.make.CopyArray.check_rows`:
+one CRC32 of the batch against theirs combined), so what is served is what the copy's maker
+recorded, whatever the file holds by then. The small arrays (labels) were read and checked
+whole when the copy was opened. A batch's rows lie in one or two of the stream's windows (a
+few shards: a few runs of rows of the file); once a window is done, the pages of its runs
+are unmapped (``madvise(MADV_DONTNEED)``; the page cache keeps them), so resident memory
+stays at about a window's rows whatever the copy's size (Linux maps a large folio of the page
+cache around each fault: a map left alone would make the whole file resident within an
+epoch). A file cut short since the copy was opened is refused before a row of it is read (a
+map read past a file's end kills the process).
+
+A failed check raises `DamagedCopyError`: the reader drops the copy with a WARNING
+(``ShardReader.read_copy``), and the stream decodes the shards from that batch on (as a
+resumed stream does, from the batch's first row).
+"""
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from glyphforge.builds.decoded_copy.make import CopyArray, DamagedCopyError, DecodedCopy
+from glyphforge.builds.reading.protocols import ShardReader
+
+__all__ = ["CopyReads"]
+
+#: Makes the arrays of a batch of ``rows`` rows shaped as ``like``'s (`Windows.batch`).
+MakeBatch = Callable[[dict[str, np.ndarray], int], dict[str, np.ndarray]]
+
+
+@dataclass
+class _Source:
+    """One array of the copy as a batch gathers it: ``rows`` (a memory map, or the array in memory) as bytes."""
+
+    array: CopyArray
+    rows: np.ndarray
+    """``(rows, row bytes)`` uint8."""
+    map: mmap.mmap | None = None
+
+    def gather(self, rows: np.ndarray, out: np.ndarray) -> None:
+        """Copy rows ``rows`` into ``out`` (C-contiguous, of the array's dtype), checked when the array has row sums.
+
+        Raises
+        ------
+        DamagedCopyError
+            The file was cut short since the copy was opened, or a row differs from its checksum.
+        """
+        array = self.array
+        if self.map is not None and array.fd is not None and os.fstat(array.fd).st_size < len(self.map):
+            raise DamagedCopyError(array.path, "was cut short after the copy was opened")
+        flat = out.reshape(len(rows), -1).view(np.uint8)
+        self.rows.take(rows, axis=0, out=flat, mode="clip")  # rows are in range: "clip" is not buffered
+        if array.sums is not None:
+            array.check_rows(rows, flat)
+
+    def release(self, runs: Iterable[tuple[int, int]]) -> None:
+        """Unmap the pages of the row runs ``(first row, rows)`` (the page cache keeps them)."""
+        if self.map is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        width, offset = self.array.row_nbytes, self.array.offset
+        for first, count in runs:
+            begin = (offset + first * width) // mmap.PAGESIZE * mmap.PAGESIZE
+            self.map.madvise(mmap.MADV_DONTNEED, begin, offset + (first + count) * width - begin)
+
+
+def _source(array: CopyArray) -> _Source:
+    """``array`` as a batch gathers it: mapped from its open file when it is read by rows, else as held."""
+    if array.fd is None:
+        assert array.whole is not None, "an array is in memory, mapped or read"
+        return _Source(array, array.whole.reshape(len(array.whole), -1).view(np.uint8))
+    try:
+        mapped = mmap.mmap(array.fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as error:
+        raise DamagedCopyError(array.path, f"cannot be mapped: {error}") from None
+    size = array.shape[0] * array.row_nbytes
+    if len(mapped) < array.offset + size:
+        mapped.close()
+        raise DamagedCopyError(array.path, "was cut short after the copy was opened")
+    return _Source(array, np.ndarray((array.shape[0], array.row_nbytes), np.uint8, mapped, array.offset), mapped)
+
+
+@dataclass
+class CopyReads:
+    """One iteration's reads of the decoded copy (see the module docstring); ``active`` until it has none.
+
+    ``windows`` holds the rows (in the window's order) and the row runs of each window the
+    batches under way read, by number (`rows`, `release`).
+    """
+
+    reader: ShardReader
+    active: bool = True
+    windows: dict[int, tuple[np.ndarray, list[tuple[int, int]]]] = field(default_factory=dict)
+    _copy: DecodedCopy | None = None
+    _sources: dict[str, _Source] = field(default_factory=dict)
+    _like: dict[str, np.ndarray] = field(default_factory=dict)
+    """An empty array shaped as a row of each array (what `MakeBatch` is given)."""
+
+    def rows(self, number: int, make: Callable[[], tuple[np.ndarray, list[tuple[int, int]]]]) -> np.ndarray:
+        """The dataset's rows of window ``number``, in its order (``make()``: them and its row runs, once)."""
+        if number not in self.windows:
+            self.windows[number] = make()
+        return self.windows[number][0]
+
+    def release(self, numbers: list[int]) -> None:
+        """Let the windows ``numbers`` go (the batches went past them): their runs' pages are unmapped."""
+        for done in numbers:
+            runs = self.windows.pop(done)[1]
+            for source in self._sources.values():
+                source.release(runs)
+
+    def batch(self, rows: np.ndarray, make: MakeBatch) -> dict[str, np.ndarray] | None:
+        """Rows ``rows`` of every array, checked, in arrays from ``make``; None: no copy (read the shards).
+
+        None from the first batch on when the entry has no copy (or the reader reads none,
+        ``random_access="decode"``), and from the batch on which the copy fails a check (dropped
+        with a WARNING by the reader).
+        """
+        if self.active:
+            taken = self.reader.read_copy(lambda copy: copy.checked(lambda: self._take(copy, rows, make)))
+            self.active = taken is not None
+            return taken
+        return None
+
+    def _take(self, copy: DecodedCopy, rows: np.ndarray, make: MakeBatch) -> dict[str, np.ndarray]:
+        if copy is not self._copy:
+            self._copy, self._sources = copy, {name: _source(array) for name, array in copy.arrays.items()}
+            self._like = {name: np.empty((0, *source.array.shape[1:]), source.array.dtype)
+                          for name, source in self._sources.items()}
+        out = make(self._like, len(rows))
+        for name, source in self._sources.items():
+            source.gather(rows, out[name])
+        return out

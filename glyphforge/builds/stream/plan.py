@@ -1,0 +1,183 @@
+"""The global order of one epoch of a `~glyphforge.builds.stream.stream.ShardStream`: parts, lanes, turns, windows.
+
+An epoch's order is planned from the shard index alone (no data is read) and depends only on
+the `Order` (seed, shuffle, window, partitions, turns), the epoch and the **global batch**
+``G`` it is cut for, never on the ranks or workers reading it:
+
+1. **Parts.** The shards are permuted by ``default_rng([seed, epoch])`` (kept in order without
+   ``shuffle``) and their rows, end to end, are cut into ``partitions * turns`` parts, each a
+   run of that shard order. Part ``q = lane * turns + turn`` is *lane* ``lane`` of *turn*
+   ``turn``. Each part's rows are grouped into windows of ``window`` shards (a shard cut by a
+   part's edge counts once in each part) and window ``k``'s rows are permuted by
+   ``default_rng([seed, epoch, k])`` (windows numbered along the shard order, parts end to end).
+2. **Global batches.** Global batch ``j`` takes its rows from the lanes of turn ``j mod
+   turns``, lane after lane: lane ``l`` gives the next ``c_l = floor((l + 1) G / L) - floor(l
+   G / L)`` rows of its part (``L = partitions``). The last, short global batch (``g = N mod
+   G`` rows) takes ``floor((l + 1) g / L) - floor(l g / L)`` rows of lane ``l``. The parts are
+   sized so that every part runs out exactly with the epoch: each row comes once.
+
+So rank ``r`` of ``R`` ranks dividing ``partitions`` (whose batch is the positions ``[r G / R,
+(r + 1) G / R)`` of each global batch) reads only the lanes ``[r L / R, (r + 1) L / R)``, and
+DataLoader worker ``w`` of ``W`` workers dividing ``turns`` (which yields every ``W``-th batch)
+reads only the turns ``w, w + W, ...``: each process decodes about its share of the shards.
+Other numbers of ranks or workers read the same order, sharing the parts they split.
+
+`EpochPlan` holds the plan: the *pieces* (runs of rows of one shard) in part order, grouped
+into windows, and `Cut`, which maps a position of the epoch's order to its place in the parts
+end to end (`EpochPlan.locate`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from glyphforge.builds.reading.index import ShardIndex
+
+__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_TURNS", "DEFAULT_WINDOW", "Cut", "EpochPlan", "Order", "plan_epoch"]
+
+#: Lanes of each global batch: world sizes dividing it split decoding exactly among the ranks.
+DEFAULT_PARTITIONS = 8
+#: Turns the global batches take in order: DataLoader workers (per rank) dividing it split decoding exactly.
+DEFAULT_TURNS = 2
+#: Shards in a window of a part: what a part's shuffle mixes, and what a reader holds decoded per part.
+DEFAULT_WINDOW = 1
+
+
+@dataclass(frozen=True)
+class Order:
+    """What an epoch's global order depends on besides the epoch and the global batch (a state must match it)."""
+
+    seed: int
+    shuffle: bool
+    window: int
+    partitions: int
+    turns: int
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How the global batches of ``size`` rows of an epoch of ``n_rows`` rows take from its parts.
+
+    ``lanes`` parts per global batch, ``turns`` groups of lanes taken in turn (the module
+    docstring, rule 2).
+    """
+
+    n_rows: int
+    size: int
+    lanes: int
+    turns: int
+
+    @cached_property
+    def _rates(self) -> tuple[np.ndarray, np.ndarray]:
+        """Rows each lane gives a full global batch, and the short last one."""
+        lanes = np.arange(self.lanes + 1, dtype=np.int64)
+        return np.diff(lanes * self.size // self.lanes), np.diff(lanes * (self.n_rows % self.size) // self.lanes)
+
+    @cached_property
+    def _edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Where each lane's rows end and begin in a full global batch, and in the short last one."""
+        full, short = self._rates
+        full_ends, short_ends = np.cumsum(full), np.cumsum(short)
+        return full_ends, full_ends - full, short_ends, short_ends - short
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """Part ``q`` holds the places ``[starts[q], starts[q + 1])`` of the parts end to end."""
+        full, short = self._rates
+        steps, tail_turn = divmod(self.n_rows // self.size, self.turns)
+        per_turn = steps + (np.arange(self.turns) < tail_turn)  # the full global batches of each turn
+        sizes = full[:, None] * per_turn[None, :]
+        sizes[:, tail_turn] += short
+        return np.concatenate([[0], np.cumsum(sizes.ravel())]).astype(np.int64)
+
+    def places(self, positions: np.ndarray) -> np.ndarray:
+        """The places, among the parts end to end, of ``positions`` of the epoch's order."""
+        full = self._rates[0]
+        full_ends, full_begins, short_ends, short_begins = self._edges
+        batch, offset = np.divmod(positions, self.size)
+        tail = batch >= self.n_rows // self.size
+        if tail.any():
+            lane = np.where(tail, np.searchsorted(short_ends, offset, side="right"),
+                            np.searchsorted(full_ends, offset, side="right"))
+            first = np.where(tail, short_begins[lane], full_begins[lane])
+        else:  # every batch but the last
+            lane = np.searchsorted(full_ends, offset, side="right")
+            first = full_begins[lane]
+        turn = batch % self.turns
+        # the full global batches of this turn before this one (before the tail: all of that turn's)
+        given = full[lane] * (batch // self.turns)
+        return self.starts[lane * self.turns + turn] + given + offset - first
+
+
+@dataclass(frozen=True)
+class EpochPlan:
+    """The global order of one epoch: its pieces (runs of one shard's rows) in part order, grouped into windows."""
+
+    shard: np.ndarray
+    """The shard of each piece."""
+    first: np.ndarray
+    """The piece's first row within its shard."""
+    rows: np.ndarray
+    """The piece's rows."""
+    windows: np.ndarray
+    """Window ``k`` is the pieces ``[windows[k], windows[k + 1])``."""
+    ends: np.ndarray
+    """Window ``k`` holds the places ``[ends[k - 1], ends[k])`` of the parts end to end (``ends[-1] = 0``)."""
+    part: np.ndarray
+    """The part of each window."""
+    cut: Cut
+
+    @property
+    def n_rows(self) -> int:
+        return self.cut.n_rows
+
+    def begin(self, number: int) -> int:
+        """The first place of window ``number``."""
+        return int(self.ends[number - 1]) if number else 0
+
+    @property
+    def largest(self) -> int:
+        """The rows of the largest window."""
+        return int(np.diff(self.ends, prepend=0).max()) if len(self.ends) else 0
+
+    def pieces(self, number: int) -> slice:
+        """The pieces of window ``number``."""
+        return slice(int(self.windows[number]), int(self.windows[number + 1]))
+
+    def locate(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The places of ``positions`` of the epoch's order among the parts end to end, and their windows."""
+        places = self.cut.places(positions)
+        return places, np.searchsorted(self.ends, places, side="right")
+
+    def finished(self, held: list[int], numbers: np.ndarray) -> list[int]:
+        """Of the windows ``held``, those a reader now at windows ``numbers`` is done with.
+
+        A window is done once a batch reads a later window of its part (each part is read in order).
+        """
+        if not held:
+            return []
+        lowest = np.full(len(self.cut.starts) - 1, len(self.ends), np.int64)
+        np.minimum.at(lowest, self.part[numbers], numbers)  # each part's first window the batch reads ...
+        lowest[lowest == len(self.ends)] = -1  # ... a part it reads none of keeps its windows
+        kept = np.asarray(held, np.int64)
+        return kept[kept < lowest[self.part[kept]]].tolist()
+
+
+def plan_epoch(index: ShardIndex, order: Order, epoch: int, global_batch: int) -> EpochPlan:
+    """Return the plan of ``epoch`` cut for global batches of ``global_batch`` rows (reads no data)."""
+    counts = index.rows.astype(np.int64)
+    shards = (np.random.default_rng([order.seed, epoch]).permutation(len(counts)) if order.shuffle
+              else np.arange(len(counts))).astype(np.int64)
+    bounds = np.concatenate([[0], np.cumsum(counts[shards])]).astype(np.int64)
+    cut = Cut(int(bounds[-1]), global_batch, order.partitions, order.turns)
+    edges = np.sort(np.concatenate([bounds, cut.starts]))
+    edges = edges[np.flatnonzero(np.diff(edges, prepend=-1))]  # each once (np.unique would import numpy.ma)
+    low, high = edges[:-1], edges[1:]
+    at = np.searchsorted(bounds, low, side="right") - 1
+    part = np.searchsorted(cut.starts, low, side="right") - 1
+    new_part = np.flatnonzero(np.diff(part, prepend=-1))
+    within = np.arange(len(low)) - np.repeat(new_part, np.diff(np.append(new_part, len(low))))
+    windows = np.append(np.flatnonzero(within % order.window == 0), len(low)).astype(np.int64)
+    return EpochPlan(shards[at], low - bounds[at], high - low, windows, high[windows[1:] - 1], part[windows[:-1]], cut)
