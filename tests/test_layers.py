@@ -8,16 +8,17 @@ order is what the code needs, measured on its import graph):
 foundation   ``_access``, ``_checks``, ``_files``, ``_version``, ``errors``, ``hashes``, ``hf``,
              ``textfmt``, ``urls``: no glyphforge import but each other
 config       where glyphforge keeps its files, the ``GLYPHFORGE_*`` variables
-cache        the content-addressed store of entries, locks, upstream files' records
-storage      URLs and object storage: places, reads, writes, publishing, remote entries
+storage      bytes at places: backends, the table of schemes, reads, writes, retries (no cache import)
+cache        the content-addressed store of entries, manifests, locks, upstream files' records; the local
+             and URL stores behind one protocol, pulling through and publishing (``cache/remote``)
 pipelines    the kernels and I/O helpers: downloads, archives, IDX, decoding, resizing
 session      where a build's tasks run
 batching     the one batcher and the map-style protocol
 visualize    PNG grids of examples
 context      the data context (over the cache store and storage)
-datasets     the dataset modules and their registry
+datasets     the dataset modules and their registry; the per-class machinery, Omniglot
 loaders      users' own image files
-builds       the builder, its shards, the reader and the specs
+builds       built datasets: making, reading, the decoded copy, the stream, export
 scenes       scenes of glyphs over backgrounds (an application on datasets and builds)
 previews     what ``glyphforge preview`` draws
 warmup       every numba kernel compiled once
@@ -279,6 +280,14 @@ def architecture_module_rows(text: str) -> dict[str, str]:
     """Return ``{module path: layer}`` from the "Modules" table of the docs' architecture page."""
     section = text.split("\n## Modules\n", 1)[1].split("\n#", 1)[0]
     return dict(re.findall(r"^\| `glyphforge/([^`]+)` \| .+ \| (\w+) \|$", section, flags=re.MULTILINE))
+
+
+def test_this_docstring_and_the_architecture_page_list_the_layers_in_order():
+    documented = re.findall(r"^(\w+) {2,}", __doc__.split("===\n", 1)[1].split("\n====", 1)[0], flags=re.MULTILINE)
+    assert documented == [name for name, _ in LAYERS], "tests/test_layers.py's docstring table: the layers of LAYERS"
+    page = ARCHITECTURE.read_text(encoding="utf-8").split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\w+) \| ", page, flags=re.MULTILINE)
+    assert rows == [name for name, _ in LAYERS], "docs/architecture.md's layer table: the layers of LAYERS"
 
 
 def test_the_architecture_page_lists_every_module_with_its_layer():
