@@ -60,7 +60,7 @@ def _cache_formats(folder: Path) -> dict[str, object]:
 
 def test_a_cache_format_change_bumps_the_version(tmp_path):
     assert __version__ in CACHE_FORMATS, (
-        f"glyphforge {__version__} has no cache formats recorded: add its entry to CACHE_FORMATS (tests/test_version.py)")
+        f"glyphforge {__version__} has no cache formats recorded: add them to CACHE_FORMATS (tests/test_version.py)")
     recorded, current = CACHE_FORMATS[__version__], _cache_formats(tmp_path)
     changed = sorted(name for name in current if current[name] != recorded.get(name))
     assert not changed, (
