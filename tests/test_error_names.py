@@ -130,7 +130,7 @@ def test_the_twins_are_gone():
 
 # -- messages name what exists -----------------------------------------------------------------
 def _message_parts() -> list[tuple[str, int, str]]:
-    """``(module file, line, text)`` of every string in glyphforge's code naming ``glyphforge.``, docstrings left out."""
+    """``(module file, line, text)`` of every string in glyphforge naming ``glyphforge.``, docstrings left out."""
     found = []
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         docstrings: set[int] = set()
