@@ -156,11 +156,7 @@ def _built_entry(store: Store, target: str) -> Entry:
         return chosen
     matches = [entry for entry in entries if entry.key.startswith(target)] if len(target) >= 6 else []
     if not matches:
-        store.refuse_unreadable(target)
-    if len(matches) > 1:
-        found = ", ".join(f"{entry.kind}/{entry.key[:12]}" for entry in matches[:5])
-        raise LookupError(f"{target!r} matches {len(matches)} entries in {store.where} ({found}): give more of the key")
-    if not matches:
+        store.refuse_unreadable(target)  # an entry this user may not read is there, not "none yet"
         kinds = ", ".join(sorted({entry.kind for entry in built})) or "none built yet"
         held = ", ".join(sorted({entry.kind for entry in entries})) or "nothing yet"
         why = (f"cache key {target!r} is too short: give at least 6 characters of it" if len(target) < 6 else
@@ -168,6 +164,9 @@ def _built_entry(store: Store, target: str) -> Entry:
                "verify` names it)")
         raise LookupError(f"no built dataset {target!r} in {store.where}: it is no built kind, and {why}. Give a built "
                           f"kind ({kinds}) or a cache key (prefix); it holds {held}")
+    if len(matches) > 1:
+        found = ", ".join(f"{entry.kind}/{entry.key[:12]}" for entry in matches[:5])
+        raise LookupError(f"{target!r} matches {len(matches)} entries in {store.where} ({found}): give more of the key")
     if not is_built(matches[0]):
         raise LookupError(f"{matches[0].kind} {matches[0].key[:12]} is not a built dataset (it has no shard layout)")
     return matches[0]
