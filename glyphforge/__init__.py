@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers 
     from glyphforge.cache import CacheStore as CacheStore
     from glyphforge.cache import UnsafePickleError as UnsafePickleError
     from glyphforge.cache.lookup import AmbiguousKindError as AmbiguousKindError
+    from glyphforge.cache.remote.entries import UnlistableDataDirError as UnlistableDataDirError
     from glyphforge.cache.remote.publish import PublishConflictError as PublishConflictError
     from glyphforge.cache.remote.publish import publish as publish
     from glyphforge.config import data_dir as data_dir
@@ -166,6 +167,7 @@ if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers 
     from glyphforge.scenes.presets import visual_arithmetic as visual_arithmetic
     from glyphforge.scenes.spec import ScatteredGlyphs as ScatteredGlyphs
     from glyphforge.session import open_session as open_session
+    from glyphforge.storage.backend import ReadOnlyStoreError as ReadOnlyStoreError
     from glyphforge.storage.backends import register_backend as register_backend
     from glyphforge.urls import MalformedURLError as MalformedURLError
     from glyphforge.urls import UnsupportedURLError as UnsupportedURLError
@@ -226,6 +228,8 @@ _EXPORTS: dict[str, str] = {
     "publish": "glyphforge.cache.remote.publish",
     "PublishConflictError": "glyphforge.cache.remote.publish",
     "register_backend": "glyphforge.storage.backends",
+    "ReadOnlyStoreError": "glyphforge.storage.backend",
+    "UnlistableDataDirError": "glyphforge.cache.remote.entries",
     "UnsupportedURLError": "glyphforge.urls",
     "MalformedURLError": "glyphforge.urls",
     # loaders

@@ -43,7 +43,6 @@ RECEIVERS: dict[str, str] = {
     "method": "spec protocol: make_shard(..., data_dir=str), in call_with_data_dir",
     "make_shard": "spec protocol: ScatteredGlyphs.prepare makes one scene as a worker would",
     "open_remote": "open_built's reader cache dir (the one-Entry work owns builds/reading/remote_shards.py)",
-    "find_remote_built": "find_built's lookup at a URL: open_built's options (its reader's cache dir) handed on",
 }
 
 #: ``module:qualname`` of non-public functions allowed loose keywords, each a documented protocol contract.

@@ -45,14 +45,13 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "SourcesChangedError": (RuntimeError,),
     "ShardError": (RuntimeError,),
     "DatasetTooLargeError": (MemoryError,),
-    "LostShardsError": (ValueError,),
+    "DamagedShardsError": (ValueError,),
     "ExportTargetError": (FileExistsError,),
     "ExportFormatError": (ValueError,),
     "ViewRequestError": (ValueError,),
     "DamagedIndexError": (ValueError,),
     "NotEnoughSpaceError": (OSError,),
-    "UnlistableDataDirError": (LookupError,),
-    "ReadOnlyDataDirError": (ValueError,),
+    "UnlistableDataDirError": (LookupError, ValueError),
     "ReadOnlyStoreError": (ValueError,),
     "OwnCopyRemoteError": (ValueError,),
     "ForeignStateError": (ValueError,),
@@ -61,8 +60,8 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "ForeignCopyError": (OSError,),
     "LockTimeoutError": (TimeoutError,),
     "AmbiguousKindError": (LookupError,),
-    "BrokenManifestError": (ValueError,),
-    "CorruptPklzError": (ValueError,),
+    "DamagedManifestError": (ValueError,),
+    "DamagedPklzError": (ValueError,),
     "MemberMismatchError": (ValueError,),
     "UnsafePickleError": (pickle.UnpicklingError,),
     "OversizedPickleError": (pickle.UnpicklingError,),
@@ -94,8 +93,7 @@ BUILTIN_BASES: dict[str, tuple[type[BaseException], ...]] = {
     "ShortObjectError": (OSError,),
     "RemoteFileMissingError": (FileNotFoundError,),
     "RemoteAccessError": (PermissionError,),
-    "UnlistableURLError": (ValueError,),
-    "BrokenRemoteEntryError": (ValueError,),
+    "DamagedRemoteEntryError": (ValueError,),
     "RemoteStorageError": (OSError,),
     "UnsupportedURLError": (ValueError,),
     "MalformedURLError": (ValueError,),
@@ -220,11 +218,11 @@ def test_the_families_are_public_and_under_the_root():
 
 
 def test_except_catches_by_family_and_by_builtin():
-    from glyphforge.cache.pklz import CorruptPklzError
+    from glyphforge.cache.pklz import DamagedPklzError
     from glyphforge.storage.reads import RemoteAccessError
 
     for error, family, builtin in [(RemoteAccessError("HTTP 403"), errors.AccessError, PermissionError),
-                                   (CorruptPklzError("truncated"), errors.IntegrityError, ValueError),
+                                   (DamagedPklzError("truncated"), errors.IntegrityError, ValueError),
                                    (glyphforge.SpecError("bad count"), errors.ArgumentError, ValueError)]:
         for catch in (errors.GlyphforgeError, family, builtin):
             try:
@@ -250,7 +248,7 @@ def _made_as_raised() -> dict[str, object]:
     attempts = (Attempt("https://example.org/gzip.zip", "HTTP 404"),)
     made = {
         "DamagedCopyError": (Path("/c/images.npy"), "differs from its checksum", (12, 34)),
-        "LostShardsError": ("shards lost", Path("/c/arrays.pklz"), 10, 20),
+        "DamagedShardsError": ("shards lost", Path("/c/arrays.pklz"), 10, 20),
         "DamagedEntryFileError": ("is not its size", Path("/c/arrays.pklz"), 10, 20),
         "DamagedIndexError": ("/c/arrays.pklz", "its index is cut", "build it again"),
         "ShardError": (3, "shard 3 failed"),

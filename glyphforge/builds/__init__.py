@@ -12,8 +12,8 @@ Importing this package loads neither numba, Pillow nor Dask (Dask: by a Dask ses
 from glyphforge.builds.making.builder import build
 from glyphforge.builds.making.spec import BUILD_FORMAT, ShardError, Spec, cache_params, check_spec
 from glyphforge.builds.reading.dataset import BuiltDataset
-from glyphforge.builds.reading.entry_files import LostShardsError
+from glyphforge.builds.reading.entry_files import DamagedShardsError
 from glyphforge.builds.reading.protocols import ARRAYS_FILE
 
-__all__ = ["ARRAYS_FILE", "BUILD_FORMAT", "BuiltDataset", "LostShardsError", "ShardError", "Spec", "build",
+__all__ = ["ARRAYS_FILE", "BUILD_FORMAT", "BuiltDataset", "DamagedShardsError", "ShardError", "Spec", "build",
            "cache_params", "check_spec"]

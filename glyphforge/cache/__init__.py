@@ -5,7 +5,7 @@ from glyphforge.cache.entry import DamagedEntryFileError, Entry, MissingEntryFil
 from glyphforge.cache.eviction import Eviction
 from glyphforge.cache.keys import FORMAT_VERSION, cache_key
 from glyphforge.cache.locks import LockTimeoutError
-from glyphforge.cache.pklz import DEFAULT_LEVEL, CorruptPklzError, concat_pklz, dump_pklz, iter_pklz, load_pklz
+from glyphforge.cache.pklz import DEFAULT_LEVEL, DamagedPklzError, concat_pklz, dump_pklz, iter_pklz, load_pklz
 from glyphforge.cache.problems import CacheProblem
 from glyphforge.cache.safe_pickle import OversizedPickleError, UnsafePickleError
 from glyphforge.cache.store import CacheStore
@@ -17,7 +17,7 @@ __all__ = [
     "CacheProblem",
     "CacheStore",
     "CleanupError",
-    "CorruptPklzError",
+    "DamagedPklzError",
     "DataDirAccessError",
     "Entry",
     "Eviction",

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 from glyphforge._files import describe_owner
 from glyphforge.cache.locks import ReadLock, readers_path
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, ManifestFields, read_manifest
-from glyphforge.cache.pklz import CorruptPklzError, iter_pklz, load_pklz
+from glyphforge.cache.manifest import MANIFEST, DamagedManifestError, ManifestFields, read_manifest
+from glyphforge.cache.pklz import DamagedPklzError, iter_pklz, load_pklz
 from glyphforge.errors import AccessError, IntegrityError, os_error_text
 
 
@@ -31,7 +31,7 @@ class MissingEntryFileError(IntegrityError, FileNotFoundError):
         return os_error_text(self)
 
 
-class DamagedEntryFileError(CorruptPklzError):
+class DamagedEntryFileError(DamagedPklzError):
     """A data file of an entry is not the size its manifest records; the message names it and the fix.
 
     ``path`` is the file, ``size`` its size in bytes and ``expected`` the size its manifest records.
@@ -213,7 +213,7 @@ def read_entry(path: Path) -> Entry | None:
     """
     try:
         return Entry(path, read_manifest(path))
-    except BrokenManifestError:
+    except DamagedManifestError:
         return None
     except PermissionError:
         closed = next((folder for folder in (*reversed(path.parents), path) if not os.access(folder, os.X_OK)), path)

@@ -5,7 +5,7 @@ someone built a second scenes dataset into the same data dir. So a kind with sev
 entries is an `AmbiguousKindError` listing them (key, size, when built, the parameters
 that tell them apart); the caller gives a key (prefix), or asks for the newest with the
 target ``"scenes:newest"``. The rule is the same in a data dir on disk and at a URL
-(`glyphforge.builds.find_built`), and for the CLI commands taking a target.
+(`glyphforge.find_built`), and for the CLI commands taking a target.
 """
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ def declares_build(meta: Mapping[str, Any]) -> bool:
     return "layout" in meta and "n_examples" in meta
 
 
-class BrokenManifestError(IntegrityError, ValueError):
+class DamagedManifestError(IntegrityError, ValueError):
     """An entry directory's ``manifest.json`` is missing, unreadable or inconsistent (the message says how)."""
 
 
@@ -142,7 +142,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
 
     Raises
     ------
-    BrokenManifestError
+    DamagedManifestError
         Saying what is wrong (without the path: the caller names it).
     PermissionError
         When this user may not read it (another user's entry, owner-only): that is not broken.
@@ -150,13 +150,13 @@ def read_manifest(path: Path) -> dict[str, Any]:
     try:
         text = (path / MANIFEST).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise BrokenManifestError("missing (the entry was never completed, or the file was deleted)") from None
+        raise DamagedManifestError("missing (the entry was never completed, or the file was deleted)") from None
     except PermissionError:
         raise  # another user's entry this one may not read: not broken
     except OSError as error:
-        raise BrokenManifestError(f"unreadable ({error.strerror or error})") from None
+        raise DamagedManifestError(f"unreadable ({error.strerror or error})") from None
     except ValueError as error:  # not UTF-8
-        raise BrokenManifestError(f"not valid JSON ({error})") from None
+        raise DamagedManifestError(f"not valid JSON ({error})") from None
     return parse_manifest(text, path.parent.name, path.name)
 
 
@@ -175,20 +175,20 @@ def parse_manifest(text: str | bytes, kind: str, key: str) -> dict[str, Any]:
 
     Raises
     ------
-    BrokenManifestError
+    DamagedManifestError
         Saying what is wrong (without the place: the caller names it).
     """
     try:
         manifest = json.loads(text)
     except (ValueError, RecursionError) as error:
-        raise BrokenManifestError(f"not valid JSON ({error})") from None
+        raise DamagedManifestError(f"not valid JSON ({error})") from None
     if not isinstance(manifest, dict):
-        raise BrokenManifestError(f"holds {_json_type(manifest)}, not a JSON object of the manifest's fields")
+        raise DamagedManifestError(f"holds {_json_type(manifest)}, not a JSON object of the manifest's fields")
     version = manifest.get("format_version")
     if type(version) is int and version != FORMAT_VERSION:
-        raise BrokenManifestError(f"it is of cache format {version} (written by glyphforge "
-                                  f"{reprlib.repr(manifest.get('glyphforge_version'))}), which this glyphforge "
-                                  f"(format {FORMAT_VERSION}) does not read: `glyphforge cache gc` removes it")
+        raise DamagedManifestError(f"it is of cache format {version} (written by glyphforge "
+                                   f"{reprlib.repr(manifest.get('glyphforge_version'))}), which this glyphforge "
+                                   f"(format {FORMAT_VERSION}) does not read: `glyphforge cache gc` removes it")
     wrong = []
     for name, expected in _FIELDS.items():
         value = manifest.get(name)
@@ -197,33 +197,33 @@ def parse_manifest(text: str | bytes, kind: str, key: str) -> dict[str, Any]:
         elif not isinstance(value, expected) or isinstance(value, bool):
             wrong.append(f"{name!r} should be {_json_type(expected())}, not {_json_type(value)}")
     if wrong:
-        raise BrokenManifestError(f"not a manifest of the right shape: {'; '.join(wrong)}")
+        raise DamagedManifestError(f"not a manifest of the right shape: {'; '.join(wrong)}")
     for name, info in manifest["files"].items():
         if not is_plain_name(name):
-            raise BrokenManifestError(f"lists the file {name!r}, which is not a plain file name inside the entry")
+            raise DamagedManifestError(f"lists the file {name!r}, which is not a plain file name inside the entry")
         size, digest = (info.get("size"), info.get("sha256")) if isinstance(info, dict) else (None, None)
         if not (type(size) is int and size >= 0 and isinstance(digest, str) and _SHA256.match(digest)):
-            raise BrokenManifestError(f"records the file {name!r} as {reprlib.repr(info)}, not as {{'size': "
-                                      "bytes, 'sha256': hex digest}")
+            raise DamagedManifestError(f"records the file {name!r} as {reprlib.repr(info)}, not as {{'size': "
+                                       "bytes, 'sha256': hex digest}")
     if (manifest["kind"], manifest["key"]) != (kind, key):
-        raise BrokenManifestError(f"belongs to the {manifest['kind']!r} entry {manifest['key'][:12]!r}, not to "
-                                  f"the directory {kind}/{key} it is in (moved or copied under another key?)")
+        raise DamagedManifestError(f"belongs to the {manifest['kind']!r} entry {manifest['key'][:12]!r}, not to "
+                                   f"the directory {kind}/{key} it is in (moved or copied under another key?)")
     kind, key, params = manifest["kind"], manifest["key"], manifest["params"]
     try:
         expected_key = cache_key(kind, params, manifest["format_version"])
         expected_meta = metadata_sha256(kind, key, params, manifest["meta"])
         expected_entry = entry_sha256(kind, key, params, manifest["meta"], manifest["files"])
     except (TypeError, ValueError, RecursionError) as error:
-        raise BrokenManifestError(f"its kind, params or meta cannot be hashed ({error})") from None
+        raise DamagedManifestError(f"its kind, params or meta cannot be hashed ({error})") from None
     if key != expected_key:
-        raise BrokenManifestError("its key is not the hash of its kind, params and format version (edited params?)")
+        raise DamagedManifestError("its key is not the hash of its kind, params and format version (edited params?)")
     if manifest["meta_sha256"] != expected_meta:
-        raise BrokenManifestError("its params or meta differ from its meta_sha256 (the manifest was edited or "
-                                  "damaged)")
+        raise DamagedManifestError("its params or meta differ from its meta_sha256 (the manifest was edited or "
+                                   "damaged)")
     if manifest["entry_sha256"] != expected_entry:
-        raise BrokenManifestError("its files table differs from its entry_sha256 (data files swapped, renamed or "
-                                  "replaced together with their records, or the manifest was edited or damaged)")
+        raise DamagedManifestError("its files table differs from its entry_sha256 (data files swapped, renamed or "
+                                   "replaced together with their records, or the manifest was edited or damaged)")
     problem = built_problem(manifest) if declares_build(manifest["meta"]) else None
     if problem is not None:
-        raise BrokenManifestError(f"it declares what no built dataset holds: {problem}")
+        raise DamagedManifestError(f"it declares what no built dataset holds: {problem}")
     return manifest

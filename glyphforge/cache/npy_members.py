@@ -32,7 +32,7 @@ import numpy as np
 from glyphforge._checks import PathLike
 from glyphforge.cache.pklz import (
     GZIP_ERRORS,
-    CorruptPklzError,
+    DamagedPklzError,
     atomic_gzip,
     damaged_member,
     open_gzip_member,
@@ -100,7 +100,7 @@ def iter_members(path: PathLike) -> Iterator[dict[str, np.ndarray]]:
 
     Raises
     ------
-    CorruptPklzError
+    DamagedPklzError
         The file does not inflate, or holds something else than such members.
     """
     room = MAX_INFLATION * Path(path).stat().st_size  # what the file can inflate to, at most
@@ -148,7 +148,7 @@ class ArraysMember:
 
     Raises
     ------
-    CorruptPklzError
+    DamagedPklzError
         (from any method) The member does not inflate, or holds other arrays than expected,
         or bytes after them; the message names ``source`` and what was found.
     """
@@ -240,7 +240,7 @@ class ArraysMember:
         if after:
             raise self._damaged("bytes follow its last array")
 
-    def _damaged(self, what: str) -> CorruptPklzError:
+    def _damaged(self, what: str) -> DamagedPklzError:
         return damaged_member(self.source, what)
 
 

@@ -62,7 +62,7 @@ JOIN_BLOCK = 1 << 24
 WRITE_BLOCK = 1 << 22
 
 
-class CorruptPklzError(IntegrityError, ValueError):
+class DamagedPklzError(IntegrityError, ValueError):
     """A ``.pklz`` file is truncated or damaged (its gzip stream does not decode)."""
 
 
@@ -268,7 +268,7 @@ def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = Non
                 raise budget.refusal(str(path), "a pickle in it asks for more memory than this machine can give") \
                     from error
             except _LOAD_ERRORS as error:
-                raise CorruptPklzError(
+                raise DamagedPklzError(
                     f"{path} is truncated or damaged ({error}). If it is a cache file, `glyphforge cache verify` "
                     "lists such files and `glyphforge cache gc` removes their entries; then prepare or build again"
                 ) from error
@@ -295,7 +295,7 @@ class Joined:
     lengths: tuple[int, ...]
 
 
-class MemberMismatchError(CorruptPklzError):
+class MemberMismatchError(DamagedPklzError):
     """A file given to :func:`concat_pklz` no longer has the sha256 it was recorded with."""
 
     def __init__(self, index: int, message: str) -> None:
@@ -346,9 +346,9 @@ def concat_pklz(
     return Joined(dest, whole.hexdigest(), tuple(lengths))
 
 
-def damaged_member(source: str, what: str) -> CorruptPklzError:
+def damaged_member(source: str, what: str) -> DamagedPklzError:
     """The error for the member ``source`` (file, what and bytes) that is truncated or damaged: ``what`` says how."""
-    return CorruptPklzError(
+    return DamagedPklzError(
         f"{source} is truncated or damaged ({what}). "
         "`glyphforge cache verify` lists such files; remove the entry (`glyphforge cache rm KEY`) and build again")
 

@@ -117,8 +117,9 @@ class CacheStore:
     @classmethod
     def for_data_dir(cls, data_dir: PathLike | None = None, *, lock_timeout: float | None = None) -> CacheStore:
         """The store under ``<data dir>/cache`` (``lock_timeout``: the constructor's); `check_data_dir_access` first."""
-        check_data_dir_access(config.data_dir(data_dir))
-        return cls(config.cache_dir(data_dir), lock_timeout=lock_timeout)
+        root = config.cache_dir(data_dir)  # <data dir>/cache, the data dir resolved once
+        check_data_dir_access(root.parent)
+        return cls(root, lock_timeout=lock_timeout)
 
     def __repr__(self) -> str:
         source = "" if self.source is None else f", source={self.source!r}"

@@ -41,6 +41,10 @@ class Store(Protocol):
     def unreadable(self) -> list[CacheProblem]:
         """Every folder and entry of the store this user may not read (each problem `UNREADABLE`)."""
 
+    def refuse_unreadable(self, target: str) -> None:
+        """Raise `UnreadableEntryError` when ``target`` (a kind, ``KIND:newest`` or a key prefix) names what this user
+        may not read: for a lookup that found nothing this user may read."""
+
     def verify(self) -> list[CacheProblem]:
         """Check every manifest and re-hash every data file (and companion) against it: what is wrong, empty if nothing.
 

@@ -15,7 +15,7 @@ from glyphforge._files import sha256_file
 from glyphforge.cache.companions import check_companions, entry_dirs
 from glyphforge.cache.entry import Entry, unreadable_text
 from glyphforge.cache.layout import kind_dirs, listable
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, read_manifest
+from glyphforge.cache.manifest import MANIFEST, DamagedManifestError, read_manifest
 from glyphforge.cache.problems import CORRUPT, FOREIGN, UNREADABLE, CacheProblem, Scan
 
 _UNREADABLE = "you may not read it: "
@@ -52,7 +52,7 @@ def read_store(root: Path) -> tuple[list[Entry], list[CacheProblem]]:
     for path in entry_dirs(root):
         try:
             entries.append(Entry(path, read_manifest(path)))
-        except BrokenManifestError as error:
+        except DamagedManifestError as error:
             problems.append(CacheProblem(path / MANIFEST, str(error)))
         except PermissionError:
             problems.append(CacheProblem(path, _UNREADABLE + unreadable_text(path), UNREADABLE))

@@ -25,7 +25,7 @@ from glyphforge._version import __version__
 from glyphforge.builds.export.files import ExportTargetError
 from glyphforge.builds.making.spec import SpecError
 from glyphforge.cache.lookup import AmbiguousKindError
-from glyphforge.cache.remote.entries import UnlistableURLError
+from glyphforge.cache.remote.entries import UnlistableDataDirError
 from glyphforge.cli.args import UsageError, check_env_settings, data_directory, mirror
 from glyphforge.cli.errors import target_lookup
 from glyphforge.context import DataContext
@@ -191,7 +191,7 @@ def store_refusals() -> Iterator[None]:
     listed (HTTP), or deleting at a URL."""
     try:
         yield
-    except (UnlistableURLError, ReadOnlyStoreError) as error:
+    except (UnlistableDataDirError, ReadOnlyStoreError) as error:
         raise UsageError(str(error)) from None
 
 

@@ -53,11 +53,11 @@ def _view(args: argparse.Namespace) -> int:
 
 def is_listable(context: DataContext) -> bool:
     """Whether the data dir's entries can be listed (not over HTTP, which has no listing)."""
-    from glyphforge.cache.remote.entries import UnlistableURLError
+    from glyphforge.cache.remote.entries import UnlistableDataDirError
 
     try:
         context.entry_store.ls()
-    except UnlistableURLError:
+    except UnlistableDataDirError:
         return False
     return True
 

@@ -15,7 +15,7 @@ from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
 from glyphforge.builds.reading.dataset import DatasetTooLargeError
 from glyphforge.builds.reading.index import INDEX_FILE, DamagedIndexError, ShardIndex
 from glyphforge.builds.reading.lookup import find_built
-from glyphforge.cache import CacheStore, CorruptPklzError
+from glyphforge.cache import CacheStore, DamagedPklzError
 
 from support.specs import RowSpec
 
@@ -159,7 +159,7 @@ def test_a_truncated_file_raises_corrupt_pklz_error_naming_the_file_and_the_shar
     cut = int(index.offset[7] + index.length[7] // 2)
     damaged = _damaged_copy(dataset, tmp_path, lambda data: data[:cut])
     assert damaged.take([0, 699])["row"].tolist() == [0, 699]  # shards before the cut still read
-    with pytest.raises(CorruptPklzError, match=rf"{damaged.path / ARRAYS_FILE}: shard 7 \(bytes \d+ to \d+\) is "
+    with pytest.raises(DamagedPklzError, match=rf"{damaged.path / ARRAYS_FILE}: shard 7 \(bytes \d+ to \d+\) is "
                                                r"truncated or damaged \(the file ends \d+ bytes early\)"):
         damaged[700]
 
@@ -174,9 +174,9 @@ def test_a_flipped_byte_raises_corrupt_pklz_error_naming_the_shard(built, tmp_pa
         return data
 
     damaged = _damaged_copy(dataset, tmp_path, flip)
-    with pytest.raises(CorruptPklzError, match=r"arrays\.pklz: shard 3 \(bytes .*\) is truncated or damaged"):
+    with pytest.raises(DamagedPklzError, match=r"arrays\.pklz: shard 3 \(bytes .*\) is truncated or damaged"):
         damaged.take([350])
-    with pytest.raises(CorruptPklzError, match="shard 3"):
+    with pytest.raises(DamagedPklzError, match="shard 3"):
         _ = damaged.reopened().arrays
 
 

@@ -15,6 +15,7 @@ import pytest
 from glyphforge.builds import build
 from glyphforge.builds.reading.lookup import find_built
 from glyphforge.cache.lookup import AmbiguousKindError
+from glyphforge.context import DataContext
 from glyphforge.textfmt import human_size
 
 from support.cli import run, run_here
@@ -106,3 +107,18 @@ def test_preview_and_publish_of_a_kind_with_two_entries_exit_2_with_the_listing(
     else:
         assert (tmp_path / "p.png").is_file()
     assert run_here("glyphforge", command, "test-single", *target, "--data-dir", local).returncode == 0
+
+
+@pytest.mark.parametrize(("target", "why"), [
+    ("nothing", "no entry there has a key starting 'nothing' (a damaged entry is not listed: `glyphforge cache "
+                "verify` names it)"),
+    ("abc", "cache key 'abc' is too short: give at least 6 characters of it"),
+], ids=["no match", "too short"])
+def test_a_target_naming_nothing_is_said_the_same_on_disk_and_at_a_url(built, data_dir, target, why):
+    """Issue #44: one lookup of built entries over the store protocol, so one message wherever the data dir lies."""
+    where = DataContext.resolve(data_dir=data_dir).entry_store.where
+    with pytest.raises(LookupError) as raised:
+        find_built(target, data_dir)
+    assert str(raised.value) == (f"no built dataset {target!r} in {where}: it is no built kind, and {why}. Give a "
+                                 "built kind (test-lookup, test-single) or a cache key (prefix); it holds test-lookup, "
+                                 "test-single")

@@ -24,7 +24,7 @@ from glyphforge.builds import BuiltDataset, build
 from glyphforge.builds.decoded_copy.make import NotEnoughSpaceError, copy_nbytes
 from glyphforge.builds.decoded_copy.record import decoded_bytes, decoded_dir, decoded_staging_prefix
 from glyphforge.cache import CacheStore
-from glyphforge.cache.pklz import CorruptPklzError
+from glyphforge.cache.pklz import DamagedPklzError
 from glyphforge.textfmt import human_size
 
 from support.cli import run_here
@@ -143,7 +143,7 @@ def test_ds_arrays_reads_a_copy_made_earlier_and_decodes_no_shard(rows, monkeypa
     read = rows.reopened().arrays
     assert read.keys() == arrays.keys()
     assert all(np.array_equal(read[name], array) and read[name].dtype == array.dtype for name, array in arrays.items())
-    with pytest.raises(CorruptPklzError):
+    with pytest.raises(DamagedPklzError):
         rows.reopened(random_access="decode").arrays  # noqa: B018 - the property reads
 
 

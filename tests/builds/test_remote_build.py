@@ -20,25 +20,25 @@ import pytest
 
 from glyphforge.builds import ShardError, build, cache_params
 from glyphforge.builds.making.url_build import (
-    ReadOnlyDataDirError,
     RemoteShardTask,
     RemoteStorageError,
     build_into,
     fetch_entries,
 )
 from glyphforge.builds.reading.dataset import BuiltDataset
-from glyphforge.builds.reading.entry_files import LostShardsError
+from glyphforge.builds.reading.entry_files import DamagedShardsError
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.reading.protocols import ARRAYS_FILE
 from glyphforge.cache import CacheStore, MissingEntryFileError
 from glyphforge.cache.entry import read_entry
 from glyphforge.cache.keys import cache_key
-from glyphforge.cache.remote.files import BrokenRemoteEntryError, UrlFiles
+from glyphforge.cache.remote.files import DamagedRemoteEntryError, UrlFiles
 from glyphforge.cache.remote.publish import PublishConflictError
 from glyphforge.context import DataContext
 from glyphforge.errors import StorageError
 from glyphforge.scenes.spec import ScatteredGlyphs
 from glyphforge.session import open_session
+from glyphforge.storage.backend import ReadOnlyStoreError
 from glyphforge.storage.location import Location, UnsupportedURLError
 from glyphforge.storage.shard_cache import ShardCache
 
@@ -168,8 +168,8 @@ def test_a_missing_or_short_part_names_itself_and_its_shards_and_the_others_stil
     with pytest.raises(MissingEntryFileError, match=r"part-000003\.pklz \(missing\) .* held shard 3 of 7 "
                                                     r"\(examples 24 to 31\): they are lost"):
         dataset[30]
-    with pytest.raises(LostShardsError, match=r"part-000005\.pklz \(\d+ bytes where the manifest records \d+\) .* "
-                                              r"held shard 5 of 7 \(examples 40 to 47\)"):
+    with pytest.raises(DamagedShardsError, match=r"part-000005\.pklz \(\d+ bytes where the manifest records \d+\) .* "
+                                                 r"held shard 5 of 7 \(examples 40 to 47\)"):
         dataset.take([41])
     assert dataset.take([0, 23, 32, 49])["shard"].tolist() == [0, 2, 4, 6]
 
@@ -318,7 +318,7 @@ def test_the_prepared_entries_are_published_checked_when_fetched_and_never_repla
     original = fs.cat_file(f"{published}/{name}")
     fs.pipe_file(f"{published}/{name}", bytes(len(original)))  # damaged in the bucket, at the same size
     damaged_store = CacheStore.for_data_dir(tmp_path / "worker-2" / "data")
-    with pytest.raises(BrokenRemoteEntryError, match=rf"{published}/{name} is [\d,]+ bytes with sha256 .* is damaged"):
+    with pytest.raises(DamagedRemoteEntryError, match=rf"{published}/{name} is [\d,]+ bytes with sha256 .* is damaged"):
         fetch_entries(inputs, DataContext.resolve(data_dir=data_url, cache_dir=tmp_path / "worker-2"))
     assert damaged_store.ls() == []  # nothing half-fetched
 
@@ -369,8 +369,8 @@ def test_a_missing_bucket_an_unknown_scheme_or_an_http_url_fail_clearly_before_a
         build_into(spec, DataContext.resolve(data_dir="s3://gf-no-such-bucket/x"), progress=False)
     with pytest.raises(UnsupportedURLError, match="nosuch://bucket/x: glyphforge does not support nosuch:// URLs"):
         build_into(spec, DataContext.resolve(data_dir="nosuch://bucket/x"), progress=False)
-    with pytest.raises(ReadOnlyDataDirError, match="cannot build into https://example.invalid/x: glyphforge only "
-                                                   "reads https:// URLs"):
+    with pytest.raises(ReadOnlyStoreError, match="cannot build into https://example.invalid/x: glyphforge only "
+                                                 "reads https:// URLs"):
         build_into(spec, DataContext.resolve(data_dir="https://example.invalid/x"), progress=False)
     assert made_shards(tmp_path) == []
 

@@ -22,7 +22,7 @@ from glyphforge.builds.reading.lookup import find_built
 from glyphforge.builds.reading.members import BLOCK_BYTES
 from glyphforge.builds.stream.state import LIMITS
 from glyphforge.cache.entry import MissingEntryFileError
-from glyphforge.cache.pklz import CorruptPklzError
+from glyphforge.cache.pklz import DamagedPklzError
 
 from support.cli import run_here
 from support.optional import NO_TORCH, NO_TORCHDATA
@@ -515,7 +515,7 @@ def test_resuming_skips_the_consumed_windows_without_reading_them(rows_1030, tmp
     shards = set(plan.shard[pieces].tolist()) - set(np.delete(plan.shard, pieces).tolist())  # wholly in done windows
     assert len(done) == 2 and len(shards) == 3
     damaged = with_shards_zeroed(rows_1030, sorted(shards), tmp_path)
-    with pytest.raises(CorruptPklzError):
+    with pytest.raises(DamagedPklzError):
         rows_of(damaged.stream(50, **options))
     state = stream.state_after(12)
     assert state["rows"] == 600

@@ -33,18 +33,18 @@ from isal import isal_zlib
 import glyphforge as gf
 from glyphforge import cli, config
 from glyphforge._files import sha256_file
-from glyphforge.builds import ARRAYS_FILE, BuiltDataset, LostShardsError, build
+from glyphforge.builds import ARRAYS_FILE, BuiltDataset, DamagedShardsError, build
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import (
     CacheStore,
-    CorruptPklzError,
+    DamagedPklzError,
     OversizedPickleError,
     UnsafePickleError,
     dump_pklz,
     load_pklz,
 )
 from glyphforge.cache.keys import entry_sha256
-from glyphforge.cache.manifest import BrokenManifestError, make_manifest, read_manifest
+from glyphforge.cache.manifest import DamagedManifestError, make_manifest, read_manifest
 from glyphforge.cache.safe_pickle import MIN_BUDGET
 from glyphforge.datasets.mnist_family import load_mnist
 from glyphforge.datasets.mnist_files import class_file_name
@@ -138,7 +138,7 @@ def test_a_member_asking_beyond_its_layout_is_refused_naming_the_shard_before_th
                           timeout=300, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr
     error, peak_kb = done.stdout.strip().splitlines()
-    assert error.startswith(f"CorruptPklzError {entry_dir / ARRAYS_FILE}: shard 1 (bytes {_index(entry_dir)[1]}) is "
+    assert error.startswith(f"DamagedPklzError {entry_dir / ARRAYS_FILE}: shard 1 (bytes {_index(entry_dir)[1]}) is "
                             "truncated or damaged (the array of names has no readable .npy header"), error
     assert int(peak_kb) < 600_000  # far below the 2.5 GB (or 800 MB) asked for: no pickle is read
     dataset = BuiltDataset(CacheStore.for_data_dir(data_dir).get(rows_build.entry.kind, rows_build.entry.params))
@@ -167,9 +167,9 @@ def test_a_truncated_arrays_file_serves_its_whole_shards_and_every_read_and_veri
 
     lost = "Lost: shards 1 to 2 of 3 (examples 10 to 29); intact: shard 0 of 3 (examples 0 to 9)"
     for row, shard in ((15, 1), (29, 2)):
-        with pytest.raises(LostShardsError) as caught:
+        with pytest.raises(DamagedShardsError) as caught:
             dataset.take([0, row])
-        assert isinstance(caught.value, CorruptPklzError) and caught.value.path == path
+        assert isinstance(caught.value, DamagedPklzError) and caught.value.path == path
         assert str(caught.value) == (
             f"{path} is truncated: {cut:,} bytes where the test-rows entry {dataset.key[:12]}'s manifest records "
             f"{size:,}, so shard {shard} is lost. {lost}. Run `glyphforge cache gc` to remove the entry, then build "
@@ -235,7 +235,7 @@ def test_what_a_restricted_load_returns_is_freed_without_the_garbage_collector(t
 def test_a_pickle_declaring_more_bytes_than_it_holds_is_a_damaged_file(tmp_path):
     path = tmp_path / "short.pklz"
     path.write_bytes(gzip.compress(b"\x80\x05\x8e" + (2_500_000_000).to_bytes(8, "little") + b"xx.", mtime=0))
-    with pytest.raises(CorruptPklzError, match=f"^{path} is truncated or damaged \\(pickle data was truncated\\)"):
+    with pytest.raises(DamagedPklzError, match=f"^{path} is truncated or damaged \\(pickle data was truncated\\)"):
         load_pklz(path)
 
 
@@ -297,7 +297,7 @@ def test_class_files_swapped_with_their_records_break_the_entry_and_never_serve_
     files[zero.name], files[one.name] = files[one.name], files[zero.name]
     _write_manifest(entry.path, manifest)  # every file still has the size and sha256 its record says
 
-    with pytest.raises(BrokenManifestError, match="its files table differs from its entry_sha256"):
+    with pytest.raises(DamagedManifestError, match="its files table differs from its entry_sha256"):
         read_manifest(entry.path)
     capsys.readouterr()
     assert cli.main(["cache", "verify", "--data-dir", str(data_dir)]) == 1
@@ -326,7 +326,7 @@ def test_a_manifest_without_the_files_hash_is_broken(tmp_path):
     assert store.gc() == [entry.path] and not entry.path.exists()
 
 
-# -- #42 row 3: every kind of damage to every deflated cache file is a CorruptPklzError naming the file -------------
+# -- #42 row 3: every kind of damage to every deflated cache file is a DamagedPklzError naming the file -------------
 def _damage(data: bytes, how: str) -> bytes:
     """The gzip member ``data`` damaged ``how``: its header's magic, its first deflate block made of the reserved type
     (isal: "Invalid deflate block"), its CRC-32, or cut in half."""
@@ -394,6 +394,6 @@ def test_every_damage_to_every_deflated_cache_file_is_a_corrupt_pklz_error_namin
     path, read = DEFLATED[kind](data_dir)
     index = ShardIndex.read(path.parent / INDEX_FILE, "entry") if kind.startswith("shard") else None
     _damage_file(path, how, *((int(index.offset[0]), int(index.length[0])) if index is not None else ()))
-    with pytest.raises(CorruptPklzError) as raised:
+    with pytest.raises(DamagedPklzError) as raised:
         read()
     assert str(path) in str(raised.value) and "glyphforge cache" in str(raised.value)

@@ -7,7 +7,7 @@ import dill
 import numpy as np
 import pytest
 
-from glyphforge.cache import CorruptPklzError, UnsafePickleError, concat_pklz, dump_pklz, iter_pklz, load_pklz
+from glyphforge.cache import DamagedPklzError, UnsafePickleError, concat_pklz, dump_pklz, iter_pklz, load_pklz
 from glyphforge.cache.pklz import DEFAULT_LEVEL, MemberMismatchError, gzip_member, write_array_pklz
 
 
@@ -131,10 +131,10 @@ def test_truncated_or_damaged_files_raise_an_error_naming_the_file(tmp_path):
     (tmp_path / "flipped.pklz").write_bytes(bytes(flipped))
     (tmp_path / "text.pklz").write_bytes(b"not gzip at all")
     for name, why in (("short", "Compressed file ended"), ("flipped", "CRC check failed"), ("text", "Not a gzipped")):
-        with pytest.raises(CorruptPklzError, match=rf"^{tmp_path / name}\.pklz is truncated or damaged \({why}.*"
+        with pytest.raises(DamagedPklzError, match=rf"^{tmp_path / name}\.pklz is truncated or damaged \({why}.*"
                                                     r"`glyphforge cache verify`"):
             load_pklz(tmp_path / f"{name}.pklz")
-    assert issubclass(CorruptPklzError, ValueError)
+    assert issubclass(DamagedPklzError, ValueError)
 
 
 @pytest.mark.parametrize("shape", [(0, 28, 28), (1, 28, 28), (83, 28, 28), (84, 28, 28), (85, 28, 28),

@@ -22,11 +22,11 @@ import pytest
 import glyphforge as gf
 from glyphforge.builds import ShardError, build
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
-from glyphforge.cache import CacheStore, CorruptPklzError
+from glyphforge.cache import CacheStore, DamagedPklzError
 from glyphforge.cache.declared import MAX_SHARDS
 from glyphforge.cache.keys import entry_sha256, metadata_sha256
-from glyphforge.cache.manifest import BrokenManifestError, make_manifest, read_manifest
-from glyphforge.cache.remote.files import BrokenRemoteEntryError
+from glyphforge.cache.manifest import DamagedManifestError, make_manifest, read_manifest
+from glyphforge.cache.remote.files import DamagedRemoteEntryError
 from glyphforge.storage import Location
 
 from support.cli import run_here
@@ -131,7 +131,7 @@ def test_an_index_larger_than_its_shards_make_is_refused_before_a_byte_of_it_is_
     files = hostile(entry, {INDEX_FILE: npy(np.zeros((4, shards), np.int64))})
     declared = len(files[INDEX_FILE])
     url = place.put(entry.kind, entry.key, files)
-    with pytest.raises(BrokenRemoteEntryError, match=(
+    with pytest.raises(DamagedRemoteEntryError, match=(
             rf"^{url}/manifest.json is not a valid manifest: it declares what no built dataset holds: its files "
             rf"table records {INDEX_FILE} as {declared:,} bytes, where an index of its 11 shards is 352 to 4,448 "
             rf"bytes \(32 a shard and a header\)\. The entry at {url} is damaged .*delete everything under {url}/ "
@@ -147,7 +147,7 @@ def test_a_file_of_another_size_at_the_url_than_its_manifest_records_is_not_fetc
     index = (entry.path / INDEX_FILE).read_bytes()
     url = place.put(entry.kind, entry.key, {**hostile(entry, {}), INDEX_FILE: index + bytes(1 << 20)})
     ds = gf.open_built(url)
-    with pytest.raises(BrokenRemoteEntryError, match=(
+    with pytest.raises(DamagedRemoteEntryError, match=(
             rf"^{url}/{INDEX_FILE} is longer than the {len(index):,} bytes its manifest records: the store holds "
             rf"{len(index) + (1 << 20):,} bytes, and none of them were fetched\. The entry at {url} is damaged")):
         ds[0]
@@ -162,9 +162,9 @@ def test_an_index_swapping_two_shards_is_rejected_and_not_kept(built, place):
     table[:, [3, 4]] = table[:, [4, 3]]
     url = place.put(entry.kind, entry.key, hostile(entry, {INDEX_FILE: npy(table)}))
     ds = gf.open_built(url)
-    with pytest.raises(BrokenRemoteEntryError, match=rf"^the test-rows entry at {url}: its shard index "
-                                                     r"index.npy does not tile the data .*; its local copy was "
-                                                     r"removed\. The entry at"):
+    with pytest.raises(DamagedRemoteEntryError, match=rf"^the test-rows entry at {url}: its shard index "
+                                                      r"index.npy does not tile the data .*; its local copy was "
+                                                      r"removed\. The entry at"):
         ds[0]
     assert local_files(local_cache()) == []
     assert place.served(entry.kind, entry.key, ARRAYS) in (0, None)
@@ -178,7 +178,7 @@ def test_a_shard_damaged_at_the_url_is_rejected_and_not_kept(built, place):
     url = place.put(entry.kind, entry.key, hostile(entry, {ARRAYS: bytes(arrays)}))
     ds = gf.open_built(url, random_access="decode")
     assert ds[5][1]["row"] == 5
-    with pytest.raises(CorruptPklzError, match=rf"shard 2 of the test-rows entry at {url} is damaged: fetched twice"):
+    with pytest.raises(DamagedPklzError, match=rf"shard 2 of the test-rows entry at {url} is damaged: fetched twice"):
         ds[250]
     shards = [name for name in local_files(local_cache()) if name.endswith(".shard")]
     assert len(shards) == 1 and f".{int(index.offset[0])}-" in shards[0]  # shard 0's, whole; not shard 2's
@@ -190,8 +190,8 @@ def test_a_manifest_failing_its_checks_leaves_nothing_here(built, place):
     manifest = json.loads(files["manifest.json"])
     manifest["meta"]["n_examples"] = 2000  # without recomputing the hashes
     url = place.put(entry.kind, entry.key, {**files, "manifest.json": json.dumps(manifest).encode()})
-    with pytest.raises(BrokenRemoteEntryError, match=rf"^{url}/manifest.json is not a valid manifest: its params or "
-                                                     "meta differ from its meta_sha256"):
+    with pytest.raises(DamagedRemoteEntryError, match=rf"^{url}/manifest.json is not a valid manifest: its params or "
+                                                      "meta differ from its meta_sha256"):
         gf.open_built(url)
     assert local_files(local_cache()) == []
 
@@ -213,7 +213,7 @@ def test_a_prepared_entry_failing_its_check_at_the_url_leaves_nothing_here(toy_d
     place.put(entry.kind, entry.key, files)
     what = (rf"{len(body):,} bytes with sha256 [0-9a-f]+, where the manifest records" if damage == "hash" else
             rf"is longer than the {len(body):,} bytes its manifest records: the store holds {len(bad):,} bytes")
-    with pytest.raises(BrokenRemoteEntryError, match=what):
+    with pytest.raises(DamagedRemoteEntryError, match=what):
         load_toy(data_dir=place.data_dir, download=False)
     assert local_files(local_cache()) == []
     assert place.served(entry.kind, entry.key, name) in ((len(body), None) if damage == "hash" else (0, None))
@@ -237,10 +237,10 @@ def test_a_layout_of_112_gib_rows_on_disk_is_a_broken_entry_named_with_what_to_d
         (entry_dir / name).write_bytes(body)
     why = ("it declares what no built dataset holds: its layout's array 'images' has rows of float32 of shape "
            "[100000, 100000, 3]: 120,000,000,000 bytes, more than the 1,073,741,824 a row may be")
-    with pytest.raises(BrokenManifestError, match=rf"^the entry at {entry_dir} is damaged, its manifest.json fails its "
-                                                  rf"checks: {re.escape(why)}\. Remove it \(`glyphforge cache gc "
-                                                  rf"--data-dir {data_dir}` removes broken entries\) and build it "
-                                                  "again$"):
+    with pytest.raises(DamagedManifestError, match=rf"^the entry at {entry_dir} is damaged, its manifest.json fails "
+                                                   rf"its checks: {re.escape(why)}\. Remove it \(`glyphforge cache gc "
+                                                   rf"--data-dir {data_dir}` removes broken entries\) and build it "
+                                                   "again$"):
         gf.open_built(entry_dir)
     result = run_here("glyphforge", "cache", "verify", "--data-dir", data_dir)
     assert result.returncode == 1 and f"CORRUPT {entry_dir / 'manifest.json'}: {why}" in result.stdout
@@ -250,9 +250,10 @@ def test_a_layout_of_112_gib_rows_on_disk_is_a_broken_entry_named_with_what_to_d
 def test_a_layout_of_112_gib_rows_at_a_url_is_refused_before_anything_is_fetched(built, place, tmp_path):
     entry = built.entry
     url = place.put(entry.kind, entry.key, hostile(entry, {}, with_layout(entry, HUGE_ROWS)))
-    with pytest.raises(BrokenRemoteEntryError, match=rf"^{url}/manifest.json is not a valid manifest: it declares what "
-                                                     r"no built dataset holds: its layout's array 'images' has rows of "
-                                                     r"float32 of shape \[100000, 100000, 3\]: 120,000,000,000 bytes"):
+    with pytest.raises(DamagedRemoteEntryError, match=rf"^{url}/manifest.json is not a valid manifest: it declares "
+                                                      r"what no built dataset holds: its layout's array 'images' has "
+                                                      r"rows of float32 of shape \[100000, 100000, 3\]: "
+                                                      r"120,000,000,000 bytes"):
         gf.open_built(url)
     result = run_here("glyphforge", "export", f"{entry.kind}/{entry.key}", tmp_path / "out",
                       "--data-dir", place.data_dir)
@@ -283,7 +284,7 @@ def test_a_lying_layout_or_count_is_a_broken_manifest_naming_the_field(built, tm
     entry_dir.mkdir(parents=True)
     for name, body in hostile(built.entry, {}, meta).items():
         (entry_dir / name).write_bytes(body)
-    with pytest.raises(BrokenManifestError, match=re.escape(complaint)):
+    with pytest.raises(DamagedManifestError, match=re.escape(complaint)):
         read_manifest(entry_dir)
 
 

@@ -12,7 +12,7 @@ import pytest
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.reading.members import BLOCK_BYTES, Member, Scratch, decode_shard, place_shard
-from glyphforge.cache import CacheStore, CorruptPklzError, concat_pklz, dump_pklz
+from glyphforge.cache import CacheStore, DamagedPklzError, concat_pklz, dump_pklz
 from glyphforge.cache.npy_members import ArraysMember, ArraySpec, dump_arrays, iter_members
 
 from support.specs import RowSpec
@@ -67,7 +67,7 @@ def test_iter_members_refuses_what_no_member_holds_without_allocating_it(tmp_pat
     path.write_bytes(gzip.compress(header.getvalue()))
     tracemalloc.start()
     try:
-        with pytest.raises(CorruptPklzError, match=rf"{path} is truncated or damaged \(an array is uint8 of shape "
+        with pytest.raises(DamagedPklzError, match=rf"{path} is truncated or damaged \(an array is uint8 of shape "
                                                    r"\(1000000000000,\), which no member written by glyphforge"):
             list(iter_members(path))
         assert tracemalloc.get_traced_memory()[1] < 1 << 20
@@ -115,7 +115,7 @@ def test_a_member_holding_anything_else_is_refused_naming_the_shard_and_what_it_
     path = tmp_path / "bad.pklz"
     path.write_bytes(data)
     for read in (decode_shard, lambda shard: place_shard(shard, lambda *_: None, Scratch())):
-        with pytest.raises(CorruptPklzError, match=rf"{path}: shard 0 \(bytes 0 to {len(data)}\) is truncated or "
+        with pytest.raises(DamagedPklzError, match=rf"{path}: shard 0 \(bytes 0 to {len(data)}\) is truncated or "
                                                    rf"damaged \({found}"):
             read(member(path))
 
@@ -134,7 +134,7 @@ def test_a_header_declaring_a_huge_array_is_refused_before_anything_is_allocated
     path.write_bytes(gzip.compress(header.getvalue()))
     tracemalloc.start()
     try:
-        with pytest.raises(CorruptPklzError, match=message):
+        with pytest.raises(DamagedPklzError, match=message):
             decode_shard(member(path, rows=rows, layout={"images": LAYOUT["images"]}))
         assert tracemalloc.get_traced_memory()[1] < 1 << 20
     finally:
@@ -146,7 +146,7 @@ def test_a_flipped_byte_is_found_by_the_gzip_check_even_in_array_bytes(tmp_path)
     data[-8] ^= 0x01  # the CRC-32 of the trailer: the bytes inflate, the check at the end fails
     path = tmp_path / "flipped.pklz"
     path.write_bytes(bytes(data))
-    with pytest.raises(CorruptPklzError, match=r"shard 0 .* is truncated or damaged \(.*(CRC|crc).*\)"):
+    with pytest.raises(DamagedPklzError, match=r"shard 0 .* is truncated or damaged \(.*(CRC|crc).*\)"):
         decode_shard(member(path))
 
 
@@ -202,7 +202,7 @@ def test_a_shard_that_is_a_pickle_is_refused_as_damaged_every_way(rows_entry, tm
                r"readable \.npy header \(the magic string is not correct")
     for read in (lambda: old.take([0, 61]), lambda: old[0], lambda: next(iter(old.stream(32, seed=4))),
                  lambda: old["images"]):
-        with pytest.raises(CorruptPklzError, match=damaged):
+        with pytest.raises(DamagedPklzError, match=damaged):
             read()
 
 

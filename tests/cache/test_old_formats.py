@@ -21,7 +21,7 @@ from glyphforge.builds import ARRAYS_FILE
 from glyphforge.builds.reading.index import INDEX_FILE
 from glyphforge.cache import FORMAT_VERSION, CacheStore, cache_key, concat_pklz, dump_pklz
 from glyphforge.cache.keys import metadata_sha256
-from glyphforge.cache.manifest import BrokenManifestError, make_manifest, parse_manifest
+from glyphforge.cache.manifest import DamagedManifestError, make_manifest, parse_manifest
 from glyphforge.datasets.classes import prepare as _class_prepare
 from glyphforge.datasets.classes.declaration import DECLARATIONS
 from glyphforge.datasets.emnist import load_emnist
@@ -104,5 +104,5 @@ def test_a_built_manifest_without_what_every_build_writes_is_broken(drop, proble
         del meta["images"]
     params = {"n_examples": 25, "shard_size": 10}
     key = cache_key("k", params)
-    with pytest.raises(BrokenManifestError, match=re.escape(f"it declares what no built dataset holds: {problem}")):
+    with pytest.raises(DamagedManifestError, match=re.escape(f"it declares what no built dataset holds: {problem}")):
         parse_manifest(json.dumps(make_manifest("k", key, params, files, meta)), "k", key)

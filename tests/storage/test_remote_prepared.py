@@ -19,7 +19,7 @@ from glyphforge import DataContext
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore
 from glyphforge.cache.entry import Entry
-from glyphforge.cache.remote.files import BrokenRemoteEntryError, entry_location
+from glyphforge.cache.remote.files import DamagedRemoteEntryError, entry_location
 from glyphforge.cache.remote.pull_through import PullThrough
 from glyphforge.datasets import emnist
 from glyphforge.datasets.classes.declaration import DECLARATIONS
@@ -235,8 +235,8 @@ def test_a_damaged_entry_at_the_url_is_an_error_and_leaves_nothing_here(s3_serve
     url = s3_server.bucket() + "/data"
     remote = publish_by_hand(only_entry(toy_dir, "toy"), url)
     remote.fs.pipe_file(remote.child("squares.pklz").path, b"not the squares")
-    with pytest.raises(BrokenRemoteEntryError, match=rf"squares.pklz is shorter than the [\d,]+ bytes its manifest "
-                                                     rf"records: .* The entry at {remote} is damaged"):
+    with pytest.raises(DamagedRemoteEntryError, match=rf"squares.pklz is shorter than the [\d,]+ bytes its manifest "
+                                                      rf"records: .* The entry at {remote} is damaged"):
         load_toy(data_dir=url, download=False)
     store = local_store(url)
     assert store.ls() == [] and files_under(store.root) == []

@@ -22,9 +22,9 @@ from glyphforge.builds import build
 from glyphforge.builds.reading.index import INDEX_FILE
 from glyphforge.builds.reading.lookup import find_built
 from glyphforge.builds.reading.remote_shards import RemoteShards
-from glyphforge.cache import CorruptPklzError, Entry
+from glyphforge.cache import DamagedPklzError, Entry
 from glyphforge.cache.manifest import make_manifest
-from glyphforge.cache.remote.files import BrokenRemoteEntryError
+from glyphforge.cache.remote.files import DamagedRemoteEntryError
 from glyphforge.storage import Location
 from glyphforge.storage.reads import RemoteAccessError, RemoteFileMissingError, RemoteReadError
 from glyphforge.storage.shard_cache import ShardCache
@@ -262,7 +262,7 @@ def test_a_damaged_shard_is_fetched_again_and_a_damaged_entry_is_named(built, se
     size = (local.path / ARRAYS).stat().st_size
     middle = int(np.searchsorted(local.index.offset + local.index.length, size // 2, side="right"))
     http.corrupt(arrays_path, ranges_only=True)  # the server serves a damaged byte in shard `middle`
-    with pytest.raises(CorruptPklzError, match=rf"shard {middle} of the test-rows entry at {url} is damaged: fetched "
+    with pytest.raises(DamagedPklzError, match=rf"shard {middle} of the test-rows entry at {url} is damaged: fetched "
                                                "twice.*nothing of it is kept"):
         ds[int(local.index.start[middle])]
     assert shards_kept(ds) == [cached.name]
@@ -306,10 +306,10 @@ def test_a_damaged_index_at_the_url_says_what_to_do_there_not_cache_rm(built, s3
     fs.pipe_file(f"{entry[5:]}/manifest.json", json.dumps(manifest).encode())
 
     ds = gf.open_built(entry, cache_dir=tmp_path / "cache")
-    with pytest.raises(BrokenRemoteEntryError, match=rf"(?s)the test-rows entry at {entry}: its shard index "
-                                                     rf"index.npy does not tile the data.*delete everything under "
-                                                     rf"{entry}/ with the "
-                                                     "store's own tools, then publish it again") as raised:
+    with pytest.raises(DamagedRemoteEntryError, match=rf"(?s)the test-rows entry at {entry}: its shard index "
+                                                      rf"index.npy does not tile the data.*delete everything under "
+                                                      rf"{entry}/ with the "
+                                                      "store's own tools, then publish it again") as raised:
         ds[0]
     assert "cache rm" not in str(raised.value)
     assert not (ds.path / INDEX_FILE).exists()  # what the URL holds, rejected: not kept in the local cache

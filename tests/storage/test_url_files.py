@@ -10,7 +10,7 @@ import pytest
 
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.cache.remote.entries import RemoteCache
-from glyphforge.cache.remote.files import BrokenRemoteEntryError, UrlFiles, entry_location
+from glyphforge.cache.remote.files import DamagedRemoteEntryError, UrlFiles, entry_location
 from glyphforge.storage import Location
 from glyphforge.storage.shard_cache import ShardCache
 
@@ -66,19 +66,20 @@ def test_a_damaged_remote_entry_is_named(local_entry, data_dir, tmp_path):
     files = UrlFiles(location, ShardCache(tmp_path / "local"))
     remote = files.open()
     assert remote is not None
-    with pytest.raises(BrokenRemoteEntryError, match=r"A.pklz is shorter than the .* bytes its manifest records: the "
-                                                     "store holds 12 bytes, and none of them were fetched"):
+    with pytest.raises(DamagedRemoteEntryError, match=r"A.pklz is shorter than the .* bytes its manifest records: the "
+                                                      "store holds 12 bytes, and none of them were fetched"):
         files.download(remote, "A.pklz", tmp_path / "A.pklz")
     assert not (tmp_path / "A.pklz").exists()
     data = (local_entry.path / "A.pklz").read_bytes()
     location.fs.pipe_file(location.child("A.pklz").path, data[:-1] + bytes([data[-1] ^ 1]))  # same size
-    with pytest.raises(BrokenRemoteEntryError, match=f"{len(data):,} bytes with sha256"):
+    with pytest.raises(DamagedRemoteEntryError, match=f"{len(data):,} bytes with sha256"):
         files.download(remote, "A.pklz", tmp_path / "A.pklz")
     assert not (tmp_path / "A.pklz").exists()
     manifest = json.loads((local_entry.path / "manifest.json").read_text())
     manifest["params"] = {"n": 4}
     location.fs.pipe_file(location.child("manifest.json").path, json.dumps(manifest).encode())
-    with pytest.raises(BrokenRemoteEntryError, match=r"manifest.json is not a valid manifest: its key is not the hash"):
+    with pytest.raises(DamagedRemoteEntryError,
+                       match=r"manifest.json is not a valid manifest: its key is not the hash"):
         files.open()
 
 

@@ -24,7 +24,7 @@ import pytest
 import glyphforge as gf
 from glyphforge.builds import build
 from glyphforge.builds.reading.dataset import BuiltDataset
-from glyphforge.builds.reading.lookup import find_built, find_remote_built
+from glyphforge.builds.reading.lookup import find_built
 from glyphforge.cache.remote.entries import RemoteCache
 from glyphforge.context import DataContext
 from glyphforge.storage import Location, MalformedURLError, UnsupportedURLError
@@ -162,7 +162,7 @@ def test_a_store_listing_takes_no_lock_staging_or_work_folder_for_an_entry(place
     scan = RemoteCache(data_dir).scan()
     assert [entry.key for entry in scan.entries] == [dataset.key] and scan.incomplete == [] and scan.broken == []
     for target in ("test-rows", dataset.key[:8]):
-        found = find_remote_built(target, data_dir)
+        found = find_built(target, data_dir)
         assert found.key == dataset.key and np.array_equal(found[7][0], arrays["images"][7])
     if backend != "file":  # on the command line (a file:// data dir is its path there: see above)
         listed = command(["glyphforge", "cache", "ls", "--data-dir", data_dir.url], cwd=tmp_path, here=True)

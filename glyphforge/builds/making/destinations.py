@@ -75,7 +75,7 @@ def check_destination(context: DataContext) -> None:
 
     Raises
     ------
-    ReadOnlyDataDirError
+    ReadOnlyStoreError
         Its data dir is a URL glyphforge only reads (``https://``).
     UnsupportedURLError
         fsspec cannot open its data dir's scheme here (the message names the extra to install).

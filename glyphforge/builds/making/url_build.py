@@ -74,6 +74,7 @@ from glyphforge.cache.remote.publish import publish_entry
 from glyphforge.context import DataContext
 from glyphforge.errors import ArgumentError
 from glyphforge.session import Session
+from glyphforge.storage.backend import ReadOnlyStoreError
 from glyphforge.storage.location import Location
 from glyphforge.storage.object_match import recorded_mismatch
 from glyphforge.storage.objects import listed_files, upload_file, write_bytes
@@ -86,10 +87,6 @@ log = logging.getLogger(__name__)
 BUILD_NOTE = "build.json"
 #: What the store's errors during a build into a URL say (`glyphforge.storage.store_errors`).
 BUILDING = StoreTask("build into", "run the build again: the shards finished are kept and not made again")
-
-
-class ReadOnlyDataDirError(ArgumentError, ValueError):
-    """A build was given a data dir URL glyphforge only reads (``https://``)."""
 
 
 class OwnCopyRemoteError(ArgumentError, ValueError):
@@ -116,13 +113,13 @@ def check_writable(location: Location) -> Location:
 
     Raises
     ------
-    ReadOnlyDataDirError
+    ReadOnlyStoreError
         It is an HTTP URL.
     UnsupportedURLError
         fsspec cannot open its scheme here (the message names the extra to install).
     """
     if location.read_only:
-        raise ReadOnlyDataDirError(
+        raise ReadOnlyStoreError(
             f"cannot build into {location}: glyphforge only reads {location.scheme}:// URLs. Build into an "
             "s3://, gs:// or file:// data dir (or a local path) and serve that over HTTP")
     location.fs  # noqa: B018 (opens the filesystem: an unknown scheme or a missing extra fails here, naming the URL)
@@ -150,7 +147,7 @@ def build_into(
 
     Raises
     ------
-    ReadOnlyDataDirError
+    ReadOnlyStoreError
         The URL is read-only (HTTP).
     OwnCopyRemoteError
         The spec would read own copies (unverified) of upstream files (`cache_params`), before any work.
@@ -177,7 +174,7 @@ def build_into(
             "your files out of raw/ to build from upstream's")
     key = cache_key(spec.kind, params)
     entry = entry_location(data_dir, spec.kind, key)
-    # there already: done (a manifest failing the checks raises BrokenRemoteEntryError, and is left alone)
+    # there already: done (a manifest failing the checks raises DamagedRemoteEntryError, and is left alone)
     with translated(entry, f"reading {MANIFEST}", BUILDING):
         if UrlFiles(entry, ShardCache(context.cache_dir)).open() is not None:
             return entry
@@ -312,7 +309,7 @@ def fetch_entries(inputs: tuple[tuple[str, dict[str, Any]], ...], context: DataC
     ------
     RemoteStorageError
         An entry is not at the URL.
-    BrokenRemoteEntryError
+    DamagedRemoteEntryError
         A file there differs from its manifest (nothing is kept locally).
     """
     store, remote = context.store, context.remote

@@ -4,7 +4,7 @@ A shard is one gzip member of ``arrays.pklz`` (or, for an entry built into objec
 and then copied to disk, of the part ``meta["parts"]`` names), read at the offset the index
 records. A truncated ``arrays.pklz`` still serves the shards it holds whole; a shard past its
 end, or in a part that is missing or not its recorded size, raises an error naming every
-shard lost (`LostShardsError`).
+shard lost (`DamagedShardsError`).
 """
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from glyphforge.builds.reading.protocols import ARRAYS_FILE, entry_index, member
 from glyphforge.cache import DamagedEntryFileError, Entry, MissingEntryFileError
 from glyphforge.cache.entry import read_entry
 
-__all__ = ["EntryFiles", "LostShardsError", "lost_shards"]
+__all__ = ["EntryFiles", "DamagedShardsError", "lost_shards"]
 
 T = TypeVar("T")
 
 
-class LostShardsError(DamagedEntryFileError):
+class DamagedShardsError(DamagedEntryFileError):
     """A shard was read past the end of a truncated ``arrays.pklz``; the message names every shard lost."""
 
 
@@ -60,7 +60,7 @@ class EntryFiles:
 
         Raises
         ------
-        LostShardsError
+        DamagedShardsError
             Shard ``number`` is past the end of a truncated file (the message names every lost shard).
         DamagedEntryFileError, MissingEntryFileError
             The file is longer than its manifest records, or missing (see `Entry.file`).
@@ -75,7 +75,7 @@ class EntryFiles:
                 raise
             if number < self.index.first_lost(error.size):
                 return error.path
-            raise LostShardsError(
+            raise DamagedShardsError(
                 f"{error.path} is truncated: {error.size:,} bytes where the {self.entry.kind} entry "
                 f"{self.entry.key[:12]}'s manifest records {error.expected:,}, so shard {number} is lost. {lost}. Run "
                 "`glyphforge cache gc` to remove the entry, then build it again: the build makes its shards again",
@@ -86,7 +86,7 @@ class EntryFiles:
 
         Raises
         ------
-        LostShardsError, MissingEntryFileError
+        DamagedShardsError, MissingEntryFileError
             The part is not the size its manifest records, or missing: the message names it and the shards it held.
         """
         name = member_name(self.entry, self.index, number)
@@ -94,7 +94,7 @@ class EntryFiles:
             return self.entry.file(name)
         except DamagedEntryFileError as error:
             what = f"{error.size:,} bytes where the manifest records {error.expected:,}"
-            raise LostShardsError(self._lost_part(number, what), error.path, error.size, error.expected) from None
+            raise DamagedShardsError(self._lost_part(number, what), error.path, error.size, error.expected) from None
         except MissingEntryFileError:
             missing = self._lost_part(number, "missing")
             raise MissingEntryFileError(errno.ENOENT, missing, str(self.entry.path / name)) from None

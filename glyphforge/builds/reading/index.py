@@ -178,7 +178,7 @@ class ShardIndex:
         multi-part index must have a ``part`` row naming them in order, each part's members
         tiling it from byte 0. A data file shorter than the index says still serves the
         shards it holds whole; reading the others names them
-        (`glyphforge.builds.reading.entry_files.LostShardsError`).
+        (`glyphforge.builds.reading.entry_files.DamagedShardsError`).
         """
         if (parts is None) != (self.part is None):
             raise DamagedIndexError(where, f"{named} has {4 if self.part is None else 5} rows but its "

@@ -20,20 +20,15 @@ from glyphforge._checks import PathLike
 from glyphforge.builds.reading.dataset import BuiltDataset
 from glyphforge.builds.reading.remote_shards import DEFAULT_PREFETCH_THREADS, open_remote
 from glyphforge.cache.entry import Entry, read_entry
-from glyphforge.cache.lookup import of_kind, split_target
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_built, parse_manifest, read_manifest
-from glyphforge.cache.remote.files import UrlFiles, entry_location, entry_names
+from glyphforge.cache.lookup import of_kind
+from glyphforge.cache.manifest import MANIFEST, DamagedManifestError, is_built, read_manifest
+from glyphforge.cache.remote.entries import UnlistableDataDirError
+from glyphforge.cache.remote.files import entry_location
+from glyphforge.cache.store_protocol import Store
 from glyphforge.context import DataContext
-from glyphforge.errors import ArgumentError
 from glyphforge.storage.location import Location, parse_place
-from glyphforge.storage.reads import RemoteFileMissingError, read_bytes
-from glyphforge.storage.shard_cache import ShardCache
 
-__all__ = ["UnlistableDataDirError", "find_built", "find_remote_built", "open_built"]
-
-
-class UnlistableDataDirError(ArgumentError, LookupError):
-    """A kind or key prefix was given for a data dir that cannot be listed (over HTTP): give kind/key instead."""
+__all__ = ["find_built", "open_built"]
 
 
 def open_built(
@@ -92,10 +87,10 @@ def _open_local(path: Path, **options: Any) -> BuiltDataset:
     if entry is None and (path / MANIFEST).is_file():
         try:
             read_manifest(path)
-        except BrokenManifestError as error:
-            raise BrokenManifestError(f"the entry at {path} is damaged, its {MANIFEST} fails its checks: {error}. "
-                                      f"Remove it (`glyphforge cache gc --data-dir {path.parents[2]}` "
-                                      "removes broken entries) and build it again") from None
+        except DamagedManifestError as error:
+            raise DamagedManifestError(f"the entry at {path} is damaged, its {MANIFEST} fails its checks: {error}. "
+                                       f"Remove it (`glyphforge cache gc --data-dir {path.parents[2]}` "
+                                       "removes broken entries) and build it again") from None
     if entry is None or not is_built(entry):
         raise LookupError(f"no built dataset at {path}: give the directory of a built entry (<data dir>/cache/<kind>/"
                           "<key>), or a URL")
@@ -105,97 +100,73 @@ def _open_local(path: Path, **options: Any) -> BuiltDataset:
 def find_built(target: str, data_dir: PathLike | Location | None = None, *,
                storage_options: dict[str, Any] | None = None, cache_dir: PathLike | None = None,
                context: DataContext | None = None, **options: Any) -> BuiltDataset:
-    """Return the built dataset ``target``: a cache key (prefix), or a kind such as ``"scenes"`` (its only entry;
-    ``"scenes:newest"``: its newest, see `glyphforge.cache.lookup`).
+    """Return the built dataset ``target`` of a data dir, on disk or at a URL (read where it lies).
+
+    ``target`` is a kind such as ``"scenes"`` (its only built entry; ``"scenes:newest"``: its newest, by the
+    manifests' ``created``: see `glyphforge.cache.lookup`), a cache key or a unique prefix of one (6+
+    characters), or, for a data dir at a URL, ``kind/key`` (the whole key: found without listing, so it
+    also works where the store cannot be listed, as over HTTP). The entries are those of the data dir's
+    store (`glyphforge.cache.store_protocol.Store`, `~glyphforge.context.DataContext.entry_store`), found
+    by the same code on disk and at a URL.
 
     The data dir is the context's (`~glyphforge.context.DataContext.resolve` of ``context``, ``data_dir``,
     ``storage_options`` and ``cache_dir``; None: the environment's). One at a URL (or a
-    `~glyphforge.storage.Location`) is read where it lies (`find_remote_built`; ``target`` may also
-    be ``kind/key``, found without listing, as over HTTP; its shards kept in the context's local
-    cache dir; ``options`` go to `glyphforge.open_built`).
-
-    Raises
-    ------
-    LookupError
-        Nothing built matches (the message lists what is built), or an `AmbiguousKindError`: a kind with
-        several entries (listed).
-    ValueError
-        ``cache_dir`` or ``options`` given for a data dir that is a path.
-    """
-    context = DataContext.resolve(context, data_dir=data_dir, storage_options=storage_options, cache_dir=cache_dir)
-    if context.remote is not None:
-        return find_remote_built(target, context.remote, cache_dir=context.cache_dir, **options)
-    if given := sorted([*options, *(["cache_dir"] if cache_dir is not None else [])]):
-        raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {context.data_dir} is a path; "
-                         f"drop {'them' if len(given) > 1 else 'it'}, or give a URL")
-    store = context.store
-    built = [entry for entry in store.ls() if is_built(entry)]
-    if (chosen := of_kind(target, built, store.root)) is not None:
-        return BuiltDataset(chosen)
-    try:
-        entry = store.find(target)
-    except KeyError as error:
-        kinds = ", ".join(sorted({entry.kind for entry in built})) or "none built yet"
-        raise LookupError(f"no built dataset {target!r}: {error.args[0]}. Give a built kind ({kinds}) or a cache "
-                          "key (prefix)") from None
-    if entry not in built:
-        raise LookupError(f"{entry.kind} {entry.key[:12]} is not a built dataset (it has no shard layout)")
-    return BuiltDataset(entry)
-
-
-def find_remote_built(target: str, location: Location, **options: Any) -> BuiltDataset:
-    """Return the built dataset ``target`` of the data dir at the URL ``location`` (see `find_built`).
-
-    ``target`` is a kind (its only entry; ``"KIND:newest"``: its newest, by the manifests'
-    ``created``), a cache key or a unique prefix of one, or ``kind/key`` (the whole key: found
-    without listing, so it also works where the store cannot be listed, as over HTTP).
-    ``options`` go to `open_built`.
+    `~glyphforge.storage.Location`) keeps the shards read in the context's local cache dir, and
+    ``options`` go to `glyphforge.open_built`.
 
     Raises
     ------
     AmbiguousKindError
-        ``target`` is a kind with several built entries there (the message lists them).
+        ``target`` is a kind with several built entries (the message lists them).
     LookupError
-        Nothing built there matches (the message lists what is).
+        Nothing built matches (the message lists what is built, and what the store holds).
     UnlistableDataDirError
         ``target`` is a kind or a key prefix, and the data dir cannot be listed (HTTP).
+    UnreadableEntryError
+        Nothing this user may read matches, and ``target`` names an entry they may not read.
+    ValueError
+        ``cache_dir`` or ``options`` given for a data dir that is a path.
     """
-    if "/" in target:
-        kind, key = target.split("/", 1)
-        return open_built(entry_location(location, kind, key), **options)
-    if location.read_only:
+    context = DataContext.resolve(context, data_dir=data_dir, storage_options=storage_options, cache_dir=cache_dir)
+    remote = context.remote
+    if remote is None and (given := sorted([*options, *(["cache_dir"] if cache_dir is not None else [])])):
+        raise ValueError(f"{', '.join(given)}: only for a data dir that is a URL, and {context.data_dir} is a path; "
+                         f"drop {'them' if len(given) > 1 else 'it'}, or give a URL")
+    if remote is not None and "/" in target:
+        return open_built(entry_location(remote, *target.split("/", 1)), cache_dir=context.cache_dir, **options)
+    try:
+        entry = _built_entry(context.entry_store, target)
+    except UnlistableDataDirError:
+        assert remote is not None, "only a store at a URL cannot be listed"
         raise UnlistableDataDirError(
-            f"{location} cannot be listed (over {location.scheme.upper()} there is no listing), so {target!r} cannot "
-            "be looked up there: give the entry as kind/key with its whole key (e.g. scenes/<key>), or its URL to "
-            "glyphforge.open_built")
-    cache = location.child("cache")
-    kinds = entry_names(cache)
-    kind = split_target(target)[0]
-    built: list[Entry] = []
-    if kind in kinds:  # their files would be fetched into the shard cache open_built reads through
-        built = _built_entries(cache.child(kind), kind, ShardCache(options.get("cache_dir"), options.get("cache_size")))
-    if (chosen := of_kind(target, built, cache)) is not None:
-        return open_built(cache.child(chosen.kind, chosen.key), **options)
-    matches = [(kind, key) for kind in kinds for key in entry_names(cache.child(kind), kind) if key.startswith(target)]
-    if len(matches) == 1:
-        return open_built(cache.child(*matches[0]), **options)
-    listed = ", ".join(sorted(kinds)) or f"nothing: {cache} holds no entries"
-    if matches:
-        found = ", ".join(f"{kind}/{key[:12]}" for kind, key in matches[:5])
-        raise LookupError(f"{target!r} matches several entries in {cache} ({found}): give more of the key")
-    raise LookupError(f"no built dataset {target!r} in {cache}: give a built kind or a cache key (prefix); it holds "
-                      f"{listed}")
+            f"{remote} cannot be listed (over {remote.scheme.upper()} there is no listing), so "
+            f"{target!r} cannot be looked up there: give the entry as kind/key with its whole key (e.g. "
+            "scenes/<key>), or its URL to glyphforge.open_built") from None
+    if remote is None:
+        return BuiltDataset(entry)
+    return open_built(entry_location(remote, entry.kind, entry.key), cache_dir=context.cache_dir, **options)
 
 
-def _built_entries(kind_dir: Location, kind: str, shards: ShardCache) -> list[Entry]:
-    """The complete built entries in ``kind_dir`` (their files fetched into ``shards``), manifests read (folders not
-    whole yet, or not entries: skipped)."""
-    entries = []
-    for key in entry_names(kind_dir, kind):
-        try:
-            manifest = parse_manifest(read_bytes(kind_dir.child(key, MANIFEST), what="a manifest"), kind, key)
-        except (RemoteFileMissingError, BrokenManifestError):
-            continue
-        if is_built(entry := UrlFiles(kind_dir.child(key), shards).entry(manifest)):
-            entries.append(entry)
-    return entries
+def _built_entry(store: Store, target: str) -> Entry:
+    """The built entry of ``store`` that ``target`` names (see `find_built`): its kind's (`of_kind`), else the one
+    whose key starts with it."""
+    entries = store.ls()
+    built = [entry for entry in entries if is_built(entry)]
+    if (chosen := of_kind(target, built, store.where)) is not None:
+        return chosen
+    matches = [entry for entry in entries if entry.key.startswith(target)] if len(target) >= 6 else []
+    if not matches:
+        store.refuse_unreadable(target)  # an entry this user may not read is there, not "none yet"
+        kinds = ", ".join(sorted({entry.kind for entry in built})) or "none built yet"
+        held = ", ".join(sorted({entry.kind for entry in entries})) or "nothing yet"
+        why = (f"cache key {target!r} is too short: give at least 6 characters of it" if len(target) < 6 else
+               f"no entry there has a key starting {target!r} (a damaged entry is not listed: `glyphforge cache "
+               "verify` names it)")
+        raise LookupError(f"no built dataset {target!r} in {store.where}: it is no built kind, and {why}. Give a built "
+                          f"kind ({kinds}) or a cache key (prefix); it holds {held}")
+    if len(matches) > 1:
+        found = ", ".join(f"{entry.kind}/{entry.key[:12]}" for entry in matches[:5])
+        raise LookupError(f"{target!r} matches {len(matches)} entries in {store.where} ({found}): give more of the key")
+    if not is_built(matches[0]):
+        raise LookupError(f"{matches[0].kind} {matches[0].key[:12]} is not a built dataset (it has no shard layout)")
+    return matches[0]

@@ -92,7 +92,7 @@ def decode_shard(member: Member) -> Shard:
 
     Raises
     ------
-    CorruptPklzError
+    DamagedPklzError
         It is truncated or damaged, or holds other arrays than its layout and rows say.
     """
     with ArraysMember(Scratch().member_bytes(member), member.specs(), member.source) as arrays:
@@ -108,7 +108,7 @@ def place_shard(member: Member, put: Put, scratch: Scratch) -> None:
 
     Raises
     ------
-    CorruptPklzError
+    DamagedPklzError
         As `decode_shard`.
     """
     with ArraysMember(scratch.member_bytes(member), member.specs(), member.source) as arrays:

@@ -30,9 +30,9 @@ from glyphforge.builds.reading.index import INDEX_FILE, DamagedIndexError, Shard
 from glyphforge.builds.reading.members import Member
 from glyphforge.builds.reading.protocols import entry_index, member_name, read_member
 from glyphforge.builds.reading.shard_fetch import Piece, ShardFetcher, ShardRuns, continues_run
-from glyphforge.cache import CorruptPklzError, Entry
+from glyphforge.cache import DamagedPklzError, Entry
 from glyphforge.cache.manifest import MANIFEST, is_built, is_plain_name
-from glyphforge.cache.remote.files import BrokenRemoteEntryError, UrlFiles, damaged_at_url
+from glyphforge.cache.remote.files import DamagedRemoteEntryError, UrlFiles, damaged_at_url
 from glyphforge.storage.location import Location
 from glyphforge.storage.reads import RemoteFileMissingError
 from glyphforge.storage.shard_cache import ShardCache
@@ -71,7 +71,7 @@ class RemoteShards:
 
         A local copy damaged since it was fetched is fetched again, once. An index that does not
         read or fit as the manifest at the URL records it is the damage of the entry there: its
-        local copy is removed, and a `BrokenRemoteEntryError` says what to do at the URL
+        local copy is removed, and a `DamagedRemoteEntryError` says what to do at the URL
         (`damaged_at_url`).
         """
         if self._index is None:
@@ -86,12 +86,12 @@ class RemoteShards:
                     raise self._damaged_index(again) from None
         return self._index
 
-    def _damaged_index(self, error: DamagedIndexError) -> BrokenRemoteEntryError:
+    def _damaged_index(self, error: DamagedIndexError) -> DamagedRemoteEntryError:
         """Remove the local copy of the rejected index (glyphforge fetched it: nothing rejected is kept); the error."""
         (self.entry.path / INDEX_FILE).unlink(missing_ok=True)
-        return BrokenRemoteEntryError(f"the {self.entry.kind} entry at {redacted(self.url)}: {error.problem}, as its "
-                                      f"manifest there records it; its local copy was removed. "
-                                      f"{damaged_at_url(self.url)}")
+        return DamagedRemoteEntryError(f"the {self.entry.kind} entry at {redacted(self.url)}: {error.problem}, as its "
+                                       f"manifest there records it; its local copy was removed. "
+                                       f"{damaged_at_url(self.url)}")
 
     def read(self, number: int, read: Callable[[Member], T]) -> T:
         """Read shard ``number`` from its cached copy; a copy that does not decode is removed and fetched again
@@ -101,13 +101,13 @@ class RemoteShards:
             return read_member(self.entry, self.index, number, self._member, read)
         except RemoteFileMissingError:
             raise
-        except (CorruptPklzError, FileNotFoundError):
+        except (DamagedPklzError, FileNotFoundError):
             self._fetcher.forget(self._piece(number))
         try:
             return read_member(self.entry, self.index, number, self._member, read)
-        except CorruptPklzError as error:
+        except DamagedPklzError as error:
             self._fetcher.forget(self._piece(number))
-            raise CorruptPklzError(
+            raise DamagedPklzError(
                 f"shard {number} of the {self.entry.kind} entry at {redacted(self.url)} is damaged: fetched twice, its "
                 f"bytes do not decode ({error.__cause__ or error}); nothing of it is kept in the local cache. "
                 f"{damaged_at_url(self.url)}") from None
@@ -189,12 +189,12 @@ def _open_entry(files: UrlFiles) -> Entry:
     if len(parts) < 4 or parts[1] != "cache" or not (is_plain_name(parts[2]) and is_plain_name(parts[3])):
         raise LookupError(f"{location} is not the URL of an entry: an entry's URL is <data dir URL>/cache/<kind>/"
                           "<key>. To find the entry of a kind in a data dir at a URL, use "
-                          "glyphforge.builds.find_built(kind, data_dir=URL)")
+                          "glyphforge.find_built(kind, data_dir=URL)")
     entry = files.open()
     if entry is None:
         raise LookupError(f"no built dataset at {location}: it has no {MANIFEST} (not published or built there yet, "
                           "still being written, or a wrong URL). Check the URL, or find the entries of its data dir "
-                          "with glyphforge.builds.find_built(kind, data_dir=<data dir URL>)")
+                          "with glyphforge.find_built(kind, data_dir=<data dir URL>)")
     if not is_built(entry):
         raise LookupError(f"the {entry.kind} entry at {location} is not a built dataset (it has no shard layout)")
     return entry

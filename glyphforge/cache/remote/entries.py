@@ -7,7 +7,7 @@ entries (`glyphforge.cache.Entry`, their data files `~glyphforge.cache.remote.fi
 nothing is fetched, nor any local folder made, to list them) and
 `~glyphforge.cache.problems.CacheProblem` s: one listing of
 the objects under ``<url>/cache`` (s3://, gs://, file://; an http(s):// data dir cannot be
-listed: `UnlistableURLError`), then the manifests, checked as on disk
+listed: `UnlistableDataDirError`), then the manifests, checked as on disk
 (`glyphforge.cache.manifest.parse_manifest`). An entry whose data files are there without
 its ``manifest.json`` is an upload in progress or interrupted (writers put the manifest
 last): it is not listed, and verify names it as `INCOMPLETE`, not as damaged. glyphforge
@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 from glyphforge._checks import PathLike
 from glyphforge.cache.entry import Entry
 from glyphforge.cache.eviction import Eviction
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, parse_manifest
+from glyphforge.cache.manifest import MANIFEST, DamagedManifestError, parse_manifest
 from glyphforge.cache.problems import INCOMPLETE, CacheProblem, Scan
 from glyphforge.cache.remote.files import UrlFiles, is_entry_folder
 from glyphforge.errors import ArgumentError
@@ -35,15 +35,16 @@ from glyphforge.storage.reads import DOWNLOAD_BLOCK, is_missing_bucket, store_ca
 from glyphforge.storage.shard_cache import ShardCache
 from glyphforge.urls import redacted
 
-__all__ = ["UNFINISHED", "RemoteCache", "UnlistableURLError"]
+__all__ = ["UNFINISHED", "RemoteCache", "UnlistableDataDirError"]
 
 #: What an entry folder holding data files but no manifest is, and what to do.
 UNFINISHED = ("data files without manifest.json: an upload in progress, or an interrupted one (not an entry yet; "
               "publishing it again finishes it)")
 
 
-class UnlistableURLError(ArgumentError, ValueError):
-    """A data dir URL whose store cannot be listed (HTTP has no listing); the message says what works instead."""
+class UnlistableDataDirError(ArgumentError, LookupError, ValueError):
+    """A data dir at a URL whose store cannot be listed (HTTP has no listing), asked for what only a listing finds
+    (its entries, a kind, a key prefix); the message says what works instead."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class RemoteCache:
 
         Raises
         ------
-        UnlistableURLError
+        UnlistableDataDirError
             For an http(s):// data dir (HTTP cannot list).
         RemoteReadError
             When the URL cannot be read (network, permissions, credentials).
@@ -127,10 +128,10 @@ class RemoteCache:
             text = texts.get(manifest.path, b"")
             try:
                 if isinstance(text, BaseException):
-                    raise BrokenManifestError(f"unreadable ({text})")
+                    raise DamagedManifestError(f"unreadable ({text})")
                 parsed = parse_manifest(text, listing.kind, listing.key)
                 entries.append(UrlFiles(listing.location, shards).entry(parsed))
-            except BrokenManifestError as error:
+            except DamagedManifestError as error:
                 broken.append(CacheProblem(str(manifest), str(error)))
         entries.sort(key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
         return entries, incomplete + broken
@@ -142,6 +143,9 @@ class RemoteCache:
     def unreadable(self) -> list[CacheProblem]:
         """None: what this user may not read at a URL is an error (`RemoteAccessError`) naming it, not a problem."""
         return []
+
+    def refuse_unreadable(self, target: str) -> None:
+        """Nothing to refuse: what this user may not read at a URL is an error (`RemoteAccessError`) when listed."""
 
     def companions(self, entry: Entry) -> dict[str, int]:
         """None: companions (a decoded copy...) are made on the machine reading an entry, never at its URL."""
@@ -183,9 +187,9 @@ class RemoteCache:
             f"rest of the folder){local}")
 
     def check_listable(self) -> None:
-        """Raise `UnlistableURLError` for a data dir whose store cannot be listed (http(s)://), saying what works."""
+        """Raise `UnlistableDataDirError` for a data dir whose store cannot be listed (http(s)), saying what works."""
         if self.data_dir.read_only:
-            raise UnlistableURLError(
+            raise UnlistableDataDirError(
                 f"{self.data_dir} cannot be listed: HTTP has no listing of a folder's objects, so its entries "
                 "cannot be named. Load a dataset from it with data_dir= (entries are read from their known paths) "
                 "or open a built one by its entry URL (glyphforge.open_built), or list the store it is served from "

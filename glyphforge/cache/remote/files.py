@@ -24,7 +24,7 @@ from typing import Any
 
 from glyphforge._files import atomic_path, sha256_file
 from glyphforge.cache.entry import Entry
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_plain_name, parse_manifest
+from glyphforge.cache.manifest import MANIFEST, DamagedManifestError, is_plain_name, parse_manifest
 from glyphforge.errors import IntegrityError
 from glyphforge.storage.location import Location
 from glyphforge.storage.reads import (
@@ -38,11 +38,11 @@ from glyphforge.storage.reads import (
 from glyphforge.storage.shard_cache import ShardCache
 from glyphforge.urls import redacted
 
-__all__ = ["BrokenRemoteEntryError", "UrlFiles", "damaged_at_url", "entry_location", "entry_names",
+__all__ = ["DamagedRemoteEntryError", "UrlFiles", "damaged_at_url", "entry_location", "entry_names",
            "is_entry_folder"]
 
 
-class BrokenRemoteEntryError(IntegrityError, ValueError):
+class DamagedRemoteEntryError(IntegrityError, ValueError):
     """An entry's manifest at a URL fails the manifest's checks, or a data file is not what it records."""
 
 
@@ -110,7 +110,7 @@ class UrlFiles:
 
         Raises
         ------
-        BrokenRemoteEntryError
+        DamagedRemoteEntryError
             Its manifest is there but fails the checks (the message says how, and names the URL).
         RemoteAccessError, RemoteReadError
             The store could not be read (credentials, network; see `glyphforge.storage.reads`).
@@ -125,9 +125,9 @@ class UrlFiles:
         kind, key = self.url.rsplit("/", 2)[-2:]
         try:
             return self.entry(parse_manifest(text, kind, key))
-        except BrokenManifestError as error:
-            raise BrokenRemoteEntryError(f"{manifest_url} is not a valid manifest: {error}. "
-                                         f"{damaged_at_url(self.location)}") from None
+        except DamagedManifestError as error:
+            raise DamagedRemoteEntryError(f"{manifest_url} is not a valid manifest: {error}. "
+                                          f"{damaged_at_url(self.location)}") from None
 
     def where(self, entry: Entry) -> str:
         """The entry's URL (where it lies, for messages: `glyphforge.urls.redacted`)."""
@@ -156,13 +156,13 @@ class UrlFiles:
         return int(entry.manifest["files"][name]["size"])
 
     def check_size(self, entry: Entry, name: str) -> None:
-        """Raise a `BrokenRemoteEntryError` when the store holds data file ``name`` at another size than the manifest
+        """Raise a `DamagedRemoteEntryError` when the store holds data file ``name`` at another size than the manifest
         records (an HTTP server that does not say passes: the reads and the sha256 check it then)."""
         declared, url = self.size(entry, name), self.location.child(name)
         found = object_size(url, what=f"a file of the {entry.kind} entry {entry.key[:12]}")
         if found is not None and found != declared:
             shorter = "shorter" if found < declared else "longer"
-            raise BrokenRemoteEntryError(
+            raise DamagedRemoteEntryError(
                 f"{url} is {shorter} than the {declared:,} bytes its manifest records: the store holds {found:,} "
                 f"bytes, and none of them were fetched. {damaged_at_url(self.url)}")
 
@@ -175,7 +175,7 @@ class UrlFiles:
         ------
         RemoteFileMissingError
             The entry lost the file (deleted at its URL): the message says so.
-        BrokenRemoteEntryError
+        DamagedRemoteEntryError
             The file is shorter than its manifest records.
         RemoteAccessError, RemoteReadError
             See `glyphforge.storage.reads`.
@@ -193,7 +193,7 @@ class UrlFiles:
                 f"the {entry.kind} entry at {redacted(self.url)} lost its file {name}: {error}. Its manifest is still "
                 f"there. {damaged_at_url(self.url)}") from None
         except ShortObjectError as error:
-            raise BrokenRemoteEntryError(
+            raise DamagedRemoteEntryError(
                 f"{self.location.child(name)} is shorter than the {size:,} bytes its manifest records: "
                 f"{error}. {damaged_at_url(self.url)}") from None
 
@@ -205,7 +205,7 @@ class UrlFiles:
 
         Raises
         ------
-        BrokenRemoteEntryError
+        DamagedRemoteEntryError
             The file is not the size or sha256 its manifest records; nothing is left at ``destination``.
         RemoteFileMissingError, RemoteAccessError, RemoteReadError
             See `read_range`.
@@ -221,7 +221,7 @@ class UrlFiles:
                 out.write(block)
                 size += len(block)
             if (size, digest.hexdigest()) != (expected["size"], expected["sha256"]):
-                raise BrokenRemoteEntryError(
+                raise DamagedRemoteEntryError(
                     f"{self.location.child(name)} is {size:,} bytes with sha256 {digest.hexdigest()}, where the "
                     f"manifest records {expected['size']:,} bytes and {expected['sha256']}. {damaged_at_url(self.url)}")
         return destination

@@ -45,7 +45,7 @@ from glyphforge._checks import PathLike
 from glyphforge._files import path_too_long, shown_path
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.lookup import of_kind
-from glyphforge.cache.manifest import MANIFEST, BrokenManifestError, is_built, parse_manifest
+from glyphforge.cache.manifest import MANIFEST, DamagedManifestError, is_built, parse_manifest
 from glyphforge.cache.remote.files import entry_location
 from glyphforge.cache.store import CacheStore
 from glyphforge.errors import ArgumentError
@@ -300,7 +300,7 @@ def published_manifest(place: Location) -> dict[str, Any] | None:
     kind, key = place.url.rsplit("/", 2)[-2:]
     try:
         return parse_manifest(text, kind, key)
-    except BrokenManifestError as error:
+    except DamagedManifestError as error:
         raise _not_ours(where, f"the manifest of the {kind} entry {key[:12]} (what is there is {error})") from None
 
 

@@ -82,7 +82,7 @@ class PullThrough:
 
         Raises
         ------
-        BrokenRemoteEntryError
+        DamagedRemoteEntryError
             The entry at the URL is damaged (its manifest, or a data file's size or sha256);
             nothing is left in the local store.
         RemoteReadError, RemoteAccessError
