@@ -54,7 +54,6 @@ from glyphforge.builds.making.spec import (
     OWN_SOURCES,
     Spec,
     cache_params,
-    check_build_arguments,
     run_prepare,
 )
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
@@ -131,7 +130,7 @@ def build_into(
     Parameters
     ----------
     spec, session, progress, session_options
-        As for `glyphforge.build` (the arguments are checked the same way, before any work).
+        As `glyphforge.build` takes them, checked already (`check_build_arguments`), as for a local build.
     context
         A context whose data dir is a URL (``context.remote``); the spec's ``prepare`` fetches
         into its local ``data_dir`` with its mirrors, ``offline`` and ``verify``.
@@ -156,7 +155,6 @@ def build_into(
     ShardError
         A shard failed; the finished ones are kept: run again to resume.
     """
-    check_build_arguments(spec, session, session_options, "build_into()")
     if context.remote is None:
         raise ValueError(f"build_into builds into a data dir that is a URL; {context.data_dir} is a path (a file:// "
                          "URL is the path it names): use build")
