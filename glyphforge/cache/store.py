@@ -214,14 +214,28 @@ class CacheStore:
         made it meanwhile); return it. A broken entry is made again.
         """
         key = self.key(kind, params)
-        with self._locked(kind, key):
-            entry = read_entry(self._entry_dir(kind, key))
-            if entry is None:
-                with self.create(kind, params) as writer:
+        with self._locked(kind, key):  # (reentrant) held until the entry is read
+            with self.making(kind, params) as writer:
+                if writer is not None:
                     fill(writer)
-                entry = read_entry(self._entry_dir(kind, key))
+            entry = read_entry(self._entry_dir(kind, key))
         assert entry is not None, "a committed entry must be readable"
         return entry
+
+    @contextmanager
+    def making(self, kind: str, params: Mapping[str, Any]) -> Iterator[Writer | None]:
+        """Hold the key's lock while the block makes the entry: yield None when it is here by then (another process
+        made it meanwhile), else a `Writer` whose files are committed on a clean exit (:meth:`create`).
+
+        What :meth:`make` does, for a caller that makes the entry itself rather than handing down a ``fill``.
+        """
+        key = self.key(kind, params)
+        with self._locked(kind, key):
+            if read_entry(self._entry_dir(kind, key)) is not None:
+                yield None
+                return
+            with self.create(kind, params) as writer:
+                yield writer
 
     def _commit(self, kind: str, key: str, params: Mapping[str, Any], writer: Writer) -> None:
         files = {}

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from glyphforge.cache import Entry
 from glyphforge.context import DataContext
 from glyphforge.datasets import registry
 from glyphforge.datasets.registry import dataset_part
@@ -141,20 +142,23 @@ def check_names(
 def prepare_sources(
     glyphs: str, options: FrozenOptions, shape: tuple[int, int] | None,
     backgrounds: str | Sequence[str] | None, context: DataContext,
-) -> None:
-    """Prepare (fetch and convert, when missing) the glyph dataset at ``shape`` and the textures, within ``context``.
+) -> list[Entry]:
+    """Prepare (fetch and convert, when missing) the glyph dataset at ``shape`` and the textures, within ``context``;
+    return their entries (what the shards read).
 
     A source whose copy in use is an own copy (`own_sources`) is prepared from it, unchecked, as loads do.
     """
     own = own_sources(glyphs, options, backgrounds, context)
     unchecked = dataclasses.replace(context, verify=False)
+    entries: list[Entry] = []
     if glyphs not in DRAWN:
         prepare = dataset_part(glyphs, "prepare", unchecked if "glyphs" in own else context)
-        prepare(shapes=[] if shape is None else [shape], **_glyph_dataset(glyphs).prepare, **dict(options))
+        entries += prepare(shapes=[] if shape is None else [shape], **_glyph_dataset(glyphs).prepare, **dict(options))
     if backgrounds is not None:
-        dataset_part("backgrounds", "prepare", unchecked if "backgrounds" in own else context)(
+        entries += dataset_part("backgrounds", "prepare", unchecked if "backgrounds" in own else context)(
             names=backgrounds if isinstance(backgrounds, str) else list(backgrounds)
         )
+    return entries
 
 
 def own_sources(

@@ -37,6 +37,7 @@ import numpy as np
 
 from glyphforge._checks import PathLike, check_int, check_real, check_shape
 from glyphforge.builds.making.spec import SpecError
+from glyphforge.cache import Entry
 from glyphforge.context import DataContext, as_context
 from glyphforge.scenes import arrays, attributes, checks, objects
 from glyphforge.scenes import sources as scene_sources
@@ -271,8 +272,8 @@ class ScatteredGlyphs:
             scene_sources.check_names(self.glyphs, self.characters, self.frozen_options(), self.backgrounds)
             return scene_sources.own_sources(self.glyphs, self.frozen_options(), self.backgrounds, context)
 
-    def prepare(self, context: DataContext | PathLike) -> None:
-        """Fetch and convert what the shards read, then check the classes and backgrounds against it.
+    def prepare(self, context: DataContext | PathLike) -> list[Entry]:
+        """Fetch and convert what the shards read, check the classes and backgrounds against it; return its entries.
 
         `glyphforge.build` calls it on the driver before fanning out, with the build's
         `~glyphforge.context.DataContext` (its mirrors, ``offline`` and ``verify`` reach the
@@ -284,7 +285,7 @@ class ScatteredGlyphs:
         data_dir = context.data_dir
         with self._spec_errors():
             scene_sources.check_names(self.glyphs, self.characters, self.frozen_options(), self.backgrounds)
-            scene_sources.prepare_sources(
+            entries = scene_sources.prepare_sources(
                 self.glyphs, self.frozen_options(), self._pool_shape(), self.backgrounds, context
             )
             self.class_names(data_dir)  # loads the glyphs here once: unknown classes are named now
@@ -293,6 +294,7 @@ class ScatteredGlyphs:
             # on-disk cache): a session's workers then load them instead of each compiling them. It also
             # finds constraints no scene can meet (glyphs that cannot be placed) before any shard runs.
             self.make_shard(0, np.random.default_rng(0), 1, data_dir=data_dir)
+        return entries
 
     @contextlib.contextmanager
     def _spec_errors(self) -> Iterator[None]:

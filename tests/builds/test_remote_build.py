@@ -45,7 +45,7 @@ from glyphforge.storage.shard_cache import ShardCache
 from support.cli import run, run_here
 from support.dask_cluster import dask_cluster, wait_for_workers
 from support.s3_server import s3_server  # noqa: F401 (fixture)
-from support.specs import NoiseSpec, holder_of, made_shards
+from support.specs import NOTES_KIND, TABLE_KIND, NoiseSpec, TableSpec, holder_of, made_shards
 from support.store_errors import NO_BUCKET, REFUSED, store_failure
 from support.waits import TIMEOUT, wait_until
 
@@ -295,6 +295,29 @@ def test_workers_fetch_what_the_prepare_made_from_the_bucket_into_their_own_cach
     assert fetched.key == prepared.key and fetched.manifest["files"] == prepared.manifest["files"]
     local = build(spec, data_dir=tmp_path / "local", progress=False)
     _assert_parts_are_the_local_shards(fs, entry.url, local)
+
+
+def test_the_entries_a_prepare_returns_and_only_those_are_published_for_workers_with_their_own_cache(
+        s3_server, tmp_path, monkeypatch):
+    """`TableSpec.prepare` makes and reads a notes entry and a table, and returns the table: what its shards read."""
+    spec = TableSpec(n_examples=20, shard_size=10, seed=3)
+    driver_cache, worker_cache = tmp_path / "driver-cache", tmp_path / "worker-cache"
+    monkeypatch.setenv("GLYPHFORGE_CACHE_DIR", str(worker_cache))
+    with open_session("processes", n_workers=1) as session:  # its worker's environment: the worker cache
+        monkeypatch.setenv("GLYPHFORGE_CACHE_DIR", str(driver_cache))
+        data_url = f"{s3_server.bucket()}/data"
+        entry = build_into(spec, DataContext.resolve(data_dir=data_url), session, progress=False)
+    made = {prepared.kind: prepared for prepared in CacheStore.for_data_dir(driver_cache / "data").ls()}
+    assert sorted(made) == [NOTES_KIND, TABLE_KIND]
+    table, fs = made[TABLE_KIND], s3_server.fs()
+    assert _names(fs, f"{data_url}/cache") == sorted(
+        [f"{TABLE_KIND}/{table.key}/{name}" for name in [*table.files, "manifest.json"]]
+        + [f"{spec.kind}/{entry.name}/{name}" for name in [INDEX_FILE, "manifest.json", "part-000000.pklz",
+                                                           "part-000001.pklz"]])  # no notes: no shard reads them
+    [fetched] = CacheStore.for_data_dir(worker_cache / "data").ls()
+    assert (fetched.kind, fetched.key) == (TABLE_KIND, table.key)
+    rows = _copy_down(fs, entry.url, tmp_path / "down")
+    assert rows.arrays["table"].tolist() == [row * 7 + 3 for row in range(20)]
 
 
 def test_the_prepared_entries_are_published_checked_when_fetched_and_never_replace_a_foreign_object(

@@ -82,6 +82,21 @@ def test_get_or_create_fills_only_once(tmp_path):
     assert len(calls) == 1 and entry.files == ["A.pklz", "B.pklz"]
 
 
+def test_making_gives_a_writer_only_while_the_entry_is_missing_and_commits_on_a_clean_exit(tmp_path):
+    store = CacheStore(tmp_path)
+    with pytest.raises(RuntimeError), store.making("k", PARAMS) as writer:
+        writer.write("A.pklz", 1)
+        raise RuntimeError("the maker failed")
+    assert store.get("k", PARAMS) is None and store.ls() == []  # nothing half-made
+    with store.making("k", PARAMS) as writer:
+        _fill(writer)
+    made = store.get("k", PARAMS)
+    assert made.files == ["A.pklz", "B.pklz"]
+    with store.making("k", PARAMS) as again:  # made meanwhile: nothing to write
+        assert again is None
+    assert store.get("k", PARAMS).manifest == made.manifest
+
+
 def test_add_file_moves_a_finished_file_in(tmp_path):
     store = CacheStore(tmp_path)
     shard = dump_pklz([1, 2], tmp_path / "shard.pklz")

@@ -10,6 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from glyphforge.cache import Entry
+from glyphforge.context import DataContext
+
 #: Seconds a held shard waits to be stopped before it raises (so a test that forgets it cannot hang).
 HOLD_TIMEOUT = 120.0
 
@@ -78,6 +81,39 @@ class NoiseSpec:
         while time.monotonic() < deadline:
             time.sleep(0.05)
         raise TimeoutError(f"shard {index} was held for {HOLD_TIMEOUT:g} s and nothing stopped the build")
+
+
+#: The cache kinds of what `TableSpec`'s prepare makes: the table its shards read, and notes they do not.
+TABLE_KIND, NOTES_KIND = "test-table", "test-notes"
+
+
+@dataclass
+class TableSpec(NoiseSpec):
+    """`NoiseSpec` whose shards add a column read from a table its prepare puts in the build's cache.
+
+    The prepare also makes (and reads) a notes entry the shards never read, and returns only the table's
+    entry: the input a build into a URL publishes for its workers. A shard whose table is not in its data
+    dir's cache fails naming it.
+    """
+
+    kind: str = "test-table-noise"
+
+    def prepare(self, context: DataContext) -> list[Entry]:
+        store = context.store
+        notes = store.get_or_create(NOTES_KIND, {"seed": self.seed}, lambda writer: writer.write("notes.pklz", "x"))
+        notes.load("notes.pklz")
+        return [store.get_or_create(TABLE_KIND, {"seed": self.seed}, self._write_table)]
+
+    def _write_table(self, writer: Any) -> None:
+        writer.write("table.pklz", np.arange(self.n_examples, dtype=np.int64) * 7 + self.seed)
+
+    def make_shard(self, index: int, rng: np.random.Generator, n: int, *, data_dir: Any = None
+                   ) -> dict[str, np.ndarray]:
+        table = DataContext.resolve(data_dir=data_dir).store.get(TABLE_KIND, {"seed": self.seed})
+        if table is None:
+            raise FileNotFoundError(f"the {TABLE_KIND} entry is not in the cache of {data_dir}: prepare it first")
+        start = index * self.shard_size
+        return {**super().make_shard(index, rng, n), "table": table.load("table.pklz")[start:start + n]}
 
 
 def shard_makers(touch_dir: Path, shard: int) -> list[tuple[int, str]]:

@@ -48,24 +48,22 @@ def build_local(
     entry = store.get(spec.kind, params)
     if entry is not None:
         return entry
-    work_dirs: list[Path] = []
-
-    def fill(writer: Writer) -> None:
-        run_prepare(spec, context, params)
-        if OWN_SOURCES in params:
-            writer.meta["verified"] = False
-        work_dirs.append(store.work_dir(spec.kind, params))
-        _build_shards(spec, store.key(spec.kind, params), work_dirs[0], context, writer, session,
-                      dict(session_options or {}), progress)
-
-    entry = store.get_or_create(spec.kind, params, fill)
-    for work_dir in work_dirs:  # its shards are in the entry now: delete them without waiting
+    with store.making(spec.kind, params) as writer:  # None: another process made it meanwhile
+        if writer is not None:
+            run_prepare(spec, context, params)
+            if OWN_SOURCES in params:
+                writer.meta["verified"] = False
+            work_dir = store.work_dir(spec.kind, params)
+            _build_shards(spec, work_dir, context, writer, session, dict(session_options or {}), progress)
+    if writer is not None:  # its shards are in the entry now: delete them without waiting
         store.discard_in_background(work_dir)
+    entry = store.get(spec.kind, params)
+    assert entry is not None, "a committed entry must be readable"
     return entry
 
 
 def _build_shards(
-    spec: Spec, key: str, work_dir: Path, context: DataContext, writer: Writer, session: Session | str | None,
+    spec: Spec, work_dir: Path, context: DataContext, writer: Writer, session: Session | str | None,
     session_options: dict[str, Any], progress: bool,
 ) -> None:
     """Make the missing shards, then concatenate all of them into ``writer``'s entry.
@@ -101,6 +99,7 @@ def _build_shards(
         writer.path / INDEX_FILE)
     writer.meta.update(entry_meta(spec, records))
     seconds = time.perf_counter() - started
-    report(f"built {spec.kind} {key[:12]}: {n_shards} shards ({n_shards - len(reused)} made, {len(reused)} reused), "
+    key = work_dir.name[:12]  # the work dir is <key>.work
+    report(f"built {spec.kind} {key}: {n_shards} shards ({n_shards - len(reused)} made, {len(reused)} reused), "
            f"{spec.n_examples} examples in {seconds:.1f} s on {workers} workers "
            f"({(spec.n_examples - examples_reused) / seconds:,.0f} examples/s made)", progress)

@@ -10,8 +10,9 @@ A *spec* is any object with these members (duck typing, see `Spec`)::
         def params(self) -> dict: ...          # everything that determines the output
         def make_shard(self, index, rng, n) -> dict[str, numpy.ndarray]: ...
         # optional:
-        def prepare(self, context) -> None: ...    # on the driver, before any shard: fetch
-                                                   # and convert what the shards read
+        def prepare(self, context) -> list[Entry] | None: ...  # on the driver, before any shard:
+                                                   # fetch and convert what the shards read;
+                                                   # return the cache entries they read
         def metadata(self) -> dict: ...        # JSON facts about the output, kept as
                                                # BuiltDataset.metadata
         def own_sources(self, context) -> dict: ...  # the own copies (unverified) of
@@ -20,7 +21,9 @@ A *spec* is any object with these members (duck typing, see `Spec`)::
 ``prepare`` gets the build's `~glyphforge.context.DataContext` (data dir, mirrors,
 offline, verify, progress); a context is an ``os.PathLike`` of its data dir (and
 ``str(context)``, ``context / "name"`` work as on a path), so a ``prepare(data_dir)``
-that treats its argument as a path keeps working.
+that treats its argument as a path keeps working. It returns the entries of the context's
+cache (`glyphforge.cache.Entry`) its shards read, which a build into a URL publishes there
+for its workers (`glyphforge.builds.making.url_build`); None (the default): they read none.
 
 A spec reading own copies (``own_sources`` not empty: `glyphforge.scenes.sources.own_sources`)
 is keyed by them too (:data:`OWN_SOURCES` in its params, decided by the driver before the cache
@@ -57,6 +60,7 @@ import numpy as np
 from glyphforge._checks import check_int
 from glyphforge.builds.making.shards import count_shards
 from glyphforge.cache.declared import MAX_SHARDS
+from glyphforge.cache.entry import Entry
 from glyphforge.context import DataContext
 from glyphforge.errors import ArgumentError, BuildError
 from glyphforge.session import Session, check_session
@@ -159,23 +163,36 @@ def check_build_arguments(spec: Any, session: Session | str | None, session_opti
         check_session(session or "local", session_options)
 
 
-def run_prepare(spec: Spec, context: DataContext, params: Mapping[str, Any]) -> None:
+def run_prepare(spec: Spec, context: DataContext, params: Mapping[str, Any]) -> list[Entry]:
     """Run the spec's optional ``prepare(context)`` on the driver, then refuse a build whose own copies
     (`own_sources`) are no longer those its key ``params`` names: every destination runs this, once.
+
+    Returns
+    -------
+    list of Entry
+        The cache entries the prepare says the shards read (none without a prepare, or when it returns None).
 
     Raises
     ------
     SourcesChangedError
         Files in ``raw/`` changed (or the prepare chose others) since the key was decided.
+    TypeError
+        The prepare returned something other than None or cache entries.
     """
     if not has_prepare(spec):
-        return
-    spec.prepare(context)  # type: ignore[attr-defined]  # optional member, checked just above
+        return []
+    inputs = spec.prepare(context)  # type: ignore[attr-defined]  # optional member, checked just above
     if own_sources(spec, context) != params.get(OWN_SOURCES, {}):
         raise SourcesChangedError(
             f"the {spec.kind} build read other files than those it was keyed by: your own copies (unverified) of "
             f"upstream files in {context.data_dir / 'raw'} changed while it prepared them. Leave them as they are "
             "and build again")
+    if inputs is None:
+        return []
+    if not isinstance(inputs, (list, tuple)) or not all(isinstance(item, Entry) for item in inputs):
+        raise TypeError(f"{type(spec).__name__}.prepare must return None or a list of the cache entries "
+                        f"(glyphforge.cache.Entry) its shards read; it returned {inputs!r:.200}")
+    return list(inputs)
 
 
 def has_prepare(spec: Spec) -> bool:

@@ -28,8 +28,7 @@ manifest is there already is left as it is), and each worker fetches them from t
 its own local cache (``cache_dir`` of the build's context, else its environment's
 ``$GLYPHFORGE_CACHE_DIR`` or user cache dir), checked against their manifest's sha256s,
 before its first shard. Workers on the driver's machine find them there and fetch nothing.
-Which entries the prepare read is seen by watching the files it opens in the local data
-dir's cache (a `sys.addaudithook` hook, only while a prepare runs).
+Which entries those are, the spec says: its ``prepare`` returns them (`glyphforge.builds.making.spec`).
 
 Writes go through fsspec, so ``file://`` URLs work the same (there each file is written to a
 temporary name and renamed, as an object store's put makes a whole object at once).
@@ -40,12 +39,8 @@ import hashlib
 import io
 import json
 import logging
-import os
-import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,13 +54,10 @@ from glyphforge.builds.making.spec import (
     OWN_SOURCES,
     Spec,
     cache_params,
-    check_build_arguments,
-    has_prepare,
     run_prepare,
 )
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import Entry
-from glyphforge.cache.entry import read_entry
 from glyphforge.cache.keys import cache_key
 from glyphforge.cache.manifest import MANIFEST, make_manifest
 from glyphforge.cache.npy_members import dump_arrays
@@ -135,7 +127,7 @@ def build_into(
     Parameters
     ----------
     spec, session, progress, session_options
-        As for `glyphforge.build` (the arguments are checked the same way, before any work).
+        As `glyphforge.build` takes them, checked already (`check_build_arguments`), as for a local build.
     context
         A context whose data dir is a URL (``context.remote``); the spec's ``prepare`` fetches
         into its local ``data_dir`` with its mirrors, ``offline`` and ``verify``.
@@ -160,7 +152,6 @@ def build_into(
     ShardError
         A shard failed; the finished ones are kept: run again to resume.
     """
-    check_build_arguments(spec, session, session_options, "build_into()")
     if context.remote is None:
         raise ValueError(f"build_into builds into a data dir that is a URL; {context.data_dir} is a path (a file:// "
                          "URL is the path it names): use build")
@@ -202,14 +193,9 @@ def build_into(
 # -- the driver's steps ----------------------------------------------------------------------------
 def _prepare(spec: Spec, context: DataContext, params: dict[str, Any]) -> list[Entry]:
     """Run the spec's ``prepare`` on the driver, its sources checked as a local build's are (`run_prepare`); return
-    the entries of the local cache it read or made."""
-    if not has_prepare(spec):
-        return []
-    root = context.store.root
-    with _opened_entries(root) as opened:
-        run_prepare(spec, context, params)
-    entries = [read_entry(root / kind / key) for kind, key in sorted(opened) if kind != spec.kind]
-    return [entry for entry in entries if entry is not None]
+    the entries of the local cache it says its shards read, each once, by kind and key."""
+    entries = {(entry.kind, entry.key): entry for entry in run_prepare(spec, context, params)}
+    return [entries[found] for found in sorted(entries)]
 
 
 def finished_shards(entry: Location, n_shards: int) -> dict[int, ShardRecord]:
@@ -385,48 +371,3 @@ def _scratch_root(context: DataContext) -> Path:
         root.mkdir(parents=True, exist_ok=True)
     return root
 
-
-# -- which entries a prepare reads ---------------------------------------------------------------------
-_watchers: list[_EntryWatcher] = []
-_watchers_lock = threading.Lock()
-_hooked = False
-
-
-@dataclass
-class _EntryWatcher:
-    """Collects the ``(kind, key)`` entries of the cache at ``root`` whose files are opened."""
-
-    root: str
-    opened: set[tuple[str, str]]
-
-    def note(self, path: str) -> None:
-        if not path.startswith(self.root):
-            return
-        parts = path[len(self.root):].split(os.sep)
-        if len(parts) >= 3 and not parts[1].startswith(".") and "." not in parts[1]:
-            self.opened.add((parts[0], parts[1]))
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if event == "open" and _watchers and args and isinstance(args[0], (str, os.PathLike)):
-        path = os.fspath(args[0])
-        if isinstance(path, str):
-            for watcher in list(_watchers):
-                watcher.note(os.path.abspath(path))
-
-
-@contextmanager
-def _opened_entries(root: Path) -> Iterator[set[tuple[str, str]]]:
-    """Yield the set of ``(kind, key)`` entries under the cache ``root`` whose files are opened in the block."""
-    global _hooked
-    watcher = _EntryWatcher(os.path.abspath(root) + os.sep, set())
-    with _watchers_lock:
-        if not _hooked:
-            sys.addaudithook(_audit)  # for the process's life (hooks cannot be removed): idle without watchers
-            _hooked = True
-        _watchers.append(watcher)
-    try:
-        yield watcher.opened
-    finally:
-        with _watchers_lock:
-            _watchers.remove(watcher)
