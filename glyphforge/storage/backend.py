@@ -5,12 +5,13 @@ registered for its scheme (`glyphforge.storage.backends.register_backend`). A ba
 implements a few one-shot operations (`Backend.read_once`, `Backend.size_once`,
 `Backend.names_once`, `Backend.write`, `Backend.upload`, `Backend.files`) and says how its store
 fails (`Backend.store_failure`, `Backend.is_missing_bucket`); the base class turns them into the
-reads glyphforge makes, retried under a `ReadPolicy` and failing with the errors of
+reads glyphforge makes, retried under a `RetryPolicy` and failing with the errors of
 `glyphforge.storage.retries`, whose messages name the URL, what failed and what to do.
 
-A one-shot operation raises what its store raises, or glyphforge's sorting of it
-(`glyphforge.storage.read_failures`): ``FileNotFoundError``, ``PermissionError``, `Transient`
-(tried again, with backoff) or `Permanent`.
+A one-shot operation raises what its store raises: ``FileNotFoundError``, ``PermissionError``,
+an ``OSError`` or ``TimeoutError`` (tried again, with backoff), or anything else (not retried).
+The built-in backends raise glyphforge's private sorting of their clients' failures
+(`glyphforge.storage.read_failures`) too.
 """
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from glyphforge.errors import ArgumentError
-from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, sorted_failure
+from glyphforge.storage.read_failures import _Permanent, _Short, _Transient, reason, sorted_failure
 from glyphforge.storage.retries import (
     DEFAULT_POLICY,
-    ReadPolicy,
     RemoteAccessError,
     RemoteFileMissingError,
     RemoteReadError,
+    RetryPolicy,
     ShortObjectError,
 )
 from glyphforge.urls import redacted
@@ -99,11 +100,11 @@ class Backend(ABC):
 
     # -- one-shot operations (a backend's own) ---------------------------------------------
     @abstractmethod
-    def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
+    def read_once(self, start: int | None, end: int | None, policy: RetryPolicy) -> bytes:
         """Bytes ``[start, end)`` of the object, or all of it (at most `whole_limit`) when both are None."""
 
     @abstractmethod
-    def size_once(self, policy: ReadPolicy) -> int | None:
+    def size_once(self, policy: RetryPolicy) -> int | None:
         """The object's size as the store says it (fresh); None when it does not say."""
 
     @abstractmethod
@@ -149,22 +150,22 @@ class Backend(ABC):
 
     # -- what glyphforge calls -------------------------------------------------------------
     def read(self, start: int | None = None, end: int | None = None, *, what: str = "",
-             policy: ReadPolicy = DEFAULT_POLICY) -> bytes:
+             policy: RetryPolicy = DEFAULT_POLICY) -> bytes:
         """Return bytes ``[start, end)`` of the object, or all of it when both are None, retried (`retried`)."""
         span = f"bytes {start:,} to {end:,} of " if start is not None and end is not None else ""
         described = f"{span}{redacted(self.url)}" + (f" ({what})" if what else "")
         return self.retried(lambda: self.read_once(start, end, policy), f"read {described}", policy)
 
-    def size(self, *, what: str = "", policy: ReadPolicy = DEFAULT_POLICY) -> int | None:
+    def size(self, *, what: str = "", policy: RetryPolicy = DEFAULT_POLICY) -> int | None:
         """Return the object's size as the store says it (None: it does not say), retried."""
         described = f"find the size of {redacted(self.url)}" + (f" ({what})" if what else "")
         return self.retried(lambda: self.size_once(policy), described, policy)
 
-    def names(self, *, policy: ReadPolicy = DEFAULT_POLICY) -> list[str]:
+    def names(self, *, policy: RetryPolicy = DEFAULT_POLICY) -> list[str]:
         """Return the sorted names in the folder (none when it does not exist), retried."""
         return self.retried(self.names_once, f"list {redacted(self.url)}", policy)
 
-    def call(self, call: Callable[[], T], described: str, *, policy: ReadPolicy = DEFAULT_POLICY) -> T:
+    def call(self, call: Callable[[], T], described: str, *, policy: RetryPolicy = DEFAULT_POLICY) -> T:
         """Return ``call()``, a call on this store (``described``: what it does, "list s3://..."), retried."""
         return self.retried(lambda: self.classified(call), described, policy)
 
@@ -184,7 +185,7 @@ class Backend(ABC):
                 raise
             raise failure from None
 
-    def retried(self, attempt: Callable[[], T], described: str, policy: ReadPolicy) -> T:
+    def retried(self, attempt: Callable[[], T], described: str, policy: RetryPolicy) -> T:
         """Return ``attempt()``, tried again on transient failures; the errors of `glyphforge.storage.retries`
         otherwise. ``described`` is what is done, for messages ("read bytes 0 to 9 of s3://...")."""
         client = self.tries_itself
@@ -193,7 +194,7 @@ class Backend(ABC):
         while True:
             try:
                 return attempt()
-            except Transient as error:
+            except _Transient as error:
                 failures += 1
                 if failures >= attempts:
                     tries = f"after {client}'s own retries" if client else f"{failures} times in a row"
@@ -215,8 +216,8 @@ class Backend(ABC):
                     "has are wrong or missing: set them as the store's SDK reads them (e.g. AWS_ACCESS_KEY_ID and "
                     "AWS_SECRET_ACCESS_KEY, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS), or pass storage_options"
                 ) from None
-            except Permanent as error:
-                raise (ShortObjectError if isinstance(error, Short) else RemoteReadError)(
+            except _Permanent as error:
+                raise (ShortObjectError if isinstance(error, _Short) else RemoteReadError)(
                     f"could not {described}: {error}") from None
 
     def refuse_write(self) -> ReadOnlyStoreError:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from glyphforge.storage.backend import Backend
-from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, status_failure
-from glyphforge.storage.retries import ReadPolicy
+from glyphforge.storage.read_failures import _Permanent, _Short, _Transient, reason, status_failure
+from glyphforge.storage.retries import RetryPolicy
 from glyphforge.urls import SUPPORTED_TEXT, MalformedURLError, UnsupportedURLError, redacted
 
 if TYPE_CHECKING:
@@ -68,13 +68,13 @@ class FsspecBackend(Backend):
         except (ImportError, ValueError):
             return str(self.fs._strip_protocol(self.url))  # raises, naming the extra
 
-    def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
+    def read_once(self, start: int | None, end: int | None, policy: RetryPolicy) -> bytes:
         """One ranged ``cat_file`` of the object (or a whole read of at most `whole_limit` bytes)."""
         fs, path = self.fs, self.path
         data: bytes = self.classified(lambda: fs.cat_file(path, start=start, end=end)
                                       if start is not None else self._whole(fs, path, self.whole_limit))
         if start is not None and end is not None and len(data) != end - start:
-            raise Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
+            raise _Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
                         "expected (damaged, or replaced by another)")
         return data
 
@@ -85,10 +85,10 @@ class FsspecBackend(Backend):
         with fs.open(path, "rb") as stream:
             data: bytes = stream.read(limit + 1)
         if len(data) > limit:
-            raise Permanent(f"the object holds more than the {limit:,} bytes a whole read takes")
+            raise _Permanent(f"the object holds more than the {limit:,} bytes a whole read takes")
         return data
 
-    def size_once(self, policy: ReadPolicy) -> int | None:
+    def size_once(self, policy: RetryPolicy) -> int | None:
         """fsspec's ``info`` of the object, fresh."""
         return int(self.classified(lambda: self.fs.info(self.path, refresh=True)["size"]))
 
@@ -131,7 +131,7 @@ class FsspecBackend(Backend):
         Sorted before Python's OSError: aiohttp's are OSErrors whose words are not readable.
         """
         if type(error).__module__.startswith("aiohttp"):
-            return Transient(f"the connection failed ({type(error).__name__})")
+            return _Transient(f"the connection failed ({type(error).__name__})")
         return None
 
 
@@ -218,7 +218,7 @@ class S3Backend(_BucketStore):
         except ImportError:  # no s3fs here
             return None
         if isinstance(error, (exceptions.HTTPClientError, exceptions.ConnectionError)):
-            return Transient(f"the connection failed ({type(error).__name__})")  # EndpointConnectionError: nobody
+            return _Transient(f"the connection failed ({type(error).__name__})")  # EndpointConnectionError: nobody
         if isinstance(error, (exceptions.NoCredentialsError, exceptions.PartialCredentialsError,
                               exceptions.CredentialRetrievalError)):
             return PermissionError(f"{type(error).__name__}: {error}")
@@ -250,7 +250,7 @@ class GcsBackend(_BucketStore):
             return "Google keeps names starting with 'goog' or holding 'google' for itself"
         return problem
 
-    def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
+    def read_once(self, start: int | None, end: int | None, policy: RetryPolicy) -> bytes:
         """As fsspec's; a 404 on one object says nothing of its bucket: one listing more tells
         (`_bucket_is_missing`)."""
         try:

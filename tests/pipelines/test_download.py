@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from glyphforge.pipelines.download import fetch
-from glyphforge.pipelines.http_source import RetryPolicy
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource
+from glyphforge.storage.retries import RetryPolicy
 
 from support.hashes import bytes_hash
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
