@@ -132,7 +132,7 @@ def _remote_mirror(base: str) -> Location:
     """
     try:
         location = Location(base)  # an unsupported scheme or a malformed URL: before any fsspec call
-        location.fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
+        location.backend.check_client()  # opens nothing: checks the store's client is installed
     except UnsupportedURLError as error:
         raise UnsupportedURLError(f"mirror {redacted(base)!r} is not supported: {error}") from None
     return location
@@ -184,7 +184,7 @@ def copy_local(path: Path, part: Path, resource: Resource, progress: bool) -> No
 def copy_remote(location: Location, part: Path, resource: Resource, progress: bool) -> None:
     """Stream the object at ``location`` (fsspec) into ``part``; `_SourceFailed` when it cannot be read."""
     try:
-        with location.fs.open(location.path, "rb", block_size=DOWNLOAD_BLOCK) as source:
+        with location.backend.open_read(DOWNLOAD_BLOCK) as source:
             _copy_stream(source, getattr(source, "size", None), location.url, part, resource, progress)
     except (StorageError, _SourceFailed):
         raise  # the destination's problem (no other source can help), or already a failure of this source

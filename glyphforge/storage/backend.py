@@ -3,7 +3,8 @@
 One `Backend` is made for one URL (`glyphforge.storage.backends.backend_for`), of the class
 registered for its scheme (`glyphforge.storage.backends.register_backend`). A backend class
 implements a few one-shot operations (`Backend.read_once`, `Backend.size_once`,
-`Backend.names_once`, `Backend.write`, `Backend.upload`, `Backend.files`) and says how its store
+`Backend.names_once`, `Backend.write`, `Backend.upload`, `Backend.files`, `Backend.sizes_below`,
+`Backend.read_whole`, `Backend.open_read`, `Backend.remove`) and says how its store
 fails (`Backend.store_failure`, `Backend.is_missing_bucket`); the base class turns them into the
 reads glyphforge makes, retried under a `RetryPolicy` and failing with the errors of
 `glyphforge.storage.retries`, whose messages name the URL, what failed and what to do.
@@ -20,7 +21,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, BinaryIO, ClassVar, Self, TypeVar
 
 from glyphforge.errors import ArgumentError
 from glyphforge.storage.read_failures import _Permanent, _Short, _Transient, reason, sorted_failure
@@ -33,10 +34,6 @@ from glyphforge.storage.retries import (
     ShortObjectError,
 )
 from glyphforge.urls import redacted
-
-if TYPE_CHECKING:
-    from fsspec import AbstractFileSystem
-    from fsspec.callbacks import Callback
 
 __all__ = ["Backend", "ReadOnlyStoreError"]
 
@@ -88,15 +85,14 @@ class Backend(ABC):
         """The folder or file on this machine the URL is, None when it is not on this machine."""
         return None
 
-    @property
-    @abstractmethod
-    def fs(self) -> AbstractFileSystem:
-        """The fsspec filesystem of the URL, for what goes beyond these operations (a multi-object ``cat``)."""
+    def check_client(self) -> None:
+        """Raise `glyphforge.urls.UnsupportedURLError` naming what to install when this machine lacks the store's
+        client; the store is asked nothing. The default: a backend that could be made has its client."""
+        return None
 
-    @property
-    @abstractmethod
-    def path(self) -> str:
-        """The URL's path on `fs`."""
+    def below(self, name: str) -> Self:
+        """The backend of the object ``name`` (a path, ``a/b``) below this URL, with the same options."""
+        return type(self)(type(self).check(f"{self.url}/{name.strip('/')}"), self.storage_options)
 
     # -- one-shot operations (a backend's own) ---------------------------------------------
     @abstractmethod
@@ -116,16 +112,47 @@ class Backend(ABC):
         """Write ``data`` as the object: a reader sees the old one, or the whole new one."""
 
     @abstractmethod
-    def upload(self, source: Path, *, callback: Callback | None = None, **options: Any) -> None:
+    def upload(self, source: Path, *, sent: Callable[[int], object] | None = None, **options: Any) -> None:
         """Copy the local file ``source`` to the object: a reader sees it whole or not at all.
 
-        ``callback`` (an fsspec `Callback`) is told the bytes sent; ``options`` go to the store's upload.
+        ``sent`` is told the bytes of each piece sent; ``options`` go to the store's upload.
         """
 
     @abstractmethod
     def files(self) -> dict[str, dict[str, Any]]:
         """What the store says of each object (file) directly in the folder (``size``, checksums...), by name;
         empty when there is none; fresh."""
+
+    @abstractmethod
+    def sizes_below(self) -> dict[str, int]:
+        """The size of every object below the URL, at any depth, by its path below it (``kind/key/name``); empty
+        when there is none (a missing bucket raises); fresh."""
+
+    @abstractmethod
+    def read_whole(self) -> bytes:
+        """The whole object in one request, of any size, raising what the store raises (unsorted: the caller names
+        its failures, `glyphforge.storage.store_errors`)."""
+
+    @abstractmethod
+    def open_read(self, block_size: int) -> BinaryIO:
+        """The object opened as a binary stream, fetched ``block_size`` bytes at a time (a context manager; its
+        ``size`` attribute, when it has one, is the object's size)."""
+
+    @abstractmethod
+    def remove(self, names: Iterable[str]) -> None:
+        """Delete the objects ``names`` directly in the folder (exact names, each there: never a prefix), then the
+        folder itself when that leaves it empty (a store with folders)."""
+
+    def read_objects(self, names: Iterable[str]) -> dict[str, bytes | Exception]:
+        """Each object ``names`` (paths below the URL) read whole (`read_whole`): its bytes, or the error reading it
+        (``FileNotFoundError`` when there is none), by name. A store reading many at once overrides it."""
+        read: dict[str, bytes | Exception] = {}
+        for name in names:
+            try:
+                read[name] = self.below(name).read_whole()
+            except Exception as error:
+                read[name] = error
+        return read
 
     def not_replaceable(self) -> str | None:
         """What is at the object's place that glyphforge did not write and so never replaces, said as "a ..."; None

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from glyphforge.storage.backend import Backend
 from glyphforge.storage.read_failures import _Permanent, _Short, _Transient, reason, status_failure
@@ -22,7 +23,6 @@ from glyphforge.urls import SUPPORTED_TEXT, MalformedURLError, UnsupportedURLErr
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
-    from fsspec.callbacks import Callback
 
 __all__ = ["FsspecBackend", "GcsBackend", "S3Backend"]
 
@@ -108,10 +108,12 @@ class FsspecBackend(Backend):
         """One ``pipe_file``: a store's put makes the whole object at once."""
         self.fs.pipe_file(self.path, data)
 
-    def upload(self, source: Path, *, callback: Callback | None = None, **options: Any) -> None:
+    def upload(self, source: Path, *, sent: Callable[[int], object] | None = None, **options: Any) -> None:
         """One ``put_file`` (``options``: e.g. s3fs's ``chunksize`` and ``max_concurrency`` of a multipart upload)."""
-        if callback is not None:  # fsspec's stores take no None: their default is a no-op callback
-            options["callback"] = callback
+        if sent is not None:  # fsspec's stores take no None: their default is a no-op callback
+            from glyphforge.storage.upload_progress import SentCallback  # imports fsspec
+
+            options["callback"] = SentCallback(sent)
         self.fs.put_file(os.fspath(source), self.path, **options)
 
     def files(self) -> dict[str, dict[str, Any]]:
@@ -123,6 +125,51 @@ class FsspecBackend(Backend):
         except FileNotFoundError:
             return {}
         return {str(info["name"]).rstrip("/").rsplit("/", 1)[-1]: info for info in listed if info.get("type") == "file"}
+
+    def sizes_below(self) -> dict[str, int]:
+        """One fresh ``find(detail=True)`` below the URL: each object's size by its path below it."""
+        fs, root = self.fs, self.path.rstrip("/")
+        fs.invalidate_cache(root)
+        try:
+            found = fs.find(root, detail=True)
+        except FileNotFoundError as error:
+            if self.is_missing_bucket(error):
+                raise
+            return {}
+        return {str(path)[len(root) + 1:]: int(info.get("size") or 0) for path, info in found.items()
+                if str(path).startswith(root + "/")}
+
+    def read_whole(self) -> bytes:
+        """One ``cat_file`` of the object."""
+        data: bytes = self.fs.cat_file(self.path)
+        return data
+
+    def open_read(self, block_size: int) -> BinaryIO:
+        """fsspec's ``open`` of the object, for reading."""
+        opened: BinaryIO = self.fs.open(self.path, "rb", block_size=block_size)
+        return opened
+
+    def remove(self, names: Iterable[str]) -> None:
+        """One ``rm`` of the objects, then ``rmdir`` of the folder when it is a directory left empty (``file://``)."""
+        fs, path = self.fs, self.path
+        doomed = [self.below(name).path for name in names]
+        if doomed:
+            fs.rm(doomed)
+        fs.invalidate_cache(path)
+        if fs.isdir(path) and not fs.ls(path):
+            fs.rmdir(path)
+
+    def read_objects(self, names: Iterable[str]) -> dict[str, bytes | Exception]:
+        """One multi-object ``cat`` (concurrent on an object store)."""
+        paths = {self.below(name).path: name for name in names}
+        if not paths:
+            return {}
+        read = self.fs.cat(list(paths), on_error="return")
+        return {name: read[path] for path, name in paths.items() if path in read}
+
+    def check_client(self) -> None:
+        """Open the filesystem (no connection): an unknown protocol or a missing package fails, naming the extra."""
+        self.fs  # noqa: B018
 
     @classmethod
     def store_failure(cls, error: Exception) -> Exception | None:

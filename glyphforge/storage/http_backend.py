@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -23,7 +24,6 @@ from glyphforge.urls import MalformedURLError
 
 if TYPE_CHECKING:
     import requests
-    from fsspec.callbacks import Callback
 
 __all__ = ["HttpBackend"]
 
@@ -82,7 +82,11 @@ class HttpBackend(FsspecBackend):
         """Refused: glyphforge only reads over HTTP."""
         raise self.refuse_write()
 
-    def upload(self, source: Path, *, callback: Callback | None = None, **options: Any) -> None:
+    def upload(self, source: Path, *, sent: Callable[[int], object] | None = None, **options: Any) -> None:
+        """Refused: glyphforge only reads over HTTP."""
+        raise self.refuse_write()
+
+    def remove(self, names: Iterable[str]) -> None:
         """Refused: glyphforge only reads over HTTP."""
         raise self.refuse_write()
 
