@@ -125,13 +125,13 @@ def local_mirror(base: str) -> Path | None:
 
 
 def _remote_mirror(base: str) -> Location:
-    """The fsspec location of the mirror base ``base`` (``s3://``, ``gs://``...).
+    """The location of the mirror base ``base`` (``s3://``, ``gs://``...).
 
-    Raises `UnsupportedURLError` (a ValueError) naming the package to install when fsspec
-    cannot open its scheme here.
+    Raises `UnsupportedURLError` (a ValueError) naming the package to install when the store's
+    client is not installed here.
     """
     try:
-        location = Location(base)  # an unsupported scheme or a malformed URL: before any fsspec call
+        location = Location(base)  # an unsupported scheme or a malformed URL: before the store is asked
         location.backend.check_client()  # opens nothing: checks the store's client is installed
     except UnsupportedURLError as error:
         raise UnsupportedURLError(f"mirror {redacted(base)!r} is not supported: {error}") from None
@@ -182,7 +182,8 @@ def copy_local(path: Path, part: Path, resource: Resource, progress: bool) -> No
 
 
 def copy_remote(location: Location, part: Path, resource: Resource, progress: bool) -> None:
-    """Stream the object at ``location`` (fsspec) into ``part``; `_SourceFailed` when it cannot be read."""
+    """Stream the object at ``location`` (its backend's `open_read`) into ``part``; `_SourceFailed` when it cannot be
+    read."""
     try:
         with location.backend.open_read(DOWNLOAD_BLOCK) as source:
             _copy_stream(source, getattr(source, "size", None), location.url, part, resource, progress)
@@ -190,7 +191,7 @@ def copy_remote(location: Location, part: Path, resource: Resource, progress: bo
         raise  # the destination's problem (no other source can help), or already a failure of this source
     except FileNotFoundError:
         raise _SourceFailed(Attempt(location.url, "no such object")) from None
-    except Exception as error:  # fsspec's backends raise their own errors (botocore's, aiohttp's) beside OSError
+    except Exception as error:  # a store's client raises its own errors (botocore's, aiohttp's) beside OSError
         raise _SourceFailed(Attempt(location.url, f"cannot read it ({type(error).__name__}: {error}); check the "
                                    "credentials the provider's SDK finds in the environment")) from error
 

@@ -230,7 +230,7 @@ def finished_shards(entry: Location, n_shards: int) -> dict[int, ShardRecord]:
     done = {}
     for name, text in sorted(texts.items()):
         if isinstance(text, Exception):
-            continue  # gone since it was listed: make the shard again
+            continue  # unreadable, or gone since it was listed: make the shard again
         index = names[name]
         try:
             record = json.loads(text)
