@@ -87,8 +87,8 @@ class Location:
 
     @property
     def fs(self) -> AbstractFileSystem:
-        """The fsspec filesystem of the URL, when its backend is an fsspec one (`FsspecBackend.fs`): for the fsspec
-        backends' own use and tests; glyphforge's code does what it does through `backend`."""
+        """The fsspec filesystem of the URL, when its backend is an fsspec one (`FsspecBackend.fs`), for a user's own
+        fsspec calls (glyphforge's code does what it does through `backend`); a `TypeError` for another backend."""
         return self._fsspec_backend().fs
 
     @property
