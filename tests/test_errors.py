@@ -24,17 +24,17 @@ PACKAGE_DIR = Path(glyphforge.__file__).resolve().parent
 INTERNAL: dict[str, tuple[str, ...]] = {
     # a store's failure sorted into "try again" or not, by the backends; Backend.retried turns each into a
     # RemoteReadError
-    **{f"glyphforge.storage.read_failures.{name}": (
+    **{f"glyphforge.storage.read_failures._{name}": (
         "glyphforge.storage.backend", "glyphforge.storage.fsspec_backend", "glyphforge.storage.http_backend")
        for name in ("Transient", "Permanent", "Short")},
     # a missing bucket found out, turned into a RemoteFileMissingError
     "glyphforge.storage.fsspec_backend._NoBucket": ("glyphforge.storage.fsspec_backend",),
     # one source of a download failed (the next is tried), or is to be tried again; download.py ends
     # them all as a DownloadError
-    "glyphforge.pipelines.http_source.SourceFailed": ("glyphforge.pipelines.http_source",
+    "glyphforge.pipelines.http_source._SourceFailed": ("glyphforge.pipelines.http_source",
                                                       "glyphforge.pipelines.download",
                                                       "glyphforge.pipelines.sources"),
-    "glyphforge.pipelines.http_source.Retryable": ("glyphforge.pipelines.http_source",),
+    "glyphforge.pipelines.http_source._Retryable": ("glyphforge.pipelines.http_source",),
 }
 
 #: Each error (by class name: it may move between modules) and the builtin base(s) it had before the root
@@ -172,6 +172,12 @@ def test_every_exception_glyphforge_defines_is_a_glyphforge_error():
                      if not issubclass(cls, errors.GlyphforgeError) and name not in INTERNAL)
     assert outside == [], "derive each from a family of glyphforge.errors (keeping its builtin base as a second " \
                           "parent), or list it in INTERNAL when it never leaves its module"
+
+
+def test_every_exception_outside_the_root_is_a_private_signal():
+    public = sorted(name for name, cls in EXCEPTIONS.items()
+                    if not issubclass(cls, errors.GlyphforgeError) and not cls.__name__.startswith("_"))
+    assert public == [], "name a control-flow signal with a leading underscore: it never reaches a user"
 
 
 def test_the_internal_exceptions_exist_stay_outside_and_are_raised_only_where_listed():

@@ -276,6 +276,73 @@ def test_no_module_is_over_the_line_limit():
     assert not long, f"modules over {MAX_LINES} lines (split each into modules of one job): {long}"
 
 
+#: The one package that may talk to fsspec: its backends are where a store's client is used.
+STORAGE = "storage"
+
+
+def fsspec_uses(package_dir: Path) -> list[str]:
+    """``path:line: code`` of each import of fsspec and each ``.fs`` attribute (a `Location`'s or a backend's fsspec
+    filesystem) outside ``<package>/storage/``."""
+    found = []
+    for path in package_modules(package_dir):
+        relative = path.relative_to(package_dir)
+        if relative.parts[0] == STORAGE:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for line, statement, module in imported_modules(path, package_dir):
+            if module == "fsspec" or module.startswith("fsspec."):
+                found.append(f"{relative}:{line}: {statement}")
+        found += [f"{relative}:{node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and node.attr == "fs"]
+    return found
+
+
+def retry_stack(package_dir: Path) -> dict[str, list[str]]:
+    """Where each part of a retry stack is defined, ``path:line``: retry policy classes (a class with a ``delay``
+    method), ``DEFAULT_POLICY``, Retry-After parsers (a function whose name holds ``retry_after``) and Content-Range
+    patterns (a string constant ``^bytes ...``)."""
+    found: dict[str, list[str]] = {"policy class": [], "DEFAULT_POLICY": [], "Retry-After parser": [],
+                                   "Content-Range pattern": []}
+    for path in package_modules(package_dir):
+        relative = path.relative_to(package_dir).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(item, ast.FunctionDef) and item.name == "delay" for item in node.body):
+                found["policy class"].append(f"{relative}:{node.lineno}")
+            elif isinstance(node, ast.Assign) and any(
+                    isinstance(target, ast.Name) and target.id == "DEFAULT_POLICY" for target in node.targets):
+                found["DEFAULT_POLICY"].append(f"{relative}:{node.lineno}")
+            elif isinstance(node, ast.FunctionDef) and "retry_after" in node.name:
+                found["Retry-After parser"].append(f"{relative}:{node.lineno}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("^bytes "):
+                found["Content-Range pattern"].append(f"{relative}:{node.lineno}")
+    return found
+
+
+def test_nothing_outside_storage_calls_fsspec():
+    uses = fsspec_uses(PACKAGE_DIR)
+    assert uses == [], "only the storage backends talk to fsspec: do it through the Backend interface " \
+                       "(glyphforge/storage/backend.py), adding an operation when one is missing:\n" + "\n".join(uses)
+
+
+def test_there_is_one_retry_stack_in_storage():
+    stack = retry_stack(PACKAGE_DIR)
+    assert {part: len(places) for part, places in stack.items()} == dict.fromkeys(stack, 1), stack
+    assert all(places[0].startswith(f"{STORAGE}/") for places in stack.values()), stack
+
+
+def test_the_fsspec_checker_finds_an_import_and_a_filesystem_call(tmp_path):
+    root = _write(tmp_path, {
+        "glyphforge/__init__.py": "", "glyphforge/storage/__init__.py": "",
+        "glyphforge/storage/backend.py": "import fsspec\nfs = fsspec.filesystem('file')\nfs.fs = fs\n",
+        "glyphforge/cache/__init__.py": "", "glyphforge/cache/remote.py": "from fsspec.callbacks import Callback\n",
+        "glyphforge/pipelines/__init__.py": "",
+        "glyphforge/pipelines/sources.py": "def copy(location):\n    return location.fs.open('x')\n",
+    })
+    assert fsspec_uses(root) == ["cache/remote.py:1: from fsspec.callbacks import Callback",
+                                 "pipelines/sources.py:2: location.fs"]
+
+
 def architecture_module_rows(text: str) -> dict[str, str]:
     """Return ``{module path: layer}`` from the "Modules" table of the docs' architecture page."""
     section = text.split("\n## Modules\n", 1)[1].split("\n#", 1)[0]

@@ -144,7 +144,7 @@ def checked_data_dir(
     try:
         place = parse_place(text)  # a file:// URL is its path, checked as one below
         if isinstance(place, Location):
-            place.fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
+            place.backend.check_client()  # opens nothing: checks the store's client is installed
             return place.url
     except UnsupportedURLError as error:
         raise UsageError(str(error)) from None

@@ -35,8 +35,9 @@ the network, as HTTP is. Every failure raises
 :class:`DownloadError` (or :class:`HashMismatchError`) listing each source tried and why,
 and the exact path where the file may be placed by hand.
 
-The transfer from one HTTP source lives in :mod:`glyphforge.pipelines.http_source` (with
-``RetryPolicy``), the sources and the copy from a local or fsspec one in
+The transfer from one HTTP source lives in :mod:`glyphforge.pipelines.http_source` (retried under
+:class:`glyphforge.storage.retries.RetryPolicy`, the policy of every store's reads too), the sources and the copy
+from a local or object storage one in
 :mod:`glyphforge.pipelines.sources`, and `Resource` and the errors in :mod:`glyphforge.pipelines.resource`.
 """
 from __future__ import annotations
@@ -55,17 +56,10 @@ from glyphforge._version import __version__
 from glyphforge.cache.locks import LockTimeoutError, hold
 from glyphforge.cache.raw import record_download
 from glyphforge.hashes import check_hash
-from glyphforge.pipelines.http_source import (
-    DEFAULT_POLICY,
-    Attempt,
-    Fetched,
-    RetryPolicy,
-    SourceFailed,
-    download,
-    no_network_advice,
-)
+from glyphforge.pipelines.http_source import Attempt, Fetched, _SourceFailed, download, no_network_advice
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource, not_upstream
 from glyphforge.pipelines.sources import Source, copy_local, copy_remote, sources
+from glyphforge.storage.retries import DEFAULT_POLICY, RetryPolicy
 from glyphforge.textfmt import human_size
 from glyphforge.urls import redacted
 
@@ -176,7 +170,7 @@ def _fetch_locked(
         for source in tried:
             try:
                 _get_verified(source, part, resource, session, policy, progress)
-            except SourceFailed as failure:
+            except _SourceFailed as failure:
                 attempts.append(failure.attempt)
                 continue
             try:
@@ -252,7 +246,7 @@ def _get_verified(
     fetched = _download(source.location, part, resource, session, policy, progress)
     try:
         _check_part(part, resource, source.location, fetched.final_url)
-    except SourceFailed as failure:
+    except _SourceFailed as failure:
         if not fetched.resumed:
             raise
         log.warning("%s: the resumed file did not verify (%s); downloading it again from byte 0",
@@ -271,7 +265,7 @@ def _download(
 def _check_part(part: Path, resource: Resource, location: str, final_url: str | None) -> None:
     ok, actual = check_hash(part, resource.hash)
     if not ok:
-        raise SourceFailed(_reject(part, resource, source=location, final_url=final_url, actual=actual))
+        raise _SourceFailed(_reject(part, resource, source=location, final_url=final_url, actual=actual))
 
 
 def _reject(part: Path, resource: Resource, *, source: str, final_url: str | None, actual: str) -> Attempt:

@@ -3,7 +3,7 @@
 :func:`download` fills ``<filename>.part`` from one URL. It resumes with a Range request
 when the partial file already holds bytes and the server supports it, retries connection
 errors, timeouts, 408, 429 and 5xx with exponential backoff honouring Retry-After (see
-:class:`RetryPolicy`), but not a host name that does not resolve (no network or no DNS here:
+:class:`glyphforge.storage.retries.RetryPolicy`), but not a host name that does not resolve (no network or no DNS here:
 waiting does not help, and the next source is tried at once), refuses a ``text/html``
 answer, an announced size that is not the expected one, a body longer than it, an answer
 slower than ``RetryPolicy.min_rate`` and a source still unfinished at ``RetryPolicy.deadline``.
@@ -13,10 +13,8 @@ is :func:`glyphforge.pipelines.download.fetch`'s work.
 """
 from __future__ import annotations
 
-import email.utils
 import logging
 import math
-import re
 import socket
 import time
 from collections import deque
@@ -26,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from glyphforge._checks import check_int, check_real
 from glyphforge._files import writing
+from glyphforge.storage.retries import RetryPolicy, content_range, retry_after
 from glyphforge.textfmt import human_size
 from glyphforge.urls import redacted
 
@@ -38,65 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHUNK_SIZE = 1 << 16
-_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
-_UNSATISFIED_RANGE = re.compile(r"^bytes \*/(\d+)$")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How hard, and how long, to try one HTTP source.
-
-    Attributes
-    ----------
-    attempts
-        Failed attempts in a row before giving up on a source (an attempt that added at
-        least 64 KiB to the file resets the count); a host name that does not resolve gives
-        up at once.
-    backoff
-        Delay in seconds after the first failure; doubled after each further one.
-    max_delay
-        Cap in seconds on any one delay, Retry-After included.
-    connect_timeout, read_timeout
-        Seconds allowed to connect, and between two bytes of an answer.
-    min_rate
-        Bytes per second an answer must deliver, measured over ``rate_window``; a slower
-        answer gives up on the source (0: no minimum). The default, 1 KB/s, is far below any
-        working link and far above a server dripping bytes to keep a connection open.
-    rate_window
-        Seconds over which ``min_rate`` is measured; an answer is judged once it is this old.
-    deadline
-        Seconds allowed for one source, retries and pauses included; None: no limit (the
-        timeouts, ``attempts`` and ``min_rate`` still bound every wait).
-    report_every
-        Seconds between two INFO lines on a download that is not complete yet.
-    """
-
-    attempts: int = 5
-    backoff: float = 1.0
-    max_delay: float = 60.0
-    connect_timeout: float = 10.0
-    read_timeout: float = 60.0
-    min_rate: float = 1000.0
-    rate_window: float = 60.0
-    deadline: float | None = None
-    report_every: float = 15.0
-
-    def __post_init__(self) -> None:
-        check_int("RetryPolicy.attempts", self.attempts, 1)
-        for name in ("backoff", "max_delay", "min_rate"):
-            check_real(f"RetryPolicy.{name}", getattr(self, name), 0.0, math.inf)
-        for name in ("connect_timeout", "read_timeout", "rate_window", "report_every"):
-            check_real(f"RetryPolicy.{name}", getattr(self, name), 1e-3, math.inf)
-        if self.deadline is not None:
-            check_real("RetryPolicy.deadline", self.deadline, 1e-3, math.inf)
-
-    def delay(self, failures: int, retry_after: float | None) -> float:
-        """Seconds to wait after the ``failures``-th failure in a row."""
-        wanted = retry_after if retry_after is not None else self.backoff * 2 ** (failures - 1)
-        return max(0.0, min(wanted, self.max_delay))
-
-
-DEFAULT_POLICY = RetryPolicy()
 
 
 @dataclass(frozen=True)
@@ -140,7 +79,7 @@ class Fetched:
     resumed: bool
 
 
-class SourceFailed(Exception):
+class _SourceFailed(Exception):
     """One source failed; ``attempt`` says which and why (the next source is tried)."""
 
     def __init__(self, attempt: Attempt) -> None:
@@ -148,7 +87,7 @@ class SourceFailed(Exception):
         self.attempt = attempt
 
 
-class Retryable(Exception):
+class _Retryable(Exception):
     """A transient failure (timeout, dropped connection, 408, 429, 5xx): the request is tried again.
 
     ``reason`` is the whole story (for the final error), ``short`` the status code or the
@@ -188,7 +127,7 @@ def download(
 
     Raises
     ------
-    SourceFailed
+    _SourceFailed
         When the source gave up (its ``attempt`` says why); ``part`` may hold a partial file.
     StorageError
         When ``part`` cannot be written (disk full, read-only, forbidden); it is kept for a resume.
@@ -200,12 +139,12 @@ def download(
         watch.check_deadline(_size(part), size)
         try:
             return _request(url, part, size, session, watch, progress)
-        except Retryable as error:
+        except _Retryable as error:
             have = _size(part)
             failures = 1 if have >= best + CHUNK_SIZE else failures + 1
             best = max(best, have)
             if failures >= policy.attempts:
-                raise SourceFailed(
+                raise _SourceFailed(
                     Attempt(url, f"gave up after {failures} failed attempts in a row; last: {error.reason}")
                 ) from error
             delay = policy.delay(failures, error.retry_after)
@@ -237,7 +176,7 @@ class _Watch:
         if deadline is None or elapsed + pause < deadline:
             return
         waiting = f"; last: {last}, with a retry due in {_seconds(pause)} s" if last else ""
-        raise SourceFailed(Attempt(self.url, (
+        raise _SourceFailed(Attempt(self.url, (
             f"not complete within the deadline of {_seconds(deadline)} s (RetryPolicy.deadline): "
             f"{self._progress(have, total, elapsed)}{waiting}; {_advice(have, 'give a larger deadline')}"
         )))
@@ -258,7 +197,7 @@ class _Watch:
         since, had = self.samples[0]
         span, got = now - since, have - had
         if span >= window and got < self.policy.min_rate * span:
-            raise SourceFailed(Attempt(self.url, (
+            raise _SourceFailed(Attempt(self.url, (
                 f"too slow: {human_size(got)} in the last {_seconds(span)} s ({human_size(int(got / span))}/s), "
                 f"below the minimum of {human_size(int(self.policy.min_rate))}/s (RetryPolicy.min_rate); "
                 f"{_advice(have, 'accept slower transfers with a lower min_rate')}"
@@ -293,13 +232,13 @@ def _request(
             if response.status_code == 416 and offset:
                 return _range_not_satisfiable(response, part, offset)
             if response.status_code in (408, 429) or response.status_code >= 500:
-                retry_after = _retry_after(response.headers.get("Retry-After"))
-                raise Retryable(status, retry_after, short=str(response.status_code))
+                raise _Retryable(status, retry_after(response.headers.get("Retry-After")),
+                                 short=str(response.status_code))
             if response.status_code not in (200, 206):
-                raise SourceFailed(Attempt(url, status))
+                raise _SourceFailed(Attempt(url, status))
             content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if content_type == "text/html":
-                raise SourceFailed(Attempt(
+                raise _SourceFailed(Attempt(
                     url, f"answered with a web page (Content-Type text/html, final URL {response.url}), "
                     "not the file: the address has probably moved",
                 ))
@@ -307,18 +246,18 @@ def _request(
             if start != offset:
                 log.info("%s does not resume downloads; starting again from byte 0", redacted(url))
             if size is not None and total is not None and total != size:
-                raise SourceFailed(Attempt(url, f"announces {total} bytes, expected {size}"))
+                raise _SourceFailed(Attempt(url, f"announces {total} bytes, expected {size}"))
             _stream(response, part, start, total if total is not None else size, size, watch, progress)
             return Fetched(response.url, resumed=start > 0)
     except (requests.ConnectionError, requests.Timeout, urllib3.exceptions.HTTPError) as error:
         unresolved = _name_resolution_error(error)
         if unresolved is not None:  # no network or no DNS: retrying only waits (the next source is tried at once)
             host = urlsplit(url).hostname or url
-            raise SourceFailed(Attempt(url, f"the host name {host} does not resolve ({unresolved}): this machine has "
+            raise _SourceFailed(Attempt(url, f"the host name {host} does not resolve ({unresolved}): this machine has "
                                        "no network or no DNS (not retried)", unresolved_host=host)) from error
-        raise Retryable(f"{type(error).__name__}: {error}", short=type(error).__name__) from error
+        raise _Retryable(f"{type(error).__name__}: {error}", short=type(error).__name__) from error
     except requests.RequestException as error:
-        raise SourceFailed(Attempt(url, f"{type(error).__name__}: {error}")) from error
+        raise _SourceFailed(Attempt(url, f"{type(error).__name__}: {error}")) from error
 
 
 def no_network_advice(attempts: Iterable[Attempt], dataset: str, folder: Path) -> list[str]:
@@ -350,12 +289,12 @@ def _name_resolution_error(error: BaseException) -> socket.gaierror | None:
 
 
 def _range_not_satisfiable(response: requests.Response, part: Path, offset: int) -> Fetched:
-    match = _UNSATISFIED_RANGE.match(response.headers.get("Content-Range", ""))
-    if match and int(match.group(1)) == offset:
+    answered = content_range(response.headers.get("Content-Range"))
+    if answered is not None and answered.first is None and answered.total == offset:
         return Fetched(response.url, resumed=True)
     part.unlink()
-    raise Retryable("416 Range Not Satisfiable: the partial file does not fit the server's; starting again",
-                    short="416")
+    raise _Retryable("416 Range Not Satisfiable: the partial file does not fit the server's; starting again",
+                     short="416")
 
 
 def _body_range(response: requests.Response, part: Path, offset: int) -> tuple[int, int | None]:
@@ -363,14 +302,14 @@ def _body_range(response: requests.Response, part: Path, offset: int) -> tuple[i
     length = response.headers.get("Content-Length")
     if response.status_code == 200:
         return 0, int(length) if length and length.isdigit() else None
-    match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
-    if not match or int(match.group(1)) != offset:
+    answered = content_range(response.headers.get("Content-Range"))
+    if answered is None or answered.first != offset:
         part.unlink(missing_ok=True)
-        raise Retryable(
+        raise _Retryable(
             f"206 with an unexpected Content-Range {response.headers.get('Content-Range')!r}; starting again",
             short="206 with an unexpected Content-Range",
         )
-    return offset, int(match.group(3)) if match.group(3) != "*" else None
+    return offset, answered.total
 
 
 def _stream(
@@ -389,7 +328,7 @@ def _stream(
             if size is not None and written > size:
                 out.close()
                 part.unlink()
-                raise SourceFailed(Attempt(response.url, f"sent more than the expected {size} bytes"))
+                raise _SourceFailed(Attempt(response.url, f"sent more than the expected {size} bytes"))
             watch.chunk(len(chunk), written, total)
 
 
@@ -415,18 +354,3 @@ def _seconds(value: float) -> str:
     """``"4"``, ``"0.25"``, ``"331"``: seconds for a message, without false precision."""
     return f"{value:.0f}" if value >= 10 else f"{value:.2f}".rstrip("0").rstrip(".")
 
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())

@@ -20,7 +20,7 @@ from urllib.request import url2pathname
 from glyphforge import config
 from glyphforge._files import path_too_long, shown_path, writing
 from glyphforge.errors import StorageError
-from glyphforge.pipelines.http_source import CHUNK_SIZE, Attempt, SourceFailed, progress_bar
+from glyphforge.pipelines.http_source import CHUNK_SIZE, Attempt, _SourceFailed, progress_bar
 from glyphforge.pipelines.resource import Resource
 from glyphforge.storage.backends import checked_url
 from glyphforge.storage.location import Location, MalformedURLError, UnsupportedURLError
@@ -125,14 +125,14 @@ def local_mirror(base: str) -> Path | None:
 
 
 def _remote_mirror(base: str) -> Location:
-    """The fsspec location of the mirror base ``base`` (``s3://``, ``gs://``...).
+    """The location of the mirror base ``base`` (``s3://``, ``gs://``...).
 
-    Raises `UnsupportedURLError` (a ValueError) naming the package to install when fsspec
-    cannot open its scheme here.
+    Raises `UnsupportedURLError` (a ValueError) naming the package to install when the store's
+    client is not installed here.
     """
     try:
-        location = Location(base)  # an unsupported scheme or a malformed URL: before any fsspec call
-        location.fs  # noqa: B018 (opens nothing: checks the scheme's filesystem is installed)
+        location = Location(base)  # an unsupported scheme or a malformed URL: before the store is asked
+        location.backend.check_client()  # opens nothing: checks the store's client is installed
     except UnsupportedURLError as error:
         raise UnsupportedURLError(f"mirror {redacted(base)!r} is not supported: {error}") from None
     return location
@@ -169,37 +169,38 @@ def _short_enough(base: str, path: Path) -> Path:
 
 
 def copy_local(path: Path, part: Path, resource: Resource, progress: bool) -> None:
-    """Copy the local file ``path`` into ``part``; `SourceFailed` when it is missing, unreadable or of another size."""
+    """Copy the local file ``path`` into ``part``; `_SourceFailed` when it is missing, unreadable or of another size."""
     try:
         with open(path, "rb") as source:
             _copy_stream(source, os.fstat(source.fileno()).st_size, str(path), part, resource, progress)
     except StorageError:
         raise  # the destination's problem, not the mirror's: no other source can help
     except FileNotFoundError:
-        raise SourceFailed(Attempt(str(path), "no such file")) from None
+        raise _SourceFailed(Attempt(str(path), "no such file")) from None
     except OSError as error:
-        raise SourceFailed(Attempt(str(path), f"cannot read it ({error})")) from error
+        raise _SourceFailed(Attempt(str(path), f"cannot read it ({error})")) from error
 
 
 def copy_remote(location: Location, part: Path, resource: Resource, progress: bool) -> None:
-    """Stream the object at ``location`` (fsspec) into ``part``; `SourceFailed` when it cannot be read."""
+    """Stream the object at ``location`` (its backend's `open_read`) into ``part``; `_SourceFailed` when it cannot be
+    read."""
     try:
-        with location.fs.open(location.path, "rb", block_size=DOWNLOAD_BLOCK) as source:
+        with location.backend.open_read(DOWNLOAD_BLOCK) as source:
             _copy_stream(source, getattr(source, "size", None), location.url, part, resource, progress)
-    except (StorageError, SourceFailed):
+    except (StorageError, _SourceFailed):
         raise  # the destination's problem (no other source can help), or already a failure of this source
     except FileNotFoundError:
-        raise SourceFailed(Attempt(location.url, "no such object")) from None
-    except Exception as error:  # fsspec's backends raise their own errors (botocore's, aiohttp's) beside OSError
-        raise SourceFailed(Attempt(location.url, f"cannot read it ({type(error).__name__}: {error}); check the "
+        raise _SourceFailed(Attempt(location.url, "no such object")) from None
+    except Exception as error:  # a store's client raises its own errors (botocore's, aiohttp's) beside OSError
+        raise _SourceFailed(Attempt(location.url, f"cannot read it ({type(error).__name__}: {error}); check the "
                                    "credentials the provider's SDK finds in the environment")) from error
 
 
 def _copy_stream(source: BinaryIO, size: int | None, location: str, part: Path, resource: Resource,
                  progress: bool) -> None:
-    """Copy ``source`` (``size`` bytes, None: unknown) into ``part``; `SourceFailed` when the size is not pinned's."""
+    """Copy ``source`` (``size`` bytes, None: unknown) into ``part``; `_SourceFailed` when the size is not pinned's."""
     if resource.size is not None and size is not None and size != resource.size:
-        raise SourceFailed(Attempt(location, f"has {size} bytes, expected {resource.size}"))
+        raise _SourceFailed(Attempt(location, f"has {size} bytes, expected {resource.size}"))
     label = f"{resource.dataset}/{resource.filename}"
     with writing(part), open(part, "wb") as out, progress_bar(label, size, 0, progress) as bar:
         while chunk := source.read(CHUNK_SIZE):

@@ -3,14 +3,16 @@
 One `Backend` is made for one URL (`glyphforge.storage.backends.backend_for`), of the class
 registered for its scheme (`glyphforge.storage.backends.register_backend`). A backend class
 implements a few one-shot operations (`Backend.read_once`, `Backend.size_once`,
-`Backend.names_once`, `Backend.write`, `Backend.upload`, `Backend.files`) and says how its store
+`Backend.names_once`, `Backend.write`, `Backend.upload`, `Backend.files`, `Backend.sizes_below`,
+`Backend.read_whole`, `Backend.open_read`, `Backend.remove`) and says how its store
 fails (`Backend.store_failure`, `Backend.is_missing_bucket`); the base class turns them into the
-reads glyphforge makes, retried under a `ReadPolicy` and failing with the errors of
+reads glyphforge makes, retried under a `RetryPolicy` and failing with the errors of
 `glyphforge.storage.retries`, whose messages name the URL, what failed and what to do.
 
-A one-shot operation raises what its store raises, or glyphforge's sorting of it
-(`glyphforge.storage.read_failures`): ``FileNotFoundError``, ``PermissionError``, `Transient`
-(tried again, with backoff) or `Permanent`.
+A one-shot operation raises what its store raises: ``FileNotFoundError``, ``PermissionError``,
+an ``OSError`` or ``TimeoutError`` (tried again, with backoff), or anything else (not retried).
+The built-in backends raise glyphforge's private sorting of their clients' failures
+(`glyphforge.storage.read_failures`) too.
 """
 from __future__ import annotations
 
@@ -19,23 +21,19 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, BinaryIO, ClassVar, Self, TypeVar
 
 from glyphforge.errors import ArgumentError
-from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, sorted_failure
+from glyphforge.storage.read_failures import _Permanent, _Short, _Transient, reason, sorted_failure
 from glyphforge.storage.retries import (
     DEFAULT_POLICY,
-    ReadPolicy,
     RemoteAccessError,
     RemoteFileMissingError,
     RemoteReadError,
+    RetryPolicy,
     ShortObjectError,
 )
 from glyphforge.urls import redacted
-
-if TYPE_CHECKING:
-    from fsspec import AbstractFileSystem
-    from fsspec.callbacks import Callback
 
 __all__ = ["Backend", "ReadOnlyStoreError"]
 
@@ -87,23 +85,22 @@ class Backend(ABC):
         """The folder or file on this machine the URL is, None when it is not on this machine."""
         return None
 
-    @property
-    @abstractmethod
-    def fs(self) -> AbstractFileSystem:
-        """The fsspec filesystem of the URL, for what goes beyond these operations (a multi-object ``cat``)."""
+    def check_client(self) -> None:
+        """Raise `glyphforge.urls.UnsupportedURLError` naming what to install when this machine lacks the store's
+        client; the store is asked nothing. The default: a backend that could be made has its client."""
+        return None
 
-    @property
-    @abstractmethod
-    def path(self) -> str:
-        """The URL's path on `fs`."""
+    def below(self, name: str) -> Self:
+        """The backend of the object ``name`` (a path, ``a/b``) below this URL, with the same options."""
+        return type(self)(type(self).check(f"{self.url}/{name.strip('/')}"), self.storage_options)
 
     # -- one-shot operations (a backend's own) ---------------------------------------------
     @abstractmethod
-    def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
+    def read_once(self, start: int | None, end: int | None, policy: RetryPolicy) -> bytes:
         """Bytes ``[start, end)`` of the object, or all of it (at most `whole_limit`) when both are None."""
 
     @abstractmethod
-    def size_once(self, policy: ReadPolicy) -> int | None:
+    def size_once(self, policy: RetryPolicy) -> int | None:
         """The object's size as the store says it (fresh); None when it does not say."""
 
     @abstractmethod
@@ -115,16 +112,47 @@ class Backend(ABC):
         """Write ``data`` as the object: a reader sees the old one, or the whole new one."""
 
     @abstractmethod
-    def upload(self, source: Path, *, callback: Callback | None = None, **options: Any) -> None:
+    def upload(self, source: Path, *, sent: Callable[[int], object] | None = None, **options: Any) -> None:
         """Copy the local file ``source`` to the object: a reader sees it whole or not at all.
 
-        ``callback`` (an fsspec `Callback`) is told the bytes sent; ``options`` go to the store's upload.
+        ``sent`` is told the bytes of each piece sent; ``options`` go to the store's upload.
         """
 
     @abstractmethod
     def files(self) -> dict[str, dict[str, Any]]:
         """What the store says of each object (file) directly in the folder (``size``, checksums...), by name;
         empty when there is none; fresh."""
+
+    @abstractmethod
+    def sizes_below(self) -> dict[str, int]:
+        """The size of every object below the URL, at any depth, by its path below it (``kind/key/name``); empty
+        when there is none (a missing bucket raises); fresh."""
+
+    @abstractmethod
+    def read_whole(self) -> bytes:
+        """The whole object in one request, of any size, raising what the store raises (unsorted: the caller names
+        its failures, `glyphforge.storage.store_errors`)."""
+
+    @abstractmethod
+    def open_read(self, block_size: int) -> BinaryIO:
+        """The object opened as a binary stream, fetched ``block_size`` bytes at a time (a context manager; its
+        ``size`` attribute, when it has one, is the object's size)."""
+
+    @abstractmethod
+    def remove(self, names: Iterable[str]) -> None:
+        """Delete the objects ``names`` directly in the folder (exact names, each there: never a prefix), then the
+        folder itself when that leaves it empty (a store with folders)."""
+
+    def read_objects(self, names: Iterable[str]) -> dict[str, bytes | Exception]:
+        """Each object ``names`` (paths below the URL) read whole (`read_whole`): its bytes, or the error reading it
+        (``FileNotFoundError`` when there is none), by name. A store reading many at once overrides it."""
+        read: dict[str, bytes | Exception] = {}
+        for name in names:
+            try:
+                read[name] = self.below(name).read_whole()
+            except Exception as error:
+                read[name] = error
+        return read
 
     def not_replaceable(self) -> str | None:
         """What is at the object's place that glyphforge did not write and so never replaces, said as "a ..."; None
@@ -149,22 +177,22 @@ class Backend(ABC):
 
     # -- what glyphforge calls -------------------------------------------------------------
     def read(self, start: int | None = None, end: int | None = None, *, what: str = "",
-             policy: ReadPolicy = DEFAULT_POLICY) -> bytes:
+             policy: RetryPolicy = DEFAULT_POLICY) -> bytes:
         """Return bytes ``[start, end)`` of the object, or all of it when both are None, retried (`retried`)."""
         span = f"bytes {start:,} to {end:,} of " if start is not None and end is not None else ""
         described = f"{span}{redacted(self.url)}" + (f" ({what})" if what else "")
         return self.retried(lambda: self.read_once(start, end, policy), f"read {described}", policy)
 
-    def size(self, *, what: str = "", policy: ReadPolicy = DEFAULT_POLICY) -> int | None:
+    def size(self, *, what: str = "", policy: RetryPolicy = DEFAULT_POLICY) -> int | None:
         """Return the object's size as the store says it (None: it does not say), retried."""
         described = f"find the size of {redacted(self.url)}" + (f" ({what})" if what else "")
         return self.retried(lambda: self.size_once(policy), described, policy)
 
-    def names(self, *, policy: ReadPolicy = DEFAULT_POLICY) -> list[str]:
+    def names(self, *, policy: RetryPolicy = DEFAULT_POLICY) -> list[str]:
         """Return the sorted names in the folder (none when it does not exist), retried."""
         return self.retried(self.names_once, f"list {redacted(self.url)}", policy)
 
-    def call(self, call: Callable[[], T], described: str, *, policy: ReadPolicy = DEFAULT_POLICY) -> T:
+    def call(self, call: Callable[[], T], described: str, *, policy: RetryPolicy = DEFAULT_POLICY) -> T:
         """Return ``call()``, a call on this store (``described``: what it does, "list s3://..."), retried."""
         return self.retried(lambda: self.classified(call), described, policy)
 
@@ -184,7 +212,7 @@ class Backend(ABC):
                 raise
             raise failure from None
 
-    def retried(self, attempt: Callable[[], T], described: str, policy: ReadPolicy) -> T:
+    def retried(self, attempt: Callable[[], T], described: str, policy: RetryPolicy) -> T:
         """Return ``attempt()``, tried again on transient failures; the errors of `glyphforge.storage.retries`
         otherwise. ``described`` is what is done, for messages ("read bytes 0 to 9 of s3://...")."""
         client = self.tries_itself
@@ -193,7 +221,7 @@ class Backend(ABC):
         while True:
             try:
                 return attempt()
-            except Transient as error:
+            except _Transient as error:
                 failures += 1
                 if failures >= attempts:
                     tries = f"after {client}'s own retries" if client else f"{failures} times in a row"
@@ -215,8 +243,8 @@ class Backend(ABC):
                     "has are wrong or missing: set them as the store's SDK reads them (e.g. AWS_ACCESS_KEY_ID and "
                     "AWS_SECRET_ACCESS_KEY, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS), or pass storage_options"
                 ) from None
-            except Permanent as error:
-                raise (ShortObjectError if isinstance(error, Short) else RemoteReadError)(
+            except _Permanent as error:
+                raise (ShortObjectError if isinstance(error, _Short) else RemoteReadError)(
                     f"could not {described}: {error}") from None
 
     def refuse_write(self) -> ReadOnlyStoreError:

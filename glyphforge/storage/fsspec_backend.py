@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar
 
 from glyphforge.storage.backend import Backend
-from glyphforge.storage.read_failures import Permanent, Short, Transient, reason, status_failure
-from glyphforge.storage.retries import ReadPolicy
+from glyphforge.storage.read_failures import _Permanent, _Short, _Transient, reason, status_failure
+from glyphforge.storage.retries import RetryPolicy
 from glyphforge.urls import SUPPORTED_TEXT, MalformedURLError, UnsupportedURLError, redacted
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
-    from fsspec.callbacks import Callback
 
 __all__ = ["FsspecBackend", "GcsBackend", "S3Backend"]
 
@@ -68,13 +68,13 @@ class FsspecBackend(Backend):
         except (ImportError, ValueError):
             return str(self.fs._strip_protocol(self.url))  # raises, naming the extra
 
-    def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
+    def read_once(self, start: int | None, end: int | None, policy: RetryPolicy) -> bytes:
         """One ranged ``cat_file`` of the object (or a whole read of at most `whole_limit` bytes)."""
         fs, path = self.fs, self.path
         data: bytes = self.classified(lambda: fs.cat_file(path, start=start, end=end)
                                       if start is not None else self._whole(fs, path, self.whole_limit))
         if start is not None and end is not None and len(data) != end - start:
-            raise Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
+            raise _Short(f"the object gave {len(data):,} bytes for a range of {end - start:,}: it is shorter than "
                         "expected (damaged, or replaced by another)")
         return data
 
@@ -85,10 +85,10 @@ class FsspecBackend(Backend):
         with fs.open(path, "rb") as stream:
             data: bytes = stream.read(limit + 1)
         if len(data) > limit:
-            raise Permanent(f"the object holds more than the {limit:,} bytes a whole read takes")
+            raise _Permanent(f"the object holds more than the {limit:,} bytes a whole read takes")
         return data
 
-    def size_once(self, policy: ReadPolicy) -> int | None:
+    def size_once(self, policy: RetryPolicy) -> int | None:
         """fsspec's ``info`` of the object, fresh."""
         return int(self.classified(lambda: self.fs.info(self.path, refresh=True)["size"]))
 
@@ -108,10 +108,12 @@ class FsspecBackend(Backend):
         """One ``pipe_file``: a store's put makes the whole object at once."""
         self.fs.pipe_file(self.path, data)
 
-    def upload(self, source: Path, *, callback: Callback | None = None, **options: Any) -> None:
+    def upload(self, source: Path, *, sent: Callable[[int], object] | None = None, **options: Any) -> None:
         """One ``put_file`` (``options``: e.g. s3fs's ``chunksize`` and ``max_concurrency`` of a multipart upload)."""
-        if callback is not None:  # fsspec's stores take no None: their default is a no-op callback
-            options["callback"] = callback
+        if sent is not None:  # fsspec's stores take no None: their default is a no-op callback
+            from glyphforge.storage.upload_progress import SentCallback  # imports fsspec
+
+            options["callback"] = SentCallback(sent)
         self.fs.put_file(os.fspath(source), self.path, **options)
 
     def files(self) -> dict[str, dict[str, Any]]:
@@ -124,6 +126,51 @@ class FsspecBackend(Backend):
             return {}
         return {str(info["name"]).rstrip("/").rsplit("/", 1)[-1]: info for info in listed if info.get("type") == "file"}
 
+    def sizes_below(self) -> dict[str, int]:
+        """One fresh ``find(detail=True)`` below the URL: each object's size by its path below it."""
+        fs, root = self.fs, self.path.rstrip("/")
+        fs.invalidate_cache(root)
+        try:
+            found = fs.find(root, detail=True)
+        except FileNotFoundError as error:
+            if self.is_missing_bucket(error):
+                raise
+            return {}
+        return {str(path)[len(root) + 1:]: int(info.get("size") or 0) for path, info in found.items()
+                if str(path).startswith(root + "/")}
+
+    def read_whole(self) -> bytes:
+        """One ``cat_file`` of the object."""
+        data: bytes = self.fs.cat_file(self.path)
+        return data
+
+    def open_read(self, block_size: int) -> BinaryIO:
+        """fsspec's ``open`` of the object, for reading."""
+        opened: BinaryIO = self.fs.open(self.path, "rb", block_size=block_size)
+        return opened
+
+    def remove(self, names: Iterable[str]) -> None:
+        """One ``rm`` of the objects, then ``rmdir`` of the folder when it is a directory left empty (``file://``)."""
+        fs, path = self.fs, self.path
+        doomed = [self.below(name).path for name in names]
+        if doomed:
+            fs.rm(doomed)
+        fs.invalidate_cache(path)
+        if fs.isdir(path) and not fs.ls(path):
+            fs.rmdir(path)
+
+    def read_objects(self, names: Iterable[str]) -> dict[str, bytes | Exception]:
+        """One multi-object ``cat`` (concurrent on an object store)."""
+        paths = {self.below(name).path: name for name in names}
+        if not paths:
+            return {}
+        read = self.fs.cat(list(paths), on_error="return")
+        return {name: read[path] for path, name in paths.items() if path in read}
+
+    def check_client(self) -> None:
+        """Open the filesystem (no connection): an unknown protocol or a missing package fails, naming the extra."""
+        self.fs  # noqa: B018
+
     @classmethod
     def store_failure(cls, error: Exception) -> Exception | None:
         """aiohttp's errors (the client of s3fs, gcsfs and fsspec's HTTP): a connection that failed, transient.
@@ -131,7 +178,7 @@ class FsspecBackend(Backend):
         Sorted before Python's OSError: aiohttp's are OSErrors whose words are not readable.
         """
         if type(error).__module__.startswith("aiohttp"):
-            return Transient(f"the connection failed ({type(error).__name__})")
+            return _Transient(f"the connection failed ({type(error).__name__})")
         return None
 
 
@@ -218,7 +265,7 @@ class S3Backend(_BucketStore):
         except ImportError:  # no s3fs here
             return None
         if isinstance(error, (exceptions.HTTPClientError, exceptions.ConnectionError)):
-            return Transient(f"the connection failed ({type(error).__name__})")  # EndpointConnectionError: nobody
+            return _Transient(f"the connection failed ({type(error).__name__})")  # EndpointConnectionError: nobody
         if isinstance(error, (exceptions.NoCredentialsError, exceptions.PartialCredentialsError,
                               exceptions.CredentialRetrievalError)):
             return PermissionError(f"{type(error).__name__}: {error}")
@@ -250,7 +297,7 @@ class GcsBackend(_BucketStore):
             return "Google keeps names starting with 'goog' or holding 'google' for itself"
         return problem
 
-    def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
+    def read_once(self, start: int | None, end: int | None, policy: RetryPolicy) -> bytes:
         """As fsspec's; a 404 on one object says nothing of its bucket: one listing more tells
         (`_bucket_is_missing`)."""
         try:

@@ -10,27 +10,23 @@ such object.
 """
 from __future__ import annotations
 
-import email.utils
 import os
-import re
 import threading
-import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from glyphforge.storage.fsspec_backend import FsspecBackend
-from glyphforge.storage.read_failures import Permanent, Short, Transient, status_failure
-from glyphforge.storage.retries import ReadPolicy
+from glyphforge.storage.read_failures import _Permanent, _Short, _Transient, status_failure
+from glyphforge.storage.retries import RetryPolicy, content_range, retry_after
 from glyphforge.urls import MalformedURLError
 
 if TYPE_CHECKING:
     import requests
-    from fsspec.callbacks import Callback
 
 __all__ = ["HttpBackend"]
 
-_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _CHUNK = 1 << 16
 
 
@@ -51,7 +47,7 @@ class HttpBackend(FsspecBackend):
             raise MalformedURLError(f"{url} names no host: write {parts.scheme}://HOST/path")
         return url
 
-    def read_once(self, start: int | None, end: int | None, policy: ReadPolicy) -> bytes:
+    def read_once(self, start: int | None, end: int | None, policy: RetryPolicy) -> bytes:
         """One GET (bytes ``[start, end)`` with a Range header), its answer checked."""
         import requests  # here, not at the top: importing it costs ~0.1 s, and most reads are not HTTP
 
@@ -60,33 +56,37 @@ class HttpBackend(FsspecBackend):
             headers["Range"] = f"bytes={start}-{end - 1}"
         try:
             with _session().get(self.url, headers=headers, stream=True,
-                                timeout=(policy.timeout, policy.timeout)) as response:
+                                timeout=(policy.connect_timeout, policy.read_timeout)) as response:
                 _check_status(response)
                 expected = _expected_length(response, start, end)
                 return _body(response, self.whole_limit if expected is None else expected, expected is not None)
         except requests.exceptions.ChunkedEncodingError:
-            raise Transient("the connection was closed before the whole answer came") from None
+            raise _Transient("the connection was closed before the whole answer came") from None
         except (requests.ConnectionError, requests.Timeout) as error:
-            raise Transient(f"the connection failed ({type(error).__name__})") from None
+            raise _Transient(f"the connection failed ({type(error).__name__})") from None
 
-    def size_once(self, policy: ReadPolicy) -> int | None:
+    def size_once(self, policy: RetryPolicy) -> int | None:
         """One HEAD: its Content-Length (None when the server does not say)."""
         import requests
 
         try:
             with _session().head(self.url, headers={"Accept-Encoding": "identity"}, allow_redirects=True,
-                                 timeout=(policy.timeout, policy.timeout)) as response:
+                                 timeout=(policy.connect_timeout, policy.read_timeout)) as response:
                 _check_status(response)
                 length = response.headers.get("Content-Length", "")
         except (requests.ConnectionError, requests.Timeout) as error:
-            raise Transient(f"the connection failed ({type(error).__name__})") from None
+            raise _Transient(f"the connection failed ({type(error).__name__})") from None
         return int(length) if length.isdigit() else None
 
     def write(self, data: bytes) -> None:
         """Refused: glyphforge only reads over HTTP."""
         raise self.refuse_write()
 
-    def upload(self, source: Path, *, callback: Callback | None = None, **options: Any) -> None:
+    def upload(self, source: Path, *, sent: Callable[[int], object] | None = None, **options: Any) -> None:
+        """Refused: glyphforge only reads over HTTP."""
+        raise self.refuse_write()
+
+    def remove(self, names: Iterable[str]) -> None:
         """Refused: glyphforge only reads over HTTP."""
         raise self.refuse_write()
 
@@ -118,7 +118,7 @@ def _check_status(response: requests.Response) -> None:
     """Raise what an answer that is not 200 or 206 means."""
     if response.status_code not in (200, 206):
         raise status_failure(response.status_code, f"{response.status_code} {response.reason}",
-                             _retry_after(response))
+                             retry_after(response.headers.get("Retry-After")))
 
 
 def _expected_length(response: requests.Response, start: int | None, end: int | None) -> int | None:
@@ -127,16 +127,16 @@ def _expected_length(response: requests.Response, start: int | None, end: int | 
         return None
     if response.status_code == 200:
         size = response.headers.get("Content-Length", "unknown")
-        raise Permanent(
+        raise _Permanent(
             f"the server ignores Range requests (it answered 200 with the whole file, {size} bytes), so every read "
             "would download the whole file. Serve the data from a server that supports Range (any static file "
             "server or object store does), or copy the entry to a local data dir and read it there")
-    match = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
-    if match is None or int(match.group(1)) != start:
-        raise Permanent(f"the server answered a range other than the one asked for "
+    answered = content_range(response.headers.get("Content-Range"))
+    if answered is None or answered.first != start or answered.last is None:
+        raise _Permanent(f"the server answered a range other than the one asked for "
                         f"(Content-Range {response.headers.get('Content-Range')!r})")
-    if int(match.group(2)) + 1 < end:
-        raise Short(f"the file ends at byte {int(match.group(2)) + 1:,}: it is shorter than expected (damaged, or "
+    if answered.last + 1 < end:
+        raise _Short(f"the file ends at byte {answered.last + 1:,}: it is shorter than expected (damaged, or "
                     "replaced by another)")
     return end - start
 
@@ -149,22 +149,8 @@ def _body(response: requests.Response, limit: int, exact: bool) -> bytes:
         pieces.append(piece)
         size += len(piece)
         if size > limit:
-            raise Permanent(f"the server sent more than the {limit:,} bytes expected")
+            raise _Permanent(f"the server sent more than the {limit:,} bytes expected")
     if exact and size != limit:
-        raise Transient(f"the connection was closed after {size:,} of {limit:,} bytes")
+        raise _Transient(f"the connection was closed after {size:,} of {limit:,} bytes")
     return b"".join(pieces)
 
-
-def _retry_after(response: requests.Response) -> float | None:
-    """The answer's Retry-After in seconds (a number or an HTTP date), None without one."""
-    value = response.headers.get("Retry-After")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())

@@ -10,17 +10,14 @@ read as local paths are.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from glyphforge._files import CHUNK_BYTES, atomic_path, remove_abandoned_staging, writing
 from glyphforge.storage.fsspec_backend import FsspecBackend
 from glyphforge.urls import file_path
-
-if TYPE_CHECKING:
-    from fsspec.callbacks import Callback
 
 __all__ = ["LocalBackend"]
 
@@ -78,12 +75,12 @@ class LocalBackend(FsspecBackend):
         with atomic_path(self._made_place()) as temporary:
             temporary.write_bytes(data)
 
-    def upload(self, source: Path, *, callback: Callback | None = None, **options: Any) -> None:
+    def upload(self, source: Path, *, sent: Callable[[int], object] | None = None, **options: Any) -> None:
         """Copy ``source`` under a temporary name and rename it (``options``, a store's upload settings, do not
         apply)."""
         with atomic_path(self._made_place()) as temporary, open(source, "rb") as reading, \
                 open(temporary, "wb") as out:
             while chunk := reading.read(CHUNK_BYTES):
                 out.write(chunk)
-                if callback is not None:
-                    callback.relative_update(len(chunk))
+                if sent is not None:
+                    sent(len(chunk))

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from glyphforge.storage.backends import backend_for, checked_url
+from glyphforge.storage.fsspec_backend import FsspecBackend
 from glyphforge.urls import SCHEME, MalformedURLError, UnsupportedURLError, is_url, redacted
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class Location:
     """A URL and the fsspec ``storage_options`` to open it with (see the module docstring).
 
     ``Location("s3://bucket/data").child("cache", "scenes")`` is ``s3://bucket/data/cache/scenes``
-    with the same options; ``loc.fs`` is its fsspec filesystem and ``loc.path`` the path on it.
+    with the same options; ``loc.backend`` does what is done there.
     """
 
     url: str
@@ -86,13 +87,20 @@ class Location:
 
     @property
     def fs(self) -> AbstractFileSystem:
-        """The fsspec filesystem of the URL: its backend's (`glyphforge.storage.backend.Backend.fs`)."""
-        return self.backend.fs
+        """The fsspec filesystem of the URL, when its backend is an fsspec one (`FsspecBackend.fs`), for a user's own
+        fsspec calls (glyphforge's code does what it does through `backend`); a `TypeError` for another backend."""
+        return self._fsspec_backend().fs
 
     @property
     def path(self) -> str:
-        """The path of the URL on its filesystem (as fsspec names it: ``bucket/data`` for ``s3://bucket/data``)."""
-        return self.backend.path
+        """The path of the URL on `fs` (as fsspec names it: ``bucket/data`` for ``s3://bucket/data``)."""
+        return self._fsspec_backend().path
+
+    def _fsspec_backend(self) -> FsspecBackend:
+        backend = self.backend
+        if not isinstance(backend, FsspecBackend):
+            raise TypeError(f"{self} is served by {type(backend).__name__}, not by an fsspec filesystem")
+        return backend
 
     def child(self, *names: str) -> Location:
         """The location ``names`` below this one, with the same options."""

@@ -9,13 +9,11 @@ errors: callers say what they were doing.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from glyphforge.storage.location import Location
-
-if TYPE_CHECKING:
-    from fsspec.callbacks import Callback
 
 __all__ = ["file_sizes", "listed_files", "upload_file", "write_bytes"]
 
@@ -25,13 +23,14 @@ def write_bytes(where: Location, data: bytes) -> None:
     where.backend.write(data)
 
 
-def upload_file(source: Path, where: Location, *, callback: Callback | None = None, **options: Any) -> None:
+def upload_file(source: Path, where: Location, *, sent: Callable[[int], object] | None = None, **options: Any,
+                ) -> None:
     """Copy the local file ``source`` to the object ``where``: a reader sees it whole or not at all.
 
-    ``callback`` (an fsspec `Callback`) is told the bytes sent; ``options`` go to the store's
+    ``sent`` is told the bytes of each piece sent; ``options`` go to the store's
     ``put_file`` (e.g. s3fs's ``chunksize`` and ``max_concurrency`` of a multipart upload).
     """
-    where.backend.upload(source, callback=callback, **options)
+    where.backend.upload(source, sent=sent, **options)
 
 
 def listed_files(folder: Location) -> dict[str, dict[str, Any]]:

@@ -9,8 +9,8 @@ is refused rather than downloaded whole), every other scheme with fsspec's range
 which fetches exactly the range (no read-ahead). A whole read takes at most
 `glyphforge.storage.backend.Backend.whole_limit` bytes.
 
-Transient failures (a dropped connection, a timeout, HTTP 408, 429 and 5xx, S3's throttling)
-are retried `ReadPolicy.attempts` times with exponential backoff (a ``Retry-After`` is
+_Transient failures (a dropped connection, a timeout, HTTP 408, 429 and 5xx, S3's throttling)
+are retried `RetryPolicy.attempts` times with exponential backoff (a ``Retry-After`` is
 honoured, up to ``max_delay``), each retry logged at INFO; on ``gs://`` gcsfs retries them
 itself, and glyphforge does not again. Then, or at once for what retrying cannot fix, an error
 names the URL, what was read, what failed and what to do:
@@ -30,17 +30,17 @@ from typing import TYPE_CHECKING, TypeVar
 from glyphforge.storage.backends import is_missing_bucket
 from glyphforge.storage.retries import (
     DEFAULT_POLICY,
-    ReadPolicy,
     RemoteAccessError,
     RemoteFileMissingError,
     RemoteReadError,
+    RetryPolicy,
     ShortObjectError,
 )
 
 if TYPE_CHECKING:
     from glyphforge.storage.location import Location
 
-__all__ = ["DEFAULT_POLICY", "DOWNLOAD_BLOCK", "ReadPolicy", "RemoteAccessError", "RemoteFileMissingError",
+__all__ = ["DOWNLOAD_BLOCK", "RemoteAccessError", "RemoteFileMissingError",
            "RemoteReadError", "ShortObjectError", "is_missing_bucket", "list_names", "object_size", "read_bytes",
            "store_call"]
 
@@ -51,7 +51,7 @@ DOWNLOAD_BLOCK = 8 << 20
 
 
 def read_bytes(location: Location, start: int | None = None, end: int | None = None, *, what: str = "",
-               policy: ReadPolicy = DEFAULT_POLICY) -> bytes:
+               policy: RetryPolicy = DEFAULT_POLICY) -> bytes:
     """Return bytes ``[start, end)`` of the object at ``location``, or all of it when both are None.
 
     Parameters
@@ -73,7 +73,7 @@ def read_bytes(location: Location, start: int | None = None, end: int | None = N
     return location.backend.read(start, end, what=what, policy=policy)
 
 
-def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> list[str]:
+def list_names(location: Location, *, policy: RetryPolicy = DEFAULT_POLICY) -> list[str]:
     """Return the sorted names in the folder at ``location`` (none when it does not exist), fresh from the store.
 
     Retried and failing as `read_bytes` does (a missing bucket is a `RemoteFileMissingError`).
@@ -81,14 +81,14 @@ def list_names(location: Location, *, policy: ReadPolicy = DEFAULT_POLICY) -> li
     return location.backend.names(policy=policy)
 
 
-def object_size(location: Location, *, what: str = "", policy: ReadPolicy = DEFAULT_POLICY) -> int | None:
+def object_size(location: Location, *, what: str = "", policy: RetryPolicy = DEFAULT_POLICY) -> int | None:
     """Return the size of the object at ``location`` as its store says it (None: an HTTP server that does not say):
     one ``HEAD`` over HTTP, fsspec's ``info`` (fresh) otherwise; retried and failing as `read_bytes` does."""
     return location.backend.size(what=what, policy=policy)
 
 
 def store_call(location: Location, call: Callable[[], T], described: str, *,
-               policy: ReadPolicy = DEFAULT_POLICY) -> T:
+               policy: RetryPolicy = DEFAULT_POLICY) -> T:
     """Return ``call()``, an fsspec call on the store of ``location`` (a listing, a multi-object ``cat``, a
     streamed read), retried and failing as `read_bytes` does; ``described`` says what it does ("list s3://...")."""
     return location.backend.call(call, described, policy=policy)

@@ -1,6 +1,7 @@
 """The downloader against a real HTTP server on 127.0.0.1 with injected faults."""
 from __future__ import annotations
 
+import inspect
 import logging
 import pickle
 import random
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from glyphforge.pipelines.download import fetch
-from glyphforge.pipelines.http_source import RetryPolicy
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource
+from glyphforge.storage.retries import RetryPolicy
 
 from support.hashes import bytes_hash
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
@@ -153,6 +154,17 @@ def test_backoff_doubles_and_is_capped():
     policy = RetryPolicy(backoff=0.5, max_delay=3.0)
     assert [policy.delay(n, None) for n in (1, 2, 3, 4, 5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
     assert policy.delay(1, 120.0) == 3.0 and policy.delay(4, 0.0) == 0.0
+
+
+def test_downloads_and_store_reads_retry_under_one_policy():
+    from glyphforge.storage.backend import Backend
+    from glyphforge.storage.retries import DEFAULT_POLICY
+
+    assert inspect.signature(fetch).parameters["policy"].default is DEFAULT_POLICY
+    for read in (Backend.read, Backend.size, Backend.names, Backend.call):
+        assert inspect.signature(read).parameters["policy"].default is DEFAULT_POLICY, read
+    delays = [DEFAULT_POLICY.delay(2, None) for _ in range(200)]  # many readers failing together spread out
+    assert 0.8 <= min(delays) < max(delays) <= 1.2 and len(set(delays)) > 100
 
 
 def test_retries_are_bounded_and_the_error_says_what_to_do(http_server, tmp_path):

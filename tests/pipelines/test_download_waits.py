@@ -21,8 +21,8 @@ from glyphforge.context import DataContext
 from glyphforge.datasets.prepare_steps import upstream_file
 from glyphforge.errors import StorageError
 from glyphforge.pipelines.download import fetch
-from glyphforge.pipelines.http_source import RetryPolicy
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource
+from glyphforge.storage.retries import RetryPolicy
 
 from support.hashes import bytes_hash
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)

@@ -4,10 +4,12 @@ The same interface tests run on every backend: a plain path, ``file://``, ``s3:/
 ``gs://`` on the GCS emulator and ``http://`` (the project's Range server: read-only, its writes
 refused). Then the table: a registered scheme is used by ``glyphforge.open_built`` and by the
 reads (a backend over local folders, and an fsspec protocol glyphforge does not take by itself),
-and a scheme not in it is still an `UnsupportedURLError`.
+a backend of plain Python (no fsspec filesystem) is enough to publish, list, open, build into and
+mirror, and a scheme not in it is still an `UnsupportedURLError`.
 """
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +18,9 @@ import pytest
 
 import glyphforge as gf
 from glyphforge.builds import build
+from glyphforge.cache.remote.entries import RemoteCache
+from glyphforge.pipelines.download import fetch
+from glyphforge.pipelines.resource import Resource
 from glyphforge.storage import Location
 from glyphforge.storage import backends as table
 from glyphforge.storage.backend import Backend, ReadOnlyStoreError
@@ -33,6 +38,7 @@ from glyphforge.storage.reads import (
 from glyphforge.urls import MalformedURLError, UnsupportedURLError
 
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
+from support.hashes import bytes_hash
 from support.http_server import LocalHTTPServer
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import RowSpec
@@ -215,3 +221,70 @@ def test_an_unknown_scheme_is_still_an_unsupported_url_error_naming_what_is_take
         gf.register_backend("mine", dict)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="a scheme is two or more letters"):
         gf.register_backend("m", FolderBackend)
+
+
+class DictBackend(Backend):
+    """``dict://NAME/path``: objects in a dict of this process, by URL; no fsspec filesystem anywhere."""
+
+    objects: dict[str, bytes] = {}
+
+    def _get(self) -> bytes:
+        try:
+            return self.objects[self.url]
+        except KeyError:
+            raise FileNotFoundError(self.url) from None
+
+    def _below(self) -> dict[str, bytes]:
+        return {url[len(self.url) + 1:]: data for url, data in self.objects.items() if url.startswith(f"{self.url}/")}
+
+    def read_once(self, start, end, policy):
+        return self._get() if start is None else self._get()[start:end]
+
+    def size_once(self, policy):
+        return len(self._get())
+
+    def names_once(self):
+        return sorted({path.split("/")[0] for path in self._below()})
+
+    def write(self, data):
+        self.objects[self.url] = bytes(data)
+
+    def upload(self, source, *, sent=None, **options):
+        self.write(source.read_bytes())
+        if sent is not None:
+            sent(source.stat().st_size)
+
+    def files(self):
+        return {path: {"size": len(data)} for path, data in self._below().items() if "/" not in path}
+
+    def sizes_below(self):
+        return {path: len(data) for path, data in self._below().items()}
+
+    def read_whole(self):
+        return self._get()
+
+    def open_read(self, block_size):
+        return io.BytesIO(self._get())
+
+    def remove(self, names):
+        for name in names:
+            del self.objects[f"{self.url}/{name}"]
+
+
+def test_a_registered_backend_need_not_be_an_fsspec_filesystem(built, restored_table, monkeypatch, tmp_path):
+    """Publishing, listing, opening, building into and mirroring through a backend of plain Python: nothing outside
+    the backends calls fsspec."""
+    monkeypatch.setattr(DictBackend, "objects", {})
+    gf.register_backend("dict", DictBackend)
+    data_dir = built.path.parents[2]
+    gf.publish(built.path.name, "dict://shelf/data", data_dir=data_dir, progress=False)
+    [entry] = RemoteCache(Location("dict://shelf/data")).ls()
+    assert (entry.kind, entry.key) == (built.path.parent.name, built.path.name)
+    opened = gf.find_built(built.path.name, "dict://shelf/data", cache_dir=tmp_path / "cache")
+    assert np.array_equal(opened.take([3, 1029, 640])["images"], built.take([3, 1029, 640])["images"])
+    made = build(RowSpec(), data_dir="dict://shelf/built", progress=False)
+    assert np.array_equal(made.take([3, 1029])["images"], built.take([3, 1029])["images"])
+    assert not [url for url in DictBackend.objects if ".work" in url]  # the build's records removed once done
+    write_bytes(Location("dict://mirror/ds/f.bin"), DATA)
+    resource = Resource("ds", "f.bin", "https://nowhere.invalid/f.bin", bytes_hash(DATA, "sha256"), len(DATA))
+    assert fetch(resource, tmp_path / "raw", mirrors=["dict://mirror"], progress=False).read_bytes() == DATA

@@ -114,7 +114,7 @@ def check_writable(location: Location) -> Location:
         raise ReadOnlyStoreError(
             f"cannot build into {location}: glyphforge only reads {location.scheme}:// URLs. Build into an "
             "s3://, gs:// or file:// data dir (or a local path) and serve that over HTTP")
-    location.fs  # noqa: B018 (opens the filesystem: an unknown scheme or a missing extra fails here, naming the URL)
+    location.backend.check_client()  # an unknown scheme or a missing extra fails here, naming the URL
     return location
 
 
@@ -204,15 +204,17 @@ def finished_shards(entry: Location, n_shards: int) -> dict[int, ShardRecord]:
     and hashed: `glyphforge.storage.object_match.recorded_mismatch`). Any other part is made again."""
     work = work_location(entry)
     names = {record_name(index): index for index in range(n_shards)}
-    paths = [work.child(name).path for name in sorted(_listed(entry, work)) if name in names]
-    if not paths:
+    listed = [name for name in sorted(_listed(entry, work)) if name in names]
+    if not listed:
         return {}
     parts = _listed(entry, entry)
     with translated(entry, f"reading the shard records in {_named(entry, work)}", BUILDING):
-        texts = work.fs.cat(paths, on_error="omit")
+        texts = work.backend.read_objects(listed)
     done = {}
-    for path, text in sorted(texts.items()):
-        index = names[path.rsplit("/", 1)[-1]]
+    for name, text in sorted(texts.items()):
+        if isinstance(text, Exception):
+            continue  # unreadable, or gone since it was listed: make the shard again
+        index = names[name]
         try:
             record = json.loads(text)
             found = record["shard"] == index and isinstance(record["size"], int) and isinstance(record["sha256"], str)
@@ -331,15 +333,9 @@ def _listed(entry: Location, folder: Location) -> dict[str, dict[str, Any]]:
 
 def _remove(entry: Location, folder: Location, names: list[str]) -> None:
     """Delete the objects ``names`` under ``folder`` (exact names, never a prefix), then ``folder`` if left empty."""
-    fs = folder.fs
     present = _listed(entry, folder)
-    doomed = [folder.child(name).path for name in names if name in present]
     with translated(entry, f"cleaning up {_named(entry, folder)}", BUILDING):
-        if doomed:
-            fs.rm(doomed)
-        fs.invalidate_cache(folder.path)
-        if fs.isdir(folder.path) and not fs.ls(folder.path):  # a filesystem with directories (file://)
-            fs.rmdir(folder.path)
+        folder.backend.remove([name for name in names if name in present])
 
 
 def _named(entry: Location, location: Location) -> str:

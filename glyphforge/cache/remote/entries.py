@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from glyphforge._checks import PathLike
 from glyphforge.cache.entry import Entry
@@ -31,7 +31,7 @@ from glyphforge.cache.remote.files import UrlFiles, is_entry_folder
 from glyphforge.errors import ArgumentError
 from glyphforge.storage.backend import ReadOnlyStoreError
 from glyphforge.storage.location import Location
-from glyphforge.storage.reads import DOWNLOAD_BLOCK, is_missing_bucket, store_call
+from glyphforge.storage.reads import DOWNLOAD_BLOCK, store_call
 from glyphforge.storage.shard_cache import ShardCache
 from glyphforge.urls import redacted
 
@@ -112,10 +112,9 @@ class RemoteCache:
 
     def _read(self, listings: list[_Listing]) -> tuple[list[Entry], list[CacheProblem]]:
         """The complete entries and the problems of `scan`, from the listing ``listings``."""
-        manifests = [listing.location.child(MANIFEST) for listing in listings if MANIFEST in listing.sizes]
-        paths = [manifest.path for manifest in manifests]
-        texts = store_call(self.root, lambda: self.root.fs.cat(paths, on_error="return"),
-                           f"read the manifests under {self.root}") if paths else {}
+        names = [f"{listing.kind}/{listing.key}/{MANIFEST}" for listing in listings if MANIFEST in listing.sizes]
+        texts = store_call(self.root, lambda: self.root.backend.read_objects(names),
+                           f"read the manifests under {self.root}") if names else {}
         entries: list[Entry] = []
         shards = ShardCache(self.cache_dir)  # where their files would be fetched (nothing is, to list them)
         broken: list[CacheProblem] = []
@@ -125,7 +124,7 @@ class RemoteCache:
                 incomplete.append(CacheProblem(str(listing.location), UNFINISHED, INCOMPLETE))
                 continue
             manifest = listing.location.child(MANIFEST)
-            text = texts.get(manifest.path, b"")
+            text = texts.get(f"{listing.kind}/{listing.key}/{MANIFEST}", b"")
             try:
                 if isinstance(text, BaseException):
                     raise DamagedManifestError(f"unreadable ({text})")
@@ -198,26 +197,15 @@ class RemoteCache:
     def _listings(self) -> list[_Listing]:
         """One listing of the objects under ``<data dir>/cache``, grouped by entry folder ``<kind>/<key>``."""
         self.check_listable()
-        fs, root = self.root.fs, self.root.path.rstrip("/")
-
-        def find() -> dict[str, Any]:
-            fs.invalidate_cache(root)
-            try:
-                return dict(fs.find(root, detail=True))
-            except FileNotFoundError as error:
-                if is_missing_bucket(error):
-                    raise
-                return {}
-
-        found = store_call(self.root, find, f"list {self.root}")
+        found = store_call(self.root, self.root.backend.sizes_below, f"list {self.root}")
         listings: dict[tuple[str, str], _Listing] = {}
-        for path, info in found.items():
-            parts = path[len(root) + 1:].split("/") if path.startswith(root + "/") else []
+        for path, size in found.items():
+            parts = path.split("/")
             if len(parts) != 3 or not is_entry_folder(*parts[:2]) or parts[2].startswith(".") or not parts[2]:
                 continue  # not an entry's file <kind>/<key>/<name>: a lock, a staging or work folder's...
             kind, key, name = parts
             listing = listings.setdefault((kind, key), _Listing(kind, key, self.root.child(kind, key)))
-            listing.sizes[name] = int(info.get("size") or 0)
+            listing.sizes[name] = size
         return [listings[place] for place in sorted(listings)]
 
 
@@ -239,7 +227,7 @@ def _sha256(location: Location) -> str:
     """The sha256 of the object at ``location``, streamed (`DOWNLOAD_BLOCK` bytes in memory at a time)."""
     def stream() -> str:
         digest = hashlib.sha256()
-        with location.fs.open(location.path, "rb", block_size=DOWNLOAD_BLOCK) as opened:
+        with location.backend.open_read(DOWNLOAD_BLOCK) as opened:
             while block := opened.read(DOWNLOAD_BLOCK):
                 digest.update(block)
         return digest.hexdigest()

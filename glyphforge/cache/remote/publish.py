@@ -38,8 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fsspec.callbacks import Callback
-
 from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge._files import path_too_long, shown_path
@@ -138,7 +136,7 @@ def target_location(url: str | Location, storage_options: Mapping[str, Any] | No
         raise ValueError(f"{redacted(location.url)} is an {location.scheme}:// URL, which glyphforge only reads: "
                          "publish to object storage (s3://, gs://) or a file:// directory, and serve that over "
                          "HTTP if you wish")
-    location.fs  # noqa: B018 (raises UnsupportedURLError naming the extra to install; opens no connection)
+    location.backend.check_client()  # raises UnsupportedURLError naming the extra to install; opens no connection
     local = location.backend.local_path
     too_long = path_too_long(local) if local is not None else None
     if too_long:
@@ -316,7 +314,7 @@ def read_object(where: Location, doing: str) -> bytes | None:
     """
     with translated(where, doing, PUBLISHING):
         try:
-            data: bytes = where.fs.cat_file(where.path)
+            data = where.backend.read_whole()
         except IsADirectoryError:
             raise _not_ours(where, "a file") from None
         except FileNotFoundError as error:
@@ -405,7 +403,7 @@ def _upload_all(place: Location, sources: Mapping[str, Path], bar: tqdm) -> None
 def _uploader(place: Location, name: str, source: Path, bar: tqdm) -> Callable[[], None]:
     """A function uploading ``source`` as ``<place>/<name>``, so that no partial file is ever at that name."""
     options = _part_options(place, source.stat().st_size)
-    return lambda: upload_file(source, place.child(name), callback=_BarCallback(bar), **options)
+    return lambda: upload_file(source, place.child(name), sent=bar.update, **options)
 
 
 def _part_options(place: Location, size: int) -> dict[str, int]:
@@ -419,17 +417,6 @@ def _part_options(place: Location, size: int) -> dict[str, int]:
 def _part_bytes(size: int) -> int:
     """The part size of an ``s3://`` multipart upload of ``size`` bytes (:data:`PART_BYTES`, more past 10,000 parts)."""
     return max(PART_BYTES, math.ceil(size / MAX_PARTS))
-
-
-class _BarCallback(Callback):
-    """An fsspec callback that adds the bytes a store reports sent to a tqdm bar (which counts every file)."""
-
-    def __init__(self, bar: tqdm) -> None:
-        super().__init__()
-        self.bar = bar
-
-    def relative_update(self, inc: int = 1) -> None:
-        self.bar.update(inc)
 
 
 def _progress_bar(total: int, place: Location, progress: bool) -> tqdm:
