@@ -168,6 +168,7 @@ if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers 
     from glyphforge.scenes.spec import ScatteredGlyphs as ScatteredGlyphs
     from glyphforge.session import open_session as open_session
     from glyphforge.storage.backend import ReadOnlyStoreError as ReadOnlyStoreError
+    from glyphforge.storage.retries import RetryPolicy as RetryPolicy
     from glyphforge.storage.backends import register_backend as register_backend
     from glyphforge.urls import MalformedURLError as MalformedURLError
     from glyphforge.urls import UnsupportedURLError as UnsupportedURLError
@@ -229,6 +230,7 @@ _EXPORTS: dict[str, str] = {
     "PublishConflictError": "glyphforge.cache.remote.publish",
     "register_backend": "glyphforge.storage.backends",
     "ReadOnlyStoreError": "glyphforge.storage.backend",
+    "RetryPolicy": "glyphforge.storage.retries",
     "UnlistableDataDirError": "glyphforge.cache.remote.entries",
     "UnsupportedURLError": "glyphforge.urls",
     "MalformedURLError": "glyphforge.urls",

@@ -19,14 +19,6 @@ from glyphforge.errors import GlyphforgeError
 
 PACKAGE_DIR = Path(gf.__file__).resolve().parent
 
-#: Public control-flow signals another change of #44 makes private (its retry stack); each fails the root test
-#: until then. A name gone from the package drops out of the test by itself.
-MADE_PRIVATE_BY_THE_RETRY_STACK = {
-    "glyphforge.storage.read_failures.Transient", "glyphforge.storage.read_failures.Permanent",
-    "glyphforge.storage.read_failures.Short", "glyphforge.pipelines.http_source.SourceFailed",
-    "glyphforge.pipelines.http_source.Retryable",
-}
-
 #: Words an error name may not use for damaged data: it says Damaged (data missing may say Missing).
 OTHER_WORDS_FOR_DAMAGED = {"Corrupt", "Corrupted", "Broken", "Lost", "Bad", "Invalid", "Mangled", "Truncated"}
 
@@ -52,13 +44,7 @@ def public_exceptions() -> dict[str, type[BaseException]]:
 PUBLIC = public_exceptions()
 
 
-def _root_case(name: str) -> object:
-    marks = [pytest.mark.xfail(strict=True, reason="#44: a public retry signal, made private by the retry stack's "
-                                                   "change")] if name in MADE_PRIVATE_BY_THE_RETRY_STACK else []
-    return pytest.param(name, marks=marks, id=name)
-
-
-@pytest.mark.parametrize("name", [_root_case(name) for name in sorted(PUBLIC)])
+@pytest.mark.parametrize("name", sorted(PUBLIC))
 def test_every_public_exception_derives_from_the_root(name):
     assert issubclass(PUBLIC[name], GlyphforgeError), \
         f"{name} is public and outside the root: derive it from a family of glyphforge.errors, or name it _{name}"
