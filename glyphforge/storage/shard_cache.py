@@ -72,16 +72,24 @@ class ShardCache:
         The local cache dir (None: ``$GLYPHFORGE_CACHE_DIR``, else the user cache dir; see
         `glyphforge.config.local_cache_dir`).
     size
-        The size limit in bytes (or text such as ``"20GB"``); None: `default_cache_size`.
+        The size limit in bytes (or text such as ``"20GB"``); None: `default_cache_size`, read when a
+        write first needs it (a cache only listed or read never reads ``$GLYPHFORGE_CACHE_SIZE``).
     """
 
     def __init__(self, local_cache: PathLike | None = None, size: int | str | None = None) -> None:
         self.root = config.local_cache_dir(local_cache) / SHARDS
-        self.size = default_cache_size(self.root) if size is None else parse_size(size)
+        self._size = None if size is None else parse_size(size)
         self.options = {"cache_dir": None if local_cache is None else str(local_cache), "cache_size": size}
         """What it was opened with: a process unpickling a dataset opens its own with these (its own defaults)."""
         self._used: int | None = None  # bytes of shard files, counted at the first write, then kept up
         self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        """The size limit in bytes."""
+        if self._size is None:
+            self._size = default_cache_size(self.root)
+        return self._size
 
     def folder(self, kind: str, key: str) -> Path:
         """Where the pieces of entry ``kind``/``key`` are kept."""

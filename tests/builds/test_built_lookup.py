@@ -122,3 +122,12 @@ def test_a_target_naming_nothing_is_said_the_same_on_disk_and_at_a_url(built, da
     assert str(raised.value) == (f"no built dataset {target!r} in {where}: it is no built kind, and {why}. Give a "
                                  "built kind (test-lookup, test-single) or a cache key (prefix); it holds test-lookup, "
                                  "test-single")
+
+
+def test_a_lookup_at_a_url_sizes_the_shard_cache_by_the_size_given_not_the_environment(built, tmp_path,
+                                                                                        monkeypatch, s3_server):
+    url = s3_server.bucket() + "/data"
+    built[3].publish(url, progress=False)
+    monkeypatch.setenv("GLYPHFORGE_CACHE_SIZE", "not a size")  # read only when nothing is given
+    found = find_built("test-single", data_dir=url, cache_dir=tmp_path / "cache", cache_size="1GiB")
+    assert found.key == built[3].key and len(found) == 30
