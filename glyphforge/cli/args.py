@@ -77,29 +77,29 @@ def check_env_settings(env_data_dir: bool = True) -> None:
 
     ``$GLYPHFORGE_DATA_DIR`` (when ``env_data_dir``: no ``--data-dir`` was given) as ``--data-dir`` is
     checked (`checked_data_dir`); ``$GLYPHFORGE_MIRROR`` as
-    ``--mirror`` (`mirror`); the sizes (`glyphforge.config.size_from_env`) and ``$GLYPHFORGE_LOCK_TIMEOUT``
-    (`glyphforge.config.lock_timeout`) as the library reads them.
+    ``--mirror`` (`mirror`); the sizes and ``$GLYPHFORGE_LOCK_TIMEOUT`` as the library reads them
+    (`glyphforge.config`'s settings).
 
     Raises
     ------
     UsageError
         Naming the variable, what is wrong with its value and what to do.
     """
-    text = config.data_dir_from_env()
+    text = config.data_dir_setting()
     if text and env_data_dir:
         try:
-            checked_data_dir(text, fix=f"set ${config.ENV_DATA_DIR} to a directory (it is made if missing), or "
+            checked_data_dir(str(text), fix=f"set ${config.ENV_DATA_DIR} to a directory (it is made if missing), or "
                                        "give --data-dir, or unset it for the user data dir")
         except UsageError as error:
             raise UsageError(f"${config.ENV_DATA_DIR}: {error}") from None
-    for base in config.mirrors_from_env():
+    for base in config.mirror_setting():
         try:
             check_mirror(base)
         except UnsupportedURLError as error:
             raise UsageError(f"${config.ENV_MIRROR}: {error}") from None
     try:
-        for name in config.SIZE_VARIABLES:
-            config.size_from_env(name)
+        config.decoded_budget_setting()
+        config.cache_size_setting()
         config.lock_timeout()
     except ValueError as error:
         raise UsageError(str(error)) from None
