@@ -64,40 +64,40 @@ if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers 
     from glyphforge.datasets.emnist import (
         prepare_emnist as prepare_emnist,
     )
-    from glyphforge.datasets.mnist_family import (
-        KMNIST as KMNIST,
-    )
-    from glyphforge.datasets.mnist_family import (
-        MNIST as MNIST,
-    )
-    from glyphforge.datasets.mnist_family import (
+    from glyphforge.datasets.fashion_mnist import (
         FashionMNIST as FashionMNIST,
     )
-    from glyphforge.datasets.mnist_family import (
+    from glyphforge.datasets.fashion_mnist import (
         fashion_mnist_classes as fashion_mnist_classes,
     )
-    from glyphforge.datasets.mnist_family import (
-        kmnist_classes as kmnist_classes,
-    )
-    from glyphforge.datasets.mnist_family import (
+    from glyphforge.datasets.fashion_mnist import (
         load_fashion_mnist as load_fashion_mnist,
     )
-    from glyphforge.datasets.mnist_family import (
-        load_kmnist as load_kmnist,
-    )
-    from glyphforge.datasets.mnist_family import (
-        load_mnist as load_mnist,
-    )
-    from glyphforge.datasets.mnist_family import (
-        mnist_classes as mnist_classes,
-    )
-    from glyphforge.datasets.mnist_family import (
+    from glyphforge.datasets.fashion_mnist import (
         prepare_fashion_mnist as prepare_fashion_mnist,
     )
-    from glyphforge.datasets.mnist_family import (
+    from glyphforge.datasets.kmnist import (
+        KMNIST as KMNIST,
+    )
+    from glyphforge.datasets.kmnist import (
+        kmnist_classes as kmnist_classes,
+    )
+    from glyphforge.datasets.kmnist import (
+        load_kmnist as load_kmnist,
+    )
+    from glyphforge.datasets.kmnist import (
         prepare_kmnist as prepare_kmnist,
     )
-    from glyphforge.datasets.mnist_family import (
+    from glyphforge.datasets.mnist import (
+        MNIST as MNIST,
+    )
+    from glyphforge.datasets.mnist import (
+        load_mnist as load_mnist,
+    )
+    from glyphforge.datasets.mnist import (
+        mnist_classes as mnist_classes,
+    )
+    from glyphforge.datasets.mnist import (
         prepare_mnist as prepare_mnist,
     )
     from glyphforge.datasets.omniglot.dataset import (

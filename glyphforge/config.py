@@ -15,14 +15,20 @@ here, so the rules are in one place:
   a data dir that is a URL (``s3://...``) is never taken for a path (`data_dir` refuses it);
 * the wait for a cache entry or a download another process is making: the explicit
   ``lock_timeout``, else ``$GLYPHFORGE_LOCK_TIMEOUT`` (seconds), else an hour;
-* the sizes ``$GLYPHFORGE_DECODED_BUDGET`` (automatic decoded copies) and
-  ``$GLYPHFORGE_CACHE_SIZE`` (the local shard cache), read by `size_from_env`.
+* the mirrors (`mirror_setting`): those given, then ``$GLYPHFORGE_MIRROR``'s; offline mode
+  (`offline_setting`): ``offline``, else ``$GLYPHFORGE_OFFLINE``;
+* the sizes: ``decoded_budget=``, else ``$GLYPHFORGE_DECODED_BUDGET`` (automatic decoded copies:
+  `decoded_budget_setting`), and ``$GLYPHFORGE_CACHE_SIZE`` (the local shard cache: `cache_size_setting`).
+
+No other module reads the environment for these (``tests/test_environment.py`` checks it): what needs
+a setting calls its function here with what it was given.
 """
 from __future__ import annotations
 
 import math
 import numbers
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import platformdirs
@@ -40,8 +46,6 @@ ENV_CACHE_DIR = "GLYPHFORGE_CACHE_DIR"
 ENV_DECODED_BUDGET = "GLYPHFORGE_DECODED_BUDGET"
 #: The size limit of the local shard cache (`glyphforge.storage.shard_cache`).
 ENV_CACHE_SIZE = "GLYPHFORGE_CACHE_SIZE"
-#: The size variables `size_from_env` reads.
-SIZE_VARIABLES = (ENV_DECODED_BUDGET, ENV_CACHE_SIZE)
 #: Seconds a process waits for a cache entry or a download that another process is making, unless told otherwise.
 DEFAULT_LOCK_TIMEOUT = 3600.0
 
@@ -64,7 +68,7 @@ def data_dir(data_dir: PathLike | None = None) -> Path:
         from the current directory now (symbolic links are kept, not resolved).
     """
     chosen: PathLike = data_dir if data_dir is not None else (
-        data_dir_from_env() or platformdirs.user_data_dir("glyphforge", appauthor=False))
+        data_dir_setting() or platformdirs.user_data_dir("glyphforge", appauthor=False))
     where = "" if data_dir is not None else f" (from ${ENV_DATA_DIR})"
     place = _local_place(chosen, f"the data dir{where}")
     if place is None:
@@ -92,7 +96,7 @@ def data_dir_on_disk() -> Path | None:
     For what only guards or uses a local data dir when there is one (the export's refusals, a
     place for numba's cache), and must not fail because the data dir lies in object storage.
     """
-    text = data_dir_from_env() or ""
+    text = data_dir_setting() or ""
     try:
         return data_dir() if _local_place(text, "the data dir") is not None else None
     except UnsupportedURLError:  # a URL glyphforge does not take: what reads the data dir says so
@@ -124,24 +128,57 @@ def cache_dir(data_dir_: PathLike | None = None) -> Path:
     return data_dir(data_dir_) / "cache"
 
 
-def mirrors_from_env() -> tuple[str, ...]:
-    """Return the mirror base URLs listed (space-separated) in ``$GLYPHFORGE_MIRROR``."""
-    return tuple(os.environ.get(ENV_MIRROR, "").split())
+def mirror_setting(given: Iterable[str] = ()) -> tuple[str, ...]:
+    """Return the mirror bases: ``given``, then those listed (space-separated) in ``$GLYPHFORGE_MIRROR``, without
+    repeats."""
+    return tuple(dict.fromkeys([*given, *os.environ.get(ENV_MIRROR, "").split()]))
 
 
-def offline_from_env() -> bool:
-    """Return True when ``$GLYPHFORGE_OFFLINE`` forbids network access."""
+def offline_setting(given: bool | None = None) -> bool:
+    """Return ``given``, else whether ``$GLYPHFORGE_OFFLINE`` forbids network access."""
+    if given is not None:
+        return given
     return os.environ.get(ENV_OFFLINE, "").strip().lower() in _TRUE_WORDS
 
 
-def data_dir_from_env() -> str | None:
-    """The data dir in ``$GLYPHFORGE_DATA_DIR`` as written (a path or a URL); None when it is unset or empty."""
-    return os.environ.get(ENV_DATA_DIR) or None
+def data_dir_setting(given: PathLike | None = None) -> PathLike | None:
+    """The data dir as set: ``given``, else ``$GLYPHFORGE_DATA_DIR`` as written (a path or a URL); None when neither
+    is (the user data dir)."""
+    return given if given is not None else (os.environ.get(ENV_DATA_DIR) or None)
 
 
-def size_from_env(name: str) -> tuple[int, str] | None:
-    """The bytes of the size in the variable ``name`` (one of `SIZE_VARIABLES`) and its text; None when it is unset
-    or blank.
+def decoded_budget_setting(given: int | str | None = None) -> tuple[int, str] | None:
+    """The budget of automatic decoded copies set by ``given`` (``decoded_budget=``), else by
+    ``$GLYPHFORGE_DECODED_BUDGET``, with where it comes from; None: neither (the copy's own default).
+
+    Raises
+    ------
+    ValueError
+        Either is not a size (see `glyphforge.textfmt.parse_size`).
+    """
+    if given is not None:
+        try:
+            return parse_size(given), f"decoded_budget={given!r}"
+        except ValueError as error:
+            raise ValueError(f"decoded_budget: {error}") from None
+    budget = _size_from_env(ENV_DECODED_BUDGET)
+    return None if budget is None else (budget[0], f"${ENV_DECODED_BUDGET}={budget[1]}")
+
+
+def cache_size_setting() -> int | None:
+    """The bytes of ``$GLYPHFORGE_CACHE_SIZE``, the local shard cache's limit; None when it is unset or blank.
+
+    Raises
+    ------
+    ValueError
+        It is not a size; the message names the variable.
+    """
+    chosen = _size_from_env(ENV_CACHE_SIZE)
+    return None if chosen is None else chosen[0]
+
+
+def _size_from_env(name: str) -> tuple[int, str] | None:
+    """The bytes of the size in the variable ``name`` and its text; None when it is unset or blank.
 
     Raises
     ------

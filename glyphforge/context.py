@@ -134,14 +134,14 @@ class DataContext:
             raise TypeError(f"context must be a glyphforge.DataContext, got {type(context).__name__}: build one with "
                             "glyphforge.DataContext.resolve(data_dir=..., mirrors=..., offline=...)")
         if context is None:  # the environment's and the defaults
-            chosen = data_dir if data_dir is not None else config.data_dir_from_env()
+            chosen = data_dir if data_dir is not None else config.data_dir_setting()
             try:
                 place = _place(chosen, storage_options, cache_dir)
             except UnsupportedURLError as error:
                 if data_dir is not None:
                     raise
                 raise type(error)(f"${config.ENV_DATA_DIR}: {error}") from None
-            context = cls(mirrors=config.mirrors_from_env(), offline=config.offline_from_env(), **place)
+            context = cls(mirrors=config.mirror_setting(), offline=config.offline_setting(), **place)
         elif data_dir is not None or storage_options is not None or cache_dir is not None:
             kept = data_dir is None  # the context's data dir, with other options or another local cache
             chosen = (context.remote.url if context.remote else context.data_dir) if kept else data_dir

@@ -4,7 +4,6 @@ import platformdirs
 import pytest
 
 from glyphforge import config
-from glyphforge.builds.decoded_copy.source import budget_setting
 from glyphforge.cache import CacheStore
 from glyphforge.storage.shard_cache import ShardCache
 
@@ -32,10 +31,10 @@ def test_layout_under_data_dir(tmp_path):
 
 def test_mirror_and_offline_variables(monkeypatch):
     monkeypatch.setenv("GLYPHFORGE_MIRROR", " file:///a  https://b/c ")
-    assert config.mirrors_from_env() == ("file:///a", "https://b/c")
-    assert config.offline_from_env() is False
+    assert config.mirror_setting() == ("file:///a", "https://b/c")
+    assert config.offline_setting() is False
     monkeypatch.setenv("GLYPHFORGE_OFFLINE", "1")
-    assert config.offline_from_env() is True
+    assert config.offline_setting() is True
 
 
 def test_lock_timeout_explicit_then_environment_then_an_hour(monkeypatch):
@@ -78,9 +77,9 @@ def test_a_data_dir_url_with_a_password_is_refused_without_showing_it(url):
 HUGE = "9" * 400
 #: Every size or number setting: ``{setting: (its variable or None, the call reading it given its value)}``.
 NUMBER_SETTINGS = {
-    "decoded_budget=": (None, lambda value: budget_setting(value)),
-    "decoded_budget= (an int)": (None, lambda value: budget_setting(int(value))),
-    "$GLYPHFORGE_DECODED_BUDGET": ("GLYPHFORGE_DECODED_BUDGET", lambda value: budget_setting(None)),
+    "decoded_budget=": (None, lambda value: config.decoded_budget_setting(value)),
+    "decoded_budget= (an int)": (None, lambda value: config.decoded_budget_setting(int(value))),
+    "$GLYPHFORGE_DECODED_BUDGET": ("GLYPHFORGE_DECODED_BUDGET", lambda value: config.decoded_budget_setting(None)),
     "cache_size=": (None, lambda value: ShardCache(size=value)),
     "$GLYPHFORGE_CACHE_SIZE": ("GLYPHFORGE_CACHE_SIZE", lambda value: ShardCache()),
     "evict(max_size)": (None, lambda value: CacheStore(config.cache_dir()).evict(value)),

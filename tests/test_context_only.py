@@ -63,9 +63,9 @@ CONTRACTS: dict[str, str] = {
     "glyphforge.datasets.classes.load:glyph_images": "scenes' glyph source, resolves data_dir once",
     "glyphforge.datasets.omniglot.dataset:glyph_images": "scenes' glyph source, resolves data_dir once",
     "glyphforge.datasets.emnist:glyph_images": "scenes' glyph source, resolves data_dir once",
-    "glyphforge.datasets.mnist_family:mnist_glyph_images": "scenes' glyph source, resolves data_dir once",
-    "glyphforge.datasets.mnist_family:fashion_mnist_glyph_images": "scenes' glyph source, resolves data_dir once",
-    "glyphforge.datasets.mnist_family:kmnist_glyph_images": "scenes' glyph source, resolves data_dir once",
+    "glyphforge.datasets.mnist:mnist_glyph_images": "scenes' glyph source, resolves data_dir once",
+    "glyphforge.datasets.fashion_mnist:fashion_mnist_glyph_images": "scenes' glyph source, resolves data_dir once",
+    "glyphforge.datasets.kmnist:kmnist_glyph_images": "scenes' glyph source, resolves data_dir once",
     # A scene shard's scenes before they are cut into crops: make_shard's data_dir, handed on (the spec protocol).
     "glyphforge.scenes.spec:ScatteredGlyphs._scenes": "spec protocol: make_shard's data_dir, before crops",
     # torchvision's root and glyphforge's data_dir, one of which a constructor takes: resolved into one before the

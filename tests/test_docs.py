@@ -84,7 +84,7 @@ def test_every_rendered_signature_is_the_objects_own(site):
             assert api_docs.parsed(rendered) == api_docs.described(found), \
                 f"{page.parent.name}: {path}\nrendered: {' '.join(rendered.split())}\ninspect:  {found}"
             checked.append(path)
-    assert {"glyphforge.datasets.mnist_family.load_mnist", "glyphforge.builds.reading.dataset.BuiltDataset.stream",
+    assert {"glyphforge.datasets.mnist.load_mnist", "glyphforge.builds.reading.dataset.BuiltDataset.stream",
             "glyphforge.builds.reading.dataset.BuiltDataset", "glyphforge.datasets.emnist.EMNIST"} <= set(checked)
 
 

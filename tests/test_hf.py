@@ -12,7 +12,7 @@ import pytest
 
 from glyphforge import hf
 from glyphforge.datasets.classes.declaration import DECLARATIONS
-from glyphforge.datasets.mnist_family import FashionMNIST, prepare_fashion_mnist
+from glyphforge.datasets.fashion_mnist import FashionMNIST, prepare_fashion_mnist
 from glyphforge.errors import ArgumentError
 
 from support.synthetic_mnist import ALL_FILES, write_synthetic_mnist

@@ -25,8 +25,8 @@ from glyphforge.builds import ARRAYS_FILE
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import backgrounds
-from glyphforge.datasets.mnist_family import load_mnist, prepare_mnist
-from glyphforge.datasets.mnist_files import class_file_name
+from glyphforge.datasets.classes.mnist_form import class_file_name
+from glyphforge.datasets.mnist import load_mnist, prepare_mnist
 from glyphforge.pipelines.download import fetch
 
 from support.copy_backends import built_rows, fresh_build  # noqa: F401 (fixture)

@@ -95,7 +95,7 @@ def test_what_type_checkers_read_of_a_made_method_is_its_runtime_signature():
     kinds, defaults and annotations, so the two cannot drift."""
     methods = _checking_only_methods()
     assert {(module, name) for module, name, _ in methods} >= {
-        ("glyphforge.datasets.emnist", "EMNIST"), ("glyphforge.datasets.mnist_family", "MNISTFamilyDataset")}
+        ("glyphforge.datasets.emnist", "EMNIST"), ("glyphforge.datasets.classes.mnist_form", "MNISTFamilyDataset")}
     for module, name, method in methods:
         runtime = inspect.signature(getattr(getattr(importlib.import_module(module), name), method.name))
         arguments = method.args

@@ -1,17 +1,16 @@
-"""Argument types and the scene options shared by the ``glyphforge`` command's parsers.
+"""Argument types shared by the ``glyphforge`` command's parsers, and the scene options put together.
 
 ``add_option`` turns a dataset's typed `Option` (`glyphforge.cli.dataset_options`) into an
-argparse argument: the one place that does. ``add_scene_arguments`` adds every
-`ScatteredGlyphs` field as an option whose default is the spec's own (shown in ``--help``;
-an option not given is not passed), plus each glyph dataset's ``build scenes`` options, and
-``scene_spec`` turns the parsed options into the spec.
+argparse argument: the one place that does. The scene options live in `glyphforge.scenes.arguments`;
+``add_scene_arguments`` adds them with the glyph datasets' own (``--glyph-option``, each dataset's
+``build scenes`` options), and ``scene_spec`` gives those to the scenes' spec.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,29 +76,29 @@ def check_env_settings(env_data_dir: bool = True) -> None:
 
     ``$GLYPHFORGE_DATA_DIR`` (when ``env_data_dir``: no ``--data-dir`` was given) as ``--data-dir`` is
     checked (`checked_data_dir`); ``$GLYPHFORGE_MIRROR`` as
-    ``--mirror`` (`mirror`); the sizes (`glyphforge.config.size_from_env`) and ``$GLYPHFORGE_LOCK_TIMEOUT``
-    (`glyphforge.config.lock_timeout`) as the library reads them.
+    ``--mirror`` (`mirror`); the sizes and ``$GLYPHFORGE_LOCK_TIMEOUT`` as the library reads them
+    (`glyphforge.config`'s settings).
 
     Raises
     ------
     UsageError
         Naming the variable, what is wrong with its value and what to do.
     """
-    text = config.data_dir_from_env()
+    text = config.data_dir_setting()
     if text and env_data_dir:
         try:
-            checked_data_dir(text, fix=f"set ${config.ENV_DATA_DIR} to a directory (it is made if missing), or "
+            checked_data_dir(str(text), fix=f"set ${config.ENV_DATA_DIR} to a directory (it is made if missing), or "
                                        "give --data-dir, or unset it for the user data dir")
         except UsageError as error:
             raise UsageError(f"${config.ENV_DATA_DIR}: {error}") from None
-    for base in config.mirrors_from_env():
+    for base in config.mirror_setting():
         try:
             check_mirror(base)
         except UnsupportedURLError as error:
             raise UsageError(f"${config.ENV_MIRROR}: {error}") from None
     try:
-        for name in config.SIZE_VARIABLES:
-            config.size_from_env(name)
+        config.decoded_budget_setting()
+        config.cache_size_setting()
         config.lock_timeout()
     except ValueError as error:
         raise UsageError(str(error)) from None
@@ -184,20 +183,6 @@ def positive(text: str) -> int:
     return value
 
 
-def fraction_range(text: str) -> tuple[float, float]:
-    """Parse ``'0,0.8'`` into ``(0.0, 0.8)`` (argparse type)."""
-    try:
-        first, stop = (float(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"give two fractions separated by a comma, e.g. 0,0.8; got {text!r}") from None
-    return first, stop
-
-
-def names(text: str) -> list[str]:
-    """Split a list given as one argument: by commas, or by spaces."""
-    return [name for name in text.replace(",", " ").split() if name]
-
-
 def add_option(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup, option: Option, dest: str,
     help_text: str | None = None,
@@ -237,51 +222,19 @@ def option_value(option: Option, text: str) -> Any:
 
 def add_scene_arguments(parser: argparse.ArgumentParser, make_spec: Any = None,
                         preset_fields: dict[str, Any] | None = None) -> None:
-    """The options of `ScatteredGlyphs`; an option not given keeps the spec's default (shown in --help).
+    """Add the scene options (`glyphforge.scenes.arguments.add_scene_arguments`) with the glyph datasets' own:
+    ``--glyph-option NAME=VALUE`` and each dataset's ``build scenes`` options (``--emnist-split``...)."""
+    from glyphforge.scenes.arguments import add_scene_arguments as add_scenes
 
-    ``make_spec(n_examples, **fields)`` makes the spec (`scene_spec`): ``ScatteredGlyphs``, or a
-    preset (`glyphforge.scenes.presets`), whose ``preset_fields`` --help then shows as the defaults.
-    """
-    from glyphforge.scenes.arguments import add_part_arguments
-    from glyphforge.scenes.sources import glyph_sources
-    from glyphforge.scenes.spec import ScatteredGlyphs
+    def add_glyph_options(parser: argparse.ArgumentParser, option: Callable[..., None]) -> None:
+        option("--glyph-option", "a keyword of the glyph dataset (repeatable), e.g. split=letters for EMNIST",
+               shown="the dataset's", action="append", dest="glyph_options", type=name_value, metavar="NAME=VALUE")
+        for dataset, glyph_option in _scene_options():
+            value = "..." if glyph_option.many else glyph_option.metavar or glyph_option.param.upper()
+            short = f"short for --glyph-option {glyph_option.param}={value}"
+            add_option(parser, glyph_option, _scene_dest(dataset, glyph_option), f"{glyph_option.help} ({short})")
 
-    defaults = {spec_field.name: spec_field.default for spec_field in dataclasses.fields(ScatteredGlyphs)}
-    defaults.update(preset_fields or {})
-    parser.set_defaults(make_spec=make_spec or ScatteredGlyphs, default_glyphs=defaults["glyphs"])
-
-    def option(flag: str, help_text: str, shown: Any = None, **settings: Any) -> None:
-        default = defaults.get(flag[2:].replace("-", "_")) if shown is None else shown
-        if isinstance(default, tuple) and len(default) == 2 and all(isinstance(side, int) for side in default):
-            default = "x".join(map(str, default))  # a shape, as it is typed
-        parser.add_argument(flag, default=argparse.SUPPRESS, help=f"{help_text} (default: {default})", **settings)
-
-    parser.add_argument("--n-examples", type=int, default=10_000, help="number of scenes (default: 10000)")
-    option("--image-shape", "scene size", type=parse_shape, metavar="HxW")
-    option("--glyphs", "glyph source", choices=glyph_sources())
-    option("--characters", "characters as one string (EMNIST, MNIST, font: e.g. 0123456789), class names separated "
-           "by commas (e.g. 'T-shirt/top,Ankle boot'), or Omniglot classes separated by spaces (e.g. 'Latin,1 "
-           "Latin,2')", shown="all")
-    option("--glyph-option", "a keyword of the glyph dataset (repeatable), e.g. split=letters for EMNIST",
-           shown="the dataset's", action="append", dest="glyph_options", type=name_value, metavar="NAME=VALUE")
-    for dataset, glyph_option in _scene_options():
-        value = "..." if glyph_option.many else glyph_option.metavar or glyph_option.param.upper()
-        short = f"short for --glyph-option {glyph_option.param}={value}"
-        add_option(parser, glyph_option, _scene_dest(dataset, glyph_option), f"{glyph_option.help} ({short})")
-    option("--glyph-shape", "glyph size", type=parse_shape, metavar="HxW")
-    option("--glyph-shape-jitter", "vary each glyph's size by up to this fraction, e.g. 0.2", type=float)
-    option("--glyph-example-range", "use only the fraction [A, B) of each class's images, e.g. 0,0.8 for "
-           "training scenes", type=fraction_range, metavar="A,B")
-    option("--min-glyphs", "fewest glyphs in a scene", type=int)
-    option("--max-glyphs", "most glyphs in a scene", type=int)
-    option("--max-overlap", "largest allowed box overlap, as a fraction of a box", type=float)
-    option("--backgrounds", "none (black), all, hard, or background names separated by commas", shown="none")
-    option("--background-colours", "flat background colours to mix in, separated by commas (e.g. navy,#203040)",
-           shown="none", type=names, metavar="COLOURS")
-    option("--colours", "glyph colours, separated by commas", shown="white", type=names, metavar="COLOURS")
-    add_part_arguments(option, parse_shape)
-    option("--seed", "seed of every random choice", type=int)
-    option("--shard-size", "scenes per shard", type=int)
+    add_scenes(parser, parse_shape, add_glyph_options, make_spec, preset_fields)
 
 
 def _scene_options() -> list[tuple[str, Option]]:
@@ -296,32 +249,16 @@ def _scene_dest(dataset: str, option: Option) -> str:
 
 
 def scene_spec(args: argparse.Namespace) -> Any:
-    """Return the `ScatteredGlyphs` the parsed options describe (the options not given keep its defaults)."""
-    from glyphforge.scenes.spec import ScatteredGlyphs
+    """Return the spec the parsed scene options describe (`glyphforge.scenes.arguments.scene_spec`), with the glyph
+    datasets' own options given."""
+    from glyphforge.scenes.arguments import scene_spec as spec
 
-    fields = {spec_field.name for spec_field in dataclasses.fields(ScatteredGlyphs)}
-    given = {name: value for name, value in vars(args).items() if name in fields}
-    glyphs = given.get("glyphs", args.default_glyphs)
-    options = dict(given.pop("glyph_options", []))
+    shorthands: dict[str, dict[str, Any]] = {}
     for dataset, option in _scene_options():
         value = getattr(args, _scene_dest(dataset, option), None)
-        if value is not None and glyphs == dataset:  # a shorthand applies to its own dataset only
-            options.setdefault(option.param, value)
-    if options:
-        given["glyph_options"] = options
-    if "characters" in given and glyphs == "omniglot":  # Omniglot's names hold commas: separated by spaces
-        given["characters"] = given["characters"].split()
-    elif "characters" in given and "," in given["characters"]:  # names such as Fashion-MNIST's, by commas
-        given["characters"] = [name.strip() for name in given["characters"].split(",") if name.strip()]
-    backgrounds = given.get("backgrounds")
-    if backgrounds is not None and backgrounds.lower() == "none":
-        given["backgrounds"] = None
-    elif backgrounds not in (None, "all", "hard"):
-        given["backgrounds"] = names(backgrounds)
-    for name in ("colours", "background_colours"):
-        if name in given:
-            given[name] = tuple(given[name])
-    return args.make_spec(args.n_examples, **{name: value for name, value in given.items() if name != "n_examples"})
+        if value is not None:
+            shorthands.setdefault(dataset, {})[option.param] = value
+    return spec(args, shorthands)
 
 
 def name_value(text: str) -> tuple[str, Any]:

@@ -350,11 +350,11 @@ BUILT_IN = (
         resources="glyphforge.datasets.backgrounds:RESOURCES",
         needs="glyphforge.datasets.backgrounds:needed",
     ),
-    declared("mnist", "MNIST handwritten digits 0-9 (LeCun's IDX files)", "glyphforge.datasets.mnist_family", "MNIST"),
+    declared("mnist", "MNIST handwritten digits 0-9 (LeCun's IDX files)", "glyphforge.datasets.mnist", "MNIST"),
     declared("fashion-mnist", "Fashion-MNIST: Zalando's clothes and shoes in MNIST's form (10 classes)",
-             "glyphforge.datasets.mnist_family", "FashionMNIST"),
+             "glyphforge.datasets.fashion_mnist", "FashionMNIST"),
     declared("kmnist", "Kuzushiji-MNIST: ten cursive Japanese kana in MNIST's form",
-             "glyphforge.datasets.mnist_family", "KMNIST"),
+             "glyphforge.datasets.kmnist", "KMNIST"),
 )
 
 for _record in BUILT_IN:

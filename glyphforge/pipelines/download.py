@@ -130,7 +130,7 @@ def fetch(
     target = dest_dir / resource.filename
     if _in_place(target, resource):
         return target
-    offline = config.offline_from_env() if offline is None else offline
+    offline = config.offline_setting(offline)
     tried, mirror_names = sources(resource, mirrors, offline)
     with ExitStack() as locked:
         try:

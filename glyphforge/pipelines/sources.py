@@ -58,7 +58,7 @@ def sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]] | str 
 
 def _mirror_sources(resource: Resource, mirrors: Iterable[str | os.PathLike[str]] | str | None) -> list[Source]:
     given = mirrors.split() if isinstance(mirrors, str) else [os.fspath(mirror) for mirror in mirrors or ()]
-    bases = list(dict.fromkeys([*given, *config.mirrors_from_env()]))
+    bases = config.mirror_setting(given)
     sources = []
     for base in bases:
         root = local_mirror(base)

@@ -1,14 +1,17 @@
-"""The command-line options of the scene parts (layout, distractors, tasks, motion, masks, crops).
+"""The command-line options of scenes: every `ScatteredGlyphs` field, and the spec the parsed options describe.
 
-``glyphforge build scenes`` and the preset commands (``glyphforge build moving-mnist``)
-add them through `add_part_arguments`, beside the options of scattered glyphs; each is
-named after its `ScatteredGlyphs` field (``--grid-shape`` for ``grid_shape``) and, when
-not given, leaves the field at the spec's (or the preset's) default.
+``glyphforge build scenes`` and the preset commands (``glyphforge build moving-mnist``) add
+them through `add_scene_arguments` (the scene parts' own through `add_part_arguments`); each
+is named after its `ScatteredGlyphs` field (``--grid-shape`` for ``grid_shape``) and, when not
+given, leaves the field at the spec's (or the preset's) default; `scene_spec` turns the parsed
+options into the spec. The command line (`glyphforge.cli.args`) assembles them: it gives the
+shape type and adds the glyph datasets' options (``--glyph-option``, ``--emnist-split``...).
 """
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
 #: ``option(flag, help, **argparse settings)``: adds an option whose default is the spec's own.
@@ -25,6 +28,99 @@ def pair(text: str) -> tuple[int, int]:
     if len(values) != 2 or min(values) < 0:
         raise argparse.ArgumentTypeError(f"give two integers >= 0 as AxB, e.g. 2x3; got {text!r}")
     return values[0], values[1]
+
+
+def names(text: str) -> list[str]:
+    """Split a list given as one argument: by commas, or by spaces."""
+    return [name for name in text.replace(",", " ").split() if name]
+
+
+def fraction_range(text: str) -> tuple[float, float]:
+    """Parse ``'0,0.8'`` into ``(0.0, 0.8)`` (argparse type)."""
+    try:
+        first, stop = (float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give two fractions separated by a comma, e.g. 0,0.8; got {text!r}") from None
+    return first, stop
+
+
+def add_scene_arguments(
+    parser: argparse.ArgumentParser, shape: Callable[[str], tuple[int, int]],
+    add_glyph_options: Callable[[argparse.ArgumentParser, AddOption], None], make_spec: Any = None,
+    preset_fields: dict[str, Any] | None = None,
+) -> None:
+    """Add the options of `ScatteredGlyphs`; an option not given keeps the spec's default (shown in --help).
+
+    ``shape`` parses a positive ``HxW``; ``add_glyph_options(parser, option)`` adds the glyph
+    datasets' options after ``--characters``. ``make_spec(n_examples, **fields)`` makes the spec
+    (`scene_spec`): ``ScatteredGlyphs``, or a preset (`glyphforge.scenes.presets`), whose
+    ``preset_fields`` --help then shows as the defaults.
+    """
+    from glyphforge.scenes.sources import glyph_sources  # here: the command line starts without the scenes' spec
+    from glyphforge.scenes.spec import ScatteredGlyphs
+
+    defaults = {spec_field.name: spec_field.default for spec_field in dataclasses.fields(ScatteredGlyphs)}
+    defaults.update(preset_fields or {})
+    parser.set_defaults(make_spec=make_spec or ScatteredGlyphs, default_glyphs=defaults["glyphs"])
+
+    def option(flag: str, help_text: str, shown: Any = None, **settings: Any) -> None:
+        default = defaults.get(flag[2:].replace("-", "_")) if shown is None else shown
+        if isinstance(default, tuple) and len(default) == 2 and all(isinstance(side, int) for side in default):
+            default = "x".join(map(str, default))  # a shape, as it is typed
+        parser.add_argument(flag, default=argparse.SUPPRESS, help=f"{help_text} (default: {default})", **settings)
+
+    parser.add_argument("--n-examples", type=int, default=10_000, help="number of scenes (default: 10000)")
+    option("--image-shape", "scene size", type=shape, metavar="HxW")
+    option("--glyphs", "glyph source", choices=glyph_sources())
+    option("--characters", "characters as one string (EMNIST, MNIST, font: e.g. 0123456789), class names separated "
+           "by commas (e.g. 'T-shirt/top,Ankle boot'), or Omniglot classes separated by spaces (e.g. 'Latin,1 "
+           "Latin,2')", shown="all")
+    add_glyph_options(parser, option)
+    option("--glyph-shape", "glyph size", type=shape, metavar="HxW")
+    option("--glyph-shape-jitter", "vary each glyph's size by up to this fraction, e.g. 0.2", type=float)
+    option("--glyph-example-range", "use only the fraction [A, B) of each class's images, e.g. 0,0.8 for "
+           "training scenes", type=fraction_range, metavar="A,B")
+    option("--min-glyphs", "fewest glyphs in a scene", type=int)
+    option("--max-glyphs", "most glyphs in a scene", type=int)
+    option("--max-overlap", "largest allowed box overlap, as a fraction of a box", type=float)
+    option("--backgrounds", "none (black), all, hard, or background names separated by commas", shown="none")
+    option("--background-colours", "flat background colours to mix in, separated by commas (e.g. navy,#203040)",
+           shown="none", type=names, metavar="COLOURS")
+    option("--colours", "glyph colours, separated by commas", shown="white", type=names, metavar="COLOURS")
+    add_part_arguments(option, shape)
+    option("--seed", "seed of every random choice", type=int)
+    option("--shard-size", "scenes per shard", type=int)
+
+
+def scene_spec(args: argparse.Namespace, shorthands: Mapping[str, Mapping[str, Any]]) -> Any:
+    """Return the spec the parsed options describe (the options not given keep its defaults).
+
+    ``shorthands``: ``{glyph dataset: {keyword: value}}``, the glyph datasets' own options given
+    (``--emnist-split letters``); only the chosen dataset's apply, under ``--glyph-option``'s.
+    """
+    from glyphforge.scenes.spec import ScatteredGlyphs
+
+    fields = {spec_field.name for spec_field in dataclasses.fields(ScatteredGlyphs)}
+    given = {name: value for name, value in vars(args).items() if name in fields}
+    glyphs = given.get("glyphs", args.default_glyphs)
+    options = dict(given.pop("glyph_options", []))
+    for param, value in shorthands.get(glyphs, {}).items():  # a shorthand applies to its own dataset only
+        options.setdefault(param, value)
+    if options:
+        given["glyph_options"] = options
+    if "characters" in given and glyphs == "omniglot":  # Omniglot's names hold commas: separated by spaces
+        given["characters"] = given["characters"].split()
+    elif "characters" in given and "," in given["characters"]:  # names such as Fashion-MNIST's, by commas
+        given["characters"] = [name.strip() for name in given["characters"].split(",") if name.strip()]
+    backgrounds = given.get("backgrounds")
+    if backgrounds is not None and backgrounds.lower() == "none":
+        given["backgrounds"] = None
+    elif backgrounds not in (None, "all", "hard"):
+        given["backgrounds"] = names(backgrounds)
+    for name in ("colours", "background_colours"):
+        if name in given:
+            given[name] = tuple(given[name])
+    return args.make_spec(args.n_examples, **{name: value for name, value in given.items() if name != "n_examples"})
 
 
 def add_part_arguments(option: AddOption, shape: Callable[[str], tuple[int, int]]) -> None:

@@ -11,12 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from glyphforge.datasets import registry
-
-#: The per-class dataset's glyphs.
-_GLYPHS = "glyphforge.datasets.classes.load:glyph_images"
-#: The per-class dataset's class names, known without any data.
-_CLASSES = "glyphforge.datasets.classes.args:class_names"
+from glyphforge import datasets
 
 
 @dataclass(frozen=True)
@@ -37,14 +32,14 @@ class GlyphDataset:
         data (EMNIST's splits), so scenes can refuse an unknown class before preparing anything.
     """
 
-    glyphs: registry.Ref
+    glyphs: datasets.Ref
     prepare: Mapping[str, Any] = field(default_factory=dict)
-    classes: registry.Ref | None = None
+    classes: datasets.Ref | None = None
 
 
 #: The glyph datasets that are not per-class, by name: glyphforge's own, and those registered at run time with
 #: the record they were registered for (a registration ends when that record is replaced or unregistered).
-_REGISTERED: dict[str, tuple[registry.DatasetRecord | None, GlyphDataset]] = {
+_REGISTERED: dict[str, tuple[datasets.DatasetRecord | None, GlyphDataset]] = {
     "omniglot": (None, GlyphDataset("glyphforge.datasets.omniglot.dataset:glyph_images", prepare={"method": "box"})),
 }
 
@@ -57,26 +52,24 @@ def register_glyphs(name: str, glyph_dataset: GlyphDataset) -> GlyphDataset:
     KeyError
         ``name`` is not registered (register its record first).
     """
-    _REGISTERED[name] = (registry.get(name), glyph_dataset)
+    _REGISTERED[name] = (datasets.get(name), glyph_dataset)
     return glyph_dataset
 
 
 def glyph_dataset(name: str) -> GlyphDataset | None:
     """Return how scenes draw glyphs from the registered dataset ``name``, or None when they cannot."""
-    if name not in registry.registered():
+    if name not in datasets.registered():
         return None
     record, registered = _REGISTERED.get(name, (None, None))
-    if registered is not None and record in (None, registry.get(name)):
+    if registered is not None and record in (None, datasets.get(name)):
         return registered
-    declaration = registry.declaration(name)
-    if declaration is None:
+    per_class = datasets.class_glyphs(name)
+    if per_class is None:
         return None
-    from glyphforge.datasets.classes.files import bind
-
-    return GlyphDataset(glyphs=bind(registry.resolve(_GLYPHS), name, f"{declaration.ident}_glyph_images"),
-                        classes=bind(registry.resolve(_CLASSES), name, f"{declaration.ident}_classes"))
+    glyphs, classes = per_class
+    return GlyphDataset(glyphs=glyphs, classes=classes)
 
 
 def glyph_datasets() -> list[str]:
     """Return the registered datasets scenes can draw glyphs from, sorted."""
-    return [name for name in registry.registered() if glyph_dataset(name) is not None]
+    return [name for name in datasets.registered() if glyph_dataset(name) is not None]

@@ -21,8 +21,7 @@ import numpy as np
 
 from glyphforge.cache import Entry
 from glyphforge.context import DataContext
-from glyphforge.datasets import registry
-from glyphforge.datasets.registry import dataset_part
+from glyphforge.datasets import dataset_part, needed, resolve
 from glyphforge.scenes import own_sources as own_files
 from glyphforge.scenes.glyph_datasets import GlyphDataset, glyph_dataset, glyph_datasets
 
@@ -100,7 +99,7 @@ def split_classes(glyphs: str, text: str, options: FrozenOptions) -> list[str]:
     command line: separated by commas).
     """
     part = _glyph_dataset(glyphs).classes if glyphs not in DRAWN else None
-    if part is not None and len(text) > 1 and text in registry.resolve(part)(**dict(options)):
+    if part is not None and len(text) > 1 and text in resolve(part)(**dict(options)):
         return [text]
     return list(text)
 
@@ -115,9 +114,7 @@ def check_names(
     preparing, still on the driver).
     """
     if backgrounds is not None:
-        from glyphforge.datasets.backgrounds import check_names as check_backgrounds
-
-        check_backgrounds(backgrounds)
+        needed("backgrounds", names=backgrounds)  # a ValueError names an unknown background
     if glyphs == SHAPES and characters is not None:
         from glyphforge.scenes.shapes import check_shape_names
 
@@ -126,7 +123,7 @@ def check_names(
         return
     part = _glyph_dataset(glyphs).classes
     if part is not None:
-        known = registry.resolve(part)(**dict(options))
+        known = resolve(part)(**dict(options))
         unknown = sorted(set(characters) - set(known))
         if unknown:
             settings = ", ".join(f"{name}={value!r}" for name, value in options) or "the default options"
@@ -191,7 +188,7 @@ def glyph_pool(
         if characters is None:
             raise ValueError(f"{glyphs} glyphs need their characters")
         return GlyphPool(class_names=characters)
-    source = functools.partial(registry.resolve(_glyph_dataset(glyphs).glyphs), context=context)
+    source = functools.partial(resolve(_glyph_dataset(glyphs).glyphs), context=context)
     images, labels, names = source(characters, example_range=example_range, shape=shape, **dict(options))
     order = np.argsort(labels, kind="stable")
     counts = np.bincount(labels, minlength=len(names)).astype(np.int64)

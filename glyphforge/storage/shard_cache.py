@@ -35,7 +35,6 @@ from pathlib import Path
 from glyphforge import config
 from glyphforge._checks import PathLike
 from glyphforge._files import atomic_path, writing
-from glyphforge.config import ENV_CACHE_SIZE
 from glyphforge.textfmt import human_size, parse_size
 
 __all__ = ["DEFAULT_CACHE_SIZE", "ShardCache", "default_cache_size"]
@@ -56,9 +55,9 @@ _FIX = ("give the local cache another directory (cache_dir=, or $GLYPHFORGE_CACH
 
 def default_cache_size(root: Path) -> int:
     """The size limit for a shard cache in ``root``: ``$GLYPHFORGE_CACHE_SIZE``, else the default (see above)."""
-    chosen = config.size_from_env(ENV_CACHE_SIZE)
+    chosen = config.cache_size_setting()
     if chosen is not None:
-        return chosen[0]
+        return chosen
     existing = next((folder for folder in (root, *root.parents) if folder.exists()), root.anchor or "/")
     return min(DEFAULT_CACHE_SIZE, int(shutil.disk_usage(existing).total * DISK_FRACTION))
 

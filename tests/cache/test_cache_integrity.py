@@ -46,8 +46,8 @@ from glyphforge.cache import (
 from glyphforge.cache.keys import entry_sha256
 from glyphforge.cache.manifest import DamagedManifestError, make_manifest, read_manifest
 from glyphforge.cache.safe_pickle import MIN_BUDGET
-from glyphforge.datasets.mnist_family import load_mnist
-from glyphforge.datasets.mnist_files import class_file_name
+from glyphforge.datasets.classes.mnist_form import class_file_name
+from glyphforge.datasets.mnist import load_mnist
 
 from support.specs import RowSpec
 from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist

@@ -38,7 +38,7 @@ TOY_MODULE = '''
 from glyphforge.datasets import registry
 from glyphforge.datasets.classes.declaration import Config, Declaration, declare
 from glyphforge.datasets.classes.files import record
-from glyphforge.datasets.mnist_files import read_files
+from glyphforge.datasets.classes.mnist_form import read_files
 from glyphforge.pipelines.resource import Resource
 
 TOY = declare(Declaration(

@@ -34,9 +34,10 @@ def test_the_mnist_family_differs_only_in_data():
         del shown["name"], shown["summary"], shown["resources"]
         shown["exports"] = shown["exports"][:-1]  # the map-style class: MNIST, FashionMNIST, KMNIST
 
-        def general(text: str) -> str:  # the dataset's name in an attribute's name: prepare_fashion_mnist
+        def general(text: str) -> str:  # the dataset's name in its module's and an attribute's: fashion_mnist
             module, colon, attribute = text.rpartition(":")
-            return module + colon + attribute.replace(ident, "X") if colon else text
+            return module.replace(ident, "X") + colon + attribute.replace(ident, "X") if colon else text.replace(
+                f"datasets.{ident}", "datasets.X")
 
         shown["exports"] = tuple(export.replace(ident, "X") for export in shown["exports"])
         return {key: general(value) if isinstance(value, str) else value for key, value in shown.items()}

@@ -1,4 +1,4 @@
-"""glyphforge.datasets.emnist_archive: NIST's layout, its validation, and the entries written from it."""
+"""glyphforge.datasets.emnist's archive: NIST's layout, its validation, and the entries written from it."""
 import gzip
 import hashlib
 
@@ -7,17 +7,18 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from glyphforge.datasets.emnist import EMNISTFormatError, prepare_emnist
-from glyphforge.datasets.emnist_archive import (
+from glyphforge.datasets.emnist import (
     EMNIST_ZIP,
     MAX_MAPPING_BYTES,
     N_IMAGES,
+    EMNISTFormatError,
+    class_file_name,
     count_cap,
     member_name,
     parse_mapping,
+    prepare_emnist,
     read_split,
 )
-from glyphforge.datasets.emnist_catalog import class_file_name
 from glyphforge.pipelines.archive import ArchiveError
 from glyphforge.pipelines.idx import CountCap, IDXError
 from glyphforge.pipelines.resize import resize

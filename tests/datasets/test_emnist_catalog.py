@@ -1,4 +1,4 @@
-"""glyphforge.datasets.emnist_catalog (splits, class names and files) and the selection of _class_files on EMNIST."""
+"""glyphforge.datasets.emnist's catalog (splits, class names and files) and the selection of _class_files on EMNIST."""
 import os
 
 import numpy as np
@@ -8,8 +8,7 @@ from glyphforge.cache import DamagedEntryFileError, MissingEntryFileError
 from glyphforge.datasets.classes import args as _class_args
 from glyphforge.datasets.classes.args import check_subset
 from glyphforge.datasets.classes.selection import Block, select
-from glyphforge.datasets.emnist import DATASET, load_emnist, prepare_emnist
-from glyphforge.datasets.emnist_catalog import class_file_name, first_label
+from glyphforge.datasets.emnist import DATASET, class_file_name, first_label, load_emnist, prepare_emnist
 
 BYCLASS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 

@@ -20,25 +20,13 @@ from glyphforge.builds.making.spec import SpecError
 from glyphforge.builds.reading.lookup import find_built
 from glyphforge.cache import CacheStore
 from glyphforge.cli.dataset_options import prepare_options
-from glyphforge.datasets import mnist_family, registry
+from glyphforge.datasets import fashion_mnist, kmnist, mnist, registry
 from glyphforge.datasets.class_names import ClassNames
 from glyphforge.datasets.classes.declaration import DECLARATIONS
-from glyphforge.datasets.mnist_family import (
-    DATASETS,
-    KMNIST,
-    MNIST,
-    FashionMNIST,
-    glyph_images,
-    load_dataset,
-    load_fashion_mnist,
-    load_kmnist,
-    load_mnist,
-    prepare_dataset,
-    prepare_kmnist,
-    prepare_mnist,
-    preview_examples,
-)
-from glyphforge.datasets.mnist_files import MNISTFormatError
+from glyphforge.datasets.classes.mnist_form import MNISTFamilyDataset, MNISTFormatError
+from glyphforge.datasets.fashion_mnist import FashionMNIST, load_fashion_mnist
+from glyphforge.datasets.kmnist import KMNIST, load_kmnist, prepare_kmnist
+from glyphforge.datasets.mnist import MNIST, load_mnist, prepare_mnist, preview_examples
 from glyphforge.pipelines.idx import IDXError
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError
 from glyphforge.scenes.glyph_datasets import glyph_dataset, glyph_datasets
@@ -51,6 +39,7 @@ from support.synthetic_mnist import (
     FILES,
     SyntheticMNIST,
     idx_file,
+    mnist_family,
     pinned,
     with_counts,
     write_synthetic_mnist,
@@ -65,7 +54,24 @@ CLASSES = {
 }
 COUNTS = (600, 100)
 #: The records as glyphforge ships them (upstream md5s and counts).
-UPSTREAM = dict(DATASETS)
+UPSTREAM = mnist_family()
+#: Each dataset's module.
+MODULES = {"mnist": mnist, "fashion-mnist": fashion_mnist, "kmnist": kmnist}
+
+
+def prepare_dataset(name: str, **options):
+    """``prepare_<name>(**options)``, through the registry."""
+    return registry.resolve(registry.get(name).prepare)(**options)
+
+
+def load_dataset(name: str, *args, **options):
+    """``load_<name>(*args, **options)``, through the registry."""
+    return registry.resolve(registry.get(name).load)(*args, **options)
+
+
+def glyph_images(name: str, *args, **options):
+    """``<name>_glyph_images(*args, **options)``: the glyphs scenes draw."""
+    return getattr(MODULES[name], f"{name.replace('-', '_')}_glyph_images")(*args, **options)
 
 
 @pytest.fixture(scope="module")
@@ -144,17 +150,17 @@ def test_the_three_datasets_are_registered_and_exported():
     for name in NAMES:
         record = registry.get(name)
         ident = name.replace("-", "_")
-        assert registry.resolve(record.prepare) is getattr(mnist_family, f"prepare_{ident}")
-        assert registry.resolve(record.load) is getattr(mnist_family, f"load_{ident}")
+        assert registry.resolve(record.prepare) is getattr(MODULES[name], f"prepare_{ident}")
+        assert registry.resolve(record.load) is getattr(MODULES[name], f"load_{ident}")
         assert registry.resolve(record.preview) is preview_examples
         glyphs = glyph_dataset(name)  # the scenes' part, read from the declaration
-        assert glyphs is not None and glyphs.glyphs.__name__ == getattr(mnist_family, f"{ident}_glyph_images").__name__
+        assert glyphs is not None and glyphs.glyphs.__name__ == getattr(MODULES[name], f"{ident}_glyph_images").__name__
         assert glyphs.classes is not None and registry.resolve(glyphs.classes)() == CLASSES[name]
-        assert record.default_resize == mnist_family.DEFAULT_METHOD == "box" and prepare_options(name) == ()
+        assert record.default_resize == mnist.DEFAULT_METHOD == "box" and prepare_options(name) == ()
     assert (glyphforge.load_mnist, glyphforge.load_fashion_mnist, glyphforge.load_kmnist) == (
         load_mnist, load_fashion_mnist, load_kmnist)
     assert (glyphforge.MNIST, glyphforge.FashionMNIST, glyphforge.KMNIST) == (MNIST, FashionMNIST, KMNIST)
-    assert all(issubclass(cls, mnist_family.MNISTFamilyDataset) for cls in (MNIST, FashionMNIST, KMNIST))
+    assert all(issubclass(cls, MNISTFamilyDataset) for cls in (MNIST, FashionMNIST, KMNIST))
     assert load_fashion_mnist.__name__ == "load_fashion_mnist" and "Fashion-MNIST" in load_fashion_mnist.__doc__
     assert list(__import__("inspect").signature(load_kmnist).parameters)[:3] == ["classes", "subset", "balance"]
     for name in NAMES:
@@ -361,15 +367,12 @@ def test_class_names_of_each_dataset(prepared, pin_synthetic):
         "ki", "wo"]
     x, _, classes = load_mnist("703", seed=2, data_dir=data_dir)
     assert classes == ["0", "3", "7"] and np.array_equal(x, load_mnist([7, 0, 3, 3], seed=2, data_dir=data_dir)[0])
-    assert mnist_family.fashion_mnist_classes() == CLASSES["fashion-mnist"]  # label order
+    assert fashion_mnist.fashion_mnist_classes() == CLASSES["fashion-mnist"]  # label order
     with pytest.raises(ValueError, match=r"^unknown Fashion-MNIST classes \['0', 'shirt'\]: its classes are "
                                          r"'T-shirt/top', 'Trouser', "):
         load_fashion_mnist(["shirt", 0], data_dir=data_dir)
     with pytest.raises(ValueError, match=r"^unknown KMNIST classes \['kiwo'\]"):
         load_kmnist("kiwo", data_dir=data_dir)
-    with pytest.raises(ValueError, match=r"^unknown MNIST-family dataset 'emnist': use one of mnist, fashion-mnist, "
-                                         r"kmnist$"):
-        load_dataset("emnist", "0")
     with pytest.raises(ValueError, match=r"subset 'val' is invalid: use one of all, train, test"):
         load_mnist("0", subset="val")
     with pytest.raises(ValueError, match=r"^classes is empty"):
@@ -424,7 +427,7 @@ def test_map_style_datasets(prepared, synthetic, pin_synthetic):
     assert repr(small) == f"KMNIST(subset='all', shape=(14, 14), {2 * len(o)} images, 2 classes)"
     assert sum(len(xb) for xb, _ in small.batches(batch_size=16)) == len(small)
     with pytest.raises(TypeError, match=r"^MNISTFamilyDataset is the base of MNIST, FashionMNIST and KMNIST"):
-        mnist_family.MNISTFamilyDataset()
+        MNISTFamilyDataset()
 
 
 # -- preview, glyphs, the command line ---------------------------------------------------------------
@@ -434,7 +437,7 @@ def test_preview_examples_and_glyph_images(prepared, pin_synthetic, name, tmp_pa
     images, labels = preview_examples(entries[name][0], 9, np.random.default_rng(0), data_dir)
     assert images.shape == (9, 28, 28) and len(labels) == 9 and set(labels) <= set(CLASSES[name])
     ident = name.replace("-", "_")
-    glyphs = getattr(mnist_family, f"{ident}_glyph_images")
+    glyphs = getattr(MODULES[name], f"{ident}_glyph_images")
     some = CLASSES[name][:3]
     for shape, example_range in [((14, 14), (0, 0.5)), (None, None)]:
         x, y, names = glyphs(some, example_range=example_range, shape=shape, data_dir=data_dir)
@@ -553,7 +556,7 @@ def test_scenes_refuse_an_unknown_class_before_any_fetch(tmp_path, monkeypatch, 
 
 def test_mnist_tries_lecuns_original_address_after_the_s3_copy():
 
-    files = DATASETS["mnist"].resources
+    files = UPSTREAM["mnist"].resources
     assert {name: (r.url, r.more_urls) for name, r in files.items()}["t10k-labels-idx1-ubyte.gz"] == (
         "https://ossci-datasets.s3.amazonaws.com/mnist/t10k-labels-idx1-ubyte.gz",
         ("http://yann.lecun.com/exdb/mnist/t10k-labels-idx1-ubyte.gz",),

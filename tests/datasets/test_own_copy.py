@@ -26,14 +26,15 @@ from glyphforge.cache.keys import cache_key
 from glyphforge.datasets import own_copies as _own_copy
 from glyphforge.datasets.classes import prepare as _class_prepare
 from glyphforge.datasets.classes.declaration import DECLARATIONS
-from glyphforge.datasets.mnist_family import DATASETS, load_fashion_mnist, load_mnist, prepare_mnist
+from glyphforge.datasets.fashion_mnist import load_fashion_mnist
+from glyphforge.datasets.mnist import load_mnist, prepare_mnist
 
 from support.cli import run_here
 from support.own_copy import OWN, own_warnings, place, prepare_cli
 from support.synthetic_emnist import gzip_bytes
-from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
+from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, mnist_family, write_synthetic_mnist
 
-UPSTREAM = dict(DATASETS)
+UPSTREAM = mnist_family()
 
 
 @pytest.fixture(scope="module")

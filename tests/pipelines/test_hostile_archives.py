@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from glyphforge.cli import prepare_data_main
-from glyphforge.datasets.emnist import EMNISTFormatError, prepare_emnist
-from glyphforge.datasets.emnist_archive import MAX_MAPPING_BYTES
+from glyphforge.datasets.emnist import MAX_MAPPING_BYTES, EMNISTFormatError, prepare_emnist
 from glyphforge.datasets.omniglot.archive import MAX_PNG_BYTES, MAX_PNG_PIXELS
 from glyphforge.datasets.omniglot.dataset import prepare_omniglot
 from glyphforge.pipelines.decode import ImageDecodeError
@@ -88,7 +87,7 @@ def prepare_command(zip_path: Path, data_dir: Path) -> tuple[dict, str]:
     """``prepare-data emnist --emnist-archive ZIP --no-verify -q`` in a child process, measured."""
     argv = ["emnist", "--emnist-archive", str(zip_path), "--no-verify", "-q", "--data-dir", str(data_dir)]
     return run_measured("glyphforge.cli:prepare_data_main", argv,
-                        preload=("glyphforge.datasets.emnist", "glyphforge.datasets.emnist_archive"))
+                        preload=("glyphforge.datasets.emnist",))
 
 
 @pytest.fixture(scope="module")

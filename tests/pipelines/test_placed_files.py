@@ -16,16 +16,16 @@ import pytest
 
 from glyphforge import config
 from glyphforge.cache import CacheStore
-from glyphforge.datasets import backgrounds, emnist, mnist_family, registry
+from glyphforge.datasets import backgrounds, emnist, mnist, registry
 from glyphforge.datasets.classes.declaration import DECLARATIONS
-from glyphforge.datasets.mnist_family import DATASETS
 from glyphforge.datasets.omniglot import dataset as omniglot
 from glyphforge.pipelines.resource import HashMismatchError, Resource
 
 from support.cli import run
 from support.http_server import LocalHTTPServer, http_server  # noqa: F401 (fixture)
-from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, write_synthetic_mnist
+from support.synthetic_mnist import ALL_FILES, SyntheticMNIST, mnist_family, write_synthetic_mnist
 
+DATASETS = mnist_family()
 MNIST = DATASETS["mnist"]
 TRAIN_IMAGES = "train-images-idx3-ubyte.gz"
 
@@ -106,7 +106,7 @@ def test_a_corrupted_download_is_still_removed(synthetic, tmp_path, http_server,
         http_server.add(f"mnist/{name}", synthetic.data(name))
     http_server.corrupt(f"mnist/{TRAIN_IMAGES}")
     with pytest.raises(HashMismatchError, match=r"; the bad download was deleted\n") as caught:
-        mnist_family.prepare_mnist(data_dir=tmp_path, progress=False)
+        mnist.prepare_mnist(data_dir=tmp_path, progress=False)
     assert caught.value.url == http_server.url(f"mnist/{TRAIN_IMAGES}")
     raw = config.raw_dir("mnist", tmp_path)
     assert visible_files(raw) == []  # neither the file nor its .part

@@ -15,7 +15,7 @@ import pytest
 from glyphforge import cli
 from glyphforge.cache import CacheStore
 from glyphforge.datasets.classes.declaration import DECLARATIONS
-from glyphforge.datasets.mnist_family import MNIST
+from glyphforge.datasets.mnist import MNIST
 from glyphforge.pipelines.download import fetch
 from glyphforge.pipelines.resource import DownloadError, HashMismatchError, Resource
 

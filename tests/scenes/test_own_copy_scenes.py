@@ -23,14 +23,13 @@ from glyphforge.cache import CacheStore
 from glyphforge.context import DataContext
 from glyphforge.datasets import own_copies as _own_copy
 from glyphforge.datasets.classes.files import DECLARATIONS
-from glyphforge.datasets.mnist_family import DATASETS
 
 from support.cli import run, run_here
 from support.own_copy import OWN, own_warnings, place, prepare_cli
 from support.s3_server import s3_server  # noqa: F401 (fixture)
-from support.synthetic_mnist import write_synthetic_mnist
+from support.synthetic_mnist import mnist_family, write_synthetic_mnist
 
-UPSTREAM = dict(DATASETS)
+UPSTREAM = mnist_family()
 OWN_SOURCES = "own_sources"  # the params naming the own files a build read
 SPEC = dict(glyphs="mnist", characters="01", image_shape=(24, 24), glyph_shape=(10, 10), max_glyphs=2, seed=5)
 CLI_SPEC = ["--glyphs", "mnist", "--characters", "01", "--image-shape", "24x24", "--glyph-shape", "10x10",

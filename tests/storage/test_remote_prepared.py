@@ -24,7 +24,8 @@ from glyphforge.cache.remote.pull_through import PullThrough
 from glyphforge.datasets import emnist
 from glyphforge.datasets.classes.declaration import DECLARATIONS
 from glyphforge.datasets.emnist import EMNIST, EMNIST_ZIP, load_emnist, prepare_emnist
-from glyphforge.datasets.mnist_family import DATASETS, MNIST, load_mnist, prepare_mnist
+from glyphforge.datasets.mnist import DATASET as MNIST_DATASET
+from glyphforge.datasets.mnist import MNIST, load_mnist, prepare_mnist
 from glyphforge.datasets.omniglot.dataset import load_omniglot, prepare_omniglot
 from glyphforge.storage import Location
 from glyphforge.storage.reads import RemoteAccessError
@@ -75,7 +76,7 @@ def mnist_dir(tmp_path_factory):
     """A local data dir holding MNIST 28x28 (synthetic files, pinned for the module as upstream's, as above)."""
     files = write_synthetic_mnist(tmp_path_factory.mktemp("mnist-files"), (60, 20), seed=4)
     data_dir = tmp_path_factory.mktemp("mnist-local")
-    mnist = DATASETS["mnist"]
+    mnist = MNIST_DATASET
     resources = {name: dataclasses.replace(resource, hash=f"md5:{files.md5[name]}", size=files.size[name])
                  for name, resource in mnist.resources.items()}
     configs = {"default": dataclasses.replace(mnist.configs["default"], n_images=(60, 20))}

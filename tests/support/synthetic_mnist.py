@@ -135,3 +135,10 @@ def pinned(declaration, files: SyntheticMNIST, n_images: tuple[int, int]):
         for file, resource in declaration.resources.items()
     }
     return with_counts(dataclasses.replace(declaration, resources=resources), n_images)
+
+
+def mnist_family() -> dict:
+    """The MNIST family's declarations as glyphforge ships them, by name (upstream md5s and counts)."""
+    from glyphforge.datasets import fashion_mnist, kmnist, mnist
+
+    return {module.DATASET.name: module.DATASET for module in (mnist, fashion_mnist, kmnist)}

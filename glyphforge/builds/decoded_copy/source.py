@@ -44,7 +44,7 @@ from glyphforge.builds.decoded_copy.record import decoded_dir
 from glyphforge.builds.reading.protocols import ShardReader
 from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.config import ENV_DECODED_BUDGET
-from glyphforge.textfmt import human_size, parse_size
+from glyphforge.textfmt import human_size
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -53,24 +53,6 @@ T = TypeVar("T")
 BUDGET_FRACTION = 0.25
 _FROM_SHARDS = ("rows are read from the shards (exact) by this reader from now on; ds.materialize() or the next "
                 "reader makes a new copy")
-
-
-def budget_setting(given: int | str | None) -> tuple[int, str] | None:
-    """The budget set by ``given`` (``decoded_budget=``), else by ``$GLYPHFORGE_DECODED_BUDGET``, with where it
-    comes from; None: neither (`BUDGET_FRACTION` of the free space).
-
-    Raises
-    ------
-    ValueError
-        Either is not a size (see `glyphforge.textfmt.parse_size`).
-    """
-    if given is not None:
-        try:
-            return parse_size(given), f"decoded_budget={given!r}"
-        except ValueError as error:
-            raise ValueError(f"decoded_budget: {error}") from None
-    budget = config.size_from_env(ENV_DECODED_BUDGET)
-    return None if budget is None else (budget[0], f"${ENV_DECODED_BUDGET}={budget[1]}")
 
 
 class CopySource:
@@ -168,7 +150,7 @@ class CopySource:
         folder = decoded_dir(dataset.path).parent
         check_room(dataset, folder)
         needed = copy_nbytes(dataset)
-        budget, source = budget_setting(dataset.decoded_budget) or _default_budget(folder)
+        budget, source = config.decoded_budget_setting(dataset.decoded_budget) or _default_budget(folder)
         if needed <= budget:
             return True
         allow = _size_text(needed)
@@ -181,7 +163,7 @@ class CopySource:
         return False
 
     def _announce(self, dataset: ShardReader, size: int, where: Path) -> None:
-        budget, source = budget_setting(dataset.decoded_budget) or _default_budget(where.parent)
+        budget, source = config.decoded_budget_setting(dataset.decoded_budget) or _default_budget(where.parent)
         log.warning("%s. Writing a decoded copy to read rows from: %s at %s (once per machine; within the budget of "
                     "%s, %s). random_access='decode' or decoded_budget=0 (or %s=0) turns this off",
                     _thrashing(dataset), human_size(size), where, human_size(budget), source, ENV_DECODED_BUDGET)

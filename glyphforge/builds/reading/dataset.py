@@ -55,10 +55,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from glyphforge import config
 from glyphforge._checks import PathLike, check_int
 from glyphforge.batching import batches
 from glyphforge.builds.decoded_copy.make import DecodedCopy
-from glyphforge.builds.decoded_copy.source import CopySource, budget_setting
+from glyphforge.builds.decoded_copy.source import CopySource
 from glyphforge.builds.export.files import export
 from glyphforge.builds.export.parquet import to_hf
 from glyphforge.builds.reading.entry_files import EntryFiles
@@ -101,8 +102,7 @@ class BuiltDataset:
     It is map-style, like the EMNIST and Omniglot datasets: ``ds[i]`` is ``(image,
     targets)`` with ``targets`` a dict of the other arrays' rows ``i`` (empty when there are
     none; a slice or an index array gives stacked rows), so torch's default collate batches
-    it in any ``DataLoader``; ``ds["images"]`` is one whole array. ``images`` is the array
-    named by :attr:`image_name`.
+    it in any ``DataLoader``; ``ds["images"]`` is one whole array. ``images`` is the array named by :attr:`image_name`.
 
     Parameters
     ----------
@@ -136,7 +136,7 @@ class BuiltDataset:
         self.cache_shards = check_int("cache_shards", cache_shards, 0)
         self.arrays_limit = None if arrays_limit is None else check_int("arrays_limit", arrays_limit, 0)
         self.random_access = random_access
-        budget_setting(decoded_budget)  # a bad size (or $GLYPHFORGE_DECODED_BUDGET) is refused here, not at a read
+        config.decoded_budget_setting(decoded_budget)  # a bad size (or $GLYPHFORGE_DECODED_BUDGET) is refused here
         self.decoded_budget = decoded_budget
         self._copies = CopySource()
         self._thrashing = False  # a shard was decoded again after the LRU dropped it

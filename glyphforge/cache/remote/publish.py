@@ -244,7 +244,7 @@ def source_store(data_dir: PathLike | None) -> CacheStore:
     LocalSourceError
         The data dir is a URL of object storage or HTTP: the message says what works instead.
     """
-    chosen = data_dir if data_dir is not None else config.data_dir_from_env()
+    chosen = config.data_dir_setting(data_dir)
     if not is_url(chosen):
         return CacheStore.for_data_dir(chosen)
     assert isinstance(chosen, str)

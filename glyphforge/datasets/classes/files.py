@@ -13,8 +13,9 @@ prepare when the context allows), load (which images: the selection,
 scenes draw (:mod:`glyphforge.datasets.classes.load`); the argument checks are
 :mod:`glyphforge.datasets.classes.args`. A shipped dataset's module writes its public
 functions (``load_mnist``...: typed, each calling the machinery with its declaration, documented by
-:func:`documented`); this module binds those of a declaration made at run time (:func:`bind`) into its
-registry record (:func:`record`). A new dataset of this form shipped with glyphforge is one declaration
+:func:`documented`), or takes another dataset's as they are (:func:`like`: ``load_kmnist`` is ``load_mnist``
+bound to KMNIST's declaration); this module binds those of a declaration made at run time (:func:`bind`) into
+its registry record (:func:`record`). A new dataset of this form shipped with glyphforge is one declaration
 (``declare``), its public functions and one registry line (`glyphforge.datasets.registry.declared`).
 
 Cache entries
@@ -53,6 +54,8 @@ from glyphforge.datasets.classes.load import load, preview
 from glyphforge.datasets.classes.prepare import prepare
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: The public functions `documented` made: ``{function: (the machinery it calls, its dataset's name)}``.
+_DOCUMENTED: dict[Callable[..., Any], tuple[Callable[..., Any], str]] = {}
 
 
 def record(dataset: Declaration, summary: str) -> Any:
@@ -80,9 +83,27 @@ def documented(function: Callable[..., Any], name: str) -> Callable[[F], F]:
 
     def decorate(public: F) -> F:
         public.__doc__ = public_doc(public.__doc__ or "", function, DECLARATIONS[name])
+        _DOCUMENTED[public] = (function, name)
         return public
 
     return decorate
+
+
+def like(public: F, name: str, module: str) -> F:
+    """Return the public function of the declared dataset ``name`` that ``public`` (another dataset's, `documented`)
+    is for its own: the machinery ``public`` calls, bound to ``name``'s declaration (`bind`), in ``module``.
+
+    Its name and docstring are ``public``'s with the other dataset's ident and title made ``name``'s
+    (``load_mnist``: "Load MNIST images..." gives ``load_kmnist``: "Load KMNIST images..."), and type
+    checkers see ``public``'s signature, which it has (the two datasets have the same configs).
+    """
+    function, other = _DOCUMENTED[public]
+    theirs, mine = DECLARATIONS[other], DECLARATIONS[name]
+    made = bind(function, name, public.__name__.replace(theirs.ident, mine.ident), module)
+    summary = (inspect.getdoc(public) or "").partition("\n")[0].replace(theirs.title, mine.title, 1)
+    made.__doc__ = public_doc(summary, function, mine)
+    del made.__wrapped__  # a public function of its own, as ``public`` is: its reference shows its own signature
+    return made  # type: ignore[return-value]  # public's signature (see above)
 
 
 def bind(function: Callable[..., Any], name: str, public: str, module: str = __name__) -> Callable[..., Any]:
@@ -96,10 +117,12 @@ def bind(function: Callable[..., Any], name: str, public: str, module: str = __n
     """
     option = DECLARATIONS[name].config_option
 
+    signature = config_signature(inspect.signature(function), option, drop=1)
+
     def bound(*args: Any, **kwargs: Any) -> Any:
+        signature.bind(*args, **kwargs)  # a keyword it does not take (config, for one config) is a TypeError
         return function(DECLARATIONS[name], *args, **config_keyword(kwargs, option))
 
-    signature = config_signature(inspect.signature(function), option, drop=1)
     bound.__signature__ = signature  # type: ignore[attr-defined]  # read by help()
     bound.__name__ = bound.__qualname__ = public
     bound.__wrapped__ = function  # type: ignore[attr-defined]  # the function it binds (help() shows the signature above)

@@ -1,9 +1,12 @@
-"""The MNIST family's upstream files: reading and validating their gzipped IDX files (the family's reader).
+"""Per-class datasets in MNIST's form: four gzipped IDX files, declared (:func:`declare_idx`), read and checked
+(:func:`read_files`, their reader), and their map-style base class (:class:`MNISTFamilyDataset`).
 
-MNIST, Fashion-MNIST and KMNIST (declared in :mod:`glyphforge.datasets.mnist_family`),
-and any per-class dataset in the same form, have four gzipped IDX files; :func:`read_files`
-reads them for :mod:`glyphforge.datasets.classes.files`, which writes the entries. The
-declaration gives the title, the classes and the pinned counts that are checked.
+MNIST, Fashion-MNIST and KMNIST (:mod:`glyphforge.datasets.mnist`,
+:mod:`~glyphforge.datasets.fashion_mnist`, :mod:`~glyphforge.datasets.kmnist`), and any
+per-class dataset in the same form, differ only in their declaration: name, title, class names
+and upstream files. :func:`read_files` reads the files for :mod:`glyphforge.datasets.classes.files`,
+which writes the entries; the declaration gives the title, the classes and the pinned counts
+that are checked.
 
 The files
 ---------
@@ -33,16 +36,28 @@ filesystems are safe; the class name is kept in the manifest).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from glyphforge.datasets.classes.declaration import Declaration, Parsed, Subset, numbered_file
+from glyphforge._checks import PathLike
+from glyphforge.context import DataContext, Mirrors
+from glyphforge.datasets.classes.declaration import (
+    DEFAULT_CONFIG,
+    Config,
+    Declaration,
+    Parsed,
+    Subset,
+    declare,
+    numbered_file,
+)
+from glyphforge.datasets.classes.load import ClassFilesDataset, config_option_init
 from glyphforge.errors import IntegrityError
 from glyphforge.pipelines.idx import CountCap, read_images, read_labels
+from glyphforge.pipelines.resource import Resource
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -55,6 +70,8 @@ FILES: dict[str, tuple[str, str]] = {
 }
 #: A custom copy (``verify=False``) may hold up to this many times the pinned images of a subset.
 COUNT_MARGIN = 1.25
+#: The resize method of every resized entry (part of its cache key).
+DEFAULT_METHOD = "box"
 
 
 class MNISTFormatError(IntegrityError, ValueError):
@@ -146,3 +163,53 @@ def _check_count(
             f"{path} holds {found:,} {what}, but {dataset.title}'s {subset} set has {pinned:,}: it is not "
             f"{dataset.title}'s file. A custom copy needs verify=False (on the command line: --no-verify)"
         )
+
+
+# -- declaring a dataset of this form, and its map-style class ---------------------------------------------
+def declare_idx(
+    name: str, title: str, classes: tuple[str, ...], base_urls: tuple[str, ...], pins: Mapping[str, tuple[str, int]]
+) -> Declaration:
+    """Declare a dataset in this form: its four :data:`FILES` under the first of ``base_urls`` (the others as
+    second sources), pinned by ``{file name: (md5, size)}`` (md5 as torchvision pins them and sizes as
+    tensorflow-datasets records them), 60,000 train and 10,000 test images of ``classes``."""
+    resources = {
+        filename: Resource(name, filename, base_urls[0] + filename, f"md5:{md5}", size,
+                           more_urls=tuple(base + filename for base in base_urls[1:]))
+        for filename, (md5, size) in pins.items()
+    }
+    return declare(Declaration(name=name, title=title, resources=resources,
+                               configs={DEFAULT_CONFIG: Config(classes, (60_000, 10_000))},
+                               reader=read_files, default_resize=DEFAULT_METHOD, native_shape=NATIVE_SHAPE))
+
+
+class MNISTFamilyDataset(ClassFilesDataset):
+    """One dataset in MNIST's form as a map-style dataset (see `glyphforge.datasets.classes.load.ClassFilesDataset`).
+
+    Use a subclass (:class:`~glyphforge.datasets.mnist.MNIST`, :class:`~glyphforge.datasets.fashion_mnist.FashionMNIST`,
+    :class:`~glyphforge.datasets.kmnist.KMNIST`), which names its dataset: ``MNIST(root=None, train=None,
+    transform=None, target_transform=None, download=None, *, subset=None, shape=None, context=None, ...)``,
+    torchvision's arguments first.
+    """
+
+    if TYPE_CHECKING:  # what config_option_init makes, for type checkers (tests/test_typing.py checks it)
+        def __init__(
+            self,
+            root: PathLike | None = None,
+            train: bool | None = None,
+            transform: Callable[[np.ndarray], Any] | None = None,
+            target_transform: Callable[[Any], Any] | None = None,
+            download: bool | None = None,
+            *,
+            subset: str | None = None,
+            shape: tuple[int, int] | None = None,
+            context: DataContext | None = None,
+            classes: Iterable[str | int] | str | None = None,
+            balance: bool = False,
+            include_blank: bool = False,
+            example_range: tuple[float, float] | None = None,
+            data_dir: PathLike | None = None,
+            mirrors: Mirrors = None,
+            offline: bool | None = None,
+        ) -> None: ...
+    else:
+        __init__ = config_option_init(None)  # one config: no config keyword
