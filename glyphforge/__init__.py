@@ -168,8 +168,8 @@ if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers 
     from glyphforge.scenes.spec import ScatteredGlyphs as ScatteredGlyphs
     from glyphforge.session import open_session as open_session
     from glyphforge.storage.backend import ReadOnlyStoreError as ReadOnlyStoreError
-    from glyphforge.storage.retries import RetryPolicy as RetryPolicy
     from glyphforge.storage.backends import register_backend as register_backend
+    from glyphforge.storage.retries import RetryPolicy as RetryPolicy
     from glyphforge.urls import MalformedURLError as MalformedURLError
     from glyphforge.urls import UnsupportedURLError as UnsupportedURLError
     from glyphforge.visualize import preview as preview

@@ -408,7 +408,7 @@ def test_the_shard_cache_size_comes_from_the_argument_the_environment_or_the_dis
     monkeypatch.setenv("GLYPHFORGE_CACHE_SIZE", "lots")
     assert ShardCache(tmp_path, 1000).size == 1000  # a size given: the environment is not read
     with pytest.raises(ValueError, match=r"\$GLYPHFORGE_CACHE_SIZE: 'lots' is not a size"):
-        ShardCache(tmp_path).size
+        assert ShardCache(tmp_path).size
 
 
 def test_the_cli_exports_and_previews_a_dataset_on_s3(built, s3_data, tmp_path):

@@ -102,7 +102,7 @@ def like(public: F, name: str, module: str) -> F:
     made = bind(function, name, public.__name__.replace(theirs.ident, mine.ident), module)
     summary = (inspect.getdoc(public) or "").partition("\n")[0].replace(theirs.title, mine.title, 1)
     made.__doc__ = public_doc(summary, function, mine)
-    del made.__wrapped__  # a public function of its own, as ``public`` is: its reference shows its own signature
+    delattr(made, "__wrapped__")  # its own public function: its reference shows its signature
     return made  # type: ignore[return-value]  # public's signature (see above)
 
 
