@@ -85,7 +85,12 @@ class Windows:
     """Makes every batch that is a copy instead, never reused (a DataLoader worker's: in shared memory)."""
 
     def release(self, numbers: list[int]) -> None:
-        """Let the windows ``numbers`` go (the batches went past them): their arrays become spare."""
+        """Let the windows ``numbers`` go (the batches went past them): their arrays become spare.
+
+        As many sets are kept as windows were held at once (at least `SPARE`): the windows of a
+        new epoch (or iteration) are decoded into those of the last one, no fresh pages faulted in.
+        """
+        self.spare.keep = max(self.spare.keep, len(self.decoded))
         for done in numbers:
             self.spare.give(self.decoded.pop(done).owners)
 
