@@ -11,6 +11,7 @@ import sys
 import textwrap
 import tracemalloc
 import weakref
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,6 +254,23 @@ def test_a_batch_held_is_never_overwritten_by_a_later_window(rows_1030):
     assert len(held) == 7 and len({id(base) for base in bases}) == 7
     assert same_batches([batch for _, batch, _ in held], [expected[number] for number, _, _ in held])
     assert all(np.array_equal(part, expected[number][0][:7]) for number, _, part in held)
+
+
+def test_a_stream_iterated_again_decodes_into_the_arrays_of_its_last_iteration(wide_400):
+    # the default order holds a window per part (16 here): the next iteration (the next epoch) decodes into the
+    # first one's arrays, so it traces no window's memory again, and yields the same batches as a fresh stream
+    stream, peaks, batches = wide_400.stream(100, seed=0), [], []
+    for _ in range(2):
+        tracemalloc.start()
+        try:
+            batches.append([(zlib.crc32(images), targets["row"].tolist()) for images, targets in stream])
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    fresh = wide_400.stream(100, seed=0)
+    fresh.set_epoch(1)
+    assert batches[1] == [(zlib.crc32(images), targets["row"].tolist()) for images, targets in fresh] != batches[0]
+    assert peaks[0] > wide_400.nbytes // 2 and peaks[1] < peaks[0] // 8, peaks
 
 
 @dataclass

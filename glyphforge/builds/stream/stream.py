@@ -38,10 +38,9 @@ reader holds one decoded window per part it reads (``partitions * turns`` window
 ``window`` shards in a single process), so ``partitions=1, turns=1, window=4`` is the
 single-process stream of four-shard windows.
 
-Reading: the stream decodes a part's window when a batch first needs it, a block of rows at
-a time (`glyphforge.builds.stream.windows`, which reuses the arrays of done windows and
-copies). A batch lying in one window is a view of it, unless this iterator's next batch
-reads past it: then a copy, so that the next window may be decoded into the done one's arrays.
+Reading: a part's window is decoded when a batch first needs it, a block of rows at a time, into
+the arrays of a done window, of this iteration or the last (`glyphforge.builds.stream.windows`). A
+batch in one window is a view of it, unless this iterator's next batch reads past it: then a copy.
 
 **From the decoded copy.** Once the entry has a decoded copy (made by random access or
 ``ds.materialize()``, by any process), the stream reads there instead of inflating shards
@@ -145,6 +144,7 @@ class ShardStream:
     resumed_cut: tuple[int, int, int] | None = field(default=None, init=False, repr=False)
     """``(epoch, G, since)``: a resumed epoch's order is cut for the state's ``G``, not this stream's (since: where
     this stream's global batches began in it)."""
+    memory: Windows | None = field(default=None, init=False, repr=False, compare=False)  # never pickled
 
     def __post_init__(self) -> None:
         options = {name: getattr(self, name) for name in (*LIMITS, "rank", "worker")}
@@ -307,35 +307,39 @@ class ShardStream:
         # each shard is read once: keep none; the decoded copy is read when there is one, unless random_access="decode"
         reader = self.dataset.reopened(cache_shards=0, random_access="decode" if self.dataset.random_access == "decode"
                                        else "auto")
-        image_name = reader.image_name
-        size = self.global_batch_size
         until = self.epoch + self.epochs if self.until is None else self.until
         object.__setattr__(self, "began", (self.epoch, self.rows))
         shared = None if info is None else Blocks()  # a worker's batches: in shared memory it reuses
-        windows, reads = Windows(make=None if shared is None else shared.batch), CopyReads(reader)
-        for epoch in range(self.epoch, until):
-            plan, base = self.plan(epoch), self.base
-            first = (self.rows - base) // size
-            last = first + self._batches_from(self.rows)
-            after = -(last % num_workers) * size  # the next epoch's batches go on being numbered from `last`
-            windows.release(list(windows.decoded))  # the windows of the epoch before
-            reads.release(list(reads.windows))
-            # a batch's places, once: the one before asks for them too (`_gather`'s ``later``)
-            locate = lru_cache(maxsize=2)(partial(self._locate, plan))
-            for number in self._turns(first, last - first, worker, num_workers):
-                start = base + number * size
-                places, numbers = locate(start)
-                arrays = self._from_copy(reads, plan, epoch, windows, places, numbers)
-                if arrays is None:
-                    # this iterator's next batch (in a worker no batch is a view: as if none came next)
-                    later = partial(locate, start + num_workers * size if shared is None else plan.n_rows)
-                    arrays = self._gather(reader, plan, epoch, windows, places, numbers, later)
-                if start + size >= plan.n_rows:
-                    self._move(epoch + 1, 0, after, until)
-                else:  # one worker: number its batches from here (a loader made from it starts with its first)
-                    self._move(epoch, start + size, base if num_workers > 1 else None, until)
-                yield (arrays.pop(image_name), arrays or None) if shared is None else shared.out(arrays, image_name)
-            self._move(epoch + 1, 0, after, until)
+        windows = self.memory or Windows()  # the arrays the last iteration decoded into, taken: one at a time
+        object.__setattr__(self, "memory", None)
+        windows.make, reads = None if shared is None else shared.batch, CopyReads(reader)
+        image_name, size = reader.image_name, self.global_batch_size
+        try:
+            for epoch in range(self.epoch, until):
+                plan, base = self.plan(epoch), self.base
+                first = (self.rows - base) // size
+                last = first + self._batches_from(self.rows)
+                after = -(last % num_workers) * size  # the next epoch's batches go on being numbered from `last`
+                windows.release(list(windows.decoded))  # the windows of the epoch (or iteration) before
+                reads.release(list(reads.windows))
+                # a batch's places, once: the one before asks for them too (`_gather`'s ``later``)
+                locate = lru_cache(maxsize=2)(partial(self._locate, plan))
+                for number in self._turns(first, last - first, worker, num_workers):
+                    start = base + number * size
+                    places, numbers = locate(start)
+                    arrays = self._from_copy(reads, plan, epoch, windows, places, numbers)
+                    if arrays is None:
+                        # this iterator's next batch (in a worker no batch is a view: as if none came next)
+                        later = partial(locate, start + num_workers * size if shared is None else plan.n_rows)
+                        arrays = self._gather(reader, plan, epoch, windows, places, numbers, later)
+                    if start + size >= plan.n_rows:
+                        self._move(epoch + 1, 0, after, until)
+                    else:  # one worker: number its batches from here (a loader made from it starts with its first)
+                        self._move(epoch, start + size, base if num_workers > 1 else None, until)
+                    yield (arrays.pop(image_name), arrays or None) if shared is None else shared.out(arrays, image_name)
+                self._move(epoch + 1, 0, after, until)
+        finally:  # the next iteration decodes into its arrays (its first epoch releases the windows held)
+            object.__setattr__(self, "memory", windows)
         self._move(self.epoch, self.rows)  # the iteration is over: the next one numbers its batches afresh
         object.__setattr__(self, "began", None)
 
@@ -449,7 +453,7 @@ class ShardStream:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as its own class and fields (pickle's default checks ``__class__``, which torch's import changes)."""
-        return _unpickled, (type(self), dict(vars(self)))
+        return _unpickled, (type(self), {**vars(self), "memory": None})
 
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "

@@ -85,7 +85,12 @@ class Windows:
     """Makes every batch that is a copy instead, never reused (a DataLoader worker's: in shared memory)."""
 
     def release(self, numbers: list[int]) -> None:
-        """Let the windows ``numbers`` go (the batches went past them): their arrays become spare."""
+        """Let the windows ``numbers`` go (the batches went past them): their arrays become spare.
+
+        As many sets are kept as windows were held at once (at least `SPARE`): the windows of a
+        new epoch (or iteration) are decoded into those of the last one, no fresh pages faulted in.
+        """
+        self.spare.keep = max(self.spare.keep, len(self.decoded))
         for done in numbers:
             self.spare.give(self.decoded.pop(done).owners)
 
@@ -112,15 +117,18 @@ _ALONE = _references({"alone": np.empty(0)})[0]
 
 @dataclass(frozen=True)
 class Placer:
-    """Puts the blocks of one shard's arrays where the shard's rows go in a window's ``arrays`` (`read_blocks`'s put).
+    """Puts the blocks of one shard's arrays where the window's rows go in its ``arrays`` (`read_blocks`'s put).
 
-    ``places`` is each row's place among the window's rows to come (negative: consumed, left
-    out when ``partial``), or, for a window in shard order, the first row's place (an int).
+    The window holds the shard's rows ``run`` (``(first, stop)``: all of them, or the part a
+    part's edge leaves it); the others are skipped by slicing. ``places`` is each of those
+    rows' place among the window's rows to come (negative: consumed, left out when
+    ``partial``), or, for a window in shard order, the run's first row's place (an int).
     Arrays missing from ``arrays`` are made of ``size`` rows.
     """
 
     arrays: dict[str, np.ndarray]
     places: np.ndarray | int
+    run: tuple[int, int]
     partial: bool
     size: int
 
@@ -128,17 +136,22 @@ class Placer:
         if name not in self.arrays:  # every shard has the same dtypes and shapes (the builder checks)
             self.arrays[name] = np.empty((self.size, *block.shape[1:]), block.dtype)
         out = self.arrays[name]
-        if isinstance(self.places, int):
-            start = self.places + first
-            low = min(max(-start, 0), len(block))
-            out[start + low:start + len(block)] = block[low:]
+        low, high = max(self.run[0] - first, 0), min(self.run[1] - first, len(block))
+        if low >= high:  # none of the window's rows
             return
-        places = self.places[first:first + len(block)]
+        block, at = block[low:high], first + low - self.run[0]  # the block's rows of the run, from row `at` of it
+        if isinstance(self.places, int):
+            start = self.places + at
+            skip = min(max(-start, 0), len(block))
+            out[start + skip:start + len(block)] = block[skip:]
+            return
+        places = self.places[at:at + len(block)]
         if self.partial:
             kept = np.flatnonzero(places >= 0)
-            out[places[kept]] = block[kept]
-        else:
-            out[places] = block
+            if len(kept) < len(places):
+                out[places[kept]] = block[kept]
+                return
+        out[places] = block
 
 
 def decode_window(
@@ -167,12 +180,9 @@ def decode_window(
                                    plan.rows[pieces].tolist(), strict=True):
         targets = np.arange(at - skip, at - skip + count) if places is None else places[at:at + count]
         if targets[-1] >= 0 if places is None else bool((targets >= 0).any()):  # else: all consumed
-            whole = int(reader.index.rows[shard])
             put: np.ndarray | int = targets if places is not None else at - skip
-            if count < whole:  # the part has some of the shard's rows: the others are left out
-                put = np.full(whole, -1, np.int64)
-                put[start:start + count] = targets
             log.debug("shard %d read (%d of its rows) for window %d", shard, count, number)
-            reader.read_blocks(shard, Placer(owners, put, bool(skip) or count < whole, plan.largest), windows.scratch)
+            placer = Placer(owners, put, (start, start + count), bool(skip), plan.largest)
+            reader.read_blocks(shard, placer, windows.scratch)
         at += count
     return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)
