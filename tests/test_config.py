@@ -81,7 +81,7 @@ NUMBER_SETTINGS = {
     "decoded_budget= (an int)": (None, lambda value: config.decoded_budget_setting(int(value))),
     "$GLYPHFORGE_DECODED_BUDGET": ("GLYPHFORGE_DECODED_BUDGET", lambda value: config.decoded_budget_setting(None)),
     "cache_size=": (None, lambda value: ShardCache(size=value)),
-    "$GLYPHFORGE_CACHE_SIZE": ("GLYPHFORGE_CACHE_SIZE", lambda value: ShardCache()),
+    "$GLYPHFORGE_CACHE_SIZE": ("GLYPHFORGE_CACHE_SIZE", lambda value: ShardCache().size),
     "evict(max_size)": (None, lambda value: CacheStore(config.cache_dir()).evict(value)),
     "lock_timeout= (an int)": (None, lambda value: config.lock_timeout(int(value))),
     "$GLYPHFORGE_LOCK_TIMEOUT": ("GLYPHFORGE_LOCK_TIMEOUT", lambda value: config.lock_timeout()),
