@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from glyphforge.builds.decoded_copy.make import CopyArray, DamagedCopyError, DecodedCopy
+from glyphforge.builds.decoded_copy.rows import CopyArray, DamagedCopyError, DecodedCopy
 from glyphforge.builds.reading.protocols import ShardReader
 
 __all__ = ["CopyReads"]
