@@ -378,7 +378,7 @@ def step_mmap(data_dir: str, export_dir: str, order: str) -> dict:
 
 def remove_decoded_copy(data_dir: str) -> None:
     """Remove the scenes' decoded copy left by an earlier run, so the first steps read shards as before."""
-    from glyphforge.builds.decoded_copy.record import decoded_dir
+    from glyphforge.builds.decoded_copy.life import decoded_dir
 
     shutil.rmtree(decoded_dir(open_dataset(data_dir).path), ignore_errors=True)
 

@@ -18,8 +18,8 @@ from glyphforge.datasets import registry as _registry
 
 if TYPE_CHECKING:  # the static view of the lazy table below, for type checkers and IDEs (tests/test_public_api.py)
     from glyphforge._access import DataDirAccessError as DataDirAccessError
-    from glyphforge.builds.decoded_copy.make import NotEnoughSpaceError as NotEnoughSpaceError
-    from glyphforge.builds.decoded_copy.record import ForeignCopyError as ForeignCopyError
+    from glyphforge.builds.decoded_copy.life import ForeignCopyError as ForeignCopyError
+    from glyphforge.builds.decoded_copy.life import NotEnoughSpaceError as NotEnoughSpaceError
     from glyphforge.builds.export.files import ExportTargetError as ExportTargetError
     from glyphforge.builds.export.frames import ExportFormatError as ExportFormatError
     from glyphforge.builds.making.builder import build as build
@@ -207,8 +207,8 @@ _EXPORTS: dict[str, str] = {
     "BuiltDataset": "glyphforge.builds.reading.dataset",
     "open_built": "glyphforge.builds.reading.lookup",
     "find_built": "glyphforge.builds.reading.lookup",
-    "NotEnoughSpaceError": "glyphforge.builds.decoded_copy.make",
-    "ForeignCopyError": "glyphforge.builds.decoded_copy.record",
+    "NotEnoughSpaceError": "glyphforge.builds.decoded_copy.life",
+    "ForeignCopyError": "glyphforge.builds.decoded_copy.life",
     "DatasetTooLargeError": "glyphforge.builds.reading.dataset",
     "ExportTargetError": "glyphforge.builds.export.files",
     "ExportFormatError": "glyphforge.builds.export.frames",

@@ -40,7 +40,7 @@ def _cache_formats(folder: Path) -> dict[str, object]:
 
     import numpy as np
 
-    from glyphforge.builds.decoded_copy.record import RECORD, record_copy
+    from glyphforge.builds.decoded_copy.life import RECORD, record_copy
     from glyphforge.builds.making.spec import BUILD_FORMAT
     from glyphforge.cache.keys import FORMAT_VERSION
     from glyphforge.scenes.spec import ALGORITHM_VERSION

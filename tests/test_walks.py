@@ -37,7 +37,6 @@ def test_a_build_into_a_url_takes_at_most_96_stops_and_1_climb(tmp_path, monkeyp
     assert walk.stops <= 96 and walk.climbs <= 1, walk.route()
 
 
-@pytest.mark.xfail(strict=True, reason="#44: 26 stops before the redesign")
 def test_a_row_through_the_decoded_copy_takes_at_most_12_stops(tmp_path):
     ds = gf.build(NoiseSpec(n_examples=20, shard_size=10, kind="test-walk"), data_dir=tmp_path, session="local",
                   progress=False)

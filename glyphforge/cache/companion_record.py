@@ -2,7 +2,7 @@
 
 A layer above the cache may keep a folder of its own beside an entry, made from the entry's
 files: ``<root>/<kind>/<key>.<label>`` (a built dataset's decoded copy,
-`glyphforge.builds.decoded_copy.record`, is ``<key>.decoded``). The cache knows such a folder only
+`glyphforge.builds.decoded_copy.life`, is ``<key>.decoded``). The cache knows such a folder only
 as a companion (:mod:`glyphforge.cache.companions`) and by its record, which its maker writes
 last (`write_record`): ``checks.json`` holding the entry's key, each file's size and sha256,
 and what else the maker records (the record is a JSON object; the cache reads ``key`` and
@@ -12,7 +12,7 @@ and what else the maker records (the record is a JSON object; the cache reads ``
 A companion whose record is not its entry's, or whose files are not what it records, is
 damaged (`DamagedCompanionError`). A ``<key>.<label>`` directory without a record is not
 glyphforge's (`recorded`): the cache neither counts, checks nor removes it, and its maker
-neither reads nor replaces it (`glyphforge.builds.decoded_copy.make.ForeignCopyError`). One that
+neither reads nor replaces it (`glyphforge.builds.decoded_copy.life.ForeignCopyError`). One that
 is no directory (a symbolic link, a file) is not glyphforge's either (`foreign`): nothing is
 read from it or done to it.
 """

@@ -3,7 +3,7 @@
 The store's own is the entry's ``.work`` scratch (resumable work, see
 :meth:`~glyphforge.cache.store.CacheStore.work_dir`), made without a record. Every other is
 derived: made from the entry's files by a layer above the cache (a built dataset's decoded
-copy, `glyphforge.builds.decoded_copy.record`, is ``<key>.decoded``), carrying a record of its files
+copy, `glyphforge.builds.decoded_copy.life`, is ``<key>.decoded``), carrying a record of its files
 (:mod:`glyphforge.cache.companion_record`). The cache knows no more of them than that: they
 are no entries (an entry's name, its key, has no dot), ``rm`` and eviction remove every
 companion with its entry, eviction counts the bytes of the derived ones, replacing an entry

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from glyphforge.builds.decoded_copy.crc_combine import MOST, RowsCrc
-from glyphforge.builds.decoded_copy.make import CopyArray, DamagedCopyError
-from glyphforge.builds.decoded_copy.record import row_sums
+from glyphforge.builds.decoded_copy.rows import CopyArray, DamagedCopyError, row_sums
 
 
 @pytest.mark.parametrize("width", [1, 3, 12, 4096, 6912])

@@ -19,8 +19,7 @@ import pytest
 import glyphforge as gf
 from glyphforge.builds import BuiltDataset, build
 from glyphforge.builds.decoded_copy import source as copy_source
-from glyphforge.builds.decoded_copy.make import copy_nbytes
-from glyphforge.builds.decoded_copy.record import decoded_dir
+from glyphforge.builds.decoded_copy.life import copy_nbytes, decoded_dir
 from glyphforge.textfmt import human_size
 
 from support.optional import NO_TORCH

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import BuiltDataset
-from glyphforge.builds.decoded_copy import make as materialize
-from glyphforge.builds.decoded_copy.make import ForeignCopyError
-from glyphforge.builds.decoded_copy.record import decoded_bytes, decoded_dir, row_sums, sums_file
+from glyphforge.builds.decoded_copy import life
+from glyphforge.builds.decoded_copy.life import ForeignCopyError, decoded_bytes, decoded_dir, sums_file
+from glyphforge.builds.decoded_copy.rows import row_sums
 from glyphforge.cache.companion_record import verify_record
 from glyphforge.errors import StorageError
 
@@ -118,7 +118,7 @@ READS = {"getitem": read_getitem, "take": read_take, "arrays": read_arrays, "dat
 @pytest.mark.parametrize("read", list(READS))
 @pytest.mark.parametrize("load_limit", [64 << 20, 0])  # the arrays loaded whole when opened, or read row by row
 def test_a_damaged_copy_is_never_served_and_is_dropped(opener, read, load_limit, monkeypatch, caplog):
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", load_limit)
+    monkeypatch.setattr(life, "LOAD_LIMIT", load_limit)
     caplog.set_level(logging.WARNING)
     arrays = expected()
     copy = opener().materialize()
@@ -140,7 +140,7 @@ def swap_pair(copy: Path) -> None:
 
 @pytest.mark.parametrize("read", list(READS))
 def test_an_array_swapped_with_its_checksums_is_refused_naming_them(opener, read, monkeypatch, caplog):
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)  # the images read row by row, against their checksum file
+    monkeypatch.setattr(life, "LOAD_LIMIT", 0)  # the images read row by row, against their checksum file
     caplog.set_level(logging.WARNING)
     arrays = expected()
     copy = opener().materialize()
@@ -159,7 +159,7 @@ def verify_size(copy: Path, name: str) -> int:
 @pytest.mark.parametrize("read", ["getitem", "take", "arrays"])
 def test_a_copy_damaged_while_it_is_read_is_dropped_before_a_damaged_row_is_served(built_rows, tmp_path, read,
                                                                                   monkeypatch, caplog):
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)  # the images of a large copy: read row by row
+    monkeypatch.setattr(life, "LOAD_LIMIT", 0)  # the images of a large copy: read row by row
     caplog.set_level(logging.WARNING)
     arrays = expected()
     reader = fresh_build(built_rows, tmp_path).reopened(random_access="materialize")
@@ -181,7 +181,7 @@ def test_a_copy_loaded_whole_serves_what_was_checked_when_it_was_opened(built_ro
 
 
 def test_dataloader_workers_never_serve_a_damaged_copy(built_rows, tmp_path, monkeypatch):
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)  # forked workers inherit it
+    monkeypatch.setattr(life, "LOAD_LIMIT", 0)  # forked workers inherit it
     dataset = fresh_build(built_rows, tmp_path)
     copy = dataset.reopened().materialize()
     attack(copy)
@@ -191,7 +191,7 @@ def test_dataloader_workers_never_serve_a_damaged_copy(built_rows, tmp_path, mon
 
 @pytest.mark.parametrize("name", ["images.npy", "row.npy", "images.crc32.npy", "checks.json"])
 def test_a_truncated_copy_file_is_found_when_the_copy_is_opened(built_rows, tmp_path, name, monkeypatch, caplog):
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)
+    monkeypatch.setattr(life, "LOAD_LIMIT", 0)
     caplog.set_level(logging.WARNING)
     arrays = expected()
     dataset = fresh_build(built_rows, tmp_path)
@@ -203,7 +203,7 @@ def test_a_truncated_copy_file_is_found_when_the_copy_is_opened(built_rows, tmp_
 
 
 def test_a_copy_file_truncated_while_it_is_read_is_dropped(built_rows, tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)
+    monkeypatch.setattr(life, "LOAD_LIMIT", 0)
     caplog.set_level(logging.WARNING)
     arrays = expected()
     reader = fresh_build(built_rows, tmp_path).reopened(random_access="materialize")

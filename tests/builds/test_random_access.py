@@ -21,8 +21,13 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import BuiltDataset, build
-from glyphforge.builds.decoded_copy.make import NotEnoughSpaceError, copy_nbytes
-from glyphforge.builds.decoded_copy.record import decoded_bytes, decoded_dir, decoded_staging_prefix
+from glyphforge.builds.decoded_copy.life import (
+    NotEnoughSpaceError,
+    copy_nbytes,
+    decoded_bytes,
+    decoded_dir,
+    decoded_staging_prefix,
+)
 from glyphforge.cache import CacheStore
 from glyphforge.cache.pklz import DamagedPklzError
 from glyphforge.textfmt import human_size
@@ -133,11 +138,11 @@ def test_a_second_process_reads_the_copy_the_first_made(rows):
 
 @pytest.mark.parametrize("load_limit", [64 << 20, 1000])  # arrays loaded whole, or read with preadv
 def test_ds_arrays_reads_a_copy_made_earlier_and_decodes_no_shard(rows, monkeypatch, load_limit):
-    from glyphforge.builds.decoded_copy import make as materialize
+    from glyphforge.builds.decoded_copy import life
 
     arrays = expected(rows)
     rows.reopened().materialize()
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", load_limit)
+    monkeypatch.setattr(life, "LOAD_LIMIT", load_limit)
     data = rows.path / "arrays.pklz"
     data.write_bytes(bytes(data.stat().st_size))  # every shard unreadable: only the copy can serve them
     read = rows.reopened().arrays
@@ -296,9 +301,9 @@ def test_without_room_on_the_disk_auto_keeps_decoding_and_says_why_once(tmp_path
 
 
 def test_a_disk_filled_while_the_copy_is_written_leaves_nothing_and_reads_go_on(tmp_path, caplog, monkeypatch):
-    from glyphforge.builds.decoded_copy import make as materialize
+    from glyphforge.builds.decoded_copy import life
 
-    write_copy = materialize.write_npy_files
+    write_copy = life.write_npy_files
     with tmpfs(tmp_path / "small", "size=40m") as small:
         filler = small / "filler"  # not glyphforge's: left as it is
 
@@ -308,9 +313,9 @@ def test_a_disk_filled_while_the_copy_is_written_leaves_nothing_and_reads_go_on(
 
         dataset = build(WideRowSpec(), data_dir=small, progress=False)
         arrays = expected(dataset)
-        monkeypatch.setattr(materialize, "write_npy_files", another_writer_fills_the_disk)
+        monkeypatch.setattr(life, "write_npy_files", another_writer_fills_the_disk)
         explicit = dataset.reopened()
-        with pytest.raises(materialize.StorageError, match=r"cannot write .*\.decoded.*: the disk is full"):
+        with pytest.raises(life.StorageError, match=r"cannot write .*\.decoded.*: the disk is full"):
             explicit.materialize()
         assert copies(dataset) == [] and explicit.materialized is None  # no half copy, no staging
         assert filler.stat().st_size > 20_000_000  # the test's own file, left as it was by glyphforge
@@ -330,7 +335,7 @@ def test_a_disk_filled_while_the_copy_is_written_leaves_nothing_and_reads_go_on(
         assert filler.stat().st_size > 20_000_000  # the test's own file, left as it was by glyphforge
 
         filler.unlink()  # room again: the next reader makes the copy
-        monkeypatch.setattr(materialize, "write_npy_files", write_copy)
+        monkeypatch.setattr(life, "write_npy_files", write_copy)
         again = dataset.reopened()
         assert again.materialize() == decoded_dir(dataset.path)
         assert np.array_equal(again.take(order)["images"], arrays["images"][order])

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import glyphforge as gf
-from glyphforge.builds.decoded_copy import make as materialize
+from glyphforge.builds.decoded_copy import life
 
 from support.copy_backends import built_rows, fresh_build, opener, source  # noqa: F401 (fixtures)
 from support.gcs_server import gcs_server  # noqa: F401 (fixture)
@@ -74,7 +74,7 @@ def dropped(caplog, copy: Path, name: str) -> bool:
 
 @pytest.mark.parametrize("load_limit", [64 << 20, 0])  # the copy's arrays loaded whole when opened, or mapped
 def test_the_stream_of_a_copy_yields_the_batches_of_the_shards(opener, load_limit, monkeypatch, caplog):
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", load_limit)
+    monkeypatch.setattr(life, "LOAD_LIMIT", load_limit)
     caplog.set_level(logging.WARNING)
     shards, reader = opener(random_access="decode"), opener()
     reader.materialize()
@@ -91,7 +91,7 @@ def test_the_stream_of_a_copy_yields_the_batches_of_the_shards(opener, load_limi
 
 @pytest.mark.parametrize("backend", ["path", "file"])
 def test_the_stream_of_a_copy_reads_no_shard(built_rows, tmp_path, backend, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)
+    monkeypatch.setattr(life, "LOAD_LIMIT", 0)
     local = fresh_build(built_rows, tmp_path)
     expected = batches(local.stream(64, seed=5, epochs=2))
     local.materialize()
@@ -125,7 +125,7 @@ def test_states_taken_on_the_copy_resume_on_the_shards_and_back(opener):
 @pytest.mark.parametrize(("load_limit", "name"), [(0, "images"), (0, "row"), (64 << 20, "images")])
 def test_a_copy_damaged_before_it_is_streamed_is_dropped_and_the_batches_stay_exact(opener, load_limit, name,
                                                                                    monkeypatch, caplog):
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", load_limit)
+    monkeypatch.setattr(life, "LOAD_LIMIT", load_limit)
     caplog.set_level(logging.WARNING)
     expected = batches(opener(random_access="decode").stream(64, seed=0))
     reader = opener()
@@ -138,7 +138,7 @@ def test_a_copy_damaged_before_it_is_streamed_is_dropped_and_the_batches_stay_ex
 @pytest.mark.parametrize("damage", ["flip", "truncate"])
 def test_a_copy_damaged_while_it_is_streamed_is_dropped_before_a_damaged_row_is_served(opener, damage, monkeypatch,
                                                                                       caplog):
-    monkeypatch.setattr(materialize, "LOAD_LIMIT", 0)  # the copy's arrays mapped, read as the batches need them
+    monkeypatch.setattr(life, "LOAD_LIMIT", 0)  # the copy's arrays mapped, read as the batches need them
     caplog.set_level(logging.WARNING)
     expected = batches(opener(random_access="decode").stream(64, seed=1, world_size=2, rank=1, epochs=2))
     reader = opener()

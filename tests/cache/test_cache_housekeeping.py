@@ -17,7 +17,7 @@ import pytest
 
 from glyphforge._files import file_stamp
 from glyphforge.builds import build
-from glyphforge.builds.decoded_copy.record import decoded_dir
+from glyphforge.builds.decoded_copy.life import decoded_dir
 from glyphforge.cache import CacheStore, Entry
 from glyphforge.cache.raw import record_download
 from glyphforge.cache.raw import record_path as raw_record_path

@@ -1,6 +1,6 @@
 """The CRC32 of rows laid end to end, from each row's CRC32: a batch of rows checked with one CRC32 call.
 
-A decoded copy records each row's CRC32 (`glyphforge.builds.decoded_copy.record`). A batch of rows
+A decoded copy records each row's CRC32 (`glyphforge.builds.decoded_copy.life`). A batch of rows
 gathered into one buffer is checked with one CRC32 of the buffer against the CRC32 that rows
 with the recorded checksums have laid end to end (`RowsCrc.of`), instead of one call per row
 (a call costs about as much as a 7 KB row's CRC32 itself). CRC32 is linear over GF(2): the

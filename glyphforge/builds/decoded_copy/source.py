@@ -1,7 +1,7 @@
 """Where a `BuiltDataset` reads rows from: its entry's decoded copy, or the shards.
 
 ``random_access="auto"`` (the default) decodes shards until random reads thrash the LRU of
-decoded shards, then wants the decoded copy (`glyphforge.builds.decoded_copy.make`): one already
+decoded shards, then wants the decoded copy (`glyphforge.builds.decoded_copy.life`): one already
 made, by any process, is read at once; else one is made when its disk has room and it fits
 the budget, announced by a WARNING (its size and where) before a byte is written. The
 budget: ``decoded_budget=`` (bytes, or text such as ``"10GB"``; 0: never by itself), else
@@ -12,7 +12,7 @@ asked. Beyond the budget (or without room) the dataset goes on decoding shard by
 says once why, and how to allow the copy. ``ds.materialize()`` and
 ``random_access="materialize"`` are explicit: no budget, only the disk's reserve.
 
-Every read of a copy is checked (`glyphforge.builds.decoded_copy.record`): a damaged copy is dropped (it
+Every read of a copy is checked (`glyphforge.builds.decoded_copy.rows`): a damaged copy is dropped (it
 is glyphforge's own: removed under its lock), a WARNING names its file, the rows are read
 from the shards, and this reader makes no copy by itself afterwards (the next reader, or
 ``ds.materialize()``, makes a new one). A ``<key>.decoded`` that is not glyphforge's (a
@@ -27,20 +27,19 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from glyphforge import config
-from glyphforge.builds.decoded_copy.make import (
-    DamagedCopyError,
-    DecodedCopy,
+from glyphforge.builds.decoded_copy.life import (
     ForeignCopyError,
     check_room,
     copy_nbytes,
+    decoded_dir,
     drop_copy,
     make_copy,
     open_copy,
 )
-from glyphforge.builds.decoded_copy.record import decoded_dir
+from glyphforge.builds.decoded_copy.rows import DamagedCopyError, DecodedCopy
 from glyphforge.builds.reading.protocols import ShardReader
 from glyphforge.cache.locks import LockTimeoutError
 from glyphforge.config import ENV_DECODED_BUDGET
@@ -68,17 +67,20 @@ class CopySource:
         self._given_up = False  # no copy by itself any more: "auto" could not or may not make one, or one was dropped
         self._lock = threading.RLock()
 
-    def read(self, dataset: ShardReader, reader: Callable[[DecodedCopy], T], thrashing: bool | None) -> T | None:
-        """``reader(copy)`` of the copy to read rows from, checked; None: read the shards.
+    def read(self, dataset: ShardReader, thrashing: bool | None, reader: Callable[..., T], *args: Any) -> T | None:
+        """``reader(copy, *args)`` of the copy to read rows from (``DecodedCopy.row``...), checked; None: read the
+        shards.
 
         ``thrashing``: whether the dataset's reads thrash its LRU (a copy may be made, see
         `rows_copy`); None: only a copy already there is read.
         """
-        copy = self.existing(dataset) if thrashing is None else self.rows_copy(dataset, thrashing)
+        copy = self.copy
         if copy is None:
-            return None
+            copy = self.existing(dataset) if thrashing is None else self.rows_copy(dataset, thrashing)
+            if copy is None:
+                return None
         try:
-            return reader(copy)
+            return reader(copy, *args)
         except DamagedCopyError as error:
             with self._lock:
                 dropping, self._given_up = self.copy is copy, True
@@ -120,7 +122,7 @@ class CopySource:
     def _open(self, dataset: ShardReader) -> DecodedCopy | None:
         """The copy already made; None: none, a damaged one (dropped), or in ``"auto"`` one not glyphforge's (said)."""
         try:
-            return open_copy(dataset.entry, dataset.layout, len(dataset))
+            return open_copy(dataset.entry)
         except DamagedCopyError as error:
             self._given_up = True
             drop_copy(dataset.entry, error, _FROM_SHARDS)

@@ -403,7 +403,7 @@ def write_npy_files(dataset: ShardReader, staging: Path) -> None:
     """Write ``<name>.npy`` for every array of ``dataset`` and ``metadata.json`` into the directory ``staging``.
 
     Shard after shard, sequentially: the resident memory stays at one decoded shard. Also
-    the layout of a decoded copy (`glyphforge.builds.decoded_copy.make`).
+    the layout of a decoded copy (`glyphforge.builds.decoded_copy.life`).
     """
     reader = dataset.reopened(cache_shards=0)
     n = len(reader)

@@ -17,16 +17,14 @@ Reading:
 * ``len(ds)``, ``ds[i]``, ``ds[a:b]``, ``ds.take(indices)``: decode only the shards
   holding the rows; the last ``cache_shards`` decoded shards are kept (an LRU), so
   neighbouring reads are cheap.
-* Random access (``ds[i]`` in random order, ``ds.take(random rows)``, a
-  ``DataLoader(ds, shuffle=True)``): once a shard must be decoded again after the LRU
-  dropped it, reading shard by shard is thrashing, and (``random_access="auto"``, the
-  default) the dataset makes a decoded copy of the entry, once per machine, and reads
-  every row from it from then on (`glyphforge.builds.decoded_copy.make`), each checked: a WARNING
-  says so (its size and where) before it is written. Without room on the disk for it, or
-  beyond ``decoded_budget`` (`glyphforge.builds.decoded_copy.source`), one WARNING says why and it
-  keeps decoding. ``ds.materialize()`` makes the copy at once; ``random_access="decode"``
-  never makes or looks for one by itself. A copy another process made is used from the
-  first read; a damaged one is dropped and the shards read.
+* Random access (``ds[i]`` in random order, ``ds.take(random rows)``, a ``DataLoader(ds, shuffle=True)``):
+  once a shard must be decoded again after the LRU dropped it, reading shard by shard is thrashing, and
+  (``random_access="auto"``, the default) the dataset makes a decoded copy of the entry, once per machine,
+  and reads every row from it from then on (`glyphforge.builds.decoded_copy.life`), each checked: a WARNING
+  says so (its size and where) before it is written. Without room on the disk for it, or beyond
+  ``decoded_budget`` (`glyphforge.builds.decoded_copy.source`), one WARNING says why and it keeps decoding.
+  ``ds.materialize()`` makes the copy at once; ``random_access="decode"`` never makes or looks for one by
+  itself. A copy another process made is used from the first read; a damaged one is dropped and the shards read.
 * ``ds.stream(...)``: resumable batches for training, a window of decoded shards in memory
   (`glyphforge.builds.stream.stream`).
 * ``ds.export(dir)``: ``.npy`` files for ``numpy.load(mmap_mode="r")``, or Parquet files
@@ -58,7 +56,7 @@ import numpy as np
 from glyphforge import config
 from glyphforge._checks import PathLike, check_int
 from glyphforge.batching import batches
-from glyphforge.builds.decoded_copy.make import DecodedCopy
+from glyphforge.builds.decoded_copy.rows import DecodedCopy
 from glyphforge.builds.decoded_copy.source import CopySource
 from glyphforge.builds.export.files import export
 from glyphforge.builds.export.parquet import to_hf
@@ -118,7 +116,7 @@ class BuiltDataset:
         How ``ds[i]`` and ``ds.take`` read rows: ``"auto"`` (decode shards until reads thrash
         the LRU, then make and read a decoded copy where the disk has room; see the module
         docstring), ``"materialize"`` (the decoded copy from the first read; no room raises
-        `glyphforge.builds.decoded_copy.make.NotEnoughSpaceError`) or ``"decode"`` (shards only,
+        `glyphforge.builds.decoded_copy.life.NotEnoughSpaceError`) or ``"decode"`` (shards only,
         unless ``ds.materialize()`` is called). A copy already made is read in ``"auto"`` and ``"materialize"``.
     decoded_budget
         The most bytes ``"auto"`` may write for a decoded copy by itself (or text such as ``"10GB"``; 0: none);
@@ -133,6 +131,7 @@ class BuiltDataset:
                              f"{random_access!r}")
         self.source: ShardSource = EntryFiles(entry) if isinstance(entry, Entry) else entry
         self.entry = announced(self.source.entry)  # an own copy (unverified) is said so, once per process
+        self._length = int(self.entry.meta["n_examples"])
         self.cache_shards = check_int("cache_shards", cache_shards, 0)
         self.arrays_limit = None if arrays_limit is None else check_int("arrays_limit", arrays_limit, 0)
         self.random_access = random_access
@@ -187,7 +186,7 @@ class BuiltDataset:
         return self.source.index
 
     def __len__(self) -> int:
-        return int(self.entry.meta["n_examples"])
+        return self._length
 
     def __repr__(self) -> str:
         at = "" if self.url is None else f" at {redacted(self.url)}"
@@ -272,7 +271,7 @@ class BuiltDataset:
         wanted = self._rows(indices)
         if self._arrays is not None:
             return {name: array[wanted] for name, array in self._arrays.items()}
-        taken = self._copies.read(self, lambda copy: copy.take(wanted), self._thrashing)
+        taken = self._copies.read(self, self._thrashing, DecodedCopy.take, wanted)
         if taken is not None:
             return taken
         out = self._empty(len(wanted))
@@ -299,7 +298,7 @@ class BuiltDataset:
             rows = self.take(np.arange(len(self))[index])
         elif isinstance(index, (int, np.integer)):
             row = int(index) % len(self) if self._arrays is None and -len(self) <= index < len(self) else None
-            found = None if row is None else self._copies.read(self, lambda copy: copy.row(row), self._thrashing)
+            found = None if row is None else self._copies.read(self, self._thrashing, DecodedCopy.row, row)
             rows = found if found is not None else {name: array[0] for name, array in self.take([index]).items()}
         else:
             rows = self.take(index)
@@ -344,7 +343,7 @@ class BuiltDataset:
                     "write .npy files for memory-mapping with ds.export(dir); or raise ds.arrays_limit"
                 )
             out = self._empty(len(self))
-            if self._copies.read(self, lambda copy: copy.read_into(out), None) is None:  # no copy: decode the shards
+            if self._copies.read(self, None, DecodedCopy.read_into, out) is None:  # no copy: decode the shards
                 index = self.index
                 for number in range(len(index)):
                     rows = slice(int(index.start[number]), int(index.stop[number]))
@@ -375,10 +374,10 @@ class BuiltDataset:
         """``read(copy)`` of the entry's decoded copy when one is made (none is made here); None: read the shards.
 
         None also with ``random_access="decode"``, and when ``read`` raises
-        `~glyphforge.builds.decoded_copy.record.DamagedCopyError`: the copy is dropped, with a WARNING,
+        `~glyphforge.builds.decoded_copy.rows.DamagedCopyError`: the copy is dropped, with a WARNING,
         and this reader reads no copy any more (the stream reads it: `glyphforge.builds.stream.from_copy`).
         """
-        return self._copies.read(self, read, None)
+        return self._copies.read(self, None, read)
 
     def prefetch(self, shards: Any) -> None:
         """Hint that ``shards`` will be read soon (the stream's next windows): an entry at a URL fetches them ahead.

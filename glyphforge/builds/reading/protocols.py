@@ -8,7 +8,7 @@ import it (as WebDataset's stages take an iterator and MosaicML's readers a shar
   shard's byte range into the local shard cache (`glyphforge.builds.reading.remote_shards.RemoteShards`).
   The dataset is given one and reads every shard through it.
 * `ShardReader`: what the stream (`glyphforge.builds.stream.stream`), the export
-  (`glyphforge.builds.export.files`) and the decoded copy (`glyphforge.builds.decoded_copy.make`,
+  (`glyphforge.builds.export.files`) and the decoded copy (`glyphforge.builds.decoded_copy.life`,
   `glyphforge.builds.decoded_copy.source`) read of a dataset: its identity, layout and index, shard
   ``N`` decoded or placed block by block, prefetch hints, its decoded copy's rows when it has
   one, and a reader of its own.
@@ -112,7 +112,7 @@ class ShardReader(Protocol):
         """``read(copy)`` of the entry's decoded copy when it has one (none is made); None: read the shards.
 
         None also with ``random_access="decode"``, and when ``read`` finds the copy damaged
-        (`glyphforge.builds.decoded_copy.record.DamagedCopyError`): it is dropped, with a WARNING.
+        (`glyphforge.builds.decoded_copy.rows.DamagedCopyError`): it is dropped, with a WARNING.
         """
 
     def reopened(self, **options: Any) -> ShardReader:

@@ -1,6 +1,6 @@
 """A stream's batches read from its entry's decoded copy: past the inflate bound, checked as random rows are.
 
-Once an entry has a decoded copy (`glyphforge.builds.decoded_copy.make`, made by random access or
+Once an entry has a decoded copy (`glyphforge.builds.decoded_copy.life`, made by random access or
 ``ds.materialize()``), `~glyphforge.builds.stream.stream.ShardStream` gathers each batch's rows there
 instead of inflating shards. The epochs, windows, batches and states are the stream's own:
 it computes which row of the dataset each position of the epoch's order holds (the same
@@ -10,7 +10,7 @@ the other.
 Reading (`CopyReads`): each large array of the copy (the images) is memory-mapped once per
 iteration, from the file the copy was opened on; a batch's rows are gathered from the map
 into a batch array the stream reuses (`~glyphforge.builds.stream.windows.Windows.batch`),
-then checked against its rows' CRC32s (`~glyphforge.builds.decoded_copy.make.CopyArray.check_rows`:
+then checked against its rows' CRC32s (`~glyphforge.builds.decoded_copy.rows.CopyArray.check_rows`:
 one CRC32 of the batch against theirs combined), so what is served is what the copy's maker
 recorded, whatever the file holds by then. The small arrays (labels) were read and checked
 whole when the copy was opened. A batch's rows lie in one or two of the stream's windows (a
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from glyphforge.builds.decoded_copy.make import CopyArray, DamagedCopyError, DecodedCopy
+from glyphforge.builds.decoded_copy.rows import CopyArray, DamagedCopyError, DecodedCopy
 from glyphforge.builds.reading.protocols import ShardReader
 
 __all__ = ["CopyReads"]
