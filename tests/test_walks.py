@@ -18,8 +18,10 @@ import pytest
 
 import glyphforge as gf
 
-from support.s3_server import LocalS3Server
-from support.s3_server import s3_server  # noqa: F401 (fixture)
+from support.s3_server import (
+    LocalS3Server,
+    s3_server,  # noqa: F401 (fixture)
+)
 from support.specs import NoiseSpec
 from support.walks import walking
 
