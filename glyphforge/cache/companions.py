@@ -36,9 +36,10 @@ def _is_companion(path: Path) -> bool:
     return not path.name.startswith(".") and "." in path.name
 
 
-def entry_dirs(root: Path) -> Iterator[Path]:
-    """Yield the entry directories of the store at ``root`` (complete or broken), kind by kind, in name order."""
-    for kind_dir in kind_dirs(root):
+def entry_dirs(root: Path, kinds: list[Path] | None = None) -> Iterator[Path]:
+    """Yield the entry directories of the store at ``root`` (complete or broken), kind by kind, in name order (of the
+    kind folders ``kinds`` only, when given)."""
+    for kind_dir in kind_dirs(root) if kinds is None else kinds:
         for path in listing(kind_dir):
             if path.is_dir() and not path.name.startswith(".") and not _is_companion(path):
                 yield path

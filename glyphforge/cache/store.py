@@ -341,12 +341,12 @@ class CacheStore:
                 raise UnreadableEntryError(errno.EACCES, f"{what} in {path} exist, but you may not read them: "
                                            f"{unreadable_text(path)}", str(path))
 
-    def ls(self) -> list[Entry]:
-        """Return every complete entry, by kind then creation time.
+    def ls(self, kind: str | None = None) -> list[Entry]:
+        """Return every complete entry (of ``kind`` only, when given), by kind then creation time.
 
         Broken entries are skipped (see `verify`), and so are those this user may not read (see `unreadable`).
         """
-        return read_store(self.root)[0]
+        return read_store(self.root, kind)[0]
 
     def companions(self, entry: Entry) -> dict[str, int]:
         """The bytes of the entry's derived companions by label (``{"decoded": n}``), those that have any."""

@@ -35,8 +35,9 @@ class Store(Protocol):
     def scan(self) -> Scan:
         """List the store once: its complete entries, and what was left out and why."""
 
-    def ls(self) -> Sequence[Entry]:
-        """Every complete entry, by kind then creation time (see `scan` for what is left out)."""
+    def ls(self, kind: str | None = None) -> Sequence[Entry]:
+        """Every complete entry (of ``kind`` only, when given: only its folder is listed), by kind then creation time
+        (see `scan` for what is left out)."""
 
     def unreadable(self) -> list[CacheProblem]:
         """Every folder and entry of the store this user may not read (each problem `UNREADABLE`)."""

@@ -15,7 +15,7 @@ from glyphforge._files import sha256_file
 from glyphforge.cache.companions import check_companions, entry_dirs
 from glyphforge.cache.entry import Entry, unreadable_text
 from glyphforge.cache.layout import kind_dirs, listable
-from glyphforge.cache.manifest import MANIFEST, DamagedManifestError, read_manifest
+from glyphforge.cache.manifest import MANIFEST, DamagedManifestError, is_plain_name, read_manifest
 from glyphforge.cache.problems import CORRUPT, FOREIGN, UNREADABLE, CacheProblem, Scan
 
 _UNREADABLE = "you may not read it: "
@@ -43,13 +43,16 @@ def damaged(entry: Entry) -> bool:
     return any(not problem.unreadable for problem in check_entry_files(entry, rehash=True))
 
 
-def read_store(root: Path) -> tuple[list[Entry], list[CacheProblem]]:
-    """The complete entries of the store at ``root`` by kind then creation time, and what `scan_store` leaves out."""
-    folders = [root, *kind_dirs(root)] if root.is_dir() else []
+def read_store(root: Path, kind: str | None = None) -> tuple[list[Entry], list[CacheProblem]]:
+    """The complete entries of the store at ``root`` (of ``kind`` only, when given) by kind then creation time, and
+    what `scan_store` leaves out."""
+    kinds = kind_dirs(root) if kind is None else [path for path in [root / kind] if is_plain_name(kind)
+                                                   and path.is_dir()]
+    folders = [root, *kinds] if root.is_dir() else []
     problems = [CacheProblem(folder, _UNREADABLE + unreadable_text(folder), UNREADABLE)
                 for folder in folders if not listable(folder)]
     entries = []
-    for path in entry_dirs(root):
+    for path in entry_dirs(root, kinds):
         try:
             entries.append(Entry(path, read_manifest(path)))
         except DamagedManifestError as error:

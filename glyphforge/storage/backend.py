@@ -68,11 +68,8 @@ class Backend(ABC):
     def __init__(self, url: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.url = url
         self.storage_options = dict(storage_options or {})
-
-    @property
-    def scheme(self) -> str:
-        """The URL's scheme, lower case."""
-        return self.url.split("://", 1)[0].lower()
+        #: The URL's scheme, lower case.
+        self.scheme = url.split("://", 1)[0].lower()
 
     @classmethod
     def check(cls, url: str) -> str:

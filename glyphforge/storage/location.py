@@ -78,7 +78,8 @@ class Location:
     def backend(self) -> Backend:
         """The backend of the URL, of the class the table of schemes holds for its scheme
         (`glyphforge.storage.backends`)."""
-        return backend_for(self)
+        known = self.__dict__.get("_backend_class")
+        return backend_for(self) if known is None else known(self.url, self.storage_options)
 
     @property
     def read_only(self) -> bool:
@@ -103,8 +104,29 @@ class Location:
         return backend
 
     def child(self, *names: str) -> Location:
-        """The location ``names`` below this one, with the same options."""
-        return Location("/".join([self.url, *(name.strip("/") for name in names)]), self.storage_options)
+        """The location ``names`` below this one, with the same options.
+
+        Below a checked URL, a path of plain names is as sound as its parent (same scheme, bucket or host), so it is
+        not checked again; a ``file://`` URL (spelled by its path) and a name holding ``?`` or ``#`` are.
+        """
+        return self._below("/".join([self.url, *(name.strip("/") for name in names)]))
+
+    def suffixed(self, suffix: str) -> Location:
+        """The location whose URL is this one's with ``suffix`` after it (``<entry>.work``), with the same options."""
+        return self._below(self.url + suffix)
+
+    def _below(self, url: str) -> Location:
+        """The location ``url``, which adds a path to this one's URL: as sound as this one (same scheme, bucket or
+        host), so it is not checked again, and is served by a backend of the same class; a ``file://`` URL (spelled
+        by its path) and one gaining ``?`` or ``#`` are checked."""
+        if self.url.startswith("file:") or any(c in url for c in "?#"):
+            return Location(url, self.storage_options)
+        below = object.__new__(Location)
+        object.__setattr__(below, "url", url.rstrip("/"))
+        object.__setattr__(below, "storage_options", dict(self.storage_options))
+        if "backend" in self.__dict__:  # its class known: the table of schemes is not asked again
+            below.__dict__["_backend_class"] = type(self.__dict__["backend"])
+        return below
 
     @property
     def name(self) -> str:

@@ -52,10 +52,15 @@ def place(request, tmp_path) -> tuple[str, Entry, str]:
         return str(local), good, str(broken.path / "manifest.json")
     url = request.getfixturevalue("s3_server").bucket() + "/data"
     for entry in (good, broken):
-        where = Location(url).child("cache", entry.path.parent.name, entry.path.name)
-        for path in sorted(entry.path.iterdir(), key=lambda path: path.name == "manifest.json"):  # manifest last
-            where.fs.put_file(str(path), where.child(path.name).path)
+        upload(entry, url)
     return url, good, f"{url}/cache/k/{broken.path.name}/manifest.json"
+
+
+def upload(entry: Entry, url: str) -> None:
+    """Copy the entry on disk ``entry`` into the data dir at ``url``, its manifest last (as publishing does)."""
+    where = Location(url).child("cache", entry.path.parent.name, entry.path.name)
+    for path in sorted(entry.path.iterdir(), key=lambda path: path.name == "manifest.json"):
+        where.fs.put_file(str(path), where.child(path.name).path)
 
 
 def test_the_store_of_a_data_dir_lists_and_names_what_it_leaves_out_alike(place):
@@ -84,6 +89,22 @@ def test_both_stores_list_the_one_entry_which_says_where_it_lies_and_reads_its_f
     assert not shards.exists()  # listing a store at a URL fetches nothing and makes no local folder
     assert entry.file("A.pklz").read_bytes() == (good.path / "A.pklz").read_bytes()  # fetched if at a URL
     assert np.array_equal(entry.load("A.pklz"), np.arange(10))
+
+
+def test_both_stores_list_the_entries_of_one_kind_alone_when_asked(place, tmp_path):
+    data_dir, good, _ = place
+    other_store = CacheStore.for_data_dir(data_dir if "://" not in data_dir else tmp_path / "other")
+    with other_store.create("other", {"n": 3}) as writer:
+        writer.write("A.pklz", np.arange(3))
+    other = other_store.get("other", {"n": 3})
+    assert other is not None
+    if "://" in data_dir:
+        upload(other, data_dir)
+    store = DataContext.resolve(data_dir=data_dir).entry_store
+    assert [entry.key for entry in store.ls()] == [good.key, other.key]  # by kind: k, then other
+    assert [entry.key for entry in store.ls("k")] == [good.key]
+    assert [entry.key for entry in store.ls("other")] == [other.key]
+    assert [store.ls(kind) for kind in ("none", "..", "k/..", ".k", "")] == [[]] * 5  # no kind's folder: nothing
 
 
 def thumbs(entry: Entry) -> Path:

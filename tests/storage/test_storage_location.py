@@ -96,3 +96,17 @@ def test_a_url_data_dir_in_the_environment_is_no_place_for_numba_s_cache(tmp_pat
     monkeypatch.setattr(numba_cache.platformdirs, "user_cache_dir", lambda *args, **kwargs: str(blocked / "cache"))
     assert numba_cache.configure() is None  # numba's default stays: no candidate, and no failure
     assert config.data_dir_on_disk() is None
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/data", "gs://bucket/data", "https://host/data", "file:///tmp/data"])
+def test_a_location_below_another_is_the_checked_location_of_its_url_with_the_same_options(url):
+    parent = Location(url, {"anon": True})
+    parent.backend  # noqa: B018 (its backend made: those below it are of its class)
+    for below, text in [(parent.child("cache", "k/"), f"{url}/cache/k"), (parent.suffixed(".work"), f"{url}.work"),
+                        (parent.child("a b"), f"{url}/a b")]:
+        checked = Location(text, {"anon": True})
+        assert (below.url, below.storage_options, type(below.backend)) == (
+            checked.url, checked.storage_options, type(checked.backend))
+    for name in ["a?token=x", "a#b"]:
+        with pytest.raises(UnsupportedURLError, match="takes none with a query string or fragment"):
+            parent.child(name)

@@ -19,7 +19,6 @@ from typing import Any, Protocol
 from glyphforge.builds.making.local_build import build_local
 from glyphforge.builds.making.spec import Spec
 from glyphforge.builds.reading.dataset import BuiltDataset
-from glyphforge.builds.reading.lookup import open_built
 from glyphforge.context import DataContext
 from glyphforge.session import Session
 
@@ -56,12 +55,14 @@ class URLDestination:
 
     def build(self, spec: Spec, session: Session | str | None, *, progress: bool,
               session_options: Mapping[str, Any] | None) -> BuiltDataset:
-        """Build ``spec`` into the URL (`build_into`); return the reader of its entry where it lies (`open_built`)."""
+        """Build ``spec`` into the URL (`build_into`); return the reader of its entry where it lies (as `open_built`
+        opens it, from the manifest the build wrote or found)."""
         # imported here: building into a URL brings fsspec's uploads (~0.2 s), which `import glyphforge.builds`
         # (every reader) need not pay
-        from glyphforge.builds.making.url_build import build_into
+        from glyphforge.builds.making.url_build import build_and_open
 
-        return open_built(build_into(spec, self.context, session, progress=progress, session_options=session_options))
+        return BuiltDataset(build_and_open(spec, self.context, session, progress=progress,
+                                           session_options=session_options))
 
 
 def destination(context: DataContext) -> Destination:

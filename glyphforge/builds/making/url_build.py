@@ -42,6 +42,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ from glyphforge.builds.making.spec import (
     run_prepare,
 )
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
+from glyphforge.builds.reading.remote_shards import RemoteShards, open_read
 from glyphforge.cache import Entry
 from glyphforge.cache.keys import cache_key
 from glyphforge.cache.manifest import MANIFEST, make_manifest
@@ -69,7 +71,6 @@ from glyphforge.session import Session
 from glyphforge.storage.backend import ReadOnlyStoreError
 from glyphforge.storage.location import Location
 from glyphforge.storage.object_match import recorded_mismatch
-from glyphforge.storage.objects import listed_files, upload_file, write_bytes
 from glyphforge.storage.shard_cache import ShardCache
 from glyphforge.storage.store_errors import RemoteStorageError, StoreTask, translated
 
@@ -97,7 +98,7 @@ def record_name(index: int) -> str:
 
 def work_location(entry: Location) -> Location:
     """Where a remote build keeps the records of an unfinished ``entry``: ``<entry url>.work``."""
-    return Location(f"{entry.url}.work", entry.storage_options)
+    return entry.suffixed(".work")
 
 
 def check_writable(location: Location) -> Location:
@@ -152,6 +153,24 @@ def build_into(
     ShardError
         A shard failed; the finished ones are kept: run again to resume.
     """
+    files = _build(spec, context, session, progress, session_options).data_files
+    assert isinstance(files, UrlFiles), "an entry built into a URL has its files there"
+    return files.location
+
+
+def build_and_open(
+    spec: Spec, context: DataContext, session: Session | str | None = None, *, progress: bool = True,
+    session_options: Mapping[str, Any] | None = None,
+) -> RemoteShards:
+    """Build ``spec`` as `build_into` does; return the shard source of its entry where it lies, from the manifest the
+    build wrote or found (not read again), its shards cached in the default local cache dir (as `open_built` does)."""
+    return open_read(_build(spec, context, session, progress, session_options))
+
+
+def _build(spec: Spec, context: DataContext, session: Session | str | None, progress: bool,
+           session_options: Mapping[str, Any] | None) -> Entry:
+    """`build_into`: the entry built (or found) at the URL, its files there (`UrlFiles`) fetched into the default
+    local cache dir."""
     if context.remote is None:
         raise ValueError(f"build_into builds into a data dir that is a URL; {context.data_dir} is a path (a file:// "
                          "URL is the path it names): use build")
@@ -167,8 +186,10 @@ def build_into(
     entry = entry_location(data_dir, spec.kind, key)
     # there already: done (a manifest failing the checks raises DamagedRemoteEntryError, and is left alone)
     with translated(entry, f"reading {MANIFEST}", BUILDING):
-        if UrlFiles(entry, ShardCache(context.cache_dir)).open() is not None:
-            return entry
+        found = UrlFiles(entry, ShardCache(context.cache_dir)).open()
+    files = UrlFiles(entry, ShardCache())
+    if found is not None:
+        return files.entry(found.manifest)
     n_shards = count_shards(spec.n_examples, spec.shard_size)
     work = work_location(entry)
     _write(entry, work.child(BUILD_NOTE), json.dumps({"kind": spec.kind, "key": key, "n_shards": n_shards}).encode())
@@ -182,12 +203,12 @@ def build_into(
                            None if context.cache_dir is None else str(context.cache_dir))
     missing = [index for index in range(n_shards) if index not in records]
     workers = make_shards(task, missing, records, session, dict(session_options or {}), progress) if missing else 0
-    _commit(spec, key, params, entry, records)
+    manifest = _commit(spec, key, params, entry, records)
     _remove(entry, work, [record_name(index) for index in sorted(records)] + [BUILD_NOTE])
     seconds = time.perf_counter() - started
     report(f"built {spec.kind} {key[:12]} into {entry}: {n_shards} shards ({n_shards - reused} made, "
            f"{reused} reused) in {seconds:.1f} s on {workers} workers", progress)
-    return entry
+    return files.entry(manifest)
 
 
 # -- the driver's steps ----------------------------------------------------------------------------
@@ -235,8 +256,10 @@ def _holds(entry: Location, index: int, info: Mapping[str, Any], record: ShardRe
     return differs is None
 
 
-def _commit(spec: Spec, key: str, params: dict[str, Any], entry: Location, records: dict[int, ShardRecord]) -> None:
-    """Write the multi-part entry's ``index.npy``, then its manifest (last: the entry exists from then on)."""
+def _commit(spec: Spec, key: str, params: dict[str, Any], entry: Location, records: dict[int, ShardRecord],
+            ) -> dict[str, Any]:
+    """Write the multi-part entry's ``index.npy``, then its manifest (last: the entry exists from then on); return
+    the manifest."""
     n_shards = len(records)
     ordered = [records[index] for index in range(n_shards)]
     index = ShardIndex.from_parts([record["size"] for record in ordered], [record["n"] for record in ordered])
@@ -250,6 +273,7 @@ def _commit(spec: Spec, key: str, params: dict[str, Any], entry: Location, recor
     meta = {**entry_meta(spec, records), "parts": [part_name(number) for number in range(n_shards)]}
     manifest = make_manifest(spec.kind, key, params, files, meta)
     _write(entry, entry.child(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+    return manifest
 
 
 # -- on the workers ----------------------------------------------------------------------------------
@@ -270,9 +294,19 @@ class RemoteShardTask:
     inputs: tuple[tuple[str, dict[str, Any]], ...] = ()
     cache_dir: str | None = None
 
+    @cached_property
+    def context(self) -> DataContext:
+        """The worker's context: the URL data dir and the local cache dir, resolved at its first shard (in the
+        worker's environment: never pickled)."""
+        return DataContext.resolve(data_dir=self.data_dir.url, storage_options=self.data_dir.storage_options,
+                                   cache_dir=self.cache_dir)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The task's fields, without the context a process resolved (a worker resolves its own)."""
+        return {name: value for name, value in self.__dict__.items() if name != "context"}
+
     def __call__(self, index: int) -> ShardRecord:
-        context = DataContext.resolve(data_dir=self.data_dir.url, storage_options=self.data_dir.storage_options,
-                                      cache_dir=self.cache_dir)
+        context = self.context
         fetch_entries(self.inputs, context)
         arrays, record = make_shard_arrays(self.spec, index, str(context.data_dir))
         scratch = make_temp_dir(".shard-", _scratch_root(context))
@@ -300,6 +334,8 @@ def fetch_entries(inputs: tuple[tuple[str, dict[str, Any]], ...], context: DataC
     DamagedRemoteEntryError
         A file there differs from its manifest (nothing is kept locally).
     """
+    if not inputs:
+        return  # the spec reads no entry
     store, remote = context.store, context.remote
     assert remote is not None, "a remote build's workers resolve the build's URL data dir"
     for kind, params in inputs:
@@ -312,23 +348,24 @@ def fetch_entries(inputs: tuple[tuple[str, dict[str, Any]], ...], context: DataC
 
 # -- helpers ---------------------------------------------------------------------------------------
 def _write(entry: Location, location: Location, data: bytes) -> None:
-    """Write ``data`` as the object at ``location`` (`glyphforge.storage.objects.write_bytes`) for the build of
-    ``entry``, errors named (`glyphforge.storage.store_errors`)."""
+    """Write ``data`` as the object at ``location`` (`glyphforge.storage.backend.Backend.write`: whole or not at all)
+    for the build of ``entry``, errors named (`glyphforge.storage.store_errors`)."""
     with translated(entry, f"writing {_named(entry, location)}", BUILDING):
-        write_bytes(location, data)
+        location.backend.write(data)
 
 
 def _upload(entry: Location, source: Path, location: Location) -> None:
-    """Copy the local file ``source`` to the object at ``location`` (`upload_file`), errors named."""
+    """Copy the local file ``source`` to the object at ``location`` (`glyphforge.storage.backend.Backend.upload`),
+    errors named."""
     with translated(entry, f"uploading {_named(entry, location)}", BUILDING):
-        upload_file(source, location)
+        location.backend.upload(source)
 
 
 def _listed(entry: Location, folder: Location) -> dict[str, dict[str, Any]]:
-    """What the store says of each object directly under ``folder`` (size, checksums), by name (`listed_files`),
-    errors named."""
+    """What the store says of each object directly under ``folder`` (size, checksums), by name, fresh
+    (`glyphforge.storage.backend.Backend.files`), errors named."""
     with translated(entry, f"listing {_named(entry, folder)}", BUILDING):
-        return listed_files(folder)
+        return folder.backend.files()
 
 
 def _remove(entry: Location, folder: Location, names: list[str]) -> None:
@@ -340,9 +377,10 @@ def _remove(entry: Location, folder: Location, names: list[str]) -> None:
 
 def _named(entry: Location, location: Location) -> str:
     """``location`` as messages about the build of ``entry`` name it: ``index.npy``, ``<key>.work/build.json``."""
-    if location == entry:
+    if location.url == entry.url:
         return "the entry"
-    return location.url.removeprefix(entry.url.rsplit("/", 1)[0] + "/").removeprefix(f"{entry.name}/")
+    folder, name = entry.url.rsplit("/", 1)
+    return location.url.removeprefix(folder + "/").removeprefix(f"{name}/")
 
 
 def _sha256(data: bytes) -> str:

@@ -18,9 +18,9 @@ from typing import Any
 
 from glyphforge._checks import PathLike
 from glyphforge.builds.reading.dataset import BuiltDataset
-from glyphforge.builds.reading.remote_shards import DEFAULT_PREFETCH_THREADS, open_remote
+from glyphforge.builds.reading.remote_shards import DEFAULT_PREFETCH_THREADS, open_read, open_remote
 from glyphforge.cache.entry import Entry, read_entry
-from glyphforge.cache.lookup import of_kind
+from glyphforge.cache.lookup import of_kind, split_target
 from glyphforge.cache.manifest import MANIFEST, DamagedManifestError, is_built, read_manifest
 from glyphforge.cache.remote.entries import UnlistableDataDirError
 from glyphforge.cache.remote.files import entry_location
@@ -144,16 +144,20 @@ def find_built(target: str, data_dir: PathLike | Location | None = None, *,
             "scenes/<key>), or its URL to glyphforge.open_built") from None
     if remote is None:
         return BuiltDataset(entry)
-    return open_built(entry_location(remote, entry.kind, entry.key), cache_dir=context.cache_dir, **options)
+    # its manifest as the listing read it, its shards cached in the context's cache dir (the store's)
+    source = open_read(entry, cache_size=options.pop("cache_size", None),
+                       prefetch_threads=options.pop("prefetch_threads", DEFAULT_PREFETCH_THREADS))
+    return BuiltDataset(source, **options)
 
 
 def _built_entry(store: Store, target: str) -> Entry:
-    """The built entry of ``store`` that ``target`` names (see `find_built`): its kind's (`of_kind`), else the one
-    whose key starts with it."""
+    """The built entry of ``store`` that ``target`` names (see `find_built`): its kind's (`of_kind`, listing that kind
+    only), else the one whose key starts with it (listing every entry)."""
+    of_target = [entry for entry in store.ls(split_target(target)[0]) if is_built(entry)]
+    if (chosen := of_kind(target, of_target, store.where)) is not None:
+        return chosen
     entries = store.ls()
     built = [entry for entry in entries if is_built(entry)]
-    if (chosen := of_kind(target, built, store.where)) is not None:
-        return chosen
     matches = [entry for entry in entries if entry.key.startswith(target)] if len(target) >= 6 else []
     if not matches:
         store.refuse_unreadable(target)  # an entry this user may not read is there, not "none yet"

@@ -176,7 +176,26 @@ def open_remote(location: Location, *, cache_dir: PathLike | None = None, cache_
         ``location`` is not an entry's URL, or holds no built dataset (the message says what is there).
     """
     files = UrlFiles(location, ShardCache(cache_dir, cache_size))
-    entry = _open_entry(files)
+    return _shards(_open_entry(files), files, prefetch_threads)
+
+
+def open_read(entry: Entry, *, cache_size: int | str | None = None,
+              prefetch_threads: int = DEFAULT_PREFETCH_THREADS) -> RemoteShards:
+    """The shard source of ``entry``, a built entry at a URL whose checked manifest was just read (the listing of its
+    data dir) or written (its build): it is not read again. Its shards are cached in the shard cache of its files
+    (`UrlFiles`; ``cache_size`` given: one of that size, in the same cache dir): see `open_remote`."""
+    files = entry.data_files
+    assert isinstance(files, UrlFiles), "an entry at a URL has its files there"
+    if cache_size is not None:
+        cache_dir = files.cache.options["cache_dir"]
+        assert cache_dir is None or isinstance(cache_dir, str), "a shard cache's options name its cache dir"
+        files = UrlFiles(files.location, ShardCache(cache_dir, cache_size))
+        entry = files.entry(entry.manifest)
+    return _shards(entry, files, prefetch_threads)
+
+
+def _shards(entry: Entry, files: UrlFiles, prefetch_threads: int) -> RemoteShards:
+    """The shard source of ``entry``, its folder in the shard cache made now (see `open_remote`)."""
     with writing(entry.path):
         entry.path.mkdir(parents=True, exist_ok=True)
     return RemoteShards(entry, files, prefetch_threads)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import NoReturn
 
@@ -76,7 +77,7 @@ class RemoteCache:
     local_copy: Path | None = None
     cache_dir: PathLike | None = None
 
-    @property
+    @cached_property
     def root(self) -> Location:
         """``<data dir>/cache``."""
         return self.data_dir.child("cache")
@@ -113,8 +114,9 @@ class RemoteCache:
     def _read(self, listings: list[_Listing]) -> tuple[list[Entry], list[CacheProblem]]:
         """The complete entries and the problems of `scan`, from the listing ``listings``."""
         names = [f"{listing.kind}/{listing.key}/{MANIFEST}" for listing in listings if MANIFEST in listing.sizes]
-        texts = store_call(self.root, lambda: self.root.backend.read_objects(names),
-                           f"read the manifests under {self.root}") if names else {}
+        root = self.root
+        texts = (store_call(root, lambda: root.backend.read_objects(names), f"read the manifests under {root}")
+                 if names else {})
         entries: list[Entry] = []
         shards = ShardCache(self.cache_dir)  # where their files would be fetched (nothing is, to list them)
         broken: list[CacheProblem] = []
@@ -123,7 +125,6 @@ class RemoteCache:
             if MANIFEST not in listing.sizes:
                 incomplete.append(CacheProblem(str(listing.location), UNFINISHED, INCOMPLETE))
                 continue
-            manifest = listing.location.child(MANIFEST)
             text = texts.get(f"{listing.kind}/{listing.key}/{MANIFEST}", b"")
             try:
                 if isinstance(text, BaseException):
@@ -131,13 +132,14 @@ class RemoteCache:
                 parsed = parse_manifest(text, listing.kind, listing.key)
                 entries.append(UrlFiles(listing.location, shards).entry(parsed))
             except DamagedManifestError as error:
-                broken.append(CacheProblem(str(manifest), str(error)))
+                broken.append(CacheProblem(str(listing.location.child(MANIFEST)), str(error)))
         entries.sort(key=lambda entry: (entry.kind, entry.manifest.get("created", "")))
         return entries, incomplete + broken
 
-    def ls(self) -> list[Entry]:
-        """Return every complete entry at the URL, by kind then creation time (broken ones skipped: `verify`)."""
-        return self._read(self._listings())[0]
+    def ls(self, kind: str | None = None) -> list[Entry]:
+        """Return every complete entry at the URL (of ``kind`` only, when given: only ``<cache>/<kind>/`` is listed),
+        by kind then creation time (broken ones skipped: `verify`)."""
+        return self._read(self._listings(kind))[0]
 
     def unreadable(self) -> list[CacheProblem]:
         """None: what this user may not read at a URL is an error (`RemoteAccessError`) naming it, not a problem."""
@@ -194,19 +196,22 @@ class RemoteCache:
                 "or open a built one by its entry URL (glyphforge.open_built), or list the store it is served from "
                 "(s3://, gs://, file://)")
 
-    def _listings(self) -> list[_Listing]:
-        """One listing of the objects under ``<data dir>/cache``, grouped by entry folder ``<kind>/<key>``."""
+    def _listings(self, kind: str | None = None) -> list[_Listing]:
+        """One listing of the objects under ``<data dir>/cache`` (under ``<data dir>/cache/<kind>`` only, when given),
+        grouped by entry folder ``<kind>/<key>``."""
         self.check_listable()
-        found = store_call(self.root, self.root.backend.sizes_below, f"list {self.root}")
-        listings: dict[tuple[str, str], _Listing] = {}
+        if kind is not None and not is_entry_folder(kind):
+            return []  # no kind's folder: nothing of it is listed
+        folder = self.root if kind is None else self.root.child(kind)
+        found = store_call(folder, folder.backend.sizes_below, f"list {self.root}")  # as a whole listing says it
+        folders: dict[tuple[str, str], dict[str, int]] = {}
         for path, size in found.items():
-            parts = path.split("/")
-            if len(parts) != 3 or not is_entry_folder(*parts[:2]) or parts[2].startswith(".") or not parts[2]:
-                continue  # not an entry's file <kind>/<key>/<name>: a lock, a staging or work folder's...
-            kind, key, name = parts
-            listing = listings.setdefault((kind, key), _Listing(kind, key, self.root.child(kind, key)))
-            listing.sizes[name] = size
-        return [listings[place] for place in sorted(listings)]
+            parts = ([] if kind is None else [kind]) + path.split("/")
+            if len(parts) == 3 and parts[2] and not parts[2].startswith("."):
+                folders.setdefault((parts[0], parts[1]), {})[parts[2]] = size
+        # what is not an entry's file <kind>/<key>/<name> is left out: a lock, a staging or work folder's...
+        return [_Listing(kind, key, self.root.child(kind, key), sizes)
+                for (kind, key), sizes in sorted(folders.items()) if is_entry_folder(kind, key)]
 
 
 def _check_files(location: Location, entry: Entry, sizes: dict[str, int]) -> Iterator[CacheProblem]:
