@@ -433,3 +433,12 @@ def test_build_with_a_url_data_dir_returns_the_remote_reader(s3_server, local_no
     assert all(np.array_equal(dataset.take(rows)[name], local_noise.take(rows)[name]) for name in local_noise.layout)
     remote_batches = [images.tobytes() for images, _ in dataset.stream(7, seed=3)]
     assert remote_batches == [images.tobytes() for images, _ in local_noise.stream(7, seed=3)]
+
+
+def test_a_dataset_built_into_s3_keeps_its_shards_in_the_contexts_local_cache_dir(s3_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("GLYPHFORGE_CACHE_DIR", str(tmp_path / "environment's"))
+    context = DataContext.resolve(data_dir=f"{s3_server.bucket()}/data", cache_dir=tmp_path / "mine")
+    ds = build(NoiseSpec(n_examples=20, shard_size=10), context=context, progress=False)
+    ds[15]
+    assert [path.name for path in (tmp_path / "mine" / "shards").rglob("*.shard")]
+    assert not (tmp_path / "environment's" / "shards").exists()

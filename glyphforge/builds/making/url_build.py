@@ -163,13 +163,13 @@ def build_and_open(
     session_options: Mapping[str, Any] | None = None,
 ) -> RemoteShards:
     """Build ``spec`` as `build_into` does; return the shard source of its entry where it lies, from the manifest the
-    build wrote or found (not read again), its shards cached in the default local cache dir (as `open_built` does)."""
+    build wrote or found (not read again), its shards cached in the context's local cache dir."""
     return open_read(_build(spec, context, session, progress, session_options))
 
 
 def _build(spec: Spec, context: DataContext, session: Session | str | None, progress: bool,
            session_options: Mapping[str, Any] | None) -> Entry:
-    """`build_into`: the entry built (or found) at the URL, its files there (`UrlFiles`) fetched into the default
+    """`build_into`: the entry built (or found) at the URL, its files there (`UrlFiles`) fetched into the context's
     local cache dir."""
     if context.remote is None:
         raise ValueError(f"build_into builds into a data dir that is a URL; {context.data_dir} is a path (a file:// "
@@ -186,8 +186,7 @@ def _build(spec: Spec, context: DataContext, session: Session | str | None, prog
     entry = entry_location(data_dir, spec.kind, key)
     # there already: done (a manifest failing the checks raises DamagedRemoteEntryError, and is left alone)
     with translated(entry, f"reading {MANIFEST}", BUILDING):
-        found = UrlFiles(entry, ShardCache(context.cache_dir)).open()
-    files = UrlFiles(entry, ShardCache())
+        found = (files := UrlFiles(entry, ShardCache(context.cache_dir))).open()
     if found is not None:
         return files.entry(found.manifest)
     n_shards = count_shards(spec.n_examples, spec.shard_size)
