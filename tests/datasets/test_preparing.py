@@ -4,7 +4,7 @@ On a local data dir (a path or ``file://``) the entries are made in place; on on
 (``s3://`` on moto, ``gs://`` on the emulator) they are made in this machine's local cache,
 published there and the request recorded at ``<url>/prepared/``, so the same call from a
 machine with an empty local cache finds them and does no local work. The toy dataset
-(registered as a third party would) keeps it small; tests/storage/test_publish.py runs the same
+(registered as a third party would) keeps it small; tests/cache/remote/test_publish.py runs the same
 workflow through the ``prepare-data`` command.
 """
 from __future__ import annotations

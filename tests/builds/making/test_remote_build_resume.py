@@ -4,7 +4,7 @@ An interrupted build leaves, per finished shard, its part at the URL and its rec
 in the entry's ``.work`` prefix. A part of the recorded size but other bytes (overwritten, or rotted)
 is made again, never committed under a manifest that names other bytes; on every backend with a
 URL data dir (``s3://`` on moto, ``gs://`` on the emulator; a ``file://`` data dir is its path,
-resumed as a local build, whose shards are checked while joined: `tests/builds/test_builder.py`).
+resumed as a local build, whose shards are checked while joined: `tests/builds/making/test_builder.py`).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 ``ds[i]`` is ``(image, targets dict)``, the dict empty when the build has no other array; a string array
 holds one string per example (collated as a list); arrays the default collate cannot batch are refused
-at build time (tests/builds/test_builder.py).
+at build time (tests/builds/making/test_builder.py).
 """
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ from support.specs import NOTES_KIND, TABLE_KIND, NoiseSpec, TableSpec, holder_o
 from support.store_errors import NO_BUCKET, REFUSED, store_failure
 from support.waits import TIMEOUT, wait_until
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
+TESTS_DIR = Path(__file__).resolve().parents[2]
 #: A child process imports the support modules and this glyphforge (not an installed one).
 CHILD_PATH = os.pathsep.join([str(TESTS_DIR), str(TESTS_DIR.parent)])
 #: 50 examples in shards of 8: 7 shards, the last one short.

@@ -40,7 +40,7 @@ from support.store_errors import NO_BUCKET, REFUSED, store_failure
 from support.toy_dataset import prepare_toy, register_toy
 from support.waits import wait_until
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
+TESTS_DIR = Path(__file__).resolve().parents[2]
 
 
 # -- fixtures and helpers -------------------------------------------------------------------

@@ -25,7 +25,7 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason=NO_TORCH),
 ]
 
-CLIENT = Path(__file__).parents[1] / "support" / "train_client.py"
+CLIENT = Path(__file__).parents[2] / "support" / "train_client.py"
 N_EXAMPLES, GLOBAL_BATCH = 2000, 60
 #: Minutes, not seconds: 2 to 3 ranks of 2 DataLoader workers each share 2 loaded cores.
 TIMEOUT = 600.0
@@ -37,7 +37,7 @@ def torchrun(processes: int, data_dir: Path, key: str, out: Path, *options: str)
                "--master_addr=127.0.0.1", f"--master_port={free_port()}", str(CLIENT), str(data_dir), key, str(out),
                f"--global-batch={GLOBAL_BATCH}", *options]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(
-        [str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+        [str(Path(__file__).parents[3]), os.environ.get("PYTHONPATH", "")])}
     log = open(out / f"torchrun-{processes}.log", "w")  # noqa: SIM115 - the job writes it until it ends
     return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -32,8 +32,8 @@ from support.cli import run_here
 from support.dask_cluster import dask_cluster
 from support.specs import NoiseSpec
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-TESTS_DIR = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+TESTS_DIR = Path(__file__).resolve().parents[2]
 
 
 def _environment() -> dict[str, str]:

@@ -24,7 +24,7 @@ from glyphforge.session import open_session
 from support.specs import NoiseSpec, assert_shard_6_fails_with_its_traceback, holder_of, made_shards
 from support.waits import TIMEOUT, wait_until
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
+TESTS_DIR = Path(__file__).resolve().parents[2]
 #: A child process imports the support modules and this glyphforge (not an installed one).
 CHILD_PATH = os.pathsep.join([str(TESTS_DIR), str(TESTS_DIR.parent)])
 

@@ -24,7 +24,7 @@ from support.waits import wait_until
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
+TESTS_DIR = Path(__file__).resolve().parents[2]
 #: A child process imports the support modules and this glyphforge (not an installed one).
 CHILD_PATH = os.pathsep.join([str(TESTS_DIR), str(TESTS_DIR.parent)])
 

@@ -26,7 +26,7 @@ from support.gcs_server import gcs_server  # noqa: F401 (fixture)
 from support.s3_server import s3_server  # noqa: F401 (fixture)
 from support.specs import NoiseSpec, TableSpec, made_shards
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
+TESTS_DIR = Path(__file__).resolve().parents[2]
 #: A child process imports the support modules and this glyphforge (not an installed one).
 CHILD_PATH = os.pathsep.join([str(TESTS_DIR), str(TESTS_DIR.parent)])
 #: A build in a child process whose first audit hook records the modules that add another one after it.

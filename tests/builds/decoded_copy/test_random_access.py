@@ -61,7 +61,7 @@ def copies(dataset: BuiltDataset) -> list[str]:
 def python(code: str, *args: str) -> subprocess.Popen[str]:
     """Start ``code`` in a new interpreter (with ``tests`` importable), output piped."""
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[1])
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
 
 
 def finish(process: subprocess.Popen[str]) -> str:
