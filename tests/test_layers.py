@@ -349,6 +349,14 @@ def architecture_module_rows(text: str) -> dict[str, str]:
     return dict(re.findall(r"^\| `glyphforge/([^`]+)` \| .+ \| (\w+) \|$", section, flags=re.MULTILINE))
 
 
+def test_the_top_level_of_builds_is_its_packages_and_its_face():
+    folder = PACKAGE_DIR / "builds"
+    loose = sorted(path.name for path in folder.glob("*.py") if path.name != "__init__.py")
+    assert not loose, f"glyphforge/builds/ holds modules beside its packages: {loose}; put each in its concept's package"
+    assert sorted(path.parent.name for path in folder.glob("*/__init__.py")) == [
+        "decoded_copy", "export", "making", "reading", "stream"]
+
+
 def test_this_docstring_and_the_architecture_page_list_the_layers_in_order():
     documented = re.findall(r"^(\w+) {2,}", __doc__.split("===\n", 1)[1].split("\n====", 1)[0], flags=re.MULTILINE)
     assert documented == [name for name, _ in LAYERS], "tests/test_layers.py's docstring table: the layers of LAYERS"
