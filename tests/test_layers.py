@@ -352,7 +352,7 @@ def architecture_module_rows(text: str) -> dict[str, str]:
 def test_the_top_level_of_builds_is_its_packages_and_its_face():
     folder = PACKAGE_DIR / "builds"
     loose = sorted(path.name for path in folder.glob("*.py") if path.name != "__init__.py")
-    assert not loose, f"glyphforge/builds/ holds modules beside its packages: {loose}; put each in its concept's package"
+    assert not loose, f"glyphforge/builds/ holds modules beside its packages: {loose}; put each in its package"
     assert sorted(path.parent.name for path in folder.glob("*/__init__.py")) == [
         "decoded_copy", "export", "making", "reading", "stream"]
 
