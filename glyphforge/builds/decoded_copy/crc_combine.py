@@ -55,9 +55,10 @@ class RowsCrc:
         self.width = width
         self._tables = tables.reshape(-1)
         # row j of k is shifted by k - 1 - j rows: its nibble n's table starts at (k - 1 - j) * 128 + n * 16
-        self._starts = np.arange(MOST - 1, -1, -1, dtype=np.int64)[:, None] * 128 + np.arange(8) * 16
+        self._starts = np.arange(MOST - 1, -1, -1, dtype=np.uint32)[:, None] * 128 + np.arange(8, dtype=np.uint32) * 16
 
     def of(self, sums: np.ndarray) -> int:
         """The CRC32 of the rows whose CRC32s are ``sums`` (uint32, at most `MOST`), laid end to end in that order."""
-        places = self._starts[MOST - len(sums):] + ((sums[:, None] >> _NIBBLES) & 0xF)
-        return int(np.bitwise_xor.reduce(self._tables[places], axis=None))
+        places = (sums[:, None] >> _NIBBLES) & 0xF  # uint32 throughout: no int64 copy of the places
+        places += self._starts[MOST - len(sums):]
+        return int(np.bitwise_xor.reduce(self._tables.take(places), axis=None))

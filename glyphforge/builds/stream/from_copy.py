@@ -36,9 +36,14 @@ import numpy as np
 
 from glyphforge.builds.decoded_copy.rows import CopyArray, DamagedCopyError, DecodedCopy
 from glyphforge.builds.reading.protocols import ShardReader
+from glyphforge.builds.stream.plan import EpochPlan
 
 __all__ = ["CopyReads"]
 
+#: The latest batches whose windows `CopyReads.batch_at` recalls (2 turns interleave in the default order).
+_RECALLED = 4
+#: The dataset's rows of a window, in its order, and its pieces' row runs ``(first row, rows)``, by its number.
+WindowRows = Callable[[int], tuple[np.ndarray, list[tuple[int, int]]]]
 #: Makes the arrays of a batch of ``rows`` rows shaped as ``like``'s (`Windows.batch`).
 MakeBatch = Callable[[dict[str, np.ndarray], int], dict[str, np.ndarray]]
 
@@ -105,16 +110,47 @@ class CopyReads:
     reader: ShardReader
     active: bool = True
     windows: dict[int, tuple[np.ndarray, list[tuple[int, int]]]] = field(default_factory=dict)
+    _plan: EpochPlan | None = None
+    _read: list[list[int]] = field(default_factory=list)
+    """The windows of the runs of the last batches of ``_plan`` (`batch_at`)."""
     _copy: DecodedCopy | None = None
     _sources: dict[str, _Source] = field(default_factory=dict)
     _like: dict[str, np.ndarray] = field(default_factory=dict)
     """An empty array shaped as a row of each array (what `MakeBatch` is given)."""
 
-    def rows(self, number: int, make: Callable[[], tuple[np.ndarray, list[tuple[int, int]]]]) -> np.ndarray:
-        """The dataset's rows of window ``number``, in its order (``make()``: them and its row runs, once)."""
+    def rows(self, number: int, make: WindowRows) -> np.ndarray:
+        """The dataset's rows of window ``number``, in its order (``make(number)``: them and its row runs, once)."""
         if number not in self.windows:
-            self.windows[number] = make()
+            self.windows[number] = make(number)
         return self.windows[number][0]
+
+    def batch_at(self, plan: EpochPlan, places: np.ndarray, numbers: np.ndarray, make_rows: WindowRows,
+                 make: MakeBatch) -> dict[str, np.ndarray] | None:
+        """The rows at ``places`` (in windows ``numbers``) of epoch ``plan``, as `batch`; None: read the shards.
+
+        The places are runs (a lane's rows within one window): each run's rows are a slice of its
+        window's order. The windows the batch is done with are released first, unless a batch of
+        the epoch read the same windows in the same runs lately (then none is done since: each
+        part is read in order).
+        """
+        if not self.active:
+            return None
+        ends = np.flatnonzero((places[1:] != places[:-1] + 1) | (numbers[1:] != numbers[:-1])) + 1
+        firsts = np.concatenate([[0], ends])
+        runs = numbers[firsts].tolist()
+        if plan is not self._plan:
+            self._plan, self._read = plan, []
+        if runs not in self._read:
+            self.release(plan.finished(list(self.windows), numbers))
+            self._read = [*self._read[-(_RECALLED - 1):], runs]
+        begins = plan.ends[numbers[firsts] - 1] * (numbers[firsts] > 0)  # each run's window's first place
+        starts, bounds = (places[firsts] - begins).tolist(), [0, *ends.tolist(), len(places)]
+        if len(runs) == 1:
+            return self.batch(self.rows(runs[0], make_rows)[starts[0]:starts[0] + len(places)], make)
+        rows = np.empty(len(places), np.int64)
+        for number, start, low, high in zip(runs, starts, bounds[:-1], bounds[1:], strict=True):
+            rows[low:high] = self.rows(number, make_rows)[start:start + high - low]
+        return self.batch(rows, make)
 
     def release(self, numbers: list[int]) -> None:
         """Let the windows ``numbers`` go (the batches went past them): their runs' pages are unmapped."""

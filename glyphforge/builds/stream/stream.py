@@ -350,18 +350,7 @@ class ShardStream:
 
         The rows are copies, in arrays ``windows`` reuses (`glyphforge.builds.stream.from_copy`).
         """
-        if not reads.active:
-            return None
-        reads.release(plan.finished(list(reads.windows), numbers))
-        low, high = int(numbers.min()), int(numbers.max())
-        if low == high and places[-1] - places[0] == len(places) - 1:  # a run (a repeated row ends lower)
-            window = reads.rows(low, partial(self._window_rows, plan, epoch, low))
-            return reads.batch(window[places[0] - plan.begin(low):][:len(places)], windows.batch)
-        rows = np.empty(len(places), np.int64)
-        for number in np.unique(numbers).tolist():
-            order, mine = reads.rows(number, partial(self._window_rows, plan, epoch, number)), numbers == number
-            rows[mine] = order[places[mine] - plan.begin(number)]
-        return reads.batch(rows, windows.batch)
+        return reads.batch_at(plan, places, numbers, partial(self._window_rows, plan, epoch), windows.batch)
 
     def _window_rows(self, plan: EpochPlan, epoch: int, number: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
         """The dataset's rows of window ``number``, in the epoch's order, and its pieces' runs ``(first row, rows)``."""
