@@ -110,6 +110,21 @@ class Cut:
         given = full[lane] * (batch // self.turns)
         return self.starts[lane * self.turns + turn] + given + offset - first
 
+    def positions(self, places: np.ndarray) -> np.ndarray:
+        """The positions of the epoch's order at ``places`` of the parts end to end (`places`'s inverse)."""
+        full = self._rates[0]
+        full_begins, short_begins = self._edges[1], self._edges[3]
+        part = np.searchsorted(self.starts, places, side="right") - 1
+        lane, turn = np.divmod(part, self.turns)
+        offset = places - self.starts[part]
+        steps, tail_turn = divmod(self.n_rows // self.size, self.turns)
+        in_full = full[lane] * (steps + (turn < tail_turn))  # the part's rows in full global batches
+        batch, within = np.divmod(offset, np.maximum(full[lane], 1))
+        tail = offset >= in_full
+        batch = np.where(tail, self.n_rows // self.size, batch * self.turns + turn)
+        within = np.where(tail, short_begins[lane] + offset - in_full, full_begins[lane] + within)
+        return batch * self.size + within
+
 
 @dataclass(frozen=True)
 class EpochPlan:
@@ -141,6 +156,14 @@ class EpochPlan:
     def largest(self) -> int:
         """The rows of the largest window."""
         return int(np.diff(self.ends, prepend=0).max()) if len(self.ends) else 0
+
+    @cached_property
+    def reach(self) -> int:
+        """The most positions from a window's first row to its last, in the epoch's order."""
+        if not len(self.ends):
+            return 0
+        first = self.cut.positions(np.concatenate([[0], self.ends[:-1]]))
+        return int((self.cut.positions(self.ends - 1) - first).max()) + 1
 
     def pieces(self, number: int) -> slice:
         """The pieces of window ``number``."""

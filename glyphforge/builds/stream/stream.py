@@ -41,6 +41,9 @@ single-process stream of four-shard windows.
 Reading: a part's window is decoded when a batch first needs it, a block of rows at a time, into
 the arrays of a done window, of this iteration or the last (`glyphforge.builds.stream.windows`). A
 batch in one window is a view of it, unless this iterator's next batch reads past it: then a copy.
+One process reading every part (one rank, one worker, ``partitions * turns > 1``) decodes the
+windows straight into batch order instead (`~glyphforge.builds.stream.windows.Ring`): each
+batch is a view, never a copy out of the windows of its lanes.
 
 **From the decoded copy.** Once the entry has a decoded copy (made by random access or
 ``ds.materialize()``, by any process), the stream reads there instead of inflating shards
@@ -83,7 +86,7 @@ with no copy beside (`glyphforge.builds.stream.worker_memory`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any
@@ -313,6 +316,9 @@ class ShardStream:
         windows = self.memory or Windows()  # the arrays the last iteration decoded into, taken: one at a time
         object.__setattr__(self, "memory", None)
         windows.make, reads = None if shared is None else shared.batch, CopyReads(reader)
+        # one process reading every part decodes its windows straight into batch order
+        ring = windows.in_order(shared is None and num_workers == self.world_size == 1 and self.shuffle
+                                and self.partitions * self.turns > 1)
         image_name, size = reader.image_name, self.global_batch_size
         try:
             for epoch in range(self.epoch, until):
@@ -328,10 +334,13 @@ class ShardStream:
                     start = base + number * size
                     places, numbers = locate(start)
                     arrays = self._from_copy(reads, plan, epoch, windows, places, numbers)
-                    if arrays is None:
+                    if arrays is None and ring is not None:
+                        arrays = ring.batch(reader, plan, start, size, numbers, partial(self._places, epoch, skip=0))
+                    elif arrays is None:
                         # this iterator's next batch (in a worker no batch is a view: as if none came next)
                         later = partial(locate, start + num_workers * size if shared is None else plan.n_rows)
-                        arrays = self._gather(reader, plan, epoch, windows, places, numbers, later)
+                        arrays = windows.gather(plan, places, numbers, later,
+                                                partial(self._decode, reader, plan, epoch))
                     if start + size >= plan.n_rows:
                         self._move(epoch + 1, 0, after, until)
                     else:  # one worker: number its batches from here (a loader made from it starts with its first)
@@ -367,53 +376,6 @@ class ShardStream:
         if start >= plan.n_rows:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         return plan.locate(self.positions(start, plan.n_rows))
-
-    def _gather(
-        self, reader: ShardReader, plan: EpochPlan, epoch: int, windows: Windows, places: np.ndarray,
-        numbers: np.ndarray, later: Callable[[], tuple[np.ndarray, np.ndarray]],
-    ) -> dict[str, np.ndarray]:
-        """Return the rows at ``places`` (in windows ``numbers``), decoding windows into ``windows`` as needed.
-
-        Rows in one window are views of it, unless this iterator's next batch (in the windows
-        ``later()[1]`` returns; none: the epoch ends) reads a later window of its part: then copies, so
-        that the next window may be decoded into this one's arrays. Rows across windows are
-        a copy, a run of rows of one window at a time, each window's rows taken before the
-        next window of its part is decoded (into the arrays of the one before, when no batch
-        views them).
-        """
-        windows.release(plan.finished(list(windows.decoded), numbers))
-        decoded = windows.decoded
-        low, high = int(numbers.min()), int(numbers.max())
-        if low == high:
-            if low not in decoded:
-                decoded[low] = self._decode(reader, plan, epoch, low, int(places.min()), windows)
-            window = decoded[low]
-            local = places - window.begin
-            first, last = int(local[0]), int(local[-1])
-            rows: slice | np.ndarray = slice(first, last + 1) if last - first == len(local) - 1 else local
-            views = {name: array[rows] for name, array in window.arrays.items()}  # a run of rows: views
-            following = later()[1]
-            if len(following) and not ((following > low) & (plan.part[following] == plan.part[low])).any():
-                return views  # the next batch decodes no later window of this part
-            out = windows.batch(views, len(places))
-            for name, view in views.items():
-                out[name][:] = view
-            return out
-        cuts = np.flatnonzero((np.diff(numbers) != 0) | (np.diff(places) != 1)) + 1  # runs of rows of one window
-        starts, stops = [0, *cuts.tolist()], [*cuts.tolist(), len(places)]
-        last_run = {int(numbers[start]): run for run, start in enumerate(starts)}
-        batch: dict[str, np.ndarray] = {}
-        for run, (start, stop) in enumerate(zip(starts, stops, strict=True)):
-            number = int(numbers[start])
-            if number not in decoded:
-                before = number - 1  # the window before in its part, taken already: its arrays may take this one
-                if before in decoded and plan.part[before] == plan.part[number] and last_run.get(before, -1) < run:
-                    windows.release([before])
-                decoded[number] = self._decode(reader, plan, epoch, number, int(places[numbers == number].min()),
-                                               windows)
-            batch = batch or windows.batch(decoded[number].arrays, len(places))
-            decoded[number].copy_rows(int(places[start]), batch, start, stop)  # binds no window here: see release
-        return batch
 
     def _decode(
         self, reader: ShardReader, plan: EpochPlan, epoch: int, number: int, first: int, windows: Windows

@@ -4,12 +4,14 @@ A window (`decode_window`) is decoded piece by piece (a piece: the rows of one s
 holds), each shard a block of rows at a time (`Placer` puts the block's rows where the
 window's shuffle puts them), into the arrays of a done window when no batch a consumer still
 holds is a view of them (`Spare`), else into new ones. Batches that are copies are reused the
-same way (`Windows.batch`), but in a DataLoader worker (`Windows.make`).
+same way (`Windows.batch`), but in a DataLoader worker (`Windows.make`). One process reading
+every part decodes them into a `Ring` instead, in batch order.
 """
 from __future__ import annotations
 
 import logging
 import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -19,7 +21,7 @@ from glyphforge.builds.reading.members import Scratch
 from glyphforge.builds.reading.protocols import ShardReader
 from glyphforge.builds.stream.plan import EpochPlan
 
-__all__ = ["SPARE", "Placer", "Spare", "Window", "Windows", "decode_window"]
+__all__ = ["SPARE", "Placer", "Ring", "Spare", "Window", "Windows", "decode_window"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,8 @@ class Windows:
     """The buffers shards are inflated into, a block of rows at a time, before their rows are placed."""
     make: Callable[[dict[str, np.ndarray], int], dict[str, np.ndarray]] | None = None
     """Makes every batch that is a copy instead, never reused (a DataLoader worker's: in shared memory)."""
+    ring: Ring | None = None
+    """The windows in batch order of a process reading every part (made on first use, kept for the next iteration)."""
 
     def release(self, numbers: list[int]) -> None:
         """Let the windows ``numbers`` go (the batches went past them): their arrays become spare.
@@ -93,6 +97,60 @@ class Windows:
         self.spare.keep = max(self.spare.keep, len(self.decoded))
         for done in numbers:
             self.spare.give(self.decoded.pop(done).owners)
+
+    def in_order(self, whole: bool) -> Ring | None:
+        """The `Ring` of a process reading every part (``whole``; kept for its next iteration), else None."""
+        if whole and self.ring is None:
+            self.ring = Ring()
+        return self.ring if whole else None
+
+    def gather(
+        self, plan: EpochPlan, places: np.ndarray, numbers: np.ndarray,
+        later: Callable[[], tuple[np.ndarray, np.ndarray]], decode: Callable[[int, int, Windows], Window],
+    ) -> dict[str, np.ndarray]:
+        """Return the rows at ``places`` (in windows ``numbers``), decoding windows as needed.
+
+        ``decode(number, first, self)`` decodes window ``number`` from place ``first`` on.
+
+        Rows in one window are views of it, unless this iterator's next batch (in the windows
+        ``later()[1]`` returns; none: the epoch ends) reads a later window of its part: then copies, so
+        that the next window may be decoded into this one's arrays. Rows across windows are
+        a copy, a run of rows of one window at a time, each window's rows taken before the
+        next window of its part is decoded (into the arrays of the one before, when no batch
+        views them).
+        """
+        self.release(plan.finished(list(self.decoded), numbers))
+        decoded = self.decoded
+        low, high = int(numbers.min()), int(numbers.max())
+        if low == high:
+            if low not in decoded:
+                decoded[low] = decode(low, int(places.min()), self)
+            window = decoded[low]
+            local = places - window.begin
+            first, last = int(local[0]), int(local[-1])
+            rows: slice | np.ndarray = slice(first, last + 1) if last - first == len(local) - 1 else local
+            views = {name: array[rows] for name, array in window.arrays.items()}  # a run of rows: views
+            following = later()[1]
+            if len(following) and not ((following > low) & (plan.part[following] == plan.part[low])).any():
+                return views  # the next batch decodes no later window of this part
+            out = self.batch(views, len(places))
+            for name, view in views.items():
+                out[name][:] = view
+            return out
+        cuts = np.flatnonzero((np.diff(numbers) != 0) | (np.diff(places) != 1)) + 1  # runs of rows of one window
+        starts, stops = [0, *cuts.tolist()], [*cuts.tolist(), len(places)]
+        last_run = {int(numbers[start]): run for run, start in enumerate(starts)}
+        batch: dict[str, np.ndarray] = {}
+        for run, (start, stop) in enumerate(zip(starts, stops, strict=True)):
+            number = int(numbers[start])
+            if number not in decoded:
+                before = number - 1  # the window before in its part, taken already: its arrays may take this one
+                if before in decoded and plan.part[before] == plan.part[number] and last_run.get(before, -1) < run:
+                    self.release([before])
+                decoded[number] = decode(number, int(places[numbers == number].min()), self)
+            batch = batch or self.batch(decoded[number].arrays, len(places))
+            decoded[number].copy_rows(int(places[start]), batch, start, stop)  # binds no window here: see release
+        return batch
 
     def batch(self, like: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
         """Arrays of ``rows`` rows shaped as ``like``'s for a batch that is a copy (kept ones nothing views, or new)."""
@@ -186,3 +244,89 @@ def decode_window(
             reader.read_blocks(shard, placer, windows.scratch)
         at += count
     return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)
+
+
+@dataclass
+class Ring:
+    """The windows of one process reading every part, decoded straight into batch order.
+
+    A window's rows are placed at their positions of the epoch's order (`Cut.positions`),
+    counted across epochs, modulo ``rows``, so a batch is a run of the ring: no copy out of
+    the windows its rows come from. The ring holds every row decoded and not yet read: a
+    window is decoded when a batch first reads it, and its last row is at most `Cut.span`
+    global batches on. A batch is a view of the ring with a base of its own (each view made
+    of it, and each tensor sharing it, keeps it alive): before rows are written where a
+    batch the consumer still holds lies, the ring is left to it and a copy goes on.
+    """
+
+    rows: int = 0
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    shift: int = 0
+    """What a position of the epoch under way adds to count across epochs."""
+    high: int = 0
+    """One past the highest position counted across epochs written or read."""
+    decoded: set[int] = field(default_factory=set)
+    """The epoch's windows decoded."""
+    lent: list[tuple[int, weakref.ref]] = field(default_factory=list)
+    """The batches handed out: their first position across epochs, and the batch."""
+    scratch: Scratch = field(default_factory=Scratch)
+    plan: EpochPlan | None = None
+    """The epoch under way."""
+
+    def begin(self, plan: EpochPlan, start: int, size: int) -> None:
+        """Start reading ``plan``'s epoch in batches of ``size`` positions from ``start`` (older rows are all read)."""
+        self.plan = plan
+        rows = -(-plan.reach // size) * size + 2 * size  # a window's rows from the batch that decodes it, and one more
+        if rows > self.rows:  # the old arrays are left to the batches that view them
+            self.rows, self.arrays, self.lent = rows, {}, []
+        self.shift = -(-self.high // size) * size - start  # each batch a run of the ring (`rows` is a multiple of size)
+        self.decoded = set()
+
+    def batch(
+        self, reader: ShardReader, plan: EpochPlan, start: int, size: int, numbers: np.ndarray,
+        local: Callable[[int, int], np.ndarray],
+    ) -> dict[str, np.ndarray]:
+        """The batch at positions ``[start, start + len(numbers))`` (in windows ``numbers``), decoding as needed.
+
+        Batches are ``size`` positions apart; ``local(number, rows)`` is where each row of window
+        ``number`` (``rows`` rows in shard order) goes among its rows.
+        """
+        if plan is not self.plan:
+            self.begin(plan, start, size)
+        for number in np.unique(numbers).tolist():
+            if number not in self.decoded:
+                self._decode(reader, plan, number, start, local)
+        count = len(numbers)
+        at = (start + self.shift) % self.rows
+        self.high = max(self.high, start + self.shift + count)
+        self.lent = [(first, ref) for first, ref in self.lent if ref() is not None]
+        out = {}
+        for name, array in self.arrays.items():
+            view = np.asarray(array.data[at:at + count])  # its base is not the ring: its views keep it alive
+            self.lent.append((start + self.shift, weakref.ref(view)))
+            out[name] = view
+        return out
+
+    def _decode(
+        self, reader: ShardReader, plan: EpochPlan, number: int, start: int, local: Callable[[int, int], np.ndarray]
+    ) -> None:
+        """Place window ``number``'s rows at or after position ``start`` where the batch order puts them."""
+        begin = plan.begin(number)
+        size = int(plan.ends[number]) - begin
+        positions = plan.cut.positions(np.arange(begin, begin + size, dtype=np.int64))[local(number, size)]
+        last = int(positions.max()) + self.shift
+        if any(first + self.rows <= last for first, ref in self.lent if ref() is not None):
+            self.arrays = {name: array.copy() for name, array in self.arrays.items()}  # the old ones: the consumer's
+            self.lent = []
+        slots = np.where(positions >= start, (positions + self.shift) % self.rows, -1)
+        pieces = plan.pieces(number)
+        reader.prefetch(plan.shard[pieces])
+        at = 0
+        for shard, first, count in zip(plan.shard[pieces].tolist(), plan.first[pieces].tolist(),
+                                       plan.rows[pieces].tolist(), strict=True):
+            if (slots[at:at + count] >= 0).any():  # else: all read already
+                log.debug("shard %d read (%d of its rows) for window %d", shard, count, number)
+                placer = Placer(self.arrays, slots[at:at + count], (first, first + count), True, self.rows)
+                reader.read_blocks(shard, placer, self.scratch)
+            at += count
+        self.decoded.add(number)

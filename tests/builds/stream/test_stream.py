@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import importlib.util
+import itertools
 import json
 import pickle
 import shutil
@@ -21,6 +22,7 @@ import pytest
 from glyphforge.builds import build
 from glyphforge.builds.reading.lookup import find_built
 from glyphforge.builds.reading.members import BLOCK_BYTES
+from glyphforge.builds.stream.plan import Cut
 from glyphforge.builds.stream.state import LIMITS
 from glyphforge.cache.entry import MissingEntryFileError
 from glyphforge.cache.pklz import DamagedPklzError
@@ -254,6 +256,38 @@ def test_a_batch_held_is_never_overwritten_by_a_later_window(rows_1030):
     assert len(held) == 7 and len({id(base) for base in bases}) == 7
     assert same_batches([batch for _, batch, _ in held], [expected[number] for number, _, _ in held])
     assert all(np.array_equal(part, expected[number][0][:7]) for number, _, part in held)
+
+
+def memory_owner(array: np.ndarray) -> Any:
+    """The object owning ``array``'s memory: the array it views, or the one a buffer it views was taken of."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array.base.obj if isinstance(array.base, memoryview) else array.base if array.base is not None else array
+
+
+@pytest.mark.parametrize("batch", [40, 64])
+def test_one_process_reading_every_part_decodes_its_windows_straight_into_batch_order(rows_1030, batch):
+    # the default order (8 lanes x 2 turns) in one process: every batch is a run of the one buffer its windows are
+    # decoded into in batch order (again and again over two epochs when the loop drops its batches), never a copy
+    # out of the windows of its lanes; a batch the loop holds keeps its rows (every fifth is held here: the buffer
+    # is left to them), and the batches are those of the order
+    owners, expected = set(), []
+    for images, targets in rows_1030.stream(batch, seed=3, epochs=2):
+        owners.add(id(memory_owner(images)))
+        expected.append((images.copy(), {name: row.copy() for name, row in targets.items()}))
+    assert len(owners) == 1 and len(expected) == 2 * -(-1030 // batch)
+    held = [(number, pair) for number, pair in enumerate(rows_1030.stream(batch, seed=3, epochs=2)) if number % 5 == 0]
+    assert same_batches([batch for _, batch in held], [expected[number] for number, _ in held])
+    ranks = [list(rows_1030.stream(batch // 2, seed=3, epochs=2, rank=rank, world_size=2)) for rank in range(2)]
+    assert all(np.array_equal(np.concatenate([first[0], second[0]]), images)  # two ranks read windows, not in order
+               for first, second, (images, _) in zip(*ranks, expected, strict=True))
+
+
+def test_the_positions_of_places_invert_the_places_of_positions():
+    for rows, size, lanes, turns in itertools.product([1, 97, 1030], [1, 7, 64, 2000], [1, 3, 8], [1, 2, 3]):
+        cut = Cut(rows, size, lanes, turns)
+        positions = np.arange(rows)
+        assert np.array_equal(cut.positions(cut.places(positions)), positions), (rows, size, lanes, turns)
 
 
 def test_a_stream_iterated_again_decodes_into_the_arrays_of_its_last_iteration(wide_400):
