@@ -110,8 +110,9 @@ def test_no_destination_adds_an_audit_hook_to_the_process(backend, tmp_path, req
     """A build learns what its workers read from its spec (`TableSpec.prepare` returns it): it installs no
     process-wide hook, which no one could remove (``sys.addaudithook`` is for the process's life). Hooks of
     other libraries are theirs (filelock adds one on Python 3.12 and newer)."""
+    data_dir = _data_dir(backend, tmp_path, request)  # first: a store's fixture puts its credentials in os.environ
     environment = {**os.environ, "PYTHONPATH": CHILD_PATH, "GLYPHFORGE_CACHE_DIR": str(tmp_path / "cache")}
-    child = subprocess.run([sys.executable, "-c", HOOKS_CHILD, _data_dir(backend, tmp_path, request)],
-                           env=environment, capture_output=True, text=True, timeout=120)
+    child = subprocess.run([sys.executable, "-c", HOOKS_CHILD, data_dir], env=environment, capture_output=True,
+                           text=True, timeout=120)
     assert child.returncode == 0, child.stderr
     assert child.stdout.splitlines()[-1] == "hooks added by: []"
