@@ -19,7 +19,8 @@ the rounds is printed beside every round):
   unmapped after each window); the best epoch of each (an epoch is ~0.1 s: one epoch of each in
   its own process was noise on a loaded machine);
 * ``rank16``: one epoch of rank 0 of 16 (against the default's W = 1 in ``rank1``);
-* ``loader2``: ``DataLoader(ds.stream(256), batch_size=None, num_workers=2, persistent_workers=True)``,
+* ``loader2``: ``DataLoader(ds.stream(256), batch_size=None, num_workers=2, persistent_workers=True,
+  prefetch_factor=8)`` (what docs/reading.md recommends),
   the later of two epochs, against ``default``.
 
 Peak RSS is ``VmHWM`` of the step's process (not shown for ``copy``: its process maps the export too).
@@ -108,13 +109,18 @@ def step_rank(data_dir: str, world_size: str) -> dict:
     return {"seconds": time.perf_counter() - started, "mb": peak_mb()}
 
 
+#: What docs/reading.md tells DataLoader users to give (torch's default, 2, starves the loop of small batches).
+PREFETCH_FACTOR = 8
+
+
 def step_loader(data_dir: str, workers: str) -> dict:
     """Two epochs through a DataLoader of ``workers`` persistent workers (the later one counts)."""
     import torch.utils.data
 
     ds = open_dataset(data_dir).reopened(random_access="decode")
     loader = torch.utils.data.DataLoader(ds.stream(256, shuffle=True, seed=0), batch_size=None,
-                                         num_workers=int(workers), persistent_workers=True)
+                                         num_workers=int(workers), persistent_workers=True,
+                                         prefetch_factor=PREFETCH_FACTOR)
     rates = []
     for _ in range(2):
         count, started = 0, time.perf_counter()
