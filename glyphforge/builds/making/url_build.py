@@ -184,9 +184,10 @@ def _build(spec: Spec, context: DataContext, session: Session | str | None, prog
             "your files out of raw/ to build from upstream's")
     key = cache_key(spec.kind, params)
     entry = entry_location(data_dir, spec.kind, key)
+    files = UrlFiles(entry, ShardCache(context.cache_dir))  # fetched into the context's local cache dir
     # there already: done (a manifest failing the checks raises DamagedRemoteEntryError, and is left alone)
     with translated(entry, f"reading {MANIFEST}", BUILDING):
-        found = (files := UrlFiles(entry, ShardCache(context.cache_dir))).open()
+        found = files.open()
     if found is not None:
         return files.entry(found.manifest)
     n_shards = count_shards(spec.n_examples, spec.shard_size)
