@@ -33,11 +33,15 @@ import numpy as np
 
 from glyphforge.cache.safe_pickle import MAX_INFLATION
 
-__all__ = ["ALLOWED_KINDS", "INDEX_FILE", "MAX_ROW_BYTES", "MAX_ROW_DIMS", "MAX_SHARDS", "MEMBER_OVERHEAD",
-           "built_problem", "layout_dtype", "layout_problem", "member_bounds", "row_nbytes"]
+__all__ = ["ALLOWED_KINDS", "BLOCK_BYTES", "INDEX_FILE", "MAX_ROW_BYTES", "MAX_ROW_DIMS", "MAX_SHARDS",
+           "MEMBER_OVERHEAD", "block_rows", "built_problem", "layout_dtype", "layout_problem", "member_bounds",
+           "row_nbytes"]
 
 #: The data file of a built entry holding its shard index (`glyphforge.builds.reading.index`).
 INDEX_FILE = "index.npy"
+#: About the bytes of one block of a shard (the rows `block_rows` counts, every array's together): a reader inflates
+#: only the blocks holding the rows it needs.
+BLOCK_BYTES = 1 << 20
 #: The most bytes one row (one example: every array's row together) may declare (see the module docstring).
 MAX_ROW_BYTES = 1 << 30
 #: The most dims of an array's row: with the rows' axis, numpy's limit of 32 (numpy 1.x).
@@ -67,6 +71,12 @@ def layout_dtype(descr: Any) -> np.dtype[Any]:
 def row_nbytes(layout: Mapping[str, Any]) -> int:
     """Bytes of one row of every array of a checked ``layout`` (`layout_problem`)."""
     return sum(layout_dtype(info["dtype"]).itemsize * math.prod(info["shape"]) for info in layout.values())
+
+
+def block_rows(layout: Mapping[str, Any]) -> int:
+    """Rows of each block of a shard of a checked ``layout`` (the last block of a shard may hold fewer): as many as
+    `BLOCK_BYTES` hold, at least 1."""
+    return max(1, BLOCK_BYTES // max(row_nbytes(layout), 1))
 
 
 def member_bounds(rows: np.ndarray, row_bytes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -254,13 +254,14 @@ class BuiltDataset:
         """Decode shard ``number`` whole, checked against what the index and layout say (`decode_shard`)."""
         return self.source.read(number, decode_shard)
 
-    def read_blocks(self, number: int, put: Put, scratch: Scratch) -> None:
-        """Hand shard ``number``'s arrays to ``put(name, first_row, block)`` a block of rows at a time.
+    def read_blocks(self, number: int, put: Put, scratch: Scratch, rows: tuple[int, int] | None = None) -> None:
+        """Hand shard ``number``'s arrays (at least its ``rows``: ``(first, stop)``; None: all) to ``put(name,
+        first_row, block)`` a block of rows at a time.
 
         The blocks are ``scratch``'s buffers, reused (`glyphforge.builds.reading.members.place_shard`):
         nothing of the shard is kept, and no fresh memory is faulted in for it.
         """
-        self.source.read(number, lambda member: place_shard(member, put, scratch))
+        self.source.read(number, lambda member: place_shard(member, put, scratch, rows))
 
     def take(self, indices: Any) -> dict[str, np.ndarray]:
         """Return rows ``indices`` (ints, negative from the end) of every array, in that order.

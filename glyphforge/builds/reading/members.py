@@ -99,8 +99,10 @@ def decode_shard(member: Member) -> Shard:
         return arrays.read_all()
 
 
-def place_shard(member: Member, put: Put, scratch: Scratch) -> None:
+def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int] | None = None) -> None:
     """Hand ``member``'s arrays to ``put`` a block of rows at a time (about `BLOCK_BYTES`), in ``scratch``'s buffers.
+
+    ``rows`` (``(first, stop)``): at least those rows are handed over (here: all of them); None: all.
 
     Every array is handed over whole, in order; a block is valid until ``put`` returns.
     The member's end is checked after its last block (a damaged one raises there, its

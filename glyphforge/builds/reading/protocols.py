@@ -103,8 +103,12 @@ class ShardReader(Protocol):
     def shard(self, number: int) -> Shard:
         """Shard ``number``'s arrays, decoded whole."""
 
-    def read_blocks(self, number: int, put: Put, scratch: Scratch) -> None:
-        """Hand shard ``number``'s arrays to ``put`` a block of rows at a time (in ``scratch``'s buffers)."""
+    def read_blocks(self, number: int, put: Put, scratch: Scratch, rows: tuple[int, int] | None = None) -> None:
+        """Hand shard ``number``'s arrays to ``put`` a block of rows at a time (in ``scratch``'s buffers).
+
+        ``rows`` (``(first, stop)``): at least those rows are handed over (the blocks holding
+        them, or more); None: all of them.
+        """
 
     def prefetch(self, shards: Any) -> None: ...
 
