@@ -1,16 +1,25 @@
-"""The global order of one epoch of a `~glyphforge.builds.stream.stream.ShardStream`: parts, lanes, turns, windows.
+"""The global order of one epoch of a `~glyphforge.builds.stream.stream.ShardStream`: parts, pieces, lanes, turns, windows.
 
-An epoch's order is planned from the shard index alone (no data is read) and depends only on
-the `Order` (seed, shuffle, window, partitions, turns), the epoch and the **global batch**
-``G`` it is cut for, never on the ranks or workers reading it:
+An epoch's order is planned from the shard index and the rows of a shard's block alone (no
+data is read) and depends only on the `Order` (seed, shuffle, window, partitions, turns), the
+epoch, the block rows and the **global batch** ``G`` it is cut for, never on the ranks or
+workers reading it:
 
 1. **Parts.** The shards are permuted by ``default_rng([seed, epoch])`` (kept in order without
    ``shuffle``) and their rows, end to end, are cut into ``partitions * turns`` parts, each a
    run of that shard order. Part ``q = lane * turns + turn`` is *lane* ``lane`` of *turn*
-   ``turn``. Each part's rows are grouped into windows of ``window`` shards (a shard cut by a
-   part's edge counts once in each part) and window ``k``'s rows are permuted by
-   ``default_rng([seed, epoch, k])`` (windows numbered along the shard order, parts end to end).
-2. **Global batches.** Global batch ``j`` takes its rows from the lanes of turn ``j mod
+   ``turn``.
+2. **Pieces.** Each part's rows are cut at the block boundaries of their shards (a shard's
+   block: ``block_rows`` rows, the last one of a shard maybe fewer, each inflatable alone): a
+   *piece* is the rows of one block inside one part (a block cut by a part's edge gives a
+   piece to each part). With ``shuffle`` the pieces of each part are permuted: they are
+   ordered by keys drawn once per epoch by ``default_rng([seed, epoch, 0, 1])``, one a piece
+   along the parts end to end, each part's pieces sorted by their keys (a uniform permutation
+   of each part's pieces, whoever reads them). Without ``shuffle`` they stay in order.
+3. **Windows.** Each part's pieces, in that order, are grouped into windows of ``window``
+   pieces (so a window holds at most ``window`` blocks' rows) and window ``k``'s rows are
+   permuted by ``default_rng([seed, epoch, k])`` (windows numbered along the parts end to end).
+4. **Global batches.** Global batch ``j`` takes its rows from the lanes of turn ``j mod
    turns``, lane after lane: lane ``l`` gives the next ``c_l = floor((l + 1) G / L) - floor(l
    G / L)`` rows of its part (``L = partitions``). The last, short global batch (``g = N mod
    G`` rows) takes ``floor((l + 1) g / L) - floor(l g / L)`` rows of lane ``l``. The parts are
@@ -19,12 +28,11 @@ the `Order` (seed, shuffle, window, partitions, turns), the epoch and the **glob
 So rank ``r`` of ``R`` ranks dividing ``partitions`` (whose batch is the positions ``[r G / R,
 (r + 1) G / R)`` of each global batch) reads only the lanes ``[r L / R, (r + 1) L / R)``, and
 DataLoader worker ``w`` of ``W`` workers dividing ``turns`` (which yields every ``W``-th batch)
-reads only the turns ``w, w + W, ...``: each process decodes about its share of the shards.
+reads only the turns ``w, w + W, ...``: each process decodes about its share of the blocks.
 Other numbers of ranks or workers read the same order, sharing the parts they split.
 
-`EpochPlan` holds the plan: the *pieces* (runs of rows of one shard) in part order, grouped
-into windows, and `Cut`, which maps a position of the epoch's order to its place in the parts
-end to end (`EpochPlan.locate`).
+`EpochPlan` holds the plan: the pieces in part order, grouped into windows, and `Cut`, which
+maps a position of the epoch's order to its place in the parts end to end (`EpochPlan.locate`).
 """
 from __future__ import annotations
 
@@ -38,11 +46,14 @@ from glyphforge.builds.reading.index import ShardIndex
 __all__ = ["DEFAULT_PARTITIONS", "DEFAULT_TURNS", "DEFAULT_WINDOW", "Cut", "EpochPlan", "Order", "plan_epoch"]
 
 #: Lanes of each global batch: world sizes dividing it split decoding exactly among the ranks.
-DEFAULT_PARTITIONS = 8
+DEFAULT_PARTITIONS = 16
 #: Turns the global batches take in order: DataLoader workers (per rank) dividing it split decoding exactly.
 DEFAULT_TURNS = 2
-#: Shards in a window of a part: what a part's shuffle mixes, and what a reader holds decoded per part.
+#: Blocks in a window of a part: what a part's shuffle mixes, and what a reader holds decoded per part.
 DEFAULT_WINDOW = 1
+#: The last words of the seed of an epoch's piece keys (`plan_epoch`): no window's seed ends so (``[seed, epoch, k]``
+#: seeds as ``[seed, epoch, k, 0]``) nor the shards' (``[seed, epoch]``).
+_PIECE_KEYS = (0, 1)
 
 
 @dataclass(frozen=True)
@@ -128,7 +139,7 @@ class Cut:
 
 @dataclass(frozen=True)
 class EpochPlan:
-    """The global order of one epoch: its pieces (runs of one shard's rows) in part order, grouped into windows."""
+    """The global order of one epoch: its pieces (rows of one block of a shard) in part order, grouped into windows."""
 
     shard: np.ndarray
     """The shard of each piece."""
@@ -188,19 +199,31 @@ class EpochPlan:
         return kept[kept < lowest[self.part[kept]]].tolist()
 
 
-def plan_epoch(index: ShardIndex, order: Order, epoch: int, global_batch: int) -> EpochPlan:
-    """Return the plan of ``epoch`` cut for global batches of ``global_batch`` rows (reads no data)."""
+def plan_epoch(index: ShardIndex, order: Order, epoch: int, global_batch: int, block_rows: int) -> EpochPlan:
+    """Return the plan of ``epoch`` cut for global batches of ``global_batch`` rows (reads no data).
+
+    ``block_rows``: the rows of each block of a shard (its last block may hold fewer).
+    """
     counts = index.rows.astype(np.int64)
     shards = (np.random.default_rng([order.seed, epoch]).permutation(len(counts)) if order.shuffle
               else np.arange(len(counts))).astype(np.int64)
     bounds = np.concatenate([[0], np.cumsum(counts[shards])]).astype(np.int64)
     cut = Cut(int(bounds[-1]), global_batch, order.partitions, order.turns)
-    edges = np.sort(np.concatenate([bounds, cut.starts]))
+    blocks = -(-counts[shards] // block_rows)  # of each shard, in shard order
+    block = np.arange(int(blocks.sum()), dtype=np.int64) - np.repeat(np.cumsum(blocks) - blocks, blocks)  # in its shard
+    block_starts = np.repeat(bounds[:-1], blocks) + block * block_rows
+    edges = np.sort(np.concatenate([block_starts, cut.starts]))
     edges = edges[np.flatnonzero(np.diff(edges, prepend=-1))]  # each once (np.unique would import numpy.ma)
     low, high = edges[:-1], edges[1:]
     at = np.searchsorted(bounds, low, side="right") - 1
     part = np.searchsorted(cut.starts, low, side="right") - 1
+    if order.shuffle:  # each part's pieces by their keys (the parts stay in order: `part` is sorted)
+        keys = np.random.default_rng([order.seed, epoch, *_PIECE_KEYS]).random(len(low))
+        permuted = np.lexsort((keys, part))
+        low, high, at = low[permuted], high[permuted], at[permuted]
+    rows = high - low
     new_part = np.flatnonzero(np.diff(part, prepend=-1))
     within = np.arange(len(low)) - np.repeat(new_part, np.diff(np.append(new_part, len(low))))
     windows = np.append(np.flatnonzero(within % order.window == 0), len(low)).astype(np.int64)
-    return EpochPlan(shards[at], low - bounds[at], high - low, windows, high[windows[1:] - 1], part[windows[:-1]], cut)
+    ends = np.cumsum(rows)[windows[1:] - 1]
+    return EpochPlan(shards[at], low - bounds[at], rows, windows, ends, part[windows[:-1]], cut)

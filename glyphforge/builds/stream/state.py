@@ -30,8 +30,8 @@ from glyphforge._checks import check_int
 from glyphforge.builds.stream.plan import DEFAULT_PARTITIONS, DEFAULT_TURNS
 from glyphforge.errors import ArgumentError
 
-#: The version of `ShardStream.state_dict`'s format.
-STATE_VERSION = 2
+#: The version of `ShardStream.state_dict`'s format (3: windows of blocks, the pieces of a part permuted).
+STATE_VERSION = 3
 
 #: The most each numeric option of a stream may be (``seed``: a 64-bit integer).
 LIMITS = {"batch_size": 2**24, "world_size": 2**20, "num_workers": 2**16, "epochs": 10**6, "window": 2**20,

@@ -109,6 +109,7 @@ from glyphforge.builds.stream.state import (
 from glyphforge.builds.stream.windows import Window, Windows, decode_window
 from glyphforge.builds.stream.worker_memory import Blocks
 from glyphforge.builds.stream.workers import torch_worker_info
+from glyphforge.cache.declared import block_rows
 
 EVEN_RANKS = ("repeat", "drop")
 Batch = tuple[np.ndarray, dict[str, np.ndarray] | None]
@@ -287,7 +288,7 @@ class ShardStream:
     def plan(self, epoch: int) -> EpochPlan:
         """Return the global order of ``epoch``: its parts and windows (reads no data)."""
         order = Order(self.seed, self.shuffle, self.window, self.partitions, self.turns)
-        return plan_epoch(self.dataset.index, order, epoch, self._cut(epoch))
+        return plan_epoch(self.dataset.index, order, epoch, self._cut(epoch), block_rows(self.dataset.layout))
 
     def positions(self, start: int, n_rows: int) -> np.ndarray:
         """This rank's positions of the global batch beginning at position ``start`` of an ``n_rows``-row epoch."""

@@ -237,13 +237,20 @@ def decode_window(
     for shard, start, count in zip(plan.shard[pieces].tolist(), plan.first[pieces].tolist(),
                                    plan.rows[pieces].tolist(), strict=True):
         targets = np.arange(at - skip, at - skip + count) if places is None else places[at:at + count]
-        if targets[-1] >= 0 if places is None else bool((targets >= 0).any()):  # else: all consumed
+        needed = _span(targets >= 0)
+        if needed is not None:  # else: all consumed
             put: np.ndarray | int = targets if places is not None else at - skip
             log.debug("shard %d read (%d of its rows) for window %d", shard, count, number)
             placer = Placer(owners, put, (start, start + count), bool(skip), plan.largest)
-            reader.read_blocks(shard, placer, windows.scratch)
+            reader.read_blocks(shard, placer, windows.scratch, (start + needed[0], start + needed[1]))
         at += count
     return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)
+
+
+def _span(kept: np.ndarray) -> tuple[int, int] | None:
+    """From the first to one past the last of a piece's rows ``kept`` (True: to come), None when none is."""
+    taken = np.flatnonzero(kept)
+    return (int(taken[0]), int(taken[-1]) + 1) if len(taken) else None
 
 
 @dataclass
@@ -324,9 +331,10 @@ class Ring:
         at = 0
         for shard, first, count in zip(plan.shard[pieces].tolist(), plan.first[pieces].tolist(),
                                        plan.rows[pieces].tolist(), strict=True):
-            if (slots[at:at + count] >= 0).any():  # else: all read already
+            needed = _span(slots[at:at + count] >= 0)
+            if needed is not None:  # else: all read already
                 log.debug("shard %d read (%d of its rows) for window %d", shard, count, number)
                 placer = Placer(self.arrays, slots[at:at + count], (first, first + count), True, self.rows)
-                reader.read_blocks(shard, placer, self.scratch)
+                reader.read_blocks(shard, placer, self.scratch, (first + needed[0], first + needed[1]))
             at += count
         self.decoded.add(number)

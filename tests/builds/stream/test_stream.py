@@ -123,10 +123,11 @@ def test_a_seed_gives_the_same_batches_and_other_seeds_and_epochs_differ(rows_10
     assert np.array_equal(np.concatenate(rows_of(later)), two[1030:])  # set_epoch reaches the second epoch's order
 
 
-def test_shuffling_mixes_rows_only_within_a_window_of_shards(rows_1030):
-    rows = np.concatenate(rows_of(rows_1030.stream(1030, seed=1, window=1)))
+def test_shuffling_mixes_rows_only_within_a_window_of_blocks(rows_1030):
+    # one lane (the lanes of a batch take turns: their parts' rows interleave); a shard of these rows is one block
+    rows = np.concatenate(rows_of(rows_1030.stream(1030, seed=1, window=1, partitions=1, turns=1)))
     shards = rows // 100
-    assert np.count_nonzero(np.diff(shards)) == 10  # window=1: each shard's rows stay together (11 runs)
+    assert np.count_nonzero(np.diff(shards)) == 10  # window=1: each block's rows stay together (11 runs)
     assert sorted(rows) == list(range(1030)) and not np.array_equal(rows, np.sort(rows))  # shuffled within shards
     wide = np.concatenate(rows_of(rows_1030.stream(1030, seed=1, window=11))) // 100
     assert np.count_nonzero(np.diff(wide)) > 100  # one window of every shard: rows of all shards interleave
@@ -267,7 +268,7 @@ def memory_owner(array: np.ndarray) -> Any:
 
 @pytest.mark.parametrize("batch", [40, 64])
 def test_one_process_reading_every_part_decodes_its_windows_straight_into_batch_order(rows_1030, batch):
-    # the default order (8 lanes x 2 turns) in one process: every batch is a run of the one buffer its windows are
+    # the default order (16 lanes x 2 turns) in one process: every batch is a run of the one buffer its windows are
     # decoded into in batch order (again and again over two epochs when the loop drops its batches), never a copy
     # out of the windows of its lanes; a batch the loop holds keeps its rows (every fifth is held here: the buffer
     # is left to them), and the batches are those of the order
@@ -342,13 +343,13 @@ def test_streaming_memory_stays_bounded_far_below_the_dataset(data_dir):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     count, before_mb, peak_mb = map(int, result.stdout.split())
     assert count == 100_000
-    # 16 windows of a shard (8 lanes x 2 turns) are ~110 MB decoded; 0.7 GB in all
+    # 32 windows of a block (16 lanes x 2 turns) are ~32 MB decoded; 0.7 GB in all
     assert peak_mb - before_mb < 200, (before_mb, peak_mb)
 
 
 @pytest.fixture(scope="module")
 def wide_400(data_dir):
-    """400 rows of 12 KB in 4 shards of 100: one window."""
+    """400 rows of 12 KB in 4 shards of 100 (2 blocks each)."""
     return build(WideRowSpec(n_examples=400), data_dir=data_dir, progress=False)
 
 
@@ -366,7 +367,8 @@ def test_a_window_is_decoded_without_a_decoded_shard_beside_it(wide_400):
     # each shard is inflated a block of rows at a time into one reused buffer, its rows placed from there: beside
     # the window only that block and the member's compressed bytes exist, never a decoded shard (fresh memory each)
     shard_bytes = wide_400.nbytes // 4
-    (images, targets), peak = first_batch_peak(wide_400.stream(100, seed=0, window=4, partitions=1, turns=1))
+    # one window of all 8 blocks (a shard's 1.2 MB are blocks of 85 rows and of 15)
+    (images, targets), peak = first_batch_peak(wide_400.stream(100, seed=0, window=8, partitions=1, turns=1))
     assert images.shape == (100, 64, 64, 3) and len(set(targets["row"].tolist())) == 100
     assert wide_400.nbytes <= peak < wide_400.nbytes + min(shard_bytes, 2 * BLOCK_BYTES), (peak, wide_400.nbytes)
 
@@ -531,7 +533,7 @@ def test_the_state_is_small_json_and_resuming_yields_exactly_the_batches_that_we
     head = [next(batches)[1]["row"] for _ in range(70)]  # 65 batches an epoch: 5 into the second
     state = json.loads(json.dumps(stream.state_dict()))
     assert stream.state_after(70) == state  # a loop counting its steps over the stream itself says the same
-    assert state == {"version": 2, "key": rows_1030.key, "seed": 6, "shuffle": True, "window": 1, "partitions": 8,
+    assert state == {"version": 3, "key": rows_1030.key, "seed": 6, "shuffle": True, "window": 1, "partitions": 16,
                      "turns": 2, "n_examples": 1030, "epoch": 1, "cut": 16, "since": None, "rows": 80, "base": 80,
                      "until": 2, "batch_size": 16, "world_size": 1}
     resumed = rows_1030.stream(16, seed=6, resume=state)
@@ -658,13 +660,16 @@ def test_iterating_again_starts_the_next_epoch_unless_set_epoch_says_otherwise(r
 
 
 @pytest.mark.parametrize(("state", "message"), [
-    ({"version": 9}, "not a stream state of format version 2"),
-    (dict(version=2, seed=5, shuffle=True, window=1, partitions=8, turns=2, n_examples=97, epoch=0, cut=4, rows=0,
+    ({"version": 9}, "not a stream state of format version 3"),
+    # version 2: windows counted in shards, not blocks (another order, whatever the other fields say)
+    (dict(version=2, seed=3, shuffle=True, window=1, partitions=16, turns=2, n_examples=97, epoch=0, cut=4, rows=0,
+          base=0, batch_size=4, world_size=1), "not a stream state of format version 3"),
+    (dict(version=3, seed=5, shuffle=True, window=1, partitions=16, turns=2, n_examples=97, epoch=0, cut=4, rows=0,
           base=0, batch_size=4, world_size=1), r"saved with seed 5 \(this stream: 3\): resuming would read another"),
-    (dict(version=2, seed=3, shuffle=True, window=2, partitions=8, turns=2, n_examples=96, epoch=0, cut=4, rows=0,
+    (dict(version=3, seed=3, shuffle=True, window=2, partitions=16, turns=2, n_examples=96, epoch=0, cut=4, rows=0,
           base=0, batch_size=4, world_size=1), r"window 2 \(this stream: 1\), n_examples 96 \(this stream: 97\)"),
-    (dict(version=2, seed=3, shuffle=True, window=1, partitions=16, turns=1, n_examples=97, epoch=0, cut=4, rows=0,
-          base=0, batch_size=4, world_size=1), r"partitions 16 \(this stream: 8\), turns 1 \(this stream: 2\)"),
+    (dict(version=3, seed=3, shuffle=True, window=1, partitions=8, turns=1, n_examples=97, epoch=0, cut=4, rows=0,
+          base=0, batch_size=4, world_size=1), r"partitions 8 \(this stream: 16\), turns 1 \(this stream: 2\)"),
 ])
 def test_a_state_of_another_order_is_refused(rows_97, state, message):
     with pytest.raises(ValueError, match=message):

@@ -17,7 +17,7 @@ READS = "glyphforge.builds.stream.windows"
 
 @pytest.fixture(scope="module")
 def rows_6400(tmp_path_factory):
-    """6,400 rows in 64 shards of 100: 16 parts of 4 whole shards for a global batch of 64."""
+    """6,400 rows in 64 shards of 100 (a block each): 32 parts of 2 whole shards for a global batch of 64."""
     return build(RowSpec(n_examples=6400, shard_size=100), data_dir=tmp_path_factory.mktemp("division"),
                  progress=False)
 
@@ -45,7 +45,7 @@ def test_each_rank_and_worker_decodes_only_the_shards_of_its_own_parts(rows_6400
             stream = rows_6400.stream(64 // world_size, seed=5, rank=rank, world_size=world_size, worker=worker,
                                       num_workers=num_workers)
             shards, rows = read_epoch(stream, caplog)
-            lanes = range(rank * 8 // world_size, (rank + 1) * 8 // world_size)
+            lanes = range(rank * stream.partitions // world_size, (rank + 1) * stream.partitions // world_size)
             assert set(shards) == own_shards(stream.plan(0), lanes, range(worker, 2, num_workers))
             assert len(shards) == 64 // (world_size * num_workers)  # each of its shards once: its share, exactly
             reads.update(shards)

@@ -99,8 +99,8 @@ def test_a_torchrun_job_killed_mid_epoch_resumes_on_three_ranks_and_sees_every_e
     assert (saved["epoch"], saved["rows"], saved["world_size"]) == (0, 8 * GLOBAL_BATCH, 2)  # steps 9 and 10 are lost
     first_logs = sorted(out.glob("ids-*.txt"))
     assert len(first_logs) == 2
-    # decoding divided: 2 ranks (dividing the 8 partitions) of 2 workers (dividing the 2 turns): each process
-    # decoded only the shards of its own 4 parts, about a quarter of the 20
+    # decoding divided: 2 ranks (dividing the 16 partitions) of 2 workers (dividing the 2 turns): each process
+    # decoded only the shards of its own 8 parts, about a quarter of the 20
     first_reads = shards_read(out, 0)
     assert set(first_reads) == {(rank, worker) for rank in range(2) for worker in range(2)}
     for (rank, worker), shards in first_reads.items():
@@ -123,7 +123,7 @@ def test_a_torchrun_job_killed_mid_epoch_resumes_on_three_ranks_and_sees_every_e
         assert sorted(seen.values())[-2:] == [1, 2] and sum(seen.values()) == N_EXAMPLES + 1
         batches = collections.Counter(number for e, number, _ in kept + resumed if e == epoch)
         assert batches == {number: 2 if (epoch, number) < (0, 8) else 3 for number in range(34)}  # once a rank
-    # 3 ranks do not divide the 8 partitions: a rank's rows span 3 lanes; each worker still reads one turn, so
+    # 3 ranks do not divide the 16 partitions: a rank's rows span 6 lanes; each worker still reads one turn, so
     # each process decodes well under all 20 shards of an epoch, and every shard is read by some process
     reads = shards_read(out, 1)
     assert len(reads) == 6 and all(len(shards) <= 12 for shards in reads.values()), reads
