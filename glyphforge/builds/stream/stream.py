@@ -7,12 +7,13 @@ option has a bound (`glyphforge.builds.stream.state.LIMITS`), and so has each fi
 ``batch_size`` is a rank's batch; the **global batch** is ``G = batch_size * world_size`` rows.
 
 1. **The epoch's global order** depends on ``(seed, shuffle, window, partitions, turns)``,
-   the epoch and ``G``, never on the number of ranks or workers
-   (`glyphforge.builds.stream.plan`): the permuted shards are cut into ``partitions *
-   turns`` parts; global batch ``j`` takes about ``G / partitions`` rows from each of the
-   ``partitions`` lanes of turn ``j mod turns``, each part's rows shuffled a window of
-   ``window`` shards at a time. ``partitions`` and ``turns`` are 8 and 2 by default, 1
-   and 1 without ``shuffle`` (the dataset's own order).
+   the epoch, the rows of a shard's block (`glyphforge.cache.declared.block_rows`) and ``G``,
+   never on the number of ranks or workers (`glyphforge.builds.stream.plan`): the permuted
+   shards are cut into ``partitions * turns`` parts, each part's rows into pieces at its
+   shards' block boundaries, permuted; global batch ``j`` takes about ``G / partitions`` rows
+   from each of the ``partitions`` lanes of turn ``j mod turns``, each part's rows shuffled a
+   window of ``window`` pieces (at most ``window`` blocks' rows) at a time. ``partitions`` and
+   ``turns`` are 16 and 2 by default, 1 and 1 without ``shuffle`` (the dataset's own order).
 2. **Global batches** are that order cut into ``G`` rows from the epoch's start (or from
    where a resumed stream starts, below); the last one holds the ``g = N mod G`` rows left
    (dropped with ``drop_last``).
@@ -32,13 +33,14 @@ option has a bound (`glyphforge.builds.stream.state.LIMITS`), and so has each fi
 
 **Decoding is divided.** A rank whose number divides ``partitions`` reads only its lanes, and
 a worker whose number (per rank) divides ``turns`` only its turns: each process decodes about
-its share of the shards (the shards cut by a part's edge once more). Other world sizes and
+its share of the blocks (the blocks cut by a part's edge once more). Other world sizes and
 worker counts read the same order, and the processes sharing a part each decode it. A
 reader holds one decoded window per part it reads (``partitions * turns`` windows of
-``window`` shards in a single process), so ``partitions=1, turns=1, window=4`` is the
-single-process stream of four-shard windows.
+``window`` blocks in a single process: 32 blocks by default, no more than the one-lane order
+``partitions=1, turns=1, window=28``, windows of 28 blocks).
 
-Reading: a part's window is decoded when a batch first needs it, a block of rows at a time, into
+Reading: a part's window is decoded when a batch first needs it, piece by piece (the reader asked
+for each piece's rows only, `ShardReader.read_blocks`), a block of rows at a time, into
 the arrays of a done window, of this iteration or the last (`glyphforge.builds.stream.windows`). A
 batch in one window is a view of it, unless this iterator's next batch reads past it: then a copy.
 One process reading every part (one rank, one worker, ``partitions * turns > 1``) decodes the
@@ -56,9 +58,10 @@ A dataset opened with ``random_access="decode"`` streams from the shards.
 order, and the position (its fields and their rules: `glyphforge.builds.stream.state`).
 ``stream.load_state_dict(state)`` (or ``ds.stream(..., resume=state)``) continues at
 ``rows``: nothing before it is decoded, and of a window it lands in only the rows to come
-are kept. On the same ``G`` the batches are exactly those the uninterrupted run would have
-yielded next, on any number of ranks and workers (elastic resume: decoding stays divided
-for world sizes dividing ``partitions``); on another ``G`` the rest of the epoch (in the
+are kept (its pieces holding none are not read). On the same ``G`` the batches are exactly
+those the uninterrupted run would have yielded next, on any number of ranks and workers
+(elastic resume: decoding stays divided for world sizes dividing ``partitions``); on
+another ``G`` the rest of the epoch (in the
 order cut for the state's ``G``) is cut into the new global batches, each example once
 (plus the repeats of rule 3), and later epochs are cut for the new ``G``. The seed,
 shuffle, window, partitions, turns and dataset must be the state's: a state saved on

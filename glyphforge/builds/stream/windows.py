@@ -1,11 +1,13 @@
 """Decoding a `~glyphforge.builds.stream.stream.ShardStream`'s windows, and the memory it decodes them into and reuses.
 
-A window (`decode_window`) is decoded piece by piece (a piece: the rows of one shard its part
-holds), each shard a block of rows at a time (`Placer` puts the block's rows where the
-window's shuffle puts them), into the arrays of a done window when no batch a consumer still
-holds is a view of them (`Spare`), else into new ones. Batches that are copies are reused the
-same way (`Windows.batch`), but in a DataLoader worker (`Windows.make`). One process reading
-every part decodes them into a `Ring` instead, in batch order.
+A window (`decode_window`) is decoded piece by piece (a piece: the rows of one block of a shard
+its part holds, `glyphforge.builds.stream.plan`), the reader asked for the piece's rows to come
+only (`ShardReader.read_blocks`' rows: the blocks holding them are inflated), a block of rows
+at a time (`Placer` puts the block's rows where the window's shuffle puts them), into the
+arrays of a done window when no batch a consumer still holds is a view of them (`Spare`), else
+into new ones. Batches that are copies are reused the same way (`Windows.batch`), but in a
+DataLoader worker (`Windows.make`). One process reading every part decodes them into a `Ring`
+instead, in batch order.
 """
 from __future__ import annotations
 
@@ -224,7 +226,8 @@ def decode_window(
     new arrays sized for the epoch's largest window (later windows are decoded into them).
     The rows before ``first`` (consumed: the landing window of a resumed stream, or rows
     other workers yield) are left out (only the rows to come are written: the pages of the
-    others are never touched), and a piece holding none of the rows to come is not read.
+    others are never touched), a piece holding none of the rows to come is not read, and of
+    the others the reader is asked only from their first row to come to their last.
     Each shard read is logged at DEBUG (which shards a rank or worker reads).
     """
     begin = plan.begin(number)
@@ -317,7 +320,10 @@ class Ring:
     def _decode(
         self, reader: ShardReader, plan: EpochPlan, number: int, start: int, local: Callable[[int, int], np.ndarray]
     ) -> None:
-        """Place window ``number``'s rows at or after position ``start`` where the batch order puts them."""
+        """Place window ``number``'s rows at or after position ``start`` where the batch order puts them.
+
+        Each piece is asked of the reader from its first row to place to its last (none: not read).
+        """
         begin = plan.begin(number)
         size = int(plan.ends[number]) - begin
         positions = plan.cut.positions(np.arange(begin, begin + size, dtype=np.int64))[local(number, size)]
