@@ -25,7 +25,7 @@ Reading:
   ``decoded_budget`` (`glyphforge.builds.decoded_copy.source`), one WARNING says why and it keeps decoding.
   ``ds.materialize()`` makes the copy at once; ``random_access="decode"`` never makes or looks for one by
   itself. A copy another process made is used from the first read; a damaged one is dropped and the shards read.
-* ``ds.stream(...)``: resumable batches for training, a window of decoded shards in memory
+* ``ds.stream(...)``: resumable batches for training, a window of decoded blocks of each part in memory
   (`glyphforge.builds.stream.stream`).
 * ``ds.export(dir)``: ``.npy`` files for ``numpy.load(mmap_mode="r")``, or Parquet files
   (`glyphforge.builds.export.files`); ``ds.to_hf()``: a Hugging Face ``datasets.Dataset``.
@@ -434,9 +434,9 @@ class BuiltDataset:
             How the ranks share the short last global batch: ``"repeat"`` (a rank one row short repeats a row) or
             ``"drop"`` (a longer rank drops its last row), so every rank yields as many batches.
         window
-            The shards of a part shuffled (and held decoded) together.
+            The blocks of a part (1 MiB of rows each) shuffled (and held decoded) together.
         partitions, turns
-            The lanes and turns each epoch's order is cut into (None: 8 and 2 with ``shuffle``, else 1 and 1); a rank
+            The lanes and turns each epoch's order is cut into (None: 16 and 2 with ``shuffle``, else 1 and 1); a rank
             whose number divides ``partitions`` decodes only its lanes, a worker dividing ``turns`` only its turns.
         resume
             A ``stream.state_dict()`` to continue from (on any number of ranks).

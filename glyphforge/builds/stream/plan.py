@@ -1,4 +1,4 @@
-"""The global order of one epoch of a `~glyphforge.builds.stream.stream.ShardStream`: parts, pieces, lanes, turns, windows.
+"""The global order of one epoch of a `~glyphforge.builds.stream.stream.ShardStream`: parts, pieces, windows.
 
 An epoch's order is planned from the shard index and the rows of a shard's block alone (no
 data is read) and depends only on the `Order` (seed, shuffle, window, partitions, turns), the
