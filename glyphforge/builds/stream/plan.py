@@ -154,6 +154,9 @@ class EpochPlan:
     part: np.ndarray
     """The part of each window."""
     cut: Cut
+    largest: int
+    """The most rows a window holds in any epoch of the order cut for the same global batch (``window`` blocks, or a
+    whole part): what a window's arrays are sized for, so that those of one epoch take the next one's windows."""
 
     @property
     def n_rows(self) -> int:
@@ -162,11 +165,6 @@ class EpochPlan:
     def begin(self, number: int) -> int:
         """The first place of window ``number``."""
         return int(self.ends[number - 1]) if number else 0
-
-    @property
-    def largest(self) -> int:
-        """The rows of the largest window."""
-        return int(np.diff(self.ends, prepend=0).max()) if len(self.ends) else 0
 
     @cached_property
     def reach(self) -> int:
@@ -226,4 +224,5 @@ def plan_epoch(index: ShardIndex, order: Order, epoch: int, global_batch: int, b
     within = np.arange(len(low)) - np.repeat(new_part, np.diff(np.append(new_part, len(low))))
     windows = np.append(np.flatnonzero(within % order.window == 0), len(low)).astype(np.int64)
     ends = np.cumsum(rows)[windows[1:] - 1]
-    return EpochPlan(shards[at], low - bounds[at], rows, windows, ends, part[windows[:-1]], cut)
+    largest = min(order.window * block_rows, int(np.diff(cut.starts).max()) if len(cut.starts) > 1 else 0)
+    return EpochPlan(shards[at], low - bounds[at], rows, windows, ends, part[windows[:-1]], cut, largest)

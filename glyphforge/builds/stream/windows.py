@@ -223,7 +223,8 @@ def decode_window(
     Piece by piece, each piece's rows put where the window's shuffle puts them
     (``shuffle(size, skip)``: each row's place among the rows from ``skip`` on; None: in
     order), into arrays of a done window when ``windows`` has some no batch views, else into
-    new arrays sized for the epoch's largest window (later windows are decoded into them).
+    new arrays sized for the order's largest window (`EpochPlan.largest`: later windows, of later epochs too, are
+    decoded into them).
     The rows before ``first`` (consumed: the landing window of a resumed stream, or rows
     other workers yield) are left out (only the rows to come are written: the pages of the
     others are never touched), a piece holding none of the rows to come is not read, and of

@@ -45,7 +45,8 @@ def test_each_row_is_in_one_piece_of_one_block_and_a_window_holds_at_most_window
 
 def check_plan(counts: list[int], block: int, partitions: int, turns: int, window: int, batch: int, shuffle: bool,
                seed: int) -> None:
-    """Each row in one piece of one block, a window's pieces at most ``window`` of distinct blocks in one part."""
+    """Each row in one piece of one block, a window's pieces at most ``window`` of distinct blocks in one part, and
+    every window of two epochs fits the arrays sized for the order's largest."""
     index = ShardIndex.from_lengths(np.ones(len(counts)), counts)
     plan = plan_epoch(index, Order(seed, shuffle, window, partitions, turns), 3, batch, block)
     rows = piece_rows(plan, index)
@@ -56,6 +57,10 @@ def check_plan(counts: list[int], block: int, partitions: int, turns: int, windo
     assert (plan.rows > 0).all() and (plan.first // block == (plan.first + plan.rows - 1) // block).all()
     assert (np.diff(plan.windows) <= window).all() and (np.diff(plan.windows) > 0).all()
     assert np.array_equal(plan.ends, np.cumsum(plan.rows)[plan.windows[1:] - 1])
+    # the arrays of a window take every window of every epoch (an epoch's windows vary with the blocks they hold)
+    later = plan_epoch(index, Order(seed, shuffle, window, partitions, turns), 4, batch, block)
+    assert plan.largest == later.largest >= max(np.diff(plan.ends, prepend=0).max(initial=0),
+                                                np.diff(later.ends, prepend=0).max(initial=0))
     for number in range(len(plan.ends)):  # a window: pieces of distinct blocks of one part
         pieces = plan.pieces(number)
         blocks = set(zip(plan.shard[pieces].tolist(), (plan.first[pieces] // block).tolist(), strict=True))
