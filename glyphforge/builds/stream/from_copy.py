@@ -40,8 +40,6 @@ from glyphforge.builds.stream.plan import EpochPlan
 
 __all__ = ["CopyReads"]
 
-#: The latest batches whose windows `CopyReads.batch_at` recalls (2 turns interleave in the default order).
-_RECALLED = 4
 #: The dataset's rows of a window, in its order, and its pieces' row runs ``(first row, rows)``, by its number.
 WindowRows = Callable[[int], tuple[np.ndarray, list[tuple[int, int]]]]
 #: Makes the arrays of a batch of ``rows`` rows shaped as ``like``'s (`Windows.batch`).
@@ -103,59 +101,76 @@ def _source(array: CopyArray) -> _Source:
 class CopyReads:
     """One iteration's reads of the decoded copy (see the module docstring); ``active`` until it has none.
 
-    ``windows`` holds the rows (in the window's order) and the row runs of each window the
-    batches under way read, by number (`rows`, `release`).
+    ``windows`` holds the row runs of each window the batches under way read, by number
+    (`release`); the rows of those windows (in each window's order) lie in slots of one array,
+    ``_slots``, so that a batch's rows are one `take` of it at its places shifted by their
+    windows' ``_shift``.
     """
 
     reader: ShardReader
     active: bool = True
-    windows: dict[int, tuple[np.ndarray, list[tuple[int, int]]]] = field(default_factory=dict)
+    windows: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     _plan: EpochPlan | None = None
-    _read: list[list[int]] = field(default_factory=list)
-    """The windows of the runs of the last batches of ``_plan`` (`batch_at`)."""
+    _slots: np.ndarray = field(default_factory=lambda: np.empty((0, 0), np.int64))
+    """``(slots, rows of the plan's largest window)``: a held window's rows in its order, from the slot's start."""
+    _slot: dict[int, int] = field(default_factory=dict)
+    """The slot of each held window, by number."""
+    _shift: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    """What turns a place of a held window into its row's index in ``_slots`` flat, by window number."""
+    _held: np.ndarray = field(default_factory=lambda: np.empty(0, bool))
+    """Whether each window of ``_plan`` is held, by number."""
+    _behind: bool = False
+    """Whether a held window has a later window of its part held (it is let go once no batch reads it)."""
     _copy: DecodedCopy | None = None
     _sources: dict[str, _Source] = field(default_factory=dict)
     _like: dict[str, np.ndarray] = field(default_factory=dict)
     """An empty array shaped as a row of each array (what `MakeBatch` is given)."""
 
-    def rows(self, number: int, make: WindowRows) -> np.ndarray:
-        """The dataset's rows of window ``number``, in its order (``make(number)``: them and its row runs, once)."""
-        if number not in self.windows:
-            self.windows[number] = make(number)
-        return self.windows[number][0]
-
     def batch_at(self, plan: EpochPlan, places: np.ndarray, numbers: np.ndarray, make_rows: WindowRows,
                  make: MakeBatch) -> dict[str, np.ndarray] | None:
         """The rows at ``places`` (in windows ``numbers``) of epoch ``plan``, as `batch`; None: read the shards.
 
-        The places are runs (a lane's rows within one window): each run's rows are a slice of its
-        window's order. The windows the batch is done with are released first, unless a batch of
-        the epoch read the same windows in the same runs lately (then none is done since: each
-        part is read in order).
+        A batch reading a window not held yet first lets go of the windows it is done with
+        (`EpochPlan.finished`: each part is read in order), then holds the new ones
+        (``make_rows(number)``: their rows and row runs).
         """
         if not self.active:
             return None
-        ends = np.flatnonzero((places[1:] != places[:-1] + 1) | (numbers[1:] != numbers[:-1])) + 1
-        firsts = np.concatenate([[0], ends])
-        runs = numbers[firsts].tolist()
-        if plan is not self._plan:
-            self._plan, self._read = plan, []
-        if runs not in self._read:
-            self.release(plan.finished(list(self.windows), numbers))
-            self._read = [*self._read[-(_RECALLED - 1):], runs]
-        begins = plan.ends[numbers[firsts] - 1] * (numbers[firsts] > 0)  # each run's window's first place
-        starts, bounds = (places[firsts] - begins).tolist(), [0, *ends.tolist(), len(places)]
-        if len(runs) == 1:
-            return self.batch(self.rows(runs[0], make_rows)[starts[0]:starts[0] + len(places)], make)
-        rows = np.empty(len(places), np.int64)
-        for number, start, low, high in zip(runs, starts, bounds[:-1], bounds[1:], strict=True):
-            rows[low:high] = self.rows(number, make_rows)[start:start + high - low]
-        return self.batch(rows, make)
+        if plan is not self._plan:  # a new epoch: its windows go in the slots of the last one's, if as large
+            self.release(list(self.windows))
+            if self._slots.shape[1] != plan.largest:
+                self._slots = np.empty((0, plan.largest), np.int64)
+            self._plan, self._shift = plan, np.zeros(len(plan.ends), np.int64)
+            self._held = np.zeros(len(plan.ends), bool)
+        if self._behind or not self._held[numbers].all():
+            self._hold(plan, numbers, make_rows)
+        return self.batch(self._slots.reshape(-1).take(places + self._shift[numbers]), make)
+
+    def _hold(self, plan: EpochPlan, numbers: np.ndarray, make_rows: WindowRows) -> None:
+        """Hold the windows ``numbers`` (those held and done with let go first), each in a free slot.
+
+        A part's window is held until a batch reads none of it but a later one of its part:
+        while two windows of a part are held, every batch looks for windows done with.
+        """
+        self.release(plan.finished(list(self.windows), numbers))
+        free, width = sorted(set(range(len(self._slots))) - set(self._slot.values())), self._slots.shape[1]
+        for number in sorted(set(numbers.tolist()) - set(self.windows)):
+            rows, self.windows[number] = make_rows(number)
+            if not free:  # one more slot (as many are kept as windows were held at once)
+                self._slots = np.concatenate([self._slots, np.empty((1, width), np.int64)])
+                free.append(len(self._slots) - 1)
+            slot = self._slot[number] = free.pop(0)
+            self._slots[slot, :len(rows)] = rows
+            self._shift[number], self._held[number] = slot * width - plan.begin(number), True
+        parts = plan.part[list(self.windows)].tolist()
+        self._behind = len(set(parts)) < len(parts)
 
     def release(self, numbers: list[int]) -> None:
         """Let the windows ``numbers`` go (the batches went past them): their runs' pages are unmapped."""
         for done in numbers:
-            runs = self.windows.pop(done)[1]
+            runs = self.windows.pop(done)
+            del self._slot[done]
+            self._held[done] = False
             for source in self._sources.values():
                 source.release(runs)
 
