@@ -4,15 +4,13 @@ from __future__ import annotations
 import gzip
 import io
 import tracemalloc
-import zlib
 
 import numpy as np
 import pytest
 
-from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
-from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
+from glyphforge.builds import ARRAYS_FILE, build
 from glyphforge.builds.reading.members import BLOCK_BYTES, Member, Scratch, decode_shard, place_shard
-from glyphforge.cache import CacheStore, DamagedPklzError, concat_pklz, dump_pklz
+from glyphforge.cache import DamagedPklzError, concat_pklz
 from glyphforge.cache.npy_members import ArraysMember, ArraySpec, dump_arrays, iter_members
 
 from support.specs import RowSpec
@@ -178,32 +176,7 @@ def test_a_built_dataset_stores_each_shard_as_an_npy_member(rows_entry):
     shards = list(iter_members(rows_entry.path / ARRAYS_FILE))
     assert [len(shard["row"]) for shard in shards] == [60, 60, 60, 60, 10]
     assert np.concatenate([shard["row"] for shard in shards]).tolist() == list(range(250))
-    assert rows_entry.entry.params["builder"] == 3
-
-
-def pickled_copy(dataset: BuiltDataset, tmp_path) -> BuiltDataset:
-    """The entry with each shard's member a pickle of its arrays, as glyphforge before build format 3 wrote it."""
-    parts = [dump_pklz(shard, tmp_path / f"shard-{number}.pklz")
-             for number, shard in enumerate(iter_members(dataset.path / ARRAYS_FILE))]
-    store = CacheStore.for_data_dir(tmp_path / "old")
-    with store.create(dataset.entry.kind, {"builder": 2}) as writer:
-        joined = concat_pklz(parts, writer.path / ARRAYS_FILE)
-        assert zlib.decompress(joined.path.read_bytes(), 31)[:2] == b"\x80\x05"  # a pickle, protocol 5
-        index = ShardIndex.from_lengths(joined.lengths, np.diff(dataset.index.start.tolist() + [len(dataset)]))
-        index.write(tmp_path / INDEX_FILE)
-        writer.add_file(INDEX_FILE, tmp_path / INDEX_FILE)
-        writer.meta.update(dataset.entry.meta)
-    return BuiltDataset(store.get(dataset.entry.kind, {"builder": 2}))
-
-
-def test_a_shard_that_is_a_pickle_is_refused_as_damaged_every_way(rows_entry, tmp_path):
-    old = pickled_copy(rows_entry, tmp_path)
-    damaged = (r"arrays\.pklz: shard \d \(bytes \d+ to \d+\) is truncated or damaged \(the array of names has no "
-               r"readable \.npy header \(the magic string is not correct")
-    for read in (lambda: old.take([0, 61]), lambda: old[0], lambda: next(iter(old.stream(32, seed=4))),
-                 lambda: old["images"]):
-        with pytest.raises(DamagedPklzError, match=damaged):
-            read()
+    assert rows_entry.entry.params["builder"] == 4
 
 
 def test_array_spec_row_bytes():

@@ -25,6 +25,7 @@ pickles (``allow_pickle=False``).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
@@ -99,7 +100,7 @@ class ShardIndex:
         """
         index, named = cls.read(entry.file(INDEX_FILE), where), f"its shard index {INDEX_FILE}"
         index.check(int(entry.meta["n_examples"]), where, entry.meta.get("parts"), named)
-        index.check_lengths(row_nbytes(entry.meta["layout"]), where, named)
+        index.check_lengths(entry.meta["layout"], where, named)
         return index
 
     @classmethod
@@ -117,11 +118,12 @@ class ShardIndex:
                                     "for a multi-part entry")
         return cls(*table)
 
-    def check_lengths(self, row_bytes: int, where: str, named: str = "its shard index") -> None:
+    def check_lengths(self, layout: Mapping[str, Any], where: str, named: str = "its shard index") -> None:
         """Raise a `DamagedIndexError` naming ``where`` (and the index as ``named``) unless every shard's member can
-        hold its rows of ``row_bytes`` bytes (`glyphforge.cache.declared.member_bounds`): a reader allocates a member's
+        hold its rows of ``layout`` (`glyphforge.cache.declared.member_bounds`): a reader allocates a member's
         length to read it."""
-        fewest, most = member_bounds(self.rows, row_bytes)
+        row_bytes = row_nbytes(layout)
+        fewest, most = member_bounds(self.rows, layout)
         wrong = np.flatnonzero((self.length < fewest) | (self.length > most))
         if len(wrong):
             shard = int(wrong[0])
