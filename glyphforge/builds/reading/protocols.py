@@ -159,9 +159,12 @@ def read_member(entry: Entry, index: ShardIndex, blocks: BlockTable, number: int
     ------
     IndexError
         ``number`` is not a shard of the entry (before anything is located).
+    DamagedIndexError
+        ``blocks`` records the shard's blocks where they cannot be.
     """
     if not 0 <= number < len(index):
         raise IndexError(f"shard {number} is out of range: {entry.kind} {entry.key[:12]} has {len(index)}")
+    shard_blocks = blocks.shard(number)
     path, offset = locate(number)
     return read(Member(path, offset, int(index.length[number]), entry.meta["layout"], int(index.rows[number]),
-                       f"shard {number}"))
+                       f"shard {number}", shard_blocks, blocks.rows))
