@@ -1,16 +1,21 @@
 """Gzip members of ``.npy`` arrays: how a built dataset's shards are stored.
 
-A member is one gzip member that inflates to a dict of arrays as NumPy ``.npy`` files, one
-after the other: first the array of their names, sorted, then each array in that order
-(a ``.npy`` header: dtype, shape, C order; then the array's bytes). Plain tools read them,
-and a file of such members joined (a built dataset's ``arrays.pklz``) one after the other::
+A shard is a run of gzip members, end to end, that inflates (as one gzip stream) to a dict of
+arrays as NumPy ``.npy`` files, one after the other: first the array of their names, sorted,
+then each array in that order (a ``.npy`` header: dtype, shape, C order; then the array's
+bytes). Its members (`dump_shard`): the names and the first array's header; then each
+array's bytes, one member per block of `glyphforge.cache.declared.rows_per_block` rows (the
+last block may be short), before each later array its header in a member of its own. So a
+block of rows inflates alone, checked by its own CRC-32 (``blocks.npy`` says where each is:
+`glyphforge.builds.reading.blocks`). Plain tools read a shard, and a file of shards joined
+(a built dataset's ``arrays.pklz``) one after the other::
 
     with gzip.open(path) as stream:                     # or iter_members(path)
         names = numpy.lib.format.read_array(stream)
         shard = {name: numpy.lib.format.read_array(stream) for name in names}
 
 The same arrays always give the same bytes (zlib, a gzip header with no file name and
-mtime 0: see `glyphforge.cache.pklz`).
+mtime 0: `glyphforge.cache.pklz.zlib_member`).
 
 No pickle is involved, so reading runs no code, and a reader inflates each array's bytes
 into memory of its choosing: into fresh arrays (`ArraysMember.read_all`), or block by

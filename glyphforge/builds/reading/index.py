@@ -4,7 +4,7 @@ The builder writes it as the entry's data file ``index.npy`` (:data:`INDEX_FILE`
 NumPy ``.npy`` file of one int64 array of shape ``(4, n_shards)`` whose rows are, for
 each shard in order::
 
-    offset   # the shard's gzip member starts at this byte of arrays.pklz
+    offset   # the shard's run of gzip members starts at this byte of arrays.pklz
     length   # and is this many bytes long
     start    # it holds the rows [start, stop) of the dataset
     stop
@@ -17,11 +17,12 @@ without downloading them: `glyphforge.builds.making.url_build`) has a fifth row:
 and ``offset`` counts from the start of that part (each part's members tile it from 0).
 A 4-row index means every member is in ``arrays.pklz``.
 
-It is listed in the manifest's files table like every data file (so ``cache verify``
-re-hashes it and the manifest's ``entry_sha256`` covers it), and only a reader opens
-it: listing the cache parses a manifest of a few hundred bytes, whatever the number of
-shards (1,000,000 shards in the manifest's JSON were ~55 MB). It is read without
-pickles (``allow_pickle=False``).
+Where each block of rows of a shard is in its run of members is the entry's other table,
+``blocks.npy`` (`glyphforge.builds.reading.blocks`). The index is listed in the manifest's
+files table like every data file (so ``cache verify`` re-hashes it and the manifest's
+``entry_sha256`` covers it), and only a reader opens it: listing the cache parses a
+manifest of a few hundred bytes, whatever the number of shards (1,000,000 shards in the
+manifest's JSON were ~55 MB). It is read without pickles (``allow_pickle=False``).
 """
 from __future__ import annotations
 
