@@ -69,12 +69,6 @@ class ArraySpec(NamedTuple):
         return int(self.dtype.itemsize * np.prod(self.shape[1:], dtype=np.int64))
 
 
-def dump_arrays(arrays: Mapping[str, np.ndarray], path: PathLike, level: int | None = None) -> Path:
-    """Write ``arrays`` as a shard's run of gzip members (`dump_shard`), atomically; return ``path``."""
-    dump_shard(arrays, path, level)
-    return Path(path)
-
-
 def dump_shard(arrays: Mapping[str, np.ndarray], path: PathLike, level: int | None = None) -> np.ndarray:
     """Write ``arrays`` (sorted by name) as a run of gzip members, atomically; return where its blocks are.
 

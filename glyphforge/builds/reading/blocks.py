@@ -118,8 +118,7 @@ class BlockTable:
 def joined_table(shards: list[Any]) -> np.ndarray:
     """The items of a `BLOCKS_FILE` of shards whose tables (as `glyphforge.cache.npy_members.dump_shard` returns
     them, or their lists in a shard's record) are ``shards``, in order."""
-    return np.concatenate([np.asarray(table, np.int64).reshape(-1) for table in shards]) if shards else \
-        np.zeros(0, np.int64)
+    return np.concatenate([np.asarray(table, np.int64).reshape(-1) for table in shards])
 
 
 def _shown(items: np.ndarray) -> str:

@@ -45,7 +45,7 @@ class Member:
     blocks, block_rows
         Where its blocks are in the run (`glyphforge.builds.reading.blocks.BlockTable.shard`: for each
         array in sorted order, its first block's start, then each block's end), and the rows of each
-        block; None for a shard read whole only (an entry built before blocks).
+        block; None: the run is read whole only.
     """
 
     path: Path
@@ -136,7 +136,6 @@ def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int
                 arrays.read_into(block)
                 put(name, first, block)
         arrays.finish()
-
 
 
 def place_rows(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int]) -> None:
