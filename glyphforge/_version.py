@@ -8,4 +8,4 @@ CHANGELOG what the change means for an existing cache, and record the new format
 version in ``tests/test_version.py`` (which fails until then).
 """
 
-__version__ = "0.4.0.dev0"
+__version__ = "0.5.0.dev0"

@@ -22,6 +22,7 @@ import pytest
 import glyphforge as gf
 from glyphforge import cli, config
 from glyphforge.builds import ARRAYS_FILE
+from glyphforge.builds.reading.blocks import BLOCKS_FILE
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore
 from glyphforge.datasets import backgrounds
@@ -138,6 +139,13 @@ def shard_indexes(built, tmp_path, caplog) -> Seen:
     return observe(path, lambda: exact_take(gf.open_built(dataset.path), [3]), caplog)
 
 
+def block_tables(built, tmp_path, caplog) -> Seen:
+    dataset = fresh_build(built, tmp_path)
+    path = dataset.path / BLOCKS_FILE
+    flip(path, path.stat().st_size - 8 * 11 * 3 * 2 + 7)  # the sign of shard 0's first item (3 arrays of 1 block)
+    return observe(path, lambda: exact_take(gf.open_built(dataset.path), [3]), caplog)
+
+
 def decoded_copies(built, tmp_path, caplog) -> Seen:
     dataset = fresh_build(built, tmp_path)
     copy = dataset.reopened().materialize()
@@ -197,6 +205,7 @@ CASES: dict[str, Callable[..., Seen]] = {
     "Class files": class_files,
     "Shards": shards,
     "Shard indexes": shard_indexes,
+    "Block tables": block_tables,
     "Decoded copies": decoded_copies,
     "Shard caches": shard_caches,
     "Upstream downloads": upstream_downloads,

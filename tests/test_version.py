@@ -31,6 +31,14 @@ CACHE_FORMATS = {
         "the decoded copy's record": ["arrays", "files", "key"],
         "the decoded copy's record of an array": ["crc32", "offset", "row_nbytes", "rows", "sums_crc32"],
     },
+    "0.5.0.dev0": {
+        "glyphforge.cache.keys.FORMAT_VERSION": 4,
+        "glyphforge.builds.making.spec.BUILD_FORMAT": 4,
+        "glyphforge.scenes.spec.ALGORITHM_VERSION": 4,
+        "the decoded copy's files": ["checks.json", "images.crc32.npy", "images.npy"],
+        "the decoded copy's record": ["arrays", "files", "key"],
+        "the decoded copy's record of an array": ["crc32", "offset", "row_nbytes", "rows", "sums_crc32"],
+    },
 }
 
 

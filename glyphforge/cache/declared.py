@@ -14,9 +14,10 @@ used:
 * ``n_examples``, a positive integer (the params' own, when they hold one); the shards,
   ``ceil(n_examples / shard_size)``, at most `MAX_SHARDS` (``meta["n_shards"]`` and
   ``meta["parts"]`` agreeing); ``meta["images"]``, one of the layout's arrays;
-* the files' sizes: ``index.npy`` (every build has one) holds a fixed number of bytes a shard (`index_sizes`); the
+* the files' sizes: ``index.npy`` (every build has one) holds a fixed number of bytes a shard (`index_sizes`);
+  ``blocks.npy`` 8 bytes for each array of each shard and for each of its blocks (`blocks_sizes`); the
   data files hold ``n_examples`` rows, compressed (`data_sizes`: no fewer bytes than deflate
-  could inflate to them, no more than stored data and each shard's framing).
+  could inflate to them, no more than stored data and each shard's and block's framing).
 
 `MAX_ROW_BYTES` is 1 GiB: every reader holds at least one row of every array at once (a block,
 a batch, a window of rows), so a row bounds the least any read allocates, and a batch of 64
@@ -33,12 +34,14 @@ import numpy as np
 
 from glyphforge.cache.safe_pickle import MAX_INFLATION
 
-__all__ = ["ALLOWED_KINDS", "BLOCK_BYTES", "INDEX_FILE", "MAX_ROW_BYTES", "MAX_ROW_DIMS", "MAX_SHARDS",
-           "MEMBER_OVERHEAD", "block_rows", "built_problem", "layout_dtype", "layout_problem", "member_bounds",
-           "row_nbytes"]
+__all__ = ["ALLOWED_KINDS", "BLOCKS_FILE", "BLOCK_BYTES", "BLOCK_FRAMING", "INDEX_FILE", "MAX_ROW_BYTES",
+           "MAX_ROW_DIMS", "MAX_SHARDS", "MEMBER_OVERHEAD", "block_rows", "built_problem", "layout_dtype",
+           "layout_problem", "member_bounds", "row_nbytes", "rows_per_block", "shard_blocks"]
 
 #: The data file of a built entry holding its shard index (`glyphforge.builds.reading.index`).
 INDEX_FILE = "index.npy"
+#: The data file of a built entry holding where each block of each shard is (`glyphforge.builds.reading.blocks`).
+BLOCKS_FILE = "blocks.npy"
 #: About the bytes of one block of a shard (the rows `block_rows` counts, every array's together): a reader inflates
 #: only the blocks holding the rows it needs.
 BLOCK_BYTES = 1 << 20
@@ -54,7 +57,11 @@ ALLOWED_KINDS = "biufcSUMmV"
 #: The most bytes a shard's member holds beyond its rows' (stored-deflate) bytes: gzip framing and ``.npy`` headers
 #: (a few KiB), with a wide margin.
 MEMBER_OVERHEAD = 2 << 20
-#: The most bytes of an ``index.npy`` beyond its table: a ``.npy`` header (128 bytes as numpy writes it).
+#: The most bytes the gzip member of one block of one array adds to its (stored-deflate) bytes: a 10-byte header,
+#: an 8-byte trailer and a deflate block's framing, with a margin.
+BLOCK_FRAMING = 64
+#: The most bytes of an ``index.npy`` or ``blocks.npy`` beyond its table: a ``.npy`` header (128 bytes as numpy
+#: writes it).
 INDEX_HEADER_MAX = 4096
 #: Int64 rows of an index: offset, length, start, stop (and part, for a multi-part entry).
 _INDEX_ROWS, _PARTS_INDEX_ROWS = 4, 5
@@ -76,17 +83,30 @@ def row_nbytes(layout: Mapping[str, Any]) -> int:
 def block_rows(layout: Mapping[str, Any]) -> int:
     """Rows of each block of a shard of a checked ``layout`` (the last block of a shard may hold fewer): as many as
     `BLOCK_BYTES` hold, at least 1."""
-    return max(1, BLOCK_BYTES // max(row_nbytes(layout), 1))
+    return rows_per_block(row_nbytes(layout))
 
 
-def member_bounds(rows: np.ndarray, row_bytes: int) -> tuple[np.ndarray, np.ndarray]:
-    """The fewest and most bytes a shard's gzip member of ``rows`` rows of ``row_bytes`` bytes each can be.
+def rows_per_block(row_bytes: int) -> int:
+    """Rows of each block of a shard whose rows (of all arrays together) are ``row_bytes`` bytes each: `block_rows`."""
+    return max(1, BLOCK_BYTES // max(row_bytes, 1))
+
+
+def shard_blocks(rows: np.ndarray, layout: Mapping[str, Any]) -> np.ndarray:
+    """How many blocks (of `block_rows` rows, the last one short) shards of ``rows`` rows each of ``layout`` hold."""
+    step = block_rows(layout)
+    return -(-rows.astype(np.int64) // step)
+
+
+def member_bounds(rows: np.ndarray, layout: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The fewest and most bytes shards' runs of gzip members of ``rows`` rows each of ``layout`` can be.
 
     Fewest: deflate inflates at most `MAX_INFLATION` times. Most: the rows stored (deflate's
-    stored blocks add 5 bytes a 64 KiB) and `MEMBER_OVERHEAD`.
+    stored blocks add 5 bytes a 64 KiB), `BLOCK_FRAMING` for each block of each array and
+    `MEMBER_OVERHEAD`.
     """
-    raw = rows.astype(np.float64) * row_bytes  # float: a lying index cannot overflow it
-    return np.ceil(raw / MAX_INFLATION), raw + raw / 1000 + MEMBER_OVERHEAD
+    raw = rows.astype(np.float64) * row_nbytes(layout)  # float: a lying index cannot overflow it
+    framing = shard_blocks(rows, layout).astype(np.float64) * len(layout) * BLOCK_FRAMING
+    return np.ceil(raw / MAX_INFLATION), raw + raw / 1000 + framing + MEMBER_OVERHEAD
 
 
 def layout_problem(layout: object) -> str | None:
@@ -146,9 +166,13 @@ def built_problem(manifest: Mapping[str, Any]) -> str | None:
     parts = meta.get("parts")
     if INDEX_FILE not in files:
         return f"its files table lists no {INDEX_FILE} (the shard index every build writes)"
+    if BLOCKS_FILE not in files:
+        return (f"its files table lists no {BLOCKS_FILE}, the block table every build writes since glyphforge 0.5 "
+                f"(build format 4): it was built before, and is not read; build it again")
     return (index_sizes(files[INDEX_FILE], shards, parts is not None)
-            or data_sizes(sum(size for name, size in files.items() if name != INDEX_FILE), n_examples,
-                          row_nbytes(meta["layout"]), shards))
+            or data_sizes(sum(size for name, size in files.items() if name not in (INDEX_FILE, BLOCKS_FILE)),
+                          n_examples, meta["layout"], shards)
+            or blocks_sizes(files[BLOCKS_FILE], n_examples, meta["layout"], shards))
 
 
 def _shards_problem(meta: Mapping[str, Any], params: Mapping[str, Any], n_examples: int) -> tuple[int, int] | str:
@@ -183,15 +207,28 @@ def index_sizes(size: int, shards: tuple[int, int], multi_part: bool) -> str | N
             f"is {_span(low, high)} bytes ({per_shard} a shard and a header)")
 
 
-def data_sizes(size: int, n_examples: int, row_bytes: int, shards: tuple[int, int]) -> str | None:
-    """What is wrong with data files of ``size`` bytes in all for ``n_examples`` rows of ``row_bytes`` in at most
-    ``shards[1]`` shards (`member_bounds` of them all), None when nothing is."""
-    fewest, most = (int(bound[0]) for bound in member_bounds(np.array([n_examples]), row_bytes))
-    most += (shards[1] - 1) * MEMBER_OVERHEAD
+def blocks_sizes(size: int, n_examples: int, layout: Mapping[str, Any], shards: tuple[int, int]) -> str | None:
+    """What is wrong with a ``blocks.npy`` of ``size`` bytes for ``n_examples`` rows of ``layout`` in ``shards``
+    (fewest, most), None when nothing is: 8 bytes for each array of each shard and for each of its blocks
+    (`glyphforge.builds.reading.blocks`), and a header."""
+    step, arrays = block_rows(layout), len(layout)
+    low = 8 * arrays * (-(-n_examples // step) + shards[0])
+    high = 8 * arrays * (n_examples // step + 2 * shards[1]) + INDEX_HEADER_MAX
+    if low <= size <= high:
+        return None
+    return (f"its files table records {BLOCKS_FILE} as {size:,} bytes, where the block table of {n_examples:,} rows "
+            f"of {arrays} arrays in blocks of {step:,} rows in {_span(*shards)} shards is {_span(low, high)} bytes")
+
+
+def data_sizes(size: int, n_examples: int, layout: Mapping[str, Any], shards: tuple[int, int]) -> str | None:
+    """What is wrong with data files of ``size`` bytes in all for ``n_examples`` rows of ``layout`` in at most
+    ``shards[1]`` shards (`member_bounds` of them all, a block more for each shard), None when nothing is."""
+    fewest, most = (int(bound[0]) for bound in member_bounds(np.array([n_examples]), layout))
+    most += (shards[1] - 1) * (MEMBER_OVERHEAD + len(layout) * BLOCK_FRAMING)
     if fewest <= size <= most:
         return None
-    return (f"its data files are {size:,} bytes in all, where {n_examples:,} rows of {row_bytes:,} bytes compress "
-            f"to {_span(fewest, most)} bytes (its n_examples or layout lies)")
+    return (f"its data files are {size:,} bytes in all, where {n_examples:,} rows of {row_nbytes(layout):,} bytes "
+            f"compress to {_span(fewest, most)} bytes (its n_examples or layout lies)")
 
 
 def _span(low: int, high: int) -> str:

@@ -1,16 +1,21 @@
 """Gzip members of ``.npy`` arrays: how a built dataset's shards are stored.
 
-A member is one gzip member that inflates to a dict of arrays as NumPy ``.npy`` files, one
-after the other: first the array of their names, sorted, then each array in that order
-(a ``.npy`` header: dtype, shape, C order; then the array's bytes). Plain tools read them,
-and a file of such members joined (a built dataset's ``arrays.pklz``) one after the other::
+A shard is a run of gzip members, end to end, that inflates (as one gzip stream) to a dict of
+arrays as NumPy ``.npy`` files, one after the other: first the array of their names, sorted,
+then each array in that order (a ``.npy`` header: dtype, shape, C order; then the array's
+bytes). Its members (`dump_shard`): the names and the first array's header; then each
+array's bytes, one member per block of `glyphforge.cache.declared.rows_per_block` rows (the
+last block may be short), before each later array its header in a member of its own. So a
+block of rows inflates alone, checked by its own CRC-32 (``blocks.npy`` says where each is:
+`glyphforge.builds.reading.blocks`). Plain tools read a shard, and a file of shards joined
+(a built dataset's ``arrays.pklz``) one after the other::
 
     with gzip.open(path) as stream:                     # or iter_members(path)
         names = numpy.lib.format.read_array(stream)
         shard = {name: numpy.lib.format.read_array(stream) for name in names}
 
 The same arrays always give the same bytes (zlib, a gzip header with no file name and
-mtime 0: see `glyphforge.cache.pklz`).
+mtime 0: `glyphforge.cache.pklz.zlib_member`).
 
 No pickle is involved, so reading runs no code, and a reader inflates each array's bytes
 into memory of its choosing: into fresh arrays (`ArraysMember.read_all`), or block by
@@ -29,14 +34,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from glyphforge._checks import PathLike
+from glyphforge._checks import PathLike, check_int
+from glyphforge._files import atomic_path
+from glyphforge.cache.declared import rows_per_block
 from glyphforge.cache.pklz import (
+    DEFAULT_LEVEL,
     GZIP_ERRORS,
     DamagedPklzError,
-    atomic_gzip,
     damaged_member,
     open_gzip_member,
     open_gzip_reader,
+    zlib_member,
 )
 from glyphforge.cache.safe_pickle import MAX_INFLATION
 
@@ -61,13 +69,18 @@ class ArraySpec(NamedTuple):
         return int(self.dtype.itemsize * np.prod(self.shape[1:], dtype=np.int64))
 
 
-def dump_arrays(arrays: Mapping[str, np.ndarray], path: PathLike, level: int | None = None) -> Path:
-    """Write ``arrays`` as one gzip member of ``.npy`` files (sorted by name), atomically.
+def dump_shard(arrays: Mapping[str, np.ndarray], path: PathLike, level: int | None = None) -> np.ndarray:
+    """Write ``arrays`` (sorted by name) as a run of gzip members, atomically; return where its blocks are.
+
+    The run (see the module docstring) is: the names' ``.npy`` file and the first array's
+    ``.npy`` header in one member; then each array's bytes, one member per block of
+    `glyphforge.cache.declared.rows_per_block` rows (the last block may be short); before each
+    later array, its ``.npy`` header in a member of its own.
 
     Parameters
     ----------
     arrays
-        Numeric, bool or fixed-width string arrays (no object arrays), by name.
+        Numeric, bool or fixed-width string arrays (no object arrays) of the same rows, by name.
     path
         Destination file; replaced only once the new file is complete.
     level
@@ -75,16 +88,43 @@ def dump_arrays(arrays: Mapping[str, np.ndarray], path: PathLike, level: int | N
 
     Returns
     -------
-    Path
-        The written path.
+    numpy.ndarray
+        int64 of shape ``(arrays, blocks + 1)``: for each array in sorted order, the byte of the
+        run where its first block's member starts, then where each of its blocks' members ends.
     """
-    with atomic_gzip(path, level) as stream:
-        np.lib.format.write_array(stream, _names(arrays), allow_pickle=False)
-        for name in sorted(arrays):
-            if arrays[name].dtype.hasobject:
-                raise TypeError(f"array {name!r} has dtype {arrays[name].dtype}: object arrays cannot be stored")
-            np.lib.format.write_array(stream, np.ascontiguousarray(arrays[name]), allow_pickle=False)
-    return Path(path)
+    level = DEFAULT_LEVEL if level is None else check_int("level (the gzip level)", level, 0, 9)
+    names = sorted(arrays)
+    for name in names:
+        if arrays[name].dtype.hasobject:
+            raise TypeError(f"array {name!r} has dtype {arrays[name].dtype}: object arrays cannot be stored")
+    rows = len(arrays[names[0]]) if names else 0
+    step = rows_per_block(sum(_row_nbytes(arrays[name]) for name in names))
+    table = np.empty((len(names), -(-rows // step) + 1), np.int64)
+    with atomic_path(Path(path)) as temporary, open(temporary, "wb") as stream:
+        head = io.BytesIO()
+        np.lib.format.write_array(head, _names(arrays), allow_pickle=False)
+        for number, name in enumerate(names):
+            array = np.ascontiguousarray(arrays[name])
+            np.lib.format.write_array_header_1_0(head, np.lib.format.header_data_from_array_1_0(array))
+            stream.write(zlib_member(head.getbuffer(), level))
+            head = io.BytesIO()
+            data, row_bytes = _bytes_of(array), _row_nbytes(array)
+            table[number, 0] = stream.tell()
+            for block, first in enumerate(range(0, rows, step), 1):
+                stream.write(zlib_member(data[first * row_bytes:(first + step) * row_bytes], level))
+                table[number, block] = stream.tell()
+        if not names:
+            stream.write(zlib_member(head.getbuffer(), level))
+    return table
+
+
+def _row_nbytes(array: np.ndarray) -> int:
+    return int(array.dtype.itemsize * np.prod(array.shape[1:], dtype=np.int64))
+
+
+def _bytes_of(array: np.ndarray) -> memoryview:
+    """The bytes of the C-contiguous ``array``, as a flat view."""
+    return array.reshape(-1).view(np.uint8).data
 
 
 def _names(arrays: Mapping[str, Any]) -> np.ndarray:

@@ -14,9 +14,9 @@ stream (``benchmarks/bench_pklz_codecs.py``: thousands of writes between writes 
 other data, on threads and in other processes, all equal). What must not be done is
 streaming a pickle into isal as the pickler writes it: isal's stream depends on where
 its input is cut into calls, and streamed pickles in build workers came out differently
-about once in 160 times. Shard members (`glyphforge.cache.npy_members`), which stream
-their arrays, are deflated by zlib (:func:`atomic_gzip`), whose output depends only on
-the bytes it is given. A file may hold several gzip members, each one pickle or one
+about once in 160 times. Shards (`glyphforge.cache.npy_members`), runs of members of
+blocks of their arrays, are deflated by zlib (:func:`zlib_member`), whose output depends
+only on the bytes it is given. A file may hold several gzip members, each one pickle or one
 shard (the parallel builder joins shard files that way); :func:`iter_pklz` yields
 the pickles in order.
 
@@ -32,7 +32,6 @@ import pickle
 import struct
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -71,18 +70,6 @@ GZIP_ERRORS: tuple[type[Exception], ...] = (EOFError, gzip.BadGzipFile, zlib.err
                                             cast("type[Exception]", isal_zlib.error))  # isal's stub: an instance
 #: What loading a pickle from a damaged or truncated gzip stream raises.
 _LOAD_ERRORS: tuple[type[Exception], ...] = (*GZIP_ERRORS, pickle.UnpicklingError)
-
-
-@contextmanager
-def atomic_gzip(path: PathLike, level: int | None) -> Iterator[gzip.GzipFile]:
-    """A zlib gzip stream (for members written as they are streamed: see the module docstring) writing ``path``
-    atomically (it appears once complete), at gzip ``level`` 0-9 (None: :data:`DEFAULT_LEVEL`). Its header carries
-    no file name and mtime 0: the same bytes written always give the same file (whatever the temporary file's name,
-    the time or the process)."""
-    level = DEFAULT_LEVEL if level is None else check_int("level (the gzip level)", level, 0, 9)
-    with atomic_path(Path(path)) as temporary, open(temporary, "wb") as raw, \
-            gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw, mtime=0) as stream:
-        yield stream
 
 
 def open_gzip_reader(path: Path) -> gzip.GzipFile:
@@ -233,8 +220,18 @@ def gzip_member(data: bytes | memoryview, level: int) -> bytes:
     """One gzip member of ``data``: :data:`GZIP_HEADER`, the raw deflate of all of ``data`` by one call of isal at
     ``level`` (0-3), then the CRC-32 and size. The same bytes always give the same member (see the module docstring).
     """
-    deflated = isal_zlib.compress(data, level, wbits=-zlib.MAX_WBITS)
-    return b"".join((GZIP_HEADER, deflated, struct.pack("<II", isal_zlib.crc32(data), len(data) & 0xFFFFFFFF)))
+    return _framed(isal_zlib.compress(data, level, wbits=-zlib.MAX_WBITS), data)
+
+
+def zlib_member(data: Any, level: int) -> bytes:
+    """One gzip member of ``data`` (bytes-like) as `gzip_member` frames it, deflated by zlib at ``level`` (0-9): a
+    shard's blocks (`glyphforge.cache.npy_members`)."""
+    return _framed(zlib.compress(data, level, wbits=-zlib.MAX_WBITS), data)
+
+
+def _framed(deflated: bytes, data: Any) -> bytes:
+    """The gzip member of ``data`` whose raw deflate is ``deflated``: :data:`GZIP_HEADER`, it, the CRC-32 and size."""
+    return b"".join((GZIP_HEADER, deflated, struct.pack("<II", zlib.crc32(data), memoryview(data).nbytes & 0xFFFFFFFF)))
 
 
 def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = None) -> Iterator[Any]:

@@ -34,6 +34,7 @@ import glyphforge as gf
 from glyphforge import cli, config
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, DamagedShardsError, build
+from glyphforge.builds.reading.blocks import BLOCKS_FILE
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import (
     CacheStore,
@@ -80,8 +81,8 @@ def _copy_build(dataset: BuiltDataset, tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _replace_member(entry_dir: Path, number: int, member: bytes) -> None:
-    """Put ``member`` in place of shard ``number``'s gzip member, recomputing the index, the file's size and
-    sha256 and the manifest's hashes, as anyone who can write the cache can."""
+    """Put ``member`` in place of shard ``number``'s gzip member, recomputing the index, a block table that fits
+    it, the file's size and sha256 and the manifest's hashes, as anyone who can write the cache can."""
     manifest = _manifest(entry_dir)
     index = ShardIndex.read(entry_dir / INDEX_FILE, "entry")
     path = entry_dir / ARRAYS_FILE
@@ -90,7 +91,11 @@ def _replace_member(entry_dir: Path, number: int, member: bytes) -> None:
     members[number] = member
     path.write_bytes(b"".join(members))
     ShardIndex.from_lengths([len(part) for part in members], index.rows).write(entry_dir / INDEX_FILE)
-    for changed in (path, entry_dir / INDEX_FILE):
+    blocks = np.load(entry_dir / BLOCKS_FILE)
+    per_shard = len(blocks) // len(index)  # RowSpec's shards: one block of each array
+    blocks[number * per_shard:(number + 1) * per_shard] = np.linspace(1, len(member), per_shard).astype(np.int64)
+    np.save(entry_dir / BLOCKS_FILE, blocks, allow_pickle=False)
+    for changed in (path, entry_dir / INDEX_FILE, entry_dir / BLOCKS_FILE):
         manifest["files"][changed.name] = {"size": changed.stat().st_size, "sha256": sha256_file(changed)}
     _write_manifest(entry_dir, make_manifest(manifest["kind"], manifest["key"], manifest["params"],
                                              manifest["files"], manifest["meta"]))

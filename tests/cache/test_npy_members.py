@@ -4,16 +4,15 @@ from __future__ import annotations
 import gzip
 import io
 import tracemalloc
-import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
-from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
+from glyphforge.builds import ARRAYS_FILE, build
 from glyphforge.builds.reading.members import BLOCK_BYTES, Member, Scratch, decode_shard, place_shard
-from glyphforge.cache import CacheStore, DamagedPklzError, concat_pklz, dump_pklz
-from glyphforge.cache.npy_members import ArraysMember, ArraySpec, dump_arrays, iter_members
+from glyphforge.cache import DamagedPklzError, concat_pklz
+from glyphforge.cache.npy_members import ArraysMember, ArraySpec, dump_shard, iter_members
 
 from support.specs import RowSpec
 
@@ -27,12 +26,18 @@ def member(path, rows: int = 5, layout=None) -> Member:
     return Member(path, 0, path.stat().st_size, layout or LAYOUT, rows, "shard 0")
 
 
+def dumped(arrays: dict, path: Path, level: int | None = None) -> Path:
+    """``path`` once ``arrays`` are written there as a shard (`dump_shard`)."""
+    dump_shard(arrays, path, level)
+    return path
+
+
 def same(left: dict, right: dict) -> bool:
     return sorted(left) == sorted(right) and all(np.array_equal(left[name], right[name]) for name in left)
 
 
 def test_a_member_is_its_sorted_names_then_each_array_as_npy_readable_with_plain_tools(tmp_path):
-    path = dump_arrays(ARRAYS, tmp_path / "one.pklz")
+    path = dumped(ARRAYS, tmp_path / "one.pklz")
     with gzip.open(path) as stream:  # what the module docstring tells a user with nothing else at hand
         names = np.lib.format.read_array(stream)
         plain = {name: np.lib.format.read_array(stream) for name in names}
@@ -42,19 +47,19 @@ def test_a_member_is_its_sorted_names_then_each_array_as_npy_readable_with_plain
 
 
 def test_the_same_arrays_give_the_same_bytes_whatever_their_order(tmp_path):
-    first = dump_arrays(ARRAYS, tmp_path / "a.pklz").read_bytes()
-    second = dump_arrays(dict(reversed(list(ARRAYS.items()))), tmp_path / "b.pklz").read_bytes()
+    first = dumped(ARRAYS, tmp_path / "a.pklz").read_bytes()
+    second = dumped(dict(reversed(list(ARRAYS.items()))), tmp_path / "b.pklz").read_bytes()
     assert first == second and first[4:8] == b"\0\0\0\0"  # no mtime in the gzip header
 
 
 def test_object_arrays_are_refused_and_nothing_is_left(tmp_path):
     with pytest.raises(TypeError, match="array 'x' has dtype object: object arrays cannot be stored"):
-        dump_arrays({"x": np.array([None, 1], object)}, tmp_path / "o.pklz")
+        dumped({"x": np.array([None, 1], object)}, tmp_path / "o.pklz")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_iter_members_reads_joined_members_in_order(tmp_path):
-    parts = [dump_arrays({"row": np.arange(n, n + 3)}, tmp_path / f"{n}.pklz") for n in (0, 3, 6)]
+    parts = [dumped({"row": np.arange(n, n + 3)}, tmp_path / f"{n}.pklz") for n in (0, 3, 6)]
     joined = concat_pklz(parts, tmp_path / ARRAYS_FILE)
     assert [shard["row"].tolist() for shard in iter_members(joined.path)] == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
 
@@ -142,7 +147,7 @@ def test_a_header_declaring_a_huge_array_is_refused_before_anything_is_allocated
 
 
 def test_a_flipped_byte_is_found_by_the_gzip_check_even_in_array_bytes(tmp_path):
-    data = bytearray(dump_arrays(ARRAYS, tmp_path / "ok.pklz").read_bytes())
+    data = bytearray(dumped(ARRAYS, tmp_path / "ok.pklz").read_bytes())
     data[-8] ^= 0x01  # the CRC-32 of the trailer: the bytes inflate, the check at the end fails
     path = tmp_path / "flipped.pklz"
     path.write_bytes(bytes(data))
@@ -153,7 +158,7 @@ def test_a_flipped_byte_is_found_by_the_gzip_check_even_in_array_bytes(tmp_path)
 def test_blocks_cover_every_array_in_order_in_one_reused_buffer_each(tmp_path):
     rows = 3 * BLOCK_BYTES // 4096 + 7  # three full blocks and a short one of 4 KB rows
     arrays = {"images": (np.arange(rows * 4096) % 251).astype(np.uint8).reshape(rows, 64, 64), "row": np.arange(rows)}
-    path = dump_arrays(arrays, tmp_path / "big.pklz")
+    path = dumped(arrays, tmp_path / "big.pklz")
     layout = {"images": {"dtype": "|u1", "shape": [64, 64]}, "row": {"dtype": "<i8", "shape": []}}
     scratch, seen = Scratch(), []
 
@@ -178,32 +183,7 @@ def test_a_built_dataset_stores_each_shard_as_an_npy_member(rows_entry):
     shards = list(iter_members(rows_entry.path / ARRAYS_FILE))
     assert [len(shard["row"]) for shard in shards] == [60, 60, 60, 60, 10]
     assert np.concatenate([shard["row"] for shard in shards]).tolist() == list(range(250))
-    assert rows_entry.entry.params["builder"] == 3
-
-
-def pickled_copy(dataset: BuiltDataset, tmp_path) -> BuiltDataset:
-    """The entry with each shard's member a pickle of its arrays, as glyphforge before build format 3 wrote it."""
-    parts = [dump_pklz(shard, tmp_path / f"shard-{number}.pklz")
-             for number, shard in enumerate(iter_members(dataset.path / ARRAYS_FILE))]
-    store = CacheStore.for_data_dir(tmp_path / "old")
-    with store.create(dataset.entry.kind, {"builder": 2}) as writer:
-        joined = concat_pklz(parts, writer.path / ARRAYS_FILE)
-        assert zlib.decompress(joined.path.read_bytes(), 31)[:2] == b"\x80\x05"  # a pickle, protocol 5
-        index = ShardIndex.from_lengths(joined.lengths, np.diff(dataset.index.start.tolist() + [len(dataset)]))
-        index.write(tmp_path / INDEX_FILE)
-        writer.add_file(INDEX_FILE, tmp_path / INDEX_FILE)
-        writer.meta.update(dataset.entry.meta)
-    return BuiltDataset(store.get(dataset.entry.kind, {"builder": 2}))
-
-
-def test_a_shard_that_is_a_pickle_is_refused_as_damaged_every_way(rows_entry, tmp_path):
-    old = pickled_copy(rows_entry, tmp_path)
-    damaged = (r"arrays\.pklz: shard \d \(bytes \d+ to \d+\) is truncated or damaged \(the array of names has no "
-               r"readable \.npy header \(the magic string is not correct")
-    for read in (lambda: old.take([0, 61]), lambda: old[0], lambda: next(iter(old.stream(32, seed=4))),
-                 lambda: old["images"]):
-        with pytest.raises(DamagedPklzError, match=damaged):
-            read()
+    assert rows_entry.entry.params["builder"] == 4
 
 
 def test_array_spec_row_bytes():
@@ -211,7 +191,7 @@ def test_array_spec_row_bytes():
 
 
 def test_a_member_can_be_read_from_a_buffer_a_caller_reuses(tmp_path):
-    data = bytearray(dump_arrays(ARRAYS, tmp_path / "one.pklz").read_bytes()) + bytearray(100)
+    data = bytearray(dumped(ARRAYS, tmp_path / "one.pklz").read_bytes()) + bytearray(100)
     with ArraysMember(memoryview(data)[:len(data) - 100], {k: ArraySpec(v.dtype, v.shape) for k, v in ARRAYS.items()},
                       "buffer") as arrays:
         assert same(arrays.read_all(), ARRAYS)

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from glyphforge import cli, find_built
+from glyphforge import build, cli, find_built
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE
+from glyphforge.builds.reading.blocks import BLOCKS_FILE
 from glyphforge.builds.reading.index import INDEX_FILE
 from glyphforge.cache import FORMAT_VERSION, CacheStore, cache_key, concat_pklz, dump_pklz
 from glyphforge.cache.keys import metadata_sha256
@@ -90,16 +92,41 @@ def test_entries_of_0_2_are_not_found_and_cache_gc_removes_them(tmp_path, capsys
     assert cli.main(["cache", "verify", "--data-dir", str(data_dir)]) == 0
 
 
+def test_a_build_of_0_4_without_blocks_is_not_read_and_cache_gc_removes_it(tmp_path, capsys):
+    """Build format 3 (glyphforge 0.4) kept each shard in one gzip member, with no blocks.npy: such an entry is
+    not found (a spec's key is of build format 4 now), `cache verify` names it and `cache gc` removes it."""
+    new = build(RowSpec(n_examples=25, shard_size=10), data_dir=tmp_path / "new", progress=False)
+    data_dir = tmp_path / "data"
+    store = CacheStore.for_data_dir(data_dir)
+    with store.create(new.entry.kind, {**new.entry.params, "builder": 3}) as writer:
+        for name in (ARRAYS_FILE, INDEX_FILE):
+            writer.add_file(name, shutil.copy(new.path / name, tmp_path / name))
+        writer.meta.update(new.entry.meta)
+    [old] = [path for path in (data_dir / "cache" / new.entry.kind).iterdir() if not path.name.startswith(".")]
+    assert store.ls() == []
+    with pytest.raises(LookupError, match="none built yet|no built dataset 'test-rows'"):
+        find_built("test-rows", data_dir)
+    capsys.readouterr()
+    assert cli.main(["cache", "verify", "--data-dir", str(data_dir)]) == 1
+    assert (f"{old / 'manifest.json'}: it declares what no built dataset holds: its files table lists no blocks.npy, "
+            "the block table every build writes since glyphforge 0.5 (build format 4): it was built before, and is "
+            "not read; build it again") in capsys.readouterr().out
+    assert cli.main(["cache", "gc", "--data-dir", str(data_dir)]) == 0
+    assert not old.exists()
+
+
 @pytest.mark.parametrize("drop, problem", [
     ("index", "its files table lists no index.npy (the shard index every build writes)"),
+    ("blocks", "its files table lists no blocks.npy, the block table every build writes since glyphforge 0.5"),
     ("images", "it names no images array (meta['images'], which every build records)"),
 ])
 def test_a_built_manifest_without_what_every_build_writes_is_broken(drop, problem):
     """0.2 kept the index in meta["index"] and recorded no images array: a manifest like that is broken."""
-    files = {ARRAYS_FILE: {"size": 100, "sha256": "0" * 64}, INDEX_FILE: {"size": 160, "sha256": "1" * 64}}
+    files = {ARRAYS_FILE: {"size": 100, "sha256": "0" * 64}, INDEX_FILE: {"size": 160, "sha256": "1" * 64},
+             BLOCKS_FILE: {"size": 176, "sha256": "2" * 64}}
     meta = {"n_examples": 25, "n_shards": 3, "layout": {"row": {"dtype": "<i8", "shape": []}}, "images": "row"}
-    if drop == "index":
-        del files[INDEX_FILE]
+    if drop in ("index", "blocks"):
+        del files[BLOCKS_FILE if drop == "blocks" else INDEX_FILE]
     else:
         del meta["images"]
     params = {"n_examples": 25, "shard_size": 10}

@@ -99,7 +99,7 @@ def test_a_build_into_a_gs_data_dir_is_the_local_build(gcs_server, local):
     assert isinstance(ds.source, RemoteShards) and ds.url == entry
     assert_same_rows(ds, local)
     names = sorted(objects(gcs_server.fs(), entry))
-    assert names == sorted(["index.npy", "manifest.json", *(f"part-{n:06d}.pklz" for n in range(7))])
+    assert names == sorted(["blocks.npy", "index.npy", "manifest.json", *(f"part-{n:06d}.pklz" for n in range(7))])
 
 
 # -- a prepared entry through data_dir=gs://, and the CLI's listing -----------------------------------------

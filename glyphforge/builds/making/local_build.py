@@ -2,7 +2,7 @@
 
 Workers write each shard's file into the entry's work dir (on a cluster, the data dir must be on
 a shared filesystem); the driver joins them without recompression into the entry's one file,
-``arrays.pklz`` (see `glyphforge.builds.reading.dataset`), and writes its index. A build that was
+``arrays.pklz`` (see `glyphforge.builds.reading.dataset`), and writes its index and block table. A build that was
 interrupted resumes from the shard files finished there, each checked against its recorded
 sha256 while it is joined.
 """
@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from glyphforge.builds.making.fan_out import entry_meta, make_shards, report
 from glyphforge.builds.making.shards import (
     ShardTask,
@@ -24,6 +26,7 @@ from glyphforge.builds.making.shards import (
     shard_path,
 )
 from glyphforge.builds.making.spec import OWN_SOURCES, Spec, cache_params, run_prepare
+from glyphforge.builds.reading.blocks import BLOCKS_FILE, joined_table
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.reading.protocols import ARRAYS_FILE
 from glyphforge.cache import Entry, Writer, concat_pklz
@@ -97,6 +100,8 @@ def _build_shards(
     writer.known_sha256[ARRAYS_FILE] = joined.sha256
     ShardIndex.from_lengths(joined.lengths, [records[shard]["n"] for shard in range(n_shards)]).write(
         writer.path / INDEX_FILE)
+    np.save(writer.path / BLOCKS_FILE, joined_table([records[shard]["blocks"] for shard in range(n_shards)]),
+            allow_pickle=False)
     writer.meta.update(entry_meta(spec, records))
     seconds = time.perf_counter() - started
     key = work_dir.name[:12]  # the work dir is <key>.work

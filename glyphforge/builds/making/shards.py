@@ -1,11 +1,12 @@
 """Shards of a build: how a spec is cut, seeded, written and verified (runs on workers).
 
-A shard file (one gzip member of ``.npy`` arrays, `glyphforge.cache.npy_members`) is written
-atomically (``dump_arrays``: temporary file + ``os.replace``),
-then a JSON record beside it with the file's sha256, size, modification time and
-array layout. A shard counts as complete only when its record exists and the file
-still has the recorded size and modification time (a cheap ``stat``, so resuming
-20,000 finished shards does not read them); its sha256 is checked when the builder
+A shard file (a run of gzip members of ``.npy`` arrays in blocks of rows,
+`glyphforge.cache.npy_members`) is written atomically (``dump_shard``: temporary file +
+``os.replace``), then a JSON record beside it with the file's sha256, size, modification
+time, array layout and where its blocks are (``blocks``: the builder joins them into the
+entry's ``blocks.npy``, `glyphforge.builds.reading.blocks`). A shard counts as complete
+only when its record exists and the file still has the recorded size and modification
+time (a cheap ``stat``, so resuming 20,000 finished shards does not read them); its sha256 is checked when the builder
 joins the shards, which reads every byte anyway. A build killed at any moment
 resumes from exactly the shards that were finished.
 """
@@ -24,11 +25,11 @@ import numpy as np
 
 from glyphforge._files import atomic_path, sha256_file
 from glyphforge.cache.declared import layout_problem
-from glyphforge.cache.npy_members import dump_arrays
+from glyphforge.cache.npy_members import dump_shard
 
-#: One shard's record: ``{"shard", "n", "size", "mtime_ns", "sha256", "layout"}`` (``layout`` in the order
-#: ``make_shard`` returned the arrays: `images_array` reads it), plus ``"metadata"``
-#: (what ``spec.metadata()`` returned) for specs that have that optional method.
+#: One shard's record: ``{"shard", "n", "size", "mtime_ns", "sha256", "layout", "blocks"}`` (``layout`` in the
+#: order ``make_shard`` returned the arrays: `images_array` reads it; ``blocks`` as `dump_shard` returns them), plus
+#: ``"metadata"`` (what ``spec.metadata()`` returned) for specs that have that optional method.
 ShardRecord = dict[str, Any]
 #: Dtype kinds a built array may not have: dates, time spans and records (torch's default collate batches none).
 UNBATCHED_KINDS = "MmV"
@@ -158,9 +159,11 @@ class ShardTask:
 
     def __call__(self, index: int) -> ShardRecord:
         arrays, record = make_shard_arrays(self.spec, index, self.data_dir)
-        path = dump_arrays(arrays, shard_path(Path(self.work_dir), index))
+        path = shard_path(Path(self.work_dir), index)
+        blocks = dump_shard(arrays, path)
         written = path.stat()
-        record.update(size=written.st_size, mtime_ns=written.st_mtime_ns, sha256=sha256_file(path))
+        record.update(size=written.st_size, mtime_ns=written.st_mtime_ns, sha256=sha256_file(path),
+                      blocks=blocks.tolist())
         _write_json(_record_path(Path(self.work_dir), index), record)
         return record
 
@@ -196,7 +199,7 @@ def completed_shards(work_dir: Path, n_shards: int) -> dict[int, ShardRecord]:
         try:
             record = json.loads(_record_path(work_dir, index).read_text(encoding="utf-8"))
             found = shard_path(work_dir, index).stat()
-            if (found.st_size, found.st_mtime_ns) == (record["size"], record["mtime_ns"]):
+            if (found.st_size, found.st_mtime_ns) == (record["size"], record["mtime_ns"]) and "blocks" in record:
                 done[index] = record
         except (OSError, ValueError, KeyError, TypeError):
             continue  # missing, half-written, changed or foreign: make it again

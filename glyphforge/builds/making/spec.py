@@ -66,10 +66,13 @@ from glyphforge.errors import ArgumentError, BuildError
 from glyphforge.session import Session, check_session
 from glyphforge.session.base import check_main_guard
 
-BUILD_FORMAT = 3
+BUILD_FORMAT = 4
 """Bumped when the builder's output for the same spec changes; part of every key (``params["builder"]``).
 2: shards are compressed by zlib, not isal (`glyphforge.cache.pklz`).
 3: a shard's member holds its arrays as ``.npy`` files, not a pickle (`glyphforge.cache.npy_members`).
+4: a shard is a run of gzip members, its arrays' rows in blocks of a member each, and the entry's ``blocks.npy``
+   says where they are (`glyphforge.builds.reading.blocks`); a build without one is refused
+   (`glyphforge.cache.declared`).
 Entries of earlier formats are of cache format 1 too, and not read (`glyphforge.cache.keys.FORMAT_VERSION`)."""
 
 #: The params key of the own copies a spec read (only when it read some: upstream builds keep their keys).

@@ -7,16 +7,18 @@ The entry ``kind/key`` is made at ``<url>/cache/<kind>/<key>/`` as a *multi-part
 
     <url>/cache/<kind>/<key>/part-000000.pklz ...   # one part per shard, written by the worker that made it
     <url>/cache/<kind>/<key>/index.npy              # 5 rows: offset, length, start, stop, part
+    <url>/cache/<kind>/<key>/blocks.npy             # where each shard's blocks are in its part
     <url>/cache/<kind>/<key>/manifest.json          # written last, by the driver: the entry exists from then on
     <url>/cache/<kind>/<key>.work/shard-000000.json # each finished shard's record (sha256, size, n, layout...)
     <url>/cache/<kind>/<key>.work/build.json        # the driver's note; also its first write (checks the URL)
 
-Each part holds exactly the bytes of the shard file a local build makes (`dump_arrays` is
+Each part holds exactly the bytes of the shard file a local build makes (`dump_shard` is
 deterministic), and the driver does not download one to build: the records carry each
-part's size and sha256 (and MD5) into the manifest. A build whose driver was lost resumes
-from the shards whose record and part are there, the part holding the bytes its record
-names (its size, and the store's MD5 of it compared with the record's; where the store gives
-no usable MD5, the part is read back and its sha256 compared): any other part is made again.
+part's size and sha256 (and MD5) into the manifest, and where its blocks are into
+``blocks.npy``. A build whose driver was lost resumes from the shards whose record and part
+are there, the part holding the bytes its record names (its size, and the store's MD5 of it
+compared with the record's; where the store gives no usable MD5, the part is read back and
+its sha256 compared): any other part is made again.
 At the end the driver deletes the records and the note it wrote (those exact names). A
 second build of the same spec finds the manifest and does nothing.
 
@@ -57,12 +59,13 @@ from glyphforge.builds.making.spec import (
     cache_params,
     run_prepare,
 )
+from glyphforge.builds.reading.blocks import BLOCKS_FILE, joined_table
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.builds.reading.remote_shards import RemoteShards, open_read
 from glyphforge.cache import Entry
 from glyphforge.cache.keys import cache_key
 from glyphforge.cache.manifest import MANIFEST, make_manifest
-from glyphforge.cache.npy_members import dump_arrays
+from glyphforge.cache.npy_members import dump_shard
 from glyphforge.cache.remote.files import UrlFiles, entry_location
 from glyphforge.cache.remote.publish import publish_entry
 from glyphforge.context import DataContext
@@ -238,7 +241,8 @@ def finished_shards(entry: Location, n_shards: int) -> dict[int, ShardRecord]:
         index = names[name]
         try:
             record = json.loads(text)
-            found = record["shard"] == index and isinstance(record["size"], int) and isinstance(record["sha256"], str)
+            found = (record["shard"] == index and isinstance(record["size"], int) and isinstance(record["sha256"], str)
+                     and isinstance(record["blocks"], list))
         except (ValueError, KeyError, TypeError):
             continue  # half-written or foreign: make the shard again
         if found and part_name(index) in parts and _holds(entry, index, parts[part_name(index)], record):
@@ -258,18 +262,18 @@ def _holds(entry: Location, index: int, info: Mapping[str, Any], record: ShardRe
 
 def _commit(spec: Spec, key: str, params: dict[str, Any], entry: Location, records: dict[int, ShardRecord],
             ) -> dict[str, Any]:
-    """Write the multi-part entry's ``index.npy``, then its manifest (last: the entry exists from then on); return
-    the manifest."""
+    """Write the multi-part entry's ``index.npy`` and ``blocks.npy``, then its manifest (last: the entry exists from
+    then on); return the manifest."""
     n_shards = len(records)
     ordered = [records[index] for index in range(n_shards)]
     index = ShardIndex.from_parts([record["size"] for record in ordered], [record["n"] for record in ordered])
-    buffer = io.BytesIO()
-    np.save(buffer, index.table(), allow_pickle=False)
-    table = buffer.getvalue()
-    _write(entry, entry.child(INDEX_FILE), table)
     files = {part_name(number): {"size": record["size"], "sha256": record["sha256"]} for number, record in
              enumerate(ordered)}
-    files[INDEX_FILE] = {"size": len(table), "sha256": _sha256(table)}
+    for name, table in ((INDEX_FILE, index.table()), (BLOCKS_FILE, joined_table([r["blocks"] for r in ordered]))):
+        buffer = io.BytesIO()
+        np.save(buffer, table, allow_pickle=False)
+        _write(entry, entry.child(name), buffer.getvalue())
+        files[name] = {"size": len(buffer.getvalue()), "sha256": _sha256(buffer.getvalue())}
     meta = {**entry_meta(spec, records), "parts": [part_name(number) for number in range(n_shards)]}
     manifest = make_manifest(spec.kind, key, params, files, meta)
     _write(entry, entry.child(MANIFEST), json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
@@ -311,9 +315,10 @@ class RemoteShardTask:
         arrays, record = make_shard_arrays(self.spec, index, str(context.data_dir))
         scratch = make_temp_dir(".shard-", _scratch_root(context))
         try:
-            path = dump_arrays(arrays, scratch / part_name(index))
+            path = scratch / part_name(index)
+            blocks = dump_shard(arrays, path)
             sha256, md5 = _digests(path)
-            record.update(size=path.stat().st_size, sha256=sha256, md5=md5)
+            record.update(size=path.stat().st_size, sha256=sha256, md5=md5, blocks=blocks.tolist())
             _upload(self.entry, path, self.entry.child(part_name(index)))
         finally:
             remove_tree(scratch)

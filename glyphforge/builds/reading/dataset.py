@@ -1,11 +1,11 @@
 """`BuiltDataset`: the reader of a built dataset, at any size, with bounded memory.
 
-An entry made by `glyphforge.build` holds two files. ``arrays.pklz``: the shard files
-joined without recompression, so a plain multi-member gzip file (stdlib ``gzip``
-reads it whole) whose member ``i`` holds shard ``i``'s arrays as ``.npy`` files
-(`glyphforge.cache.npy_members`); and ``index.npy``: each shard's byte offset, byte
-length and row range (see `glyphforge.builds.reading.index`), so a reader seeks to one member
-and decodes only it. The manifest's ``meta`` records
+An entry made by `glyphforge.build` holds three files. ``arrays.pklz``: the shard files joined
+without recompression, a plain multi-member gzip file (stdlib ``gzip`` reads it whole) whose ``i``-th
+run of members holds shard ``i``'s arrays as ``.npy`` files in blocks of rows (`glyphforge.cache.npy_members`);
+``index.npy``: each shard's byte offset, byte length and row range (`glyphforge.builds.reading.index`), so
+a reader seeks to one shard and decodes only it; ``blocks.npy``: where each block of rows is
+(`glyphforge.builds.reading.blocks`). The manifest's ``meta`` records
 ``n_examples``, ``n_shards``, ``layout`` (each array's dtype and per-example shape),
 ``metadata`` (what the spec's optional ``metadata()`` returned, e.g. the scenes'
 ``class_names``) and ``images`` (the name of the images array, chosen at build time by

@@ -1,6 +1,6 @@
 """`EntryFiles`: the shard source of a built entry on disk, its data files read in place.
 
-A shard is one gzip member of ``arrays.pklz`` (or, for an entry built into object storage
+A shard is one run of gzip members of ``arrays.pklz`` (or, for an entry built into object storage
 and then copied to disk, of the part ``meta["parts"]`` names), read at the offset the index
 records. A truncated ``arrays.pklz`` still serves the shards it holds whole; a shard past its
 end, or in a part that is missing or not its recorded size, raises an error naming every
@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from glyphforge.builds.reading.blocks import BlockTable
 from glyphforge.builds.reading.index import ShardIndex
 from glyphforge.builds.reading.members import Member
-from glyphforge.builds.reading.protocols import ARRAYS_FILE, entry_index, member_name, read_member
+from glyphforge.builds.reading.protocols import ARRAYS_FILE, entry_blocks, entry_index, member_name, read_member
 from glyphforge.cache import DamagedEntryFileError, Entry, MissingEntryFileError
 from glyphforge.cache.entry import read_entry
 
@@ -39,6 +40,7 @@ class EntryFiles:
     def __init__(self, entry: Entry) -> None:
         self.entry = entry
         self._index: ShardIndex | None = None
+        self._blocks: BlockTable | None = None
 
     @property
     def index(self) -> ShardIndex:
@@ -47,9 +49,16 @@ class EntryFiles:
             self._index = entry_index(self.entry)
         return self._index
 
+    @property
+    def blocks(self) -> BlockTable:
+        """Where each block of each shard is (its header read once, each shard's items when it is read)."""
+        if self._blocks is None:
+            self._blocks = entry_blocks(self.entry, self.index)
+        return self._blocks
+
     def read(self, number: int, read: Callable[[Member], T]) -> T:
-        """Return ``read(member)`` of shard ``number``'s member."""
-        return read_member(self.entry, self.index, number, self._member, read)
+        """Return ``read(member)`` of shard ``number``'s run of members."""
+        return read_member(self.entry, self.index, self.blocks, number, self._member, read)
 
     def _member(self, number: int) -> tuple[Path, int]:
         """Where shard ``number``'s gzip member is: the file to read it from and its first byte there."""

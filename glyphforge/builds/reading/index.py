@@ -4,7 +4,7 @@ The builder writes it as the entry's data file ``index.npy`` (:data:`INDEX_FILE`
 NumPy ``.npy`` file of one int64 array of shape ``(4, n_shards)`` whose rows are, for
 each shard in order::
 
-    offset   # the shard's gzip member starts at this byte of arrays.pklz
+    offset   # the shard's run of gzip members starts at this byte of arrays.pklz
     length   # and is this many bytes long
     start    # it holds the rows [start, stop) of the dataset
     stop
@@ -17,14 +17,16 @@ without downloading them: `glyphforge.builds.making.url_build`) has a fifth row:
 and ``offset`` counts from the start of that part (each part's members tile it from 0).
 A 4-row index means every member is in ``arrays.pklz``.
 
-It is listed in the manifest's files table like every data file (so ``cache verify``
-re-hashes it and the manifest's ``entry_sha256`` covers it), and only a reader opens
-it: listing the cache parses a manifest of a few hundred bytes, whatever the number of
-shards (1,000,000 shards in the manifest's JSON were ~55 MB). It is read without
-pickles (``allow_pickle=False``).
+Where each block of rows of a shard is in its run of members is the entry's other table,
+``blocks.npy`` (`glyphforge.builds.reading.blocks`). The index is listed in the manifest's
+files table like every data file (so ``cache verify`` re-hashes it and the manifest's
+``entry_sha256`` covers it), and only a reader opens it: listing the cache parses a
+manifest of a few hundred bytes, whatever the number of shards (1,000,000 shards in the
+manifest's JSON were ~55 MB). It is read without pickles (``allow_pickle=False``).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
@@ -99,7 +101,7 @@ class ShardIndex:
         """
         index, named = cls.read(entry.file(INDEX_FILE), where), f"its shard index {INDEX_FILE}"
         index.check(int(entry.meta["n_examples"]), where, entry.meta.get("parts"), named)
-        index.check_lengths(row_nbytes(entry.meta["layout"]), where, named)
+        index.check_lengths(entry.meta["layout"], where, named)
         return index
 
     @classmethod
@@ -117,11 +119,12 @@ class ShardIndex:
                                     "for a multi-part entry")
         return cls(*table)
 
-    def check_lengths(self, row_bytes: int, where: str, named: str = "its shard index") -> None:
+    def check_lengths(self, layout: Mapping[str, Any], where: str, named: str = "its shard index") -> None:
         """Raise a `DamagedIndexError` naming ``where`` (and the index as ``named``) unless every shard's member can
-        hold its rows of ``row_bytes`` bytes (`glyphforge.cache.declared.member_bounds`): a reader allocates a member's
+        hold its rows of ``layout`` (`glyphforge.cache.declared.member_bounds`): a reader allocates a member's
         length to read it."""
-        fewest, most = member_bounds(self.rows, row_bytes)
+        row_bytes = row_nbytes(layout)
+        fewest, most = member_bounds(self.rows, layout)
         wrong = np.flatnonzero((self.length < fewest) | (self.length > most))
         if len(wrong):
             shard = int(wrong[0])

@@ -1,13 +1,16 @@
-"""Reading one shard of a built dataset: its gzip member decoded whole, or placed block by block.
+"""Reading one shard of a built dataset: its run of gzip members decoded whole, or placed block by block.
 
-A shard's member holds its arrays as ``.npy`` files (`glyphforge.cache.npy_members`):
-`place_shard` inflates them a block of rows at a time into buffers a `Scratch` keeps,
-handing each block to its caller, and `decode_shard` inflates them into fresh arrays.
+A shard's run of members holds its arrays as ``.npy`` files (`glyphforge.cache.npy_members`),
+each array's rows in blocks of a member each: `place_shard` inflates them a block of rows
+at a time into buffers a `Scratch` keeps, handing each block to its caller (given the rows
+it needs, only the blocks holding them: `glyphforge.builds.reading.blocks`), and
+`decode_shard` inflates them into fresh arrays.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ import numpy as np
 
 from glyphforge.cache.declared import layout_dtype
 from glyphforge.cache.npy_members import ArraysMember, ArraySpec
-from glyphforge.cache.pklz import damaged_member
+from glyphforge.cache.pklz import GZIP_ERRORS, damaged_member, open_gzip_member
 
 #: About the bytes of one block `place_shard` inflates at a time: small enough to stay in a core's cache.
 BLOCK_BYTES = 1 << 19
@@ -27,18 +30,22 @@ Put = Callable[[str, int, np.ndarray], None]
 
 @dataclass(frozen=True)
 class Member:
-    """Where one shard's gzip member is and what it must hold.
+    """Where one shard's run of gzip members is and what it must hold.
 
     Attributes
     ----------
     path, offset, length
-        The file, the member's first byte there, and its length.
+        The file, the run's first byte there, and its length.
     layout
         Each array's ``{"dtype": descr, "shape": per-row shape}`` (the entry's ``meta["layout"]``).
     rows
         The rows the shard holds.
     what
         How errors name it, e.g. ``"shard 12"``.
+    blocks, block_rows
+        Where its blocks are in the run (`glyphforge.builds.reading.blocks.BlockTable.shard`: for each
+        array in sorted order, its first block's start, then each block's end), and the rows of each
+        block; None: the run is read whole only.
     """
 
     path: Path
@@ -47,6 +54,8 @@ class Member:
     layout: Mapping[str, Any]
     rows: int
     what: str
+    blocks: np.ndarray | None = field(default=None, compare=False)
+    block_rows: int = 0
 
     @property
     def source(self) -> str:
@@ -65,18 +74,20 @@ class Scratch:
     raw: bytearray = field(default_factory=bytearray)
     blocks: dict[str, np.ndarray] = field(default_factory=dict)
 
-    def member_bytes(self, member: Member) -> memoryview:
-        """Read ``member``'s bytes into the reused buffer (grown as needed) and return a view of them."""
-        if len(self.raw) < member.length:
-            self.raw = bytearray(member.length + member.length // 4)
-        view = memoryview(self.raw)[:member.length]
+    def member_bytes(self, member: Member, first: int = 0, stop: int | None = None) -> memoryview:
+        """Read ``member``'s bytes (those from its byte ``first`` to ``stop``: None, its end) into the reused buffer
+        (grown as needed) and return a view of them."""
+        length = (member.length if stop is None else stop) - first
+        if len(self.raw) < length:
+            self.raw = bytearray(length + length // 4)
+        view = memoryview(self.raw)[:length]
         with open(member.path, "rb", buffering=0) as stream:
-            stream.seek(member.offset)
+            stream.seek(member.offset + first)
             count = stream.readinto(view)
-            while count < member.length and (more := stream.readinto(view[count:])):
+            while count < length and (more := stream.readinto(view[count:])):
                 count += more
-        if count != member.length:
-            raise damaged_member(member.source, f"the file ends {member.length - count} bytes early")
+        if count != length:
+            raise damaged_member(member.source, f"the file ends {length - count} bytes early")
         return view
 
     def block(self, name: str, spec: ArraySpec, rows: int) -> np.ndarray:
@@ -100,19 +111,22 @@ def decode_shard(member: Member) -> Shard:
 
 
 def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int] | None = None) -> None:
-    """Hand ``member``'s arrays to ``put`` a block of rows at a time (about `BLOCK_BYTES`), in ``scratch``'s buffers.
+    """Hand ``member``'s arrays to ``put`` a block of rows at a time, in ``scratch``'s buffers.
 
-    ``rows`` (``(first, stop)``): at least those rows are handed over (here: all of them); None: all.
-
-    Every array is handed over whole, in order; a block is valid until ``put`` returns.
-    The member's end is checked after its last block (a damaged one raises there, its
-    blocks handed over already: a caller drops what it placed).
+    ``rows`` (``(first, stop)``): the blocks holding those rows are handed over, each array's
+    in order, each block inflated alone (`place_rows`); None (or a shard without blocks): every
+    array whole, in order, about `BLOCK_BYTES` at a time, the run's end checked after its
+    last block. A block is valid until ``put`` returns; a damaged one raises when it is
+    reached, blocks handed over already: a caller drops what it placed.
 
     Raises
     ------
     DamagedPklzError
         As `decode_shard`.
     """
+    if rows is not None and member.blocks is not None:
+        place_rows(member, put, scratch, rows)
+        return
     with ArraysMember(scratch.member_bytes(member), member.specs(), member.source) as arrays:
         for name, spec in arrays.arrays():
             step = max(1, BLOCK_BYTES // max(spec.row_nbytes, 1))
@@ -123,3 +137,46 @@ def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int
                 put(name, first, block)
         arrays.finish()
 
+
+def place_rows(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int]) -> None:
+    """Hand ``put`` the blocks of ``member``'s arrays holding ``rows`` (``(first, stop)``, clipped to the shard), each
+    array's read in one piece from the file and each block inflated alone into ``scratch``'s buffer, its end checked
+    (its CRC-32 and size) before it is handed over."""
+    assert member.blocks is not None, "a shard read by its rows has blocks"
+    step = member.block_rows
+    first, stop = max(0, rows[0]), min(member.rows, rows[1])
+    if first >= stop:
+        return
+    needed = range(first // step, (stop - 1) // step + 1)
+    for (name, spec), bounds in zip(sorted(member.specs().items()), member.blocks, strict=True):
+        raw = scratch.member_bytes(member, int(bounds[needed.start]), int(bounds[needed.stop]))
+        base = int(bounds[needed.start])
+        for block in needed:
+            start, end = int(bounds[block]) - base, int(bounds[block + 1]) - base
+            count = min(step, member.rows - block * step)
+            buffer = scratch.block(name, spec, min(step, member.rows))[:count]
+            _inflate_block(raw[start:end], buffer, partial(_block_source, member, name, block * step, count))
+            put(name, block * step, buffer)
+
+
+def _inflate_block(raw: memoryview, buffer: np.ndarray, source: Callable[[], str]) -> None:
+    """Inflate the one gzip member ``raw`` into ``buffer``, which it must fill exactly (its trailer checked at its
+    end); a `DamagedPklzError` naming ``source()`` otherwise."""
+    view = buffer.data.cast("B")
+    try:
+        with open_gzip_member(raw) as stream:
+            while view:
+                count = stream.readinto(view)
+                if not count:
+                    raise damaged_member(source(), f"it holds {buffer.nbytes - len(view):,} bytes of "
+                                         f"{buffer.nbytes:,}")
+                view = view[count:]
+            if stream.read(1):
+                raise damaged_member(source(), f"it holds more than its {buffer.nbytes:,} bytes")
+    except GZIP_ERRORS as error:
+        raise damaged_member(source(), f"it does not inflate ({error})") from error
+
+
+def _block_source(member: Member, name: str, first: int, count: int) -> str:
+    """How errors name a block: the shard's source, the array and the block's rows."""
+    return f"{member.source}, array {name!r}, the block of rows {first} to {first + count - 1}"

@@ -21,13 +21,14 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from glyphforge.builds.reading.blocks import BlockTable
 from glyphforge.builds.reading.index import ShardIndex
 from glyphforge.builds.reading.members import Member, Put, Scratch, Shard
 from glyphforge.cache import Entry
 
-__all__ = ["ARRAYS_FILE", "ShardReader", "ShardSource", "entry_index", "member_name", "read_member"]
+__all__ = ["ARRAYS_FILE", "ShardReader", "ShardSource", "entry_blocks", "entry_index", "member_name", "read_member"]
 
-#: The data file of an entry built on disk: every shard's gzip member, end to end.
+#: The data file of an entry built on disk: every shard's run of gzip members, end to end.
 ARRAYS_FILE = "arrays.pklz"
 
 T = TypeVar("T")
@@ -125,8 +126,18 @@ class ShardReader(Protocol):
 
 def entry_index(entry: Entry) -> ShardIndex:
     """Read the shard index of the built ``entry`` (`ShardIndex.of_entry`), named by its data file in errors."""
-    where = str(entry.path if entry.meta.get("parts") else entry.path / ARRAYS_FILE)
-    return ShardIndex.of_entry(entry, where)
+    return ShardIndex.of_entry(entry, _where(entry))
+
+
+def entry_blocks(entry: Entry, index: ShardIndex) -> BlockTable:
+    """The block table of the built ``entry`` whose checked shard index is ``index`` (`BlockTable.of_entry`), named as
+    `entry_index` names the entry."""
+    return BlockTable.of_entry(entry, index, _where(entry))
+
+
+def _where(entry: Entry) -> str:
+    """How errors about the index or block table of ``entry`` name it: its data file (its folder, with parts)."""
+    return str(entry.path if entry.meta.get("parts") else entry.path / ARRAYS_FILE)
 
 
 def member_name(entry: Entry, index: ShardIndex, number: int) -> str:
@@ -139,17 +150,21 @@ def member_name(entry: Entry, index: ShardIndex, number: int) -> str:
     return ARRAYS_FILE if part is None else str(entry.meta["parts"][int(part[number])])
 
 
-def read_member(entry: Entry, index: ShardIndex, number: int, locate: Callable[[int], tuple[Path, int]],
-                read: Callable[[Member], T]) -> T:
-    """Return ``read(member)`` of shard ``number``, its member at ``locate(number)`` (a file and its first byte there).
+def read_member(entry: Entry, index: ShardIndex, blocks: BlockTable, number: int,
+                locate: Callable[[int], tuple[Path, int]], read: Callable[[Member], T]) -> T:
+    """Return ``read(member)`` of shard ``number``, its run of members at ``locate(number)`` (a file and its first byte
+    there), its blocks where ``blocks`` records them.
 
     Raises
     ------
     IndexError
         ``number`` is not a shard of the entry (before anything is located).
+    DamagedIndexError
+        ``blocks`` records the shard's blocks where they cannot be.
     """
     if not 0 <= number < len(index):
         raise IndexError(f"shard {number} is out of range: {entry.kind} {entry.key[:12]} has {len(index)}")
+    shard_blocks = blocks.shard(number)
     path, offset = locate(number)
     return read(Member(path, offset, int(index.length[number]), entry.meta["layout"], int(index.rows[number]),
-                       f"shard {number}"))
+                       f"shard {number}", shard_blocks, blocks.rows))

@@ -1,7 +1,7 @@
 """`RemoteShards`: the shard source of a built entry at a URL, each shard's byte range read into the shard cache.
 
-* The entry's manifest is read once, and checked as on disk; its ``index.npy`` is fetched once
-  (whole, sha256 checked) into the local shard cache.
+* The entry's manifest is read once, and checked as on disk; its ``index.npy`` and
+  ``blocks.npy`` are fetched once (whole, sha256 checked) into the local shard cache.
 * A shard is one byte range of the data file holding it (``arrays.pklz``, or the part
   ``meta["parts"]`` names for an entry built into object storage): a read fetches only the
   ranges of the shards it needs, into the local shard cache (`glyphforge.storage.shard_cache`),
@@ -26,9 +26,10 @@ from typing import Any, TypeVar
 
 from glyphforge._checks import PathLike, check_int
 from glyphforge._files import writing
+from glyphforge.builds.reading.blocks import BLOCKS_FILE, BlockTable
 from glyphforge.builds.reading.index import INDEX_FILE, DamagedIndexError, ShardIndex
 from glyphforge.builds.reading.members import Member
-from glyphforge.builds.reading.protocols import entry_index, member_name, read_member
+from glyphforge.builds.reading.protocols import entry_blocks, entry_index, member_name, read_member
 from glyphforge.builds.reading.shard_fetch import Piece, ShardFetcher, ShardRuns, continues_run
 from glyphforge.cache import DamagedPklzError, Entry
 from glyphforge.cache.manifest import MANIFEST, is_built, is_plain_name
@@ -59,6 +60,7 @@ class RemoteShards:
         self.prefetch_threads = check_int("prefetch_threads", prefetch_threads, 0)
         self._fetcher = fetcher or ShardFetcher(entry, files, self.prefetch_threads)
         self._index: ShardIndex | None = None
+        self._blocks: BlockTable | None = None
 
     @property
     def url(self) -> str:
@@ -67,28 +69,40 @@ class RemoteShards:
 
     @property
     def index(self) -> ShardIndex:
-        """The shard index, its ``index.npy`` fetched into the local shard cache.
+        """The shard index, its ``index.npy`` fetched into the local shard cache (`_checked`)."""
+        if self._index is None:
+            self._index = self._checked(INDEX_FILE, lambda: entry_index(self.entry))
+        return self._index
 
-        A local copy damaged since it was fetched is fetched again, once. An index that does not
+    @property
+    def blocks(self) -> BlockTable:
+        """Where each block of each shard is, its ``blocks.npy`` fetched into the local shard cache (`_checked`)."""
+        if self._blocks is None:
+            self._blocks = self._checked(BLOCKS_FILE, lambda: entry_blocks(self.entry, self.index))
+        return self._blocks
+
+    def _checked(self, name: str, load: Callable[[], T]) -> T:
+        """``load()`` of the data file ``name`` (the index or block table), fetched into the local shard cache.
+
+        A local copy damaged since it was fetched is fetched again, once. One that does not
         read or fit as the manifest at the URL records it is the damage of the entry there: its
         local copy is removed, and a `DamagedRemoteEntryError` says what to do at the URL
         (`damaged_at_url`).
         """
-        if self._index is None:
-            try:
-                self._index = entry_index(self.entry)
-            except DamagedIndexError as error:
-                if not self.files.drop_damaged_copy(self.entry, INDEX_FILE):
-                    raise self._damaged_index(error) from None
-                try:
-                    self._index = entry_index(self.entry)
-                except DamagedIndexError as again:
-                    raise self._damaged_index(again) from None
-        return self._index
+        try:
+            return load()
+        except DamagedIndexError as error:
+            if not self.files.drop_damaged_copy(self.entry, name):
+                raise self._damaged_index(name, error) from None
+        try:
+            return load()
+        except DamagedIndexError as again:
+            raise self._damaged_index(name, again) from None
 
-    def _damaged_index(self, error: DamagedIndexError) -> DamagedRemoteEntryError:
-        """Remove the local copy of the rejected index (glyphforge fetched it: nothing rejected is kept); the error."""
-        (self.entry.path / INDEX_FILE).unlink(missing_ok=True)
+    def _damaged_index(self, name: str, error: DamagedIndexError) -> DamagedRemoteEntryError:
+        """Remove the local copy of the rejected data file ``name`` (glyphforge fetched it: nothing rejected is kept);
+        the error."""
+        (self.entry.path / name).unlink(missing_ok=True)
         return DamagedRemoteEntryError(f"the {self.entry.kind} entry at {redacted(self.url)}: {error.problem}, as its "
                                        f"manifest there records it; its local copy was removed. "
                                        f"{damaged_at_url(self.url)}")
@@ -98,13 +112,15 @@ class RemoteShards:
         once (damaged again: the entry at the URL is, and nothing of it is kept), as is one another process evicted
         between its fetch and its reading."""
         try:
-            return read_member(self.entry, self.index, number, self._member, read)
+            return read_member(self.entry, self.index, self.blocks, number, self._member, read)
         except RemoteFileMissingError:
             raise
+        except DamagedIndexError as error:  # its blocks lie: the copy of blocks.npy is the manifest's (sha256 checked)
+            raise self._damaged_index(BLOCKS_FILE, error) from None
         except (DamagedPklzError, FileNotFoundError):
             self._fetcher.forget(self._piece(number))
         try:
-            return read_member(self.entry, self.index, number, self._member, read)
+            return read_member(self.entry, self.index, self.blocks, number, self._member, read)
         except DamagedPklzError as error:
             self._fetcher.forget(self._piece(number))
             raise DamagedPklzError(

@@ -273,6 +273,7 @@ def test_a_rebuilt_entry_drops_the_copy_of_the_one_it_replaced(rows):
     with store.create(rows.entry.kind, rows.entry.params) as writer:
         shutil.copy(rows.path / "arrays.pklz", writer.path / "arrays.pklz")
         shutil.copy(rows.path / "index.npy", writer.path / "index.npy")
+        shutil.copy(rows.path / "blocks.npy", writer.path / "blocks.npy")
         writer.meta.update(rows.entry.meta)
     assert not made.exists()
 

@@ -16,6 +16,7 @@ import glyphforge
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, ShardError, build, cache_params
 from glyphforge.builds.making.shards import completed_shards, count_shards, shard_bounds, shard_path, shard_rng
+from glyphforge.builds.reading.blocks import BLOCKS_FILE
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore
 from glyphforge.cache.npy_members import iter_members
@@ -76,8 +77,9 @@ def test_local_build_concatenates_shards_in_order_and_caches(tmp_path, capsys):
     assert dataset.entry.meta["layout"]["images"] == {"dtype": "|u1", "shape": [6, 5]}
     # the entry's single data file holds one gzip member per shard, in order
     assert [int(shard["shard"][0]) for shard in iter_members(dataset.path / ARRAYS_FILE)] == list(range(7))
-    # each shard's gzip member: where it is and which rows it holds, in index.npy (listed and hashed like arrays.pklz)
-    assert dataset.entry.files == [ARRAYS_FILE, INDEX_FILE] and "index" not in dataset.entry.meta
+    # each shard's run of gzip members: where it is and which rows it holds, in index.npy, and where its blocks are,
+    # in blocks.npy (listed and hashed like arrays.pklz)
+    assert dataset.entry.files == [ARRAYS_FILE, BLOCKS_FILE, INDEX_FILE] and "index" not in dataset.entry.meta
     table = ShardIndex.read(dataset.path / INDEX_FILE, "test")
     index = {name: getattr(table, name).tolist() for name in ("offset", "length", "start", "stop")}
     assert index["start"] == [0, 8, 16, 24, 32, 40, 48] and index["stop"] == [8, 16, 24, 32, 40, 48, 50]

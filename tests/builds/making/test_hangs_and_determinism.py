@@ -178,7 +178,7 @@ def test_the_same_spec_gives_the_same_bytes_on_every_run_and_session_and_a_guard
     local = build(spec, session="local", data_dir=tmp_path / "local", progress=False)
     assert local.entry.meta["n_shards"] == 8
     assert _data_files(local) == {name: local.entry.manifest["files"][name]["sha256"]
-                                  for name in ("arrays.pklz", "index.npy")}  # the shards, and where each one is
+                                  for name in ("arrays.pklz", "blocks.npy", "index.npy")}  # shards, where they are
     for dataset in runs:
         assert dataset.key == local.key
         assert _data_files(dataset) == _data_files(local)

@@ -25,6 +25,7 @@ from glyphforge.builds.making.url_build import (
     build_into,
     fetch_entries,
 )
+from glyphforge.builds.reading.blocks import BLOCKS_FILE
 from glyphforge.builds.reading.dataset import BuiltDataset
 from glyphforge.builds.reading.entry_files import DamagedShardsError
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
@@ -119,16 +120,18 @@ def test_a_build_into_s3_writes_a_part_per_shard_its_index_and_manifest_and_remo
     assert entry.url == _entry_url(data_url, SPEC)
     assert made_shards(touched) == list(range(7))
     assert _names(fs, data_url) == [f"cache/test-noise/{entry.name}/{name}"
-                                     for name in sorted([INDEX_FILE, "manifest.json", *PARTS])]
+                                     for name in sorted([BLOCKS_FILE, INDEX_FILE, "manifest.json", *PARTS])]
     manifest = json.loads(fs.cat_file(f"{entry.url}/manifest.json"))
     assert manifest["meta"]["parts"] == PARTS and manifest["meta"]["n_shards"] == 7
-    for name in [*PARTS, INDEX_FILE]:  # the driver never downloaded a part: the records carried these
+    for name in [*PARTS, BLOCKS_FILE, INDEX_FILE]:  # the driver never downloaded a part: the records carried these
         data = fs.cat_file(f"{entry.url}/{name}")
         assert manifest["files"][name] == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     table = np.load(__import__("io").BytesIO(fs.cat_file(f"{entry.url}/{INDEX_FILE}")))
     assert table.dtype == np.int64 and table.shape == (5, 7)
     assert table[4].tolist() == list(range(7)) and table[0].tolist() == [0] * 7
     assert table[2].tolist() == list(range(0, 50, 8)) and table[3].tolist() == [*range(8, 50, 8), 50]
+    # the blocks of each part are where they are in the local build's shards (counted from each shard's first byte)
+    assert fs.cat_file(f"{entry.url}/{BLOCKS_FILE}") == (local_noise.path / BLOCKS_FILE).read_bytes()
     _assert_parts_are_the_local_shards(fs, entry.url, local_noise)
 
 
@@ -310,10 +313,10 @@ def test_the_entries_a_prepare_returns_and_only_those_are_published_for_workers_
     made = {prepared.kind: prepared for prepared in CacheStore.for_data_dir(driver_cache / "data").ls()}
     assert sorted(made) == [NOTES_KIND, TABLE_KIND]
     table, fs = made[TABLE_KIND], s3_server.fs()
-    assert _names(fs, f"{data_url}/cache") == sorted(
+    assert _names(fs, f"{data_url}/cache") == sorted(  # no notes: no shard reads them
         [f"{TABLE_KIND}/{table.key}/{name}" for name in [*table.files, "manifest.json"]]
-        + [f"{spec.kind}/{entry.name}/{name}" for name in [INDEX_FILE, "manifest.json", "part-000000.pklz",
-                                                           "part-000001.pklz"]])  # no notes: no shard reads them
+        + [f"{spec.kind}/{entry.name}/{name}" for name in [BLOCKS_FILE, INDEX_FILE, "manifest.json",
+                                                           "part-000000.pklz", "part-000001.pklz"]])
     [fetched] = CacheStore.for_data_dir(worker_cache / "data").ls()
     assert (fetched.kind, fetched.key) == (TABLE_KIND, table.key)
     rows = _copy_down(fs, entry.url, tmp_path / "down")
@@ -420,7 +423,7 @@ def test_the_cli_builds_scenes_into_a_bucket_and_refuses_an_http_data_dir(s3_ser
     spec = ScatteredGlyphs(20, glyphs="font", shard_size=10)
     entry_url = _entry_url(data_url, spec)
     assert done.stdout == f"built 20 scenes: entry {entry_url.rsplit('/', 1)[-1]} at {entry_url}\n"
-    assert _names(s3_server.fs(), entry_url) == sorted(["index.npy", "manifest.json", *PARTS[:2]])
+    assert _names(s3_server.fs(), entry_url) == sorted(["blocks.npy", "index.npy", "manifest.json", *PARTS[:2]])
     refused = run("glyphforge", "build", "scenes", "--glyphs", "font", "--data-dir", "https://example.invalid/x")
     assert refused.returncode == 2 and "glyphforge only reads https:// URLs" in refused.stderr
 

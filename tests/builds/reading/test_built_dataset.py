@@ -12,6 +12,7 @@ import pytest
 
 from glyphforge._files import sha256_file
 from glyphforge.builds import ARRAYS_FILE, BuiltDataset, build
+from glyphforge.builds.reading.blocks import BLOCKS_FILE
 from glyphforge.builds.reading.dataset import DatasetTooLargeError
 from glyphforge.builds.reading.index import INDEX_FILE, DamagedIndexError, ShardIndex
 from glyphforge.builds.reading.lookup import find_built
@@ -148,7 +149,8 @@ def _damaged_copy(dataset: BuiltDataset, tmp_path, change) -> BuiltDataset:
     with store.create(dataset.entry.kind, {"copy": 1}) as writer:
         data = bytearray((dataset.path / ARRAYS_FILE).read_bytes())
         (writer.path / ARRAYS_FILE).write_bytes(bytes(change(data)))
-        writer.add_file(INDEX_FILE, shutil.copy(dataset.path / INDEX_FILE, tmp_path / INDEX_FILE))
+        for name in (INDEX_FILE, BLOCKS_FILE):
+            writer.add_file(name, shutil.copy(dataset.path / name, tmp_path / name))
         writer.meta.update(dataset.entry.meta)
     return BuiltDataset(store.get(dataset.entry.kind, {"copy": 1}))
 

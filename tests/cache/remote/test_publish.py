@@ -121,7 +121,7 @@ def test_a_built_entry_lands_byte_for_byte_at_the_url_open_built_takes(s3_server
 
     assert url == f"{bucket}/data/cache/test-noise/{built.key}"
     assert objects(url) == local_files(built.entry)  # the data files and the manifest, nothing else
-    assert puts(url) == {"arrays.pklz": 1, "index.npy": 1, "manifest.json": 1}
+    assert puts(url) == {"arrays.pklz": 1, "blocks.npy": 1, "index.npy": 1, "manifest.json": 1}
 
 
 def test_a_prepared_entry_lands_in_a_file_url_data_dir_with_modes_of_the_umask(local_data, tmp_path):
@@ -165,7 +165,8 @@ def test_the_manifest_is_written_last_a_denied_manifest_leaves_the_whole_data_fi
     published = publish_entry(built.entry, f"{bucket}/data", progress=False)  # the fixture's credentials
     assert (published.uploaded, published.present, published.manifest_uploaded) == ((), tuple(built.entry.files), True)
     assert objects(place) == everything
-    assert puts(place) == {"arrays.pklz": 1, "index.npy": 1, "manifest.json": 1}  # no data file sent twice
+    # no data file sent twice
+    assert puts(place) == {"arrays.pklz": 1, "blocks.npy": 1, "index.npy": 1, "manifest.json": 1}
 
 
 @pytest.mark.slow
@@ -422,7 +423,7 @@ def test_a_live_writers_temporary_file_is_never_removed(local_data, tmp_path):
         child.communicate(timeout=120)
 
 
-@pytest.mark.parametrize("name", ["arrays.pklz", "index.npy", "manifest.json"])
+@pytest.mark.parametrize("name", ["arrays.pklz", "blocks.npy", "index.npy", "manifest.json"])
 @pytest.mark.parametrize("points_to", ["a file", "nothing"])
 def test_a_users_symlink_at_a_files_place_on_a_file_target_is_refused_by_name_and_left_as_it_is(
         local_data, tmp_path, name, points_to):
@@ -430,7 +431,7 @@ def test_a_users_symlink_at_a_files_place_on_a_file_target_is_refused_by_name_an
     is refused naming it, the link stays, and nothing is published. (On object stores, which hold no links, an
     object glyphforge did not write is refused by its bytes: test_publish_match.py.)"""
     entry = entry_of(local_data, "test-noise")
-    assert set(entry.files) == {"arrays.pklz", "index.npy"}
+    assert set(entry.files) == {"arrays.pklz", "blocks.npy", "index.npy"}
     target = tmp_path / "target"
     place = target / "cache" / "test-noise" / entry.key
     place.mkdir(parents=True)

@@ -16,6 +16,7 @@ import pytest
 
 import glyphforge as gf
 from glyphforge import DataContext
+from glyphforge.builds.reading.blocks import BLOCKS_FILE
 from glyphforge.builds.reading.index import INDEX_FILE, ShardIndex
 from glyphforge.cache import CacheStore
 from glyphforge.cache.entry import Entry
@@ -250,6 +251,8 @@ def test_a_built_dataset_at_the_url_is_not_fetched_whole(s3_server, tmp_path):
         size = writer.write("arrays.pklz", np.zeros(4)).stat().st_size
         ShardIndex.from_lengths([size], [4]).write(tmp_path / INDEX_FILE)
         writer.add_file(INDEX_FILE, tmp_path / INDEX_FILE)
+        np.save(tmp_path / BLOCKS_FILE, np.array([1, size], np.int64))
+        writer.add_file(BLOCKS_FILE, tmp_path / BLOCKS_FILE)
         writer.meta.update(layout={"x": {"dtype": "<f8", "shape": []}}, n_examples=4, images="x")
 
     built = CacheStore(tmp_path / "cache").get_or_create("scenes", {"n": 1}, fill)
