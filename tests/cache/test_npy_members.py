@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from glyphforge.builds import ARRAYS_FILE, build
-from glyphforge.builds.reading.members import BLOCK_BYTES, Member, Scratch, decode_shard, place_shard
+from glyphforge.builds.reading.members import Member, Scratch, decode_shard, place_shard
 from glyphforge.cache import DamagedPklzError, concat_pklz
+from glyphforge.cache.declared import rows_per_block
 from glyphforge.cache.npy_members import ArraysMember, ArraySpec, dump_shard, iter_members
 
 from support.specs import RowSpec
@@ -22,8 +23,9 @@ LAYOUT = {"images": {"dtype": "|u1", "shape": [3, 4]}, "name": {"dtype": "<U2", 
           "row": {"dtype": "<i8", "shape": []}}
 
 
-def member(path, rows: int = 5, layout=None) -> Member:
-    return Member(path, 0, path.stat().st_size, layout or LAYOUT, rows, "shard 0")
+def member(path, rows: int = 5, layout=None, blocks=None, block_rows: int = 5) -> Member:
+    """Shard 0 at ``path``: a whole-run read needs no ``blocks``, a read by blocks those `dump_shard` returned."""
+    return Member(path, 0, path.stat().st_size, layout or LAYOUT, rows, "shard 0", blocks, block_rows)
 
 
 def dumped(arrays: dict, path: Path, level: int | None = None) -> Path:
@@ -119,10 +121,9 @@ def raw_member(*arrays: np.ndarray, names=None, after: bytes = b"") -> bytes:
 def test_a_member_holding_anything_else_is_refused_naming_the_shard_and_what_it_holds(tmp_path, data, found):
     path = tmp_path / "bad.pklz"
     path.write_bytes(data)
-    for read in (decode_shard, lambda shard: place_shard(shard, lambda *_: None, Scratch())):
-        with pytest.raises(DamagedPklzError, match=rf"{path}: shard 0 \(bytes 0 to {len(data)}\) is truncated or "
-                                                   rf"damaged \({found}"):
-            read(member(path))
+    with pytest.raises(DamagedPklzError, match=rf"{path}: shard 0 \(bytes 0 to {len(data)}\) is truncated or "
+                                               rf"damaged \({found}"):
+        decode_shard(member(path))
 
 
 @pytest.mark.parametrize(("rows", "message"), [
@@ -156,9 +157,11 @@ def test_a_flipped_byte_is_found_by_the_gzip_check_even_in_array_bytes(tmp_path)
 
 
 def test_blocks_cover_every_array_in_order_in_one_reused_buffer_each(tmp_path):
-    rows = 3 * BLOCK_BYTES // 4096 + 7  # three full blocks and a short one of 4 KB rows
+    step = rows_per_block(4096 + 8)
+    rows = 3 * step + 7  # three full blocks and a short one of 4 KB rows
     arrays = {"images": (np.arange(rows * 4096) % 251).astype(np.uint8).reshape(rows, 64, 64), "row": np.arange(rows)}
-    path = dumped(arrays, tmp_path / "big.pklz")
+    path = tmp_path / "big.pklz"
+    blocks = dump_shard(arrays, path)
     layout = {"images": {"dtype": "|u1", "shape": [64, 64]}, "row": {"dtype": "<i8", "shape": []}}
     scratch, seen = Scratch(), []
 
@@ -166,11 +169,11 @@ def test_blocks_cover_every_array_in_order_in_one_reused_buffer_each(tmp_path):
         seen.append((name, first, len(block), block.base if block.base is not None else block))
         assert np.array_equal(block, arrays[name][first:first + len(block)])
 
-    place_shard(member(path, rows, layout), put, scratch)
+    place_shard(member(path, rows, layout, blocks, step), put, scratch)
     assert [(name, first, count) for name, first, count, _ in seen] == [
-        ("images", 0, 128), ("images", 128, 128), ("images", 256, 128), ("images", 384, 7), ("row", 0, rows)]
+        (name, first, min(step, rows - first)) for name in ("images", "row") for first in range(0, rows, step)]
     assert len({id(buffer) for name, _, _, buffer in seen if name == "images"}) == 1
-    place_shard(member(path, rows, layout), put, scratch)  # a second shard: the same buffers, no new memory
+    place_shard(member(path, rows, layout, blocks, step), put, scratch)  # a second shard: the same buffers
     assert len({id(buffer) for name, _, _, buffer in seen if name == "images"}) == 1
 
 

@@ -20,9 +20,6 @@ from glyphforge.cache.declared import layout_dtype
 from glyphforge.cache.npy_members import ArraysMember, ArraySpec
 from glyphforge.cache.pklz import GZIP_ERRORS, damaged_member, open_gzip_member
 
-#: About the bytes of one block `place_shard` inflates at a time: small enough to stay in a core's cache.
-BLOCK_BYTES = 1 << 19
-
 Shard = dict[str, np.ndarray]
 #: Takes a block of rows of one array: ``put(name, first_row, block)``; the block is reused once it returns.
 Put = Callable[[str, int, np.ndarray], None]
@@ -45,7 +42,7 @@ class Member:
     blocks, block_rows
         Where its blocks are in the run (`glyphforge.builds.reading.blocks.BlockTable.shard`: for each
         array in sorted order, its first block's start, then each block's end), and the rows of each
-        block; None: the run is read whole only.
+        block.
     """
 
     path: Path
@@ -54,8 +51,8 @@ class Member:
     layout: Mapping[str, Any]
     rows: int
     what: str
-    blocks: np.ndarray | None = field(default=None, compare=False)
-    block_rows: int = 0
+    blocks: np.ndarray = field(compare=False)
+    block_rows: int
 
     @property
     def source(self) -> str:
@@ -111,40 +108,21 @@ def decode_shard(member: Member) -> Shard:
 
 
 def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int] | None = None) -> None:
-    """Hand ``member``'s arrays to ``put`` a block of rows at a time, in ``scratch``'s buffers.
+    """Hand ``put`` the blocks of ``member``'s arrays holding ``rows`` (``(first, stop)``, clipped to the shard; None:
+    all of them), each array's in order, in ``scratch``'s buffers.
 
-    ``rows`` (``(first, stop)``): the blocks holding those rows are handed over, each array's
-    in order, each block inflated alone (`place_rows`); None (or a shard without blocks): every
-    array whole, in order, about `BLOCK_BYTES` at a time, the run's end checked after its
-    last block. A block is valid until ``put`` returns; a damaged one raises when it is
+    Each array's blocks are read in one piece from the file and each block is inflated alone
+    into ``scratch``'s buffer of the array, its end checked (its CRC-32 and size) before it is
+    handed over. A block is valid until ``put`` returns; a damaged one raises when it is
     reached, blocks handed over already: a caller drops what it placed.
 
     Raises
     ------
     DamagedPklzError
-        As `decode_shard`.
+        A block does not inflate to its rows' bytes, naming the shard, the array and the block's rows.
     """
-    if rows is not None and member.blocks is not None:
-        place_rows(member, put, scratch, rows)
-        return
-    with ArraysMember(scratch.member_bytes(member), member.specs(), member.source) as arrays:
-        for name, spec in arrays.arrays():
-            step = max(1, BLOCK_BYTES // max(spec.row_nbytes, 1))
-            buffer = scratch.block(name, spec, min(step, member.rows))
-            for first in range(0, member.rows, step):
-                block = buffer[:min(step, member.rows - first)]
-                arrays.read_into(block)
-                put(name, first, block)
-        arrays.finish()
-
-
-def place_rows(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int]) -> None:
-    """Hand ``put`` the blocks of ``member``'s arrays holding ``rows`` (``(first, stop)``, clipped to the shard), each
-    array's read in one piece from the file and each block inflated alone into ``scratch``'s buffer, its end checked
-    (its CRC-32 and size) before it is handed over."""
-    assert member.blocks is not None, "a shard read by its rows has blocks"
     step = member.block_rows
-    first, stop = max(0, rows[0]), min(member.rows, rows[1])
+    first, stop = (0, member.rows) if rows is None else (max(0, rows[0]), min(member.rows, rows[1]))
     if first >= stop:
         return
     needed = range(first // step, (stop - 1) // step + 1)

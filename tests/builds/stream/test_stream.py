@@ -21,9 +21,9 @@ import pytest
 
 from glyphforge.builds import build
 from glyphforge.builds.reading.lookup import find_built
-from glyphforge.builds.reading.members import BLOCK_BYTES
 from glyphforge.builds.stream.plan import Cut
 from glyphforge.builds.stream.state import LIMITS
+from glyphforge.cache.declared import BLOCK_BYTES
 from glyphforge.cache.entry import MissingEntryFileError
 from glyphforge.cache.pklz import DamagedPklzError
 
@@ -349,8 +349,8 @@ def test_streaming_memory_stays_bounded_far_below_the_dataset(data_dir):
 
 @pytest.fixture(scope="module")
 def wide_400(data_dir):
-    """400 rows of 12 KB in 4 shards of 100 (2 blocks each)."""
-    return build(WideRowSpec(n_examples=400), data_dir=data_dir, progress=False)
+    """400 rows of 12 KB in one shard of 4.9 MB (5 blocks of 85 rows, the last of 60)."""
+    return build(WideRowSpec(n_examples=400, shard_size=400), data_dir=data_dir, progress=False)
 
 
 def first_batch_peak(stream) -> tuple[Any, int]:
@@ -366,9 +366,9 @@ def first_batch_peak(stream) -> tuple[Any, int]:
 def test_a_window_is_decoded_without_a_decoded_shard_beside_it(wide_400):
     # each shard is inflated a block of rows at a time into one reused buffer, its rows placed from there: beside
     # the window only that block and the member's compressed bytes exist, never a decoded shard (fresh memory each)
-    shard_bytes = wide_400.nbytes // 4
-    # one window of all 8 blocks (a shard's 1.2 MB are blocks of 85 rows and of 15)
-    (images, targets), peak = first_batch_peak(wide_400.stream(100, seed=0, window=8, partitions=1, turns=1))
+    shard_bytes = wide_400.nbytes
+    # one window of all 5 blocks
+    (images, targets), peak = first_batch_peak(wide_400.stream(100, seed=0, window=5, partitions=1, turns=1))
     assert images.shape == (100, 64, 64, 3) and len(set(targets["row"].tolist())) == 100
     assert wide_400.nbytes <= peak < wide_400.nbytes + min(shard_bytes, 2 * BLOCK_BYTES), (peak, wide_400.nbytes)
 
