@@ -25,6 +25,7 @@ refused (`glyphforge.cache.declared.built_problem`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from tokenize import TokenError
 from typing import Any
@@ -39,6 +40,8 @@ __all__ = ["BLOCKS_FILE", "BlockTable", "joined_table"]
 
 #: The items of a block table: little-endian int64, as ``numpy.save`` writes them here.
 _ITEM = np.dtype("<i8")
+#: The shards whose items a `BlockTable` keeps once read (a few KB each at most, for up to 64 blocks of 8 arrays).
+SHARDS_KEPT = 1024
 
 
 class BlockTable:
@@ -63,6 +66,7 @@ class BlockTable:
         counts = self.arrays * (shard_blocks(index.rows, layout) + 1)
         self._first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         shape, dtype, self._data = self._header()
+        self._items = lru_cache(maxsize=SHARDS_KEPT)(self._read)  # a stream reads each shard a block at a time
         if dtype != _ITEM or shape != (int(self._first[-1]),) or path.stat().st_size != self._data + 8 * shape[0]:
             raise self._damaged(f"holds {dtype} of shape {shape} in {path.stat().st_size:,} bytes, where its "
                                 f"{len(index)} shards' blocks of {self.rows:,} rows of {self.arrays} arrays make "
@@ -91,13 +95,18 @@ class BlockTable:
             raise self._damaged(f"cannot be read ({error})") from None
 
     def shard(self, number: int) -> np.ndarray:
-        """Shard ``number``'s items, int64 of shape ``(arrays, blocks + 1)`` (see the module docstring), checked.
+        """Shard ``number``'s items, int64 of shape ``(arrays, blocks + 1)`` (see the module docstring), checked
+        (read-only: those of the last `SHARDS_KEPT` shards read are kept).
 
         Raises
         ------
         DamagedIndexError
             They do not increase, start inside the run's first member, or end where the run does.
         """
+        return self._items(number)
+
+    def _read(self, number: int) -> np.ndarray:
+        """Shard ``number``'s items, read from the file and checked (`shard`)."""
         first, stop = int(self._first[number]), int(self._first[number + 1])
         with open(self.path, "rb", buffering=0) as stream:
             stream.seek(self._data + 8 * first)
@@ -109,6 +118,7 @@ class BlockTable:
         if not (items[0] > 0 and bool(np.all(np.diff(items) > 0)) and items[-1] == length):
             raise self._damaged(f"records blocks of shard {number} at bytes {_shown(items)}, which do not follow each "
                                 f"other through its {length:,} bytes")
+        items.flags.writeable = False
         return items.reshape(self.arrays, -1)
 
     def _damaged(self, problem: str) -> DamagedIndexError:

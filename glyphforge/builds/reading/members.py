@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from io import FileIO
 from pathlib import Path
 from typing import Any
 
@@ -71,18 +72,21 @@ class Scratch:
     raw: bytearray = field(default_factory=bytearray)
     blocks: dict[str, np.ndarray] = field(default_factory=dict)
 
-    def member_bytes(self, member: Member, first: int = 0, stop: int | None = None) -> memoryview:
+    def member_bytes(self, member: Member, first: int = 0, stop: int | None = None,
+                     file: FileIO | None = None) -> memoryview:
         """Read ``member``'s bytes (those from its byte ``first`` to ``stop``: None, its end) into the reused buffer
-        (grown as needed) and return a view of them."""
+        (grown as needed) and return a view of them; ``file``: ``member.path`` opened unbuffered (None: opened here)."""
+        if file is None:
+            with open(member.path, "rb", buffering=0) as opened:
+                return self.member_bytes(member, first, stop, opened)
         length = (member.length if stop is None else stop) - first
         if len(self.raw) < length:
             self.raw = bytearray(length + length // 4)
         view = memoryview(self.raw)[:length]
-        with open(member.path, "rb", buffering=0) as stream:
-            stream.seek(member.offset + first)
-            count = stream.readinto(view)
-            while count < length and (more := stream.readinto(view[count:])):
-                count += more
+        file.seek(member.offset + first)
+        count = file.readinto(view) or 0
+        while count < length and (more := file.readinto(view[count:])):
+            count += more
         if count != length:
             raise damaged_member(member.source, f"the file ends {length - count} bytes early")
         return view
@@ -126,15 +130,16 @@ def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int
     if first >= stop:
         return
     needed = range(first // step, (stop - 1) // step + 1)
-    for (name, spec), bounds in zip(sorted(member.specs().items()), member.blocks, strict=True):
-        raw = scratch.member_bytes(member, int(bounds[needed.start]), int(bounds[needed.stop]))
-        base = int(bounds[needed.start])
-        for block in needed:
-            start, end = int(bounds[block]) - base, int(bounds[block + 1]) - base
-            count = min(step, member.rows - block * step)
-            buffer = scratch.block(name, spec, min(step, member.rows))[:count]
-            _inflate_block(raw[start:end], buffer, partial(_block_source, member, name, block * step, count))
-            put(name, block * step, buffer)
+    with open(member.path, "rb", buffering=0) as file:  # once for every array
+        for (name, spec), bounds in zip(sorted(member.specs().items()), member.blocks, strict=True):
+            raw = scratch.member_bytes(member, int(bounds[needed.start]), int(bounds[needed.stop]), file)
+            base = int(bounds[needed.start])
+            for block in needed:
+                start, end = int(bounds[block]) - base, int(bounds[block + 1]) - base
+                count = min(step, member.rows - block * step)
+                buffer = scratch.block(name, spec, min(step, member.rows))[:count]
+                _inflate_block(raw[start:end], buffer, partial(_block_source, member, name, block * step, count))
+                put(name, block * step, buffer)
 
 
 def _inflate_block(raw: memoryview, buffer: np.ndarray, source: Callable[[], str]) -> None:
