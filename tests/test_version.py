@@ -34,6 +34,7 @@ CACHE_FORMATS = {
     "0.5.0.dev0": {
         "glyphforge.cache.keys.FORMAT_VERSION": 4,
         "glyphforge.builds.making.spec.BUILD_FORMAT": 4,
+        "glyphforge.cache.declared.BLOCK_BYTES": 1 << 20,
         "glyphforge.scenes.spec.ALGORITHM_VERSION": 4,
         "the decoded copy's files": ["checks.json", "images.crc32.npy", "images.npy"],
         "the decoded copy's record": ["arrays", "files", "key"],
@@ -50,6 +51,7 @@ def _cache_formats(folder: Path) -> dict[str, object]:
 
     from glyphforge.builds.decoded_copy.life import RECORD, record_copy
     from glyphforge.builds.making.spec import BUILD_FORMAT
+    from glyphforge.cache.declared import BLOCK_BYTES
     from glyphforge.cache.keys import FORMAT_VERSION
     from glyphforge.scenes.spec import ALGORITHM_VERSION
 
@@ -59,6 +61,7 @@ def _cache_formats(folder: Path) -> dict[str, object]:
     return {
         "glyphforge.cache.keys.FORMAT_VERSION": FORMAT_VERSION,
         "glyphforge.builds.making.spec.BUILD_FORMAT": BUILD_FORMAT,
+        "glyphforge.cache.declared.BLOCK_BYTES": BLOCK_BYTES,  # a shard's blocks: readers derive their rows from it
         "glyphforge.scenes.spec.ALGORITHM_VERSION": ALGORITHM_VERSION,
         "the decoded copy's files": sorted(path.name for path in folder.iterdir()),
         "the decoded copy's record": sorted(record),
