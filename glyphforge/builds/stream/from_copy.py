@@ -154,7 +154,7 @@ class CopyReads:
         """
         self.release(plan.finished(list(self.windows), numbers))
         free, width = sorted(set(range(len(self._slots))) - set(self._slot.values())), self._slots.shape[1]
-        for number in sorted(set(numbers.tolist()) - set(self.windows)):
+        for number in np.unique(numbers[~self._held[numbers]]).tolist():
             rows, self.windows[number] = make_rows(number)
             if not free:  # one more slot (as many are kept as windows were held at once)
                 self._slots = np.concatenate([self._slots, np.empty((1, width), np.int64)])

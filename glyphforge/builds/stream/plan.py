@@ -43,7 +43,8 @@ import numpy as np
 
 from glyphforge.builds.reading.index import ShardIndex
 
-__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_TURNS", "DEFAULT_WINDOW", "Cut", "EpochPlan", "Order", "plan_epoch"]
+__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_TURNS", "DEFAULT_WINDOW", "Cut", "EpochPlan", "Order", "plan_epoch",
+           "window_permutation"]
 
 #: Lanes of each global batch: world sizes dividing it split decoding exactly among the ranks.
 DEFAULT_PARTITIONS = 16
@@ -121,6 +122,22 @@ class Cut:
         given = full[lane] * (batch // self.turns)
         return self.starts[lane * self.turns + turn] + given + offset - first
 
+    @cached_property
+    def _by_offset(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Of each position of a full global batch: its lane, the rows its lane gives, its offset among them."""
+        full = self._rates[0]
+        lane = np.repeat(np.arange(self.lanes, dtype=np.int64), full)
+        return lane, full[lane], np.arange(self.size, dtype=np.int64) - self._edges[1][lane]
+
+    def run_places(self, first: int, count: int) -> np.ndarray:
+        """`places` of the positions ``[first, first + count)`` (a handful of array operations within a full batch)."""
+        batch, offset = divmod(first, self.size)
+        if offset + count > self.size or batch >= self.n_rows // self.size:  # across batches, or in the short last
+            return self.places(np.arange(first, first + count, dtype=np.int64))
+        lane, rate, within = (array[offset:offset + count] for array in self._by_offset)
+        step, turn = divmod(batch, self.turns)
+        return self.starts[turn:-1:self.turns][lane] + (rate * step + within)
+
     def positions(self, places: np.ndarray) -> np.ndarray:
         """The positions of the epoch's order at ``places`` of the parts end to end (`places`'s inverse)."""
         full = self._rates[0]
@@ -178,10 +195,13 @@ class EpochPlan:
         """The pieces of window ``number``."""
         return slice(int(self.windows[number]), int(self.windows[number + 1]))
 
-    def locate(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def locate(self, positions: np.ndarray | range) -> tuple[np.ndarray, np.ndarray]:
         """The places of ``positions`` of the epoch's order among the parts end to end, and their windows."""
-        places = self.cut.places(positions)
-        return places, np.searchsorted(self.ends, places, side="right")
+        if isinstance(positions, range):  # a run of positions (step 1)
+            places = self.cut.run_places(positions.start, len(positions))
+        else:
+            places = self.cut.places(positions)
+        return places, self.ends.searchsorted(places, side="right")
 
     def finished(self, held: list[int], numbers: np.ndarray) -> list[int]:
         """Of the windows ``held``, those a reader now at windows ``numbers`` is done with.
@@ -226,3 +246,23 @@ def plan_epoch(index: ShardIndex, order: Order, epoch: int, global_batch: int, b
     ends = np.cumsum(rows)[windows[1:] - 1]
     largest = min(order.window * block_rows, int(np.diff(cut.starts).max()) if len(cut.starts) > 1 else 0)
     return EpochPlan(shards[at], low - bounds[at], rows, windows, ends, part[windows[:-1]], cut, largest)
+
+
+def window_permutation(seed: int, epoch: int, number: int, size: int) -> np.ndarray:
+    """``default_rng([seed, epoch, number]).permutation(size)``: the shuffle of window ``number``'s ``size`` rows.
+
+    Seeded with the words ``SeedSequence`` makes of that list (each int's 32-bit words, lowest first), given as
+    an array: the same generator, without the list's coercion (a window's shuffle is drawn a few hundred times
+    an epoch).
+    """
+    entropy = np.array([*_words(seed), *_words(epoch), *_words(number)], np.uint32)
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy))).permutation(size)
+
+
+def _words(value: int) -> list[int]:
+    """The 32-bit words of ``value`` >= 0, lowest first (one for 0), as ``SeedSequence`` takes an int of a list."""
+    words = [value & 0xFFFFFFFF]
+    while value > 0xFFFFFFFF:
+        value >>= 32
+        words.append(value & 0xFFFFFFFF)
+    return words
