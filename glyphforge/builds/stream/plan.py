@@ -36,6 +36,7 @@ maps a position of the epoch's order to its place in the parts end to end (`Epoc
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -251,18 +252,83 @@ def plan_epoch(index: ShardIndex, order: Order, epoch: int, global_batch: int, b
 def window_permutation(seed: int, epoch: int, number: int, size: int) -> np.ndarray:
     """``default_rng([seed, epoch, number]).permutation(size)``: the shuffle of window ``number``'s ``size`` rows.
 
-    Seeded with the words ``SeedSequence`` makes of that list (each int's 32-bit words, lowest first), given as
-    an array: the same generator, without the list's coercion (a window's shuffle is drawn a few hundred times
-    an epoch).
+    The same generator, seeded at less cost (a window's shuffle is drawn a few hundred times an epoch): the
+    ``SeedSequence`` words of every window of the epoch are mixed at once (`_window_seeds`), and one
+    ``PCG64`` a thread is set to each window's state (``PCG64``'s own seeding of those words).
     """
-    entropy = np.array([*_words(seed), *_words(epoch), *_words(number)], np.uint32)
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy))).permutation(size)
+    if number >= _MIXED:  # more windows than are mixed at once
+        return np.random.default_rng([seed, epoch, number]).permutation(size)
+    first, second, increment, low = _window_seeds(seed, epoch, number)[number].tolist()
+    increment = ((increment << 64 | low) << 1 | 1) & _MASK128
+    state = ((first << 64 | second) + increment) * _PCG_MULTIPLIER + increment & _MASK128
+    generator = getattr(_THREAD, "generator", None)
+    if generator is None:
+        generator = _THREAD.generator = np.random.Generator(np.random.PCG64(0))
+    generator.bit_generator.state = {"bit_generator": "PCG64", "state": {"state": state, "inc": increment},
+                                     "has_uint32": 0, "uinteger": 0}
+    return generator.permutation(size)
+
+
+#: ``SeedSequence``'s constants (its pool of 4 words, the hashes of its entropy and of its output), and PCG64's.
+_POOL, _INIT_A, _MULT_A, _INIT_B, _MULT_B = 4, 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
+_MIX_L, _MIX_R, _WORD, _MASK128 = 0xCA01F9DD, 0x4973F715, 0xFFFFFFFF, (1 << 128) - 1
+#: The most windows of an epoch whose seeds are mixed at once (later ones are seeded one at a time).
+_MIXED = 2**22
+_PCG_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
+#: Each thread's generator (`window_permutation`), and the seeds of the last epochs' windows (`_window_seeds`).
+_THREAD = threading.local()
+_SEEDS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _window_seeds(seed: int, epoch: int, number: int) -> np.ndarray:
+    """``SeedSequence([seed, epoch, k]).generate_state(4, np.uint64)`` of the windows ``k`` up to ``number`` at least.
+
+    Mixed all at once for the windows below a power of two (1,024 at least) above ``number``, and kept for the last
+    2 ``(seed, epoch)``: at most 64 bytes a window of the epoch.
+    """
+    seeds = _SEEDS.get((seed, epoch))
+    if seeds is None or len(seeds) <= number:
+        count = max(1024, 1 << number.bit_length())
+        head = np.array([*_words(seed), *_words(epoch)], np.uint32)
+        entropy = np.column_stack([np.broadcast_to(head, (count, len(head))), np.arange(count, dtype=np.uint32)])
+        seeds = _SEEDS[seed, epoch] = _generate_state(entropy).astype("<u4").view("<u8").astype(np.uint64)
+        for key in list(_SEEDS)[:-2]:
+            _SEEDS.pop(key, None)
+    return seeds
+
+
+def _generate_state(entropy: np.ndarray) -> np.ndarray:
+    """``SeedSequence(row).generate_state(8)`` of each row of uint32 words ``entropy`` (numpy's mixing, on columns)."""
+    hash_const = [_INIT_A]
+
+    def hashmix(value: np.ndarray, multiplier: int) -> np.ndarray:
+        value = value ^ np.uint32(hash_const[0])
+        hash_const[0] = hash_const[0] * multiplier & _WORD
+        value = value * np.uint32(hash_const[0])
+        return value ^ (value >> np.uint32(16))
+
+    def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        result: np.ndarray = x * np.uint32(_MIX_L) - y * np.uint32(_MIX_R)
+        return result ^ (result >> np.uint32(16))
+
+    length = entropy.shape[1]
+    zero = np.zeros(len(entropy), np.uint32)
+    pool = [hashmix(entropy[:, word] if word < length else zero, _MULT_A) for word in range(_POOL)]
+    for source in range(_POOL):
+        for target in range(_POOL):
+            if source != target:
+                pool[target] = mix(pool[target], hashmix(pool[source], _MULT_A))
+    for word in range(_POOL, length):
+        for target in range(_POOL):
+            pool[target] = mix(pool[target], hashmix(entropy[:, word], _MULT_A))
+    hash_const[0] = _INIT_B
+    return np.stack([hashmix(pool[word % _POOL], _MULT_B) for word in range(8)], axis=1)
 
 
 def _words(value: int) -> list[int]:
     """The 32-bit words of ``value`` >= 0, lowest first (one for 0), as ``SeedSequence`` takes an int of a list."""
-    words = [value & 0xFFFFFFFF]
-    while value > 0xFFFFFFFF:
+    words = [value & _WORD]
+    while value > _WORD:
         value >>= 32
-        words.append(value & 0xFFFFFFFF)
+        words.append(value & _WORD)
     return words
