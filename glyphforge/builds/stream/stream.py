@@ -370,12 +370,14 @@ class ShardStream:
         pieces = plan.pieces(number)
         starts = self.dataset.index.start[plan.shard[pieces]].astype(np.int64) + plan.first[pieces]
         counts = plan.rows[pieces]
+        runs = list(zip(starts.tolist(), counts.tolist(), strict=True))
         size = int(plan.ends[number]) - plan.begin(number)
         # place j holds the window's row permutation[j] (`_places` is its inverse), row i of its pieces end to end
         # being row i + (its piece's first row - the rows of the pieces before)
         order = self._permutation(epoch, number, size) if self.shuffle else np.arange(size, dtype=np.int64)
-        shift = starts if len(starts) == 1 else np.repeat(starts - (np.cumsum(counts) - counts), counts)[order]
-        return order + shift, list(zip(starts.tolist(), counts.tolist(), strict=True))
+        if len(runs) == 1:
+            return order + runs[0][0], runs
+        return order + np.repeat(starts - (np.cumsum(counts) - counts), counts)[order], runs
 
     def _locate(self, plan: EpochPlan, start: int) -> tuple[np.ndarray, np.ndarray]:
         """The places and windows of this rank's rows of the batch at position ``start`` (none past the epoch)."""
