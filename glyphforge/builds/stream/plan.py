@@ -253,12 +253,12 @@ def window_permutation(seed: int, epoch: int, number: int, size: int) -> np.ndar
     """``default_rng([seed, epoch, number]).permutation(size)``: the shuffle of window ``number``'s ``size`` rows.
 
     The same generator, seeded at less cost (a window's shuffle is drawn a few hundred times an epoch): the
-    ``SeedSequence`` words of every window of the epoch are mixed at once (`_window_seeds`), and one
-    ``PCG64`` a thread is set to each window's state (``PCG64``'s own seeding of those words).
+    ``SeedSequence`` words of 1,024 windows are mixed at once (`_window_seeds`), and one ``PCG64`` a thread is
+    set to each window's state (``PCG64``'s own seeding of those words).
     """
-    if number >= _MIXED:  # more windows than are mixed at once
+    if number > _WORD:  # a window number of more than one word
         return np.random.default_rng([seed, epoch, number]).permutation(size)
-    first, second, increment, low = _window_seeds(seed, epoch, number)[number].tolist()
+    first, second, increment, low = _window_seeds(seed, epoch, number).tolist()
     increment = ((increment << 64 | low) << 1 | 1) & _MASK128
     state = ((first << 64 | second) + increment) * _PCG_MULTIPLIER + increment & _MASK128
     generator = getattr(_THREAD, "generator", None)
@@ -272,29 +272,33 @@ def window_permutation(seed: int, epoch: int, number: int, size: int) -> np.ndar
 #: ``SeedSequence``'s constants (its pool of 4 words, the hashes of its entropy and of its output), and PCG64's.
 _POOL, _INIT_A, _MULT_A, _INIT_B, _MULT_B = 4, 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
 _MIX_L, _MIX_R, _WORD, _MASK128 = 0xCA01F9DD, 0x4973F715, 0xFFFFFFFF, (1 << 128) - 1
-#: The most windows of an epoch whose seeds are mixed at once (later ones are seeded one at a time).
-_MIXED = 2**22
+#: The windows whose seeds are mixed at once (`_window_seeds`).
+_CHUNK = 1024
 _PCG_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
 #: Each thread's generator (`window_permutation`), and the seeds of the last epochs' windows (`_window_seeds`).
 _THREAD = threading.local()
-_SEEDS: dict[tuple[int, int], np.ndarray] = {}
+_SEEDS: dict[tuple[int, int], dict[int, np.ndarray]] = {}
 
 
 def _window_seeds(seed: int, epoch: int, number: int) -> np.ndarray:
-    """``SeedSequence([seed, epoch, k]).generate_state(4, np.uint64)`` of the windows ``k`` up to ``number`` at least.
+    """``SeedSequence([seed, epoch, number]).generate_state(4, np.uint64)``.
 
-    Mixed all at once for the windows below a power of two (1,024 at least) above ``number``, and kept for the last
-    2 ``(seed, epoch)``: at most 64 bytes a window of the epoch.
+    Mixed with those of the other windows of its chunk (`_CHUNK` windows) at once; the chunks of the last 2
+    ``(seed, epoch)`` are kept (32 bytes a window of the chunks read).
     """
-    seeds = _SEEDS.get((seed, epoch))
-    if seeds is None or len(seeds) <= number:
-        count = max(1024, 1 << number.bit_length())
-        head = np.array([*_words(seed), *_words(epoch)], np.uint32)
-        entropy = np.column_stack([np.broadcast_to(head, (count, len(head))), np.arange(count, dtype=np.uint32)])
-        seeds = _SEEDS[seed, epoch] = _generate_state(entropy).astype("<u4").view("<u8").astype(np.uint64)
+    chunks = _SEEDS.get((seed, epoch))
+    if chunks is None:
+        chunks = _SEEDS[seed, epoch] = {}
         for key in list(_SEEDS)[:-2]:
             _SEEDS.pop(key, None)
-    return seeds
+    chunk, at = divmod(number, _CHUNK)
+    seeds = chunks.get(chunk)
+    if seeds is None:
+        head = np.array([*_words(seed), *_words(epoch)], np.uint32)
+        numbers = np.arange(chunk * _CHUNK, (chunk + 1) * _CHUNK, dtype=np.int64).astype(np.uint32)
+        entropy = np.column_stack([np.broadcast_to(head, (_CHUNK, len(head))), numbers])
+        seeds = chunks[chunk] = _generate_state(entropy).astype("<u4").view("<u8").astype(np.uint64)
+    return seeds[at]
 
 
 def _generate_state(entropy: np.ndarray) -> np.ndarray:
