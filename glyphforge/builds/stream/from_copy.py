@@ -115,6 +115,8 @@ class CopyReads:
     """``(slots, rows of the plan's largest window)``: a held window's rows in its order, from the slot's start."""
     _slot: dict[int, int] = field(default_factory=dict)
     """The slot of each held window, by number."""
+    _free: list[int] = field(default_factory=list)
+    """The slots no window is held in."""
     _shift: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     """What turns a place of a held window into its row's index in ``_slots`` flat, by window number."""
     _held: np.ndarray = field(default_factory=lambda: np.empty(0, bool))
@@ -123,6 +125,8 @@ class CopyReads:
     """Whether a held window has a later window of its part held (it is let go once no batch reads it)."""
     _copy: DecodedCopy | None = None
     _sources: dict[str, _Source] = field(default_factory=dict)
+    _mapped: list[_Source] = field(default_factory=list)
+    """The sources that are memory maps (whose pages `release` unmaps)."""
     _like: dict[str, np.ndarray] = field(default_factory=dict)
     """An empty array shaped as a row of each array (what `MakeBatch` is given)."""
 
@@ -139,7 +143,7 @@ class CopyReads:
         if plan is not self._plan:  # a new epoch: its windows go in the slots of the last one's, if as large
             self.release(list(self.windows))
             if self._slots.shape[1] != plan.largest:
-                self._slots = np.empty((0, plan.largest), np.int64)
+                self._slots, self._free = np.empty((0, plan.largest), np.int64), []
             self._plan, self._shift = plan, np.zeros(len(plan.ends), np.int64)
             self._held = np.zeros(len(plan.ends), bool)
         if self._behind or not self._held[numbers].all():
@@ -153,13 +157,13 @@ class CopyReads:
         while two windows of a part are held, every batch looks for windows done with.
         """
         self.release(plan.finished(list(self.windows), numbers))
-        free, width = sorted(set(range(len(self._slots))) - set(self._slot.values())), self._slots.shape[1]
-        for number in sorted(set(numbers.tolist()) - set(self.windows)):
+        width = self._slots.shape[1]
+        for number in np.unique(numbers[~self._held[numbers]]).tolist():
             rows, self.windows[number] = make_rows(number)
-            if not free:  # one more slot (as many are kept as windows were held at once)
+            if not self._free:  # one more slot (as many are kept as windows were held at once)
                 self._slots = np.concatenate([self._slots, np.empty((1, width), np.int64)])
-                free.append(len(self._slots) - 1)
-            slot = self._slot[number] = free.pop(0)
+                self._free.append(len(self._slots) - 1)
+            slot = self._slot[number] = self._free.pop()
             self._slots[slot, :len(rows)] = rows
             self._shift[number], self._held[number] = slot * width - plan.begin(number), True
         parts = plan.part[list(self.windows)].tolist()
@@ -169,9 +173,9 @@ class CopyReads:
         """Let the windows ``numbers`` go (the batches went past them): their runs' pages are unmapped."""
         for done in numbers:
             runs = self.windows.pop(done)
-            del self._slot[done]
+            self._free.append(self._slot.pop(done))
             self._held[done] = False
-            for source in self._sources.values():
+            for source in self._mapped:
                 source.release(runs)
 
     def batch(self, rows: np.ndarray, make: MakeBatch) -> dict[str, np.ndarray] | None:
@@ -190,6 +194,7 @@ class CopyReads:
     def _take(self, copy: DecodedCopy, rows: np.ndarray, make: MakeBatch) -> dict[str, np.ndarray]:
         if copy is not self._copy:
             self._copy, self._sources = copy, {name: _source(array) for name, array in copy.arrays.items()}
+            self._mapped = [source for source in self._sources.values() if source.map is not None]
             self._like = {name: np.empty((0, *source.array.shape[1:]), source.array.dtype)
                           for name, source in self._sources.items()}
         out = make(self._like, len(rows))

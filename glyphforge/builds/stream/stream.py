@@ -100,7 +100,7 @@ from glyphforge._checks import check_int
 from glyphforge.builds.reading.protocols import ShardReader
 from glyphforge.builds.stream import plan as stream_plan
 from glyphforge.builds.stream.from_copy import CopyReads
-from glyphforge.builds.stream.plan import EpochPlan, Order, plan_epoch
+from glyphforge.builds.stream.plan import EpochPlan, Order, plan_epoch, window_permutation
 from glyphforge.builds.stream.state import (
     LIMITS,
     STATE_VERSION,
@@ -370,15 +370,22 @@ class ShardStream:
         pieces = plan.pieces(number)
         starts = self.dataset.index.start[plan.shard[pieces]].astype(np.int64) + plan.first[pieces]
         counts = plan.rows[pieces]
-        rows = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
-        if self.shuffle:  # place j holds the window's row permutation[j] (`_places` is its inverse)
-            rows = rows[self._permutation(epoch, number, len(rows))]
-        return rows, list(zip(starts.tolist(), counts.tolist(), strict=True))
+        runs = list(zip(starts.tolist(), counts.tolist(), strict=True))
+        size = int(plan.ends[number]) - plan.begin(number)
+        # place j holds the window's row permutation[j] (`_places` is its inverse), row i of its pieces end to end
+        # being row i + (its piece's first row - the rows of the pieces before)
+        order = self._permutation(epoch, number, size) if self.shuffle else np.arange(size, dtype=np.int64)
+        if len(runs) == 1:
+            return order + runs[0][0], runs
+        return order + np.repeat(starts - (np.cumsum(counts) - counts), counts)[order], runs
 
     def _locate(self, plan: EpochPlan, start: int) -> tuple[np.ndarray, np.ndarray]:
         """The places and windows of this rank's rows of the batch at position ``start`` (none past the epoch)."""
         if start >= plan.n_rows:
             return np.empty(0, np.int64), np.empty(0, np.int64)
+        if start + self.global_batch_size <= plan.n_rows:  # a full global batch: this rank's positions are a run
+            first = start + self.rank * self.batch_size
+            return plan.locate(range(first, first + self.batch_size))
         return plan.locate(self.positions(start, plan.n_rows))
 
     def _decode(
@@ -399,7 +406,7 @@ class ShardStream:
 
     def _permutation(self, epoch: int, number: int, size: int) -> np.ndarray:
         """The shuffle of window ``number``'s ``size`` rows: place ``j`` of the window holds its row ``[j]``."""
-        return np.random.default_rng([self.seed, epoch, number]).permutation(size)
+        return window_permutation(self.seed, epoch, number, size)
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:
