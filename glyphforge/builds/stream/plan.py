@@ -36,7 +36,6 @@ maps a position of the epoch's order to its place in the parts end to end (`Epoc
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -44,8 +43,7 @@ import numpy as np
 
 from glyphforge.builds.reading.index import ShardIndex
 
-__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_TURNS", "DEFAULT_WINDOW", "Cut", "EpochPlan", "Order", "plan_epoch",
-           "window_permutation"]
+__all__ = ["DEFAULT_PARTITIONS", "DEFAULT_TURNS", "DEFAULT_WINDOW", "Cut", "EpochPlan", "Order", "plan_epoch"]
 
 #: Lanes of each global batch: world sizes dividing it split decoding exactly among the ranks.
 DEFAULT_PARTITIONS = 16
@@ -248,91 +246,3 @@ def plan_epoch(index: ShardIndex, order: Order, epoch: int, global_batch: int, b
     largest = min(order.window * block_rows, int(np.diff(cut.starts).max()) if len(cut.starts) > 1 else 0)
     return EpochPlan(shards[at], low - bounds[at], rows, windows, ends, part[windows[:-1]], cut, largest)
 
-
-def window_permutation(seed: int, epoch: int, number: int, size: int) -> np.ndarray:
-    """``default_rng([seed, epoch, number]).permutation(size)``: the shuffle of window ``number``'s ``size`` rows.
-
-    The same generator, seeded at less cost (a window's shuffle is drawn a few hundred times an epoch): the
-    ``SeedSequence`` words of 1,024 windows are mixed at once (`_window_seeds`), and one ``PCG64`` a thread is
-    set to each window's state (``PCG64``'s own seeding of those words).
-    """
-    if number > _WORD:  # a window number of more than one word
-        return np.random.default_rng([seed, epoch, number]).permutation(size)
-    first, second, increment, low = _window_seeds(seed, epoch, number).tolist()
-    increment = ((increment << 64 | low) << 1 | 1) & _MASK128
-    state = ((first << 64 | second) + increment) * _PCG_MULTIPLIER + increment & _MASK128
-    generator = getattr(_THREAD, "generator", None)
-    if generator is None:
-        generator = _THREAD.generator = np.random.Generator(np.random.PCG64(0))
-    generator.bit_generator.state = {"bit_generator": "PCG64", "state": {"state": state, "inc": increment},
-                                     "has_uint32": 0, "uinteger": 0}
-    return generator.permutation(size)
-
-
-#: ``SeedSequence``'s constants (its pool of 4 words, the hashes of its entropy and of its output), and PCG64's.
-_POOL, _INIT_A, _MULT_A, _INIT_B, _MULT_B = 4, 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
-_MIX_L, _MIX_R, _WORD, _MASK128 = 0xCA01F9DD, 0x4973F715, 0xFFFFFFFF, (1 << 128) - 1
-#: The windows whose seeds are mixed at once (`_window_seeds`).
-_CHUNK = 1024
-_PCG_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
-#: Each thread's generator (`window_permutation`), and the seeds of the last epochs' windows (`_window_seeds`).
-_THREAD = threading.local()
-_SEEDS: dict[tuple[int, int], dict[int, np.ndarray]] = {}
-
-
-def _window_seeds(seed: int, epoch: int, number: int) -> np.ndarray:
-    """``SeedSequence([seed, epoch, number]).generate_state(4, np.uint64)``.
-
-    Mixed with those of the other windows of its chunk (`_CHUNK` windows) at once; the chunks of the last 2
-    ``(seed, epoch)`` are kept (32 bytes a window of the chunks read).
-    """
-    chunks = _SEEDS.get((seed, epoch))
-    if chunks is None:
-        chunks = _SEEDS[seed, epoch] = {}
-        for key in list(_SEEDS)[:-2]:
-            _SEEDS.pop(key, None)
-    chunk, at = divmod(number, _CHUNK)
-    seeds = chunks.get(chunk)
-    if seeds is None:
-        head = np.array([*_words(seed), *_words(epoch)], np.uint32)
-        numbers = np.arange(chunk * _CHUNK, (chunk + 1) * _CHUNK, dtype=np.int64).astype(np.uint32)
-        entropy = np.column_stack([np.broadcast_to(head, (_CHUNK, len(head))), numbers])
-        seeds = chunks[chunk] = _generate_state(entropy).astype("<u4").view("<u8").astype(np.uint64)
-    return seeds[at]
-
-
-def _generate_state(entropy: np.ndarray) -> np.ndarray:
-    """``SeedSequence(row).generate_state(8)`` of each row of uint32 words ``entropy`` (numpy's mixing, on columns)."""
-    hash_const = [_INIT_A]
-
-    def hashmix(value: np.ndarray, multiplier: int) -> np.ndarray:
-        value = value ^ np.uint32(hash_const[0])
-        hash_const[0] = hash_const[0] * multiplier & _WORD
-        value = value * np.uint32(hash_const[0])
-        return value ^ (value >> np.uint32(16))
-
-    def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        result: np.ndarray = x * np.uint32(_MIX_L) - y * np.uint32(_MIX_R)
-        return result ^ (result >> np.uint32(16))
-
-    length = entropy.shape[1]
-    zero = np.zeros(len(entropy), np.uint32)
-    pool = [hashmix(entropy[:, word] if word < length else zero, _MULT_A) for word in range(_POOL)]
-    for source in range(_POOL):
-        for target in range(_POOL):
-            if source != target:
-                pool[target] = mix(pool[target], hashmix(pool[source], _MULT_A))
-    for word in range(_POOL, length):
-        for target in range(_POOL):
-            pool[target] = mix(pool[target], hashmix(entropy[:, word], _MULT_A))
-    hash_const[0] = _INIT_B
-    return np.stack([hashmix(pool[word % _POOL], _MULT_B) for word in range(8)], axis=1)
-
-
-def _words(value: int) -> list[int]:
-    """The 32-bit words of ``value`` >= 0, lowest first (one for 0), as ``SeedSequence`` takes an int of a list."""
-    words = [value & _WORD]
-    while value > _WORD:
-        value >>= 32
-        words.append(value & _WORD)
-    return words

@@ -100,7 +100,7 @@ from glyphforge._checks import check_int
 from glyphforge.builds.reading.protocols import ShardReader
 from glyphforge.builds.stream import plan as stream_plan
 from glyphforge.builds.stream.from_copy import CopyReads
-from glyphforge.builds.stream.plan import EpochPlan, Order, plan_epoch, window_permutation
+from glyphforge.builds.stream.plan import EpochPlan, Order, plan_epoch
 from glyphforge.builds.stream.state import (
     LIMITS,
     STATE_VERSION,
@@ -406,7 +406,7 @@ class ShardStream:
 
     def _permutation(self, epoch: int, number: int, size: int) -> np.ndarray:
         """The shuffle of window ``number``'s ``size`` rows: place ``j`` of the window holds its row ``[j]``."""
-        return window_permutation(self.seed, epoch, number, size)
+        return np.random.default_rng([self.seed, epoch, number]).permutation(size)
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:

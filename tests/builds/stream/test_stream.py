@@ -291,6 +291,16 @@ def test_the_positions_of_places_invert_the_places_of_positions():
         assert np.array_equal(cut.positions(cut.places(positions)), positions), (rows, size, lanes, turns)
 
 
+def test_the_places_of_a_run_of_positions_are_those_of_its_positions():
+    # `run_places`, a rank's run of a full global batch in a few array operations, is `places` of each position
+    for rows, size, lanes, turns in itertools.product([97, 1030], [1, 7, 64, 2000], [1, 3, 8], [1, 2, 3]):
+        cut = Cut(rows, size, lanes, turns)
+        for first, count in ((0, min(size, rows)), (rows // 2, 1), (max(rows - size - 5, 0), size), (size // 3, 5)):
+            count = min(count, rows - first)
+            expected = cut.places(np.arange(first, first + count))
+            assert np.array_equal(cut.run_places(first, count), expected), (rows, size, lanes, turns, first, count)
+
+
 def test_a_stream_iterated_again_decodes_into_the_arrays_of_its_last_iteration(wide_400):
     # the default order holds a window per part (16 here): the next iteration (the next epoch) decodes into the
     # first one's arrays, so it traces no window's memory again, and yields the same batches as a fresh stream
