@@ -382,6 +382,19 @@ def _shard(read: str) -> Callable[[Path], tuple[Path, Callable[[], Any]]]:
     return damaged
 
 
+def _read_first(kind: str, path: Path) -> tuple[int, ...]:
+    """Where the first gzip member a read of ``kind`` inflates is in ``path``: ``(offset, length)``, or () for the
+    whole file. Random rows decode shard 0's run whole from its first member; the stream inflates only the blocks it
+    needs, each a member of its own (`glyphforge.builds.reading.blocks`): shard 0's first block of its first array."""
+    if not kind.startswith("shard"):
+        return ()
+    index = ShardIndex.read(path.parent / INDEX_FILE, "entry")
+    if kind == "shard (random rows)":
+        return int(index.offset[0]), int(index.length[0])
+    start, end = np.load(path.parent / BLOCKS_FILE)[:2].tolist()  # shard 0, its first array: the first block's bytes
+    return int(index.offset[0]) + start, end - start
+
+
 #: Each kind of deflated cache file: where it is in a data dir, and a read of it by its users' call.
 DEFLATED = {"class file": _class_file, "labels file": _labels_file, "shard (random rows)": _shard("take"),
             "shard (stream)": _shard("stream")}
@@ -397,8 +410,7 @@ def test_every_damage_to_every_deflated_cache_file_is_a_corrupt_pklz_error_namin
         data_dir = tmp_path / "data"
         shutil.copytree(prepared_mnist, data_dir)
     path, read = DEFLATED[kind](data_dir)
-    index = ShardIndex.read(path.parent / INDEX_FILE, "entry") if kind.startswith("shard") else None
-    _damage_file(path, how, *((int(index.offset[0]), int(index.length[0])) if index is not None else ()))
+    _damage_file(path, how, *_read_first(kind, path))
     with pytest.raises(DamagedPklzError) as raised:
         read()
     assert str(path) in str(raised.value) and "glyphforge cache" in str(raised.value)
