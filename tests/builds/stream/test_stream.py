@@ -335,6 +335,25 @@ class BigSpec:
         return {"images": images, "labels": np.arange(n, dtype=np.int64) + index * self.shard_size}
 
 
+def test_reading_and_streaming_never_import_numpy_ma(rows_1030):
+    # np.unique imports numpy.ma (13-20 ms): a fresh process's first rows, epoch or resumed rest would pay it
+    code = textwrap.dedent(f"""
+        import sys
+        import glyphforge as gf
+
+        ds = gf.open_built({str(rows_1030.path)!r}, random_access="decode")
+        ds.take([700, 5, 6, 1029]), ds[3]
+        for stream in (ds.stream(64, seed=0), ds.stream(32, seed=0, rank=1, world_size=2),
+                       ds.stream(64, seed=0, partitions=1, turns=1, window=3)):
+            sum(len(images) for images, _ in stream)
+        resumed = ds.stream(64, seed=0, resume=ds.stream(64, seed=0).state_after(12))
+        sum(len(images) for images, _ in resumed)
+        print("numpy.ma" in sys.modules, "numpy.random" in sys.modules)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "True"], result.stdout  # the stream's shuffles did run
+
+
 @pytest.mark.slow
 def test_streaming_memory_stays_bounded_far_below_the_dataset(data_dir):
     dataset = build(BigSpec(), data_dir=data_dir, session="processes:2", progress=False)
