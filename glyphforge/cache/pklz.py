@@ -231,7 +231,8 @@ def zlib_member(data: Any, level: int) -> bytes:
 
 def _framed(deflated: bytes, data: Any) -> bytes:
     """The gzip member of ``data`` whose raw deflate is ``deflated``: :data:`GZIP_HEADER`, it, the CRC-32 and size."""
-    return b"".join((GZIP_HEADER, deflated, struct.pack("<II", zlib.crc32(data), memoryview(data).nbytes & 0xFFFFFFFF)))
+    size = memoryview(data).nbytes
+    return b"".join((GZIP_HEADER, deflated, struct.pack("<II", isal_zlib.crc32(data), size & 0xFFFFFFFF)))
 
 
 def iter_pklz(path: PathLike, trusted: bool = False, budget: Budget | None = None) -> Iterator[Any]:

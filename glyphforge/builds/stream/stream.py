@@ -293,12 +293,13 @@ class ShardStream:
         order = Order(self.seed, self.shuffle, self.window, self.partitions, self.turns)
         return plan_epoch(self.dataset.index, order, epoch, self._cut(epoch), block_rows(self.dataset.layout))
 
-    def positions(self, start: int, n_rows: int) -> np.ndarray:
-        """This rank's positions of the global batch beginning at position ``start`` of an ``n_rows``-row epoch."""
+    def positions(self, start: int, n_rows: int) -> np.ndarray | range:
+        """This rank's positions of the global batch beginning at position ``start`` of an ``n_rows``-row epoch (a
+        range for a full global batch: `EpochPlan.locate` places a run in a few array operations)."""
         size = min(self.global_batch_size, n_rows - start)
         if size == self.global_batch_size:
             low = start + self.rank * self.batch_size
-            return np.arange(low, low + self.batch_size, dtype=np.int64)
+            return range(low, low + self.batch_size)
         low, high = self.rank * size // self.world_size, (self.rank + 1) * size // self.world_size
         share = self._last_share(size)
         mine = np.arange(low, low + share, dtype=np.int64)
@@ -383,9 +384,6 @@ class ShardStream:
         """The places and windows of this rank's rows of the batch at position ``start`` (none past the epoch)."""
         if start >= plan.n_rows:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        if start + self.global_batch_size <= plan.n_rows:  # a full global batch: this rank's positions are a run
-            first = start + self.rank * self.batch_size
-            return plan.locate(range(first, first + self.batch_size))
         return plan.locate(self.positions(start, plan.n_rows))
 
     def _decode(
