@@ -8,6 +8,8 @@ it needs, only the blocks holding them: `glyphforge.builds.reading.blocks`), and
 """
 from __future__ import annotations
 
+import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -65,12 +67,24 @@ class Member:
                 for name, info in self.layout.items()}
 
 
+#: An array whose rows of a whole shard take at most these bytes (labels, boxes: not images) is inflated whole, all its
+#: blocks in one call, when a read first needs rows of it, and kept (`Scratch.whole`): the reads of the shard's other
+#: blocks take their rows from there.
+WHOLE_ARRAY_BYTES = 64 << 10
+#: The most bytes of such arrays a `Scratch` keeps (those of the shards read least recently go first).
+KEPT_BYTES = 8 << 20
+
+
 @dataclass
 class Scratch:
-    """Memory a reader of many shards reuses: a buffer of a member's bytes, and a block of rows of each array."""
+    """Memory a reader of many shards reuses: a buffer of a member's bytes, a block of rows of each array, and the
+    small arrays of the shards read last (`WHOLE_ARRAY_BYTES`)."""
 
     raw: bytearray = field(default_factory=bytearray)
     blocks: dict[str, np.ndarray] = field(default_factory=dict)
+    kept: OrderedDict[tuple[Path, int, str], np.ndarray] = field(default_factory=OrderedDict)
+    """Small arrays inflated whole, by file, first byte of their shard's run and name: `KEPT_BYTES` at most in all."""
+    kept_bytes: int = 0
 
     def member_bytes(self, member: Member, first: int = 0, stop: int | None = None,
                      file: FileIO | None = None) -> memoryview:
@@ -82,14 +96,27 @@ class Scratch:
         length = (member.length if stop is None else stop) - first
         if len(self.raw) < length:
             self.raw = bytearray(length + length // 4)
-        view = memoryview(self.raw)[:length]
-        file.seek(member.offset + first)
-        count = file.readinto(view) or 0
-        while count < length and (more := file.readinto(view[count:])):
+        view, at = memoryview(self.raw)[:length], member.offset + first
+        count = os.preadv(file.fileno(), [view], at)  # one system call, no seek
+        while count < length and (more := os.preadv(file.fileno(), [view[count:]], at + count)):
             count += more
         if count != length:
             raise damaged_member(member.source, f"the file ends {length - count} bytes early")
         return view
+
+    def whole(self, member: Member, name: str, spec: ArraySpec, bounds: np.ndarray, file: FileIO) -> np.ndarray:
+        """Array ``name`` of ``member`` (its blocks at ``bounds``), inflated whole and checked, or as kept since."""
+        key = (member.path, member.offset, name)
+        if (array := self.kept.get(key)) is not None:
+            self.kept.move_to_end(key)
+            return array
+        array = np.empty(spec.shape, spec.dtype)
+        _inflate(self.member_bytes(member, int(bounds[0]), int(bounds[-1]), file), array,
+                 partial(_rows_source, member, name, 0, member.rows))
+        self.kept[key], self.kept_bytes = array, self.kept_bytes + array.nbytes
+        while self.kept_bytes > KEPT_BYTES:
+            self.kept_bytes -= self.kept.popitem(last=False)[1].nbytes
+        return array
 
     def block(self, name: str, spec: ArraySpec, rows: int) -> np.ndarray:
         """A buffer of ``rows`` rows of array ``name`` (made once, or again when too small or of another kind)."""
@@ -117,8 +144,9 @@ def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int
 
     Each array's blocks are read in one piece from the file and each block is inflated alone
     into ``scratch``'s buffer of the array, its end checked (its CRC-32 and size) before it is
-    handed over. A block is valid until ``put`` returns; a damaged one raises when it is
-    reached, blocks handed over already: a caller drops what it placed.
+    handed over. A small array (`WHOLE_ARRAY_BYTES`) is handed over at once, its rows from the
+    array inflated whole (`Scratch.whole`). A block is valid until ``put`` returns; a damaged
+    one raises when it is reached, blocks handed over already: a caller drops what it placed.
 
     Raises
     ------
@@ -132,19 +160,22 @@ def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int
     needed = range(first // step, (stop - 1) // step + 1)
     with open(member.path, "rb", buffering=0) as file:  # once for every array
         for (name, spec), bounds in zip(sorted(member.specs().items()), member.blocks, strict=True):
+            if spec.row_nbytes * member.rows <= WHOLE_ARRAY_BYTES:
+                put(name, first, scratch.whole(member, name, spec, bounds, file)[first:stop])
+                continue
             raw = scratch.member_bytes(member, int(bounds[needed.start]), int(bounds[needed.stop]), file)
             base = int(bounds[needed.start])
             for block in needed:
                 start, end = int(bounds[block]) - base, int(bounds[block + 1]) - base
                 count = min(step, member.rows - block * step)
                 buffer = scratch.block(name, spec, min(step, member.rows))[:count]
-                _inflate_block(raw[start:end], buffer, partial(_block_source, member, name, block * step, count))
+                _inflate(raw[start:end], buffer, partial(_rows_source, member, name, block * step, count))
                 put(name, block * step, buffer)
 
 
-def _inflate_block(raw: memoryview, buffer: np.ndarray, source: Callable[[], str]) -> None:
-    """Inflate the one gzip member ``raw`` into ``buffer``, which it must fill exactly (its trailer checked at its
-    end); a `DamagedPklzError` naming ``source()`` otherwise."""
+def _inflate(raw: memoryview, buffer: np.ndarray, source: Callable[[], str]) -> None:
+    """Inflate the gzip members ``raw`` (one block, or a run of them) into ``buffer``, which they must fill exactly
+    (each member's trailer checked at its end); a `DamagedPklzError` naming ``source()`` otherwise."""
     view = buffer.data.cast("B")
     try:
         with open_gzip_member(raw) as stream:
@@ -160,6 +191,7 @@ def _inflate_block(raw: memoryview, buffer: np.ndarray, source: Callable[[], str
         raise damaged_member(source(), f"it does not inflate ({error})") from error
 
 
-def _block_source(member: Member, name: str, first: int, count: int) -> str:
-    """How errors name a block: the shard's source, the array and the block's rows."""
-    return f"{member.source}, array {name!r}, the block of rows {first} to {first + count - 1}"
+def _rows_source(member: Member, name: str, first: int, count: int) -> str:
+    """How errors name a block (or an array's blocks): the shard's source, the array and the rows."""
+    blocks = "block" if count <= member.block_rows else "blocks"
+    return f"{member.source}, array {name!r}, the {blocks} of rows {first} to {first + count - 1}"

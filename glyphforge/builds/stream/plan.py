@@ -153,6 +153,22 @@ class Cut:
         within = np.where(tail, short_begins[lane] + offset - in_full, full_begins[lane] + within)
         return batch * self.size + within
 
+    def run_positions(self, first: int, count: int) -> np.ndarray:
+        """`positions` of the places ``[first, first + count)``, all of one part (a window's: few array operations)."""
+        part = int(np.searchsorted(self.starts, first, side="right")) - 1
+        lane, turn = divmod(part, self.turns)
+        rate = int(self._rates[0][lane])
+        offset = np.arange(first - int(self.starts[part]), first - int(self.starts[part]) + count, dtype=np.int64)
+        steps, tail_turn = divmod(self.n_rows // self.size, self.turns)
+        in_full = rate * (steps + (turn < tail_turn))  # the part's rows in full global batches
+        batch, within = np.divmod(offset, max(rate, 1))
+        positions = (batch * self.turns + turn) * self.size + (int(self._edges[1][lane]) + within)
+        if offset[-1] >= in_full:  # the run reaches the part's rows of the short last batch
+            tail = offset >= in_full
+            short = self.n_rows // self.size * self.size + int(self._edges[3][lane])  # the short batch's first row
+            positions[tail] = short + offset[tail] - in_full
+        return positions
+
 
 @dataclass(frozen=True)
 class EpochPlan:

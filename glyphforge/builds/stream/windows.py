@@ -327,21 +327,24 @@ class Ring:
         """
         begin = plan.begin(number)
         size = int(plan.ends[number]) - begin
-        positions = plan.cut.positions(np.arange(begin, begin + size, dtype=np.int64))[local(number, size)]
+        positions = plan.cut.run_positions(begin, size)[local(number, size)]
         last = int(positions.max()) + self.shift
         if any(first + self.rows <= last for first, ref in self.lent if ref() is not None):
             self.arrays = {name: array.copy() for name, array in self.arrays.items()}  # the old ones: the consumer's
             self.lent = []
-        slots = np.where(positions >= start, (positions + self.shift) % self.rows, -1)
+        slots = (positions + self.shift) % self.rows
+        partial = int(positions.min()) < start  # rows read already: only a resumed stream's landing window has some
+        if partial:
+            slots[positions < start] = -1
         pieces = plan.pieces(number)
         reader.prefetch(plan.shard[pieces])
         at = 0
         for shard, first, count in zip(plan.shard[pieces].tolist(), plan.first[pieces].tolist(),
                                        plan.rows[pieces].tolist(), strict=True):
-            needed = _span(slots[at:at + count] >= 0)
+            needed = _span(slots[at:at + count] >= 0) if partial else (0, count)
             if needed is not None:  # else: all read already
                 log.debug("shard %d read (%d of its rows) for window %d", shard, count, number)
-                placer = Placer(self.arrays, slots[at:at + count], (first, first + count), True, self.rows)
+                placer = Placer(self.arrays, slots[at:at + count], (first, first + count), partial, self.rows)
                 reader.read_blocks(shard, placer, self.scratch, (first + needed[0], first + needed[1]))
             at += count
         self.decoded.add(number)

@@ -301,6 +301,19 @@ def test_the_places_of_a_run_of_positions_are_those_of_its_positions():
             assert np.array_equal(cut.run_places(first, count), expected), (rows, size, lanes, turns, first, count)
 
 
+def test_the_positions_of_a_run_of_one_part_are_those_of_its_places():
+    # `run_positions`, a window's run of places in a few array operations, is `positions` of each place: runs at
+    # each part's start, end (the short last batch's rows) and across its full and short rows
+    for rows, size, lanes, turns in itertools.product([97, 1030], [1, 7, 64, 2000], [1, 3, 8], [1, 2, 3]):
+        cut = Cut(rows, size, lanes, turns)
+        for begin, end in itertools.pairwise(cut.starts.tolist()):
+            for first, stop in ((begin, end), (begin, begin + 1), (end - 1, end), ((begin + end) // 2, end)):
+                if begin <= first < stop <= end:
+                    expected = cut.positions(np.arange(first, stop))
+                    assert np.array_equal(cut.run_positions(first, stop - first), expected), (rows, size, lanes,
+                                                                                             turns, first, stop)
+
+
 def test_a_stream_iterated_again_decodes_into_the_arrays_of_its_last_iteration(wide_400):
     # the default order holds a window per part (16 here): the next iteration (the next epoch) decodes into the
     # first one's arrays, so it traces no window's memory again, and yields the same batches as a fresh stream
