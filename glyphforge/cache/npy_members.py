@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -66,7 +67,7 @@ class ArraySpec(NamedTuple):
     @property
     def row_nbytes(self) -> int:
         """Bytes of one row (of one item along the first axis)."""
-        return int(self.dtype.itemsize * np.prod(self.shape[1:], dtype=np.int64))
+        return self.dtype.itemsize * math.prod(self.shape[1:])
 
 
 def dump_shard(arrays: Mapping[str, np.ndarray], path: PathLike, level: int | None = None) -> np.ndarray:

@@ -82,7 +82,7 @@ class Scratch:
 
     raw: bytearray = field(default_factory=bytearray)
     blocks: dict[str, np.ndarray] = field(default_factory=dict)
-    kept: OrderedDict[tuple[Path, int, str], np.ndarray] = field(default_factory=OrderedDict)
+    kept: OrderedDict[tuple[str, int, str], np.ndarray] = field(default_factory=OrderedDict)
     """Small arrays inflated whole, by file, first byte of their shard's run and name: `KEPT_BYTES` at most in all."""
     kept_bytes: int = 0
 
@@ -106,7 +106,7 @@ class Scratch:
 
     def whole(self, member: Member, name: str, spec: ArraySpec, bounds: np.ndarray, file: FileIO) -> np.ndarray:
         """Array ``name`` of ``member`` (its blocks at ``bounds``), inflated whole and checked, or as kept since."""
-        key = (member.path, member.offset, name)
+        key = (str(member.path), member.offset, name)
         if (array := self.kept.get(key)) is not None:
             self.kept.move_to_end(key)
             return array
