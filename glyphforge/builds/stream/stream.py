@@ -152,6 +152,8 @@ class ShardStream:
     """``(epoch, G, since)``: a resumed epoch's order is cut for the state's ``G``, not this stream's (since: where
     this stream's global batches began in it)."""
     memory: Windows | None = field(default=None, init=False, repr=False, compare=False)  # never pickled
+    pool: Blocks | None = field(default=None, init=False, repr=False, compare=False)  # never pickled
+    """A DataLoader worker's shared memory for its batches, kept for its next iteration (the next epoch)."""
 
     def __post_init__(self) -> None:
         options = {name: getattr(self, name) for name in (*LIMITS, "rank", "worker")}
@@ -317,7 +319,9 @@ class ShardStream:
                                        else "auto")
         until = self.epoch + self.epochs if self.until is None else self.until
         object.__setattr__(self, "began", (self.epoch, self.rows))
-        shared = None if info is None else Blocks()  # a worker's batches: in shared memory it reuses
+        if info is not None and self.pool is None:  # a worker's batches: in shared memory it reuses, epoch after epoch
+            object.__setattr__(self, "pool", Blocks())
+        shared = None if info is None else self.pool
         windows = self.memory or Windows()  # the arrays the last iteration decoded into, taken: one at a time
         object.__setattr__(self, "memory", None)
         windows.make, reads = None if shared is None else shared.batch, CopyReads(reader)
@@ -413,7 +417,7 @@ class ShardStream:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as its own class and fields (pickle's default checks ``__class__``, which torch's import changes)."""
-        return _unpickled, (type(self), {**vars(self), "memory": None})
+        return _unpickled, (type(self), {**vars(self), "memory": None, "pool": None})
 
     def __repr__(self) -> str:
         return (f"<ShardStream of {self.dataset!r}: batch_size {self.batch_size}, rank {self.rank}/{self.world_size}, "

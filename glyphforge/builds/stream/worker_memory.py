@@ -23,9 +23,11 @@ The protocol:
    copies the batch, so then at once). Only then may the worker gather into the block again:
    it never waits for a block and never writes into a held one.
 
-A pool lives as long as one iteration of the stream; at its end the worker sets the *retired*
-byte of each block (its descriptor and map in the worker go with the block's last batch to
-send: a worker's queue pickles its batches later, in a thread of its own). The loop drops its
+A pool lives as long as the worker's copy of the stream: the iterations of a persistent
+worker (its next epochs) gather into the blocks of its first, no memory file made, sent or
+faulted in again. When it goes, the worker sets the *retired* byte of each block (its
+descriptor and map in the worker go with the block's last batch to send: a worker's queue
+pickles its batches later, in a thread of its own). The loop drops its
 maps of retired blocks no batch holds, and of blocks of workers that are gone, each time it
 maps a new block, and its maps of a worker's blocks when the worker's process object goes
 (its loader is dropped, broken out of or done: `_watch`). A map a tensor still uses lives on
@@ -78,7 +80,7 @@ class Block:
 
 
 class Blocks:
-    """A worker iteration's pool of blocks: makes each batch's arrays (`batch`) and what to yield of them (`out`)."""
+    """A worker's pool of blocks: makes each batch's arrays (`batch`) and what to yield of them (`out`)."""
 
     def __init__(self) -> None:
         self.pool = next(_POOLS)

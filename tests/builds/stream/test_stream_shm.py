@@ -133,6 +133,23 @@ def test_past_the_pool_a_worker_sends_fresh_shared_memory_and_never_waits(rows_1
     assert sum(images.is_shared() for images, _ in found) >= 22 - 3 * len(pids)  # the rest: torch's shared memory
 
 
+def test_a_persistent_worker_sends_its_next_epochs_in_the_blocks_of_its_first(rows_1030):
+    # issue 46, row 7: each epoch made a pool afresh: new memory files, their descriptors sent, their pages faulted in
+    want = [(images.copy(), {name: array.copy() for name, array in targets.items()})
+            for images, targets in rows_1030.stream(48, seed=3, epochs=2)]
+    batches = loader(rows_1030, 48, persistent_workers=True)
+    seen = []
+    for epoch in range(2):
+        keys: set = set()
+        iterator = iter(batches)
+        pids = worker_pids(iterator)
+        for number, batch in enumerate(iterator):
+            assert same(batch, want[22 * epoch + number])
+            keys |= blocks_of(pids)
+        seen.append(keys)
+    assert seen[1] == seen[0] and len(seen[0]) >= 2
+
+
 def held_by_this_process() -> tuple[int, int]:
     """The descriptors this process holds of workers' blocks, and its shared maps of them (in /proc/self/maps).
 
