@@ -68,11 +68,13 @@ class Member:
 
 
 #: An array whose rows of a whole shard take at most these bytes (labels, boxes: not images) is inflated whole, all its
-#: blocks in one call, when a read first needs rows of it, and kept (`Scratch.whole`): the reads of the shard's other
-#: blocks take their rows from there.
+#: blocks in one call, when a read needs all of them or a read of the shard needs rows of it again, and kept
+#: (`Scratch.whole`): the reads of the shard's other blocks take their rows from there.
 WHOLE_ARRAY_BYTES = 64 << 10
 #: The most bytes of such arrays a `Scratch` keeps (those of the shards read least recently go first).
 KEPT_BYTES = 8 << 20
+#: The small arrays read once a `Scratch` remembers (a resumed stream reads most of its shards once: their blocks).
+SEEN = 4096
 
 
 @dataclass
@@ -85,6 +87,8 @@ class Scratch:
     kept: OrderedDict[tuple[str, int, str], np.ndarray] = field(default_factory=OrderedDict)
     """Small arrays inflated whole, by file, first byte of their shard's run and name: `KEPT_BYTES` at most in all."""
     kept_bytes: int = 0
+    seen: OrderedDict[tuple[str, int, str], None] = field(default_factory=OrderedDict)
+    """The small arrays read once, a few of their blocks (`SEEN` at most): the next read inflates them whole."""
 
     def member_bytes(self, member: Member, first: int = 0, stop: int | None = None,
                      file: FileIO | None = None) -> memoryview:
@@ -104,12 +108,20 @@ class Scratch:
             raise damaged_member(member.source, f"the file ends {length - count} bytes early")
         return view
 
-    def whole(self, member: Member, name: str, spec: ArraySpec, bounds: np.ndarray, file: FileIO) -> np.ndarray:
-        """Array ``name`` of ``member`` (its blocks at ``bounds``), inflated whole and checked, or as kept since."""
+    def whole(self, member: Member, name: str, spec: ArraySpec, bounds: np.ndarray, file: FileIO,
+              every: bool) -> np.ndarray | None:
+        """Small array ``name`` of ``member`` (its blocks at ``bounds``): as kept, or inflated whole, checked and kept;
+        None when a read needing only some of its blocks (not ``every``) is the first (read those)."""
         key = (str(member.path), member.offset, name)
         if (array := self.kept.get(key)) is not None:
             self.kept.move_to_end(key)
             return array
+        if not every and key not in self.seen:
+            self.seen[key] = None
+            if len(self.seen) > SEEN:
+                self.seen.popitem(last=False)
+            return None
+        self.seen.pop(key, None)
         array = np.empty(spec.shape, spec.dtype)
         _inflate(self.member_bytes(member, int(bounds[0]), int(bounds[-1]), file), array,
                  partial(_rows_source, member, name, 0, member.rows))
@@ -144,8 +156,8 @@ def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int
 
     Each array's blocks are read in one piece from the file and each block is inflated alone
     into ``scratch``'s buffer of the array, its end checked (its CRC-32 and size) before it is
-    handed over. A small array (`WHOLE_ARRAY_BYTES`) is handed over at once, its rows from the
-    array inflated whole (`Scratch.whole`). A block is valid until ``put`` returns; a damaged
+    handed over. A small array (`WHOLE_ARRAY_BYTES`) read whole or again is handed over at once,
+    its rows from the array inflated whole (`Scratch.whole`). A block is valid until ``put`` returns; a damaged
     one raises when it is reached, blocks handed over already: a caller drops what it placed.
 
     Raises
@@ -158,10 +170,12 @@ def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int
     if first >= stop:
         return
     needed = range(first // step, (stop - 1) // step + 1)
+    every = len(needed) == -(-member.rows // step)
     with open(member.path, "rb", buffering=0) as file:  # once for every array
         for (name, spec), bounds in zip(sorted(member.specs().items()), member.blocks, strict=True):
-            if spec.row_nbytes * member.rows <= WHOLE_ARRAY_BYTES:
-                put(name, first, scratch.whole(member, name, spec, bounds, file)[first:stop])
+            small = spec.row_nbytes * member.rows <= WHOLE_ARRAY_BYTES
+            if small and (whole := scratch.whole(member, name, spec, bounds, file, every)) is not None:
+                put(name, first, whole[first:stop])
                 continue
             raw = scratch.member_bytes(member, int(bounds[needed.start]), int(bounds[needed.stop]), file)
             base = int(bounds[needed.start])

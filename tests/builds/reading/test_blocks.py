@@ -99,14 +99,15 @@ def _placed(dataset: BuiltDataset, shard: int, rows: tuple[int, int] | None) -> 
 def test_rows_are_read_from_the_blocks_holding_them_only(builds, source, tmp_path, request):
     dataset = _open(source, _copy(builds, source, tmp_path), tmp_path, request)
     placed = _placed(dataset, 1, (100, 180))  # shard 1's rows 100 to 179: blocks 1 (85 to 169) and 2 (170 to 254)
-    # "row" (3,200 bytes a shard) is a small array, inflated whole: the rows asked are handed over at once
     assert [(name, first, len(values)) for name, first, values in placed] == [
-        ("images", 85, 85), ("images", 170, 85), ("row", 100, 80)]
-    assert [values for name, _, values in placed if name == "row"] == [list(range(500, 580))]
+        ("images", 85, 85), ("images", 170, 85), ("row", 85, 85), ("row", 170, 85)]
+    rows = {first: values for name, first, values in placed if name == "row"}
+    assert rows[85] == list(range(485, 570)) and rows[170] == list(range(570, 655))
     images = [values for name, _, values in placed if name == "images"]
     assert images[0] == [row % 251 for row in range(485, 570)]  # image[0, 0, 0] of WideRowSpec is row % 251
     last = _placed(dataset, 1, (399, 400))
-    assert [(name, first, len(values)) for name, first, values in last] == [("images", 340, 60), ("row", 399, 1)]
+    assert [(name, first, values) for name, first, values in last if name == "row"] == [
+        ("row", 340, list(range(740, 800)))]  # the short last block
     assert _placed(dataset, 1, (5, 5)) == []
     whole = _placed(dataset, 2, None)
     assert np.concatenate([values for name, _, values in whole if name == "row"]).tolist() == list(range(800, 1000))
@@ -118,7 +119,7 @@ def test_a_damaged_block_is_refused_and_the_others_still_read(builds, source, tm
     _damage_block(entry, shard=1, array=0, block=2)  # images of rows 570 to 654
     dataset = _open(source, entry, tmp_path, request)
     fine = _placed(dataset, 1, (0, 170))  # blocks 0 and 1: the damaged one is never inflated
-    assert [values for name, _, values in fine if name == "row"] == [list(range(400, 570))]
+    assert [values for name, _, values in fine if name == "row"] == [list(range(400, 485)), list(range(485, 570))]
     named = (rf"shard 1 of the {SPEC.kind} entry at .* is damaged: fetched twice" if source == "url" else
              r"shard 1 \(bytes \d+ to \d+\), array 'images', the block of rows 170 to 254 is truncated or damaged")
     for rows in ((200, 201), (0, 400), None):
@@ -128,33 +129,40 @@ def test_a_damaged_block_is_refused_and_the_others_still_read(builds, source, tm
 
 
 @pytest.mark.parametrize("source", ["disk", "parts"])  # (at a URL, the shard cache's copy is read again)
-def test_a_small_array_is_inflated_whole_once_and_kept(builds, source, tmp_path, request):
-    # "row" is inflated whole when a read first needs it and kept by the scratch: the reads of the shard's other
-    # blocks take its rows from there (the file is not read for it again: damaged since, it is not seen)
+def test_a_small_array_read_again_is_inflated_whole_and_kept(builds, source, tmp_path, request):
+    # "row" (3,200 bytes a shard) is a small array: a first read of some of its rows reads their blocks; a second
+    # inflates it whole, and the scratch keeps it: the reads of the shard's other blocks take its rows from there
+    # (the file is not read for it again: damaged since, it is not seen)
     entry = _copy(builds, source, tmp_path)
     dataset = _open(source, entry, tmp_path, request)
-    scratch = Scratch()
-    dataset.read_blocks(1, lambda name, first, block: None, scratch, (0, 1))
+    scratch, handed = Scratch(), []
+
+    def put(name: str, first: int, block: np.ndarray) -> None:
+        if name == "row":
+            handed.append((name, first, block.tolist()))
+
+    for rows in ((0, 1), (1, 2)):
+        dataset.read_blocks(1, put, scratch, rows)
+    assert handed == [("row", 0, list(range(400, 485))), ("row", 1, [401])]
     _damage_block(entry, shard=1, array=1, block=3)  # "row" of rows 655 to 739
-    placed: list[tuple[str, int, list[int]]] = []
-    dataset.read_blocks(1, lambda name, first, block: placed.append((name, first, block.tolist()))
-                        if name == "row" else None, scratch, (260, 262))
-    assert placed == [("row", 260, [660, 661])]
-    with pytest.raises(DamagedPklzError, match="array 'row'"):  # a scratch of its own inflates it again
-        dataset.read_blocks(1, lambda name, first, block: None, Scratch(), (0, 1))
+    dataset.read_blocks(1, put, scratch, (260, 262))
+    assert handed[-1] == ("row", 260, [660, 661])
+    with pytest.raises(DamagedPklzError, match="array 'row', the block of rows 255 to 339"):  # read afresh
+        dataset.read_blocks(1, put, Scratch(), (260, 262))
 
 
 @pytest.mark.parametrize("source", SOURCES)
-def test_a_damaged_block_of_a_small_array_refuses_the_array(builds, source, tmp_path, request):
-    # every block of a small array is checked (its CRC-32) when it is inflated whole: rows of other blocks are refused
+def test_a_damaged_block_of_a_small_array_refuses_the_array_read_whole(builds, source, tmp_path, request):
+    # a small array read whole is inflated in one call, each block's CRC-32 checked: a damaged one refuses it
     entry = _copy(builds, source, tmp_path)
     _damage_block(entry, shard=1, array=1, block=3)  # "row" of rows 655 to 739
     dataset = _open(source, entry, tmp_path, request)
+    assert [values for name, _, values in _placed(dataset, 1, (0, 1)) if name == "row"] == [list(range(400, 485))]
     named = (rf"shard 1 of the {SPEC.kind} entry at .* is damaged: fetched twice" if source == "url" else
              r"shard 1 \(bytes \d+ to \d+\), array 'row', the blocks of rows 0 to 399 is truncated or damaged")
     with pytest.raises(DamagedPklzError, match=named):
-        _placed(dataset, 1, (0, 1))
-    assert [name for name, _, _ in _placed(dataset, 0, (0, 1))] == ["images", "row"]  # the other shards still read
+        _placed(dataset, 1, None)
+    assert [name for name, _, _ in _placed(dataset, 0, None)] == ["images"] * 5 + ["row"]  # other shards still read
 
 
 def test_the_small_arrays_kept_are_bounded(builds, monkeypatch):
@@ -163,7 +171,7 @@ def test_the_small_arrays_kept_are_bounded(builds, monkeypatch):
     monkeypatch.setattr(members, "KEPT_BYTES", 2 * 400 * 8)  # two shards' "row" arrays
     dataset, scratch = gf.open_built(builds["disk"]), Scratch()
     for shard in (0, 1, 2, 1):
-        dataset.read_blocks(shard, lambda name, first, block: None, scratch, (0, 1))
+        dataset.read_blocks(shard, lambda name, first, block: None, scratch)
     assert [(offset, name, len(array)) for (_, offset, name), array in scratch.kept.items()] == [
         (int(dataset.index.offset[2]), "row", 200), (int(dataset.index.offset[1]), "row", 400)]  # 0 went first
     assert scratch.kept_bytes == 600 * 8
