@@ -3,8 +3,8 @@
 A shard's run of members holds its arrays as ``.npy`` files (`glyphforge.cache.npy_members`),
 each array's rows in blocks of a member each: `place_shard` inflates them a block of rows
 at a time into buffers a `Scratch` keeps, handing each block to its caller (given the rows
-it needs, only the blocks holding them: `glyphforge.builds.reading.blocks`), and
-`decode_shard` inflates them into fresh arrays.
+it needs, only the blocks holding them: `glyphforge.builds.reading.blocks`; a small array
+read again, inflated whole and kept), and `decode_shard` inflates them into fresh arrays.
 """
 from __future__ import annotations
 
@@ -157,8 +157,9 @@ def place_shard(member: Member, put: Put, scratch: Scratch, rows: tuple[int, int
     Each array's blocks are read in one piece from the file and each block is inflated alone
     into ``scratch``'s buffer of the array, its end checked (its CRC-32 and size) before it is
     handed over. A small array (`WHOLE_ARRAY_BYTES`) read whole or again is handed over at once,
-    its rows from the array inflated whole (`Scratch.whole`). A block is valid until ``put`` returns; a damaged
-    one raises when it is reached, blocks handed over already: a caller drops what it placed.
+    its rows from the array inflated whole (`Scratch.whole`). A block is valid until ``put``
+    returns; a damaged one raises when it is reached, blocks handed over already: a caller drops
+    what it placed.
 
     Raises
     ------
