@@ -108,7 +108,8 @@ class CopyReads:
     """
 
     reader: ShardReader
-    active: bool = True
+    active: bool | None = None
+    """Whether the copy is read (None: not looked for yet; False: none, or it failed a check)."""
     windows: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     _plan: EpochPlan | None = None
     _slots: np.ndarray = field(default_factory=lambda: np.empty((0, 0), np.int64))
@@ -138,6 +139,8 @@ class CopyReads:
         (`EpochPlan.finished`: each part is read in order), then holds the new ones
         (``make_rows(number)``: their rows and row runs).
         """
+        if self.active is None:  # is there a copy to read? (else no window's rows are worked out for it)
+            self.active = self.reader.read_copy(lambda copy: True) is not None
         if not self.active:
             return None
         if plan is not self._plan:  # a new epoch: its windows go in the slots of the last one's, if as large

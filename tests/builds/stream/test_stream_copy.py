@@ -101,6 +101,19 @@ def test_the_stream_of_a_copy_reads_no_shard(built_rows, tmp_path, backend, monk
     assert_same(batches(reader.stream(64, seed=5, epochs=2)), expected)
 
 
+@pytest.mark.parametrize("random_access", ["decode", "auto"])  # told not to read one, or none made
+def test_a_stream_without_a_copy_to_read_works_out_no_window_for_one(built_rows, tmp_path, random_access,
+                                                                      monkeypatch):  # noqa: F811
+    from glyphforge.builds.stream.stream import ShardStream
+
+    local = fresh_build(built_rows, tmp_path).reopened(random_access=random_access)
+    worked_out = []
+    original = ShardStream._window_rows
+    monkeypatch.setattr(ShardStream, "_window_rows", lambda *args: worked_out.append(args[2]) or original(*args))
+    assert sum(len(images) for images, _ in local.stream(64, seed=5)) == len(local)
+    assert worked_out == []  # (the copy's rows of each window its first batch read were worked out, then dropped)
+
+
 def test_states_taken_on_the_copy_resume_on_the_shards_and_back(opener):
     shards, reader = opener(random_access="decode"), opener()
     reader.materialize()
