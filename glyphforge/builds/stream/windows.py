@@ -240,10 +240,13 @@ def decode_window(
     at = 0
     for shard, start, count in zip(plan.shard[pieces].tolist(), plan.first[pieces].tolist(),
                                    plan.rows[pieces].tolist(), strict=True):
-        targets = np.arange(at - skip, at - skip + count) if places is None else places[at:at + count]
-        needed = _span(targets >= 0)
+        targets = None if places is None else places[at:at + count]
+        if skip:  # rows consumed (or other workers'): from the first of the piece's rows to come to its last
+            needed = _span((np.arange(at - skip, at - skip + count) if targets is None else targets) >= 0)
+        else:
+            needed = (0, count)
         if needed is not None:  # else: all consumed
-            put: np.ndarray | int = targets if places is not None else at - skip
+            put: np.ndarray | int = targets if targets is not None else at - skip
             log.debug("shard %d read (%d of its rows) for window %d", shard, count, number)
             placer = Placer(owners, put, (start, start + count), bool(skip), plan.largest)
             reader.read_blocks(shard, placer, windows.scratch, (start + needed[0], start + needed[1]))

@@ -42,6 +42,7 @@ batches): glyphforge never imports it.
 from __future__ import annotations
 
 import itertools
+import math
 import mmap
 import multiprocessing
 import os
@@ -99,14 +100,14 @@ class Blocks:
         for name, array in like.items():
             if array.dtype.kind not in TORCH_LEAVES:
                 offsets[name] = -(-end // ALIGN) * ALIGN
-                end = offsets[name] + int(np.prod(shapes[name])) * array.itemsize
+                end = offsets[name] + math.prod(shapes[name]) * array.itemsize
         block = self._free(end) if hasattr(os, "memfd_create") else None
         if block is None:
             self._made = None
             return self.fresh.batch(like, rows)
         block.map[HELD] = 1
         arrays = {name: np.empty(shapes[name], array.dtype) if name not in offsets else
-                  np.frombuffer(block.map, array.dtype, int(np.prod(shapes[name])), offsets[name]).reshape(
+                  np.frombuffer(block.map, array.dtype, math.prod(shapes[name]), offsets[name]).reshape(
                       shapes[name]) for name, array in like.items()}
         self._made = (block, arrays, offsets)
         return arrays
@@ -205,7 +206,7 @@ def received(
             arrays[name] = strings[name]
             continue
         offset, dtype, shape = places[name]
-        count = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        count = math.prod(shape) * np.dtype(dtype).itemsize
         arrays[name] = torch.from_numpy(whole[offset:offset + count].view(dtype).reshape(shape))
     images = arrays.pop(image_name)
     return [images, arrays or None]

@@ -15,6 +15,7 @@ Only where torch is imported already (a ``DataLoader`` worker): glyphforge never
 """
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -53,7 +54,7 @@ class SharedBatches:
         offsets, end = {}, 0
         for name in numeric:
             offsets[name] = -(-end // ALIGN) * ALIGN
-            end = offsets[name] + int(np.prod(shapes[name])) * like[name].itemsize
+            end = offsets[name] + math.prod(shapes[name]) * like[name].itemsize
         storage = torch.UntypedStorage._new_shared(end) if numeric else None
         self._made = {}
         for name, array in like.items():
