@@ -235,23 +235,36 @@ def decode_window(
     size, skip = int(plan.ends[number]) - begin, max(first - begin, 0)
     places = None if shuffle is None else shuffle(size, skip)
     owners = windows.spare.take(size - skip)
-    pieces = plan.pieces(number)
-    reader.prefetch(plan.shard[pieces.start:plan.windows[min(number + 2, len(plan.windows) - 1)]])
-    at = 0
-    for shard, start, count in zip(plan.shard[pieces].tolist(), plan.first[pieces].tolist(),
+    reader.prefetch(plan.shard[plan.windows[number]:plan.windows[min(number + 2, len(plan.windows) - 1)]])
+    _read_pieces(reader, plan, number, -skip if places is None else places, bool(skip), owners, plan.largest,
+                 windows.scratch)
+    return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)
+
+
+def _read_pieces(
+    reader: ShardReader, plan: EpochPlan, number: int, places: np.ndarray | int, partial: bool,
+    arrays: dict[str, np.ndarray], size: int, scratch: Scratch,
+) -> None:
+    """Read window ``number``'s pieces into ``arrays`` (those missing made of ``size`` rows): the window's rows at
+    ``places`` (each row's place, or an int: its first row's, the rows in order; `Placer`).
+
+    With ``partial`` (rows consumed, or other workers': placed below 0) a piece is asked of the reader from its first
+    row to come to its last, and one holding none is not read. Each shard read is logged at DEBUG (which shards a
+    rank or worker reads).
+    """
+    pieces, at = plan.pieces(number), 0
+    for shard, first, count in zip(plan.shard[pieces].tolist(), plan.first[pieces].tolist(),
                                    plan.rows[pieces].tolist(), strict=True):
-        targets = None if places is None else places[at:at + count]
-        if skip:  # rows consumed (or other workers'): from the first of the piece's rows to come to its last
-            needed = _span((np.arange(at - skip, at - skip + count) if targets is None else targets) >= 0)
+        put = places + at if isinstance(places, int) else places[at:at + count]
+        if partial:
+            needed = _span((np.arange(put, put + count) if isinstance(put, int) else put) >= 0)
         else:
             needed = (0, count)
         if needed is not None:  # else: all consumed
-            put: np.ndarray | int = targets if targets is not None else at - skip
             log.debug("shard %d read (%d of its rows) for window %d", shard, count, number)
-            placer = Placer(owners, put, (start, start + count), bool(skip), plan.largest)
-            reader.read_blocks(shard, placer, windows.scratch, (start + needed[0], start + needed[1]))
+            placer = Placer(arrays, put, (first, first + count), partial, size)
+            reader.read_blocks(shard, placer, scratch, (first + needed[0], first + needed[1]))
         at += count
-    return Window(begin + skip, {name: array[:size - skip] for name, array in owners.items()}, owners)
 
 
 def _span(kept: np.ndarray) -> tuple[int, int] | None:
@@ -339,15 +352,6 @@ class Ring:
         partial = int(positions.min()) < start  # rows read already: only a resumed stream's landing window has some
         if partial:
             slots[positions < start] = -1
-        pieces = plan.pieces(number)
-        reader.prefetch(plan.shard[pieces])
-        at = 0
-        for shard, first, count in zip(plan.shard[pieces].tolist(), plan.first[pieces].tolist(),
-                                       plan.rows[pieces].tolist(), strict=True):
-            needed = _span(slots[at:at + count] >= 0) if partial else (0, count)
-            if needed is not None:  # else: all read already
-                log.debug("shard %d read (%d of its rows) for window %d", shard, count, number)
-                placer = Placer(self.arrays, slots[at:at + count], (first, first + count), partial, self.rows)
-                reader.read_blocks(shard, placer, self.scratch, (first + needed[0], first + needed[1]))
-            at += count
+        reader.prefetch(plan.shard[plan.pieces(number)])
+        _read_pieces(reader, plan, number, slots, partial, self.arrays, self.rows, self.scratch)
         self.decoded.add(number)
