@@ -1,11 +1,11 @@
 """What a stream's order costs one process reading every part, from its plan alone (issue 46, rows 2-3).
 
-    python benchmarks/bench_stream_plan_memory.py       # 50,000 rows, shards of 1,000, blocks of 151
+    python benchmarks/bench_stream_plan_memory.py       # 50,000 rows, shards of 1,000, blocks of 149
     python benchmarks/bench_stream_plan_memory.py --block 1000 --order 4,1,1   # blocks of a whole shard
 
 No data is read: the plan of epoch 1 (`glyphforge.builds.stream.plan.plan_epoch`) of ``--rows``
-rows in shards of ``--shard`` rows, each in blocks of ``--block`` rows (the inflatable units: 151
-rows of 48x48x3 scenes are a block, `glyphforge.cache.declared.block_rows`) is walked batch by
+rows in shards of ``--shard`` rows, each in blocks of ``--block`` rows (the inflatable units: 149
+rows of 48x48x3 scenes with their boxes and labels are a block, `glyphforge.cache.declared.block_rows`) is walked batch by
 batch (global batches of ``--batch`` rows) for each ``--order`` (``window,partitions,turns``, the
 window in blocks). Printed per order:
 
@@ -52,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--shard", type=int, default=1000)
-    parser.add_argument("--block", type=int, default=151)
+    parser.add_argument("--block", type=int, default=149)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--order", action="append", help="window,partitions,turns (repeatable)")
     args = parser.parse_args()

@@ -9,7 +9,7 @@ steps alternated (so each ratio compares figures measured under the same load; t
 the rounds is printed beside every round):
 
 * ``default``: two shuffled epochs of ``ds.stream(256)`` from the shards (the later one counts);
-* ``one-lane``: the same with ``partitions=1, turns=1, window=28`` (windows of 28 blocks of 151 rows, about
+* ``one-lane``: the same with ``partitions=1, turns=1, window=28`` (windows of 28 blocks of 149 rows, about
   4 shards: the order before issue 33);
 * ``isal``: every shard's gzip members (read into memory first) inflated by ``isal_zlib`` on 2 threads;
 * ``resume``: the rest of epoch 0 from ``state_after(90% of its batches)`` against one whole
