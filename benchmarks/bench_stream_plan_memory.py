@@ -5,9 +5,9 @@
 
 No data is read: the plan of epoch 1 (`glyphforge.builds.stream.plan.plan_epoch`) of ``--rows``
 rows in shards of ``--shard`` rows, each in blocks of ``--block`` rows (the inflatable units: 149
-rows of 48x48x3 scenes with their boxes and labels are a block, `glyphforge.cache.declared.block_rows`) is walked batch by
-batch (global batches of ``--batch`` rows) for each ``--order`` (``window,partitions,turns``, the
-window in blocks). Printed per order:
+rows of 48x48x3 scenes with their boxes and labels are a block,
+`glyphforge.cache.declared.block_rows`) is walked batch by batch (global batches of ``--batch``
+rows) for each ``--order`` (``window,partitions,turns``, the window in blocks). Printed per order:
 
 * ``held``: the most rows of the windows open at once (a window is open from the batch that reads
   its first row to the batch that reads its last): what one process holds decoded;
