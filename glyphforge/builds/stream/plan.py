@@ -88,6 +88,11 @@ class Cut:
         return np.diff(lanes * self.size // self.lanes), np.diff(lanes * (self.n_rows % self.size) // self.lanes)
 
     @cached_property
+    def _divisors(self) -> np.ndarray:
+        """Each lane's rows of a full global batch, at least 1 (what a part's offsets are divided by)."""
+        return np.maximum(self._rates[0], 1)
+
+    @cached_property
     def _edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Where each lane's rows end and begin in a full global batch, and in the short last one."""
         full, short = self._rates
@@ -140,33 +145,28 @@ class Cut:
 
     def positions(self, places: np.ndarray) -> np.ndarray:
         """The positions of the epoch's order at ``places`` of the parts end to end (`places`'s inverse)."""
-        full = self._rates[0]
-        full_begins, short_begins = self._edges[1], self._edges[3]
         part = np.searchsorted(self.starts, places, side="right") - 1
         lane, turn = np.divmod(part, self.turns)
-        offset = places - self.starts[part]
-        steps, tail_turn = divmod(self.n_rows // self.size, self.turns)
-        in_full = full[lane] * (steps + (turn < tail_turn))  # the part's rows in full global batches
-        batch, within = np.divmod(offset, np.maximum(full[lane], 1))
-        tail = offset >= in_full
-        batch = np.where(tail, self.n_rows // self.size, batch * self.turns + turn)
-        within = np.where(tail, short_begins[lane] + offset - in_full, full_begins[lane] + within)
-        return batch * self.size + within
+        return self._positions(lane, turn, places - self.starts[part])
 
     def run_positions(self, first: int, count: int) -> np.ndarray:
         """`positions` of the places ``[first, first + count)``, all of one part (a window's: few array operations)."""
         part = int(np.searchsorted(self.starts, first, side="right")) - 1
         lane, turn = divmod(part, self.turns)
-        rate = int(self._rates[0][lane])
-        offset = np.arange(first - int(self.starts[part]), first - int(self.starts[part]) + count, dtype=np.int64)
+        offset = first - int(self.starts[part])
+        return self._positions(lane, turn, np.arange(offset, offset + count, dtype=np.int64))
+
+    def _positions(self, lane: np.ndarray | int, turn: np.ndarray | int, offset: np.ndarray) -> np.ndarray:
+        """The positions of the rows ``offset`` of the parts of ``lane`` and ``turn`` (arrays alike, or one part's)."""
+        rate = self._rates[0][lane]
         steps, tail_turn = divmod(self.n_rows // self.size, self.turns)
         in_full = rate * (steps + (turn < tail_turn))  # the part's rows in full global batches
-        batch, within = np.divmod(offset, max(rate, 1))
-        positions = (batch * self.turns + turn) * self.size + (int(self._edges[1][lane]) + within)
-        if offset[-1] >= in_full:  # the run reaches the part's rows of the short last batch
-            tail = offset >= in_full
-            short = self.n_rows // self.size * self.size + int(self._edges[3][lane])  # the short batch's first row
-            positions[tail] = short + offset[tail] - in_full
+        batch, within = np.divmod(offset, self._divisors[lane])
+        positions = batch * (self.turns * self.size) + (turn * self.size + self._edges[1][lane]) + within
+        tail = offset >= in_full  # the part's rows of the short last global batch
+        if tail.any():
+            short = self.n_rows // self.size * self.size + self._edges[3][lane]  # its first position of that batch
+            positions = np.where(tail, short + offset - in_full, positions)
         return positions
 
 
