@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from glyphforge.builds.stream.workers import ALIGN, TORCH_LEAVES, SharedBatches
+from glyphforge.builds.stream.workers import SharedBatches, batch_layout
 
 __all__ = ["HEADER", "MAPS", "POOL", "Block", "Blocks", "WorkerBatch", "received"]
 
@@ -95,12 +95,7 @@ class Blocks:
 
         Arrays of strings are numpy arrays of their own (torch leaves them as they are).
         """
-        shapes = {name: (rows, *array.shape[1:]) for name, array in like.items()}
-        offsets, end = {}, HEADER
-        for name, array in like.items():
-            if array.dtype.kind not in TORCH_LEAVES:
-                offsets[name] = -(-end // ALIGN) * ALIGN
-                end = offsets[name] + math.prod(shapes[name]) * array.itemsize
+        shapes, offsets, end = batch_layout(like, rows, HEADER)
         block = self._free(end) if hasattr(os, "memfd_create") else None
         if block is None:
             self._made = None

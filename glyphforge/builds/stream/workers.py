@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ALIGN", "TORCH_LEAVES", "SharedBatches", "torch_worker_info"]
+__all__ = ["ALIGN", "TORCH_LEAVES", "SharedBatches", "batch_layout", "torch_worker_info"]
 
 #: The dtype kinds of arrays torch's ``default_convert`` leaves as numpy (strings, objects): made as such.
 TORCH_LEAVES = "SUO"
@@ -33,6 +33,20 @@ def torch_worker_info() -> Any:
     """``torch.utils.data.get_worker_info()`` when torch is already imported, else None (never imports it)."""
     torch = sys.modules.get("torch")
     return None if torch is None else torch.utils.data.get_worker_info()
+
+
+def batch_layout(
+    like: dict[str, np.ndarray], rows: int, start: int = 0,
+) -> tuple[dict[str, tuple[int, ...]], dict[str, int], int]:
+    """Of a batch of ``rows`` rows shaped as ``like``'s: each array's shape, where each array torch makes a tensor
+    of starts in one block of memory from byte ``start`` (a multiple of `ALIGN`), and where that block ends."""
+    shapes = {name: (rows, *array.shape[1:]) for name, array in like.items()}
+    offsets, end = {}, start
+    for name, array in like.items():
+        if array.dtype.kind not in TORCH_LEAVES:
+            offsets[name] = -(-end // ALIGN) * ALIGN
+            end = offsets[name] + math.prod(shapes[name]) * array.itemsize
+    return shapes, offsets, end
 
 
 class SharedBatches:
@@ -49,13 +63,8 @@ class SharedBatches:
         (a pickler sends an object once).
         """
         torch = sys.modules["torch"]
-        shapes = {name: (rows, *array.shape[1:]) for name, array in like.items()}
-        numeric = [name for name, array in like.items() if array.dtype.kind not in TORCH_LEAVES]
-        offsets, end = {}, 0
-        for name in numeric:
-            offsets[name] = -(-end // ALIGN) * ALIGN
-            end = offsets[name] + math.prod(shapes[name]) * like[name].itemsize
-        storage = torch.UntypedStorage._new_shared(end) if numeric else None
+        shapes, offsets, end = batch_layout(like, rows)
+        storage = torch.UntypedStorage._new_shared(end) if offsets else None
         self._made = {}
         for name, array in like.items():
             if name not in offsets:
